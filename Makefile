@@ -1,0 +1,80 @@
+# cscp: PGXS build, plus the two entry points of README: `make demo` and `make test`.
+#
+# The bootstrap targets (deps, demo, test, bench) must work on a machine where PostgreSQL's
+# headers and pg_config are not installed yet, so PGXS is included only when it exists; the
+# targets that need it re-invoke make once `deps` has installed it.
+
+EXTENSION  = cscp
+EXTVERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" cscp.control)
+PGVERSION  = 15
+
+MODULE_big = cscp
+OBJS = \
+	src/cscp.o \
+	src/clock.o \
+	src/args.o \
+	src/jsonutil.o \
+	src/policy.o \
+	src/routing.o \
+	src/slots.o \
+	src/context_fsm.o
+
+# The install script is concatenated from one file per concern, in this order.
+SQL_PARTS = \
+	src/sql/schema.sql \
+	src/sql/types.sql \
+	src/sql/helpers.sql \
+	src/sql/policy.sql \
+	src/sql/context.sql \
+	src/sql/document.sql \
+	src/sql/sweep.sql \
+	src/sql/views.sql \
+	src/sql/security.sql
+
+DATA_built = $(EXTENSION)--$(EXTVERSION).sql
+EXTRA_CLEAN = results output_iso regression.diffs regression.out
+
+REGRESS = setup clock routing policy context_transitions context_expiry slots documents sweep views bad_input drop
+REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
+ISOLATION = context_open_race sweep_vs_slot_set
+ISOLATION_OPTS = --inputdir=test/isolation --load-extension=$(EXTENSION)
+
+PG_CPPFLAGS = -I$(srcdir)/src
+PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
+
+PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/$(PGVERSION)/bin/pg_config) $(shell command -v pg_config 2>/dev/null))
+ifneq ($(strip $(PG_CONFIG)),)
+PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
+endif
+
+ifneq ($(wildcard $(PGXS)),)
+include $(PGXS)
+else
+all install installcheck:
+	@echo "PostgreSQL $(PGVERSION) server headers (PGXS) are not installed." >&2
+	@echo "Run 'make deps' (as root) first, or 'make demo' / 'make test', which do it for you." >&2
+	@exit 1
+endif
+
+.DEFAULT_GOAL := all
+
+$(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS) cscp.control
+	cat $(SQL_PARTS) > $@
+
+.PHONY: deps build demo test check-all
+# Install what is missing from Debian's packages (PostgreSQL 15 server and headers, pgTAP, pg_prove).
+deps:
+	@bash test/scripts/deps.sh
+
+# Build and install the extension, in a fresh make so that PGXS is read after deps installed it.
+build: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory install
+
+# A throwaway cluster and a walk through a realistic conversation.
+demo: build
+	@bash test/scripts/demo.sh
+
+# Every suite: pg_regress, isolation specs, pgTAP through pg_prove.
+test: build
+	@bash test/scripts/run-tests.sh

@@ -1,0 +1,59 @@
+/*-------------------------------------------------------------------------
+ *
+ * cscp.h
+ *	  Declarations shared by cscp's C files.
+ *
+ * Each C file owns one concern (clock, argument checks, policy, routing,
+ * slots, context lifecycle); this header is the only place they meet.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CSCP_H
+#define CSCP_H
+
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+#include "utils/jsonb.h"
+#include "utils/uuid.h"
+
+/* Longest id (tenant, conversation, actor, session, ...) we accept, in bytes. */
+#define CSCP_MAX_ID_BYTES 256
+
+/* cscp.c: settings */
+extern char *cscp_clock_setting;
+extern char *cscp_tenant_setting;
+
+/* clock.c */
+extern TimestampTz cscp_now(void);
+extern bool cscp_parse_timestamptz(const char *str, TimestampTz *result);
+
+/* args.c */
+extern void cscp_check_id(const char *argname, text *value);
+extern void cscp_check_tenant(text *tenant_id);
+
+/* jsonutil.c */
+extern JsonbValue *cscp_jsonb_get(Jsonb *obj, const char *key);
+extern char *cscp_jsonb_get_cstring(Jsonb *obj, const char *key);
+extern bool cscp_jsonb_values_equal(JsonbValue *a, JsonbValue *b);
+extern char *cscp_jsonb_value_to_cstring(JsonbValue *v);
+extern Jsonb *cscp_jsonb_value_to_jsonb(JsonbValue *v);
+extern char *cscp_jsonb_key_cstring(JsonbValue *key);
+
+/* policy.c */
+extern Jsonb *cscp_policy_get(const char *tenant_id);
+extern bool cscp_parse_interval(const char *str, Interval *result);
+extern int64 cscp_policy_int(Jsonb *policy, const char *key, int64 fallback);
+
+/* routing.c */
+extern int32 cscp_routing_hash_text(text *conversation_id);
+extern void cscp_routing_uuid(int32 hash, pg_uuid_t *uuid);
+extern int32 cscp_routing_hash_uuid(const pg_uuid_t *uuid);
+
+/* slots.c */
+extern Jsonb *cscp_slots_validate(Jsonb *newslots, Jsonb *oldslots,
+								  const char *tenant_id);
+extern Jsonb *cscp_slots_visible(Jsonb *slots, Jsonb *policy);
+extern bool cscp_is_uuid_text(const char *str);
+
+#endif							/* CSCP_H */

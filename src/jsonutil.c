@@ -1,0 +1,67 @@
+/*-------------------------------------------------------------------------
+ *
+ * jsonutil.c
+ *	  Small jsonb helpers shared by policy, slot and (later) hashing code.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "cscp.h"
+
+#include "utils/builtins.h"
+
+/* The value under key in a jsonb object, or NULL when absent or not an object. */
+JsonbValue *
+cscp_jsonb_get(Jsonb *obj, const char *key)
+{
+	if (obj == NULL || !JB_ROOT_IS_OBJECT(obj))
+		return NULL;
+	return getKeyJsonValueFromContainer(&obj->root, key, strlen(key), NULL);
+}
+
+/* The string under key, or NULL when absent or not a string. */
+char *
+cscp_jsonb_get_cstring(Jsonb *obj, const char *key)
+{
+	JsonbValue *v = cscp_jsonb_get(obj, key);
+
+	if (v == NULL || v->type != jbvString)
+		return NULL;
+	return pnstrdup(v->val.string.val, v->val.string.len);
+}
+
+/* A key (a jbvString) as a palloc'd C string. */
+char *
+cscp_jsonb_key_cstring(JsonbValue *key)
+{
+	return pnstrdup(key->val.string.val, key->val.string.len);
+}
+
+/* A jsonb value of any kind as a Jsonb datum. */
+Jsonb *
+cscp_jsonb_value_to_jsonb(JsonbValue *v)
+{
+	return JsonbValueToJsonb(v);
+}
+
+/* A jsonb value of any kind in jsonb's canonical text form. */
+char *
+cscp_jsonb_value_to_cstring(JsonbValue *v)
+{
+	Jsonb	   *j = JsonbValueToJsonb(v);
+
+	return JsonbToCString(NULL, &j->root, VARSIZE(j));
+}
+
+/* Whether two jsonb values are equal as jsonb (the = operator). */
+bool
+cscp_jsonb_values_equal(JsonbValue *a, JsonbValue *b)
+{
+	Jsonb	   *ja,
+			   *jb;
+
+	if (a == NULL || b == NULL)
+		return a == b;
+	ja = JsonbValueToJsonb(a);
+	jb = JsonbValueToJsonb(b);
+	return compareJsonbContainers(&ja->root, &jb->root) == 0;
+}

@@ -1,0 +1,345 @@
+/*-------------------------------------------------------------------------
+ *
+ * policy.c
+ *	  Policy keys, their types, and the effective policy of a tenant.
+ *
+ * A tenant's effective policy is the defaults held by tenant '*' with the
+ * tenant's own keys merged over them (cscp.policy_effective).  Every key a
+ * policy may hold is listed in policy_keys below with its type; anything
+ * else is refused with 22023, so a typo never silently means "default".
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "cscp.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/timestamp.h"
+
+typedef enum PolicyKind
+{
+	POLICY_INTERVAL,			/* positive interval, as text */
+	POLICY_CHOICE,				/* one of a fixed set of strings */
+	POLICY_INTEGER,				/* integer within [min, max] */
+	POLICY_SHARE,				/* number in (0, 1] */
+	POLICY_BOOLEAN,
+	POLICY_NAMES,				/* array of non-empty strings */
+	POLICY_SLOT_RULES			/* object {slot: stored|derived|forbidden} */
+} PolicyKind;
+
+typedef struct PolicyKey
+{
+	const char *name;
+	PolicyKind	kind;
+	const char *choices[4];		/* POLICY_CHOICE */
+	int64		min;			/* POLICY_INTEGER */
+	int64		max;
+} PolicyKey;
+
+static const PolicyKey policy_keys[] = {
+	{"context_ttl", POLICY_INTERVAL},
+	{"confirmation_ttl", POLICY_INTERVAL},
+	{"approval_ttl", POLICY_INTERVAL},
+	{"context_ttl_mode", POLICY_CHOICE, {"sliding", "fixed"}},
+	{"max_ttl", POLICY_INTERVAL},
+	{"retention_closed", POLICY_INTERVAL},
+	{"retention_expired", POLICY_INTERVAL},
+	{"retention_turns", POLICY_INTERVAL},
+	{"retention_evidence", POLICY_INTERVAL},
+	{"max_slot_bytes", POLICY_INTEGER, {NULL}, 1, 1048576},
+	{"slot_rules", POLICY_SLOT_RULES},
+	{"extension_slots", POLICY_NAMES},
+	{"detail_level", POLICY_CHOICE, {"none", "summary", "full"}},
+	{"auto_confirm", POLICY_NAMES},
+	{"turn_content", POLICY_CHOICE, {"full", "reference"}},
+	{"replay_divergence", POLICY_CHOICE, {"keep", "error"}},
+	{"fact_budget_share", POLICY_SHARE},
+	{"supersede_same_key", POLICY_BOOLEAN},
+};
+
+#define NUM_POLICY_KEYS lengthof(policy_keys)
+
+/*
+ * Parse an interval without raising: false when the text is not one.
+ * Mirrors interval_in's parsing (including ISO 8601 durations).
+ */
+bool
+cscp_parse_interval(const char *str, Interval *result)
+{
+	char		workbuf[256];
+	char	   *field[MAXDATEFIELDS];
+	int			ftype[MAXDATEFIELDS];
+	int			nf;
+	int			dtype;
+	int			dterr;
+	struct pg_itm_in tt,
+			   *itm_in = &tt;
+	char	   *copy;
+
+	if (str == NULL || strlen(str) >= sizeof(workbuf))
+		return false;
+	dterr = ParseDateTime(str, workbuf, sizeof(workbuf), field, ftype,
+						  MAXDATEFIELDS, &nf);
+	if (dterr == 0)
+		dterr = DecodeInterval(field, ftype, nf, INTERVAL_FULL_RANGE, &dtype, itm_in);
+	if (dterr == DTERR_BAD_FORMAT)
+	{
+		copy = pstrdup(str);
+		dterr = DecodeISO8601Interval(copy, &dtype, itm_in);
+	}
+	if (dterr != 0 || dtype != DTK_DELTA)
+		return false;
+	return itmin2interval(itm_in, result) == 0;
+}
+
+/* Whether an interval is greater than zero. */
+static bool
+interval_is_positive(Interval *iv)
+{
+	Interval	zero = {0};
+
+	return DatumGetBool(DirectFunctionCall2(interval_gt,
+											IntervalPGetDatum(iv),
+											IntervalPGetDatum(&zero)));
+}
+
+static const PolicyKey *
+find_policy_key(const char *name)
+{
+	for (int i = 0; i < NUM_POLICY_KEYS; i++)
+		if (strcmp(policy_keys[i].name, name) == 0)
+			return &policy_keys[i];
+	return NULL;
+}
+
+static void
+policy_type_error(const char *key, const char *expected)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid value for policy key \"%s\"", key),
+			 errdetail("Expected %s.", expected),
+			 errhint("Correct the value, or pass null to fall back to the default.")));
+}
+
+/* Check one key's value against its declared kind. */
+static void
+check_policy_value(const PolicyKey *k, JsonbValue *v)
+{
+	switch (k->kind)
+	{
+		case POLICY_INTERVAL:
+			{
+				Interval	iv;
+				char	   *s;
+
+				if (v->type != jbvString)
+					policy_type_error(k->name, "a positive interval as a string, such as \"30 minutes\"");
+				s = pnstrdup(v->val.string.val, v->val.string.len);
+				if (!cscp_parse_interval(s, &iv) || !interval_is_positive(&iv))
+					policy_type_error(k->name, "a positive interval as a string, such as \"30 minutes\"");
+				break;
+			}
+		case POLICY_CHOICE:
+			{
+				bool		ok = false;
+				StringInfoData buf;
+
+				if (v->type == jbvString)
+					for (int i = 0; i < lengthof(k->choices) && k->choices[i]; i++)
+						if (strlen(k->choices[i]) == v->val.string.len &&
+							strncmp(k->choices[i], v->val.string.val, v->val.string.len) == 0)
+							ok = true;
+				if (ok)
+					break;
+				initStringInfo(&buf);
+				appendStringInfoString(&buf, "one of");
+				for (int i = 0; i < lengthof(k->choices) && k->choices[i]; i++)
+					appendStringInfo(&buf, "%s \"%s\"", i ? "," : "", k->choices[i]);
+				policy_type_error(k->name, buf.data);
+				break;
+			}
+		case POLICY_INTEGER:
+			{
+				float8		f = 0;
+
+				if (v->type == jbvNumeric)
+					f = DatumGetFloat8(DirectFunctionCall1(numeric_float8,
+														   NumericGetDatum(v->val.numeric)));
+				if (v->type != jbvNumeric || f != floor(f) || f < k->min || f > k->max)
+					policy_type_error(k->name, psprintf("an integer from " INT64_FORMAT " to " INT64_FORMAT, k->min, k->max));
+				break;
+			}
+		case POLICY_SHARE:
+			{
+				float8		f;
+
+				if (v->type != jbvNumeric)
+					policy_type_error(k->name, "a number greater than 0 and at most 1");
+				f = DatumGetFloat8(DirectFunctionCall1(numeric_float8,
+													   NumericGetDatum(v->val.numeric)));
+				if (!(f > 0.0 && f <= 1.0))
+					policy_type_error(k->name, "a number greater than 0 and at most 1");
+				break;
+			}
+		case POLICY_BOOLEAN:
+			if (v->type != jbvBool)
+				policy_type_error(k->name, "true or false");
+			break;
+		case POLICY_NAMES:
+		case POLICY_SLOT_RULES:
+			{
+				bool		names = (k->kind == POLICY_NAMES);
+				JsonbIterator *it;
+				JsonbValue	e;
+				JsonbIteratorToken tok;
+				const char *expected = names ?
+					"an array of non-empty strings" :
+					"an object mapping slot names to \"stored\", \"derived\" or \"forbidden\"";
+
+				if (v->type != jbvBinary ||
+					(names ? !JsonContainerIsArray(v->val.binary.data)
+					 : !JsonContainerIsObject(v->val.binary.data)))
+					policy_type_error(k->name, expected);
+				it = JsonbIteratorInit(v->val.binary.data);
+				while ((tok = JsonbIteratorNext(&it, &e, true)) != WJB_DONE)
+				{
+					if (tok == WJB_KEY && e.val.string.len == 0)
+						policy_type_error(k->name, expected);
+					if (tok == WJB_ELEM &&
+						(e.type != jbvString || e.val.string.len == 0))
+						policy_type_error(k->name, expected);
+					if (tok == WJB_VALUE)
+					{
+						char	   *s;
+
+						if (e.type != jbvString)
+							policy_type_error(k->name, expected);
+						s = pnstrdup(e.val.string.val, e.val.string.len);
+						if (strcmp(s, "stored") != 0 && strcmp(s, "derived") != 0 &&
+							strcmp(s, "forbidden") != 0)
+							policy_type_error(k->name, expected);
+					}
+				}
+				break;
+			}
+	}
+}
+
+PG_FUNCTION_INFO_V1(cscp_policy_validate);
+
+/*
+ * cscp.policy_validate(settings jsonb) RETURNS jsonb
+ *
+ * Raise 22023 unless settings is an object of known keys with values of the
+ * right type.  A null value is allowed when allow_null: it removes the key.
+ */
+Datum
+cscp_policy_validate(PG_FUNCTION_ARGS)
+{
+	Jsonb	   *settings;
+	bool		allow_null = PG_GETARG_BOOL(1);
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	char	   *key = NULL;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("settings must not be null"),
+				 errhint("Pass a JSON object such as '{\"context_ttl\": \"15 minutes\"}'.")));
+	settings = PG_GETARG_JSONB_P(0);
+	if (!JB_ROOT_IS_OBJECT(settings))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("settings must be a JSON object"),
+				 errhint("Pass a JSON object such as '{\"context_ttl\": \"15 minutes\"}'.")));
+
+	it = JsonbIteratorInit(&settings->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+		{
+			key = cscp_jsonb_key_cstring(&v);
+			if (find_policy_key(key) == NULL)
+			{
+				StringInfoData buf;
+
+				initStringInfo(&buf);
+				for (int i = 0; i < NUM_POLICY_KEYS; i++)
+					appendStringInfo(&buf, "%s%s", i ? ", " : "", policy_keys[i].name);
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("unknown policy key \"%s\"", key),
+						 errdetail("Known keys are %s.", buf.data),
+						 errhint("Check the spelling of the key.")));
+			}
+		}
+		else if (tok == WJB_VALUE)
+		{
+			if (v.type == jbvNull)
+			{
+				if (!allow_null)
+					policy_type_error(key, "a value; the defaults of tenant \"*\" cannot be removed");
+				continue;
+			}
+			check_policy_value(find_policy_key(key), &v);
+		}
+	}
+	PG_RETURN_JSONB_P(settings);
+}
+
+/*
+ * The effective policy of a tenant (defaults merged with its own keys),
+ * allocated in the caller's memory context.
+ */
+Jsonb *
+cscp_policy_get(const char *tenant_id)
+{
+	static SPIPlanPtr plan = NULL;
+	MemoryContext callerctx = CurrentMemoryContext;
+	Datum		arg = CStringGetTextDatum(tenant_id);
+	Jsonb	   *result = NULL;
+	bool		isnull;
+	Datum		d;
+
+	SPI_connect();
+	if (plan == NULL)
+	{
+		Oid			argtypes[1] = {TEXTOID};
+
+		plan = SPI_prepare("SELECT cscp.policy_effective($1)", 1, argtypes);
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(plan);
+	}
+	if (SPI_execute_plan(plan, &arg, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read the policy of tenant \"%s\"", tenant_id);
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (!isnull)
+	{
+		MemoryContext old = MemoryContextSwitchTo(callerctx);
+
+		result = DatumGetJsonbPCopy(d);
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	return result;
+}
+
+/* An integer policy value, or fallback when absent. */
+int64
+cscp_policy_int(Jsonb *policy, const char *key, int64 fallback)
+{
+	JsonbValue *v = cscp_jsonb_get(policy, key);
+
+	if (v == NULL || v->type != jbvNumeric)
+		return fallback;
+	return DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(v->val.numeric)));
+}

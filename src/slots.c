@@ -1,0 +1,430 @@
+/*-------------------------------------------------------------------------
+ *
+ * slots.c
+ *	  Slot rules of a context (RFC-WF-0034): which names exist, what shape
+ *	  the confirmation slots have, and what policy lets a tenant store.
+ *
+ * A slot name is one of the minimum set, an "x_" name, or a name the
+ * tenant registered in its policy key "extension_slots"; other names are
+ * refused on write and left out on read.  Policy "slot_rules" marks a slot
+ * stored (kept as given), derived (kept only as a SHA-256 digest of its
+ * canonical JSON text and its size, so it can be compared but not read
+ * back) or forbidden (never written).  "max_slot_bytes" caps the size of
+ * one value's JSON text.
+ *
+ * Only values that change are checked, so a slot that an earlier policy
+ * allowed stays readable to superusers in the table without blocking
+ * updates of other slots; readers go through cscp_slots_visible().
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "cscp.h"
+
+#include "common/cryptohash.h"
+#include "common/sha2.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+
+static const char *const minimum_slots[] = {
+	"active_intent", "active_target", "pending_confirmation",
+	"pending_approval", "last_result", "work_item_id"
+};
+
+/* Lazily fetched policy, for one validation or filtering pass. */
+typedef struct SlotPolicy
+{
+	const char *tenant_id;
+	Jsonb	   *policy;
+	bool		fetched;
+} SlotPolicy;
+
+static Jsonb *
+slot_policy(SlotPolicy *sp)
+{
+	if (!sp->fetched)
+	{
+		sp->policy = cscp_policy_get(sp->tenant_id);
+		sp->fetched = true;
+	}
+	return sp->policy;
+}
+
+static bool
+is_minimum_slot(const char *name)
+{
+	for (int i = 0; i < lengthof(minimum_slots); i++)
+		if (strcmp(minimum_slots[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* "x_" followed by one or more letters, digits or underscores. */
+static bool
+is_x_slot(const char *name)
+{
+	if (strncmp(name, "x_", 2) != 0 || name[2] == '\0')
+		return false;
+	for (const char *p = name + 2; *p; p++)
+		if (!(isalnum((unsigned char) *p) || *p == '_'))
+			return false;
+	return true;
+}
+
+/* Whether name is listed in the policy array key. */
+static bool
+policy_lists(Jsonb *policy, const char *key, const char *name)
+{
+	JsonbValue *arr = cscp_jsonb_get(policy, key);
+	JsonbValue	elem;
+
+	if (arr == NULL || arr->type != jbvBinary)
+		return false;
+	elem.type = jbvString;
+	elem.val.string.val = (char *) name;
+	elem.val.string.len = strlen(name);
+	return findJsonbValueFromContainer(arr->val.binary.data, JB_FARRAY, &elem) != NULL;
+}
+
+static bool
+slot_name_known(const char *name, SlotPolicy *sp)
+{
+	if (is_minimum_slot(name) || is_x_slot(name))
+		return true;
+	return policy_lists(slot_policy(sp), "extension_slots", name);
+}
+
+/* The slot_rules entry for name: "stored" unless the policy says otherwise. */
+static const char *
+slot_rule(const char *name, SlotPolicy *sp)
+{
+	JsonbValue *rules = cscp_jsonb_get(slot_policy(sp), "slot_rules");
+	JsonbValue *rule;
+
+	if (rules == NULL || rules->type != jbvBinary)
+		return "stored";
+	rule = getKeyJsonValueFromContainer(rules->val.binary.data, name, strlen(name), NULL);
+	if (rule == NULL || rule->type != jbvString)
+		return "stored";
+	return pnstrdup(rule->val.string.val, rule->val.string.len);
+}
+
+/* Whether str is a UUID in its canonical text form. */
+bool
+cscp_is_uuid_text(const char *str)
+{
+	if (strlen(str) != 36)
+		return false;
+	for (int i = 0; i < 36; i++)
+	{
+		if (i == 8 || i == 13 || i == 18 || i == 23)
+		{
+			if (str[i] != '-')
+				return false;
+		}
+		else if (!isxdigit((unsigned char) str[i]))
+			return false;
+	}
+	return true;
+}
+
+static void
+shape_error(const char *slot, const char *detail, const char *shape)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid value for slot \"%s\"", slot),
+			 errdetail("%s", detail),
+			 errhint("The slot holds %s.", shape)));
+}
+
+/*
+ * Check the shape of pending_confirmation or pending_approval:
+ * an object with exactly the allowed keys, the required ones present.
+ */
+static void
+check_pending_shape(const char *slot, JsonbValue *v)
+{
+	bool		confirmation = (strcmp(slot, "pending_confirmation") == 0);
+	const char *shape = confirmation ?
+		"null or {\"command_id\": uuid, \"idempotency_key\": text, "
+		"\"target_fingerprint\": text or null, \"expires_at\": timestamptz}" :
+		"null or {\"command_id\": uuid, \"approver_id\": text or null, "
+		"\"expires_at\": timestamptz}";
+	JsonbIterator *it;
+	JsonbValue	e;
+	JsonbIteratorToken tok;
+	char	   *key = NULL;
+	bool		has_command = false,
+				has_key = false,
+				has_expiry = false;
+
+	if (v->type == jbvNull)
+		return;
+	if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+		shape_error(slot, "The value is not a JSON object.", shape);
+
+	it = JsonbIteratorInit(v->val.binary.data);
+	while ((tok = JsonbIteratorNext(&it, &e, true)) != WJB_DONE)
+	{
+		char	   *s;
+
+		if (tok == WJB_KEY)
+		{
+			key = cscp_jsonb_key_cstring(&e);
+			continue;
+		}
+		if (tok != WJB_VALUE)
+			continue;
+		s = (e.type == jbvString) ? pnstrdup(e.val.string.val, e.val.string.len) : NULL;
+		if (strcmp(key, "command_id") == 0)
+		{
+			if (s == NULL || !cscp_is_uuid_text(s))
+				shape_error(slot, "\"command_id\" is not a UUID.", shape);
+			has_command = true;
+		}
+		else if (strcmp(key, "expires_at") == 0)
+		{
+			TimestampTz ts;
+
+			if (s == NULL || !cscp_parse_timestamptz(s, &ts))
+				shape_error(slot, "\"expires_at\" is not a timestamp with time zone.", shape);
+			has_expiry = true;
+		}
+		else if (confirmation && strcmp(key, "idempotency_key") == 0)
+		{
+			if (s == NULL || s[0] == '\0')
+				shape_error(slot, "\"idempotency_key\" is not a non-empty string.", shape);
+			has_key = true;
+		}
+		else if (confirmation && strcmp(key, "target_fingerprint") == 0)
+		{
+			if (s == NULL && e.type != jbvNull)
+				shape_error(slot, "\"target_fingerprint\" is neither a string nor null.", shape);
+		}
+		else if (!confirmation && strcmp(key, "approver_id") == 0)
+		{
+			if (s == NULL && e.type != jbvNull)
+				shape_error(slot, "\"approver_id\" is neither a string nor null.", shape);
+		}
+		else
+			shape_error(slot, psprintf("Key \"%s\" is not part of the slot.", key), shape);
+	}
+	if (!has_command || !has_expiry || (confirmation && !has_key))
+		shape_error(slot, confirmation ?
+					"\"command_id\", \"idempotency_key\" and \"expires_at\" are required." :
+					"\"command_id\" and \"expires_at\" are required.", shape);
+}
+
+/* Whether v is already the digest a derived slot stores. */
+static bool
+is_digest(JsonbValue *v)
+{
+	Jsonb	   *j;
+	char	   *d;
+
+	if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data) ||
+		JsonContainerSize(v->val.binary.data) != 2)
+		return false;
+	j = cscp_jsonb_value_to_jsonb(v);
+	d = cscp_jsonb_get_cstring(j, "derived");
+	return d != NULL && strncmp(d, "sha256:", 7) == 0 && cscp_jsonb_get(j, "bytes") != NULL;
+}
+
+/* {"derived": "sha256:<hex>", "bytes": n} for the value's canonical text. */
+static Jsonb *
+make_digest(const char *text)
+{
+	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
+	uint8		digest[PG_SHA256_DIGEST_LENGTH];
+	char		hex[PG_SHA256_DIGEST_LENGTH * 2 + 1];
+	StringInfoData buf;
+
+	if (pg_cryptohash_init(ctx) < 0 ||
+		pg_cryptohash_update(ctx, (const uint8 *) text, strlen(text)) < 0 ||
+		pg_cryptohash_final(ctx, digest, sizeof(digest)) < 0)
+		elog(ERROR, "could not compute SHA-256 digest: %s", pg_cryptohash_error(ctx));
+	pg_cryptohash_free(ctx);
+	hex_encode((const char *) digest, sizeof(digest), hex);
+	hex[sizeof(hex) - 1] = '\0';
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "{\"derived\": \"sha256:%s\", \"bytes\": %zu}", hex, strlen(text));
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
+}
+
+/*
+ * Check every slot of newslots that differs from oldslots (NULL on insert)
+ * and return the slots to store: newslots itself, or a copy in which
+ * derived slots are replaced by their digests.  Raises 22023.
+ */
+Jsonb *
+cscp_slots_validate(Jsonb *newslots, Jsonb *oldslots, const char *tenant_id)
+{
+	SlotPolicy	sp = {tenant_id, NULL, false};
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	char	   *key = NULL;
+	JsonbParseState *state = NULL;
+	JsonbValue *res = NULL;
+	bool		rewritten = false;
+
+	if (!JB_ROOT_IS_OBJECT(newslots) || JB_ROOT_IS_SCALAR(newslots))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("slots must be a JSON object"),
+				 errhint("Pass an object such as '{\"active_intent\": \"transfer\"}'.")));
+
+	it = JsonbIteratorInit(&newslots->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		JsonbValue *oldv;
+		const char *rule;
+		char	   *text;
+		int64		max_bytes;
+		size_t		len;
+
+		if (tok != WJB_KEY && tok != WJB_VALUE)
+		{
+			res = pushJsonbValue(&state, tok, NULL);
+			continue;
+		}
+		if (tok == WJB_KEY)
+		{
+			key = cscp_jsonb_key_cstring(&v);
+			res = pushJsonbValue(&state, tok, &v);
+			continue;
+		}
+
+		oldv = oldslots ? cscp_jsonb_get(oldslots, key) : NULL;
+		if (oldv != NULL && cscp_jsonb_values_equal(oldv, &v))
+		{
+			res = pushJsonbValue(&state, tok, &v);
+			continue;
+		}
+
+		if (!slot_name_known(key, &sp))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unknown slot \"%s\"", key),
+					 errdetail("Slots are active_intent, active_target, pending_confirmation, "
+							   "pending_approval, last_result, work_item_id, names beginning "
+							   "with \"x_\", and the tenant's policy key \"extension_slots\"."),
+					 errhint("Name a custom slot \"x_%s\", or register it with cscp.policy_set.",
+							 key)));
+		rule = slot_rule(key, &sp);
+		if (strcmp(rule, "forbidden") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("slot \"%s\" is forbidden by policy", key),
+					 errdetail("The policy of tenant \"%s\" marks slot \"%s\" forbidden.",
+							   tenant_id, key),
+					 errhint("Keep only an identifier that refers to the data, or change the "
+							 "policy's \"slot_rules\".")));
+		if (strcmp(key, "pending_confirmation") == 0 || strcmp(key, "pending_approval") == 0)
+			check_pending_shape(key, &v);
+
+		text = cscp_jsonb_value_to_cstring(&v);
+		len = strlen(text);
+		max_bytes = cscp_policy_int(slot_policy(&sp), "max_slot_bytes", 4096);
+		if (len > max_bytes)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("value of slot \"%s\" is too large", key),
+					 errdetail("Its JSON text is %zu bytes; the policy allows at most " INT64_FORMAT " bytes.",
+							   len, max_bytes),
+					 errhint("Store an identifier that refers to the data instead of the data.")));
+
+		if (strcmp(rule, "derived") == 0 && v.type != jbvNull && !is_digest(&v))
+		{
+			Jsonb	   *digest = make_digest(text);
+			JsonbValue	dv;
+
+			dv.type = jbvBinary;
+			dv.val.binary.data = &digest->root;
+			dv.val.binary.len = VARSIZE(digest) - VARHDRSZ;
+			res = pushJsonbValue(&state, tok, &dv);
+			rewritten = true;
+		}
+		else
+			res = pushJsonbValue(&state, tok, &v);
+	}
+	return rewritten ? JsonbValueToJsonb(res) : newslots;
+}
+
+/*
+ * The slots readers may see: unknown names (left by an earlier policy or
+ * written around the rules) are dropped.  Returns slots itself when every
+ * name is known.
+ */
+Jsonb *
+cscp_slots_visible(Jsonb *slots, Jsonb *policy)
+{
+	SlotPolicy	sp = {NULL, policy, true};
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	JsonbParseState *state = NULL;
+	JsonbValue *res = NULL;
+	bool		dropped = false;
+	bool		skip = false;
+
+	if (!JB_ROOT_IS_OBJECT(slots) || JB_ROOT_IS_SCALAR(slots))
+		return slots;
+	it = JsonbIteratorInit(&slots->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+		{
+			skip = !slot_name_known(cscp_jsonb_key_cstring(&v), &sp);
+			dropped |= skip;
+			if (!skip)
+				res = pushJsonbValue(&state, tok, &v);
+		}
+		else if (tok == WJB_VALUE)
+		{
+			if (!skip)
+				res = pushJsonbValue(&state, tok, &v);
+		}
+		else
+			res = pushJsonbValue(&state, tok, NULL);
+	}
+	return dropped ? JsonbValueToJsonb(res) : slots;
+}
+
+PG_FUNCTION_INFO_V1(cscp_slots_visible_sql);
+
+/* cscp.slots_visible(tenant_id text, slots jsonb) RETURNS jsonb */
+Datum
+cscp_slots_visible_sql(PG_FUNCTION_ARGS)
+{
+	Jsonb	   *slots = PG_GETARG_JSONB_P(1);
+	Jsonb	   *policy = NULL;
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	bool		all_builtin = true;
+
+	/* Fast path: no policy lookup when every name is built in. */
+	if (JB_ROOT_IS_OBJECT(slots) && !JB_ROOT_IS_SCALAR(slots))
+	{
+		it = JsonbIteratorInit(&slots->root);
+		while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+		{
+			char	   *name;
+
+			if (tok != WJB_KEY)
+				continue;
+			name = cscp_jsonb_key_cstring(&v);
+			if (!is_minimum_slot(name) && !is_x_slot(name))
+			{
+				all_builtin = false;
+				break;
+			}
+		}
+	}
+	if (all_builtin)
+		PG_RETURN_JSONB_P(slots);
+	policy = cscp_policy_get(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	PG_RETURN_JSONB_P(cscp_slots_visible(slots, policy));
+}

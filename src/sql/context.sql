@@ -1,0 +1,258 @@
+-- context.sql: contexts (RFC-WF-0034) and their functions.
+--
+-- The lifecycle, the expiry invariant and the slot rules are enforced by the C trigger
+-- context_guard on the table, so the functions below stay thin: they resolve policy,
+-- lock the row, and let the trigger refuse what is not allowed.
+
+CREATE TABLE cscp.context (
+    tenant_id        text                NOT NULL CHECK (tenant_id <> '' AND tenant_id <> '*'),
+    context_id       uuid                NOT NULL,
+    conversation_id  text                NOT NULL CHECK (conversation_id <> ''),
+    actor_id         text                NOT NULL CHECK (actor_id <> ''),
+    status           cscp.context_status NOT NULL DEFAULT 'active',
+    created_at       timestamptz         NOT NULL DEFAULT cscp.now(),
+    updated_at       timestamptz         NOT NULL DEFAULT cscp.now(),
+    expires_at       timestamptz         NOT NULL,
+    slots            jsonb               NOT NULL DEFAULT '{}',
+    last_message_id  text,
+    last_command_id  uuid,
+    correlation_id   text,
+    reason           text,
+    ttl              interval            NOT NULL CHECK (ttl > interval '0'),
+    version          bigint              NOT NULL DEFAULT 1,
+    PRIMARY KEY (tenant_id, context_id)
+);
+COMMENT ON TABLE cscp.context IS
+  'Conversation contexts: at most one live (active, pending, blocked) per tenant, conversation and actor';
+
+-- One live context per (tenant, conversation, actor); also serialises concurrent opens.
+CREATE UNIQUE INDEX context_live_key ON cscp.context (tenant_id, conversation_id, actor_id)
+    WHERE status IN ('active', 'pending', 'blocked');
+-- The latest context of a triple, for cscp.context_get.
+CREATE INDEX context_triple_idx ON cscp.context (tenant_id, conversation_id, actor_id, created_at);
+-- Lookups by id alone (slot_set, context_transition).
+CREATE INDEX context_id_idx ON cscp.context (context_id);
+-- The sweep: live contexts by expiry, terminal ones by age.
+CREATE INDEX context_expiry_idx ON cscp.context (expires_at)
+    WHERE status IN ('active', 'pending', 'blocked');
+CREATE INDEX context_retired_idx ON cscp.context (updated_at)
+    WHERE status IN ('expired', 'closed');
+
+CREATE FUNCTION cscp.context_guard() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'cscp_context_guard' LANGUAGE C;
+COMMENT ON FUNCTION cscp.context_guard() IS
+  'Trigger: holds every INSERT and UPDATE of cscp.context to the lifecycle, expiry and slot rules';
+
+CREATE TRIGGER context_guard BEFORE INSERT OR UPDATE ON cscp.context
+    FOR EACH ROW EXECUTE FUNCTION cscp.context_guard();
+
+CREATE FUNCTION cscp.context_transition_allowed(from_status cscp.context_status,
+                                                to_status cscp.context_status) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'cscp_context_transition_allowed' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cscp.context_transition_allowed(cscp.context_status, cscp.context_status) IS
+  'Whether the context lifecycle allows from_status -> to_status';
+
+CREATE FUNCTION cscp.slots_visible(tenant_id text, slots jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'cscp_slots_visible_sql' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cscp.slots_visible(text, jsonb) IS
+  'The slots readers see: names outside the minimum set, x_* and the policy''s extension_slots left out';
+
+-- A stored context as readers see it: effective status, visible slots.
+CREATE FUNCTION cscp._context_view(c cscp.context) RETURNS cscp.context
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    IF c.status IN ('active', 'pending', 'blocked') AND c.expires_at <= cscp.now() THEN
+        c.status := 'expired';
+    END IF;
+    c.slots := cscp.slots_visible(c.tenant_id, c.slots);
+    RETURN c;
+END
+$$;
+COMMENT ON FUNCTION cscp._context_view(cscp.context) IS
+  'Internal: a context with its effective status (expired once past expires_at) and visible slots';
+
+-- Lock a context by id, or raise 22023 when there is none (for this tenant).
+CREATE FUNCTION cscp._context_lock(context_id uuid) RETURNS cscp.context
+LANGUAGE plpgsql VOLATILE
+AS $$
+#variable_conflict use_column
+DECLARE
+    c cscp.context;
+BEGIN
+    IF _context_lock.context_id IS NULL THEN
+        RAISE EXCEPTION 'context_id must not be null'
+            USING ERRCODE = '22023', HINT = 'Pass the context_id returned by cscp.context_open.';
+    END IF;
+    SELECT * INTO c FROM cscp.context x WHERE x.context_id = _context_lock.context_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'context % does not exist', _context_lock.context_id
+            USING ERRCODE = '22023',
+                  HINT = 'Check the id, and that cscp.tenant_id names the context''s tenant.';
+    END IF;
+    RETURN c;
+END
+$$;
+COMMENT ON FUNCTION cscp._context_lock(uuid) IS
+  'Internal: the context with this id, locked FOR UPDATE; 22023 when not found';
+
+-- The expires_at a use of context c sets: extended under a sliding TTL, kept under a fixed one.
+CREATE FUNCTION cscp._context_touch(c cscp.context) RETURNS timestamptz
+LANGUAGE sql STABLE
+AS $$
+    SELECT CASE
+        WHEN c.expires_at <= cscp.now()
+          OR cscp.policy_effective(c.tenant_id) ->> 'context_ttl_mode' = 'fixed'
+        THEN c.expires_at
+        ELSE greatest(c.expires_at, cscp.now() + c.ttl)
+    END
+$$;
+COMMENT ON FUNCTION cscp._context_touch(cscp.context) IS
+  'Internal: expires_at after a use of the context (sliding or fixed TTL per policy)';
+
+CREATE FUNCTION cscp.context_open(tenant_id text, conversation_id text, actor_id text,
+                                  slots jsonb DEFAULT '{}', ttl interval DEFAULT NULL,
+                                  correlation_id text DEFAULT NULL)
+RETURNS cscp.context
+LANGUAGE plpgsql VOLATILE
+AS $$
+#variable_conflict use_column
+DECLARE
+    c cscp.context;
+    p jsonb;
+    v_ttl interval;
+    v_now timestamptz := cscp.now();
+BEGIN
+    PERFORM cscp._tenant(context_open.tenant_id);
+    PERFORM cscp._id('conversation_id', context_open.conversation_id);
+    PERFORM cscp._id('actor_id', context_open.actor_id);
+    IF context_open.slots IS NOT NULL AND jsonb_typeof(context_open.slots) <> 'object' THEN
+        RAISE EXCEPTION 'slots must be a JSON object'
+            USING ERRCODE = '22023', HINT = 'Pass an object such as ''{"active_intent": "transfer"}''.';
+    END IF;
+    p := cscp.policy_effective(context_open.tenant_id);
+    v_ttl := cscp._ttl(p, context_open.ttl, 'context_ttl', 'ttl');
+
+    -- Bounded retry: a concurrent open may insert the live context between our look and our insert.
+    FOR attempt IN 1..3 LOOP
+        SELECT * INTO c FROM cscp.context x
+         WHERE x.tenant_id = context_open.tenant_id
+           AND x.conversation_id = context_open.conversation_id
+           AND x.actor_id = context_open.actor_id
+           AND x.status IN ('active', 'pending', 'blocked')
+           FOR UPDATE;
+        IF FOUND THEN
+            IF c.expires_at > v_now THEN
+                UPDATE cscp.context x
+                   SET slots = x.slots || coalesce(context_open.slots, '{}'),
+                       expires_at = cscp._context_touch(c),
+                       correlation_id = coalesce(context_open.correlation_id, x.correlation_id)
+                 WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id
+                RETURNING * INTO c;
+                RETURN cscp._context_view(c);
+            END IF;
+            -- Past its TTL: record the expiry, then open a new one.
+            UPDATE cscp.context x SET status = 'expired', reason = 'ttl'
+             WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id;
+        END IF;
+
+        INSERT INTO cscp.context AS x (tenant_id, conversation_id, actor_id, slots, expires_at, ttl,
+                                       correlation_id)
+        VALUES (context_open.tenant_id, context_open.conversation_id, context_open.actor_id,
+                coalesce(context_open.slots, '{}'), v_now + v_ttl, v_ttl, context_open.correlation_id)
+        ON CONFLICT (tenant_id, conversation_id, actor_id) WHERE status IN ('active', 'pending', 'blocked')
+        DO NOTHING
+        RETURNING * INTO c;
+        IF FOUND THEN
+            RETURN cscp._context_view(c);
+        END IF;
+    END LOOP;
+    RAISE EXCEPTION 'could not open a context for conversation "%" and actor "%"',
+                    context_open.conversation_id, context_open.actor_id
+        USING ERRCODE = '40001', HINT = 'Concurrent opens kept replacing it; retry the transaction.';
+END
+$$;
+COMMENT ON FUNCTION cscp.context_open(text, text, text, jsonb, interval, text) IS
+  'The live usable context of (tenant, conversation, actor), or a new active one; given slots are merged in';
+
+CREATE FUNCTION cscp.context_get(tenant_id text, conversation_id text, actor_id text)
+RETURNS SETOF cscp.context
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_column
+DECLARE
+    c cscp.context;
+BEGIN
+    PERFORM cscp._tenant(context_get.tenant_id);
+    PERFORM cscp._id('conversation_id', context_get.conversation_id);
+    PERFORM cscp._id('actor_id', context_get.actor_id);
+    SELECT * INTO c FROM cscp.context x
+     WHERE x.tenant_id = context_get.tenant_id
+       AND x.conversation_id = context_get.conversation_id
+       AND x.actor_id = context_get.actor_id
+     ORDER BY x.status IN ('active', 'pending', 'blocked') DESC, x.created_at DESC, x.version DESC
+     LIMIT 1;
+    IF FOUND THEN
+        RETURN NEXT cscp._context_view(c);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION cscp.context_get(text, text, text) IS
+  'The latest context of (tenant, conversation, actor) with its effective status (expired once past expires_at); no row if none';
+
+CREATE FUNCTION cscp.slot_set(context_id uuid, slot text, value jsonb) RETURNS cscp.context
+LANGUAGE plpgsql VOLATILE
+AS $$
+#variable_conflict use_column
+DECLARE
+    c cscp.context;
+BEGIN
+    PERFORM cscp._id('slot', slot_set.slot);
+    c := cscp._context_lock(slot_set.context_id);
+    PERFORM cscp._tenant(c.tenant_id);
+    -- The trigger refuses unknown, forbidden, oversized or misshapen slots, and expired contexts.
+    UPDATE cscp.context x
+       SET slots = CASE WHEN slot_set.value IS NULL THEN x.slots - slot_set.slot
+                        ELSE x.slots || jsonb_build_object(slot_set.slot, slot_set.value) END,
+           expires_at = cscp._context_touch(c)
+     WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id
+    RETURNING * INTO c;
+    RETURN cscp._context_view(c);
+END
+$$;
+COMMENT ON FUNCTION cscp.slot_set(uuid, text, jsonb) IS
+  'Set one slot of a live context (SQL NULL removes it); unknown, forbidden or oversized slots are refused (22023)';
+
+CREATE FUNCTION cscp.context_transition(context_id uuid, to_status cscp.context_status,
+                                        reason text DEFAULT NULL)
+RETURNS cscp.context
+LANGUAGE plpgsql VOLATILE
+AS $$
+#variable_conflict use_column
+DECLARE
+    c cscp.context;
+BEGIN
+    IF context_transition.to_status IS NULL THEN
+        RAISE EXCEPTION 'to_status must not be null'
+            USING ERRCODE = '22023', HINT = 'Pass one of active, pending, blocked, expired, closed.';
+    END IF;
+    c := cscp._context_lock(context_transition.context_id);
+    PERFORM cscp._tenant(c.tenant_id);
+    IF c.status = context_transition.to_status THEN
+        RAISE EXCEPTION 'invalid context transition from "%" to "%"', c.status, c.status
+            USING ERRCODE = '55000',
+                  DETAIL = format('Context %s is already %s.', c.context_id, c.status);
+    END IF;
+    -- The trigger refuses transitions outside the lifecycle and any use of an expired context.
+    UPDATE cscp.context x
+       SET status = context_transition.to_status,
+           reason = coalesce(context_transition.reason, x.reason),
+           expires_at = CASE WHEN context_transition.to_status IN ('active', 'pending', 'blocked')
+                             THEN cscp._context_touch(c) ELSE x.expires_at END
+     WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id
+    RETURNING * INTO c;
+    RETURN cscp._context_view(c);
+END
+$$;
+COMMENT ON FUNCTION cscp.context_transition(uuid, cscp.context_status, text) IS
+  'Move a context along its lifecycle; a refused transition raises 55000 and changes nothing';

@@ -1,0 +1,26 @@
+-- helpers.sql: C functions every other part uses (clock, argument checks, routing ids).
+
+CREATE FUNCTION cscp.now() RETURNS timestamptz
+    AS 'MODULE_PATHNAME', 'cscp_now_sql' LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION cscp.now() IS
+  'The clock of every expiry decision: statement_timestamp(), or the superuser-only setting cscp.clock when set';
+
+CREATE FUNCTION cscp._id(argname text, value text) RETURNS text
+    AS 'MODULE_PATHNAME', 'cscp_arg_id' LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION cscp._id(text, text) IS
+  'Internal: raise 22023 unless value is a non-empty id of at most 256 bytes';
+
+CREATE FUNCTION cscp._tenant(tenant_id text) RETURNS text
+    AS 'MODULE_PATHNAME', 'cscp_arg_tenant' LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION cscp._tenant(text) IS
+  'Internal: raise unless tenant_id is an id the current role may act for (cscp.tenant_id)';
+
+CREATE FUNCTION cscp.routing_id(conversation_id text) RETURNS uuid
+    AS 'MODULE_PATHNAME', 'cscp_routing_id' LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION cscp.routing_id(text) IS
+  'A new random uuid whose first 32 bits are hashtext(conversation_id), for routing by id';
+
+CREATE FUNCTION cscp.routing_hash(id uuid) RETURNS integer
+    AS 'MODULE_PATHNAME', 'cscp_routing_hash' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cscp.routing_hash(uuid) IS
+  'The routing hash a context or command id carries: equals hashtext(conversation_id)';

@@ -1,0 +1,93 @@
+-- policy.sql: per-tenant policies, with tenant '*' holding the defaults.
+
+CREATE TABLE cscp.policy (
+    tenant_id   text        NOT NULL CHECK (tenant_id <> ''),
+    settings    jsonb       NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(settings) = 'object'),
+    updated_at  timestamptz NOT NULL DEFAULT cscp.now(),
+    PRIMARY KEY (tenant_id)
+);
+COMMENT ON TABLE cscp.policy IS
+  'Policy keys per tenant, merged over the defaults of tenant ''*''; written with cscp.policy_set';
+
+INSERT INTO cscp.policy (tenant_id, settings) VALUES ('*', '{
+    "context_ttl": "30 minutes",
+    "confirmation_ttl": "5 minutes",
+    "approval_ttl": "1 hour",
+    "context_ttl_mode": "sliding",
+    "max_ttl": "30 days",
+    "retention_closed": "7 days",
+    "retention_expired": "1 day",
+    "retention_turns": "30 days",
+    "retention_evidence": "365 days",
+    "max_slot_bytes": 4096,
+    "slot_rules": {},
+    "extension_slots": [],
+    "detail_level": "summary",
+    "auto_confirm": [],
+    "turn_content": "full",
+    "replay_divergence": "keep",
+    "fact_budget_share": 0.7,
+    "supersede_same_key": false
+}');
+
+CREATE FUNCTION cscp.policy_validate(settings jsonb, allow_null boolean DEFAULT false) RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'cscp_policy_validate' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION cscp.policy_validate(jsonb, boolean) IS
+  'Raise 22023 unless settings holds only known policy keys with values of the right type';
+
+CREATE FUNCTION cscp.policy_effective(tenant_id text) RETURNS jsonb
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    SELECT coalesce((SELECT p.settings FROM cscp.policy p WHERE p.tenant_id = '*'), '{}'::jsonb)
+        || coalesce((SELECT p.settings FROM cscp.policy p WHERE p.tenant_id = $1), '{}'::jsonb)
+$$;
+COMMENT ON FUNCTION cscp.policy_effective(text) IS
+  'The policy in force for a tenant: the defaults of tenant ''*'' with its own keys merged over them';
+
+CREATE FUNCTION cscp.policy_set(tenant_id text, settings jsonb) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE
+AS $$
+#variable_conflict use_column
+BEGIN
+    IF policy_set.tenant_id IS DISTINCT FROM '*' THEN
+        PERFORM cscp._tenant(policy_set.tenant_id);
+    END IF;
+    PERFORM cscp.policy_validate(policy_set.settings, policy_set.tenant_id <> '*');
+
+    INSERT INTO cscp.policy AS p (tenant_id, settings, updated_at)
+    VALUES (policy_set.tenant_id, jsonb_strip_nulls(policy_set.settings), cscp.now())
+    ON CONFLICT (tenant_id) DO UPDATE
+        SET settings = jsonb_strip_nulls(p.settings || policy_set.settings),
+            updated_at = cscp.now();
+
+    RETURN cscp.policy_effective(policy_set.tenant_id);
+END
+$$;
+COMMENT ON FUNCTION cscp.policy_set(text, jsonb) IS
+  'Merge policy keys into a tenant''s policy (null removes a key); returns the effective policy';
+
+-- The interval under a policy key, checked positive and within max_ttl when asked.
+CREATE FUNCTION cscp._ttl(policy jsonb, requested interval, policy_key text, argname text) RETURNS interval
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    v interval := coalesce(requested, (policy ->> policy_key)::interval);
+    max_ttl interval := (policy ->> 'max_ttl')::interval;
+BEGIN
+    IF v <= interval '0' THEN
+        RAISE EXCEPTION '% must be positive', argname
+            USING ERRCODE = '22023',
+                  DETAIL = format('The lifetime given is %s.', v),
+                  HINT = format('Pass a positive interval, or NULL for the policy''s %s.', policy_key);
+    END IF;
+    IF v > max_ttl THEN
+        RAISE EXCEPTION '% is too long', argname
+            USING ERRCODE = '22023',
+                  DETAIL = format('The lifetime given is %s; the policy allows lifetimes up to %s (policy key "max_ttl").', v, max_ttl),
+                  HINT = 'Pass a shorter lifetime, or raise "max_ttl" with cscp.policy_set.';
+    END IF;
+    RETURN v;
+END
+$$;
+COMMENT ON FUNCTION cscp._ttl(jsonb, interval, text, text) IS
+  'Internal: the requested lifetime or the policy''s, refused (22023) unless positive and within max_ttl';

@@ -1,0 +1,90 @@
+-- security.sql: tenancy (row-level security), privileges, and what pg_dump keeps.
+--
+-- Every table is bound by row-level security on cscp.tenant_id: a role it binds sees and
+-- writes only the rows of the tenant its session names, and nothing while none is named.
+-- Superusers and the extension's owner are not bound (maintenance, the sweep).  Nothing is
+-- granted to PUBLIC; cscp.grant_app and cscp.grant_operator hand out what each kind of role needs.
+
+ALTER TABLE cscp.context ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON cscp.context
+    USING (tenant_id = current_setting('cscp.tenant_id', true))
+    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+
+ALTER TABLE cscp.document ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON cscp.document
+    USING (tenant_id = current_setting('cscp.tenant_id', true))
+    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+
+-- Policies: a tenant reads its own and the defaults, and writes only its own.
+ALTER TABLE cscp.policy ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_read ON cscp.policy FOR SELECT
+    USING (tenant_id = current_setting('cscp.tenant_id', true) OR tenant_id = '*');
+CREATE POLICY tenant_insert ON cscp.policy FOR INSERT
+    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true) AND tenant_id <> '*');
+CREATE POLICY tenant_update ON cscp.policy FOR UPDATE
+    USING (tenant_id = current_setting('cscp.tenant_id', true) AND tenant_id <> '*')
+    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true) AND tenant_id <> '*');
+CREATE POLICY tenant_delete ON cscp.policy FOR DELETE
+    USING (tenant_id = current_setting('cscp.tenant_id', true) AND tenant_id <> '*');
+
+ALTER TABLE cscp.inspection_log ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON cscp.inspection_log
+    USING (tenant_id = current_setting('cscp.tenant_id', true))
+    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+
+REVOKE ALL ON ALL TABLES IN SCHEMA cscp FROM PUBLIC;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA cscp FROM PUBLIC;
+
+-- Raise 22023 unless role names an existing role.
+CREATE FUNCTION cscp._role(role name) RETURNS regrole
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    r regrole := to_regrole(quote_ident(role));
+BEGIN
+    IF r IS NULL THEN
+        RAISE EXCEPTION 'role "%" does not exist', role
+            USING ERRCODE = '22023', HINT = 'Create the role first, then grant it cscp''s privileges.';
+    END IF;
+    RETURN r;
+END
+$$;
+COMMENT ON FUNCTION cscp._role(name) IS 'Internal: the role named, or 22023';
+
+CREATE FUNCTION cscp.grant_app(role name) RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    r regrole := cscp._role(role);
+BEGIN
+    EXECUTE format('GRANT USAGE ON SCHEMA cscp TO %s', r);
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.context, cscp.document, cscp.policy TO %s', r);
+    EXECUTE format('GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA cscp TO %s', r);
+    -- Administration and operator inspection are not the application's.
+    EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.grant_app(name), cscp.grant_operator(name), '
+                   'cscp.show_active_context(text, text) FROM %s', r);
+END
+$$;
+COMMENT ON FUNCTION cscp.grant_app(name) IS
+  'Let a role use cscp for the tenant its sessions name in cscp.tenant_id: every API function, and its own rows';
+
+CREATE FUNCTION cscp.grant_operator(role name) RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    r regrole := cscp._role(role);
+BEGIN
+    EXECUTE format('GRANT USAGE ON SCHEMA cscp TO %s', r);
+    EXECUTE format('GRANT SELECT ON cscp.active_context TO %s', r);
+    EXECUTE format('GRANT EXECUTE ON FUNCTION cscp.show_active_context(text, text), cscp.now(), '
+                   'cscp._redact_slots(jsonb, text), cscp._id(text, text) TO %s', r);
+END
+$$;
+COMMENT ON FUNCTION cscp.grant_operator(name) IS
+  'Let a role read the redacted operator views (cscp.active_context, cscp.show_active_context) and nothing else';
+
+-- pg_dump keeps user data; the defaults of tenant '*' come back with CREATE EXTENSION.
+SELECT pg_catalog.pg_extension_config_dump('cscp.context', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.document', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.policy', 'WHERE tenant_id <> ''*''');
+SELECT pg_catalog.pg_extension_config_dump('cscp.inspection_log', '');

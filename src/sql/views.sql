@@ -1,0 +1,92 @@
+-- views.sql: redacted views for operators, and their audited lookup.
+--
+-- Operators see no idempotency keys, fingerprints, tokens or raw slot values.  What they do
+-- see follows the tenant's policy "detail_level":
+--   none     ids, status and times only; the actor as a digest
+--   summary  + the names of the slots set
+--   full     + each slot's JSON type and size, the pending confirmation's or approval's
+--            command id and expiry, and the actor id itself
+-- The views run with their owner's rights (cscp's tables stay closed to operators) and show
+-- every tenant, or only the tenant in cscp.tenant_id when the operator sets it.
+
+CREATE FUNCTION cscp._redact_slots(slots jsonb, detail_level text) RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE detail_level
+        WHEN 'none' THEN NULL
+        WHEN 'full' THEN
+            (SELECT coalesce(jsonb_object_agg(e.key,
+                        CASE WHEN e.key IN ('pending_confirmation', 'pending_approval')
+                                  AND jsonb_typeof(e.value) = 'object'
+                             THEN jsonb_build_object('command_id', e.value -> 'command_id',
+                                                     'expires_at', e.value -> 'expires_at')
+                             ELSE jsonb_build_object('type', jsonb_typeof(e.value),
+                                                     'bytes', octet_length(e.value::text))
+                        END), '{}'::jsonb)
+               FROM jsonb_each(slots) e)
+        ELSE
+            (SELECT coalesce(jsonb_agg(k ORDER BY k), '[]'::jsonb) FROM jsonb_object_keys(slots) k)
+    END
+$$;
+COMMENT ON FUNCTION cscp._redact_slots(jsonb, text) IS
+  'Internal: what an operator may see of a context''s slots at a detail level';
+
+CREATE VIEW cscp.active_context WITH (security_barrier) AS
+SELECT c.tenant_id,
+       c.context_id,
+       c.conversation_id,
+       CASE WHEN d.level = 'full' THEN c.actor_id
+            ELSE 'sha256:' || left(encode(sha256(convert_to(c.actor_id, 'UTF8')), 'hex'), 16) END
+           AS actor,
+       CASE WHEN c.expires_at <= cscp.now() THEN 'expired'::cscp.context_status ELSE c.status END
+           AS status,
+       c.created_at,
+       c.updated_at,
+       c.expires_at,
+       c.version,
+       d.level AS detail_level,
+       cscp._redact_slots(c.slots, d.level) AS slots
+  FROM cscp.context c
+  CROSS JOIN LATERAL (
+       SELECT coalesce((SELECT p.settings ->> 'detail_level' FROM cscp.policy p WHERE p.tenant_id = c.tenant_id),
+                       (SELECT p.settings ->> 'detail_level' FROM cscp.policy p WHERE p.tenant_id = '*'),
+                       'summary') AS level) d
+ WHERE c.status IN ('active', 'pending', 'blocked')
+   AND (coalesce(current_setting('cscp.tenant_id', true), '') = ''
+        OR c.tenant_id = current_setting('cscp.tenant_id', true));
+COMMENT ON VIEW cscp.active_context IS
+  'Live contexts for operators, redacted per the tenant''s detail_level (no raw slot values)';
+
+CREATE TABLE cscp.inspection_log (
+    tenant_id        text        NOT NULL,
+    inspected_at     timestamptz NOT NULL DEFAULT cscp.now(),
+    inspection_id    bigint      GENERATED ALWAYS AS IDENTITY,
+    inspector        name        NOT NULL DEFAULT session_user,
+    conversation_id  text        NOT NULL,
+    rows_shown       int         NOT NULL,
+    PRIMARY KEY (tenant_id, inspection_id)
+);
+COMMENT ON TABLE cscp.inspection_log IS 'Every cscp.show_active_context call: who looked at which conversation, and when';
+
+CREATE FUNCTION cscp.show_active_context(tenant_id text, conversation_id text)
+RETURNS SETOF cscp.active_context
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    n int;
+BEGIN
+    PERFORM cscp._id('tenant_id', show_active_context.tenant_id);
+    PERFORM cscp._id('conversation_id', show_active_context.conversation_id);
+    RETURN QUERY
+        SELECT * FROM cscp.active_context a
+         WHERE a.tenant_id = show_active_context.tenant_id
+           AND a.conversation_id = show_active_context.conversation_id;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    INSERT INTO cscp.inspection_log (tenant_id, inspector, conversation_id, rows_shown)
+    VALUES (show_active_context.tenant_id, session_user, show_active_context.conversation_id, n);
+END
+$$;
+COMMENT ON FUNCTION cscp.show_active_context(text, text) IS
+  'Operators: the redacted live contexts of one conversation; each call is recorded in cscp.inspection_log';

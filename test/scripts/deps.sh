@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Install what cscp's build, demo and tests need from Debian's packages, when it is missing.
+# Idempotent: does nothing (and needs no root) when everything is already there.
+set -euo pipefail
+
+PGVERSION=${PGVERSION:-15}
+packages=(
+	make gcc libc6-dev
+	"postgresql-$PGVERSION"               # server: initdb, pg_ctl, postgres
+	"postgresql-server-dev-$PGVERSION"    # PGXS, headers, pg_regress, pg_isolation_regress
+	"postgresql-contrib"
+	"postgresql-$PGVERSION-pgtap"         # pgTAP
+	libtap-parser-sourcehandler-pgtap-perl  # pg_prove
+	${CSCP_EXTRA_PACKAGES:-}
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	[ -n "$p" ] || continue
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing+=("$p")
+	fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+	exit 0
+fi
+
+echo "cscp: installing missing Debian packages: ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+	if command -v sudo >/dev/null 2>&1; then
+		SUDO=sudo
+	else
+		echo "cscp: run as root, or install them yourself: apt-get install ${missing[*]}" >&2
+		exit 1
+	fi
+else
+	SUDO=
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "cscp: packages installed"
