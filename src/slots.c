@@ -324,6 +324,13 @@ cscp_slots_validate(Jsonb *newslots, Jsonb *oldslots, const char *tenant_id)
 		if (strcmp(key, "pending_confirmation") == 0 || strcmp(key, "pending_approval") == 0)
 			check_pending_shape(key, &v);
 
+		/* A digest written back (e.g. a row copied as it was read) is kept. */
+		if (strcmp(rule, "derived") == 0 && is_digest(&v))
+		{
+			res = pushJsonbValue(&state, tok, &v);
+			continue;
+		}
+
 		text = cscp_jsonb_value_to_cstring(&v);
 		len = strlen(text);
 		max_bytes = cscp_policy_int(slot_policy(&sp), "max_slot_bytes", 4096);
@@ -335,7 +342,7 @@ cscp_slots_validate(Jsonb *newslots, Jsonb *oldslots, const char *tenant_id)
 							   len, max_bytes),
 					 errhint("Store an identifier that refers to the data instead of the data.")));
 
-		if (strcmp(rule, "derived") == 0 && v.type != jbvNull && !is_digest(&v))
+		if (strcmp(rule, "derived") == 0 && v.type != jbvNull)
 		{
 			Jsonb	   *digest = make_digest(text);
 			JsonbValue	dv;

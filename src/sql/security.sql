@@ -42,6 +42,10 @@ AS $$
 DECLARE
     r regrole := to_regrole(quote_ident(role));
 BEGIN
+    IF role IS NULL THEN
+        RAISE EXCEPTION 'role must not be null'
+            USING ERRCODE = '22023', HINT = 'Pass the name of an existing role.';
+    END IF;
     IF r IS NULL THEN
         RAISE EXCEPTION 'role "%" does not exist', role
             USING ERRCODE = '22023', HINT = 'Create the role first, then grant it cscp''s privileges.';

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# `make test`: every suite against a throwaway cluster.
+#   1. pg_regress (sql/, expected/): exact output
+#   2. isolation specs (test/isolation/): concurrent behaviour
+#   3. pgTAP through pg_prove (test/pgtap/): assertions, roles and tenancy
+# Exits non-zero when any suite fails, after printing what differed.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+source test/scripts/cluster.sh
+cluster_start || exit 1
+
+status=0
+failed=()
+
+echo "== pg_regress and isolation specs"
+rm -f regression.diffs output_iso/regression.diffs
+if ! make -k --no-print-directory installcheck; then
+	status=1
+	failed+=("pg_regress/isolation")
+	for f in regression.diffs output_iso/regression.diffs; do
+		if [ -s "$f" ]; then
+			echo "---- $f"
+			cat "$f"
+		fi
+	done
+fi
+
+echo "== pgTAP"
+psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "DROP DATABASE IF EXISTS cscp_tap" -c "CREATE DATABASE cscp_tap" &&
+	psql -X -q -v ON_ERROR_STOP=1 -d cscp_tap -c "CREATE EXTENSION pgtap" -c "CREATE EXTENSION cscp" ||
+	{ status=1; failed+=("pgTAP setup"); }
+if ! pg_prove --failures -d cscp_tap test/pgtap/*.sql; then
+	status=1
+	failed+=("pgTAP")
+fi
+
+if [ $status -ne 0 ]; then
+	echo "FAILED: ${failed[*]}"
+	echo "server log: last lines"
+	tail -n 30 "$CSCP_TMP/postgres.log"
+else
+	echo "All suites passed."
+fi
+exit $status
