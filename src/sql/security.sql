@@ -32,9 +32,6 @@ CREATE POLICY tenant_isolation ON cscp.inspection_log
     USING (tenant_id = current_setting('cscp.tenant_id', true))
     WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
 
-REVOKE ALL ON ALL TABLES IN SCHEMA cscp FROM PUBLIC;
-REVOKE ALL ON ALL FUNCTIONS IN SCHEMA cscp FROM PUBLIC;
-
 -- Raise 22023 unless role names an existing role.
 CREATE FUNCTION cscp._role(role name) RETURNS regrole
 LANGUAGE plpgsql STABLE
@@ -92,3 +89,7 @@ SELECT pg_catalog.pg_extension_config_dump('cscp.context', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.document', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.policy', 'WHERE tenant_id <> ''*''');
 SELECT pg_catalog.pg_extension_config_dump('cscp.inspection_log', '');
+
+-- Last, so that it covers every object above: nothing of cscp's is PUBLIC's.
+REVOKE ALL ON ALL TABLES IN SCHEMA cscp FROM PUBLIC;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA cscp FROM PUBLIC;
