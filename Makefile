@@ -14,6 +14,7 @@ OBJS = \
 	src/clock.o \
 	src/args.o \
 	src/jsonutil.o \
+	src/jsonschema.o \
 	src/policy.o \
 	src/routing.o \
 	src/slots.o \
@@ -24,6 +25,7 @@ SQL_PARTS = \
 	src/sql/schema.sql \
 	src/sql/types.sql \
 	src/sql/helpers.sql \
+	src/sql/jsonschema.sql \
 	src/sql/policy.sql \
 	src/sql/context.sql \
 	src/sql/document.sql \
@@ -34,7 +36,7 @@ SQL_PARTS = \
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql
 EXTRA_CLEAN = results output_iso regression.diffs regression.out
 
-REGRESS = setup clock routing policy context_transitions context_expiry slots documents sweep views bad_input drop
+REGRESS = setup clock routing policy context_transitions context_expiry slots jsonschema documents sweep views bad_input drop
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 ISOLATION = context_open_race sweep_vs_slot_set
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=$(EXTENSION)

@@ -4,7 +4,8 @@
  *	  Declarations shared by cscp's C files.
  *
  * Each C file owns one concern (clock, argument checks, policy, routing,
- * slots, context lifecycle); this header is the only place they meet.
+ * slots, JSON Schema, context lifecycle); this header is the only place
+ * they meet.
  *
  *-------------------------------------------------------------------------
  */
@@ -39,6 +40,10 @@ extern bool cscp_jsonb_values_equal(JsonbValue *a, JsonbValue *b);
 extern char *cscp_jsonb_value_to_cstring(JsonbValue *v);
 extern Jsonb *cscp_jsonb_value_to_jsonb(JsonbValue *v);
 extern char *cscp_jsonb_key_cstring(JsonbValue *key);
+
+/* jsonschema.c */
+extern void cscp_jsonschema_check(Jsonb *schema);
+extern char *cscp_jsonschema_validate(Jsonb *schema, Jsonb *instance);
 
 /* policy.c */
 extern Jsonb *cscp_policy_get(const char *tenant_id);
