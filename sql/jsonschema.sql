@@ -67,6 +67,7 @@ SELECT label, cscp.jsonschema_validate(schema::jsonb, instance::jsonb) AS result
     ('uniqueItems ok',          '{"uniqueItems": true}',                      '[1, "1", [1], {"a": 1}]'),
     ('uniqueItems bad',         '{"uniqueItems": true}',                      '[1, "a", 2, 1.0]'),
     ('uniqueItems bad objects', '{"uniqueItems": true}',                      '[{"a": 1, "b": 2}, {"b": 2, "a": 1}]'),
+    ('uniqueItems bad first',   '{"uniqueItems": true}',                      '[[1], 2, {"a": 3}, 2.0, [1.0], {"a": 3}]'),
     ('uniqueItems false',       '{"uniqueItems": false}',                     '[1, 1]'),
     ('items ok',                '{"items": {"type": "string", "maxLength": 10}}', '["a", "b"]'),
     ('items bad',               '{"items": {"type": "string", "maxLength": 10}}', '["a", "abcdefghijk"]'),

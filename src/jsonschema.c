@@ -18,7 +18,10 @@
  *	  minimum, maximum, exclusiveMinimum, exclusiveMaximum
  *						numbers; the exclusive ones are numbers too (draft
  *						2019-09 and later), not booleans
- *	  minItems, maxItems, uniqueItems
+ *	  minItems, maxItems	array length
+ *	  uniqueItems		no two elements equal as jsonb's = says; only
+ *						elements with equal jsonb_hash are compared, so long
+ *						arrays are not compared pair by pair
  *	  items				one schema, applied to every element (the array form
  *						of older drafts is refused)
  *	  required			an array of distinct property names
@@ -608,6 +611,77 @@ validate_number(JsonbContainer *s, JsonbValue *inst, const JsonPathStep *path)
 	return NULL;
 }
 
+/* An array element's jsonb hash and its index, for finding duplicates. */
+typedef struct HashedElement
+{
+	uint32		hash;
+	int			index;
+} HashedElement;
+
+/* qsort order of HashedElement: by hash, then by index. */
+static int
+hashed_element_cmp(const void *a, const void *b)
+{
+	const HashedElement *x = (const HashedElement *) a;
+	const HashedElement *y = (const HashedElement *) b;
+
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	return x->index - y->index;
+}
+
+/*
+ * Whether the array a (n elements) has two equal elements; if so, *second
+ * is the lowest index equal to an earlier element and *first the lowest
+ * such earlier index.  Elements are grouped by jsonb_hash (equal values
+ * hash alike), so only elements with equal hashes are compared.
+ */
+static bool
+find_duplicate(JsonbContainer *a, int n, int *first, int *second)
+{
+	HashedElement *h = palloc(sizeof(HashedElement) * Max(n, 1));
+	JsonbValue **elems = palloc(sizeof(JsonbValue *) * Max(n, 1));
+	bool		found = false;
+
+	for (int i = 0; i < n; i++)
+	{
+		elems[i] = getIthJsonbValueFromContainer(a, i);
+		h[i].index = i;
+		h[i].hash = DatumGetUInt32(DirectFunctionCall1(jsonb_hash,
+													   JsonbPGetDatum(cscp_jsonb_value_to_jsonb(elems[i]))));
+	}
+	qsort(h, n, sizeof(HashedElement), hashed_element_cmp);
+	for (int g = 0; g < n;)
+	{
+		int			end = g + 1;
+
+		CHECK_FOR_INTERRUPTS();
+		while (end < n && h[end].hash == h[g].hash)
+			end++;
+		for (int i = g + 1; i < end; i++)
+		{
+			int			ii = h[i].index;
+
+			if (found && ii > *second)
+				break;
+			for (int j = g; j < i; j++)
+			{
+				if (cscp_jsonb_values_equal(elems[h[j].index], elems[ii]))
+				{
+					*first = h[j].index;
+					*second = ii;
+					found = true;
+					break;
+				}
+			}
+			if (found && *second == ii)
+				break;
+		}
+		g = end;
+	}
+	return found;
+}
+
 /* NULL if the array inst satisfies minItems, maxItems, uniqueItems and items of s. */
 static char *
 validate_array(JsonbContainer *s, JsonbValue *inst, const JsonPathStep *path)
@@ -626,15 +700,11 @@ validate_array(JsonbContainer *s, JsonbValue *inst, const JsonPathStep *path)
 						 num_string(k->val.numeric));
 	if ((k = keyword(s, "uniqueItems")) != NULL && k->val.boolean)
 	{
-		for (int i = 1; i < n; i++)
-		{
-			JsonbValue *e = getIthJsonbValueFromContainer(a, i);
+		int			first = 0,
+					second = 0;
 
-			CHECK_FOR_INTERRUPTS();
-			for (int j = 0; j < i; j++)
-				if (cscp_jsonb_values_equal(getIthJsonbValueFromContainer(a, j), e))
-					return violation(path, "array items %d and %d are equal", j, i);
-		}
+		if (find_duplicate(a, n, &first, &second))
+			return violation(path, "array items %d and %d are equal", first, second);
 	}
 	if ((k = keyword(s, "items")) != NULL)
 	{
