@@ -287,7 +287,7 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, TimestampTz now)
 	TimestampTz expires_at;
 	char	   *id = context_id_text(oldtup, desc);
 
-	for (int i = 0; i < lengthof(fixed); i++)
+	for (int i = 0; i < (int) lengthof(fixed); i++)
 		if (!same_value(oldtup, newtup, desc, column(desc, fixed[i])))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -42,27 +42,27 @@ typedef struct PolicyKey
 } PolicyKey;
 
 static const PolicyKey policy_keys[] = {
-	{"context_ttl", POLICY_INTERVAL},
-	{"confirmation_ttl", POLICY_INTERVAL},
-	{"approval_ttl", POLICY_INTERVAL},
-	{"context_ttl_mode", POLICY_CHOICE, {"sliding", "fixed"}},
-	{"max_ttl", POLICY_INTERVAL},
-	{"retention_closed", POLICY_INTERVAL},
-	{"retention_expired", POLICY_INTERVAL},
-	{"retention_turns", POLICY_INTERVAL},
-	{"retention_evidence", POLICY_INTERVAL},
-	{"max_slot_bytes", POLICY_INTEGER, {NULL}, 1, 1048576},
-	{"slot_rules", POLICY_SLOT_RULES},
-	{"extension_slots", POLICY_NAMES},
-	{"detail_level", POLICY_CHOICE, {"none", "summary", "full"}},
-	{"auto_confirm", POLICY_NAMES},
-	{"turn_content", POLICY_CHOICE, {"full", "reference"}},
-	{"replay_divergence", POLICY_CHOICE, {"keep", "error"}},
-	{"fact_budget_share", POLICY_SHARE},
-	{"supersede_same_key", POLICY_BOOLEAN},
+	{.name = "context_ttl", .kind = POLICY_INTERVAL},
+	{.name = "confirmation_ttl", .kind = POLICY_INTERVAL},
+	{.name = "approval_ttl", .kind = POLICY_INTERVAL},
+	{.name = "context_ttl_mode", .kind = POLICY_CHOICE, .choices = {"sliding", "fixed"}},
+	{.name = "max_ttl", .kind = POLICY_INTERVAL},
+	{.name = "retention_closed", .kind = POLICY_INTERVAL},
+	{.name = "retention_expired", .kind = POLICY_INTERVAL},
+	{.name = "retention_turns", .kind = POLICY_INTERVAL},
+	{.name = "retention_evidence", .kind = POLICY_INTERVAL},
+	{.name = "max_slot_bytes", .kind = POLICY_INTEGER, .min = 1, .max = 1048576},
+	{.name = "slot_rules", .kind = POLICY_SLOT_RULES},
+	{.name = "extension_slots", .kind = POLICY_NAMES},
+	{.name = "detail_level", .kind = POLICY_CHOICE, .choices = {"none", "summary", "full"}},
+	{.name = "auto_confirm", .kind = POLICY_NAMES},
+	{.name = "turn_content", .kind = POLICY_CHOICE, .choices = {"full", "reference"}},
+	{.name = "replay_divergence", .kind = POLICY_CHOICE, .choices = {"keep", "error"}},
+	{.name = "fact_budget_share", .kind = POLICY_SHARE},
+	{.name = "supersede_same_key", .kind = POLICY_BOOLEAN},
 };
 
-#define NUM_POLICY_KEYS lengthof(policy_keys)
+#define NUM_POLICY_KEYS ((int) lengthof(policy_keys))
 
 /*
  * Parse an interval without raising: false when the text is not one.
@@ -151,15 +151,15 @@ check_policy_value(const PolicyKey *k, JsonbValue *v)
 				StringInfoData buf;
 
 				if (v->type == jbvString)
-					for (int i = 0; i < lengthof(k->choices) && k->choices[i]; i++)
-						if (strlen(k->choices[i]) == v->val.string.len &&
+					for (int i = 0; i < (int) lengthof(k->choices) && k->choices[i]; i++)
+						if (strlen(k->choices[i]) == (size_t) v->val.string.len &&
 							strncmp(k->choices[i], v->val.string.val, v->val.string.len) == 0)
 							ok = true;
 				if (ok)
 					break;
 				initStringInfo(&buf);
 				appendStringInfoString(&buf, "one of");
-				for (int i = 0; i < lengthof(k->choices) && k->choices[i]; i++)
+				for (int i = 0; i < (int) lengthof(k->choices) && k->choices[i]; i++)
 					appendStringInfo(&buf, "%s \"%s\"", i ? "," : "", k->choices[i]);
 				policy_type_error(k->name, buf.data);
 				break;

@@ -52,7 +52,7 @@ slot_policy(SlotPolicy *sp)
 static bool
 is_minimum_slot(const char *name)
 {
-	for (int i = 0; i < lengthof(minimum_slots); i++)
+	for (int i = 0; i < (int) lengthof(minimum_slots); i++)
 		if (strcmp(minimum_slots[i], name) == 0)
 			return true;
 	return false;
@@ -334,7 +334,7 @@ cscp_slots_validate(Jsonb *newslots, Jsonb *oldslots, const char *tenant_id)
 		text = cscp_jsonb_value_to_cstring(&v);
 		len = strlen(text);
 		max_bytes = cscp_policy_int(slot_policy(&sp), "max_slot_bytes", 4096);
-		if (len > max_bytes)
+		if ((int64) len > max_bytes)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("value of slot \"%s\" is too large", key),
