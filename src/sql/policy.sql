@@ -1,8 +1,14 @@
 -- policy.sql: per-tenant policies, with tenant '*' holding the defaults.
 
+CREATE FUNCTION cscp.policy_validate(settings jsonb, allow_null boolean DEFAULT false) RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'cscp_policy_validate' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION cscp.policy_validate(jsonb, boolean) IS
+  'Raise 22023 unless settings holds only known policy keys with values of the right type';
+
 CREATE TABLE cscp.policy (
     tenant_id   text        NOT NULL CHECK (tenant_id <> ''),
-    settings    jsonb       NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(settings) = 'object'),
+    -- Held to the same key and type rules as cscp.policy_set, also for direct SQL (22023).
+    settings    jsonb       NOT NULL DEFAULT '{}' CHECK (cscp.policy_validate(settings) IS NOT NULL),
     updated_at  timestamptz NOT NULL DEFAULT cscp.now(),
     PRIMARY KEY (tenant_id)
 );
@@ -29,11 +35,6 @@ INSERT INTO cscp.policy (tenant_id, settings) VALUES ('*', '{
     "fact_budget_share": 0.7,
     "supersede_same_key": false
 }');
-
-CREATE FUNCTION cscp.policy_validate(settings jsonb, allow_null boolean DEFAULT false) RETURNS jsonb
-    AS 'MODULE_PATHNAME', 'cscp_policy_validate' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-COMMENT ON FUNCTION cscp.policy_validate(jsonb, boolean) IS
-  'Raise 22023 unless settings holds only known policy keys with values of the right type';
 
 CREATE FUNCTION cscp.policy_effective(tenant_id text) RETURNS jsonb
 LANGUAGE sql STABLE PARALLEL SAFE

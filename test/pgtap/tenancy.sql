@@ -3,7 +3,7 @@
 -- direct SQL on the tables; without cscp.tenant_id it sees and writes nothing; it cannot move
 -- the clock.
 BEGIN;
-SELECT plan(47);
+SELECT plan(48);
 
 CREATE ROLE tap_app;
 SELECT cscp.grant_app('tap_app');
@@ -72,6 +72,8 @@ SELECT throws_ok($$INSERT INTO cscp.document (tenant_id, session_id, namespace, 
                  'direct INSERT of a document for another tenant');
 SELECT throws_ok($$INSERT INTO cscp.policy (tenant_id, settings) VALUES ('globex', '{}')$$, '42501', NULL,
                  'direct INSERT of a policy for another tenant');
+SELECT throws_ok($$UPDATE cscp.policy SET settings = '{"context_ttl": "forever", "x": 1}' WHERE tenant_id = 'acme'$$, '22023', NULL,
+                 'direct UPDATE of its own policy is held to the key and type rules');
 SELECT is(cscp.doc_put('acme', 'a-sess-2', 'ns', '{"y": 2}', 600), 'a-sess-2:ns', 'a second document of its own');
 SELECT throws_ok($$UPDATE cscp.document SET tenant_id = 'globex' WHERE tenant_id = 'acme'$$, '42501', NULL,
                  'moving a document to another tenant is refused');
