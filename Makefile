@@ -18,7 +18,11 @@ OBJS = \
 	src/policy.o \
 	src/routing.o \
 	src/slots.o \
-	src/context_fsm.o
+	src/enums.o \
+	src/canonical.o \
+	src/evidence.o \
+	src/context_fsm.o \
+	src/command_fsm.o
 
 # The install script is concatenated from one file per concern, in this order.
 SQL_PARTS = \
@@ -28,6 +32,9 @@ SQL_PARTS = \
 	src/sql/jsonschema.sql \
 	src/sql/policy.sql \
 	src/sql/context.sql \
+	src/sql/evidence.sql \
+	src/sql/command.sql \
+	src/sql/confirm.sql \
 	src/sql/document.sql \
 	src/sql/sweep.sql \
 	src/sql/views.sql \

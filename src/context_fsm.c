@@ -25,13 +25,11 @@
 #include "cscp.h"
 
 #include "access/htup_details.h"
-#include "catalog/pg_enum.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
-#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 typedef enum ContextStatus
@@ -60,36 +58,12 @@ static const bool allowed[CTX_NUM_STATUSES][CTX_NUM_STATUSES] = {
 
 #define IS_LIVE(s) ((s) == CTX_ACTIVE || (s) == CTX_PENDING || (s) == CTX_BLOCKED)
 
-/* pg_enum oids of cscp.context_status labels, per type oid. */
-static Oid	status_type = InvalidOid;
-static Oid	status_oids[CTX_NUM_STATUSES];
-
-static void
-load_status_oids(Oid typoid)
-{
-	if (typoid == status_type)
-		return;
-	for (int i = 0; i < CTX_NUM_STATUSES; i++)
-	{
-		status_oids[i] = GetSysCacheOid2(ENUMTYPOIDNAME, Anum_pg_enum_oid,
-										 ObjectIdGetDatum(typoid),
-										 CStringGetDatum(status_names[i]));
-		if (!OidIsValid(status_oids[i]))
-			elog(ERROR, "context status \"%s\" is missing from type %u",
-				 status_names[i], typoid);
-	}
-	status_type = typoid;
-}
+static CscpEnumCache status_cache = {.n = CTX_NUM_STATUSES, .names = status_names};
 
 static ContextStatus
 status_of(Oid typoid, Datum d)
 {
-	load_status_oids(typoid);
-	for (int i = 0; i < CTX_NUM_STATUSES; i++)
-		if (status_oids[i] == DatumGetObjectId(d))
-			return (ContextStatus) i;
-	elog(ERROR, "unknown context status %u", DatumGetObjectId(d));
-	return CTX_ACTIVE;			/* keep compiler quiet */
+	return (ContextStatus) cscp_enum_index(&status_cache, typoid, d);
 }
 
 /* "pending, blocked, expired, closed", or "none" for a terminal status. */
@@ -265,7 +239,12 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	values[cols.version - 1] = Int64GetDatum(1);
 	repl[cols.version - 1] = true;
 
-	return heap_modify_tuple(tuple, desc, values, nulls, repl);
+	tuple = heap_modify_tuple(tuple, desc, values, nulls, repl);
+	if (!tenantnull)
+		cscp_notify_transition(TextDatumGetCString(tenant), "context",
+							   SPI_getvalue(tuple, desc, cols.context_id),
+							   NULL, status_names[CTX_ACTIVE]);
+	return tuple;
 }
 
 /* The checks and bookkeeping of UPDATE; returns the tuple to store. */
@@ -318,7 +297,11 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, TimestampTz now)
 				 errhint("Open a new context with cscp.context_open and ask the user again.")));
 
 	if (from != to)
+	{
 		check_transition(from, to, id);
+		cscp_notify_transition(SPI_getvalue(oldtup, desc, cols.tenant_id), "context",
+							   id, status_names[from], status_names[to]);
+	}
 
 	if (!same_value(oldtup, newtup, desc, cols.slots))
 	{

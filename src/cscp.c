@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * cscp.c
- *	  Module entry point: settings only.
+ *	  Module entry point: settings, and the notifications cscp.notify turns on.
  *
  * cscp.clock pins cscp.now() for tests and replays.  It is PGC_SUSET: an
  * application role that could move the clock could revive an expired
@@ -11,10 +11,15 @@
  * on every cscp table compares tenant_id with it; while it is empty, a role
  * bound by row-level security sees and writes nothing.
  *
+ * cscp.notify (superuser-only, so an application cannot silence what
+ * operators listen for) makes every context and command transition send
+ * a small JSON payload on channel cscp_events.
+ *
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
 
+#include "commands/async.h"
 #include "fmgr.h"
 #include "utils/guc.h"
 
@@ -22,6 +27,7 @@ PG_MODULE_MAGIC;
 
 char	   *cscp_clock_setting = NULL;
 char	   *cscp_tenant_setting = NULL;
+bool		cscp_notify_setting = false;
 
 void		_PG_init(void);
 
@@ -81,5 +87,48 @@ _PG_init(void)
 							   NULL,
 							   NULL);
 
+	DefineCustomBoolVariable("cscp.notify",
+							 "Sends a notification on channel cscp_events for each context and command transition.",
+							 "The payload is a JSON object with tenant, kind, id, from and to; "
+							 "it is delivered when the transaction commits.",
+							 &cscp_notify_setting,
+							 false,
+							 PGC_SUSET,
+							 0,
+							 NULL,
+							 NULL,
+							 NULL);
+
 	MarkGUCPrefixReserved("cscp");
+}
+
+/*
+ * With cscp.notify on, queue {"tenant", "kind", "id", "from", "to"} on
+ * channel cscp_events; NOTIFY delivers it at commit, and not at all if the
+ * transaction rolls back.  from is NULL for a row born in its state.
+ */
+void
+cscp_notify_transition(const char *tenant, const char *kind, const char *id,
+					   const char *from, const char *to)
+{
+	StringInfoData buf;
+
+	if (!cscp_notify_setting)
+		return;
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "{\"tenant\":");
+	cscp_canonical_string(&buf, tenant, strlen(tenant));
+	appendStringInfoString(&buf, ",\"kind\":");
+	cscp_canonical_string(&buf, kind, strlen(kind));
+	appendStringInfoString(&buf, ",\"id\":");
+	cscp_canonical_string(&buf, id, strlen(id));
+	appendStringInfoString(&buf, ",\"from\":");
+	if (from)
+		cscp_canonical_string(&buf, from, strlen(from));
+	else
+		appendStringInfoString(&buf, "null");
+	appendStringInfoString(&buf, ",\"to\":");
+	cscp_canonical_string(&buf, to, strlen(to));
+	appendStringInfoChar(&buf, '}');
+	Async_Notify(CSCP_NOTIFY_CHANNEL, buf.data);
 }

@@ -14,7 +14,10 @@
 
 #include "postgres.h"
 
+#include "lib/stringinfo.h"
+
 #include "datatype/timestamp.h"
+#include "utils/array.h"
 #include "utils/jsonb.h"
 #include "utils/uuid.h"
 
@@ -24,6 +27,27 @@
 /* cscp.c: settings */
 extern char *cscp_clock_setting;
 extern char *cscp_tenant_setting;
+extern bool cscp_notify_setting;
+
+/* Channel of cscp.notify's notifications. */
+#define CSCP_NOTIFY_CHANNEL "cscp_events"
+
+extern void cscp_notify_transition(const char *tenant, const char *kind,
+								   const char *id, const char *from,
+								   const char *to);
+
+/* enums.c: C state machine index <-> SQL enum label */
+#define CSCP_MAX_ENUM_LABELS 16
+typedef struct CscpEnumCache
+{
+	int			n;
+	const char *const *names;
+	Oid			typoid;
+	Oid			oids[CSCP_MAX_ENUM_LABELS];
+} CscpEnumCache;
+
+extern int	cscp_enum_index(CscpEnumCache *cache, Oid typoid, Datum value);
+extern Datum cscp_enum_datum(CscpEnumCache *cache, Oid typoid, int index);
 
 /* clock.c */
 extern TimestampTz cscp_now(void);
@@ -41,6 +65,36 @@ extern char *cscp_jsonb_value_to_cstring(JsonbValue *v);
 extern Jsonb *cscp_jsonb_value_to_jsonb(JsonbValue *v);
 extern char *cscp_jsonb_key_cstring(JsonbValue *key);
 
+/* canonical.c */
+extern void cscp_canonical_string(StringInfo out, const char *s, int len);
+extern void cscp_canonical_append(StringInfo out, Jsonb *j);
+extern char *cscp_sha256_hex(const char *data, size_t len);
+extern char *cscp_utc_iso(TimestampTz ts);
+
+/* evidence.c: one row of cscp.evidence */
+typedef struct CscpEvidence
+{
+	const char *tenant_id;
+	const char *conversation_id;
+	const char *command_id;		/* uuid text, or NULL */
+	int32		seq;			/* set by cscp_evidence_append */
+	const char *stage;
+	const char *event_type;
+	const char *from_state;
+	const char *to_state;
+	ArrayType  *message_ids;
+	Jsonb	   *context_ref;
+	const char *decision;
+	const char *reason_code;
+	Jsonb	   *detail;
+	TimestampTz created_at;
+	char	   *prev_hash;		/* set by cscp_evidence_append */
+	char	   *hash;			/* set by cscp_evidence_append */
+} CscpEvidence;
+
+extern char *cscp_evidence_hash(const CscpEvidence *e);
+extern void cscp_evidence_append(CscpEvidence *e);
+
 /* jsonschema.c */
 extern void cscp_jsonschema_check(Jsonb *schema);
 extern char *cscp_jsonschema_validate(Jsonb *schema, Jsonb *instance);
@@ -49,6 +103,7 @@ extern char *cscp_jsonschema_validate(Jsonb *schema, Jsonb *instance);
 extern Jsonb *cscp_policy_get(const char *tenant_id);
 extern bool cscp_parse_interval(const char *str, Interval *result);
 extern int64 cscp_policy_int(Jsonb *policy, const char *key, int64 fallback);
+extern bool cscp_policy_lists(Jsonb *policy, const char *key, const char *name);
 
 /* routing.c */
 extern int32 cscp_routing_hash_text(text *conversation_id);

@@ -343,3 +343,18 @@ cscp_policy_int(Jsonb *policy, const char *key, int64 fallback)
 		return fallback;
 	return DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(v->val.numeric)));
 }
+
+/* Whether name is listed in the policy's array under key. */
+bool
+cscp_policy_lists(Jsonb *policy, const char *key, const char *name)
+{
+	JsonbValue *arr = cscp_jsonb_get(policy, key);
+	JsonbValue	elem;
+
+	if (arr == NULL || arr->type != jbvBinary)
+		return false;
+	elem.type = jbvString;
+	elem.val.string.val = (char *) name;
+	elem.val.string.len = strlen(name);
+	return findJsonbValueFromContainer(arr->val.binary.data, JB_FARRAY, &elem) != NULL;
+}

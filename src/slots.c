@@ -20,7 +20,6 @@
  */
 #include "cscp.h"
 
-#include "common/cryptohash.h"
 #include "common/sha2.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
@@ -70,27 +69,12 @@ is_x_slot(const char *name)
 	return true;
 }
 
-/* Whether name is listed in the policy array key. */
-static bool
-policy_lists(Jsonb *policy, const char *key, const char *name)
-{
-	JsonbValue *arr = cscp_jsonb_get(policy, key);
-	JsonbValue	elem;
-
-	if (arr == NULL || arr->type != jbvBinary)
-		return false;
-	elem.type = jbvString;
-	elem.val.string.val = (char *) name;
-	elem.val.string.len = strlen(name);
-	return findJsonbValueFromContainer(arr->val.binary.data, JB_FARRAY, &elem) != NULL;
-}
-
 static bool
 slot_name_known(const char *name, SlotPolicy *sp)
 {
 	if (is_minimum_slot(name) || is_x_slot(name))
 		return true;
-	return policy_lists(slot_policy(sp), "extension_slots", name);
+	return cscp_policy_lists(slot_policy(sp), "extension_slots", name);
 }
 
 /* The slot_rules entry for name: "stored" unless the policy says otherwise. */
@@ -234,21 +218,11 @@ is_digest(JsonbValue *v)
 static Jsonb *
 make_digest(const char *text)
 {
-	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
-	uint8		digest[PG_SHA256_DIGEST_LENGTH];
-	char		hex[PG_SHA256_DIGEST_LENGTH * 2 + 1];
 	StringInfoData buf;
 
-	if (pg_cryptohash_init(ctx) < 0 ||
-		pg_cryptohash_update(ctx, (const uint8 *) text, strlen(text)) < 0 ||
-		pg_cryptohash_final(ctx, digest, sizeof(digest)) < 0)
-		elog(ERROR, "could not compute SHA-256 digest: %s", pg_cryptohash_error(ctx));
-	pg_cryptohash_free(ctx);
-	hex_encode((const char *) digest, sizeof(digest), hex);
-	hex[sizeof(hex) - 1] = '\0';
-
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "{\"derived\": \"sha256:%s\", \"bytes\": %zu}", hex, strlen(text));
+	appendStringInfo(&buf, "{\"derived\": \"%s\", \"bytes\": %zu}",
+					 cscp_sha256_hex(text, strlen(text)), strlen(text));
 	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
 }
 

@@ -24,3 +24,18 @@ CREATE FUNCTION cscp.routing_hash(id uuid) RETURNS integer
     AS 'MODULE_PATHNAME', 'cscp_routing_hash' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION cscp.routing_hash(uuid) IS
   'The routing hash a context or command id carries: equals hashtext(conversation_id)';
+
+CREATE FUNCTION cscp.canonical_json(value jsonb) RETURNS text
+    AS 'MODULE_PATHNAME', 'cscp_canonical_json' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cscp.canonical_json(jsonb) IS
+  'The canonical JSON text of a value: keys sorted bytewise, no whitespace, numbers normalised';
+
+CREATE FUNCTION cscp.canonical_hash(value jsonb) RETURNS text
+    AS 'MODULE_PATHNAME', 'cscp_canonical_hash' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cscp.canonical_hash(jsonb) IS
+  '''sha256:'' and the hex SHA-256 of cscp.canonical_json(value): the same on every database';
+
+CREATE FUNCTION cscp._utc(ts timestamptz) RETURNS text
+    AS 'MODULE_PATHNAME', 'cscp_utc_iso_sql' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cscp._utc(timestamptz) IS
+  'Internal: a timestamp as YYYY-MM-DDTHH:MI:SS.ffffffZ in UTC, whatever the session time zone';

@@ -10,6 +10,26 @@ CREATE POLICY tenant_isolation ON cscp.context
     USING (tenant_id = current_setting('cscp.tenant_id', true))
     WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
 
+ALTER TABLE cscp.command ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON cscp.command
+    USING (tenant_id = current_setting('cscp.tenant_id', true))
+    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+
+ALTER TABLE cscp.frame ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON cscp.frame
+    USING (tenant_id = current_setting('cscp.tenant_id', true))
+    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+
+ALTER TABLE cscp.answer ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON cscp.answer
+    USING (tenant_id = current_setting('cscp.tenant_id', true))
+    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+
+-- Evidence: application roles only ever read it (the owner writes it, see evidence.c).
+ALTER TABLE cscp.evidence ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_read ON cscp.evidence FOR SELECT
+    USING (tenant_id = current_setting('cscp.tenant_id', true));
+
 ALTER TABLE cscp.document ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON cscp.document
     USING (tenant_id = current_setting('cscp.tenant_id', true))
@@ -60,6 +80,11 @@ DECLARE
 BEGIN
     EXECUTE format('GRANT USAGE ON SCHEMA cscp TO %s', r);
     EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.context, cscp.document, cscp.policy TO %s', r);
+    -- Commands change only by transitions (no DELETE); frames and answers are written once;
+    -- evidence is read-only: the trigger and cscp._evidence_refusal write it as its owner.
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE ON cscp.command TO %s', r);
+    EXECUTE format('GRANT SELECT, INSERT ON cscp.frame, cscp.answer TO %s', r);
+    EXECUTE format('GRANT SELECT ON cscp.evidence TO %s', r);
     EXECUTE format('GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA cscp TO %s', r);
     -- Administration and operator inspection are not the application's.
     EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.grant_app(name), cscp.grant_operator(name), '
@@ -89,6 +114,10 @@ SELECT pg_catalog.pg_extension_config_dump('cscp.context', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.document', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.policy', 'WHERE tenant_id <> ''*''');
 SELECT pg_catalog.pg_extension_config_dump('cscp.inspection_log', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.command', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.frame', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.answer', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.evidence', '');
 
 -- Last, so that it covers every object above: nothing of cscp's is PUBLIC's.
 REVOKE ALL ON ALL TABLES IN SCHEMA cscp FROM PUBLIC;

@@ -21,12 +21,50 @@ DECLARE
     n_expired bigint;
     n_docs bigint;
     n_purged bigint;
+    n_confirmations bigint := 0;
+    n_approvals bigint := 0;
+    n_commands bigint := 0;
+    n_evidence bigint := 0;
+    n_other bigint;
+    r record;
+    v_ctx cscp.context;
+    v_cmd cscp.command;
 BEGIN
     IF batch IS NULL OR batch < 1 OR batch > 1000000 THEN
         RAISE EXCEPTION 'batch must be between 1 and 1000000'
             USING ERRCODE = '22023', DETAIL = format('The batch given is %s.', coalesce(batch::text, 'null')),
                   HINT = 'Call cscp.sweep repeatedly with a moderate batch, such as 10000.';
     END IF;
+
+    -- Confirmation and approval windows that have passed: the command is rejected, the slot
+    -- cleared, the context back to active.  Context first, as everywhere; what a transaction
+    -- holds is skipped and left to the next sweep (a concurrent answer decides it anyway).
+    FOR r IN
+        SELECT x.tenant_id, x.command_id, x.context_id FROM cscp.command x
+         WHERE x.state IN ('confirmation_required', 'authz_pending') AND x.window_expires_at <= v_now
+         ORDER BY x.window_expires_at
+         LIMIT batch
+    LOOP
+        v_ctx := NULL;
+        IF r.context_id IS NOT NULL THEN
+            SELECT * INTO v_ctx FROM cscp.context x
+             WHERE x.tenant_id = r.tenant_id AND x.context_id = r.context_id
+               FOR UPDATE SKIP LOCKED;
+            CONTINUE WHEN NOT FOUND;
+        END IF;
+        SELECT * INTO v_cmd FROM cscp.command x
+         WHERE x.tenant_id = r.tenant_id AND x.command_id = r.command_id
+           AND x.state IN ('confirmation_required', 'authz_pending') AND x.window_expires_at <= v_now
+           FOR UPDATE SKIP LOCKED;
+        CONTINUE WHEN NOT FOUND;
+        IF v_cmd.state = 'confirmation_required' THEN
+            PERFORM cscp._lapse(v_ctx, v_cmd, 'confirmation_expired');
+            n_confirmations := n_confirmations + 1;
+        ELSE
+            PERFORM cscp._lapse(v_ctx, v_cmd, 'approval_expired');
+            n_approvals := n_approvals + 1;
+        END IF;
+    END LOOP;
 
     -- Live contexts past their TTL become expired.
     WITH due AS (
@@ -64,10 +102,47 @@ BEGIN
      WHERE c.tenant_id = due.tenant_id AND c.context_id = due.context_id;
     GET DIAGNOSTICS n_purged = ROW_COUNT;
 
+    -- Finished commands past their tenant's retention_evidence go with their evidence chain;
+    -- then answers, standalone evidence and frames no command needs any more.
+    FOR r IN
+        SELECT x.tenant_id, x.command_id FROM cscp.command x
+         WHERE x.state IN ('rejected', 'executed', 'failed', 'canceled', 'compensated')
+           AND x.last_transition_at + cscp._retention(x.tenant_id, 'retention_evidence') <= v_now
+         ORDER BY x.last_transition_at
+         LIMIT batch
+           FOR UPDATE SKIP LOCKED
+    LOOP
+        DELETE FROM cscp.evidence e WHERE e.tenant_id = r.tenant_id AND e.command_id = r.command_id;
+        GET DIAGNOSTICS n_other = ROW_COUNT;
+        n_evidence := n_evidence + n_other;
+        DELETE FROM cscp.command x WHERE x.tenant_id = r.tenant_id AND x.command_id = r.command_id;
+        n_commands := n_commands + 1;
+    END LOOP;
+    WITH due AS (
+        SELECT e.tenant_id, e.evidence_id FROM cscp.evidence e
+         WHERE e.command_id IS NULL
+           AND e.created_at + cscp._retention(e.tenant_id, 'retention_evidence') <= v_now
+         ORDER BY e.created_at
+         LIMIT batch)
+    DELETE FROM cscp.evidence e USING due
+     WHERE e.tenant_id = due.tenant_id AND e.evidence_id = due.evidence_id;
+    GET DIAGNOSTICS n_other = ROW_COUNT;
+    n_evidence := n_evidence + n_other;
+    DELETE FROM cscp.answer a
+     WHERE a.created_at + cscp._retention(a.tenant_id, 'retention_evidence') <= v_now;
+    DELETE FROM cscp.frame f
+     WHERE f.created_at + cscp._retention(f.tenant_id, 'retention_evidence') <= v_now
+       AND NOT EXISTS (SELECT 1 FROM cscp.command x
+                        WHERE x.tenant_id = f.tenant_id AND x.frame_id = f.frame_id);
+
     RETURN jsonb_build_object('contexts_expired', n_expired,
                               'documents_deleted', n_docs,
-                              'contexts_purged', n_purged);
+                              'contexts_purged', n_purged,
+                              'confirmations_lapsed', n_confirmations,
+                              'approvals_lapsed', n_approvals,
+                              'commands_purged', n_commands,
+                              'evidence_purged', n_evidence);
 END
 $$;
 COMMENT ON FUNCTION cscp.sweep(int) IS
-  'Expire live contexts past their TTL, delete expired documents and retired contexts past retention, batch rows per action; returns counts';
+  'Lapse confirmation and approval windows, expire live contexts past their TTL, delete expired documents and whatever is past retention, batch rows per action; returns counts';

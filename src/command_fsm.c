@@ -1,0 +1,764 @@
+/*-------------------------------------------------------------------------
+ *
+ * command_fsm.c
+ *	  The command lifecycle (RFC-WF-0018): the transition table, the
+ *	  ordering invariants, and the BEFORE INSERT OR UPDATE trigger that holds
+ *	  every write to cscp.command to them and records each transition in the
+ *	  evidence trail.
+ *
+ * Invariants kept here:
+ *	- a command is born received or canonicalized, with an id whose first
+ *	  32 bits are the routing hash of its conversation; auto_confirm only
+ *	  when the tenant's policy lists the command (the policy is recorded in
+ *	  the command.accepted evidence);
+ *	- every UPDATE is a transition of the table below; the columns that say
+ *	  what the command is never change; message_ids only grow;
+ *	- started needs authorized, and a mutating command needs confirmed too
+ *	  unless it was auto-confirmed;
+ *	- compensated needs an executed compensate recovery aimed at it;
+ *	- each transition appends one evidence row (evidence.c) and, with
+ *	  cscp.notify on, one notification.
+ * command_transition uses cscp._command_refusal first, so that a refused
+ * transition is returned, not raised.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "cscp.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+#include "utils/typcache.h"
+
+typedef enum CommandState
+{
+	CMD_RECEIVED,
+	CMD_CANONICALIZED,
+	CMD_CONFIRMATION_REQUIRED,
+	CMD_CONFIRMED,
+	CMD_AUTHZ_PENDING,
+	CMD_AUTHORIZED,
+	CMD_REJECTED,
+	CMD_STARTED,
+	CMD_EXECUTED,
+	CMD_FAILED,
+	CMD_CANCELED,
+	CMD_COMPENSATED,
+	CMD_NUM_STATES
+} CommandState;
+
+static const char *const state_names[CMD_NUM_STATES] = {
+	"received", "canonicalized", "confirmation_required", "confirmed",
+	"authz_pending", "authorized", "rejected", "started", "executed",
+	"failed", "canceled", "compensated"
+};
+
+static CscpEnumCache state_cache = {.n = CMD_NUM_STATES, .names = state_names};
+
+#define T true
+#define F false
+/*
+ * allowed[from][to].  RFC-WF-0018's path received -> canonicalized ->
+ * [confirmation_required -> confirmed ->] authz_pending -> authorized ->
+ * started -> executed | failed, authz_pending -> rejected; the extensions
+ * canonicalized -> rejected and confirmation_required -> rejected; cancel
+ * from every state before started; compensated from executed and failed.
+ */
+static const bool allowed[CMD_NUM_STATES][CMD_NUM_STATES] = {
+	/* to: rcv can cfr cfd azp aut rej sta exe fai cnl cmp */
+	/* received */ {F, T, F, F, F, F, F, F, F, F, F, F},
+	/* canonicalized */ {F, F, T, F, T, F, T, F, F, F, T, F},
+	/* confirmation_required */ {F, F, F, T, F, F, T, F, F, F, T, F},
+	/* confirmed */ {F, F, F, F, T, F, F, F, F, F, T, F},
+	/* authz_pending */ {F, F, F, F, F, T, T, F, F, F, T, F},
+	/* authorized */ {F, F, F, F, F, F, F, T, F, F, T, F},
+	/* rejected */ {F, F, F, F, F, F, F, F, F, F, F, F},
+	/* started */ {F, F, F, F, F, F, F, F, T, T, F, F},
+	/* executed */ {F, F, F, F, F, F, F, F, F, F, F, T},
+	/* failed */ {F, F, F, F, F, F, F, F, F, F, F, T},
+	/* canceled */ {F, F, F, F, F, F, F, F, F, F, F, F},
+	/* compensated */ {F, F, F, F, F, F, F, F, F, F, F, F},
+};
+#undef T
+#undef F
+
+#define IS_TERMINAL(s) ((s) == CMD_REJECTED || (s) == CMD_EXECUTED || \
+						(s) == CMD_FAILED || (s) == CMD_CANCELED || \
+						(s) == CMD_COMPENSATED)
+
+/* The RFC-WF-0018 section IX event type of a transition, and its decision. */
+static const char *
+event_type(CommandState from, CommandState to, const char **decision)
+{
+	*decision = NULL;
+	switch (to)
+	{
+		case CMD_CANONICALIZED:
+			return "command.accepted";
+		case CMD_CONFIRMATION_REQUIRED:
+			return "command.confirmation.requested";
+		case CMD_CONFIRMED:
+			*decision = "confirmed";
+			return "command.confirmation.satisfied";
+		case CMD_AUTHZ_PENDING:
+			return "authz.requested";
+		case CMD_AUTHORIZED:
+			*decision = "allow";
+			return "authz.decided";
+		case CMD_REJECTED:
+			if (from == CMD_AUTHZ_PENDING)
+			{
+				*decision = "deny";
+				return "authz.decided";
+			}
+			*decision = "reject";
+			return "execution.rejected";
+		case CMD_STARTED:
+			return "execution.started";
+		case CMD_EXECUTED:
+			return "execution.executed";
+		case CMD_FAILED:
+			return "execution.failed";
+		case CMD_CANCELED:
+			*decision = "cancel";
+			return "execution.canceled";
+		case CMD_COMPENSATED:
+			return "compensation.compensated";
+		default:
+			return "command.received";
+	}
+}
+
+/* What the checks need to know of a command. */
+typedef struct CommandFacts
+{
+	CommandState state;
+	bool		mutating;
+	bool		auto_confirm;
+	bool		confirmed;		/* has passed confirmed */
+	bool		authorized;		/* has passed authorized */
+	Datum		tenant_id;		/* text */
+	Datum		command_id;		/* uuid */
+} CommandFacts;
+
+/* Whether an executed compensate recovery aims at the command. */
+static bool
+compensation_executed(CommandFacts *c)
+{
+	static SPIPlanPtr plan = NULL;
+	Datum		args[2];
+	bool		found;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (plan == NULL)
+	{
+		Oid			argtypes[2] = {TEXTOID, UUIDOID};
+
+		plan = SPI_prepare("SELECT 1 FROM cscp.command r"
+						   " WHERE r.tenant_id = $1 AND r.target_command_id = $2"
+						   " AND r.recovery_kind = 'compensate' AND r.state = 'executed'",
+						   2, argtypes);
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(plan);
+	}
+	args[0] = c->tenant_id;
+	args[1] = c->command_id;
+	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up compensations");
+	found = SPI_processed > 0;
+	SPI_finish();
+	return found;
+}
+
+/*
+ * Why from -> to is refused for this command, as a reason code, or NULL when
+ * it is allowed.  *detail gets a sentence for an error message.
+ */
+static const char *
+refusal(CommandFacts *c, CommandState to, char **detail)
+{
+	CommandState from = c->state;
+
+	if (!allowed[from][to])
+	{
+		StringInfoData buf;
+
+		initStringInfo(&buf);
+		for (int s = 0; s < CMD_NUM_STATES; s++)
+			if (allowed[from][s])
+				appendStringInfo(&buf, "%s%s", buf.len ? ", " : "", state_names[s]);
+		*detail = psprintf("The command is %s; allowed next: %s.", state_names[from],
+						   buf.len ? buf.data : "none (it is terminal)");
+		return "invalid_transition";
+	}
+	if (to == CMD_AUTHZ_PENDING && from == CMD_CANONICALIZED &&
+		c->mutating && !c->auto_confirm)
+	{
+		*detail = pstrdup("A mutating command goes through confirmation_required and confirmed "
+						  "unless the tenant's policy auto-confirms it.");
+		return "not_confirmed";
+	}
+	if (to == CMD_STARTED)
+	{
+		if (c->mutating && !c->auto_confirm && !c->confirmed)
+		{
+			*detail = pstrdup("A mutating command starts only after it was confirmed.");
+			return "not_confirmed";
+		}
+		if (!c->authorized)
+		{
+			*detail = pstrdup("A command starts only after it was authorized.");
+			return "not_authorized";
+		}
+	}
+	if (to == CMD_COMPENSATED && !compensation_executed(c))
+	{
+		*detail = pstrdup("A command is compensated only when a compensate recovery "
+						  "aimed at it (cscp.command_recover) has executed.");
+		return "compensation_not_executed";
+	}
+	return NULL;
+}
+
+/* Column numbers of cscp.command, looked up by name once per relation. */
+typedef struct CommandColumns
+{
+	Oid			relid;
+	int			tenant_id,
+				command_id,
+				conversation_id,
+				context_ref,
+				message_ids,
+				command_name,
+				mutating,
+				auto_confirm,
+				state,
+				reason_code,
+				detail,
+				outcome,
+				window_expires_at,
+				confirmed_at,
+				authorized_at,
+				created_at,
+				updated_at,
+				last_transition_at,
+				version;
+} CommandColumns;
+
+static CommandColumns cols = {.relid = InvalidOid};
+
+/* Columns that say what a command is: never changed by an UPDATE. */
+static const char *const fixed_columns[] = {
+	"tenant_id", "command_id", "idempotency_key", "conversation_id", "actor_id",
+	"context_id", "frame_id", "context_ref", "command_name", "mutating",
+	"auto_confirm", "payload", "target_fingerprint", "target_command_id",
+	"recovery_kind", "created_at"
+};
+static int	fixed_attnums[lengthof(fixed_columns)];
+
+static int
+column(TupleDesc desc, const char *name)
+{
+	int			attnum = SPI_fnumber(desc, name);
+
+	if (attnum <= 0)
+		elog(ERROR, "cscp.command has no column \"%s\"", name);
+	return attnum;
+}
+
+static void
+load_columns(Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	if (cols.relid == RelationGetRelid(rel))
+		return;
+	cols.tenant_id = column(desc, "tenant_id");
+	cols.command_id = column(desc, "command_id");
+	cols.conversation_id = column(desc, "conversation_id");
+	cols.context_ref = column(desc, "context_ref");
+	cols.message_ids = column(desc, "message_ids");
+	cols.command_name = column(desc, "command_name");
+	cols.mutating = column(desc, "mutating");
+	cols.auto_confirm = column(desc, "auto_confirm");
+	cols.state = column(desc, "state");
+	cols.reason_code = column(desc, "reason_code");
+	cols.detail = column(desc, "detail");
+	cols.outcome = column(desc, "outcome");
+	cols.window_expires_at = column(desc, "window_expires_at");
+	cols.confirmed_at = column(desc, "confirmed_at");
+	cols.authorized_at = column(desc, "authorized_at");
+	cols.created_at = column(desc, "created_at");
+	cols.updated_at = column(desc, "updated_at");
+	cols.last_transition_at = column(desc, "last_transition_at");
+	cols.version = column(desc, "version");
+	for (int i = 0; i < (int) lengthof(fixed_columns); i++)
+		fixed_attnums[i] = column(desc, fixed_columns[i]);
+	cols.relid = RelationGetRelid(rel);
+}
+
+static bool
+same_value(HeapTuple a, HeapTuple b, TupleDesc desc, int attnum)
+{
+	Form_pg_attribute att = TupleDescAttr(desc, attnum - 1);
+	bool		anull,
+				bnull;
+	Datum		ad = heap_getattr(a, attnum, desc, &anull);
+	Datum		bd = heap_getattr(b, attnum, desc, &bnull);
+
+	if (anull || bnull)
+		return anull == bnull;
+	return datum_image_eq(ad, bd, att->attbyval, att->attlen);
+}
+
+static bool
+get_bool(HeapTuple t, TupleDesc desc, int attnum)
+{
+	bool		isnull;
+	Datum		d = heap_getattr(t, attnum, desc, &isnull);
+
+	return !isnull && DatumGetBool(d);
+}
+
+static bool
+is_null(HeapTuple t, TupleDesc desc, int attnum)
+{
+	bool		isnull;
+
+	(void) heap_getattr(t, attnum, desc, &isnull);
+	return isnull;
+}
+
+static CommandState
+get_state(HeapTuple t, TupleDesc desc)
+{
+	bool		isnull;
+	Datum		d = heap_getattr(t, cols.state, desc, &isnull);
+
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("state of a command must not be null")));
+	return (CommandState) cscp_enum_index(&state_cache,
+										  TupleDescAttr(desc, cols.state - 1)->atttypid, d);
+}
+
+static CommandFacts
+facts_of(HeapTuple t, TupleDesc desc)
+{
+	CommandFacts c;
+	bool		isnull;
+
+	c.state = get_state(t, desc);
+	c.mutating = get_bool(t, desc, cols.mutating);
+	c.auto_confirm = get_bool(t, desc, cols.auto_confirm);
+	c.confirmed = !is_null(t, desc, cols.confirmed_at);
+	c.authorized = !is_null(t, desc, cols.authorized_at);
+	c.tenant_id = heap_getattr(t, cols.tenant_id, desc, &isnull);
+	c.command_id = heap_getattr(t, cols.command_id, desc, &isnull);
+	return c;
+}
+
+/* Whether array a is a prefix of array b (both text[], non-null). */
+static bool
+array_is_prefix(Datum a, Datum b)
+{
+	Datum	   *ae,
+			   *be;
+	bool	   *an,
+			   *bn;
+	int			na,
+				nb;
+
+	deconstruct_array(DatumGetArrayTypeP(a), TEXTOID, -1, false, TYPALIGN_INT, &ae, &an, &na);
+	deconstruct_array(DatumGetArrayTypeP(b), TEXTOID, -1, false, TYPALIGN_INT, &be, &bn, &nb);
+	if (na > nb)
+		return false;
+	for (int i = 0; i < na; i++)
+	{
+		if (an[i] || bn[i])
+		{
+			if (an[i] != bn[i])
+				return false;
+			continue;
+		}
+		if (!datum_image_eq(ae[i], be[i], false, -1))
+			return false;
+	}
+	return true;
+}
+
+/* The outcome a terminal command replays: {"state", "reason_code", "detail"}. */
+static Datum
+make_outcome(CommandState to, const char *reason, Jsonb *detail)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "{\"state\":");
+	cscp_canonical_string(&buf, state_names[to], strlen(state_names[to]));
+	appendStringInfoString(&buf, ",\"reason_code\":");
+	if (reason)
+		cscp_canonical_string(&buf, reason, strlen(reason));
+	else
+		appendStringInfoString(&buf, "null");
+	appendStringInfoString(&buf, ",\"detail\":");
+	if (detail)
+		cscp_canonical_append(&buf, detail);
+	else
+		appendStringInfoString(&buf, "null");
+	appendStringInfoChar(&buf, '}');
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
+}
+
+/* Append the evidence row of a transition the row tuple has just made. */
+static void
+record_transition(HeapTuple tuple, TupleDesc desc, CommandState from, CommandState to,
+				  TimestampTz now, const char *decision_override, const char *reason_override)
+{
+	CscpEvidence e = {0};
+	const char *decision;
+	bool		isnull;
+	Datum		d;
+
+	e.tenant_id = SPI_getvalue(tuple, desc, cols.tenant_id);
+	e.conversation_id = SPI_getvalue(tuple, desc, cols.conversation_id);
+	e.command_id = SPI_getvalue(tuple, desc, cols.command_id);
+	e.stage = state_names[to];
+	e.event_type = event_type(from, to, &decision);
+	e.decision = decision_override ? decision_override : decision;
+	e.from_state = state_names[from];
+	e.to_state = state_names[to];
+	d = heap_getattr(tuple, cols.message_ids, desc, &isnull);
+	e.message_ids = isnull ? NULL : DatumGetArrayTypeP(d);
+	d = heap_getattr(tuple, cols.context_ref, desc, &isnull);
+	e.context_ref = isnull ? NULL : DatumGetJsonbP(d);
+	e.reason_code = reason_override ? reason_override :
+		SPI_getvalue(tuple, desc, cols.reason_code);
+	d = heap_getattr(tuple, cols.detail, desc, &isnull);
+	e.detail = isnull ? NULL : DatumGetJsonbP(d);
+	e.created_at = now;
+	cscp_evidence_append(&e);
+	cscp_notify_transition(e.tenant_id, "command", e.command_id, e.from_state, e.to_state);
+}
+
+/* The checks and defaults of INSERT; returns the tuple to store. */
+static HeapTuple
+guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			natts = desc->natts;
+	Datum	   *values = palloc0(natts * sizeof(Datum));
+	bool	   *nulls = palloc0(natts * sizeof(bool));
+	bool	   *repl = palloc0(natts * sizeof(bool));
+	CommandState state = get_state(tuple, desc);
+	bool		isnull,
+				convnull;
+	Datum		conv = heap_getattr(tuple, cols.conversation_id, desc, &convnull);
+	Datum		d;
+	const char *reason = NULL;
+	const char *decision = NULL;
+
+	if (state != CMD_RECEIVED && state != CMD_CANONICALIZED)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a new command must be received or canonicalized, not %s",
+						state_names[state]),
+				 errhint("Submit it with cscp.command_submit, then move it with cscp.command_transition.")));
+
+	d = heap_getattr(tuple, cols.command_id, desc, &isnull);
+	if (!convnull)
+	{
+		int32		hash = cscp_routing_hash_text(DatumGetTextPP(conv));
+
+		if (isnull)
+		{
+			pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
+
+			cscp_routing_uuid(hash, uuid);
+			values[cols.command_id - 1] = UUIDPGetDatum(uuid);
+			repl[cols.command_id - 1] = true;
+		}
+		else if (cscp_routing_hash_uuid(DatumGetUUIDP(d)) != hash)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("command id %s does not carry the routing hash of its conversation",
+							SPI_getvalue(tuple, desc, cols.command_id)),
+					 errdetail("The first 32 bits of a command id must be hashtext(conversation_id)."),
+					 errhint("Leave command_id null to have one generated.")));
+	}
+
+	if (get_bool(tuple, desc, cols.auto_confirm))
+	{
+		char	   *tenant = SPI_getvalue(tuple, desc, cols.tenant_id);
+		char	   *name = SPI_getvalue(tuple, desc, cols.command_name);
+
+		if (tenant == NULL || name == NULL ||
+			!cscp_policy_lists(cscp_policy_get(tenant), "auto_confirm", name))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("command \"%s\" is not auto-confirmed by the policy of tenant \"%s\"",
+							name ? name : "", tenant ? tenant : ""),
+					 errhint("List the command in the policy key auto_confirm with cscp.policy_set, "
+							 "or let it go through confirmation.")));
+		/* The policy that skipped confirmation, recorded with the acceptance. */
+		decision = "auto_confirm";
+		reason = "policy.auto_confirm";
+	}
+
+	nulls[cols.outcome - 1] = repl[cols.outcome - 1] = true;
+	nulls[cols.confirmed_at - 1] = repl[cols.confirmed_at - 1] = true;
+	nulls[cols.authorized_at - 1] = repl[cols.authorized_at - 1] = true;
+	nulls[cols.window_expires_at - 1] = repl[cols.window_expires_at - 1] = true;
+	values[cols.created_at - 1] = TimestampTzGetDatum(now);
+	repl[cols.created_at - 1] = true;
+	values[cols.updated_at - 1] = TimestampTzGetDatum(now);
+	repl[cols.updated_at - 1] = true;
+	values[cols.last_transition_at - 1] = TimestampTzGetDatum(now);
+	repl[cols.last_transition_at - 1] = true;
+	values[cols.version - 1] = Int64GetDatum(1);
+	repl[cols.version - 1] = true;
+	tuple = heap_modify_tuple(tuple, desc, values, nulls, repl);
+
+	if (state == CMD_CANONICALIZED)
+		record_transition(tuple, desc, CMD_RECEIVED, CMD_CANONICALIZED, now,
+						  decision, is_null(tuple, desc, cols.reason_code) ? reason : NULL);
+	return tuple;
+}
+
+/* The checks and bookkeeping of UPDATE; returns the tuple to store. */
+static HeapTuple
+guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, TimestampTz now)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			natts = desc->natts;
+	Datum	   *values = palloc0(natts * sizeof(Datum));
+	bool	   *nulls = palloc0(natts * sizeof(bool));
+	bool	   *repl = palloc0(natts * sizeof(bool));
+	char	   *id = SPI_getvalue(oldtup, desc, cols.command_id);
+	CommandFacts c = facts_of(oldtup, desc);
+	CommandState to = get_state(newtup, desc);
+	const char *why;
+	char	   *detail = NULL;
+	bool		isnull;
+
+	for (int i = 0; i < (int) lengthof(fixed_columns); i++)
+		if (!same_value(oldtup, newtup, desc, fixed_attnums[i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("column \"%s\" of a command cannot be changed", fixed_columns[i]),
+					 errhint("Submit a new command, or a recovery with cscp.command_recover.")));
+
+	if (to == c.state)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("command %s is already %s", id, state_names[to]),
+				 errdetail("Every update of a command is a transition of its lifecycle."),
+				 errhint("Use cscp.command_transition.")));
+
+	why = refusal(&c, to, &detail);
+	if (why != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 strcmp(why, "invalid_transition") == 0 ?
+				 errmsg("invalid command transition from \"%s\" to \"%s\"",
+						state_names[c.state], state_names[to]) :
+				 errmsg("command %s cannot move from \"%s\" to \"%s\" (%s)",
+						id, state_names[c.state], state_names[to], why),
+				 errdetail("%s", detail),
+				 errhint("Use cscp.command_transition, which returns a refusal instead of raising it.")));
+
+	if (is_null(newtup, desc, cols.message_ids) ||
+		(!is_null(oldtup, desc, cols.message_ids) &&
+		 !array_is_prefix(heap_getattr(oldtup, cols.message_ids, desc, &isnull),
+						  heap_getattr(newtup, cols.message_ids, desc, &isnull))))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("message_ids of command %s can only grow", id),
+				 errhint("Append the ids of new messages; never remove one.")));
+
+	/*
+	 * reason_code and detail describe the latest transition: left as they
+	 * were, they are not this transition's, so they are cleared.
+	 */
+	if (same_value(oldtup, newtup, desc, cols.reason_code))
+		nulls[cols.reason_code - 1] = repl[cols.reason_code - 1] = true;
+	if (same_value(oldtup, newtup, desc, cols.detail))
+		nulls[cols.detail - 1] = repl[cols.detail - 1] = true;
+
+	if (to == CMD_CONFIRMED)
+		values[cols.confirmed_at - 1] = TimestampTzGetDatum(now);
+	else
+		values[cols.confirmed_at - 1] = heap_getattr(oldtup, cols.confirmed_at, desc,
+													 &nulls[cols.confirmed_at - 1]);
+	repl[cols.confirmed_at - 1] = true;
+	if (to == CMD_AUTHORIZED)
+		values[cols.authorized_at - 1] = TimestampTzGetDatum(now);
+	else
+		values[cols.authorized_at - 1] = heap_getattr(oldtup, cols.authorized_at, desc,
+													  &nulls[cols.authorized_at - 1]);
+	repl[cols.authorized_at - 1] = true;
+	if (to != CMD_CONFIRMATION_REQUIRED && to != CMD_AUTHZ_PENDING)
+		nulls[cols.window_expires_at - 1] = repl[cols.window_expires_at - 1] = true;
+
+	values[cols.updated_at - 1] = TimestampTzGetDatum(now);
+	repl[cols.updated_at - 1] = true;
+	values[cols.last_transition_at - 1] = TimestampTzGetDatum(now);
+	repl[cols.last_transition_at - 1] = true;
+	values[cols.version - 1] =
+		Int64GetDatum(DatumGetInt64(heap_getattr(oldtup, cols.version, desc, &isnull)) + 1);
+	repl[cols.version - 1] = true;
+	newtup = heap_modify_tuple(newtup, desc, values, nulls, repl);
+
+	if (IS_TERMINAL(to) && is_null(newtup, desc, cols.outcome))
+	{
+		memset(repl, 0, natts * sizeof(bool));
+		values[cols.outcome - 1] =
+			make_outcome(to, SPI_getvalue(newtup, desc, cols.reason_code),
+						 is_null(newtup, desc, cols.detail) ? NULL :
+						 DatumGetJsonbP(heap_getattr(newtup, cols.detail, desc, &isnull)));
+		nulls[cols.outcome - 1] = false;
+		repl[cols.outcome - 1] = true;
+		newtup = heap_modify_tuple(newtup, desc, values, nulls, repl);
+	}
+
+	record_transition(newtup, desc, c.state, to, now, NULL, NULL);
+	return newtup;
+}
+
+PG_FUNCTION_INFO_V1(cscp_command_guard);
+
+/* Trigger cscp.command_guard(): BEFORE INSERT OR UPDATE FOR EACH ROW. */
+Datum
+cscp_command_guard(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TimestampTz now;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) ||
+		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("cscp.command_guard() must be a BEFORE ROW trigger")));
+
+	load_columns(trigdata->tg_relation);
+	now = cscp_now();
+
+	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+		return PointerGetDatum(guard_insert(trigdata->tg_relation,
+											trigdata->tg_trigtuple, now));
+	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+		return PointerGetDatum(guard_update(trigdata->tg_relation,
+											trigdata->tg_trigtuple,
+											trigdata->tg_newtuple, now));
+	ereport(ERROR,
+			(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+			 errmsg("cscp.command_guard() fires on INSERT or UPDATE only")));
+	PG_RETURN_NULL();
+}
+
+PG_FUNCTION_INFO_V1(cscp_command_transition_allowed);
+
+/* cscp.command_transition_allowed(from, to) RETURNS boolean: the table alone. */
+Datum
+cscp_command_transition_allowed(PG_FUNCTION_ARGS)
+{
+	Oid			typoid = get_fn_expr_argtype(fcinfo->flinfo, 0);
+
+	PG_RETURN_BOOL(allowed[cscp_enum_index(&state_cache, typoid, PG_GETARG_DATUM(0))]
+					   [cscp_enum_index(&state_cache, typoid, PG_GETARG_DATUM(1))]);
+}
+
+/* Facts of a cscp.command row passed as a composite. */
+static CommandFacts
+facts_of_record(HeapTupleHeader rec, Oid *typoid)
+{
+	CommandFacts c;
+	bool		isnull;
+	Datum		d;
+	Oid			tupType = HeapTupleHeaderGetTypeId(rec);
+	int32		tupTypmod = HeapTupleHeaderGetTypMod(rec);
+	TupleDesc	desc = lookup_rowtype_tupdesc(tupType, tupTypmod);
+
+	*typoid = TupleDescAttr(desc, SPI_fnumber(desc, "state") - 1)->atttypid;
+	ReleaseTupleDesc(desc);
+
+	d = GetAttributeByName(rec, "state", &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("state of a command must not be null")));
+	c.state = (CommandState) cscp_enum_index(&state_cache, *typoid, d);
+	d = GetAttributeByName(rec, "mutating", &isnull);
+	c.mutating = !isnull && DatumGetBool(d);
+	d = GetAttributeByName(rec, "auto_confirm", &isnull);
+	c.auto_confirm = !isnull && DatumGetBool(d);
+	(void) GetAttributeByName(rec, "confirmed_at", &isnull);
+	c.confirmed = !isnull;
+	(void) GetAttributeByName(rec, "authorized_at", &isnull);
+	c.authorized = !isnull;
+	c.tenant_id = GetAttributeByName(rec, "tenant_id", &isnull);
+	c.command_id = GetAttributeByName(rec, "command_id", &isnull);
+	return c;
+}
+
+PG_FUNCTION_INFO_V1(cscp_command_refusal);
+
+/*
+ * cscp._command_refusal(c cscp.command, to_state cscp.command_state)
+ * RETURNS text: the reason code that refuses the transition, or NULL.
+ */
+Datum
+cscp_command_refusal(PG_FUNCTION_ARGS)
+{
+	Oid			typoid;
+	CommandFacts c = facts_of_record(PG_GETARG_HEAPTUPLEHEADER(0), &typoid);
+	CommandState to = (CommandState) cscp_enum_index(&state_cache, typoid, PG_GETARG_DATUM(1));
+	char	   *detail;
+	const char *why;
+
+	if (to == c.state)
+		PG_RETURN_TEXT_P(cstring_to_text("invalid_transition"));
+	why = refusal(&c, to, &detail);
+	if (why == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(why));
+}
+
+PG_FUNCTION_INFO_V1(cscp_command_next_allowed);
+
+/*
+ * cscp._command_next_allowed(c cscp.command) RETURNS cscp.command_state[]:
+ * the states the command may move to now, invariants included.
+ */
+Datum
+cscp_command_next_allowed(PG_FUNCTION_ARGS)
+{
+	Oid			typoid;
+	CommandFacts c = facts_of_record(PG_GETARG_HEAPTUPLEHEADER(0), &typoid);
+	Datum		elems[CMD_NUM_STATES];
+	int			n = 0;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+
+	for (int to = 0; to < CMD_NUM_STATES; to++)
+	{
+		char	   *detail;
+
+		if (allowed[c.state][to] && refusal(&c, (CommandState) to, &detail) == NULL)
+			elems[n++] = cscp_enum_datum(&state_cache, typoid, to);
+	}
+	get_typlenbyvalalign(typoid, &typlen, &typbyval, &typalign);
+	PG_RETURN_ARRAYTYPE_P(construct_array(elems, n, typoid, typlen, typbyval, typalign));
+}

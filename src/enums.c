@@ -1,0 +1,54 @@
+/*-------------------------------------------------------------------------
+ *
+ * enums.c
+ *	  Mapping between cscp's enum types (context_status, command_state) and
+ *	  the C enums of their state machines, by label.
+ *
+ * The pg_enum oids of a type are looked up once per type oid and kept; a
+ * recreated type (DROP and CREATE EXTENSION in one session) has a new oid
+ * and is looked up again.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "cscp.h"
+
+#include "catalog/pg_enum.h"
+#include "utils/syscache.h"
+
+static void
+load(CscpEnumCache *cache, Oid typoid)
+{
+	if (cache->typoid == typoid)
+		return;
+	Assert(cache->n <= CSCP_MAX_ENUM_LABELS);
+	for (int i = 0; i < cache->n; i++)
+	{
+		cache->oids[i] = GetSysCacheOid2(ENUMTYPOIDNAME, Anum_pg_enum_oid,
+										 ObjectIdGetDatum(typoid),
+										 CStringGetDatum(cache->names[i]));
+		if (!OidIsValid(cache->oids[i]))
+			elog(ERROR, "label \"%s\" is missing from enum type %u",
+				 cache->names[i], typoid);
+	}
+	cache->typoid = typoid;
+}
+
+/* The index in cache->names of the label value (of enum type typoid). */
+int
+cscp_enum_index(CscpEnumCache *cache, Oid typoid, Datum value)
+{
+	load(cache, typoid);
+	for (int i = 0; i < cache->n; i++)
+		if (cache->oids[i] == DatumGetObjectId(value))
+			return i;
+	elog(ERROR, "unknown label %u of enum type %u", DatumGetObjectId(value), typoid);
+	return 0;					/* keep compiler quiet */
+}
+
+/* The enum datum of cache->names[index]. */
+Datum
+cscp_enum_datum(CscpEnumCache *cache, Oid typoid, int index)
+{
+	load(cache, typoid);
+	return ObjectIdGetDatum(cache->oids[index]);
+}

@@ -1,0 +1,460 @@
+/*-------------------------------------------------------------------------
+ *
+ * evidence.c
+ *	  The evidence trail (RFC-WF-0018 section IX): append-only, hash
+ *	  chained per command, written with the rights of cscp.evidence's owner.
+ *
+ * Rows are added in two ways only:
+ *	- by the command trigger (command_fsm.c), one row for every transition
+ *	  a command actually makes, whoever makes it;
+ *	- by cscp._evidence_refusal, for a refused attempt (an invalid
+ *	  transition, a "yes" that confirmed nothing): event type
+ *	  invalid_transition_attempt, bound to a command the caller can see.
+ * Both insert as the table's owner, so application roles need (and get)
+ * no INSERT, UPDATE or DELETE privilege on it; the evidence_guard trigger
+ * refuses UPDATE and TRUNCATE from anyone, and DELETE of a row still
+ * inside its tenant's retention_evidence.
+ *
+ * Each row's hash is the SHA-256 of the canonical JSON of its fields,
+ * previous row's hash included; rows of one command form a chain numbered
+ * by seq.  Rows without a command (an answer to no pending question) are
+ * chains of one.  cscp.evidence_verify recomputes the chain.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "cscp.h"
+
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+/* Append a nullable C string as JSON. */
+static void
+append_text(StringInfo out, const char *s)
+{
+	if (s == NULL)
+		appendStringInfoString(out, "null");
+	else
+		cscp_canonical_string(out, s, strlen(s));
+}
+
+static void
+append_jsonb(StringInfo out, Jsonb *j)
+{
+	if (j == NULL)
+		appendStringInfoString(out, "null");
+	else
+		cscp_canonical_append(out, j);
+}
+
+static void
+append_text_array(StringInfo out, ArrayType *arr)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	if (arr == NULL)
+	{
+		appendStringInfoString(out, "null");
+		return;
+	}
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	appendStringInfoChar(out, '[');
+	for (int i = 0; i < n; i++)
+	{
+		if (i > 0)
+			appendStringInfoChar(out, ',');
+		append_text(out, nulls[i] ? NULL : TextDatumGetCString(elems[i]));
+	}
+	appendStringInfoChar(out, ']');
+}
+
+/*
+ * The hash of an evidence row: sha256 of the canonical JSON object of its
+ * fields (keys in bytewise order, as canonical.c sorts them).
+ */
+char *
+cscp_evidence_hash(const CscpEvidence *e)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "{\"command_id\":");
+	append_text(&buf, e->command_id);
+	appendStringInfoString(&buf, ",\"context_ref\":");
+	append_jsonb(&buf, e->context_ref);
+	appendStringInfoString(&buf, ",\"conversation_id\":");
+	append_text(&buf, e->conversation_id);
+	appendStringInfoString(&buf, ",\"created_at\":");
+	append_text(&buf, cscp_utc_iso(e->created_at));
+	appendStringInfoString(&buf, ",\"decision\":");
+	append_text(&buf, e->decision);
+	appendStringInfoString(&buf, ",\"detail\":");
+	append_jsonb(&buf, e->detail);
+	appendStringInfoString(&buf, ",\"event_type\":");
+	append_text(&buf, e->event_type);
+	appendStringInfoString(&buf, ",\"from_state\":");
+	append_text(&buf, e->from_state);
+	appendStringInfoString(&buf, ",\"message_ids\":");
+	append_text_array(&buf, e->message_ids);
+	appendStringInfoString(&buf, ",\"prev_hash\":");
+	append_text(&buf, e->prev_hash);
+	appendStringInfoString(&buf, ",\"reason_code\":");
+	append_text(&buf, e->reason_code);
+	appendStringInfo(&buf, ",\"seq\":%d", e->seq);
+	appendStringInfoString(&buf, ",\"stage\":");
+	append_text(&buf, e->stage);
+	appendStringInfoString(&buf, ",\"tenant_id\":");
+	append_text(&buf, e->tenant_id);
+	appendStringInfoString(&buf, ",\"to_state\":");
+	append_text(&buf, e->to_state);
+	appendStringInfoChar(&buf, '}');
+	return cscp_sha256_hex(buf.data, buf.len);
+}
+
+/* The owner of cscp.evidence, whose rights evidence is written with. */
+static Oid
+evidence_owner(void)
+{
+	Oid			nsp = get_namespace_oid("cscp", false);
+	Oid			relid = get_relname_relid("evidence", nsp);
+	HeapTuple	tp;
+	Oid			owner;
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "table cscp.evidence does not exist");
+	tp = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tp))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tp))->relowner;
+	ReleaseSysCache(tp);
+	return owner;
+}
+
+static Datum
+text_or_null(const char *s, char *nullflag)
+{
+	if (s == NULL)
+	{
+		*nullflag = 'n';
+		return (Datum) 0;
+	}
+	*nullflag = ' ';
+	return CStringGetTextDatum(s);
+}
+
+/*
+ * Append e to the evidence trail: number it after the last row of its
+ * command's chain, link and hash it, insert it as the table's owner.
+ * The caller holds the command's row lock, so chains never fork (and the
+ * unique index on (tenant_id, command_id, seq) would refuse a fork).
+ * Fills in e->seq, e->prev_hash and e->hash.
+ */
+void
+cscp_evidence_append(CscpEvidence *e)
+{
+	static SPIPlanPtr last_plan = NULL;
+	static SPIPlanPtr insert_plan = NULL;
+	MemoryContext callerctx = CurrentMemoryContext;
+	Oid			save_userid;
+	int			save_sec_context;
+	Datum		values[16];
+	char		nulls[16];
+	Datum		uuid = (Datum) 0;
+
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(evidence_owner(),
+						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+
+	if (last_plan == NULL)
+	{
+		Oid			argtypes[2] = {TEXTOID, UUIDOID};
+
+		last_plan = SPI_prepare("SELECT e.seq, e.hash FROM cscp.evidence e"
+								" WHERE e.tenant_id = $1 AND e.command_id = $2"
+								" ORDER BY e.seq DESC LIMIT 1", 2, argtypes);
+		if (last_plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(last_plan);
+	}
+	if (insert_plan == NULL)
+	{
+		Oid			argtypes[16] = {TEXTOID, TEXTOID, UUIDOID, INT4OID, TEXTOID,
+			TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, JSONBOID, TEXTOID, TEXTOID,
+		JSONBOID, TIMESTAMPTZOID, TEXTOID, TEXTOID};
+
+		insert_plan = SPI_prepare("INSERT INTO cscp.evidence (tenant_id, conversation_id,"
+								  " command_id, seq, stage, event_type, from_state, to_state,"
+								  " message_ids, context_ref, decision, reason_code, detail,"
+								  " created_at, prev_hash, hash)"
+								  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,"
+								  " $13, $14, $15, $16)", 16, argtypes);
+		if (insert_plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(insert_plan);
+	}
+
+	e->seq = 1;
+	e->prev_hash = NULL;
+	if (e->command_id != NULL)
+	{
+		Datum		args[2];
+
+		uuid = DirectFunctionCall1(uuid_in, CStringGetDatum(e->command_id));
+		args[0] = CStringGetTextDatum(e->tenant_id);
+		args[1] = uuid;
+		if (SPI_execute_plan(last_plan, args, NULL, true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read the evidence chain of command %s", e->command_id);
+		if (SPI_processed == 1)
+		{
+			bool		isnull;
+			Datum		seq = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+			char	   *prev = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+
+			e->seq = DatumGetInt32(seq) + 1;
+			e->prev_hash = MemoryContextStrdup(callerctx, prev);
+		}
+	}
+	e->hash = MemoryContextStrdup(callerctx, cscp_evidence_hash(e));
+
+	values[0] = text_or_null(e->tenant_id, &nulls[0]);
+	values[1] = text_or_null(e->conversation_id, &nulls[1]);
+	values[2] = uuid;
+	nulls[2] = e->command_id ? ' ' : 'n';
+	values[3] = Int32GetDatum(e->seq);
+	nulls[3] = ' ';
+	values[4] = text_or_null(e->stage, &nulls[4]);
+	values[5] = text_or_null(e->event_type, &nulls[5]);
+	values[6] = text_or_null(e->from_state, &nulls[6]);
+	values[7] = text_or_null(e->to_state, &nulls[7]);
+	values[8] = PointerGetDatum(e->message_ids);
+	nulls[8] = e->message_ids ? ' ' : 'n';
+	values[9] = PointerGetDatum(e->context_ref);
+	nulls[9] = e->context_ref ? ' ' : 'n';
+	values[10] = text_or_null(e->decision, &nulls[10]);
+	values[11] = text_or_null(e->reason_code, &nulls[11]);
+	values[12] = PointerGetDatum(e->detail);
+	nulls[12] = e->detail ? ' ' : 'n';
+	values[13] = TimestampTzGetDatum(e->created_at);
+	nulls[13] = ' ';
+	values[14] = text_or_null(e->prev_hash, &nulls[14]);
+	values[15] = text_or_null(e->hash, &nulls[15]);
+
+	if (SPI_execute_plan(insert_plan, values, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not append evidence for command %s",
+			 e->command_id ? e->command_id : "(none)");
+
+	SPI_finish();
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+}
+
+/* Field of a composite as a C string, or NULL. */
+static char *
+record_text(HeapTupleHeader rec, const char *name)
+{
+	bool		isnull;
+	Datum		d = GetAttributeByName(rec, name, &isnull);
+
+	return isnull ? NULL : TextDatumGetCString(d);
+}
+
+static Jsonb *
+record_jsonb(HeapTupleHeader rec, const char *name)
+{
+	bool		isnull;
+	Datum		d = GetAttributeByName(rec, name, &isnull);
+
+	return isnull ? NULL : DatumGetJsonbP(d);
+}
+
+PG_FUNCTION_INFO_V1(cscp_evidence_hash_sql);
+
+/* cscp._evidence_hash(e cscp.evidence) RETURNS text: the hash the row should have. */
+Datum
+cscp_evidence_hash_sql(PG_FUNCTION_ARGS)
+{
+	HeapTupleHeader rec = PG_GETARG_HEAPTUPLEHEADER(0);
+	CscpEvidence e = {0};
+	bool		isnull;
+	Datum		d;
+
+	e.tenant_id = record_text(rec, "tenant_id");
+	e.conversation_id = record_text(rec, "conversation_id");
+	d = GetAttributeByName(rec, "command_id", &isnull);
+	e.command_id = isnull ? NULL : DatumGetCString(DirectFunctionCall1(uuid_out, d));
+	d = GetAttributeByName(rec, "seq", &isnull);
+	e.seq = isnull ? 0 : DatumGetInt32(d);
+	e.stage = record_text(rec, "stage");
+	e.event_type = record_text(rec, "event_type");
+	e.from_state = record_text(rec, "from_state");
+	e.to_state = record_text(rec, "to_state");
+	d = GetAttributeByName(rec, "message_ids", &isnull);
+	e.message_ids = isnull ? NULL : DatumGetArrayTypeP(d);
+	e.context_ref = record_jsonb(rec, "context_ref");
+	e.decision = record_text(rec, "decision");
+	e.reason_code = record_text(rec, "reason_code");
+	e.detail = record_jsonb(rec, "detail");
+	d = GetAttributeByName(rec, "created_at", &isnull);
+	if (isnull)
+		PG_RETURN_NULL();
+	e.created_at = DatumGetTimestampTz(d);
+	e.prev_hash = record_text(rec, "prev_hash");
+	PG_RETURN_TEXT_P(cstring_to_text(cscp_evidence_hash(&e)));
+}
+
+PG_FUNCTION_INFO_V1(cscp_evidence_guard);
+
+/*
+ * Trigger cscp.evidence_guard(): BEFORE UPDATE OR DELETE FOR EACH ROW and
+ * BEFORE TRUNCATE.  Evidence is never changed; a row is removed only once
+ * its tenant's retention_evidence has passed (by cscp.sweep, or by an
+ * owner tidying up by hand).
+ */
+Datum
+cscp_evidence_guard(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("cscp.evidence_guard() must be a BEFORE trigger")));
+
+	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event) &&
+		TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
+	{
+		HeapTuple	tuple = trigdata->tg_trigtuple;
+		TupleDesc	desc = RelationGetDescr(trigdata->tg_relation);
+		bool		isnull;
+		char	   *tenant = SPI_getvalue(tuple, desc, SPI_fnumber(desc, "tenant_id"));
+		TimestampTz created = DatumGetTimestampTz(heap_getattr(tuple,
+															   SPI_fnumber(desc, "created_at"),
+															   desc, &isnull));
+		Jsonb	   *policy = cscp_policy_get(tenant);
+		char	   *keep = cscp_jsonb_get_cstring(policy, "retention_evidence");
+		Interval	retention;
+
+		if (keep != NULL && cscp_parse_interval(keep, &retention))
+		{
+			TimestampTz until = DatumGetTimestampTz(
+													DirectFunctionCall2(timestamptz_pl_interval,
+																		TimestampTzGetDatum(created),
+																		IntervalPGetDatum(&retention)));
+
+			if (until <= cscp_now())
+				return PointerGetDatum(tuple);
+		}
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("evidence is append-only"),
+				 errdetail("This row of tenant \"%s\" is kept until its retention_evidence (%s) has passed.",
+						   tenant, keep ? keep : "unset"),
+				 errhint("cscp.sweep removes evidence once its retention has passed.")));
+	}
+
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("evidence is append-only"),
+			 errdetail("Rows of cscp.evidence are never updated or truncated."),
+			 errhint("Record what happened next as a new transition instead.")));
+	PG_RETURN_NULL();
+}
+
+PG_FUNCTION_INFO_V1(cscp_evidence_refusal);
+
+/*
+ * cscp._evidence_refusal(tenant_id text, conversation_id text, command_id uuid,
+ *                        to_state text, reason_code text, message_ids text[],
+ *                        context_ref jsonb, detail jsonb) RETURNS void
+ *
+ * Records a refused attempt as invalid_transition_attempt.  The command, if
+ * any, is looked up (and locked) with the caller's rights, so row-level
+ * security keeps a caller to its own tenant; its state at the time becomes
+ * from_state, whatever the caller believes it to be.
+ */
+Datum
+cscp_evidence_refusal(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan = NULL;
+	MemoryContext callerctx = CurrentMemoryContext;
+	CscpEvidence e = {0};
+	text	   *tenant = PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0);
+	text	   *conversation = PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1);
+
+	cscp_check_tenant(tenant);
+	cscp_check_id("conversation_id", conversation);
+	if (PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("to_state must not be null")));
+
+	e.tenant_id = text_to_cstring(tenant);
+	e.conversation_id = text_to_cstring(conversation);
+	e.to_state = text_to_cstring(PG_GETARG_TEXT_PP(3));
+	e.stage = e.to_state;
+	e.event_type = "invalid_transition_attempt";
+	e.decision = "refused";
+	e.reason_code = PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4));
+	e.message_ids = PG_ARGISNULL(5) ? NULL : PG_GETARG_ARRAYTYPE_P(5);
+	e.context_ref = PG_ARGISNULL(6) ? NULL : PG_GETARG_JSONB_P(6);
+	e.detail = PG_ARGISNULL(7) ? NULL : PG_GETARG_JSONB_P(7);
+	e.created_at = cscp_now();
+
+	if (!PG_ARGISNULL(2))
+	{
+		Datum		args[2];
+		char	   *conv;
+
+		e.command_id = DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(2)));
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		if (plan == NULL)
+		{
+			Oid			argtypes[2] = {TEXTOID, UUIDOID};
+
+			plan = SPI_prepare("SELECT c.state::text, c.conversation_id FROM cscp.command c"
+							   " WHERE c.tenant_id = $1 AND c.command_id = $2 FOR UPDATE",
+							   2, argtypes);
+			if (plan == NULL)
+				elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+			SPI_keepplan(plan);
+		}
+		args[0] = PointerGetDatum(tenant);
+		args[1] = PG_GETARG_DATUM(2);
+		if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not look up command %s", e.command_id);
+		if (SPI_processed != 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("command %s does not exist", e.command_id),
+					 errhint("Check the id, and that cscp.tenant_id names the command's tenant.")));
+		e.from_state = MemoryContextStrdup(callerctx,
+										   SPI_getvalue(SPI_tuptable->vals[0],
+														SPI_tuptable->tupdesc, 1));
+		conv = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+		if (strcmp(conv, e.conversation_id) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("command %s belongs to another conversation", e.command_id)));
+		SPI_finish();
+	}
+
+	cscp_evidence_append(&e);
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,694 @@
+-- command.sql: commands (RFC-WF-0018), their context frames, and their functions.
+--
+-- The lifecycle, its ordering invariants and the evidence of every transition are the C trigger
+-- command_guard's (src/command_fsm.c); the functions below add idempotency, snapshot-on-execute
+-- frames, the pending-confirmation and pending-approval slots of the context, and recovery.
+--
+-- Lock order, everywhere: the idempotency key (advisory), then the context row, then command rows.
+
+-- Snapshot-on-execute: the context state a command was formed from, deduplicated per context and
+-- hash.  context_hash is generated from state, so no writer can store a hash that does not match.
+CREATE TABLE cscp.frame (
+    tenant_id        text        NOT NULL,
+    frame_id         uuid        NOT NULL,
+    conversation_id  text        NOT NULL,
+    context_id       uuid        NOT NULL,
+    state            jsonb       NOT NULL,
+    context_hash     text        NOT NULL GENERATED ALWAYS AS (cscp.canonical_hash(state)) STORED,
+    created_at       timestamptz NOT NULL DEFAULT cscp.now(),
+    PRIMARY KEY (tenant_id, frame_id)
+);
+COMMENT ON TABLE cscp.frame IS
+  'Context frames: the canonical state of a context a command was formed from, with its hash';
+CREATE UNIQUE INDEX frame_context_hash_key ON cscp.frame (tenant_id, context_id, context_hash);
+
+CREATE TABLE cscp.command (
+    tenant_id           text               NOT NULL CHECK (tenant_id <> '' AND tenant_id <> '*'),
+    command_id          uuid               NOT NULL,
+    idempotency_key     text               NOT NULL CHECK (idempotency_key <> ''),
+    conversation_id     text               NOT NULL CHECK (conversation_id <> ''),
+    actor_id            text               NOT NULL CHECK (actor_id <> ''),
+    context_id          uuid,
+    frame_id            uuid,
+    context_ref         jsonb,
+    message_ids         text[]             NOT NULL DEFAULT '{}',
+    command_name        text               NOT NULL CHECK (command_name <> ''),
+    mutating            boolean            NOT NULL,
+    auto_confirm        boolean            NOT NULL DEFAULT false,
+    payload             jsonb              NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(payload) = 'object'),
+    target_fingerprint  text,
+    state               cscp.command_state NOT NULL DEFAULT 'received',
+    reason_code         text,
+    detail              jsonb,
+    outcome             jsonb,
+    target_command_id   uuid,
+    recovery_kind       text               CHECK (recovery_kind IN ('retry', 'cancel', 'reprocess', 'compensate')),
+    window_expires_at   timestamptz,
+    confirmed_at        timestamptz,
+    authorized_at       timestamptz,
+    created_at          timestamptz        NOT NULL DEFAULT cscp.now(),
+    updated_at          timestamptz        NOT NULL DEFAULT cscp.now(),
+    last_transition_at  timestamptz        NOT NULL DEFAULT cscp.now(),
+    version             bigint             NOT NULL DEFAULT 1,
+    PRIMARY KEY (tenant_id, command_id),
+    UNIQUE (tenant_id, idempotency_key),
+    CHECK ((target_command_id IS NULL) = (recovery_kind IS NULL))
+);
+COMMENT ON TABLE cscp.command IS
+  'Commands: the RFC-WF-0018 lifecycle, one per idempotency key and tenant';
+COMMENT ON COLUMN cscp.command.reason_code IS 'Reason of the latest transition';
+COMMENT ON COLUMN cscp.command.detail IS 'Detail of the latest transition (copied into its evidence)';
+COMMENT ON COLUMN cscp.command.window_expires_at IS
+  'End of the confirmation (confirmation_required) or approval (authz_pending) window';
+
+CREATE INDEX command_id_idx ON cscp.command (command_id);
+CREATE INDEX command_frame_idx ON cscp.command (tenant_id, frame_id) WHERE frame_id IS NOT NULL;
+CREATE INDEX command_target_idx ON cscp.command (tenant_id, target_command_id)
+    WHERE target_command_id IS NOT NULL;
+-- The sweep: open confirmation and approval windows by their end.
+CREATE INDEX command_window_idx ON cscp.command (window_expires_at)
+    WHERE state IN ('confirmation_required', 'authz_pending') AND window_expires_at IS NOT NULL;
+CREATE INDEX command_retired_idx ON cscp.command (last_transition_at)
+    WHERE state IN ('rejected', 'executed', 'failed', 'canceled', 'compensated');
+
+CREATE FUNCTION cscp.command_guard() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'cscp_command_guard' LANGUAGE C;
+COMMENT ON FUNCTION cscp.command_guard() IS
+  'Trigger: holds every INSERT and UPDATE of cscp.command to the lifecycle and its invariants, and records its evidence';
+CREATE TRIGGER command_guard BEFORE INSERT OR UPDATE ON cscp.command
+    FOR EACH ROW EXECUTE FUNCTION cscp.command_guard();
+
+CREATE FUNCTION cscp.command_transition_allowed(from_state cscp.command_state,
+                                                to_state cscp.command_state) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'cscp_command_transition_allowed' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cscp.command_transition_allowed(cscp.command_state, cscp.command_state) IS
+  'Whether the command lifecycle''s transition table has from_state -> to_state (invariants aside)';
+
+CREATE FUNCTION cscp._command_refusal(c cscp.command, to_state cscp.command_state) RETURNS text
+    AS 'MODULE_PATHNAME', 'cscp_command_refusal' LANGUAGE C STABLE STRICT;
+COMMENT ON FUNCTION cscp._command_refusal(cscp.command, cscp.command_state) IS
+  'Internal: the reason code refusing c -> to_state (table and invariants), or NULL when allowed';
+
+CREATE FUNCTION cscp._command_next_allowed(c cscp.command) RETURNS cscp.command_state[]
+    AS 'MODULE_PATHNAME', 'cscp_command_next_allowed' LANGUAGE C STABLE STRICT;
+COMMENT ON FUNCTION cscp._command_next_allowed(cscp.command) IS
+  'Internal: the states c may move to now, invariants included';
+
+-- The canonical state a frame records: ids of pending commands left out (they are random, and
+-- the same calls must give the same hash on every database); times in UTC.
+CREATE FUNCTION cscp._frame_state(c cscp.context, message_ids text[]) RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT jsonb_build_object(
+        'tenant_id', c.tenant_id,
+        'conversation_id', c.conversation_id,
+        'actor_id', c.actor_id,
+        'status', c.status,
+        'expires_at', cscp._utc(c.expires_at),
+        'last_message_id', c.last_message_id,
+        'slots', (SELECT coalesce(jsonb_object_agg(s.key,
+                          CASE WHEN s.key IN ('pending_confirmation', 'pending_approval')
+                                    AND jsonb_typeof(s.value) = 'object'
+                               THEN s.value - 'command_id' ELSE s.value END), '{}'::jsonb)
+                    FROM jsonb_each(c.slots) s),
+        'message_ids', to_jsonb(message_ids))
+$$;
+COMMENT ON FUNCTION cscp._frame_state(cscp.context, text[]) IS
+  'Internal: the canonical context state a command frame records';
+
+-- Clear the pending_confirmation and pending_approval slots that name command_id, and bring the
+-- context back to active (with reason why) when nothing is pending any more; a use of the
+-- context, so its TTL slides.  Expired or closed contexts stay as they are (they never change).
+-- The caller holds the context's row lock.
+CREATE FUNCTION cscp._context_release(c cscp.context, command_id uuid, why text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    s jsonb := c.slots;
+BEGIN
+    IF c.status NOT IN ('active', 'pending', 'blocked') OR c.expires_at <= cscp.now() THEN
+        RETURN;
+    END IF;
+    IF s -> 'pending_confirmation' ->> 'command_id' = command_id::text THEN
+        s := s - 'pending_confirmation';
+    END IF;
+    IF s -> 'pending_approval' ->> 'command_id' = command_id::text THEN
+        s := s - 'pending_approval';
+    END IF;
+    IF s IS DISTINCT FROM c.slots THEN
+        UPDATE cscp.context x
+           SET slots = s,
+               status = CASE WHEN x.status = 'pending'
+                              AND jsonb_typeof(s -> 'pending_confirmation') IS DISTINCT FROM 'object'
+                              AND jsonb_typeof(s -> 'pending_approval') IS DISTINCT FROM 'object'
+                             THEN 'active' ELSE x.status END,
+               reason = coalesce(why, x.reason),
+               expires_at = cscp._context_touch(c)
+         WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION cscp._context_release(cscp.context, uuid, text) IS
+  'Internal: clear the pending slots naming a command; the context goes back to active when none is left';
+
+-- The context a command of (tenant, conversation, actor) is formed against: the live one, else the
+-- latest; locked.  NULL when the triple never had a context.
+CREATE FUNCTION cscp._context_for(tenant_id text, conversation_id text, actor_id text)
+RETURNS cscp.context
+LANGUAGE sql VOLATILE
+AS $$
+    SELECT x FROM cscp.context x
+     WHERE x.tenant_id = $1 AND x.conversation_id = $2 AND x.actor_id = $3
+     ORDER BY x.status IN ('active', 'pending', 'blocked') DESC, x.created_at DESC, x.version DESC
+     LIMIT 1
+       FOR UPDATE
+$$;
+COMMENT ON FUNCTION cscp._context_for(text, text, text) IS
+  'Internal: the live (else latest) context of a triple, locked; NULL when there is none';
+
+-- What a submit or recovery answers about cmd: the recorded outcome when terminal, an
+-- in-progress view while it runs, NULL for a command just formed.
+CREATE FUNCTION cscp._command_outcome(cmd cscp.command, replayed boolean) RETURNS jsonb
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT CASE
+        WHEN cmd.state IN ('rejected', 'executed', 'failed', 'canceled', 'compensated') THEN cmd.outcome
+        WHEN replayed THEN jsonb_build_object('state', cmd.state,
+                                              'in_progress', cmd.state = 'started',
+                                              'last_transition_at', cscp._utc(cmd.last_transition_at))
+    END
+$$;
+COMMENT ON FUNCTION cscp._command_outcome(cscp.command, boolean) IS
+  'Internal: the outcome command_submit and command_recover return for a command';
+
+-- The advisory lock that serialises every submit of one idempotency key.
+CREATE FUNCTION cscp._key_lock(tenant_id text, idempotency_key text) RETURNS void
+LANGUAGE sql VOLATILE
+AS $$
+    SELECT pg_catalog.pg_advisory_xact_lock(1668506480,   -- 'cscp'
+                                            pg_catalog.hashtext($1 || chr(1) || $2))
+$$;
+COMMENT ON FUNCTION cscp._key_lock(text, text) IS
+  'Internal: a transaction advisory lock on (tenant, idempotency key), taken before a command is formed';
+
+-- Form a command, or replay the one its idempotency key already names.  refuse_reason, when
+-- given, rejects the new command at once with that reason (a recovery that does not apply).
+-- context_required = false forms it without a usable context (a cancel).
+CREATE FUNCTION cscp._command_create(
+    tenant_id text, conversation_id text, actor_id text, idempotency_key text,
+    command_name text, mutating boolean, message_ids text[], payload jsonb,
+    target_fingerprint text, target_command_id uuid, recovery_kind text,
+    refuse_reason text, context_required boolean,
+    OUT cmd cscp.command, OUT replayed boolean)
+LANGUAGE plpgsql VOLATILE
+AS $$
+#variable_conflict use_variable
+DECLARE
+    v_now timestamptz := cscp.now();
+    c cscp.context;
+    p jsonb;
+    v_usable boolean;
+    v_auto boolean := false;
+    v_frame uuid;
+    v_hash text;
+    v_state jsonb;
+    v_ref jsonb;
+    v_reason text := refuse_reason;
+    v_window timestamptz;
+    v_old uuid;
+BEGIN
+    PERFORM cscp._key_lock(tenant_id, idempotency_key);
+
+    SELECT * INTO cmd FROM cscp.command x
+     WHERE x.tenant_id = tenant_id AND x.idempotency_key = idempotency_key;
+    IF FOUND THEN
+        IF cmd.conversation_id <> conversation_id OR cmd.actor_id <> actor_id
+           OR cmd.command_name <> command_name OR cmd.mutating <> mutating
+           OR cmd.payload <> payload
+           OR cmd.target_fingerprint IS DISTINCT FROM target_fingerprint
+           OR cmd.target_command_id IS DISTINCT FROM target_command_id
+           OR cmd.recovery_kind IS DISTINCT FROM recovery_kind THEN
+            RAISE EXCEPTION 'idempotency key "%" was already used for a different command', idempotency_key
+                USING ERRCODE = '23505',
+                      DETAIL = format('Command %s (%s) of conversation %s has this key.',
+                                      cmd.command_id, cmd.command_name, cmd.conversation_id),
+                      HINT = 'Use a new idempotency key for a new command; resend the same request to replay it.';
+        END IF;
+        replayed := true;
+        RETURN;
+    END IF;
+    replayed := false;
+
+    c := cscp._context_for(tenant_id, conversation_id, actor_id);
+    v_usable := c.context_id IS NOT NULL AND c.status IN ('active', 'pending', 'blocked')
+                AND c.expires_at > v_now;
+
+    IF v_reason IS NULL AND context_required THEN
+        IF c.context_id IS NULL THEN
+            v_reason := 'no_context';
+        ELSIF NOT v_usable THEN
+            v_reason := 'context_expired';
+            -- Record what the expiry invariant already says.
+            IF c.status IN ('active', 'pending', 'blocked') THEN
+                UPDATE cscp.context x SET status = 'expired', reason = 'ttl'
+                 WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id
+                RETURNING * INTO c;
+            END IF;
+        ELSIF mutating AND c.status = 'blocked' THEN
+            v_reason := 'context_blocked';
+        END IF;
+    END IF;
+
+    IF v_usable AND v_reason IS NULL THEN
+        -- Snapshot-on-execute: the frame of the state the command is formed from.
+        v_state := cscp._frame_state(c, message_ids);
+        v_hash := cscp.canonical_hash(v_state);
+        SELECT f.frame_id INTO v_frame FROM cscp.frame f
+         WHERE f.tenant_id = c.tenant_id AND f.context_id = c.context_id AND f.context_hash = v_hash;
+        IF NOT FOUND THEN
+            INSERT INTO cscp.frame (tenant_id, frame_id, conversation_id, context_id, state, created_at)
+            VALUES (c.tenant_id, cscp.routing_id(conversation_id), conversation_id, c.context_id,
+                    v_state, v_now)
+            RETURNING frame_id INTO v_frame;
+        END IF;
+    END IF;
+    IF c.context_id IS NOT NULL THEN
+        v_ref := jsonb_build_object('context_id', c.context_id, 'frame_id', v_frame,
+                                    'context_hash', v_hash, 'expires_at', cscp._utc(c.expires_at));
+    END IF;
+
+    p := cscp.policy_effective(tenant_id);
+    v_auto := mutating AND v_reason IS NULL AND coalesce(p -> 'auto_confirm' ? command_name, false);
+
+    INSERT INTO cscp.command AS x (tenant_id, idempotency_key, conversation_id, actor_id, context_id,
+                                   frame_id, context_ref, message_ids, command_name, mutating,
+                                   auto_confirm, payload, target_fingerprint, state,
+                                   target_command_id, recovery_kind)
+    VALUES (tenant_id, idempotency_key, conversation_id, actor_id, c.context_id, v_frame, v_ref,
+            message_ids, command_name, mutating, v_auto, payload, target_fingerprint,
+            'canonicalized', target_command_id, recovery_kind)
+    RETURNING * INTO cmd;
+
+    IF v_reason IS NOT NULL THEN
+        UPDATE cscp.command x SET state = 'rejected', reason_code = v_reason
+         WHERE x.tenant_id = cmd.tenant_id AND x.command_id = cmd.command_id
+        RETURNING * INTO cmd;
+        RETURN;
+    END IF;
+    IF NOT v_usable THEN
+        RETURN;
+    END IF;
+
+    IF mutating AND NOT v_auto THEN
+        -- Only the most recent confirmation request is pending: the earlier one is superseded.
+        IF jsonb_typeof(c.slots -> 'pending_confirmation') = 'object' THEN
+            v_old := (c.slots -> 'pending_confirmation' ->> 'command_id')::uuid;
+            UPDATE cscp.command x
+               SET state = 'rejected', reason_code = 'confirmation_superseded',
+                   detail = jsonb_build_object('superseded_by', cmd.command_id)
+             WHERE x.tenant_id = tenant_id AND x.command_id = v_old
+               AND x.state = 'confirmation_required';
+        END IF;
+        v_window := v_now + cscp._ttl(p, NULL, 'confirmation_ttl', 'confirmation_ttl');
+        UPDATE cscp.command x SET state = 'confirmation_required', window_expires_at = v_window
+         WHERE x.tenant_id = cmd.tenant_id AND x.command_id = cmd.command_id
+        RETURNING * INTO cmd;
+        UPDATE cscp.context x
+           SET status = CASE WHEN x.status = 'active' THEN 'pending' ELSE x.status END,
+               slots = x.slots || jsonb_build_object('pending_confirmation', jsonb_build_object(
+                           'command_id', cmd.command_id,
+                           'idempotency_key', idempotency_key,
+                           'target_fingerprint', target_fingerprint,
+                           'expires_at', cscp._utc(v_window))),
+               last_command_id = cmd.command_id,
+               last_message_id = coalesce(message_ids[array_upper(message_ids, 1)], x.last_message_id),
+               expires_at = cscp._context_touch(c)
+         WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id;
+    ELSE
+        UPDATE cscp.context x
+           SET last_command_id = cmd.command_id,
+               last_message_id = coalesce(message_ids[array_upper(message_ids, 1)], x.last_message_id),
+               expires_at = cscp._context_touch(c)
+         WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION cscp._command_create(text, text, text, text, text, boolean, text[], jsonb, text, uuid, text, text, boolean) IS
+  'Internal: form a command (frame, confirmation request) or replay the one its idempotency key names';
+
+-- Raise 22023 unless message_ids is a non-null array of ids.
+CREATE FUNCTION cscp._message_ids(message_ids text[]) RETURNS text[]
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+DECLARE
+    m text;
+BEGIN
+    IF message_ids IS NULL THEN
+        RAISE EXCEPTION 'message_ids must not be null'
+            USING ERRCODE = '22023', HINT = 'Pass the ids of the messages the command was formed from, or ''{}''.';
+    END IF;
+    IF array_ndims(message_ids) > 1 THEN
+        RAISE EXCEPTION 'message_ids must be a one-dimensional array'
+            USING ERRCODE = '22023';
+    END IF;
+    FOREACH m IN ARRAY coalesce(message_ids, '{}') LOOP
+        PERFORM cscp._id('message_ids element', m);
+    END LOOP;
+    RETURN message_ids;
+END
+$$;
+COMMENT ON FUNCTION cscp._message_ids(text[]) IS 'Internal: raise 22023 unless every message id is a valid id';
+
+CREATE FUNCTION cscp._json_object(argname text, value jsonb) RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+    IF value IS NOT NULL AND jsonb_typeof(value) <> 'object' THEN
+        RAISE EXCEPTION '% must be a JSON object', argname
+            USING ERRCODE = '22023', DETAIL = format('The value given is a JSON %s.', jsonb_typeof(value)),
+                  HINT = 'Pass an object such as ''{}''.';
+    END IF;
+    RETURN value;
+END
+$$;
+COMMENT ON FUNCTION cscp._json_object(text, jsonb) IS 'Internal: raise 22023 unless value is null or a JSON object';
+
+CREATE FUNCTION cscp.command_submit(tenant_id text, conversation_id text, actor_id text,
+                                    idempotency_key text, command_name text, mutating boolean,
+                                    message_ids text[], payload jsonb DEFAULT '{}',
+                                    target_fingerprint text DEFAULT NULL)
+RETURNS TABLE(command_id uuid, state cscp.command_state, replayed boolean, outcome jsonb)
+LANGUAGE plpgsql VOLATILE
+AS $$
+#variable_conflict use_variable
+DECLARE
+    r record;
+BEGIN
+    PERFORM cscp._tenant(tenant_id);
+    PERFORM cscp._id('conversation_id', conversation_id);
+    PERFORM cscp._id('actor_id', actor_id);
+    PERFORM cscp._id('idempotency_key', idempotency_key);
+    PERFORM cscp._id('command_name', command_name);
+    IF mutating IS NULL THEN
+        RAISE EXCEPTION 'mutating must not be null'
+            USING ERRCODE = '22023', HINT = 'Say whether the command changes anything (true) or only reads (false).';
+    END IF;
+    PERFORM cscp._message_ids(message_ids);
+    IF payload IS NULL THEN
+        RAISE EXCEPTION 'payload must not be null'
+            USING ERRCODE = '22023', HINT = 'Pass ''{}'' for a command without arguments.';
+    END IF;
+    PERFORM cscp._json_object('payload', payload);
+    IF target_fingerprint IS NOT NULL THEN
+        PERFORM cscp._id('target_fingerprint', target_fingerprint);
+    END IF;
+
+    r := cscp._command_create(tenant_id, conversation_id, actor_id, idempotency_key, command_name,
+                              mutating, message_ids, payload, target_fingerprint, NULL, NULL,
+                              NULL, true);
+    command_id := (r.cmd).command_id;
+    state := (r.cmd).state;
+    replayed := r.replayed;
+    outcome := cscp._command_outcome(r.cmd, r.replayed);
+    RETURN NEXT;
+END
+$$;
+COMMENT ON FUNCTION cscp.command_submit(text, text, text, text, text, boolean, text[], jsonb, text) IS
+  'Form a command against the live context (frame, confirmation request when mutating), or replay the one its idempotency key names';
+
+-- Lock a command by id (after its context, to keep the lock order), or raise 22023.
+CREATE FUNCTION cscp._command_lock(command_id uuid, OUT cmd cscp.command, OUT ctx cscp.context)
+LANGUAGE plpgsql VOLATILE
+AS $$
+#variable_conflict use_variable
+DECLARE
+    v_tenant text;
+    v_context uuid;
+BEGIN
+    IF command_id IS NULL THEN
+        RAISE EXCEPTION 'command_id must not be null'
+            USING ERRCODE = '22023', HINT = 'Pass the command_id returned by cscp.command_submit.';
+    END IF;
+    SELECT x.tenant_id, x.context_id INTO v_tenant, v_context
+      FROM cscp.command x WHERE x.command_id = command_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'command % does not exist', command_id
+            USING ERRCODE = '22023',
+                  HINT = 'Check the id, and that cscp.tenant_id names the command''s tenant.';
+    END IF;
+    IF v_context IS NOT NULL THEN
+        SELECT * INTO ctx FROM cscp.context x
+         WHERE x.tenant_id = v_tenant AND x.context_id = v_context FOR UPDATE;
+    END IF;
+    SELECT * INTO cmd FROM cscp.command x
+     WHERE x.tenant_id = v_tenant AND x.command_id = command_id FOR UPDATE;
+END
+$$;
+COMMENT ON FUNCTION cscp._command_lock(uuid) IS
+  'Internal: the command with this id and its context, both locked (context first); 22023 when not found';
+
+-- The body of cscp.command_transition, whose output column reason_code has the name of an
+-- argument (PL/pgSQL cannot have both; the public function is a SQL wrapper).
+CREATE FUNCTION cscp._command_transition(command_id uuid, to_state cscp.command_state,
+                                         reason_code text, detail jsonb,
+                                         OUT o_accepted boolean, OUT o_state cscp.command_state,
+                                         OUT o_reason_code text)
+LANGUAGE plpgsql VOLATILE
+AS $$
+#variable_conflict use_variable
+DECLARE
+    v_now timestamptz := cscp.now();
+    l record;
+    cmd cscp.command;
+    c cscp.context;
+    why text;
+    v_window timestamptz;
+    v_approval boolean;
+    v_target cscp.command;
+BEGIN
+    IF to_state IS NULL THEN
+        RAISE EXCEPTION 'to_state must not be null'
+            USING ERRCODE = '22023', HINT = 'Pass a cscp.command_state such as ''authorized''.';
+    END IF;
+    IF reason_code IS NOT NULL THEN
+        PERFORM cscp._id('reason_code', reason_code);
+    END IF;
+    PERFORM cscp._json_object('detail', detail);
+    IF detail IS NOT NULL AND detail ? 'approver_id' THEN
+        PERFORM cscp._id('approver_id', detail ->> 'approver_id');
+    END IF;
+    l := cscp._command_lock(command_id);
+    cmd := l.cmd;
+    c := l.ctx;
+
+    why := cscp._command_refusal(cmd, to_state);
+    IF why IS NULL AND cmd.window_expires_at <= v_now
+       AND (to_state = 'confirmed' OR (to_state = 'authorized' AND cmd.state = 'authz_pending')) THEN
+        why := CASE to_state WHEN 'confirmed' THEN 'confirmation_expired' ELSE 'approval_expired' END;
+    END IF;
+    v_approval := to_state = 'authz_pending' AND reason_code IS NOT DISTINCT FROM 'approval_required';
+    IF why IS NULL AND v_approval
+       AND (c.context_id IS NULL OR c.status NOT IN ('active', 'pending') OR c.expires_at <= v_now) THEN
+        why := CASE WHEN c.context_id IS NOT NULL AND c.status = 'blocked' AND c.expires_at > v_now
+                    THEN 'context_blocked' ELSE 'context_expired' END;
+    END IF;
+    IF why IS NOT NULL THEN
+        PERFORM cscp._evidence_refusal(cmd.tenant_id, cmd.conversation_id, cmd.command_id,
+                                       to_state::text, why, cmd.message_ids, cmd.context_ref,
+                                       jsonb_build_object('requested_reason_code', reason_code, 'detail', detail));
+        o_accepted := false;
+        o_state := cmd.state;
+        o_reason_code := why;
+        RETURN;
+    END IF;
+
+    IF v_approval THEN
+        v_window := v_now + cscp._ttl(cscp.policy_effective(cmd.tenant_id), NULL, 'approval_ttl', 'approval_ttl');
+    END IF;
+    UPDATE cscp.command x
+       SET state = to_state, reason_code = _command_transition.reason_code, detail = _command_transition.detail,
+           window_expires_at = v_window
+     WHERE x.tenant_id = cmd.tenant_id AND x.command_id = cmd.command_id
+    RETURNING * INTO cmd;
+
+    IF v_approval THEN
+        -- Only the most recent approval request of a context is pending.
+        IF jsonb_typeof(c.slots -> 'pending_approval') = 'object' THEN
+            UPDATE cscp.command x
+               SET state = 'rejected', reason_code = 'approval_superseded',
+                   detail = jsonb_build_object('superseded_by', cmd.command_id)
+             WHERE x.tenant_id = cmd.tenant_id
+               AND x.command_id = (c.slots -> 'pending_approval' ->> 'command_id')::uuid
+               AND x.state = 'authz_pending';
+        END IF;
+        UPDATE cscp.context x
+           SET status = 'pending',
+               slots = x.slots || jsonb_build_object('pending_approval', jsonb_build_object(
+                           'command_id', cmd.command_id,
+                           'approver_id', detail ->> 'approver_id',
+                           'expires_at', cscp._utc(v_window))),
+               expires_at = cscp._context_touch(c)
+         WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id;
+    ELSIF to_state IN ('confirmed', 'authorized', 'rejected', 'canceled') AND c.context_id IS NOT NULL THEN
+        PERFORM cscp._context_release(c, cmd.command_id);
+    END IF;
+
+    -- An executed compensation compensates its target.
+    IF to_state = 'executed' AND cmd.recovery_kind = 'compensate' THEN
+        SELECT * INTO v_target FROM cscp.command x
+         WHERE x.tenant_id = cmd.tenant_id AND x.command_id = cmd.target_command_id FOR UPDATE;
+        IF FOUND AND v_target.state IN ('executed', 'failed') THEN
+            UPDATE cscp.command x
+               SET state = 'compensated', reason_code = 'compensated',
+                   detail = jsonb_build_object('compensated_by', cmd.command_id)
+             WHERE x.tenant_id = v_target.tenant_id AND x.command_id = v_target.command_id;
+        END IF;
+    END IF;
+
+    o_accepted := true;
+    o_state := cmd.state;
+    o_reason_code := cmd.reason_code;
+END
+$$;
+COMMENT ON FUNCTION cscp._command_transition(uuid, cscp.command_state, text, jsonb) IS
+  'Internal: the body of cscp.command_transition';
+
+CREATE FUNCTION cscp.command_transition(command_id uuid, to_state cscp.command_state,
+                                        reason_code text DEFAULT NULL, detail jsonb DEFAULT NULL)
+RETURNS TABLE(accepted boolean, state cscp.command_state, reason_code text)
+LANGUAGE sql VOLATILE
+AS $$
+    SELECT t.o_accepted, t.o_state, t.o_reason_code FROM cscp._command_transition($1, $2, $3, $4) t
+$$;
+COMMENT ON FUNCTION cscp.command_transition(uuid, cscp.command_state, text, jsonb) IS
+  'Move a command along its lifecycle; a refused transition returns accepted = false and leaves invalid_transition_attempt evidence';
+
+CREATE FUNCTION cscp.command_recover(target_command_id uuid, kind text, idempotency_key text,
+                                     payload jsonb DEFAULT '{}')
+RETURNS TABLE(command_id uuid, state cscp.command_state, replayed boolean, outcome jsonb)
+LANGUAGE plpgsql VOLATILE
+AS $$
+#variable_conflict use_variable
+DECLARE
+    t cscp.command;
+    r record;
+    v_applies boolean;
+    v_name text;
+    v_mutating boolean;
+    v_payload jsonb;
+    v_fp text;
+    s cscp.command_state;
+    c cscp.context;
+    rc cscp.command;
+BEGIN
+    IF target_command_id IS NULL THEN
+        RAISE EXCEPTION 'target_command_id must not be null'
+            USING ERRCODE = '22023', HINT = 'Pass the id of the command to recover.';
+    END IF;
+    IF kind IS NULL OR kind NOT IN ('retry', 'cancel', 'reprocess', 'compensate') THEN
+        RAISE EXCEPTION 'unknown recovery kind "%"', coalesce(kind, 'null')
+            USING ERRCODE = '22023', HINT = 'Use retry, cancel, reprocess or compensate.';
+    END IF;
+    PERFORM cscp._id('idempotency_key', idempotency_key);
+    IF payload IS NULL THEN
+        RAISE EXCEPTION 'payload must not be null' USING ERRCODE = '22023', HINT = 'Pass ''{}''.';
+    END IF;
+    PERFORM cscp._json_object('payload', payload);
+
+    SELECT * INTO t FROM cscp.command x WHERE x.command_id = target_command_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'command % does not exist', target_command_id
+            USING ERRCODE = '22023',
+                  HINT = 'Check the id, and that cscp.tenant_id names the command''s tenant.';
+    END IF;
+    PERFORM cscp._tenant(t.tenant_id);
+
+    v_applies := CASE kind
+        WHEN 'retry' THEN t.state = 'failed'
+        WHEN 'reprocess' THEN t.state IN ('rejected', 'failed', 'canceled')
+        WHEN 'cancel' THEN t.state IN ('received', 'canonicalized', 'confirmation_required',
+                                       'confirmed', 'authz_pending', 'authorized')
+        WHEN 'compensate' THEN t.state IN ('executed', 'failed')
+    END;
+    IF kind IN ('retry', 'reprocess') THEN
+        v_name := t.command_name;
+        v_mutating := t.mutating;
+        v_payload := t.payload || payload;
+        v_fp := t.target_fingerprint;
+    ELSE
+        v_name := t.command_name || ':' || kind;
+        v_mutating := kind = 'compensate';
+        v_payload := payload;
+    END IF;
+
+    r := cscp._command_create(t.tenant_id, t.conversation_id, t.actor_id, idempotency_key, v_name,
+                              v_mutating, t.message_ids, v_payload, v_fp, t.command_id, kind,
+                              CASE WHEN NOT v_applies THEN 'recovery_not_applicable' END,
+                              kind <> 'cancel');
+    rc := r.cmd;
+    IF NOT r.replayed AND v_applies AND kind = 'cancel' AND rc.state = 'canonicalized' THEN
+        -- The cancellation is cscp's own to carry out: cancel the target, then record the
+        -- recovery command's run through its lifecycle.
+        SELECT (l.ctx).* INTO c FROM cscp._command_lock(t.command_id) l;
+        UPDATE cscp.command x
+           SET state = 'canceled', reason_code = 'canceled_by_recovery',
+               detail = jsonb_build_object('recovery_command_id', rc.command_id)
+         WHERE x.tenant_id = t.tenant_id AND x.command_id = t.command_id;
+        IF c.context_id IS NOT NULL THEN
+            PERFORM cscp._context_release(c, t.command_id);
+        END IF;
+        FOREACH s IN ARRAY ARRAY['authz_pending', 'authorized', 'started', 'executed']::cscp.command_state[] LOOP
+            UPDATE cscp.command x SET state = s, reason_code = 'cancel_applied'
+             WHERE x.tenant_id = t.tenant_id AND x.command_id = rc.command_id
+            RETURNING * INTO rc;
+        END LOOP;
+    END IF;
+    command_id := rc.command_id;
+    state := rc.state;
+    replayed := r.replayed;
+    outcome := cscp._command_outcome(rc, r.replayed);
+    RETURN NEXT;
+END
+$$;
+COMMENT ON FUNCTION cscp.command_recover(uuid, text, text, jsonb) IS
+  'Recover a command with a new one aimed at it: retry (failed), reprocess (rejected, failed, canceled), cancel (before started), compensate (executed, failed)';
+
+CREATE FUNCTION cscp.command_status(command_id uuid)
+RETURNS TABLE(state cscp.command_state, last_transition_at timestamptz, terminal boolean,
+              outcome jsonb, reason_code text, next_allowed cscp.command_state[],
+              recovery_options text[])
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_variable
+DECLARE
+    cmd cscp.command;
+BEGIN
+    IF command_id IS NULL THEN
+        RAISE EXCEPTION 'command_id must not be null'
+            USING ERRCODE = '22023', HINT = 'Pass the command_id returned by cscp.command_submit.';
+    END IF;
+    SELECT * INTO cmd FROM cscp.command x WHERE x.command_id = command_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'command % does not exist', command_id
+            USING ERRCODE = '22023',
+                  HINT = 'Check the id, and that cscp.tenant_id names the command''s tenant.';
+    END IF;
+    state := cmd.state;
+    last_transition_at := cmd.last_transition_at;
+    terminal := cmd.state IN ('rejected', 'executed', 'failed', 'canceled', 'compensated');
+    outcome := cmd.outcome;
+    reason_code := cmd.reason_code;
+    next_allowed := cscp._command_next_allowed(cmd);
+    recovery_options := CASE
+        WHEN cmd.state = 'failed' THEN ARRAY['retry', 'reprocess', 'compensate']
+        WHEN cmd.state = 'executed' THEN ARRAY['compensate']
+        WHEN cmd.state IN ('rejected', 'canceled') THEN ARRAY['reprocess']
+        WHEN cmd.state IN ('received', 'canonicalized', 'confirmation_required', 'confirmed',
+                           'authz_pending', 'authorized') THEN ARRAY['cancel']
+        ELSE '{}'::text[] END;
+    RETURN NEXT;
+END
+$$;
+COMMENT ON FUNCTION cscp.command_status(uuid) IS
+  'A command''s state, outcome, the states it may move to next and the recoveries that apply';

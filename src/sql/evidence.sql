@@ -1,0 +1,110 @@
+-- evidence.sql: the evidence trail of commands (RFC-WF-0018 section IX).
+--
+-- Append-only and hash chained per command (src/evidence.c).  Rows are written by the command
+-- trigger, one per transition, and by cscp._evidence_refusal for refused attempts, both with the
+-- table owner's rights: application roles may read their tenant's rows and nothing else.
+
+CREATE TABLE cscp.evidence (
+    tenant_id        text        NOT NULL,
+    evidence_id      bigint      GENERATED ALWAYS AS IDENTITY,
+    conversation_id  text        NOT NULL,
+    command_id       uuid,
+    seq              int         NOT NULL CHECK (seq >= 1),
+    stage            text        NOT NULL,
+    event_type       text        NOT NULL,
+    from_state       text,
+    to_state         text,
+    message_ids      text[],
+    context_ref      jsonb,
+    decision         text,
+    reason_code      text,
+    detail           jsonb,
+    created_at       timestamptz NOT NULL,
+    prev_hash        text,
+    hash             text        NOT NULL,
+    PRIMARY KEY (tenant_id, evidence_id)
+);
+COMMENT ON TABLE cscp.evidence IS
+  'Evidence trail: one row per command transition or refused attempt; append-only, hash chained per command';
+
+-- The chain of a command, in order; also refuses a fork (two rows with one seq).
+CREATE UNIQUE INDEX evidence_chain_key ON cscp.evidence (tenant_id, command_id, seq);
+CREATE INDEX evidence_conversation_idx ON cscp.evidence (tenant_id, conversation_id, evidence_id);
+CREATE INDEX evidence_age_idx ON cscp.evidence (created_at);
+
+CREATE FUNCTION cscp.evidence_guard() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'cscp_evidence_guard' LANGUAGE C;
+COMMENT ON FUNCTION cscp.evidence_guard() IS
+  'Trigger: evidence is never updated or truncated, and deleted only past its retention_evidence';
+CREATE TRIGGER evidence_guard BEFORE UPDATE OR DELETE ON cscp.evidence
+    FOR EACH ROW EXECUTE FUNCTION cscp.evidence_guard();
+CREATE TRIGGER evidence_no_truncate BEFORE TRUNCATE ON cscp.evidence
+    FOR EACH STATEMENT EXECUTE FUNCTION cscp.evidence_guard();
+
+CREATE FUNCTION cscp._evidence_hash(e cscp.evidence) RETURNS text
+    AS 'MODULE_PATHNAME', 'cscp_evidence_hash_sql' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cscp._evidence_hash(cscp.evidence) IS
+  'Internal: the hash an evidence row must carry, recomputed from its fields and prev_hash';
+
+CREATE FUNCTION cscp._evidence_refusal(tenant_id text, conversation_id text, command_id uuid,
+                                       to_state text, reason_code text, message_ids text[],
+                                       context_ref jsonb, detail jsonb) RETURNS void
+    AS 'MODULE_PATHNAME', 'cscp_evidence_refusal' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION cscp._evidence_refusal(text, text, uuid, text, text, text[], jsonb, jsonb) IS
+  'Internal: record a refused attempt (invalid_transition_attempt) on a command the caller can see';
+
+CREATE FUNCTION cscp.evidence_verify(tenant_id text, command_id uuid DEFAULT NULL)
+RETURNS TABLE(command_id uuid, seq int, evidence_id bigint, problem text)
+LANGUAGE sql STABLE
+AS $$
+    SELECT cscp._tenant($1);
+    WITH chain AS (
+        SELECT e.command_id, e.seq, e.evidence_id, e.hash, e.prev_hash, e.event_type, e.to_state,
+               cscp._evidence_hash(e) AS recomputed,
+               lag(e.seq) OVER w AS prev_seq,
+               lag(e.hash) OVER w AS prev_row_hash
+          FROM cscp.evidence e
+         WHERE e.tenant_id = $1
+           AND ($2 IS NULL OR e.command_id = $2)
+        WINDOW w AS (PARTITION BY e.command_id ORDER BY e.seq)
+    ), problems AS (
+        SELECT c.command_id, c.seq, c.evidence_id,
+               'row altered: its hash does not match its content'::text AS problem
+          FROM chain c WHERE c.hash IS DISTINCT FROM c.recomputed
+        UNION ALL
+        SELECT c.command_id, c.seq, c.evidence_id,
+               format('row missing: seq %s follows seq %s', c.seq, coalesce(c.prev_seq, 0))
+          FROM chain c
+         WHERE c.command_id IS NOT NULL AND c.seq <> coalesce(c.prev_seq, 0) + 1
+        UNION ALL
+        SELECT c.command_id, c.seq, c.evidence_id,
+               'broken link: prev_hash is not the hash of the row before'
+          FROM chain c
+         WHERE c.command_id IS NOT NULL AND c.seq = coalesce(c.prev_seq, 0) + 1
+           AND c.prev_hash IS DISTINCT FROM c.prev_row_hash
+        UNION ALL
+        SELECT c.command_id, c.seq, c.evidence_id,
+               'broken link: a row without a command must stand alone'
+          FROM chain c
+         WHERE c.command_id IS NULL AND (c.seq <> 1 OR c.prev_hash IS NOT NULL)
+        UNION ALL
+        -- The last transition recorded must be the command's state (rows cut off the end).
+        SELECT m.command_id, NULL::int, NULL::bigint,
+               format('chain ends in state %s but the command is %s',
+                      coalesce(l.to_state, 'nothing'), m.state)
+          FROM cscp.command m
+          LEFT JOIN LATERAL (
+               SELECT c.to_state FROM chain c
+                WHERE c.command_id = m.command_id AND c.event_type <> 'invalid_transition_attempt'
+                ORDER BY c.seq DESC LIMIT 1) l ON true
+         WHERE m.tenant_id = $1
+           AND ($2 IS NULL OR m.command_id = $2)
+           AND m.state <> 'received'
+           AND l.to_state IS DISTINCT FROM m.state::text
+    )
+    SELECT p.command_id, p.seq, p.evidence_id, p.problem
+      FROM problems p
+     ORDER BY p.command_id, p.seq NULLS LAST, p.problem;
+$$;
+COMMENT ON FUNCTION cscp.evidence_verify(text, uuid) IS
+  'Every broken link of the tenant''s evidence chains (or one command''s): altered, missing or re-linked rows; empty when intact';
