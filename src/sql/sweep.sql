@@ -103,37 +103,42 @@ BEGIN
     GET DIAGNOSTICS n_purged = ROW_COUNT;
 
     -- Finished commands past their tenant's retention_evidence go with their evidence chain;
-    -- then answers, standalone evidence and frames no command needs any more.
-    FOR r IN
-        SELECT x.tenant_id, x.command_id FROM cscp.command x
-         WHERE x.state IN ('rejected', 'executed', 'failed', 'canceled', 'compensated')
-           AND x.last_transition_at + cscp._retention(x.tenant_id, 'retention_evidence') <= v_now
-         ORDER BY x.last_transition_at
-         LIMIT batch
-           FOR UPDATE SKIP LOCKED
-    LOOP
-        DELETE FROM cscp.evidence e WHERE e.tenant_id = r.tenant_id AND e.command_id = r.command_id;
+    -- then answers, standalone evidence and frames no command needs any more.  Only a sweep run
+    -- by a role that may delete evidence (the owner, a superuser) does this; application roles
+    -- may neither delete commands nor evidence, and their sweep leaves them.
+    IF pg_catalog.has_table_privilege('cscp.evidence', 'DELETE')
+       AND pg_catalog.has_table_privilege('cscp.command', 'DELETE') THEN
+        FOR r IN
+            SELECT x.tenant_id, x.command_id FROM cscp.command x
+             WHERE x.state IN ('rejected', 'executed', 'failed', 'canceled', 'compensated')
+               AND x.last_transition_at + cscp._retention(x.tenant_id, 'retention_evidence') <= v_now
+             ORDER BY x.last_transition_at
+             LIMIT batch
+               FOR UPDATE SKIP LOCKED
+        LOOP
+            DELETE FROM cscp.evidence e WHERE e.tenant_id = r.tenant_id AND e.command_id = r.command_id;
+            GET DIAGNOSTICS n_other = ROW_COUNT;
+            n_evidence := n_evidence + n_other;
+            DELETE FROM cscp.command x WHERE x.tenant_id = r.tenant_id AND x.command_id = r.command_id;
+            n_commands := n_commands + 1;
+        END LOOP;
+        WITH due AS (
+            SELECT e.tenant_id, e.evidence_id FROM cscp.evidence e
+             WHERE e.command_id IS NULL
+               AND e.created_at + cscp._retention(e.tenant_id, 'retention_evidence') <= v_now
+             ORDER BY e.created_at
+             LIMIT batch)
+        DELETE FROM cscp.evidence e USING due
+         WHERE e.tenant_id = due.tenant_id AND e.evidence_id = due.evidence_id;
         GET DIAGNOSTICS n_other = ROW_COUNT;
         n_evidence := n_evidence + n_other;
-        DELETE FROM cscp.command x WHERE x.tenant_id = r.tenant_id AND x.command_id = r.command_id;
-        n_commands := n_commands + 1;
-    END LOOP;
-    WITH due AS (
-        SELECT e.tenant_id, e.evidence_id FROM cscp.evidence e
-         WHERE e.command_id IS NULL
-           AND e.created_at + cscp._retention(e.tenant_id, 'retention_evidence') <= v_now
-         ORDER BY e.created_at
-         LIMIT batch)
-    DELETE FROM cscp.evidence e USING due
-     WHERE e.tenant_id = due.tenant_id AND e.evidence_id = due.evidence_id;
-    GET DIAGNOSTICS n_other = ROW_COUNT;
-    n_evidence := n_evidence + n_other;
-    DELETE FROM cscp.answer a
-     WHERE a.created_at + cscp._retention(a.tenant_id, 'retention_evidence') <= v_now;
-    DELETE FROM cscp.frame f
-     WHERE f.created_at + cscp._retention(f.tenant_id, 'retention_evidence') <= v_now
-       AND NOT EXISTS (SELECT 1 FROM cscp.command x
-                        WHERE x.tenant_id = f.tenant_id AND x.frame_id = f.frame_id);
+        DELETE FROM cscp.answer a
+         WHERE a.created_at + cscp._retention(a.tenant_id, 'retention_evidence') <= v_now;
+        DELETE FROM cscp.frame f
+         WHERE f.created_at + cscp._retention(f.tenant_id, 'retention_evidence') <= v_now
+           AND NOT EXISTS (SELECT 1 FROM cscp.command x
+                            WHERE x.tenant_id = f.tenant_id AND x.frame_id = f.frame_id);
+    END IF;
 
     RETURN jsonb_build_object('contexts_expired', n_expired,
                               'documents_deleted', n_docs,
