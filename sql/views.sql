@@ -13,8 +13,26 @@ SELECT (cscp.slot_set((cscp.context_open(t, 'conv-v', '+15550001',
 
 SELECT tenant_id, conversation_id, actor, status, detail_level, jsonb_pretty(slots) AS slots
   FROM cscp.active_context WHERE conversation_id = 'conv-v' ORDER BY tenant_id;
-SELECT count(*) AS leaks FROM cscp.active_context
- WHERE slots::text ~ '(secret-key|feed|NL00BANK|transfer)';
+-- Intent from summary up; the target only as a marker or a short digest; pending flags always.
+SELECT tenant_id, intent, target, confirmation_pending, approval_pending, last_command_state
+  FROM cscp.active_context WHERE conversation_id = 'conv-v' ORDER BY tenant_id;
+SELECT count(*) AS leaks FROM cscp.active_context a
+ WHERE row(a.*)::text ~ '(secret-key|feed|NL00BANK)';
+
+-- Commands: a mutating one waiting for its confirmation, per detail level.
+SELECT t, (cscp.context_open(t, 'conv-c', '+15550002', '{"active_intent": "transfer"}')).status
+  FROM unnest(ARRAY['none', 'summary', 'full']) t;
+SELECT t, s.state, s.replayed
+  FROM unnest(ARRAY['none', 'summary', 'full']) t,
+       cscp.command_submit(t, 'conv-c', '+15550002', 'key-secret-' || t, 'transfer_funds', true,
+                           '{wamid.1}', '{"iban": "NL00BANK0123456789"}', 'fp-secret') s;
+SELECT tenant_id, actor, command_name, mutating, state, terminal, reason_code, confirmed,
+       authorized, detail_level, events
+  FROM cscp.command_lifecycle WHERE conversation_id = 'conv-c' ORDER BY tenant_id;
+SELECT tenant_id, intent, target, confirmation_pending, last_command_state
+  FROM cscp.active_context WHERE conversation_id = 'conv-c' ORDER BY tenant_id;
+SELECT count(*) AS leaks FROM cscp.command_lifecycle l
+ WHERE row(l.*)::text ~ '(key-secret|fp-secret|NL00BANK|wamid)';
 
 -- An operator role sees the view and the audited lookup, and nothing else.
 CREATE ROLE ops_viewer;
@@ -24,9 +42,12 @@ SELECT tenant_id, status FROM cscp.show_active_context('full', 'conv-v');
 SELECT count(*) AS visible FROM cscp.active_context;
 SET cscp.tenant_id = 'summary';
 SELECT tenant_id FROM cscp.active_context;
+SELECT tenant_id, state FROM cscp.command_lifecycle;
 RESET cscp.tenant_id;
 SELECT try($$SELECT * FROM cscp.context$$);
 SELECT try($$SELECT * FROM cscp.inspection_log$$);
+SELECT try($$SELECT * FROM cscp.command$$);
+SELECT try($$SELECT * FROM cscp.evidence$$);
 SELECT try($$SELECT cscp.context_open('full', 'x', 'y')$$);
 RESET ROLE;
 SELECT tenant_id, inspector, conversation_id, rows_shown FROM cscp.inspection_log;

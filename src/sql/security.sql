@@ -101,13 +101,13 @@ DECLARE
     r regrole := cscp._role(role);
 BEGIN
     EXECUTE format('GRANT USAGE ON SCHEMA cscp TO %s', r);
-    EXECUTE format('GRANT SELECT ON cscp.active_context TO %s', r);
+    EXECUTE format('GRANT SELECT ON cscp.active_context, cscp.command_lifecycle TO %s', r);
     EXECUTE format('GRANT EXECUTE ON FUNCTION cscp.show_active_context(text, text), cscp.now(), '
                    'cscp._redact_slots(jsonb, text), cscp._id(text, text) TO %s', r);
 END
 $$;
 COMMENT ON FUNCTION cscp.grant_operator(name) IS
-  'Let a role read the redacted operator views (cscp.active_context, cscp.show_active_context) and nothing else';
+  'Let a role read the redacted operator views (cscp.active_context, cscp.command_lifecycle, cscp.show_active_context) and nothing else';
 
 -- pg_dump keeps user data; the defaults of tenant '*' come back with CREATE EXTENSION.
 SELECT pg_catalog.pg_extension_config_dump('cscp.context', '');

@@ -4,8 +4,13 @@
 -- see follows the tenant's policy "detail_level":
 --   none     ids, status and times only; the actor as a digest
 --   summary  + the names of the slots set
+--            and of the context's intent, a redacted target marker, and the commands'
+--            names and reason codes
 --   full     + each slot's JSON type and size, the pending confirmation's or approval's
---            command id and expiry, and the actor id itself
+--            command id and expiry, a short digest of the target, the actor id itself,
+--            and each command's path through its evidence
+-- Whether a confirmation or approval is pending, and the last command's state, show at
+-- every level.
 -- The views run with their owner's rights (cscp's tables stay closed to operators) and show
 -- every tenant, or only the tenant in cscp.tenant_id when the operator sets it.
 
@@ -45,17 +50,71 @@ SELECT c.tenant_id,
        c.expires_at,
        c.version,
        d.level AS detail_level,
-       cscp._redact_slots(c.slots, d.level) AS slots
+       cscp._redact_slots(c.slots, d.level) AS slots,
+       -- The intent is a name the application chose ("cancel_order"), shown from summary up;
+       -- a derived (hashed) intent shows as such.
+       CASE WHEN d.level = 'none' OR NOT c.slots ? 'active_intent' THEN NULL
+            WHEN jsonb_typeof(c.slots -> 'active_intent') = 'string' THEN c.slots ->> 'active_intent'
+            WHEN c.slots -> 'active_intent' ? 'derived' THEN '[derived]'
+            ELSE '[' || jsonb_typeof(c.slots -> 'active_intent') || ']' END AS intent,
+       -- The target never shows: at full, a short digest to tell two targets apart.
+       CASE WHEN d.level = 'none' OR NOT c.slots ? 'active_target' THEN NULL
+            WHEN d.level = 'full'
+            THEN 'sha256:' || left(encode(sha256(convert_to((c.slots -> 'active_target')::text, 'UTF8')), 'hex'), 16)
+            ELSE '[redacted]' END AS target,
+       coalesce(jsonb_typeof(c.slots -> 'pending_confirmation') = 'object', false)
+           AND c.expires_at > cscp.now() AS confirmation_pending,
+       coalesce(jsonb_typeof(c.slots -> 'pending_approval') = 'object', false)
+           AND c.expires_at > cscp.now() AS approval_pending,
+       m.state AS last_command_state
   FROM cscp.context c
   CROSS JOIN LATERAL (
        SELECT coalesce((SELECT p.settings ->> 'detail_level' FROM cscp.policy p WHERE p.tenant_id = c.tenant_id),
                        (SELECT p.settings ->> 'detail_level' FROM cscp.policy p WHERE p.tenant_id = '*'),
                        'summary') AS level) d
+  LEFT JOIN cscp.command m ON m.tenant_id = c.tenant_id AND m.command_id = c.last_command_id
  WHERE c.status IN ('active', 'pending', 'blocked')
    AND (coalesce(current_setting('cscp.tenant_id', true), '') = ''
         OR c.tenant_id = current_setting('cscp.tenant_id', true));
 COMMENT ON VIEW cscp.active_context IS
-  'Live contexts for operators, redacted per the tenant''s detail_level (no raw slot values)';
+  'Live contexts for operators, redacted per the tenant''s detail_level (no raw slot values, keys or fingerprints)';
+
+CREATE VIEW cscp.command_lifecycle WITH (security_barrier) AS
+SELECT m.tenant_id,
+       m.command_id,
+       m.conversation_id,
+       CASE WHEN d.level = 'full' THEN m.actor_id
+            ELSE 'sha256:' || left(encode(sha256(convert_to(m.actor_id, 'UTF8')), 'hex'), 16) END
+           AS actor,
+       CASE WHEN d.level = 'none' THEN NULL ELSE m.command_name END AS command_name,
+       m.mutating,
+       m.auto_confirm,
+       m.state,
+       m.state IN ('rejected', 'executed', 'failed', 'canceled', 'compensated') AS terminal,
+       CASE WHEN d.level = 'none' THEN NULL ELSE m.reason_code END AS reason_code,
+       m.confirmed_at IS NOT NULL AS confirmed,
+       m.authorized_at IS NOT NULL AS authorized,
+       m.recovery_kind,
+       m.target_command_id,
+       m.context_id,
+       m.created_at,
+       m.last_transition_at,
+       m.window_expires_at,
+       d.level AS detail_level,
+       -- At full, the path the command took, from its evidence.
+       CASE WHEN d.level = 'full' THEN
+           (SELECT array_agg(e.event_type ORDER BY e.seq) FROM cscp.evidence e
+             WHERE e.tenant_id = m.tenant_id AND e.command_id = m.command_id)
+       END AS events
+  FROM cscp.command m
+  CROSS JOIN LATERAL (
+       SELECT coalesce((SELECT p.settings ->> 'detail_level' FROM cscp.policy p WHERE p.tenant_id = m.tenant_id),
+                       (SELECT p.settings ->> 'detail_level' FROM cscp.policy p WHERE p.tenant_id = '*'),
+                       'summary') AS level) d
+ WHERE coalesce(current_setting('cscp.tenant_id', true), '') = ''
+    OR m.tenant_id = current_setting('cscp.tenant_id', true);
+COMMENT ON VIEW cscp.command_lifecycle IS
+  'Commands for operators: state, reason and timing, redacted per detail_level (no keys, fingerprints, payloads or outcomes)';
 
 CREATE TABLE cscp.inspection_log (
     tenant_id        text        NOT NULL,
