@@ -19,6 +19,7 @@ OBJS = \
 	src/routing.o \
 	src/slots.o \
 	src/enums.o \
+	src/rowguard.o \
 	src/canonical.o \
 	src/evidence.o \
 	src/context_fsm.o \

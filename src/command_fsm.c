@@ -265,16 +265,6 @@ static const char *const fixed_columns[] = {
 };
 static int	fixed_attnums[lengthof(fixed_columns)];
 
-static int
-column(TupleDesc desc, const char *name)
-{
-	int			attnum = SPI_fnumber(desc, name);
-
-	if (attnum <= 0)
-		elog(ERROR, "cscp.command has no column \"%s\"", name);
-	return attnum;
-}
-
 static void
 load_columns(Relation rel)
 {
@@ -282,42 +272,28 @@ load_columns(Relation rel)
 
 	if (cols.relid == RelationGetRelid(rel))
 		return;
-	cols.tenant_id = column(desc, "tenant_id");
-	cols.command_id = column(desc, "command_id");
-	cols.conversation_id = column(desc, "conversation_id");
-	cols.context_ref = column(desc, "context_ref");
-	cols.message_ids = column(desc, "message_ids");
-	cols.command_name = column(desc, "command_name");
-	cols.mutating = column(desc, "mutating");
-	cols.auto_confirm = column(desc, "auto_confirm");
-	cols.state = column(desc, "state");
-	cols.reason_code = column(desc, "reason_code");
-	cols.detail = column(desc, "detail");
-	cols.outcome = column(desc, "outcome");
-	cols.window_expires_at = column(desc, "window_expires_at");
-	cols.confirmed_at = column(desc, "confirmed_at");
-	cols.authorized_at = column(desc, "authorized_at");
-	cols.created_at = column(desc, "created_at");
-	cols.updated_at = column(desc, "updated_at");
-	cols.last_transition_at = column(desc, "last_transition_at");
-	cols.version = column(desc, "version");
+	cols.tenant_id = cscp_column(desc, "cscp.command", "tenant_id");
+	cols.command_id = cscp_column(desc, "cscp.command", "command_id");
+	cols.conversation_id = cscp_column(desc, "cscp.command", "conversation_id");
+	cols.context_ref = cscp_column(desc, "cscp.command", "context_ref");
+	cols.message_ids = cscp_column(desc, "cscp.command", "message_ids");
+	cols.command_name = cscp_column(desc, "cscp.command", "command_name");
+	cols.mutating = cscp_column(desc, "cscp.command", "mutating");
+	cols.auto_confirm = cscp_column(desc, "cscp.command", "auto_confirm");
+	cols.state = cscp_column(desc, "cscp.command", "state");
+	cols.reason_code = cscp_column(desc, "cscp.command", "reason_code");
+	cols.detail = cscp_column(desc, "cscp.command", "detail");
+	cols.outcome = cscp_column(desc, "cscp.command", "outcome");
+	cols.window_expires_at = cscp_column(desc, "cscp.command", "window_expires_at");
+	cols.confirmed_at = cscp_column(desc, "cscp.command", "confirmed_at");
+	cols.authorized_at = cscp_column(desc, "cscp.command", "authorized_at");
+	cols.created_at = cscp_column(desc, "cscp.command", "created_at");
+	cols.updated_at = cscp_column(desc, "cscp.command", "updated_at");
+	cols.last_transition_at = cscp_column(desc, "cscp.command", "last_transition_at");
+	cols.version = cscp_column(desc, "cscp.command", "version");
 	for (int i = 0; i < (int) lengthof(fixed_columns); i++)
-		fixed_attnums[i] = column(desc, fixed_columns[i]);
+		fixed_attnums[i] = cscp_column(desc, "cscp.command", fixed_columns[i]);
 	cols.relid = RelationGetRelid(rel);
-}
-
-static bool
-same_value(HeapTuple a, HeapTuple b, TupleDesc desc, int attnum)
-{
-	Form_pg_attribute att = TupleDescAttr(desc, attnum - 1);
-	bool		anull,
-				bnull;
-	Datum		ad = heap_getattr(a, attnum, desc, &anull);
-	Datum		bd = heap_getattr(b, attnum, desc, &bnull);
-
-	if (anull || bnull)
-		return anull == bnull;
-	return datum_image_eq(ad, bd, att->attbyval, att->attlen);
 }
 
 static bool
@@ -552,7 +528,7 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, TimestampTz now)
 	bool		isnull;
 
 	for (int i = 0; i < (int) lengthof(fixed_columns); i++)
-		if (!same_value(oldtup, newtup, desc, fixed_attnums[i]))
+		if (!cscp_same_value(oldtup, newtup, desc, fixed_attnums[i]))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("column \"%s\" of a command cannot be changed", fixed_columns[i]),
@@ -590,9 +566,9 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, TimestampTz now)
 	 * reason_code and detail describe the latest transition: left as they
 	 * were, they are not this transition's, so they are cleared.
 	 */
-	if (same_value(oldtup, newtup, desc, cols.reason_code))
+	if (cscp_same_value(oldtup, newtup, desc, cols.reason_code))
 		nulls[cols.reason_code - 1] = repl[cols.reason_code - 1] = true;
-	if (same_value(oldtup, newtup, desc, cols.detail))
+	if (cscp_same_value(oldtup, newtup, desc, cols.detail))
 		nulls[cols.detail - 1] = repl[cols.detail - 1] = true;
 
 	if (to == CMD_CONFIRMED)
@@ -635,36 +611,20 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, TimestampTz now)
 	return newtup;
 }
 
+static const CscpRowGuard guard = {
+	.name = "cscp.command_guard()",
+	.load_columns = load_columns,
+	.insert = guard_insert,
+	.update = guard_update,
+};
+
 PG_FUNCTION_INFO_V1(cscp_command_guard);
 
 /* Trigger cscp.command_guard(): BEFORE INSERT OR UPDATE FOR EACH ROW. */
 Datum
 cscp_command_guard(PG_FUNCTION_ARGS)
 {
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	TimestampTz now;
-
-	if (!CALLED_AS_TRIGGER(fcinfo) ||
-		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
-		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("cscp.command_guard() must be a BEFORE ROW trigger")));
-
-	load_columns(trigdata->tg_relation);
-	now = cscp_now();
-
-	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
-		return PointerGetDatum(guard_insert(trigdata->tg_relation,
-											trigdata->tg_trigtuple, now));
-	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
-		return PointerGetDatum(guard_update(trigdata->tg_relation,
-											trigdata->tg_trigtuple,
-											trigdata->tg_newtuple, now));
-	ereport(ERROR,
-			(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-			 errmsg("cscp.command_guard() fires on INSERT or UPDATE only")));
-	PG_RETURN_NULL();
+	return cscp_row_guard(fcinfo, &guard);
 }
 
 PG_FUNCTION_INFO_V1(cscp_command_transition_allowed);

@@ -99,16 +99,6 @@ typedef struct ContextColumns
 
 static ContextColumns cols = {InvalidOid};
 
-static int
-column(TupleDesc desc, const char *name)
-{
-	int			attnum = SPI_fnumber(desc, name);
-
-	if (attnum <= 0)
-		elog(ERROR, "cscp.context has no column \"%s\"", name);
-	return attnum;
-}
-
 static void
 load_columns(Relation rel)
 {
@@ -116,32 +106,17 @@ load_columns(Relation rel)
 
 	if (cols.relid == RelationGetRelid(rel))
 		return;
-	cols.tenant_id = column(desc, "tenant_id");
-	cols.context_id = column(desc, "context_id");
-	cols.conversation_id = column(desc, "conversation_id");
-	cols.actor_id = column(desc, "actor_id");
-	cols.status = column(desc, "status");
-	cols.created_at = column(desc, "created_at");
-	cols.updated_at = column(desc, "updated_at");
-	cols.expires_at = column(desc, "expires_at");
-	cols.slots = column(desc, "slots");
-	cols.version = column(desc, "version");
+	cols.tenant_id = cscp_column(desc, "cscp.context", "tenant_id");
+	cols.context_id = cscp_column(desc, "cscp.context", "context_id");
+	cols.conversation_id = cscp_column(desc, "cscp.context", "conversation_id");
+	cols.actor_id = cscp_column(desc, "cscp.context", "actor_id");
+	cols.status = cscp_column(desc, "cscp.context", "status");
+	cols.created_at = cscp_column(desc, "cscp.context", "created_at");
+	cols.updated_at = cscp_column(desc, "cscp.context", "updated_at");
+	cols.expires_at = cscp_column(desc, "cscp.context", "expires_at");
+	cols.slots = cscp_column(desc, "cscp.context", "slots");
+	cols.version = cscp_column(desc, "cscp.context", "version");
 	cols.relid = RelationGetRelid(rel);
-}
-
-/* Whether column attnum holds the same value in both tuples. */
-static bool
-same_value(HeapTuple a, HeapTuple b, TupleDesc desc, int attnum)
-{
-	Form_pg_attribute att = TupleDescAttr(desc, attnum - 1);
-	bool		anull,
-				bnull;
-	Datum		ad = heap_getattr(a, attnum, desc, &anull);
-	Datum		bd = heap_getattr(b, attnum, desc, &bnull);
-
-	if (anull || bnull)
-		return anull == bnull;
-	return datum_image_eq(ad, bd, att->attbyval, att->attlen);
 }
 
 static char *
@@ -267,7 +242,7 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, TimestampTz now)
 	char	   *id = context_id_text(oldtup, desc);
 
 	for (int i = 0; i < (int) lengthof(fixed); i++)
-		if (!same_value(oldtup, newtup, desc, column(desc, fixed[i])))
+		if (!cscp_same_value(oldtup, newtup, desc, cscp_column(desc, "cscp.context", fixed[i])))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("column \"%s\" of a context cannot be changed", fixed[i]),
@@ -287,8 +262,8 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, TimestampTz now)
 	/* Expiry invariant: past expires_at, the one write allowed records it. */
 	if (expires_at <= now &&
 		(to != CTX_EXPIRED ||
-		 !same_value(oldtup, newtup, desc, cols.slots) ||
-		 !same_value(oldtup, newtup, desc, cols.expires_at)))
+		 !cscp_same_value(oldtup, newtup, desc, cols.slots) ||
+		 !cscp_same_value(oldtup, newtup, desc, cols.expires_at)))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("context %s has expired", id),
@@ -303,7 +278,7 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, TimestampTz now)
 							   id, status_names[from], status_names[to]);
 	}
 
-	if (!same_value(oldtup, newtup, desc, cols.slots))
+	if (!cscp_same_value(oldtup, newtup, desc, cols.slots))
 	{
 		Datum		d = heap_getattr(newtup, cols.slots, desc, &isnull);
 
@@ -330,36 +305,20 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, TimestampTz now)
 	return heap_modify_tuple(newtup, desc, values, nulls, repl);
 }
 
+static const CscpRowGuard guard = {
+	.name = "cscp.context_guard()",
+	.load_columns = load_columns,
+	.insert = guard_insert,
+	.update = guard_update,
+};
+
 PG_FUNCTION_INFO_V1(cscp_context_guard);
 
 /* Trigger cscp.context_guard(): BEFORE INSERT OR UPDATE FOR EACH ROW. */
 Datum
 cscp_context_guard(PG_FUNCTION_ARGS)
 {
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	TimestampTz now;
-
-	if (!CALLED_AS_TRIGGER(fcinfo) ||
-		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
-		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("cscp.context_guard() must be a BEFORE ROW trigger")));
-
-	load_columns(trigdata->tg_relation);
-	now = cscp_now();
-
-	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
-		return PointerGetDatum(guard_insert(trigdata->tg_relation,
-											trigdata->tg_trigtuple, now));
-	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
-		return PointerGetDatum(guard_update(trigdata->tg_relation,
-											trigdata->tg_trigtuple,
-											trigdata->tg_newtuple, now));
-	ereport(ERROR,
-			(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-			 errmsg("cscp.context_guard() fires on INSERT or UPDATE only")));
-	PG_RETURN_NULL();
+	return cscp_row_guard(fcinfo, &guard);
 }
 
 PG_FUNCTION_INFO_V1(cscp_context_transition_allowed);

@@ -16,7 +16,10 @@
 
 #include "lib/stringinfo.h"
 
+#include "access/htup.h"
 #include "datatype/timestamp.h"
+#include "fmgr.h"
+#include "utils/rel.h"
 #include "utils/array.h"
 #include "utils/jsonb.h"
 #include "utils/uuid.h"
@@ -48,6 +51,19 @@ typedef struct CscpEnumCache
 
 extern int	cscp_enum_index(CscpEnumCache *cache, Oid typoid, Datum value);
 extern Datum cscp_enum_datum(CscpEnumCache *cache, Oid typoid, int index);
+
+/* rowguard.c: shared by the BEFORE ROW triggers */
+typedef struct CscpRowGuard
+{
+	const char *name;
+	void		(*load_columns) (Relation rel);
+	HeapTuple	(*insert) (Relation rel, HeapTuple tuple, TimestampTz now);
+	HeapTuple	(*update) (Relation rel, HeapTuple oldtup, HeapTuple newtup, TimestampTz now);
+} CscpRowGuard;
+
+extern int	cscp_column(TupleDesc desc, const char *table, const char *name);
+extern bool cscp_same_value(HeapTuple a, HeapTuple b, TupleDesc desc, int attnum);
+extern Datum cscp_row_guard(FunctionCallInfo fcinfo, const CscpRowGuard *guard);
 
 /* clock.c */
 extern TimestampTz cscp_now(void);
