@@ -43,6 +43,48 @@ $$;
 COMMENT ON FUNCTION cscp._lapse(cscp.context, cscp.command, text) IS
   'Internal: reject a command whose confirmation or approval window (or context) has lapsed, and clear its slot';
 
+-- Apply an answer that moves the pending command: to_state with reason (and detail), the
+-- answer's message id appended, the context's slot released.
+CREATE FUNCTION cscp._answer_apply(c cscp.context, cmd cscp.command, message_id text,
+                                   to_state cscp.command_state, why text, detail jsonb) RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    UPDATE cscp.command x
+       SET state = to_state, reason_code = why, detail = _answer_apply.detail,
+           message_ids = x.message_ids || message_id
+     WHERE x.tenant_id = cmd.tenant_id AND x.command_id = cmd.command_id;
+    PERFORM cscp._context_release(c, cmd.command_id, why);
+END
+$$;
+COMMENT ON FUNCTION cscp._answer_apply(cscp.context, cscp.command, text, cscp.command_state, text, jsonb) IS
+  'Internal: move the command an answer decided, and release its context slot';
+
+-- Record an answer: the evidence of an outcome that moved nothing (the transitions of one that
+-- did are the trigger's), then the outcome replayed for the message from now on.
+CREATE FUNCTION cscp._answer_record(kind text, c cscp.context, tenant_id text, conversation_id text,
+                                    message_id text, who text, outcome text, moved boolean,
+                                    command_id uuid, to_state text, detail jsonb) RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    IF NOT moved THEN
+        PERFORM cscp._evidence_refusal(tenant_id, conversation_id, command_id, to_state, outcome,
+                                       ARRAY[message_id],
+                                       CASE WHEN c.context_id IS NOT NULL THEN
+                                           jsonb_build_object('context_id', c.context_id,
+                                                              'expires_at', cscp._utc(c.expires_at)) END,
+                                       detail);
+    END IF;
+    INSERT INTO cscp.answer (tenant_id, conversation_id, kind, message_id, answered_by, outcome,
+                             command_id, context_id, created_at)
+    VALUES (tenant_id, conversation_id, kind, message_id, who, outcome, command_id, c.context_id,
+            cscp.now());
+END
+$$;
+COMMENT ON FUNCTION cscp._answer_record(text, cscp.context, text, text, text, text, text, boolean, uuid, text, jsonb) IS
+  'Internal: the evidence and the replay record of a confirm or approve answer';
+
 CREATE FUNCTION cscp._answer_args(tenant_id text, conversation_id text, who_arg text, who text,
                                   message_id text, answer_arg text, answer boolean) RETURNS void
 LANGUAGE plpgsql STABLE
@@ -122,35 +164,18 @@ BEGIN
         outcome := 'target_mismatch';
     ELSIF answer THEN
         outcome := 'confirmed';
-        UPDATE cscp.command x
-           SET state = 'confirmed', reason_code = 'confirmed_by_user',
-               message_ids = x.message_ids || message_id
-         WHERE x.tenant_id = cmd.tenant_id AND x.command_id = cmd.command_id;
-        PERFORM cscp._context_release(c, cmd.command_id, 'confirmed');
+        PERFORM cscp._answer_apply(c, cmd, message_id, 'confirmed', 'confirmed_by_user', NULL);
     ELSE
         outcome := 'declined';
-        UPDATE cscp.command x
-           SET state = 'rejected', reason_code = 'declined',
-               message_ids = x.message_ids || message_id
-         WHERE x.tenant_id = cmd.tenant_id AND x.command_id = cmd.command_id;
-        PERFORM cscp._context_release(c, cmd.command_id, 'declined');
+        PERFORM cscp._answer_apply(c, cmd, message_id, 'rejected', 'declined', NULL);
     END IF;
 
     command_id := cmd.command_id;
     context_id := c.context_id;
-    IF outcome NOT IN ('confirmed', 'declined') THEN
-        PERFORM cscp._evidence_refusal(tenant_id, conversation_id, cmd.command_id, 'confirmed', outcome,
-                                       ARRAY[message_id],
-                                       CASE WHEN c.context_id IS NOT NULL THEN
-                                           jsonb_build_object('context_id', c.context_id,
-                                                              'expires_at', cscp._utc(c.expires_at)) END,
-                                       jsonb_build_object('answer', answer, 'actor_id', actor_id,
-                                                          'target_fingerprint_given', target_fingerprint IS NOT NULL));
-    END IF;
-    INSERT INTO cscp.answer (tenant_id, conversation_id, kind, message_id, answered_by, outcome,
-                             command_id, context_id, created_at)
-    VALUES (tenant_id, conversation_id, 'confirm', message_id, actor_id, outcome, command_id,
-            context_id, v_now);
+    PERFORM cscp._answer_record('confirm', c, tenant_id, conversation_id, message_id, actor_id, outcome,
+                                outcome IN ('confirmed', 'declined'), command_id, 'confirmed',
+                                jsonb_build_object('answer', answer, 'actor_id', actor_id,
+                                                   'target_fingerprint_given', target_fingerprint IS NOT NULL));
     RETURN NEXT;
 END
 $$;
@@ -258,36 +283,19 @@ BEGIN
         o_outcome := 'approver_mismatch';
     ELSIF decision THEN
         o_outcome := 'approved';
-        UPDATE cscp.command x
-           SET state = 'authorized', reason_code = 'approved',
-               detail = jsonb_build_object('approver_id', approver_id),
-               message_ids = x.message_ids || message_id
-         WHERE x.tenant_id = cmd.tenant_id AND x.command_id = cmd.command_id;
-        PERFORM cscp._context_release(c, cmd.command_id, 'approved');
+        PERFORM cscp._answer_apply(c, cmd, message_id, 'authorized', 'approved',
+                                   jsonb_build_object('approver_id', approver_id));
     ELSE
         o_outcome := 'denied';
-        UPDATE cscp.command x
-           SET state = 'rejected', reason_code = 'denied',
-               detail = jsonb_build_object('approver_id', approver_id),
-               message_ids = x.message_ids || message_id
-         WHERE x.tenant_id = cmd.tenant_id AND x.command_id = cmd.command_id;
-        PERFORM cscp._context_release(c, cmd.command_id, 'denied');
+        PERFORM cscp._answer_apply(c, cmd, message_id, 'rejected', 'denied',
+                                   jsonb_build_object('approver_id', approver_id));
     END IF;
 
     o_command_id := cmd.command_id;
     o_context_id := c.context_id;
-    IF o_outcome NOT IN ('approved', 'denied') THEN
-        PERFORM cscp._evidence_refusal(tenant_id, conversation_id, cmd.command_id, 'authorized', o_outcome,
-                                       ARRAY[message_id],
-                                       CASE WHEN c.context_id IS NOT NULL THEN
-                                           jsonb_build_object('context_id', c.context_id,
-                                                              'expires_at', cscp._utc(c.expires_at)) END,
-                                       jsonb_build_object('decision', decision, 'approver_id', approver_id));
-    END IF;
-    INSERT INTO cscp.answer (tenant_id, conversation_id, kind, message_id, answered_by, outcome,
-                             command_id, context_id, created_at)
-    VALUES (tenant_id, conversation_id, 'approve', message_id, approver_id, o_outcome, o_command_id,
-            o_context_id, v_now);
+    PERFORM cscp._answer_record('approve', c, tenant_id, conversation_id, message_id, approver_id,
+                                o_outcome, o_outcome IN ('approved', 'denied'), o_command_id, 'authorized',
+                                jsonb_build_object('decision', decision, 'approver_id', approver_id));
 END
 $$;
 COMMENT ON FUNCTION cscp._approve(text, text, text, text, boolean, uuid) IS 'Internal: the body of cscp.approve';
