@@ -639,7 +639,7 @@ BEGIN
             PERFORM cscp._context_release(c, t.command_id);
         END IF;
         FOREACH s IN ARRAY ARRAY['authz_pending', 'authorized', 'started', 'executed']::cscp.command_state[] LOOP
-            UPDATE cscp.command x SET state = s, reason_code = 'cancel_applied'
+            UPDATE cscp.command x SET state = s, reason_code = 'cancel_' || s
              WHERE x.tenant_id = t.tenant_id AND x.command_id = rc.command_id
             RETURNING * INTO rc;
         END LOOP;
