@@ -3,12 +3,13 @@
 -- An application role set up with cscp.grant_app, with cscp.tenant_id set, drives a command
 -- through the API (submit, replay, confirm, transitions) and reads only its own tenant's
 -- commands, frames, answers and evidence. It can neither write, change, delete nor truncate
--- evidence; nor delete a command; a direct UPDATE of a command is held to the lifecycle (55000)
--- and cannot change what the command is. It cannot move the clock, turn notifications on or
+-- evidence; nor delete a command; a direct UPDATE of a command is held to the lifecycle (55000),
+-- including the confirmation and approval windows command_transition enforces, and cannot
+-- change what the command is. It cannot move the clock, turn notifications on or
 -- off, or call the administration and operator functions. Without cscp.tenant_id it sees
 -- nothing. An operator role (cscp.grant_operator) cannot read the tables behind the views.
 BEGIN;
-SELECT plan(64);
+SELECT plan(71);
 
 CREATE ROLE tap_cmd_app;
 SELECT cscp.grant_app('tap_cmd_app');
@@ -144,6 +145,8 @@ SELECT throws_ok($$SELECT cscp.grant_app('tap_cmd_app')$$, '42501', NULL, 'grant
 SELECT throws_ok($$SELECT cscp.grant_operator('tap_cmd_app')$$, '42501', NULL, 'grant_operator is not the application''s');
 SELECT throws_ok($$SELECT * FROM cscp.show_active_context('acme', 'a-conv')$$, '42501', NULL,
                  'show_active_context is not the application''s');
+SELECT throws_ok($$SELECT * FROM cscp.command_lifecycle$$, '42501', NULL,
+                 'the operator view command_lifecycle is closed to the application');
 
 -- Once the confirmation window has passed (10:05), the pending command cannot be confirmed:
 -- command_transition refuses it, and a direct UPDATE, held to the same rules, too.
@@ -154,6 +157,19 @@ SELECT is((SELECT row(accepted, state, reason_code)::text FROM cscp.command_tran
           '(f,confirmation_required,confirmation_expired)', 'command_transition refuses to confirm past the window');
 SELECT throws_ok(format('UPDATE cscp.command SET state = %L WHERE command_id = %L', 'confirmed', :'acme_cmd2'),
                  '55000', NULL, 'a direct UPDATE to confirmed past the confirmation window is refused');
+-- Likewise an approval: requested at 10:10 with the default approval_ttl (1 hour), looked at 11:20.
+SELECT command_id AS acme_cmd3
+  FROM cscp.command_submit('acme', 'a-conv', 'a-user', 'a-key-3', 'report', false, ARRAY['a-m3']) \gset
+SELECT is((SELECT row(accepted, state)::text
+             FROM cscp.command_transition(:'acme_cmd3', 'authz_pending', 'approval_required', '{"approver_id": "boss"}')),
+          '(t,authz_pending)', 'command_transition asks for approval');
+RESET ROLE;
+SET cscp.clock = '2026-08-01 11:20:00+00';
+SET ROLE tap_cmd_app;
+SELECT is((SELECT row(accepted, state, reason_code)::text FROM cscp.command_transition(:'acme_cmd3', 'authorized')),
+          '(f,authz_pending,approval_expired)', 'command_transition refuses to authorize past the approval window');
+SELECT throws_ok(format('UPDATE cscp.command SET state = %L WHERE command_id = %L', 'authorized', :'acme_cmd3'),
+                 '55000', NULL, 'a direct UPDATE to authorized past the approval window is refused');
 
 -- Without cscp.tenant_id, nothing is visible, although both tenants have rows.
 RESET cscp.tenant_id;
@@ -172,6 +188,9 @@ SELECT throws_ok($$SELECT count(*) FROM cscp.answer$$, '42501', NULL, 'the opera
 SELECT throws_ok($$SELECT cscp.command_submit('acme', 'a-conv', 'a-user', 'op-key', 'refund', true, '{}')$$,
                  '42501', NULL, 'the operator cannot submit commands');
 SELECT lives_ok($$SELECT count(*) FROM cscp.active_context$$, 'the operator reads cscp.active_context');
+SELECT lives_ok($$SELECT count(*) FROM cscp.command_lifecycle$$, 'the operator reads cscp.command_lifecycle');
+SELECT hasnt_column('cscp', 'command_lifecycle', 'idempotency_key', 'command_lifecycle shows no idempotency key');
+SELECT hasnt_column('cscp', 'command_lifecycle', 'target_fingerprint', 'command_lifecycle shows no target fingerprint');
 
 RESET ROLE;
 SELECT is((SELECT count(*) FROM cscp.evidence WHERE tenant_id = 'globex'), (SELECT evidence FROM globex_before),
