@@ -15,6 +15,8 @@
  *	  what the command is never change; message_ids only grow;
  *	- started needs authorized, and a mutating command needs confirmed too
  *	  unless it was auto-confirmed;
+ *	- confirmed and authorized (from authz_pending) only while the confirmation
+ *	  or approval window is open;
  *	- compensated needs an executed compensate recovery aimed at it;
  *	- each transition appends one evidence row (evidence.c) and, with
  *	  cscp.notify on, one notification.
@@ -144,6 +146,7 @@ typedef struct CommandFacts
 	bool		auto_confirm;
 	bool		confirmed;		/* has passed confirmed */
 	bool		authorized;		/* has passed authorized */
+	bool		window_closed;	/* its confirmation or approval window has passed */
 	Datum		tenant_id;		/* text */
 	Datum		command_id;		/* uuid */
 } CommandFacts;
@@ -199,6 +202,16 @@ refusal(CommandFacts *c, CommandState to, char **detail)
 		*detail = psprintf("The command is %s; allowed next: %s.", state_names[from],
 						   buf.len ? buf.data : "none (it is terminal)");
 		return "invalid_transition";
+	}
+	if (c->window_closed && to == CMD_CONFIRMED)
+	{
+		*detail = pstrdup("The confirmation window has passed; ask the user again.");
+		return "confirmation_expired";
+	}
+	if (c->window_closed && to == CMD_AUTHORIZED)
+	{
+		*detail = pstrdup("The approval window has passed; ask for approval again.");
+		return "approval_expired";
 	}
 	if (to == CMD_AUTHZ_PENDING && from == CMD_CANONICALIZED &&
 		c->mutating && !c->auto_confirm)
@@ -333,12 +346,15 @@ facts_of(HeapTuple t, TupleDesc desc)
 {
 	CommandFacts c;
 	bool		isnull;
+	Datum		d;
 
 	c.state = get_state(t, desc);
 	c.mutating = get_bool(t, desc, cols.mutating);
 	c.auto_confirm = get_bool(t, desc, cols.auto_confirm);
 	c.confirmed = !is_null(t, desc, cols.confirmed_at);
 	c.authorized = !is_null(t, desc, cols.authorized_at);
+	d = heap_getattr(t, cols.window_expires_at, desc, &isnull);
+	c.window_closed = !isnull && DatumGetTimestampTz(d) <= cscp_now();
 	c.tenant_id = heap_getattr(t, cols.tenant_id, desc, &isnull);
 	c.command_id = heap_getattr(t, cols.command_id, desc, &isnull);
 	return c;
@@ -667,6 +683,8 @@ facts_of_record(HeapTupleHeader rec, Oid *typoid)
 	c.confirmed = !isnull;
 	(void) GetAttributeByName(rec, "authorized_at", &isnull);
 	c.authorized = !isnull;
+	d = GetAttributeByName(rec, "window_expires_at", &isnull);
+	c.window_closed = !isnull && DatumGetTimestampTz(d) <= cscp_now();
 	c.tenant_id = GetAttributeByName(rec, "tenant_id", &isnull);
 	c.command_id = GetAttributeByName(rec, "command_id", &isnull);
 	return c;

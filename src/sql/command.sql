@@ -483,10 +483,6 @@ BEGIN
     c := l.ctx;
 
     why := cscp._command_refusal(cmd, to_state);
-    IF why IS NULL AND cmd.window_expires_at <= v_now
-       AND (to_state = 'confirmed' OR (to_state = 'authorized' AND cmd.state = 'authz_pending')) THEN
-        why := CASE to_state WHEN 'confirmed' THEN 'confirmation_expired' ELSE 'approval_expired' END;
-    END IF;
     v_approval := to_state = 'authz_pending' AND reason_code IS NOT DISTINCT FROM 'approval_required';
     IF why IS NULL AND v_approval
        AND (c.context_id IS NULL OR c.status NOT IN ('active', 'pending') OR c.expires_at <= v_now) THEN
