@@ -41,5 +41,82 @@ BEGIN
 END
 $$;
 
+-- Commands are shown by their idempotency key, never by their random id.
+CREATE FUNCTION public.cmd_key(id uuid) RETURNS text LANGUAGE sql STABLE AS $$
+    SELECT c.idempotency_key FROM cscp.command c WHERE c.command_id = id
+$$;
+
+-- A JSON value with every command id in it replaced by cmd:<the command's key>.
+CREATE FUNCTION public.with_keys(value jsonb) RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    s text := value::text;
+    c record;
+BEGIN
+    FOR c IN SELECT command_id, idempotency_key FROM cscp.command
+              WHERE strpos(s, command_id::text) > 0 LOOP
+        s := replace(s, c.command_id::text, 'cmd:' || c.idempotency_key);
+    END LOOP;
+    RETURN s::jsonb;
+END
+$$;
+-- A conversation's commands, contexts and evidence rows, oldest first, ids shown as keys.
+CREATE FUNCTION public.cmd_rows(conv text)
+RETURNS TABLE(key text, state text, reason_code text, message_ids text[], detail jsonb)
+LANGUAGE sql STABLE AS $$
+    SELECT c.idempotency_key, c.state::text, c.reason_code, c.message_ids, public.with_keys(c.detail)
+      FROM cscp.command c WHERE c.conversation_id = conv ORDER BY c.created_at, c.idempotency_key
+$$;
+CREATE FUNCTION public.ctx_rows(conv text)
+RETURNS TABLE(actor_id text, status text, reason text, slots jsonb)
+LANGUAGE sql STABLE AS $$
+    SELECT c.actor_id, c.status::text, c.reason, public.with_keys(c.slots)
+      FROM cscp.context c WHERE c.conversation_id = conv ORDER BY c.created_at, c.actor_id, c.status
+$$;
+CREATE FUNCTION public.ev_rows(conv text)
+RETURNS TABLE(key text, seq int, event_type text, from_to text, decision text, reason_code text,
+              message_ids text[], detail jsonb)
+LANGUAGE sql STABLE AS $$
+    SELECT public.cmd_key(e.command_id), e.seq, e.event_type,
+           coalesce(e.from_state, '') || '->' || coalesce(e.to_state, ''),
+           e.decision, e.reason_code, e.message_ids, public.with_keys(e.detail)
+      FROM cscp.evidence e WHERE e.conversation_id = conv ORDER BY e.evidence_id
+$$;
+
+-- What the command tables hold: snap() remembers it, changes() says what differs since then
+-- ('nothing', or per table the rows added, or 'changed' when rows were updated).
+CREATE FUNCTION public.cscp_tables(OUT tbl text, OUT n bigint, OUT digest text) RETURNS SETOF record
+LANGUAGE sql STABLE AS $$
+    SELECT 'answer', count(*), md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM cscp.answer x
+    UNION ALL
+    SELECT 'command', count(*), md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM cscp.command x
+    UNION ALL
+    SELECT 'context', count(*), md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM cscp.context x
+    UNION ALL
+    SELECT 'evidence', count(*), md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM cscp.evidence x
+    UNION ALL
+    SELECT 'frame', count(*), md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM cscp.frame x
+$$;
+CREATE FUNCTION public.snap() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF to_regclass('pg_temp.cscp_snapshot') IS NULL THEN
+        CREATE TEMP TABLE cscp_snapshot (tbl text, n bigint, digest text);
+    END IF;
+    DELETE FROM pg_temp.cscp_snapshot;
+    INSERT INTO pg_temp.cscp_snapshot SELECT * FROM public.cscp_tables();
+END
+$$;
+CREATE FUNCTION public.changes() RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    r text;
+BEGIN
+    SELECT coalesce(string_agg(t.tbl || CASE WHEN t.n <> s.n THEN ' ' || to_char(t.n - s.n, 'SG999999FM')
+                                             ELSE ' changed' END, ', ' ORDER BY t.tbl), 'nothing')
+      INTO r
+      FROM public.cscp_tables() t JOIN pg_temp.cscp_snapshot s USING (tbl)
+     WHERE t.n <> s.n OR t.digest <> s.digest;
+    RETURN r;
+END
+$$;
+
 SELECT extname, extversion, extnamespace::regnamespace FROM pg_extension WHERE extname = 'cscp';
 SELECT count(*) > 0 AS has_functions FROM pg_proc WHERE pronamespace = 'cscp'::regnamespace;
