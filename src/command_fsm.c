@@ -529,7 +529,8 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 
 /* The checks and bookkeeping of UPDATE; returns the tuple to store. */
 static HeapTuple
-guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, TimestampTz now)
+guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *updatedcols,
+			 TimestampTz now)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	int			natts = desc->natts;
@@ -579,12 +580,12 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, TimestampTz now)
 				 errhint("Append the ids of new messages; never remove one.")));
 
 	/*
-	 * reason_code and detail describe the latest transition: left as they
-	 * were, they are not this transition's, so they are cleared.
+	 * reason_code and detail describe the latest transition: an UPDATE that
+	 * does not set them gives none, rather than the previous transition's.
 	 */
-	if (cscp_same_value(oldtup, newtup, desc, cols.reason_code))
+	if (!cscp_column_updated(updatedcols, cols.reason_code))
 		nulls[cols.reason_code - 1] = repl[cols.reason_code - 1] = true;
-	if (cscp_same_value(oldtup, newtup, desc, cols.detail))
+	if (!cscp_column_updated(updatedcols, cols.detail))
 		nulls[cols.detail - 1] = repl[cols.detail - 1] = true;
 
 	if (to == CMD_CONFIRMED)
@@ -611,7 +612,8 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, TimestampTz now)
 	repl[cols.version - 1] = true;
 	newtup = heap_modify_tuple(newtup, desc, values, nulls, repl);
 
-	if (IS_TERMINAL(to) && is_null(newtup, desc, cols.outcome))
+	/* A terminal state's outcome, unless the UPDATE gives its own. */
+	if (IS_TERMINAL(to) && !cscp_column_updated(updatedcols, cols.outcome))
 	{
 		memset(repl, 0, natts * sizeof(bool));
 		values[cols.outcome - 1] =

@@ -224,7 +224,8 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 
 /* The checks and bookkeeping of UPDATE; returns the tuple to store. */
 static HeapTuple
-guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, TimestampTz now)
+guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *updatedcols,
+			 TimestampTz now)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	Oid			typoid = TupleDescAttr(desc, cols.status - 1)->atttypid;

@@ -17,6 +17,7 @@
 #include "lib/stringinfo.h"
 
 #include "access/htup.h"
+#include "nodes/bitmapset.h"
 #include "datatype/timestamp.h"
 #include "fmgr.h"
 #include "utils/rel.h"
@@ -58,12 +59,14 @@ typedef struct CscpRowGuard
 	const char *name;
 	void		(*load_columns) (Relation rel);
 	HeapTuple	(*insert) (Relation rel, HeapTuple tuple, TimestampTz now);
-	HeapTuple	(*update) (Relation rel, HeapTuple oldtup, HeapTuple newtup, TimestampTz now);
+	HeapTuple	(*update) (Relation rel, HeapTuple oldtup, HeapTuple newtup,
+							   const Bitmapset *updatedcols, TimestampTz now);
 } CscpRowGuard;
 
 extern int	cscp_column(TupleDesc desc, const char *table, const char *name);
 extern bool cscp_same_value(HeapTuple a, HeapTuple b, TupleDesc desc, int attnum);
 extern Datum cscp_row_guard(FunctionCallInfo fcinfo, const CscpRowGuard *guard);
+extern bool cscp_column_updated(const Bitmapset *updatedcols, int attnum);
 
 /* clock.c */
 extern TimestampTz cscp_now(void);

@@ -10,6 +10,7 @@
 #include "cscp.h"
 
 #include "access/htup_details.h"
+#include "access/sysattr.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "utils/datum.h"
@@ -40,6 +41,13 @@ cscp_same_value(HeapTuple a, HeapTuple b, TupleDesc desc, int attnum)
 	return datum_image_eq(ad, bd, att->attbyval, att->attlen);
 }
 
+/* Whether an UPDATE's SET list names column attnum. */
+bool
+cscp_column_updated(const Bitmapset *updatedcols, int attnum)
+{
+	return bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, updatedcols);
+}
+
 /*
  * Run a BEFORE INSERT OR UPDATE FOR EACH ROW trigger: check the protocol,
  * then hand the row to guard->insert or guard->update with cscp.now().
@@ -66,7 +74,8 @@ cscp_row_guard(FunctionCallInfo fcinfo, const CscpRowGuard *guard)
 	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
 		return PointerGetDatum(guard->update(trigdata->tg_relation,
 											 trigdata->tg_trigtuple,
-											 trigdata->tg_newtuple, now));
+											 trigdata->tg_newtuple,
+											 trigdata->tg_updatedcols, now));
 	ereport(ERROR,
 			(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 			 errmsg("%s fires on INSERT or UPDATE only", guard->name)));

@@ -118,7 +118,7 @@ COMMENT ON FUNCTION cscp._frame_state(cscp.context, text[]) IS
 
 -- Clear the pending_confirmation and pending_approval slots that name command_id, and bring the
 -- context back to active (with reason why) when nothing is pending any more; a use of the
--- context, so its TTL slides.  Expired or closed contexts stay as they are (they never change).
+-- context, so its TTL slides, and the command it names becomes its last one.  Expired or closed contexts stay as they are (they never change).
 -- The caller holds the context's row lock.
 CREATE FUNCTION cscp._context_release(c cscp.context, command_id uuid, why text DEFAULT NULL)
 RETURNS void
@@ -144,6 +144,7 @@ BEGIN
                               AND jsonb_typeof(s -> 'pending_approval') IS DISTINCT FROM 'object'
                              THEN 'active' ELSE x.status END,
                reason = coalesce(why, x.reason),
+               last_command_id = command_id,
                expires_at = cscp._context_touch(c)
          WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id;
     END IF;
@@ -582,8 +583,12 @@ BEGIN
         RAISE EXCEPTION 'target_command_id must not be null'
             USING ERRCODE = '22023', HINT = 'Pass the id of the command to recover.';
     END IF;
-    IF kind IS NULL OR kind NOT IN ('retry', 'cancel', 'reprocess', 'compensate') THEN
-        RAISE EXCEPTION 'unknown recovery kind "%"', coalesce(kind, 'null')
+    IF kind IS NULL THEN
+        RAISE EXCEPTION 'kind must not be null'
+            USING ERRCODE = '22023', HINT = 'Use retry, cancel, reprocess or compensate.';
+    END IF;
+    IF kind NOT IN ('retry', 'cancel', 'reprocess', 'compensate') THEN
+        RAISE EXCEPTION 'unknown recovery kind "%"', kind
             USING ERRCODE = '22023', HINT = 'Use retry, cancel, reprocess or compensate.';
     END IF;
     PERFORM cscp._id('idempotency_key', idempotency_key);

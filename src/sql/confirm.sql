@@ -144,18 +144,23 @@ BEGIN
         outcome := 'no_context';
     ELSIF c.status NOT IN ('active', 'pending', 'blocked') OR c.expires_at <= v_now THEN
         -- Expiry invariant: an expired context never interprets a yes or a no.
+        -- The question it held dies with it, swept or not.
         outcome := 'expired';
-        IF c.status IN ('active', 'pending', 'blocked') THEN
-            IF cmd.command_id IS NOT NULL THEN
-                PERFORM cscp._lapse(c, cmd, 'context_expired');
-            ELSE
-                UPDATE cscp.context x SET status = 'expired', reason = 'ttl'
-                 WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id;
-            END IF;
+        IF cmd.command_id IS NOT NULL THEN
+            PERFORM cscp._lapse(c, cmd, 'context_expired');
+        ELSIF c.status IN ('active', 'pending', 'blocked') THEN
+            UPDATE cscp.context x SET status = 'expired', reason = 'ttl'
+             WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id;
         END IF;
     ELSIF pc IS NULL OR cmd.state IS DISTINCT FROM 'confirmation_required' THEN
-        outcome := CASE WHEN c.reason = 'confirmation_expired' THEN 'confirmation_expired'
-                        ELSE 'nothing_pending' END;
+        -- Nothing pending; but when the last question lapsed, say so, and name it.
+        IF c.reason = 'confirmation_expired' THEN
+            outcome := 'confirmation_expired';
+            SELECT * INTO cmd FROM cscp.command x
+             WHERE x.tenant_id = c.tenant_id AND x.command_id = c.last_command_id;
+        ELSE
+            outcome := 'nothing_pending';
+        END IF;
     ELSIF (pc ->> 'expires_at')::timestamptz <= v_now THEN
         outcome := 'confirmation_expired';
         PERFORM cscp._lapse(c, cmd, 'confirmation_expired');
@@ -247,26 +252,41 @@ BEGIN
     IF command_id IS NULL AND n > 1 THEN
         o_outcome := 'ambiguous';
     ELSIF c.context_id IS NULL AND command_id IS NULL THEN
-        SELECT CASE WHEN x.context_id IS NULL THEN 'no_context'
-                    WHEN x.status = 'expired' OR x.expires_at <= v_now THEN 'expired'
-                    WHEN x.reason = 'approval_expired' THEN 'approval_expired'
-                    ELSE 'nothing_pending' END
-          INTO o_outcome
-          FROM (SELECT NULL) dummy
-          LEFT JOIN LATERAL (
-               SELECT y.context_id, y.status, y.expires_at, y.reason FROM cscp.context y
-                WHERE y.tenant_id = tenant_id AND y.conversation_id = conversation_id
-                ORDER BY y.status IN ('active', 'pending', 'blocked') DESC, y.updated_at DESC
-                LIMIT 1) x ON true;
-    ELSIF c.status NOT IN ('active', 'pending', 'blocked') OR c.expires_at <= v_now THEN
-        o_outcome := 'expired';
-        IF c.status IN ('active', 'pending', 'blocked') THEN
+        -- No live context waits for an approval: answer from the conversation's latest context.
+        SELECT * INTO c FROM cscp.context y
+         WHERE y.tenant_id = tenant_id AND y.conversation_id = conversation_id
+         ORDER BY y.status IN ('active', 'pending', 'blocked') DESC, y.updated_at DESC, y.version DESC
+         LIMIT 1
+           FOR UPDATE;
+        pa := CASE WHEN jsonb_typeof(c.slots -> 'pending_approval') = 'object'
+                   THEN c.slots -> 'pending_approval' END;
+        IF c.context_id IS NULL THEN
+            o_outcome := 'no_context';
+        ELSIF c.status NOT IN ('active', 'pending', 'blocked') OR c.expires_at <= v_now THEN
+            -- An expired context: the approval it held dies with it, swept or not.
+            o_outcome := 'expired';
             IF pa IS NOT NULL THEN
+                SELECT * INTO cmd FROM cscp.command x
+                 WHERE x.tenant_id = c.tenant_id AND x.command_id = (pa ->> 'command_id')::uuid FOR UPDATE;
                 PERFORM cscp._lapse(c, cmd, 'context_expired');
-            ELSE
+            ELSIF c.status IN ('active', 'pending', 'blocked') THEN
                 UPDATE cscp.context x SET status = 'expired', reason = 'ttl'
                  WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id;
             END IF;
+        ELSIF c.reason = 'approval_expired' THEN
+            o_outcome := 'approval_expired';
+            SELECT * INTO cmd FROM cscp.command x
+             WHERE x.tenant_id = c.tenant_id AND x.command_id = c.last_command_id;
+        ELSE
+            o_outcome := 'nothing_pending';
+        END IF;
+    ELSIF c.status NOT IN ('active', 'pending', 'blocked') OR c.expires_at <= v_now THEN
+        o_outcome := 'expired';
+        IF pa IS NOT NULL THEN
+            PERFORM cscp._lapse(c, cmd, 'context_expired');
+        ELSIF c.status IN ('active', 'pending', 'blocked') THEN
+            UPDATE cscp.context x SET status = 'expired', reason = 'ttl'
+             WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id;
         END IF;
     ELSIF pa IS NULL OR cmd.command_id::text IS DISTINCT FROM pa ->> 'command_id' THEN
         o_outcome := CASE
@@ -274,6 +294,10 @@ BEGIN
             WHEN command_id IS NOT NULL AND pa IS NOT NULL THEN 'command_mismatch'
             WHEN command_id IS NULL AND c.reason = 'approval_expired' THEN 'approval_expired'
             ELSE 'nothing_pending' END;
+        IF o_outcome = 'approval_expired' AND cmd.command_id IS NULL THEN
+            SELECT * INTO cmd FROM cscp.command x
+             WHERE x.tenant_id = c.tenant_id AND x.command_id = c.last_command_id;
+        END IF;
     ELSIF cmd.state IS DISTINCT FROM 'authz_pending' THEN
         o_outcome := 'nothing_pending';
     ELSIF (pa ->> 'expires_at')::timestamptz <= v_now THEN

@@ -53,11 +53,28 @@ CREATE FUNCTION cscp._evidence_refusal(tenant_id text, conversation_id text, com
 COMMENT ON FUNCTION cscp._evidence_refusal(text, text, uuid, text, text, text[], jsonb, jsonb) IS
   'Internal: record a refused attempt (invalid_transition_attempt) on a command the caller can see';
 
+-- Raise 22023 unless command_id (when given) is a command of the tenant the caller can see.
+CREATE FUNCTION cscp._command_visible(tenant_id text, command_id uuid) RETURNS void
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    IF command_id IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM cscp.command x WHERE x.tenant_id = $1 AND x.command_id = $2) THEN
+        RAISE EXCEPTION 'command % does not exist', command_id
+            USING ERRCODE = '22023',
+                  HINT = 'Check the id, and that cscp.tenant_id names the command''s tenant.';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION cscp._command_visible(text, uuid) IS
+  'Internal: raise 22023 unless the command exists for the tenant (and the caller may see it)';
+
 CREATE FUNCTION cscp.evidence_verify(tenant_id text, command_id uuid DEFAULT NULL)
 RETURNS TABLE(command_id uuid, seq int, evidence_id bigint, problem text)
 LANGUAGE sql STABLE
 AS $$
     SELECT cscp._tenant($1);
+    SELECT cscp._command_visible($1, $2);
     WITH chain AS (
         SELECT e.command_id, e.seq, e.evidence_id, e.hash, e.prev_hash, e.event_type, e.to_state,
                cscp._evidence_hash(e) AS recomputed,
