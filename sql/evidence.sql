@@ -167,7 +167,7 @@ SELECT current_setting('is_superuser') AS superuser;
 SELECT try(format('UPDATE cscp.evidence SET reason_code = %L WHERE command_id = %L AND seq = 1', 'forged', pg_temp.cmd('pay')));
 SELECT try(format('UPDATE cscp.evidence SET seq = seq WHERE command_id = %L', pg_temp.cmd('pay')));
 SELECT try(format('DELETE FROM cscp.evidence WHERE command_id = %L', pg_temp.cmd('pay')));
-SELECT try('DELETE FROM cscp.evidence');
+SELECT try($$DELETE FROM cscp.evidence WHERE tenant_id = 'te'$$);
 SELECT try('TRUNCATE cscp.evidence');
 SELECT count(*) AS rows_of_pay, count(*) FILTER (WHERE reason_code = 'forged') AS forged
   FROM cscp.evidence WHERE command_id = pg_temp.cmd('pay');
