@@ -396,7 +396,7 @@ SELECT * FROM ctx_rows('ap-two');
 
 ------------------------------------------------------------------------------------------------
 -- Nothing above is still waiting.
-SELECT count(*) AS still_pending FROM cscp.command WHERE state IN ('confirmation_required', 'authz_pending');
+SELECT count(*) AS still_pending FROM cscp.command WHERE tenant_id = 't' AND state IN ('confirmation_required', 'authz_pending');
 
 ------------------------------------------------------------------------------------------------
 -- The sweep lapses windows; answers after it say the same as before it.  At 10:00 four
@@ -480,7 +480,7 @@ SELECT key, state, reason_code FROM cmd_rows('sw-many-1') UNION ALL
 SELECT key, state, reason_code FROM cmd_rows('sw-many-2') UNION ALL
 SELECT key, state, reason_code FROM cmd_rows('sw-many-3') ORDER BY key;
 
-SELECT count(*) AS still_pending FROM cscp.command WHERE state IN ('confirmation_required', 'authz_pending');
+SELECT count(*) AS still_pending FROM cscp.command WHERE tenant_id = 't' AND state IN ('confirmation_required', 'authz_pending');
 -- Every chain written above is intact.
 SELECT count(*) AS chain_problems FROM cscp.evidence_verify('t');
 
