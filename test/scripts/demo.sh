@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# `make demo`: a throwaway cluster and the walk-through in test/demo/conversation.sql.
+# `make demo`: a throwaway cluster and the walk-throughs in test/demo/: conversation.sql (contexts,
+# slots, expiry, tenancy, the sweep), then cancel_order.sql (a command confirmed, refused when late,
+# authorized, executed, replayed, and its evidence trail), in the same database.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source test/scripts/cluster.sh
 cluster_start
 echo "cscp demo: a throwaway PostgreSQL cluster in $CSCP_TMP (unix socket only)"
 psql -X -d postgres -f test/demo/conversation.sql
+psql -X -d postgres -f test/demo/cancel_order.sql
 echo
 echo "cscp demo: done; the cluster is stopped and removed."
