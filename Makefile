@@ -72,7 +72,7 @@ endif
 $(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS) cscp.control
 	cat $(SQL_PARTS) > $@
 
-.PHONY: deps build demo test check-all
+.PHONY: deps build demo test bench check-all
 # Install what is missing from Debian's packages (PostgreSQL 15 server and headers, pgTAP, pg_prove).
 deps:
 	@bash test/scripts/deps.sh
@@ -89,3 +89,8 @@ demo: build
 # Every suite: pg_regress, isolation specs, pgTAP through pg_prove.
 test: build
 	@bash test/scripts/run-tests.sh
+
+# One command's cycle through cscp against plain SQL doing the same row writes (pgbench, a few
+# minutes on a throwaway cluster); not part of `make test`.
+bench: build
+	@bash test/scripts/bench.sh

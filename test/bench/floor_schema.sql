@@ -1,0 +1,125 @@
+-- The floor of the command-cycle benchmark: cscp's five tables as plain tables in schema
+-- bench_floor -- the same columns, keys and indexes (so each row write costs the same in heap
+-- and index maintenance), but no trigger, no CHECK, no enum type, no row-level security, no
+-- generated hash column.  command_cycle_floor.sql writes to them with plain SQL and no checks.
+-- :'role' (psql -v role=...) is the role pgbench connects as.
+CREATE SCHEMA bench_floor;
+
+CREATE TABLE bench_floor.context (
+    tenant_id        text        NOT NULL,
+    context_id       uuid        NOT NULL DEFAULT gen_random_uuid(),
+    conversation_id  text        NOT NULL,
+    actor_id         text        NOT NULL,
+    status           text        NOT NULL DEFAULT 'active',
+    created_at       timestamptz NOT NULL DEFAULT now(),
+    updated_at       timestamptz NOT NULL DEFAULT now(),
+    expires_at       timestamptz NOT NULL,
+    slots            jsonb       NOT NULL DEFAULT '{}',
+    last_message_id  text,
+    last_command_id  uuid,
+    correlation_id   text,
+    reason           text,
+    ttl              interval    NOT NULL,
+    version          bigint      NOT NULL DEFAULT 1,
+    PRIMARY KEY (tenant_id, context_id)
+);
+CREATE UNIQUE INDEX context_live_key ON bench_floor.context (tenant_id, conversation_id, actor_id)
+    WHERE status IN ('active', 'pending', 'blocked');
+CREATE INDEX context_triple_idx ON bench_floor.context (tenant_id, conversation_id, actor_id, created_at);
+CREATE INDEX context_id_idx ON bench_floor.context (context_id);
+CREATE INDEX context_expiry_idx ON bench_floor.context (expires_at)
+    WHERE status IN ('active', 'pending', 'blocked');
+CREATE INDEX context_retired_idx ON bench_floor.context (updated_at)
+    WHERE status IN ('expired', 'closed');
+
+CREATE TABLE bench_floor.frame (
+    tenant_id        text        NOT NULL,
+    frame_id         uuid        NOT NULL DEFAULT gen_random_uuid(),
+    conversation_id  text        NOT NULL,
+    context_id       uuid        NOT NULL,
+    state            jsonb       NOT NULL,
+    context_hash     text        NOT NULL,
+    created_at       timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (tenant_id, frame_id)
+);
+CREATE UNIQUE INDEX frame_context_hash_key ON bench_floor.frame (tenant_id, context_id, context_hash);
+
+CREATE TABLE bench_floor.command (
+    tenant_id           text        NOT NULL,
+    command_id          uuid        NOT NULL DEFAULT gen_random_uuid(),
+    idempotency_key     text        NOT NULL,
+    conversation_id     text        NOT NULL,
+    actor_id            text        NOT NULL,
+    context_id          uuid,
+    frame_id            uuid,
+    context_ref         jsonb,
+    message_ids         text[]      NOT NULL DEFAULT '{}',
+    command_name        text        NOT NULL,
+    mutating            boolean     NOT NULL,
+    auto_confirm        boolean     NOT NULL DEFAULT false,
+    payload             jsonb       NOT NULL DEFAULT '{}',
+    target_fingerprint  text,
+    state               text        NOT NULL DEFAULT 'received',
+    reason_code         text,
+    detail              jsonb,
+    outcome             jsonb,
+    target_command_id   uuid,
+    recovery_kind       text,
+    window_expires_at   timestamptz,
+    confirmed_at        timestamptz,
+    authorized_at       timestamptz,
+    created_at          timestamptz NOT NULL DEFAULT now(),
+    updated_at          timestamptz NOT NULL DEFAULT now(),
+    last_transition_at  timestamptz NOT NULL DEFAULT now(),
+    version             bigint      NOT NULL DEFAULT 1,
+    PRIMARY KEY (tenant_id, command_id),
+    UNIQUE (tenant_id, idempotency_key)
+);
+CREATE INDEX command_id_idx ON bench_floor.command (command_id);
+CREATE INDEX command_frame_idx ON bench_floor.command (tenant_id, frame_id) WHERE frame_id IS NOT NULL;
+CREATE INDEX command_target_idx ON bench_floor.command (tenant_id, target_command_id)
+    WHERE target_command_id IS NOT NULL;
+CREATE INDEX command_window_idx ON bench_floor.command (window_expires_at)
+    WHERE state IN ('confirmation_required', 'authz_pending') AND window_expires_at IS NOT NULL;
+CREATE INDEX command_retired_idx ON bench_floor.command (last_transition_at)
+    WHERE state IN ('rejected', 'executed', 'failed', 'canceled', 'compensated');
+
+CREATE TABLE bench_floor.evidence (
+    tenant_id        text        NOT NULL,
+    evidence_id      bigint      GENERATED ALWAYS AS IDENTITY,
+    conversation_id  text        NOT NULL,
+    command_id       uuid,
+    seq              int         NOT NULL,
+    stage            text        NOT NULL,
+    event_type       text        NOT NULL,
+    from_state       text,
+    to_state         text,
+    message_ids      text[],
+    context_ref      jsonb,
+    decision         text,
+    reason_code      text,
+    detail           jsonb,
+    created_at       timestamptz NOT NULL DEFAULT now(),
+    prev_hash        text,
+    hash             text        NOT NULL,
+    PRIMARY KEY (tenant_id, evidence_id)
+);
+CREATE UNIQUE INDEX evidence_chain_key ON bench_floor.evidence (tenant_id, command_id, seq);
+CREATE INDEX evidence_conversation_idx ON bench_floor.evidence (tenant_id, conversation_id, evidence_id);
+CREATE INDEX evidence_age_idx ON bench_floor.evidence (created_at);
+
+CREATE TABLE bench_floor.answer (
+    tenant_id        text        NOT NULL,
+    conversation_id  text        NOT NULL,
+    kind             text        NOT NULL,
+    message_id       text        NOT NULL,
+    answered_by      text        NOT NULL,
+    outcome          text        NOT NULL,
+    command_id       uuid,
+    context_id       uuid,
+    created_at       timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (tenant_id, conversation_id, kind, message_id)
+);
+
+GRANT USAGE ON SCHEMA bench_floor TO :"role";
+GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA bench_floor TO :"role";
