@@ -81,9 +81,22 @@ AS $$
                lag(e.seq) OVER w AS prev_seq,
                lag(e.hash) OVER w AS prev_row_hash
           FROM cscp.evidence e
-         WHERE e.tenant_id = $1
-           AND ($2 IS NULL OR e.command_id = $2)
+         WHERE e.tenant_id = $1 AND e.command_id = $2
         WINDOW w AS (PARTITION BY e.command_id ORDER BY e.seq)
+        UNION ALL
+        SELECT e.command_id, e.seq, e.evidence_id, e.hash, e.prev_hash, e.event_type, e.to_state,
+               cscp._evidence_hash(e),
+               lag(e.seq) OVER w,
+               lag(e.hash) OVER w
+          FROM cscp.evidence e
+         WHERE e.tenant_id = $1 AND $2 IS NULL
+        WINDOW w AS (PARTITION BY e.command_id ORDER BY e.seq)
+    ), last_transition AS (
+        -- The state each chain ends in: its last row that records a transition.
+        SELECT DISTINCT ON (c.command_id) c.command_id, c.to_state
+          FROM chain c
+         WHERE c.command_id IS NOT NULL AND c.event_type <> 'invalid_transition_attempt'
+         ORDER BY c.command_id, c.seq DESC
     ), problems AS (
         SELECT c.command_id, c.seq, c.evidence_id,
                'row altered: its hash does not match its content'::text AS problem
@@ -110,10 +123,7 @@ AS $$
                format('chain ends in state %s but the command is %s',
                       coalesce(l.to_state, 'nothing'), m.state)
           FROM cscp.command m
-          LEFT JOIN LATERAL (
-               SELECT c.to_state FROM chain c
-                WHERE c.command_id = m.command_id AND c.event_type <> 'invalid_transition_attempt'
-                ORDER BY c.seq DESC LIMIT 1) l ON true
+          LEFT JOIN last_transition l ON l.command_id = m.command_id
          WHERE m.tenant_id = $1
            AND ($2 IS NULL OR m.command_id = $2)
            AND m.state <> 'received'
