@@ -15,9 +15,16 @@
 #include <math.h>
 
 #include "catalog/pg_type.h"
+#include "catalog/namespace.h"
+#include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rls.h"
 #include "utils/datetime.h"
 #include "utils/timestamp.h"
 
@@ -296,25 +303,69 @@ cscp_policy_validate(PG_FUNCTION_ARGS)
 }
 
 /*
- * The effective policy of a tenant (defaults merged with its own keys),
- * allocated in the caller's memory context.
+ * The policy cache.  Every cscp call reads its tenant's effective policy,
+ * often several times; reading cscp.policy each time dominated the cost of
+ * a call.  Each backend keeps the effective policies it has read, keyed by
+ * tenant, and drops them all whenever cscp.policy changes: the statement
+ * trigger policy_changed sends a relcache invalidation for the table, which
+ * reaches this backend at the next command and the others when the change
+ * commits.  An invalidation may arrive while the cache is being filled (any
+ * catalog access accepts them), so fills are stamped with a generation and
+ * discarded when it moved.
+ *
+ * Row-level security lets a role bound by it read only its own tenant's
+ * policy and the defaults; the cache is served only where that is what the
+ * role would read anyway (no row-level security, or its own tenant), and
+ * other reads go to the table.
  */
-Jsonb *
-cscp_policy_get(const char *tenant_id)
+typedef struct PolicyCacheEntry
+{
+	char		tenant[CSCP_MAX_ID_BYTES + 1];
+	Jsonb	   *policy;
+} PolicyCacheEntry;
+
+static HTAB *policy_cache = NULL;
+static MemoryContext policy_cache_cxt = NULL;
+static uint64 policy_generation = 0;
+static bool policy_cache_stale = false;
+static bool policy_callback_registered = false;
+static Oid	policy_relid = InvalidOid;
+
+static void
+policy_inval(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == policy_relid)
+	{
+		policy_generation++;
+		policy_cache_stale = true;
+	}
+}
+
+static Oid
+policy_table(void)
+{
+	Oid			nsp = get_namespace_oid("cscp", true);
+
+	return OidIsValid(nsp) ? get_relname_relid("policy", nsp) : InvalidOid;
+}
+
+/* Read the effective policy from the table, as the caller. */
+static Jsonb *
+policy_read(const char *tenant_id, MemoryContext cxt)
 {
 	static SPIPlanPtr plan = NULL;
-	MemoryContext callerctx = CurrentMemoryContext;
 	Datum		arg = CStringGetTextDatum(tenant_id);
 	Jsonb	   *result = NULL;
 	bool		isnull;
 	Datum		d;
 
-	SPI_connect();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
 	if (plan == NULL)
 	{
 		Oid			argtypes[1] = {TEXTOID};
 
-		plan = SPI_prepare("SELECT cscp.policy_effective($1)", 1, argtypes);
+		plan = SPI_prepare("SELECT cscp._policy_read($1)", 1, argtypes);
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 		SPI_keepplan(plan);
@@ -324,13 +375,106 @@ cscp_policy_get(const char *tenant_id)
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	if (!isnull)
 	{
-		MemoryContext old = MemoryContextSwitchTo(callerctx);
+		MemoryContext old = MemoryContextSwitchTo(cxt);
 
 		result = DatumGetJsonbPCopy(d);
 		MemoryContextSwitchTo(old);
 	}
 	SPI_finish();
 	return result;
+}
+
+/*
+ * The effective policy of a tenant (defaults merged with its own keys),
+ * allocated in the caller's memory context.
+ */
+Jsonb *
+cscp_policy_get(const char *tenant_id)
+{
+	MemoryContext callerctx = CurrentMemoryContext;
+	PolicyCacheEntry *entry;
+	uint64		generation;
+	Jsonb	   *policy;
+	bool		found;
+
+	if (strlen(tenant_id) > CSCP_MAX_ID_BYTES)
+		return policy_read(tenant_id, callerctx);
+
+	if (!policy_callback_registered)
+	{
+		CacheRegisterRelcacheCallback(policy_inval, (Datum) 0);
+		policy_callback_registered = true;
+		policy_cache_stale = true;
+	}
+	if (policy_cache_stale || policy_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		if (policy_cache_cxt == NULL)
+			policy_cache_cxt = AllocSetContextCreate(CacheMemoryContext, "cscp policy cache",
+													 ALLOCSET_SMALL_SIZES);
+		else
+			MemoryContextReset(policy_cache_cxt);
+		ctl.keysize = CSCP_MAX_ID_BYTES + 1;
+		ctl.entrysize = sizeof(PolicyCacheEntry);
+		ctl.hcxt = policy_cache_cxt;
+		policy_cache = hash_create("cscp policy cache", 16, &ctl,
+								   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+		policy_relid = policy_table();
+		policy_cache_stale = false;
+	}
+
+	/* Serve from the cache only what row-level security would let the caller read. */
+	if (OidIsValid(policy_relid) &&
+		check_enable_rls(policy_relid, InvalidOid, true) == RLS_ENABLED &&
+		(cscp_tenant_setting == NULL || strcmp(cscp_tenant_setting, tenant_id) != 0))
+		return policy_read(tenant_id, callerctx);
+
+	entry = hash_search(policy_cache, tenant_id, HASH_FIND, NULL);
+	if (entry != NULL && entry->policy != NULL)
+		return DatumGetJsonbPCopy(PointerGetDatum(entry->policy));
+
+	generation = policy_generation;
+	policy = policy_read(tenant_id, callerctx);
+	if (policy != NULL && generation == policy_generation && !policy_cache_stale)
+	{
+		MemoryContext old = MemoryContextSwitchTo(policy_cache_cxt);
+		Jsonb	   *copy = DatumGetJsonbPCopy(PointerGetDatum(policy));
+
+		MemoryContextSwitchTo(old);
+		entry = hash_search(policy_cache, tenant_id, HASH_ENTER, &found);
+		entry->policy = copy;
+	}
+	return policy;
+}
+
+PG_FUNCTION_INFO_V1(cscp_policy_effective);
+
+/* cscp.policy_effective(tenant_id text) RETURNS jsonb, through the cache. */
+Datum
+cscp_policy_effective(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_JSONB_P(cscp_policy_get(text_to_cstring(PG_GETARG_TEXT_PP(0))));
+}
+
+PG_FUNCTION_INFO_V1(cscp_policy_changed);
+
+/*
+ * Trigger cscp.policy_changed(): AFTER ... FOR EACH STATEMENT on cscp.policy.
+ * Every backend's policy cache is dropped (this one's at the next command,
+ * the others' when the change commits).
+ */
+Datum
+cscp_policy_changed(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("cscp.policy_changed() must be called as a trigger")));
+	CacheInvalidateRelcacheByRelid(RelationGetRelid(trigdata->tg_relation));
+	return PointerGetDatum(NULL);
 }
 
 /* An integer policy value, or fallback when absent. */

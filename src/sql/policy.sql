@@ -36,14 +36,27 @@ INSERT INTO cscp.policy (tenant_id, settings) VALUES ('*', '{
     "supersede_same_key": false
 }');
 
-CREATE FUNCTION cscp.policy_effective(tenant_id text) RETURNS jsonb
+CREATE FUNCTION cscp._policy_read(tenant_id text) RETURNS jsonb
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
     SELECT coalesce((SELECT p.settings FROM cscp.policy p WHERE p.tenant_id = '*'), '{}'::jsonb)
         || coalesce((SELECT p.settings FROM cscp.policy p WHERE p.tenant_id = $1), '{}'::jsonb)
 $$;
+COMMENT ON FUNCTION cscp._policy_read(text) IS
+  'Internal: the effective policy read from the table (cscp.policy_effective caches it)';
+
+-- Read through a per-backend cache that every change to cscp.policy drops (policy.c).
+CREATE FUNCTION cscp.policy_effective(tenant_id text) RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'cscp_policy_effective' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
 COMMENT ON FUNCTION cscp.policy_effective(text) IS
   'The policy in force for a tenant: the defaults of tenant ''*'' with its own keys merged over them';
+
+CREATE FUNCTION cscp.policy_changed() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'cscp_policy_changed' LANGUAGE C;
+COMMENT ON FUNCTION cscp.policy_changed() IS
+  'Trigger: drops every backend''s cache of effective policies when cscp.policy changes';
+CREATE TRIGGER policy_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON cscp.policy
+    FOR EACH STATEMENT EXECUTE FUNCTION cscp.policy_changed();
 
 CREATE FUNCTION cscp.policy_set(tenant_id text, settings jsonb) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
