@@ -250,12 +250,7 @@ BEGIN
             v_reason := 'no_context';
         ELSIF NOT v_usable THEN
             v_reason := 'context_expired';
-            -- Record what the expiry invariant already says.
-            IF c.status IN ('active', 'pending', 'blocked') THEN
-                UPDATE cscp.context x SET status = 'expired', reason = 'ttl'
-                 WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id
-                RETURNING * INTO c;
-            END IF;
+            c := cscp._context_record_expiry(c);
         ELSIF mutating AND c.status = 'blocked' THEN
             v_reason := 'context_blocked';
         END IF;

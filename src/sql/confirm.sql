@@ -20,7 +20,8 @@ COMMENT ON TABLE cscp.answer IS
   'The first outcome of each confirmation or approval message, replayed when the message comes again';
 
 -- Lapse the pending question of cmd for reason (confirmation_expired, approval_expired,
--- context_expired): the command is rejected and the context's slot cleared.
+-- context_expired): the command is rejected and the context's slot cleared, or, when the
+-- context itself has expired, its expiry recorded.  cmd may be null (nothing was pending).
 CREATE FUNCTION cscp._lapse(c cscp.context, cmd cscp.command, why text) RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -30,10 +31,8 @@ BEGIN
          WHERE x.tenant_id = cmd.tenant_id AND x.command_id = cmd.command_id;
     END IF;
     IF c.context_id IS NOT NULL THEN
-        IF c.status IN ('active', 'pending', 'blocked') AND c.expires_at <= cscp.now() THEN
-            -- The expiry invariant: record what is already true.
-            UPDATE cscp.context x SET status = 'expired', reason = 'ttl'
-             WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id;
+        IF c.expires_at <= cscp.now() THEN
+            PERFORM cscp._context_record_expiry(c);
         ELSE
             PERFORM cscp._context_release(c, cmd.command_id, why);
         END IF;
@@ -146,12 +145,7 @@ BEGIN
         -- Expiry invariant: an expired context never interprets a yes or a no.
         -- The question it held dies with it, swept or not.
         outcome := 'expired';
-        IF cmd.command_id IS NOT NULL THEN
-            PERFORM cscp._lapse(c, cmd, 'context_expired');
-        ELSIF c.status IN ('active', 'pending', 'blocked') THEN
-            UPDATE cscp.context x SET status = 'expired', reason = 'ttl'
-             WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id;
-        END IF;
+        PERFORM cscp._lapse(c, cmd, 'context_expired');
     ELSIF pc IS NULL OR cmd.state IS DISTINCT FROM 'confirmation_required' THEN
         -- Nothing pending; but when the last question lapsed, say so, and name it.
         IF c.reason = 'confirmation_expired' THEN
@@ -268,11 +262,8 @@ BEGIN
             IF pa IS NOT NULL THEN
                 SELECT * INTO cmd FROM cscp.command x
                  WHERE x.tenant_id = c.tenant_id AND x.command_id = (pa ->> 'command_id')::uuid FOR UPDATE;
-                PERFORM cscp._lapse(c, cmd, 'context_expired');
-            ELSIF c.status IN ('active', 'pending', 'blocked') THEN
-                UPDATE cscp.context x SET status = 'expired', reason = 'ttl'
-                 WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id;
             END IF;
+            PERFORM cscp._lapse(c, cmd, 'context_expired');
         ELSIF c.reason = 'approval_expired' THEN
             o_outcome := 'approval_expired';
             SELECT * INTO cmd FROM cscp.command x
@@ -282,12 +273,8 @@ BEGIN
         END IF;
     ELSIF c.status NOT IN ('active', 'pending', 'blocked') OR c.expires_at <= v_now THEN
         o_outcome := 'expired';
-        IF pa IS NOT NULL THEN
-            PERFORM cscp._lapse(c, cmd, 'context_expired');
-        ELSIF c.status IN ('active', 'pending', 'blocked') THEN
-            UPDATE cscp.context x SET status = 'expired', reason = 'ttl'
-             WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id;
-        END IF;
+        -- Only the pending approval dies with the context; a named command that was not it stays.
+        PERFORM cscp._lapse(c, CASE WHEN pa IS NOT NULL THEN cmd END, 'context_expired');
     ELSIF pa IS NULL OR cmd.command_id::text IS DISTINCT FROM pa ->> 'command_id' THEN
         o_outcome := CASE
             WHEN command_id IS NOT NULL AND cmd.reason_code = 'approval_expired' THEN 'approval_expired'

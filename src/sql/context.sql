@@ -111,6 +111,23 @@ $$;
 COMMENT ON FUNCTION cscp._context_touch(cscp.context) IS
   'Internal: expires_at after a use of the context (sliding or fixed TTL per policy)';
 
+-- The expiry invariant made durable: a live context past expires_at is recorded expired (the
+-- one write the trigger accepts for it).  Returns the context as it now stands.
+CREATE FUNCTION cscp._context_record_expiry(c cscp.context) RETURNS cscp.context
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    IF c.status IN ('active', 'pending', 'blocked') AND c.expires_at <= cscp.now() THEN
+        UPDATE cscp.context x SET status = 'expired', reason = 'ttl'
+         WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id
+        RETURNING * INTO c;
+    END IF;
+    RETURN c;
+END
+$$;
+COMMENT ON FUNCTION cscp._context_record_expiry(cscp.context) IS
+  'Internal: record a live context past expires_at as expired; the context as it now stands';
+
 CREATE FUNCTION cscp.context_open(tenant_id text, conversation_id text, actor_id text,
                                   slots jsonb DEFAULT '{}', ttl interval DEFAULT NULL,
                                   correlation_id text DEFAULT NULL)
@@ -153,8 +170,7 @@ BEGIN
                 RETURN cscp._context_view(c);
             END IF;
             -- Past its TTL: record the expiry, then open a new one.
-            UPDATE cscp.context x SET status = 'expired', reason = 'ttl'
-             WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id;
+            PERFORM cscp._context_record_expiry(c);
         END IF;
 
         INSERT INTO cscp.context AS x (tenant_id, conversation_id, actor_id, slots, expires_at, ttl,
