@@ -23,7 +23,9 @@ OBJS = \
 	src/canonical.o \
 	src/evidence.o \
 	src/context_fsm.o \
-	src/command_fsm.o
+	src/command_fsm.o \
+	src/command_api.o \
+	src/spiplan.o
 
 # The install script is concatenated from one file per concern, in this order.
 SQL_PARTS = \

@@ -39,30 +39,13 @@
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
-typedef enum CommandState
-{
-	CMD_RECEIVED,
-	CMD_CANONICALIZED,
-	CMD_CONFIRMATION_REQUIRED,
-	CMD_CONFIRMED,
-	CMD_AUTHZ_PENDING,
-	CMD_AUTHORIZED,
-	CMD_REJECTED,
-	CMD_STARTED,
-	CMD_EXECUTED,
-	CMD_FAILED,
-	CMD_CANCELED,
-	CMD_COMPENSATED,
-	CMD_NUM_STATES
-} CommandState;
-
-static const char *const state_names[CMD_NUM_STATES] = {
+const char *const cscp_command_state_names[CMD_NUM_STATES] = {
 	"received", "canonicalized", "confirmation_required", "confirmed",
 	"authz_pending", "authorized", "rejected", "started", "executed",
 	"failed", "canceled", "compensated"
 };
 
-static CscpEnumCache state_cache = {.n = CMD_NUM_STATES, .names = state_names};
+static CscpEnumCache state_cache = {.n = CMD_NUM_STATES, .names = cscp_command_state_names};
 
 #define T true
 #define F false
@@ -198,8 +181,8 @@ refusal(CommandFacts *c, CommandState to, char **detail)
 		initStringInfo(&buf);
 		for (int s = 0; s < CMD_NUM_STATES; s++)
 			if (allowed[from][s])
-				appendStringInfo(&buf, "%s%s", buf.len ? ", " : "", state_names[s]);
-		*detail = psprintf("The command is %s; allowed next: %s.", state_names[from],
+				appendStringInfo(&buf, "%s%s", buf.len ? ", " : "", cscp_command_state_names[s]);
+		*detail = psprintf("The command is %s; allowed next: %s.", cscp_command_state_names[from],
 						   buf.len ? buf.data : "none (it is terminal)");
 		return "invalid_transition";
 	}
@@ -397,7 +380,7 @@ make_outcome(CommandState to, const char *reason, Jsonb *detail)
 
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, "{\"state\":");
-	cscp_canonical_string(&buf, state_names[to], strlen(state_names[to]));
+	cscp_canonical_string(&buf, cscp_command_state_names[to], strlen(cscp_command_state_names[to]));
 	appendStringInfoString(&buf, ",\"reason_code\":");
 	if (reason)
 		cscp_canonical_string(&buf, reason, strlen(reason));
@@ -425,11 +408,11 @@ record_transition(HeapTuple tuple, TupleDesc desc, CommandState from, CommandSta
 	e.tenant_id = SPI_getvalue(tuple, desc, cols.tenant_id);
 	e.conversation_id = SPI_getvalue(tuple, desc, cols.conversation_id);
 	e.command_id = SPI_getvalue(tuple, desc, cols.command_id);
-	e.stage = state_names[to];
+	e.stage = cscp_command_state_names[to];
 	e.event_type = event_type(from, to, &decision);
 	e.decision = decision_override ? decision_override : decision;
-	e.from_state = state_names[from];
-	e.to_state = state_names[to];
+	e.from_state = cscp_command_state_names[from];
+	e.to_state = cscp_command_state_names[to];
 	d = heap_getattr(tuple, cols.message_ids, desc, &isnull);
 	e.message_ids = isnull ? NULL : DatumGetArrayTypeP(d);
 	d = heap_getattr(tuple, cols.context_ref, desc, &isnull);
@@ -464,7 +447,7 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("a new command must be received or canonicalized, not %s",
-						state_names[state]),
+						cscp_command_state_names[state]),
 				 errhint("Submit it with cscp.command_submit, then move it with cscp.command_transition.")));
 
 	d = heap_getattr(tuple, cols.command_id, desc, &isnull);
@@ -554,7 +537,7 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	if (to == c.state)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("command %s is already %s", id, state_names[to]),
+				 errmsg("command %s is already %s", id, cscp_command_state_names[to]),
 				 errdetail("Every update of a command is a transition of its lifecycle."),
 				 errhint("Use cscp.command_transition.")));
 
@@ -564,9 +547,9 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 strcmp(why, "invalid_transition") == 0 ?
 				 errmsg("invalid command transition from \"%s\" to \"%s\"",
-						state_names[c.state], state_names[to]) :
+						cscp_command_state_names[c.state], cscp_command_state_names[to]) :
 				 errmsg("command %s cannot move from \"%s\" to \"%s\" (%s)",
-						id, state_names[c.state], state_names[to], why),
+						id, cscp_command_state_names[c.state], cscp_command_state_names[to], why),
 				 errdetail("%s", detail),
 				 errhint("Use cscp.command_transition, which returns a refusal instead of raising it.")));
 
@@ -690,6 +673,65 @@ facts_of_record(HeapTupleHeader rec, Oid *typoid)
 	c.tenant_id = GetAttributeByName(rec, "tenant_id", &isnull);
 	c.command_id = GetAttributeByName(rec, "command_id", &isnull);
 	return c;
+}
+
+/* The state a cscp.command_state value of type typoid names. */
+CommandState
+cscp_command_state_of(Oid typoid, Datum value)
+{
+	return (CommandState) cscp_enum_index(&state_cache, typoid, value);
+}
+
+/* The cscp.command_state value (of type typoid) of state. */
+Datum
+cscp_command_state_datum(Oid typoid, CommandState state)
+{
+	return cscp_enum_datum(&state_cache, typoid, state);
+}
+
+/* A nullable column of tuple by name, for rows read through SPI. */
+static Datum
+column_by_name(HeapTuple tuple, TupleDesc desc, const char *name, bool *isnull)
+{
+	return heap_getattr(tuple, cscp_column(desc, "cscp.command", name), desc, isnull);
+}
+
+/*
+ * Why the command row tuple (a whole cscp.command row, as SPI reads it) may
+ * not move to state to, as a reason code, or NULL when it may; *from gets
+ * its current state.  The same checks as the trigger's, so that
+ * command_transition can return a refusal rather than raise it.
+ */
+const char *
+cscp_command_refusal_of(HeapTuple tuple, TupleDesc desc, CommandState to, CommandState *from)
+{
+	CommandFacts c;
+	bool		isnull;
+	Datum		d;
+	char	   *detail;
+	int			attnum = cscp_column(desc, "cscp.command", "state");
+
+	d = heap_getattr(tuple, attnum, desc, &isnull);
+	if (isnull)
+		elog(ERROR, "command without a state");
+	c.state = cscp_command_state_of(TupleDescAttr(desc, attnum - 1)->atttypid, d);
+	d = column_by_name(tuple, desc, "mutating", &isnull);
+	c.mutating = !isnull && DatumGetBool(d);
+	d = column_by_name(tuple, desc, "auto_confirm", &isnull);
+	c.auto_confirm = !isnull && DatumGetBool(d);
+	(void) column_by_name(tuple, desc, "confirmed_at", &isnull);
+	c.confirmed = !isnull;
+	(void) column_by_name(tuple, desc, "authorized_at", &isnull);
+	c.authorized = !isnull;
+	d = column_by_name(tuple, desc, "window_expires_at", &isnull);
+	c.window_closed = !isnull && DatumGetTimestampTz(d) <= cscp_now();
+	c.tenant_id = column_by_name(tuple, desc, "tenant_id", &isnull);
+	c.command_id = column_by_name(tuple, desc, "command_id", &isnull);
+
+	*from = c.state;
+	if (to == c.state)
+		return "invalid_transition";
+	return refusal(&c, to, &detail);
 }
 
 PG_FUNCTION_INFO_V1(cscp_command_refusal);

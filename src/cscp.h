@@ -24,6 +24,7 @@
 #include "utils/array.h"
 #include "utils/jsonb.h"
 #include "utils/uuid.h"
+#include "executor/spi.h"
 
 /* Longest id (tenant, conversation, actor, session, ...) we accept, in bytes. */
 #define CSCP_MAX_ID_BYTES 256
@@ -113,6 +114,38 @@ typedef struct CscpEvidence
 
 extern char *cscp_evidence_hash(const CscpEvidence *e);
 extern void cscp_evidence_append(CscpEvidence *e);
+
+/* command_fsm.c: the command lifecycle */
+typedef enum CommandState
+{
+	CMD_RECEIVED,
+	CMD_CANONICALIZED,
+	CMD_CONFIRMATION_REQUIRED,
+	CMD_CONFIRMED,
+	CMD_AUTHZ_PENDING,
+	CMD_AUTHORIZED,
+	CMD_REJECTED,
+	CMD_STARTED,
+	CMD_EXECUTED,
+	CMD_FAILED,
+	CMD_CANCELED,
+	CMD_COMPENSATED,
+	CMD_NUM_STATES
+} CommandState;
+
+extern const char *const cscp_command_state_names[CMD_NUM_STATES];
+extern CommandState cscp_command_state_of(Oid typoid, Datum value);
+extern Datum cscp_command_state_datum(Oid typoid, CommandState state);
+extern const char *cscp_command_refusal_of(HeapTuple tuple, TupleDesc desc,
+										   CommandState to, CommandState *from);
+
+/* command_api.c: the command functions on the hot path */
+extern void cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id,
+								 const char *why);
+
+/* spiplan.c */
+extern SPIPlanPtr cscp_spi_plan(SPIPlanPtr *plan, const char *sql, int nargs,
+								const Oid *argtypes);
 
 /* jsonschema.c */
 extern void cscp_jsonschema_check(Jsonb *schema);

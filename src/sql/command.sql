@@ -97,59 +97,18 @@ COMMENT ON FUNCTION cscp._command_next_allowed(cscp.command) IS
 -- The canonical state a frame records: ids of pending commands left out (they are random, and
 -- the same calls must give the same hash on every database); times in UTC.
 CREATE FUNCTION cscp._frame_state(c cscp.context, message_ids text[]) RETURNS jsonb
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$
-    SELECT jsonb_build_object(
-        'tenant_id', c.tenant_id,
-        'conversation_id', c.conversation_id,
-        'actor_id', c.actor_id,
-        'status', c.status,
-        'expires_at', cscp._utc(c.expires_at),
-        'last_message_id', c.last_message_id,
-        'slots', (SELECT coalesce(jsonb_object_agg(s.key,
-                          CASE WHEN s.key IN ('pending_confirmation', 'pending_approval')
-                                    AND jsonb_typeof(s.value) = 'object'
-                               THEN s.value - 'command_id' ELSE s.value END), '{}'::jsonb)
-                    FROM jsonb_each(c.slots) s),
-        'message_ids', to_jsonb(message_ids))
-$$;
+    AS 'MODULE_PATHNAME', 'cscp_frame_state' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION cscp._frame_state(cscp.context, text[]) IS
   'Internal: the canonical context state a command frame records';
 
 -- Clear the pending_confirmation and pending_approval slots that name command_id, and bring the
 -- context back to active (with reason why) when nothing is pending any more; a use of the
--- context, so its TTL slides, and the command it names becomes its last one.  Expired or closed contexts stay as they are (they never change).
--- The caller holds the context's row lock.
+-- context, so its TTL slides, and the command it names becomes its last one.  Expired or closed
+-- contexts stay as they are (they never change).  The caller holds the context's row lock.
+-- C (src/command_api.c), shared with cscp.command_transition.
 CREATE FUNCTION cscp._context_release(c cscp.context, command_id uuid, why text DEFAULT NULL)
 RETURNS void
-LANGUAGE plpgsql VOLATILE
-AS $$
-DECLARE
-    s jsonb := c.slots;
-BEGIN
-    IF c.status NOT IN ('active', 'pending', 'blocked') OR c.expires_at <= cscp.now() THEN
-        RETURN;
-    END IF;
-    IF s -> 'pending_confirmation' ->> 'command_id' = command_id::text THEN
-        s := s - 'pending_confirmation';
-    END IF;
-    IF s -> 'pending_approval' ->> 'command_id' = command_id::text THEN
-        s := s - 'pending_approval';
-    END IF;
-    IF s IS DISTINCT FROM c.slots THEN
-        UPDATE cscp.context x
-           SET slots = s,
-               status = CASE WHEN x.status = 'pending'
-                              AND jsonb_typeof(s -> 'pending_confirmation') IS DISTINCT FROM 'object'
-                              AND jsonb_typeof(s -> 'pending_approval') IS DISTINCT FROM 'object'
-                             THEN 'active' ELSE x.status END,
-               reason = coalesce(why, x.reason),
-               last_command_id = command_id,
-               expires_at = cscp._context_touch(c)
-         WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id;
-    END IF;
-END
-$$;
+    AS 'MODULE_PATHNAME', 'cscp_context_release_sql' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION cscp._context_release(cscp.context, uuid, text) IS
   'Internal: clear the pending slots naming a command; the context goes back to active when none is left';
 
@@ -157,13 +116,18 @@ COMMENT ON FUNCTION cscp._context_release(cscp.context, uuid, text) IS
 -- latest; locked.  NULL when the triple never had a context.
 CREATE FUNCTION cscp._context_for(tenant_id text, conversation_id text, actor_id text)
 RETURNS cscp.context
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 AS $$
-    SELECT x FROM cscp.context x
+DECLARE
+    c cscp.context;
+BEGIN
+    SELECT * INTO c FROM cscp.context x
      WHERE x.tenant_id = $1 AND x.conversation_id = $2 AND x.actor_id = $3
      ORDER BY x.status IN ('active', 'pending', 'blocked') DESC, x.created_at DESC, x.version DESC
      LIMIT 1
-       FOR UPDATE
+       FOR UPDATE;
+    RETURN c;
+END
 $$;
 COMMENT ON FUNCTION cscp._context_for(text, text, text) IS
   'Internal: the live (else latest) context of a triple, locked; NULL when there is none';
@@ -171,14 +135,18 @@ COMMENT ON FUNCTION cscp._context_for(text, text, text) IS
 -- What a submit or recovery answers about cmd: the recorded outcome when terminal, an
 -- in-progress view while it runs, NULL for a command just formed.
 CREATE FUNCTION cscp._command_outcome(cmd cscp.command, replayed boolean) RETURNS jsonb
-LANGUAGE sql IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE
 AS $$
-    SELECT CASE
-        WHEN cmd.state IN ('rejected', 'executed', 'failed', 'canceled', 'compensated') THEN cmd.outcome
-        WHEN replayed THEN jsonb_build_object('state', cmd.state,
-                                              'in_progress', cmd.state = 'started',
-                                              'last_transition_at', cscp._utc(cmd.last_transition_at))
-    END
+BEGIN
+    IF cmd.state IN ('rejected', 'executed', 'failed', 'canceled', 'compensated') THEN
+        RETURN cmd.outcome;
+    ELSIF replayed THEN
+        RETURN jsonb_build_object('state', cmd.state,
+                                  'in_progress', cmd.state = 'started',
+                                  'last_transition_at', cscp._utc(cmd.last_transition_at));
+    END IF;
+    RETURN NULL;
+END
 $$;
 COMMENT ON FUNCTION cscp._command_outcome(cscp.command, boolean) IS
   'Internal: the outcome command_submit and command_recover return for a command';
@@ -444,115 +412,13 @@ $$;
 COMMENT ON FUNCTION cscp._command_lock(uuid) IS
   'Internal: the command with this id and its context, both locked (context first); 22023 when not found';
 
--- The body of cscp.command_transition, whose output column reason_code has the name of an
--- argument (PL/pgSQL cannot have both; the public function is a SQL wrapper).
-CREATE FUNCTION cscp._command_transition(command_id uuid, to_state cscp.command_state,
-                                         reason_code text, detail jsonb,
-                                         OUT o_accepted boolean, OUT o_state cscp.command_state,
-                                         OUT o_reason_code text)
-LANGUAGE plpgsql VOLATILE
-AS $$
-#variable_conflict use_variable
-DECLARE
-    v_now timestamptz := cscp.now();
-    l record;
-    cmd cscp.command;
-    c cscp.context;
-    why text;
-    v_window timestamptz;
-    v_approval boolean;
-    v_target cscp.command;
-BEGIN
-    IF to_state IS NULL THEN
-        RAISE EXCEPTION 'to_state must not be null'
-            USING ERRCODE = '22023', HINT = 'Pass a cscp.command_state such as ''authorized''.';
-    END IF;
-    IF reason_code IS NOT NULL THEN
-        PERFORM cscp._id('reason_code', reason_code);
-    END IF;
-    PERFORM cscp._json_object('detail', detail);
-    IF detail IS NOT NULL AND detail ? 'approver_id' THEN
-        PERFORM cscp._id('approver_id', detail ->> 'approver_id');
-    END IF;
-    l := cscp._command_lock(command_id);
-    cmd := l.cmd;
-    c := l.ctx;
-
-    why := cscp._command_refusal(cmd, to_state);
-    v_approval := to_state = 'authz_pending' AND reason_code IS NOT DISTINCT FROM 'approval_required';
-    IF why IS NULL AND v_approval
-       AND (c.context_id IS NULL OR c.status NOT IN ('active', 'pending') OR c.expires_at <= v_now) THEN
-        why := CASE WHEN c.context_id IS NOT NULL AND c.status = 'blocked' AND c.expires_at > v_now
-                    THEN 'context_blocked' ELSE 'context_expired' END;
-    END IF;
-    IF why IS NOT NULL THEN
-        PERFORM cscp._evidence_refusal(cmd.tenant_id, cmd.conversation_id, cmd.command_id,
-                                       to_state::text, why, cmd.message_ids, cmd.context_ref,
-                                       jsonb_build_object('requested_reason_code', reason_code, 'detail', detail));
-        o_accepted := false;
-        o_state := cmd.state;
-        o_reason_code := why;
-        RETURN;
-    END IF;
-
-    IF v_approval THEN
-        v_window := v_now + cscp._ttl(cscp.policy_effective(cmd.tenant_id), NULL, 'approval_ttl', 'approval_ttl');
-    END IF;
-    UPDATE cscp.command x
-       SET state = to_state, reason_code = _command_transition.reason_code, detail = _command_transition.detail,
-           window_expires_at = v_window
-     WHERE x.tenant_id = cmd.tenant_id AND x.command_id = cmd.command_id
-    RETURNING * INTO cmd;
-
-    IF v_approval THEN
-        -- Only the most recent approval request of a context is pending.
-        IF jsonb_typeof(c.slots -> 'pending_approval') = 'object' THEN
-            UPDATE cscp.command x
-               SET state = 'rejected', reason_code = 'approval_superseded',
-                   detail = jsonb_build_object('superseded_by', cmd.command_id)
-             WHERE x.tenant_id = cmd.tenant_id
-               AND x.command_id = (c.slots -> 'pending_approval' ->> 'command_id')::uuid
-               AND x.state = 'authz_pending';
-        END IF;
-        UPDATE cscp.context x
-           SET status = 'pending',
-               slots = x.slots || jsonb_build_object('pending_approval', jsonb_build_object(
-                           'command_id', cmd.command_id,
-                           'approver_id', detail ->> 'approver_id',
-                           'expires_at', cscp._utc(v_window))),
-               expires_at = cscp._context_touch(c)
-         WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id;
-    ELSIF to_state IN ('confirmed', 'authorized', 'rejected', 'canceled') AND c.context_id IS NOT NULL THEN
-        PERFORM cscp._context_release(c, cmd.command_id);
-    END IF;
-
-    -- An executed compensation compensates its target.
-    IF to_state = 'executed' AND cmd.recovery_kind = 'compensate' THEN
-        SELECT * INTO v_target FROM cscp.command x
-         WHERE x.tenant_id = cmd.tenant_id AND x.command_id = cmd.target_command_id FOR UPDATE;
-        IF FOUND AND v_target.state IN ('executed', 'failed') THEN
-            UPDATE cscp.command x
-               SET state = 'compensated', reason_code = 'compensated',
-                   detail = jsonb_build_object('compensated_by', cmd.command_id)
-             WHERE x.tenant_id = v_target.tenant_id AND x.command_id = v_target.command_id;
-        END IF;
-    END IF;
-
-    o_accepted := true;
-    o_state := cmd.state;
-    o_reason_code := cmd.reason_code;
-END
-$$;
-COMMENT ON FUNCTION cscp._command_transition(uuid, cscp.command_state, text, jsonb) IS
-  'Internal: the body of cscp.command_transition';
-
+-- C (src/command_api.c): the refusal checks of the trigger asked first, so that a refused
+-- transition is returned and recorded rather than raised; then the update, the context's slot
+-- released or (approval_required) set.
 CREATE FUNCTION cscp.command_transition(command_id uuid, to_state cscp.command_state,
                                         reason_code text DEFAULT NULL, detail jsonb DEFAULT NULL)
 RETURNS TABLE(accepted boolean, state cscp.command_state, reason_code text)
-LANGUAGE sql VOLATILE
-AS $$
-    SELECT t.o_accepted, t.o_state, t.o_reason_code FROM cscp._command_transition($1, $2, $3, $4) t
-$$;
+    AS 'MODULE_PATHNAME', 'cscp_command_transition' LANGUAGE C VOLATILE ROWS 1;
 COMMENT ON FUNCTION cscp.command_transition(uuid, cscp.command_state, text, jsonb) IS
   'Move a command along its lifecycle; a refused transition returns accepted = false and leaves invalid_transition_attempt evidence';
 
