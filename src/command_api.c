@@ -22,10 +22,12 @@
 #include "cscp.h"
 
 #include "access/htup_details.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/fmgrprotos.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
@@ -600,54 +602,65 @@ field_text(HeapTupleHeader rec, const char *name)
 	return isnull ? NULL : TextDatumGetCString(d);
 }
 
-PG_FUNCTION_INFO_V1(cscp_frame_state);
+/* What a frame records of a context. */
+typedef struct FrameContext
+{
+	const char *tenant_id;
+	const char *conversation_id;
+	const char *actor_id;
+	const char *status;
+	const char *expires_at;		/* UTC text */
+	const char *last_message_id;
+	Jsonb	   *slots;
+} FrameContext;
+
+/* Whether a jsonb key is one of the pending-question slots. */
+static bool
+is_pending_key(JsonbValue *key)
+{
+	return (key->val.string.len == (int) strlen("pending_confirmation") &&
+			memcmp(key->val.string.val, "pending_confirmation", key->val.string.len) == 0) ||
+		(key->val.string.len == (int) strlen("pending_approval") &&
+		 memcmp(key->val.string.val, "pending_approval", key->val.string.len) == 0);
+}
 
 /*
- * cscp._frame_state(c cscp.context, message_ids text[]) RETURNS jsonb: the
- * canonical context state a command frame records.  The ids of pending
- * commands are left out of the pending slots (they are random, and the same
- * calls must give the same hash on every database); times are in UTC.
+ * The canonical context state a command frame records: the context's
+ * identity, status, expiry (UTC), last message and slots, with the ids of
+ * pending commands left out of the pending slots (they are random, and the
+ * same calls must give the same hash on every database), and the command's
+ * message ids.
  */
-Datum
-cscp_frame_state(PG_FUNCTION_ARGS)
+static Jsonb *
+frame_state(const FrameContext *c, ArrayType *message_ids)
 {
-	HeapTupleHeader rec;
 	JsonbParseState *st = NULL;
 	JsonbValue	k,
 				v;
-	bool		isnull;
-	Datum		d;
 	JsonbValue *result;
 
-	if (PG_ARGISNULL(0))
-		PG_RETURN_NULL();
-	rec = PG_GETARG_HEAPTUPLEHEADER(0);
-
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-	push_text(&st, "tenant_id", field_text(rec, "tenant_id"));
-	push_text(&st, "conversation_id", field_text(rec, "conversation_id"));
-	push_text(&st, "actor_id", field_text(rec, "actor_id"));
-	d = GetAttributeByName(rec, "status", &isnull);
-	push_text(&st, "status", isnull ? NULL : DatumGetCString(DirectFunctionCall1(enum_out, d)));
-	d = GetAttributeByName(rec, "expires_at", &isnull);
-	push_text(&st, "expires_at", isnull ? NULL : cscp_utc_iso(DatumGetTimestampTz(d)));
-	push_text(&st, "last_message_id", field_text(rec, "last_message_id"));
+	push_text(&st, "tenant_id", c->tenant_id);
+	push_text(&st, "conversation_id", c->conversation_id);
+	push_text(&st, "actor_id", c->actor_id);
+	push_text(&st, "status", c->status);
+	push_text(&st, "expires_at", c->expires_at);
+	push_text(&st, "last_message_id", c->last_message_id);
 
 	k.type = jbvString;
 	k.val.string.val = "slots";
 	k.val.string.len = strlen("slots");
 	pushJsonbValue(&st, WJB_KEY, &k);
-	d = GetAttributeByName(rec, "slots", &isnull);
-	if (isnull || !JB_ROOT_IS_OBJECT(DatumGetJsonbP(d)))
+	if (c->slots == NULL)
 	{
-		if (isnull)
-			v.type = jbvNull;
-		pushJsonbValue(&st, WJB_VALUE, isnull ? &v : binary_value(DatumGetJsonbP(d), &v));
+		v.type = jbvNull;
+		pushJsonbValue(&st, WJB_VALUE, &v);
 	}
+	else if (!JB_ROOT_IS_OBJECT(c->slots))
+		pushJsonbValue(&st, WJB_VALUE, binary_value(c->slots, &v));
 	else
 	{
-		Jsonb	   *slots = DatumGetJsonbP(d);
-		JsonbIterator *it = JsonbIteratorInit(&slots->root);
+		JsonbIterator *it = JsonbIteratorInit(&c->slots->root);
 		JsonbIteratorToken tok;
 		bool		pending = false;
 
@@ -655,10 +668,7 @@ cscp_frame_state(PG_FUNCTION_ARGS)
 		{
 			if (tok == WJB_KEY)
 			{
-				pending = (v.val.string.len == (int) strlen("pending_confirmation") &&
-						   memcmp(v.val.string.val, "pending_confirmation", v.val.string.len) == 0) ||
-					(v.val.string.len == (int) strlen("pending_approval") &&
-					 memcmp(v.val.string.val, "pending_approval", v.val.string.len) == 0);
+				pending = is_pending_key(&v);
 				pushJsonbValue(&st, WJB_KEY, &v);
 			}
 			else if (tok == WJB_VALUE && pending && v.type == jbvBinary &&
@@ -680,7 +690,7 @@ cscp_frame_state(PG_FUNCTION_ARGS)
 	k.val.string.val = "message_ids";
 	k.val.string.len = strlen("message_ids");
 	pushJsonbValue(&st, WJB_KEY, &k);
-	if (PG_ARGISNULL(1))
+	if (message_ids == NULL)
 	{
 		v.type = jbvNull;
 		pushJsonbValue(&st, WJB_VALUE, &v);
@@ -691,8 +701,7 @@ cscp_frame_state(PG_FUNCTION_ARGS)
 		bool	   *nulls;
 		int			n;
 
-		deconstruct_array(PG_GETARG_ARRAYTYPE_P(1), TEXTOID, -1, false, TYPALIGN_INT,
-						  &elems, &nulls, &n);
+		deconstruct_array(message_ids, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
 		pushJsonbValue(&st, WJB_BEGIN_ARRAY, NULL);
 		for (int i = 0; i < n; i++)
 		{
@@ -711,5 +720,710 @@ cscp_frame_state(PG_FUNCTION_ARGS)
 		pushJsonbValue(&st, WJB_END_ARRAY, NULL);
 	}
 	result = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
-	PG_RETURN_JSONB_P(JsonbValueToJsonb(result));
+	return JsonbValueToJsonb(result);
+}
+
+PG_FUNCTION_INFO_V1(cscp_frame_state);
+
+/* cscp._frame_state(c cscp.context, message_ids text[]) RETURNS jsonb */
+Datum
+cscp_frame_state(PG_FUNCTION_ARGS)
+{
+	HeapTupleHeader rec;
+	FrameContext c;
+	bool		isnull;
+	Datum		d;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	rec = PG_GETARG_HEAPTUPLEHEADER(0);
+	c.tenant_id = field_text(rec, "tenant_id");
+	c.conversation_id = field_text(rec, "conversation_id");
+	c.actor_id = field_text(rec, "actor_id");
+	d = GetAttributeByName(rec, "status", &isnull);
+	c.status = isnull ? NULL : DatumGetCString(DirectFunctionCall1(enum_out, d));
+	d = GetAttributeByName(rec, "expires_at", &isnull);
+	c.expires_at = isnull ? NULL : cscp_utc_iso(DatumGetTimestampTz(d));
+	c.last_message_id = field_text(rec, "last_message_id");
+	d = GetAttributeByName(rec, "slots", &isnull);
+	c.slots = isnull ? NULL : DatumGetJsonbP(d);
+	PG_RETURN_JSONB_P(frame_state(&c, PG_ARGISNULL(1) ? NULL : PG_GETARG_ARRAYTYPE_P(1)));
+}
+
+/* Raise 22023 unless value (named argname) is null or a JSON object. */
+static void
+check_object(const char *argname, Jsonb *value)
+{
+	if (value != NULL && !JB_ROOT_IS_OBJECT(value))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be a JSON object", argname),
+				 errdetail("The value given is a JSON %s.",
+						   TextDatumGetCString(DirectFunctionCall1(jsonb_typeof,
+																   JsonbPGetDatum(value)))),
+				 errhint("Pass an object such as '{}'.")));
+}
+
+/* What a command is formed from: command_submit's arguments, or a recovery's. */
+typedef struct CommandRequest
+{
+	text	   *tenant_id;
+	text	   *conversation_id;
+	text	   *actor_id;
+	text	   *idempotency_key;
+	text	   *command_name;
+	bool		mutating;
+	ArrayType  *message_ids;
+	Jsonb	   *payload;
+	text	   *target_fingerprint; /* or NULL */
+	Datum		target_command_id;	/* uuid, when has_target */
+	bool		has_target;
+	text	   *recovery_kind;	/* or NULL */
+	const char *refuse_reason;	/* reject at once with this reason, or NULL */
+	bool		context_required;	/* reject without a usable context */
+} CommandRequest;
+
+/* What forming a command answers (command_submit's and command_recover's row). */
+typedef struct CommandResult
+{
+	Datum		command_id;
+	CommandState state;
+	bool		replayed;
+	Jsonb	   *outcome;		/* or NULL */
+} CommandResult;
+
+/* Column name of a SPI row, and whether it is null. */
+static Datum
+spi_col(HeapTuple tuple, TupleDesc desc, const char *table, const char *name, bool *isnull)
+{
+	return heap_getattr(tuple, cscp_column(desc, table, name), desc, isnull);
+}
+
+/* Whether text column name of a command row differs from value (IS DISTINCT FROM). */
+static bool
+text_differs(HeapTuple cmd, TupleDesc desc, const char *name, text *value)
+{
+	bool		isnull;
+	Datum		d = spi_col(cmd, desc, "cscp.command", name, &isnull);
+
+	if (isnull || value == NULL)
+		return isnull != (value == NULL);
+	return !DatumGetBool(DirectFunctionCall2Coll(texteq, DEFAULT_COLLATION_OID, d,
+												 PointerGetDatum(value)));
+}
+
+/* The answer a command row gives: state, and the outcome _command_outcome would. */
+static void
+command_result(HeapTuple cmd, TupleDesc desc, bool replayed, CommandResult *r,
+			   MemoryContext callerctx)
+{
+	int			attnum = cscp_column(desc, "cscp.command", "state");
+	bool		isnull;
+	Datum		d;
+	MemoryContext old;
+
+	r->state = cscp_command_state_of(TupleDescAttr(desc, attnum - 1)->atttypid,
+									 heap_getattr(cmd, attnum, desc, &isnull));
+	r->replayed = replayed;
+	old = MemoryContextSwitchTo(callerctx);
+	r->command_id = datumCopy(spi_col(cmd, desc, "cscp.command", "command_id", &isnull),
+							  false, UUID_LEN);
+	r->outcome = NULL;
+	if (r->state == CMD_REJECTED || r->state == CMD_EXECUTED || r->state == CMD_FAILED ||
+		r->state == CMD_CANCELED || r->state == CMD_COMPENSATED)
+	{
+		d = spi_col(cmd, desc, "cscp.command", "outcome", &isnull);
+		if (!isnull)
+			r->outcome = DatumGetJsonbPCopy(d);
+	}
+	else if (replayed)
+	{
+		StringInfoData buf;
+
+		d = spi_col(cmd, desc, "cscp.command", "last_transition_at", &isnull);
+		initStringInfo(&buf);
+		appendStringInfo(&buf, "{\"state\": \"%s\", \"in_progress\": %s, \"last_transition_at\": ",
+						 cscp_command_state_names[r->state],
+						 r->state == CMD_STARTED ? "true" : "false");
+		cscp_canonical_string(&buf, cscp_utc_iso(DatumGetTimestampTz(d)),
+							  strlen(cscp_utc_iso(DatumGetTimestampTz(d))));
+		appendStringInfoChar(&buf, '}');
+		r->outcome = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/* The end of a window opened now: cscp.now() + the tenant's interval under policy key. */
+static Datum
+policy_window(Datum tenant, const char *key)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[2] = {TEXTOID, TEXTOID};
+	Datum		args[2] = {tenant, CStringGetTextDatum(key)};
+	bool		isnull;
+
+	cscp_spi_plan(&plan,
+				  "SELECT cscp.now() + cscp._ttl(cscp.policy_effective($1), NULL, $2, $2)",
+				  2, argtypes);
+	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not compute the window of \"%s\"", key);
+	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+}
+
+/* The last message id of an array, or NULL. */
+static text *
+last_message_id(ArrayType *message_ids)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	if (message_ids == NULL)
+		return NULL;
+	deconstruct_array(message_ids, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (n == 0 || nulls[n - 1])
+		return NULL;
+	return DatumGetTextPP(elems[n - 1]);
+}
+
+/* Run a saved plan that must succeed with the given SPI result code; the rows it returns. */
+static SPITupleTable *
+run(SPIPlanPtr plan, Datum *args, const char *nulls, bool read_only, int expected)
+{
+	int			rc = SPI_execute_plan(plan, args, nulls, read_only, 0);
+
+	if (rc != expected)
+		elog(ERROR, "cscp internal query failed: %s", SPI_result_code_string(rc));
+	return SPI_tuptable;
+}
+
+/*
+ * Form a command, or replay the one its idempotency key already names.
+ * Locks, in order: the advisory lock of (tenant, key), the context of
+ * (tenant, conversation, actor) -- the live one, else the latest -- then
+ * the command rows.  The caller is connected to SPI.
+ */
+static void
+command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerctx)
+{
+	static SPIPlanPtr key_plan = NULL;
+	static SPIPlanPtr context_plan = NULL;
+	static SPIPlanPtr expire_plan = NULL;
+	static SPIPlanPtr frame_find_plan = NULL;
+	static SPIPlanPtr frame_insert_plan = NULL;
+	static SPIPlanPtr insert_plan = NULL;
+	static SPIPlanPtr reject_plan = NULL;
+	static SPIPlanPtr supersede_plan = NULL;
+	static SPIPlanPtr confirm_plan = NULL;
+	static SPIPlanPtr pending_plan = NULL;
+	static SPIPlanPtr use_plan = NULL;
+	static const Oid key_types[2] = {TEXTOID, TEXTOID};
+	static const Oid triple_types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	static const Oid id_types[2] = {TEXTOID, UUIDOID};
+	static const Oid frame_find_types[3] = {TEXTOID, UUIDOID, TEXTOID};
+	static const Oid frame_insert_types[6] = {TEXTOID, UUIDOID, TEXTOID, UUIDOID, JSONBOID,
+	TIMESTAMPTZOID};
+	static const Oid insert_types[15] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, UUIDOID, UUIDOID,
+		JSONBOID, TEXTARRAYOID, TEXTOID, BOOLOID, BOOLOID, JSONBOID, TEXTOID, UUIDOID,
+	TEXTOID};
+	static const Oid reject_types[3] = {TEXTOID, UUIDOID, TEXTOID};
+	static const Oid supersede_types[3] = {TEXTOID, UUIDOID, UUIDOID};
+	static const Oid confirm_types[3] = {TEXTOID, UUIDOID, TIMESTAMPTZOID};
+	static const Oid pending_types[7] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID,
+	TIMESTAMPTZOID, TEXTOID};
+	static const Oid use_types[4] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID};
+	TimestampTz now = cscp_now();
+	Datum		tenant = PointerGetDatum(q->tenant_id);
+	Datum		args[15];
+	char		nulls[16];
+	SPITupleTable *tt;
+	HeapTuple	cmd,
+				ctx = NULL;
+	TupleDesc	cmddesc,
+				ctxdesc = NULL;
+	bool		isnull;
+	bool		usable = false;
+	const char *reason = q->refuse_reason;
+	char	   *status = NULL;
+	Datum		context_id = (Datum) 0,
+				frame_id = (Datum) 0;
+	bool		has_frame = false;
+	char	   *hash = NULL;
+	Jsonb	   *context_ref = NULL;
+	bool		auto_confirm = false;
+	char	   *tenant_c = text_to_cstring(q->tenant_id);
+	char	   *name_c = text_to_cstring(q->command_name);
+	text	   *last_message = last_message_id(q->message_ids);
+	StringInfoData lockkey;
+
+	memset(nulls, ' ', sizeof(nulls));
+
+	/* Every submit of one key is serialised, as cscp._key_lock does it. */
+	initStringInfo(&lockkey);
+	appendBinaryStringInfo(&lockkey, VARDATA_ANY(q->tenant_id), VARSIZE_ANY_EXHDR(q->tenant_id));
+	appendStringInfoChar(&lockkey, '\001');
+	appendBinaryStringInfo(&lockkey, VARDATA_ANY(q->idempotency_key),
+						   VARSIZE_ANY_EXHDR(q->idempotency_key));
+	DirectFunctionCall2(pg_advisory_xact_lock_int4, Int32GetDatum(1668506480),
+						DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
+												PointerGetDatum(cstring_to_text_with_len(lockkey.data,
+																						 lockkey.len))));
+
+	args[0] = tenant;
+	args[1] = PointerGetDatum(q->idempotency_key);
+	cscp_spi_plan(&key_plan,
+				  "SELECT * FROM cscp.command x WHERE x.tenant_id = $1 AND x.idempotency_key = $2",
+				  2, key_types);
+	tt = run(key_plan, args, NULL, false, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		cmd = tt->vals[0];
+		cmddesc = tt->tupdesc;
+		if (text_differs(cmd, cmddesc, "conversation_id", q->conversation_id) ||
+			text_differs(cmd, cmddesc, "actor_id", q->actor_id) ||
+			text_differs(cmd, cmddesc, "command_name", q->command_name) ||
+			DatumGetBool(spi_col(cmd, cmddesc, "cscp.command", "mutating", &isnull)) != q->mutating ||
+			compareJsonbContainers(&DatumGetJsonbP(spi_col(cmd, cmddesc, "cscp.command",
+														   "payload", &isnull))->root,
+								   &q->payload->root) != 0 ||
+			text_differs(cmd, cmddesc, "target_fingerprint", q->target_fingerprint) ||
+			text_differs(cmd, cmddesc, "recovery_kind", q->recovery_kind))
+			goto conflict;
+		{
+			Datum		target = spi_col(cmd, cmddesc, "cscp.command", "target_command_id", &isnull);
+
+			if (isnull != !q->has_target ||
+				(!isnull && !DatumGetBool(DirectFunctionCall2(uuid_eq, target, q->target_command_id))))
+				goto conflict;
+		}
+		command_result(cmd, cmddesc, true, r, callerctx);
+		return;
+
+conflict:
+		ereport(ERROR,
+				(errcode(ERRCODE_UNIQUE_VIOLATION),
+				 errmsg("idempotency key \"%s\" was already used for a different command",
+						text_to_cstring(q->idempotency_key)),
+				 errdetail("Command %s (%s) of conversation %s has this key.",
+						   spi_text(cmd, cmddesc, "cscp.command", "command_id"),
+						   spi_text(cmd, cmddesc, "cscp.command", "command_name"),
+						   spi_text(cmd, cmddesc, "cscp.command", "conversation_id")),
+				 errhint("Use a new idempotency key for a new command; resend the same request to replay it.")));
+	}
+
+	args[0] = tenant;
+	args[1] = PointerGetDatum(q->conversation_id);
+	args[2] = PointerGetDatum(q->actor_id);
+	cscp_spi_plan(&context_plan,
+				  "SELECT * FROM cscp.context x"
+				  " WHERE x.tenant_id = $1 AND x.conversation_id = $2 AND x.actor_id = $3"
+				  " ORDER BY x.status IN ('active', 'pending', 'blocked') DESC,"
+				  "          x.created_at DESC, x.version DESC"
+				  " LIMIT 1 FOR UPDATE",
+				  3, triple_types);
+	tt = run(context_plan, args, NULL, false, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		ctx = tt->vals[0];
+		ctxdesc = tt->tupdesc;
+		status = spi_text(ctx, ctxdesc, "cscp.context", "status");
+		context_id = spi_col(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
+		usable = (strcmp(status, "active") == 0 || strcmp(status, "pending") == 0 ||
+				  strcmp(status, "blocked") == 0) &&
+			DatumGetTimestampTz(spi_col(ctx, ctxdesc, "cscp.context", "expires_at", &isnull)) > now;
+	}
+
+	if (reason == NULL && q->context_required)
+	{
+		if (ctx == NULL)
+			reason = "no_context";
+		else if (!usable)
+		{
+			reason = "context_expired";
+			/* The expiry invariant made durable, as cscp._context_record_expiry does. */
+			if (strcmp(status, "active") == 0 || strcmp(status, "pending") == 0 ||
+				strcmp(status, "blocked") == 0)
+			{
+				args[0] = tenant;
+				args[1] = context_id;
+				cscp_spi_plan(&expire_plan,
+							  "UPDATE cscp.context x SET status = 'expired', reason = 'ttl'"
+							  " WHERE x.tenant_id = $1 AND x.context_id = $2 RETURNING *",
+							  2, id_types);
+				tt = run(expire_plan, args, NULL, false, SPI_OK_UPDATE_RETURNING);
+				if (SPI_processed == 1)
+				{
+					ctx = tt->vals[0];
+					ctxdesc = tt->tupdesc;
+				}
+			}
+		}
+		else if (q->mutating && strcmp(status, "blocked") == 0)
+			reason = "context_blocked";
+	}
+
+	if (usable && reason == NULL)
+	{
+		/* Snapshot-on-execute: the frame of the state the command is formed from. */
+		FrameContext fc;
+		Jsonb	   *state;
+		StringInfoData buf;
+		Datum		d;
+
+		fc.tenant_id = tenant_c;
+		fc.conversation_id = spi_text(ctx, ctxdesc, "cscp.context", "conversation_id");
+		fc.actor_id = spi_text(ctx, ctxdesc, "cscp.context", "actor_id");
+		fc.status = status;
+		d = spi_col(ctx, ctxdesc, "cscp.context", "expires_at", &isnull);
+		fc.expires_at = cscp_utc_iso(DatumGetTimestampTz(d));
+		fc.last_message_id = spi_text(ctx, ctxdesc, "cscp.context", "last_message_id");
+		d = spi_col(ctx, ctxdesc, "cscp.context", "slots", &isnull);
+		fc.slots = isnull ? NULL : DatumGetJsonbP(d);
+		state = frame_state(&fc, q->message_ids);
+		initStringInfo(&buf);
+		cscp_canonical_append(&buf, state);
+		hash = cscp_sha256_hex(buf.data, buf.len);
+
+		args[0] = tenant;
+		args[1] = context_id;
+		args[2] = CStringGetTextDatum(hash);
+		cscp_spi_plan(&frame_find_plan,
+					  "SELECT f.frame_id FROM cscp.frame f"
+					  " WHERE f.tenant_id = $1 AND f.context_id = $2 AND f.context_hash = $3",
+					  3, frame_find_types);
+		tt = run(frame_find_plan, args, NULL, false, SPI_OK_SELECT);
+		if (SPI_processed == 0)
+		{
+			pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
+
+			cscp_routing_uuid(cscp_routing_hash_text(q->conversation_id), uuid);
+			args[0] = tenant;
+			args[1] = UUIDPGetDatum(uuid);
+			args[2] = PointerGetDatum(q->conversation_id);
+			args[3] = context_id;
+			args[4] = JsonbPGetDatum(state);
+			args[5] = TimestampTzGetDatum(now);
+			cscp_spi_plan(&frame_insert_plan,
+						  "INSERT INTO cscp.frame (tenant_id, frame_id, conversation_id, context_id,"
+						  "                        state, created_at)"
+						  " VALUES ($1, $2, $3, $4, $5, $6) RETURNING frame_id",
+						  6, frame_insert_types);
+			tt = run(frame_insert_plan, args, NULL, false, SPI_OK_INSERT_RETURNING);
+		}
+		frame_id = SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &isnull);
+		has_frame = true;
+	}
+	if (ctx != NULL)
+	{
+		JsonbParseState *st = NULL;
+		JsonbValue	k,
+					v;
+		char	   *ctxid = DatumGetCString(DirectFunctionCall1(uuid_out, context_id));
+
+		pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+		push_text(&st, "context_id", ctxid);
+		push_text(&st, "frame_id", has_frame ?
+				  DatumGetCString(DirectFunctionCall1(uuid_out, frame_id)) : NULL);
+		push_text(&st, "context_hash", hash);
+		push_text(&st, "expires_at",
+				  cscp_utc_iso(DatumGetTimestampTz(spi_col(ctx, ctxdesc, "cscp.context",
+														   "expires_at", &isnull))));
+		(void) k;
+		(void) v;
+		context_ref = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
+	}
+
+	auto_confirm = q->mutating && reason == NULL &&
+		cscp_policy_lists(cscp_policy_get(tenant_c), "auto_confirm", name_c);
+
+	args[0] = tenant;
+	args[1] = PointerGetDatum(q->idempotency_key);
+	args[2] = PointerGetDatum(q->conversation_id);
+	args[3] = PointerGetDatum(q->actor_id);
+	args[4] = context_id;
+	nulls[4] = ctx ? ' ' : 'n';
+	args[5] = frame_id;
+	nulls[5] = has_frame ? ' ' : 'n';
+	args[6] = PointerGetDatum(context_ref);
+	nulls[6] = context_ref ? ' ' : 'n';
+	args[7] = PointerGetDatum(q->message_ids);
+	args[8] = PointerGetDatum(q->command_name);
+	args[9] = BoolGetDatum(q->mutating);
+	args[10] = BoolGetDatum(auto_confirm);
+	args[11] = JsonbPGetDatum(q->payload);
+	args[12] = PointerGetDatum(q->target_fingerprint);
+	nulls[12] = q->target_fingerprint ? ' ' : 'n';
+	args[13] = q->target_command_id;
+	nulls[13] = q->has_target ? ' ' : 'n';
+	args[14] = PointerGetDatum(q->recovery_kind);
+	nulls[14] = q->recovery_kind ? ' ' : 'n';
+	cscp_spi_plan(&insert_plan,
+				  "INSERT INTO cscp.command AS x (tenant_id, idempotency_key, conversation_id,"
+				  "    actor_id, context_id, frame_id, context_ref, message_ids, command_name,"
+				  "    mutating, auto_confirm, payload, target_fingerprint, state,"
+				  "    target_command_id, recovery_kind)"
+				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
+				  "         'canonicalized', $14, $15)"
+				  " RETURNING *",
+				  15, insert_types);
+	tt = run(insert_plan, args, nulls, false, SPI_OK_INSERT_RETURNING);
+	cmd = tt->vals[0];
+	cmddesc = tt->tupdesc;
+	memset(nulls, ' ', sizeof(nulls));
+
+	if (reason != NULL)
+	{
+		args[0] = tenant;
+		args[1] = spi_col(cmd, cmddesc, "cscp.command", "command_id", &isnull);
+		args[2] = CStringGetTextDatum(reason);
+		cscp_spi_plan(&reject_plan,
+					  "UPDATE cscp.command x SET state = 'rejected', reason_code = $3"
+					  " WHERE x.tenant_id = $1 AND x.command_id = $2 RETURNING *",
+					  3, reject_types);
+		tt = run(reject_plan, args, NULL, false, SPI_OK_UPDATE_RETURNING);
+		command_result(tt->vals[0], tt->tupdesc, false, r, callerctx);
+		return;
+	}
+	if (!usable)
+	{
+		command_result(cmd, cmddesc, false, r, callerctx);
+		return;
+	}
+
+	if (q->mutating && !auto_confirm)
+	{
+		Datum		command_id = spi_col(cmd, cmddesc, "cscp.command", "command_id", &isnull);
+		Jsonb	   *slots = DatumGetJsonbP(spi_col(ctx, ctxdesc, "cscp.context", "slots", &isnull));
+		Datum		window;
+
+		/* Only the most recent confirmation request is pending: the earlier one is superseded. */
+		if (slot_pending(slots, "pending_confirmation"))
+		{
+			JsonbValue *pc = cscp_jsonb_get(slots, "pending_confirmation");
+			JsonbValue *old = getKeyJsonValueFromContainer(pc->val.binary.data, "command_id",
+														   strlen("command_id"), NULL);
+			char	   *oldid = (old != NULL && old->type == jbvString) ?
+				pnstrdup(old->val.string.val, old->val.string.len) : NULL;
+
+			if (oldid == NULL || !cscp_is_uuid_text(oldid))
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+						 errmsg("invalid input syntax for type uuid: \"%s\"", oldid ? oldid : ""),
+						 errdetail("The pending_confirmation slot of the context does not name a command.")));
+			args[0] = tenant;
+			args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(oldid));
+			args[2] = command_id;
+			cscp_spi_plan(&supersede_plan,
+						  "UPDATE cscp.command x"
+						  "   SET state = 'rejected', reason_code = 'confirmation_superseded',"
+						  "       detail = jsonb_build_object('superseded_by', $3)"
+						  " WHERE x.tenant_id = $1 AND x.command_id = $2"
+						  "   AND x.state = 'confirmation_required'",
+						  3, supersede_types);
+			run(supersede_plan, args, NULL, false, SPI_OK_UPDATE);
+		}
+		window = policy_window(tenant, "confirmation_ttl");
+		args[0] = tenant;
+		args[1] = command_id;
+		args[2] = window;
+		cscp_spi_plan(&confirm_plan,
+					  "UPDATE cscp.command x"
+					  "   SET state = 'confirmation_required', window_expires_at = $3"
+					  " WHERE x.tenant_id = $1 AND x.command_id = $2 RETURNING *",
+					  3, confirm_types);
+		tt = run(confirm_plan, args, NULL, false, SPI_OK_UPDATE_RETURNING);
+		cmd = tt->vals[0];
+		cmddesc = tt->tupdesc;
+
+		args[0] = tenant;
+		args[1] = context_id;
+		args[2] = command_id;
+		args[3] = PointerGetDatum(q->idempotency_key);
+		args[4] = PointerGetDatum(q->target_fingerprint);
+		nulls[4] = q->target_fingerprint ? ' ' : 'n';
+		args[5] = window;
+		args[6] = PointerGetDatum(last_message);
+		nulls[6] = last_message ? ' ' : 'n';
+		cscp_spi_plan(&pending_plan,
+					  "UPDATE cscp.context x"
+					  "   SET status = CASE WHEN x.status = 'active' THEN 'pending'::cscp.context_status"
+					  "                     ELSE x.status END,"
+					  "       slots = x.slots || jsonb_build_object('pending_confirmation',"
+					  "                   jsonb_build_object('command_id', $3, 'idempotency_key', $4,"
+					  "                                      'target_fingerprint', $5,"
+					  "                                      'expires_at', cscp._utc($6))),"
+					  "       last_command_id = $3,"
+					  "       last_message_id = coalesce($7, x.last_message_id),"
+					  "       expires_at = cscp._context_touch(x)"
+					  " WHERE x.tenant_id = $1 AND x.context_id = $2",
+					  7, pending_types);
+		run(pending_plan, args, nulls, false, SPI_OK_UPDATE);
+	}
+	else
+	{
+		args[0] = tenant;
+		args[1] = context_id;
+		args[2] = spi_col(cmd, cmddesc, "cscp.command", "command_id", &isnull);
+		args[3] = PointerGetDatum(last_message);
+		nulls[3] = last_message ? ' ' : 'n';
+		cscp_spi_plan(&use_plan,
+					  "UPDATE cscp.context x"
+					  "   SET last_command_id = $3,"
+					  "       last_message_id = coalesce($4, x.last_message_id),"
+					  "       expires_at = cscp._context_touch(x)"
+					  " WHERE x.tenant_id = $1 AND x.context_id = $2",
+					  4, use_types);
+		run(use_plan, args, nulls, false, SPI_OK_UPDATE);
+	}
+	command_result(cmd, cmddesc, false, r, callerctx);
+}
+
+/* Return r as the one row of a command_submit or _command_create call. */
+static Datum
+return_result(FunctionCallInfo fcinfo, const CommandResult *r)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+
+	values[0] = r->command_id;
+	values[1] = cscp_command_state_datum(TupleDescAttr(rsinfo->setDesc, 1)->atttypid, r->state);
+	values[2] = BoolGetDatum(r->replayed);
+	if (r->outcome != NULL)
+		values[3] = JsonbPGetDatum(r->outcome);
+	else
+		nulls[3] = true;
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	return (Datum) 0;
+}
+
+/* Raise 22023 unless message_ids is a non-null one-dimensional array of ids. */
+static void
+check_message_ids(ArrayType *message_ids)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	if (message_ids == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("message_ids must not be null"),
+				 errhint("Pass the ids of the messages the command was formed from, or '{}'.")));
+	if (ARR_NDIM(message_ids) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("message_ids must be a one-dimensional array")));
+	deconstruct_array(message_ids, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+		cscp_check_id("message_ids element", nulls[i] ? NULL : DatumGetTextPP(elems[i]));
+}
+
+PG_FUNCTION_INFO_V1(cscp_command_submit);
+
+/*
+ * cscp.command_submit(tenant_id, conversation_id, actor_id, idempotency_key,
+ *                     command_name, mutating, message_ids, payload,
+ *                     target_fingerprint)
+ * RETURNS TABLE(command_id uuid, state cscp.command_state, replayed boolean,
+ *               outcome jsonb)
+ *
+ * Forms a command against the live context of (tenant, conversation,
+ * actor): a frame of the context, and a confirmation request when it is
+ * mutating and not auto-confirmed; or replays the command its idempotency
+ * key already names.
+ */
+Datum
+cscp_command_submit(PG_FUNCTION_ARGS)
+{
+	MemoryContext callerctx = CurrentMemoryContext;
+	CommandRequest q = {0};
+	CommandResult r;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	q.tenant_id = PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0);
+	q.conversation_id = PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1);
+	q.actor_id = PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2);
+	q.idempotency_key = PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3);
+	q.command_name = PG_ARGISNULL(4) ? NULL : PG_GETARG_TEXT_PP(4);
+	cscp_check_tenant(q.tenant_id);
+	cscp_check_id("conversation_id", q.conversation_id);
+	cscp_check_id("actor_id", q.actor_id);
+	cscp_check_id("idempotency_key", q.idempotency_key);
+	cscp_check_id("command_name", q.command_name);
+	if (PG_ARGISNULL(5))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("mutating must not be null"),
+				 errhint("Say whether the command changes anything (true) or only reads (false).")));
+	q.mutating = PG_GETARG_BOOL(5);
+	q.message_ids = PG_ARGISNULL(6) ? NULL : PG_GETARG_ARRAYTYPE_P(6);
+	check_message_ids(q.message_ids);
+	if (PG_ARGISNULL(7))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("payload must not be null"),
+				 errhint("Pass '{}' for a command without arguments.")));
+	q.payload = PG_GETARG_JSONB_P(7);
+	check_object("payload", q.payload);
+	if (!PG_ARGISNULL(8))
+	{
+		q.target_fingerprint = PG_GETARG_TEXT_PP(8);
+		cscp_check_id("target_fingerprint", q.target_fingerprint);
+	}
+	q.context_required = true;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	command_create(&q, &r, callerctx);
+	SPI_finish();
+	return return_result(fcinfo, &r);
+}
+
+PG_FUNCTION_INFO_V1(cscp_command_create);
+
+/*
+ * cscp._command_create(tenant_id, conversation_id, actor_id, idempotency_key,
+ *                      command_name, mutating, message_ids, payload,
+ *                      target_fingerprint, target_command_id, recovery_kind,
+ *                      refuse_reason, context_required)
+ * RETURNS TABLE(command_id uuid, state cscp.command_state, replayed boolean,
+ *               outcome jsonb)
+ *
+ * command_submit's work for command_recover, whose arguments it has
+ * checked: refuse_reason rejects the new command at once with that reason
+ * (a recovery that does not apply); context_required = false forms it
+ * without a usable context (a cancel).
+ */
+Datum
+cscp_command_create(PG_FUNCTION_ARGS)
+{
+	MemoryContext callerctx = CurrentMemoryContext;
+	CommandRequest q = {0};
+	CommandResult r;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	for (int i = 0; i <= 7; i++)
+		if (PG_ARGISNULL(i))
+			elog(ERROR, "cscp._command_create: argument %d must not be null", i + 1);
+	q.tenant_id = PG_GETARG_TEXT_PP(0);
+	q.conversation_id = PG_GETARG_TEXT_PP(1);
+	q.actor_id = PG_GETARG_TEXT_PP(2);
+	q.idempotency_key = PG_GETARG_TEXT_PP(3);
+	q.command_name = PG_GETARG_TEXT_PP(4);
+	q.mutating = PG_GETARG_BOOL(5);
+	q.message_ids = PG_GETARG_ARRAYTYPE_P(6);
+	q.payload = PG_GETARG_JSONB_P(7);
+	q.target_fingerprint = PG_ARGISNULL(8) ? NULL : PG_GETARG_TEXT_PP(8);
+	q.has_target = !PG_ARGISNULL(9);
+	q.target_command_id = q.has_target ? PG_GETARG_DATUM(9) : (Datum) 0;
+	q.recovery_kind = PG_ARGISNULL(10) ? NULL : PG_GETARG_TEXT_PP(10);
+	q.refuse_reason = PG_ARGISNULL(11) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(11));
+	q.context_required = PG_ARGISNULL(12) || PG_GETARG_BOOL(12);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	command_create(&q, &r, callerctx);
+	SPI_finish();
+	return return_result(fcinfo, &r);
 }

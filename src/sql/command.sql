@@ -161,168 +161,19 @@ $$;
 COMMENT ON FUNCTION cscp._key_lock(text, text) IS
   'Internal: a transaction advisory lock on (tenant, idempotency key), taken before a command is formed';
 
--- Form a command, or replay the one its idempotency key already names.  refuse_reason, when
--- given, rejects the new command at once with that reason (a recovery that does not apply).
--- context_required = false forms it without a usable context (a cancel).
+-- Form a command, or replay the one its idempotency key already names (C, src/command_api.c;
+-- command_submit's body).  refuse_reason, when given, rejects the new command at once with that
+-- reason (a recovery that does not apply); context_required = false forms it without a usable
+-- context (a cancel).  Locks: the key (advisory), the context, then command rows.
 CREATE FUNCTION cscp._command_create(
     tenant_id text, conversation_id text, actor_id text, idempotency_key text,
     command_name text, mutating boolean, message_ids text[], payload jsonb,
     target_fingerprint text, target_command_id uuid, recovery_kind text,
-    refuse_reason text, context_required boolean,
-    OUT cmd cscp.command, OUT replayed boolean)
-LANGUAGE plpgsql VOLATILE
-AS $$
-#variable_conflict use_variable
-DECLARE
-    v_now timestamptz := cscp.now();
-    c cscp.context;
-    p jsonb;
-    v_usable boolean;
-    v_auto boolean := false;
-    v_frame uuid;
-    v_hash text;
-    v_state jsonb;
-    v_ref jsonb;
-    v_reason text := refuse_reason;
-    v_window timestamptz;
-    v_old uuid;
-BEGIN
-    PERFORM cscp._key_lock(tenant_id, idempotency_key);
-
-    SELECT * INTO cmd FROM cscp.command x
-     WHERE x.tenant_id = tenant_id AND x.idempotency_key = idempotency_key;
-    IF FOUND THEN
-        IF cmd.conversation_id <> conversation_id OR cmd.actor_id <> actor_id
-           OR cmd.command_name <> command_name OR cmd.mutating <> mutating
-           OR cmd.payload <> payload
-           OR cmd.target_fingerprint IS DISTINCT FROM target_fingerprint
-           OR cmd.target_command_id IS DISTINCT FROM target_command_id
-           OR cmd.recovery_kind IS DISTINCT FROM recovery_kind THEN
-            RAISE EXCEPTION 'idempotency key "%" was already used for a different command', idempotency_key
-                USING ERRCODE = '23505',
-                      DETAIL = format('Command %s (%s) of conversation %s has this key.',
-                                      cmd.command_id, cmd.command_name, cmd.conversation_id),
-                      HINT = 'Use a new idempotency key for a new command; resend the same request to replay it.';
-        END IF;
-        replayed := true;
-        RETURN;
-    END IF;
-    replayed := false;
-
-    c := cscp._context_for(tenant_id, conversation_id, actor_id);
-    v_usable := c.context_id IS NOT NULL AND c.status IN ('active', 'pending', 'blocked')
-                AND c.expires_at > v_now;
-
-    IF v_reason IS NULL AND context_required THEN
-        IF c.context_id IS NULL THEN
-            v_reason := 'no_context';
-        ELSIF NOT v_usable THEN
-            v_reason := 'context_expired';
-            c := cscp._context_record_expiry(c);
-        ELSIF mutating AND c.status = 'blocked' THEN
-            v_reason := 'context_blocked';
-        END IF;
-    END IF;
-
-    IF v_usable AND v_reason IS NULL THEN
-        -- Snapshot-on-execute: the frame of the state the command is formed from.
-        v_state := cscp._frame_state(c, message_ids);
-        v_hash := cscp.canonical_hash(v_state);
-        SELECT f.frame_id INTO v_frame FROM cscp.frame f
-         WHERE f.tenant_id = c.tenant_id AND f.context_id = c.context_id AND f.context_hash = v_hash;
-        IF NOT FOUND THEN
-            INSERT INTO cscp.frame (tenant_id, frame_id, conversation_id, context_id, state, created_at)
-            VALUES (c.tenant_id, cscp.routing_id(conversation_id), conversation_id, c.context_id,
-                    v_state, v_now)
-            RETURNING frame_id INTO v_frame;
-        END IF;
-    END IF;
-    IF c.context_id IS NOT NULL THEN
-        v_ref := jsonb_build_object('context_id', c.context_id, 'frame_id', v_frame,
-                                    'context_hash', v_hash, 'expires_at', cscp._utc(c.expires_at));
-    END IF;
-
-    p := cscp.policy_effective(tenant_id);
-    v_auto := mutating AND v_reason IS NULL AND coalesce(p -> 'auto_confirm' ? command_name, false);
-
-    INSERT INTO cscp.command AS x (tenant_id, idempotency_key, conversation_id, actor_id, context_id,
-                                   frame_id, context_ref, message_ids, command_name, mutating,
-                                   auto_confirm, payload, target_fingerprint, state,
-                                   target_command_id, recovery_kind)
-    VALUES (tenant_id, idempotency_key, conversation_id, actor_id, c.context_id, v_frame, v_ref,
-            message_ids, command_name, mutating, v_auto, payload, target_fingerprint,
-            'canonicalized', target_command_id, recovery_kind)
-    RETURNING * INTO cmd;
-
-    IF v_reason IS NOT NULL THEN
-        UPDATE cscp.command x SET state = 'rejected', reason_code = v_reason
-         WHERE x.tenant_id = cmd.tenant_id AND x.command_id = cmd.command_id
-        RETURNING * INTO cmd;
-        RETURN;
-    END IF;
-    IF NOT v_usable THEN
-        RETURN;
-    END IF;
-
-    IF mutating AND NOT v_auto THEN
-        -- Only the most recent confirmation request is pending: the earlier one is superseded.
-        IF jsonb_typeof(c.slots -> 'pending_confirmation') = 'object' THEN
-            v_old := (c.slots -> 'pending_confirmation' ->> 'command_id')::uuid;
-            UPDATE cscp.command x
-               SET state = 'rejected', reason_code = 'confirmation_superseded',
-                   detail = jsonb_build_object('superseded_by', cmd.command_id)
-             WHERE x.tenant_id = tenant_id AND x.command_id = v_old
-               AND x.state = 'confirmation_required';
-        END IF;
-        v_window := v_now + cscp._ttl(p, NULL, 'confirmation_ttl', 'confirmation_ttl');
-        UPDATE cscp.command x SET state = 'confirmation_required', window_expires_at = v_window
-         WHERE x.tenant_id = cmd.tenant_id AND x.command_id = cmd.command_id
-        RETURNING * INTO cmd;
-        UPDATE cscp.context x
-           SET status = CASE WHEN x.status = 'active' THEN 'pending' ELSE x.status END,
-               slots = x.slots || jsonb_build_object('pending_confirmation', jsonb_build_object(
-                           'command_id', cmd.command_id,
-                           'idempotency_key', idempotency_key,
-                           'target_fingerprint', target_fingerprint,
-                           'expires_at', cscp._utc(v_window))),
-               last_command_id = cmd.command_id,
-               last_message_id = coalesce(message_ids[array_upper(message_ids, 1)], x.last_message_id),
-               expires_at = cscp._context_touch(c)
-         WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id;
-    ELSE
-        UPDATE cscp.context x
-           SET last_command_id = cmd.command_id,
-               last_message_id = coalesce(message_ids[array_upper(message_ids, 1)], x.last_message_id),
-               expires_at = cscp._context_touch(c)
-         WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id;
-    END IF;
-END
-$$;
+    refuse_reason text, context_required boolean)
+RETURNS TABLE(command_id uuid, state cscp.command_state, replayed boolean, outcome jsonb)
+    AS 'MODULE_PATHNAME', 'cscp_command_create' LANGUAGE C VOLATILE ROWS 1;
 COMMENT ON FUNCTION cscp._command_create(text, text, text, text, text, boolean, text[], jsonb, text, uuid, text, text, boolean) IS
   'Internal: form a command (frame, confirmation request) or replay the one its idempotency key names';
-
--- Raise 22023 unless message_ids is a non-null array of ids.
-CREATE FUNCTION cscp._message_ids(message_ids text[]) RETURNS text[]
-LANGUAGE plpgsql IMMUTABLE
-AS $$
-DECLARE
-    m text;
-BEGIN
-    IF message_ids IS NULL THEN
-        RAISE EXCEPTION 'message_ids must not be null'
-            USING ERRCODE = '22023', HINT = 'Pass the ids of the messages the command was formed from, or ''{}''.';
-    END IF;
-    IF array_ndims(message_ids) > 1 THEN
-        RAISE EXCEPTION 'message_ids must be a one-dimensional array'
-            USING ERRCODE = '22023';
-    END IF;
-    FOREACH m IN ARRAY coalesce(message_ids, '{}') LOOP
-        PERFORM cscp._id('message_ids element', m);
-    END LOOP;
-    RETURN message_ids;
-END
-$$;
-COMMENT ON FUNCTION cscp._message_ids(text[]) IS 'Internal: raise 22023 unless every message id is a valid id';
 
 CREATE FUNCTION cscp._json_object(argname text, value jsonb) RETURNS jsonb
 LANGUAGE plpgsql IMMUTABLE
@@ -343,41 +194,7 @@ CREATE FUNCTION cscp.command_submit(tenant_id text, conversation_id text, actor_
                                     message_ids text[], payload jsonb DEFAULT '{}',
                                     target_fingerprint text DEFAULT NULL)
 RETURNS TABLE(command_id uuid, state cscp.command_state, replayed boolean, outcome jsonb)
-LANGUAGE plpgsql VOLATILE
-AS $$
-#variable_conflict use_variable
-DECLARE
-    r record;
-BEGIN
-    PERFORM cscp._tenant(tenant_id);
-    PERFORM cscp._id('conversation_id', conversation_id);
-    PERFORM cscp._id('actor_id', actor_id);
-    PERFORM cscp._id('idempotency_key', idempotency_key);
-    PERFORM cscp._id('command_name', command_name);
-    IF mutating IS NULL THEN
-        RAISE EXCEPTION 'mutating must not be null'
-            USING ERRCODE = '22023', HINT = 'Say whether the command changes anything (true) or only reads (false).';
-    END IF;
-    PERFORM cscp._message_ids(message_ids);
-    IF payload IS NULL THEN
-        RAISE EXCEPTION 'payload must not be null'
-            USING ERRCODE = '22023', HINT = 'Pass ''{}'' for a command without arguments.';
-    END IF;
-    PERFORM cscp._json_object('payload', payload);
-    IF target_fingerprint IS NOT NULL THEN
-        PERFORM cscp._id('target_fingerprint', target_fingerprint);
-    END IF;
-
-    r := cscp._command_create(tenant_id, conversation_id, actor_id, idempotency_key, command_name,
-                              mutating, message_ids, payload, target_fingerprint, NULL, NULL,
-                              NULL, true);
-    command_id := (r.cmd).command_id;
-    state := (r.cmd).state;
-    replayed := r.replayed;
-    outcome := cscp._command_outcome(r.cmd, r.replayed);
-    RETURN NEXT;
-END
-$$;
+    AS 'MODULE_PATHNAME', 'cscp_command_submit' LANGUAGE C VOLATILE ROWS 1;
 COMMENT ON FUNCTION cscp.command_submit(text, text, text, text, text, boolean, text[], jsonb, text) IS
   'Form a command against the live context (frame, confirmation request when mutating), or replay the one its idempotency key names';
 
@@ -484,32 +301,32 @@ BEGIN
         v_payload := payload;
     END IF;
 
-    r := cscp._command_create(t.tenant_id, t.conversation_id, t.actor_id, idempotency_key, v_name,
-                              v_mutating, t.message_ids, v_payload, v_fp, t.command_id, kind,
-                              CASE WHEN NOT v_applies THEN 'recovery_not_applicable' END,
-                              kind <> 'cancel');
-    rc := r.cmd;
-    IF NOT r.replayed AND v_applies AND kind = 'cancel' AND rc.state = 'canonicalized' THEN
+    SELECT * INTO r FROM cscp._command_create(t.tenant_id, t.conversation_id, t.actor_id,
+        idempotency_key, v_name, v_mutating, t.message_ids, v_payload, v_fp, t.command_id, kind,
+        CASE WHEN NOT v_applies THEN 'recovery_not_applicable' END, kind <> 'cancel');
+    command_id := r.command_id;
+    state := r.state;
+    replayed := r.replayed;
+    outcome := r.outcome;
+    IF NOT r.replayed AND v_applies AND kind = 'cancel' AND r.state = 'canonicalized' THEN
         -- The cancellation is cscp's own to carry out: cancel the target, then record the
         -- recovery command's run through its lifecycle.
         SELECT (l.ctx).* INTO c FROM cscp._command_lock(t.command_id) l;
         UPDATE cscp.command x
            SET state = 'canceled', reason_code = 'canceled_by_recovery',
-               detail = jsonb_build_object('recovery_command_id', rc.command_id)
+               detail = jsonb_build_object('recovery_command_id', r.command_id)
          WHERE x.tenant_id = t.tenant_id AND x.command_id = t.command_id;
         IF c.context_id IS NOT NULL THEN
             PERFORM cscp._context_release(c, t.command_id);
         END IF;
         FOREACH s IN ARRAY ARRAY['authz_pending', 'authorized', 'started', 'executed']::cscp.command_state[] LOOP
             UPDATE cscp.command x SET state = s, reason_code = 'cancel_' || s
-             WHERE x.tenant_id = t.tenant_id AND x.command_id = rc.command_id
+             WHERE x.tenant_id = t.tenant_id AND x.command_id = r.command_id
             RETURNING * INTO rc;
         END LOOP;
+        state := rc.state;
+        outcome := cscp._command_outcome(rc, false);
     END IF;
-    command_id := rc.command_id;
-    state := rc.state;
-    replayed := r.replayed;
-    outcome := cscp._command_outcome(rc, r.replayed);
     RETURN NEXT;
 END
 $$;
