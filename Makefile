@@ -25,6 +25,7 @@ OBJS = \
 	src/context_fsm.o \
 	src/command_fsm.o \
 	src/command_api.o \
+	src/confirm.o \
 	src/spiplan.o
 
 # The install script is concatenated from one file per concern, in this order.

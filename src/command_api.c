@@ -898,6 +898,59 @@ run(SPIPlanPtr plan, Datum *args, const char *nulls, bool read_only, int expecte
 }
 
 /*
+ * Take the transaction advisory lock that serialises every use of key in
+ * tenant (cscp._key_lock's: hashtext(tenant || chr(1) || key)).
+ */
+void
+cscp_key_lock(text *tenant, const char *key, int keylen)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendBinaryStringInfo(&buf, VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant));
+	appendStringInfoChar(&buf, '\001');
+	appendBinaryStringInfo(&buf, key, keylen);
+	DirectFunctionCall2(pg_advisory_xact_lock_int4, Int32GetDatum(1668506480),
+						DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
+												PointerGetDatum(cstring_to_text_with_len(buf.data,
+																						 buf.len))));
+}
+
+/*
+ * The context of (tenant, conversation, actor) a command or an answer
+ * works against -- the live one, else the latest -- locked FOR UPDATE, in
+ * *ctx and *desc (valid until SPI_finish).  False when the triple never had
+ * a context.  The caller is connected to SPI.
+ */
+bool
+cscp_context_for(text *tenant, text *conversation, text *actor, HeapTuple *ctx, TupleDesc *desc)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		args[3] = {PointerGetDatum(tenant), PointerGetDatum(conversation),
+	PointerGetDatum(actor)};
+	SPITupleTable *tt;
+
+	cscp_spi_plan(&plan,
+				  "SELECT * FROM cscp.context x"
+				  " WHERE x.tenant_id = $1 AND x.conversation_id = $2 AND x.actor_id = $3"
+				  " ORDER BY x.status IN ('active', 'pending', 'blocked') DESC,"
+				  "          x.created_at DESC, x.version DESC"
+				  " LIMIT 1 FOR UPDATE",
+				  3, argtypes);
+	tt = run(plan, args, NULL, false, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+	{
+		*ctx = NULL;
+		*desc = NULL;
+		return false;
+	}
+	*ctx = tt->vals[0];
+	*desc = tt->tupdesc;
+	return true;
+}
+
+/*
  * Form a command, or replay the one its idempotency key already names.
  * Locks, in order: the advisory lock of (tenant, key), the context of
  * (tenant, conversation, actor) -- the live one, else the latest -- then
@@ -907,7 +960,6 @@ static void
 command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerctx)
 {
 	static SPIPlanPtr key_plan = NULL;
-	static SPIPlanPtr context_plan = NULL;
 	static SPIPlanPtr expire_plan = NULL;
 	static SPIPlanPtr frame_find_plan = NULL;
 	static SPIPlanPtr frame_insert_plan = NULL;
@@ -918,7 +970,6 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	static SPIPlanPtr pending_plan = NULL;
 	static SPIPlanPtr use_plan = NULL;
 	static const Oid key_types[2] = {TEXTOID, TEXTOID};
-	static const Oid triple_types[3] = {TEXTOID, TEXTOID, TEXTOID};
 	static const Oid id_types[2] = {TEXTOID, UUIDOID};
 	static const Oid frame_find_types[3] = {TEXTOID, UUIDOID, TEXTOID};
 	static const Oid frame_insert_types[6] = {TEXTOID, UUIDOID, TEXTOID, UUIDOID, JSONBOID,
@@ -954,20 +1005,11 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	char	   *tenant_c = text_to_cstring(q->tenant_id);
 	char	   *name_c = text_to_cstring(q->command_name);
 	text	   *last_message = last_message_id(q->message_ids);
-	StringInfoData lockkey;
-
 	memset(nulls, ' ', sizeof(nulls));
 
-	/* Every submit of one key is serialised, as cscp._key_lock does it. */
-	initStringInfo(&lockkey);
-	appendBinaryStringInfo(&lockkey, VARDATA_ANY(q->tenant_id), VARSIZE_ANY_EXHDR(q->tenant_id));
-	appendStringInfoChar(&lockkey, '\001');
-	appendBinaryStringInfo(&lockkey, VARDATA_ANY(q->idempotency_key),
-						   VARSIZE_ANY_EXHDR(q->idempotency_key));
-	DirectFunctionCall2(pg_advisory_xact_lock_int4, Int32GetDatum(1668506480),
-						DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
-												PointerGetDatum(cstring_to_text_with_len(lockkey.data,
-																						 lockkey.len))));
+	/* Every submit of one key is serialised. */
+	cscp_key_lock(q->tenant_id, VARDATA_ANY(q->idempotency_key),
+				  VARSIZE_ANY_EXHDR(q->idempotency_key));
 
 	args[0] = tenant;
 	args[1] = PointerGetDatum(q->idempotency_key);
@@ -1011,21 +1053,8 @@ conflict:
 				 errhint("Use a new idempotency key for a new command; resend the same request to replay it.")));
 	}
 
-	args[0] = tenant;
-	args[1] = PointerGetDatum(q->conversation_id);
-	args[2] = PointerGetDatum(q->actor_id);
-	cscp_spi_plan(&context_plan,
-				  "SELECT * FROM cscp.context x"
-				  " WHERE x.tenant_id = $1 AND x.conversation_id = $2 AND x.actor_id = $3"
-				  " ORDER BY x.status IN ('active', 'pending', 'blocked') DESC,"
-				  "          x.created_at DESC, x.version DESC"
-				  " LIMIT 1 FOR UPDATE",
-				  3, triple_types);
-	tt = run(context_plan, args, NULL, false, SPI_OK_SELECT);
-	if (SPI_processed == 1)
+	if (cscp_context_for(q->tenant_id, q->conversation_id, q->actor_id, &ctx, &ctxdesc))
 	{
-		ctx = tt->vals[0];
-		ctxdesc = tt->tupdesc;
 		status = spi_text(ctx, ctxdesc, "cscp.context", "status");
 		context_id = spi_col(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
 		usable = (strcmp(status, "active") == 0 || strcmp(status, "pending") == 0 ||

@@ -158,7 +158,7 @@ compensation_executed(CommandFacts *c)
 	}
 	args[0] = c->tenant_id;
 	args[1] = c->command_id;
-	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
+	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up compensations");
 	found = SPI_processed > 0;
 	SPI_finish();

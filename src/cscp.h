@@ -114,6 +114,7 @@ typedef struct CscpEvidence
 
 extern char *cscp_evidence_hash(const CscpEvidence *e);
 extern void cscp_evidence_append(CscpEvidence *e);
+extern void cscp_evidence_refuse(CscpEvidence *e, Datum command_id, bool has_command);
 
 /* command_fsm.c: the command lifecycle */
 typedef enum CommandState
@@ -142,6 +143,9 @@ extern const char *cscp_command_refusal_of(HeapTuple tuple, TupleDesc desc,
 /* command_api.c: the command functions on the hot path */
 extern void cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id,
 								 const char *why);
+extern void cscp_key_lock(text *tenant, const char *key, int keylen);
+extern bool cscp_context_for(text *tenant, text *conversation, text *actor,
+							 HeapTuple *ctx, TupleDesc *desc);
 
 /* spiplan.c */
 extern SPIPlanPtr cscp_spi_plan(SPIPlanPtr *plan, const char *sql, int nargs,

@@ -219,7 +219,7 @@ cscp_evidence_append(CscpEvidence *e)
 		uuid = DirectFunctionCall1(uuid_in, CStringGetDatum(e->command_id));
 		args[0] = CStringGetTextDatum(e->tenant_id);
 		args[1] = uuid;
-		if (SPI_execute_plan(last_plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		if (SPI_execute_plan(last_plan, args, NULL, false, 1) != SPI_OK_SELECT)
 			elog(ERROR, "could not read the evidence chain of command %s", e->command_id);
 		if (SPI_processed == 1)
 		{
@@ -376,23 +376,79 @@ cscp_evidence_guard(PG_FUNCTION_ARGS)
 	PG_RETURN_NULL();
 }
 
+/*
+ * Record a refused attempt as invalid_transition_attempt: e's tenant,
+ * conversation, to_state, reason, message ids, context_ref and detail are
+ * the caller's.  The command, if any (command_id non-NULL), is looked up and
+ * locked with the caller's rights, so row-level security keeps a caller to
+ * its own tenant; its state at the time becomes from_state, whatever the
+ * caller believes it to be.
+ */
+void
+cscp_evidence_refuse(CscpEvidence *e, Datum command_id, bool has_command)
+{
+	static SPIPlanPtr plan = NULL;
+	MemoryContext callerctx = CurrentMemoryContext;
+
+	e->stage = e->to_state;
+	e->event_type = "invalid_transition_attempt";
+	e->decision = "refused";
+	e->created_at = cscp_now();
+	e->command_id = NULL;
+	e->from_state = NULL;
+
+	if (has_command)
+	{
+		Datum		args[2];
+		char	   *conv;
+
+		e->command_id = DatumGetCString(DirectFunctionCall1(uuid_out, command_id));
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		if (plan == NULL)
+		{
+			Oid			argtypes[2] = {TEXTOID, UUIDOID};
+
+			plan = SPI_prepare("SELECT c.state::text, c.conversation_id FROM cscp.command c"
+							   " WHERE c.tenant_id = $1 AND c.command_id = $2 FOR UPDATE",
+							   2, argtypes);
+			if (plan == NULL)
+				elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+			SPI_keepplan(plan);
+		}
+		args[0] = CStringGetTextDatum(e->tenant_id);
+		args[1] = command_id;
+		if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not look up command %s", e->command_id);
+		if (SPI_processed != 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("command %s does not exist", e->command_id),
+					 errhint("Check the id, and that cscp.tenant_id names the command's tenant.")));
+		e->from_state = MemoryContextStrdup(callerctx,
+											SPI_getvalue(SPI_tuptable->vals[0],
+														 SPI_tuptable->tupdesc, 1));
+		conv = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+		if (strcmp(conv, e->conversation_id) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("command %s belongs to another conversation", e->command_id)));
+		SPI_finish();
+	}
+	cscp_evidence_append(e);
+}
+
 PG_FUNCTION_INFO_V1(cscp_evidence_refusal);
 
 /*
  * cscp._evidence_refusal(tenant_id text, conversation_id text, command_id uuid,
  *                        to_state text, reason_code text, message_ids text[],
- *                        context_ref jsonb, detail jsonb) RETURNS void
- *
- * Records a refused attempt as invalid_transition_attempt.  The command, if
- * any, is looked up (and locked) with the caller's rights, so row-level
- * security keeps a caller to its own tenant; its state at the time becomes
- * from_state, whatever the caller believes it to be.
+ *                        context_ref jsonb, detail jsonb) RETURNS void:
+ * cscp_evidence_refuse for SQL callers.
  */
 Datum
 cscp_evidence_refusal(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr plan = NULL;
-	MemoryContext callerctx = CurrentMemoryContext;
 	CscpEvidence e = {0};
 	text	   *tenant = PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0);
 	text	   *conversation = PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1);
@@ -407,54 +463,10 @@ cscp_evidence_refusal(PG_FUNCTION_ARGS)
 	e.tenant_id = text_to_cstring(tenant);
 	e.conversation_id = text_to_cstring(conversation);
 	e.to_state = text_to_cstring(PG_GETARG_TEXT_PP(3));
-	e.stage = e.to_state;
-	e.event_type = "invalid_transition_attempt";
-	e.decision = "refused";
 	e.reason_code = PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4));
 	e.message_ids = PG_ARGISNULL(5) ? NULL : PG_GETARG_ARRAYTYPE_P(5);
 	e.context_ref = PG_ARGISNULL(6) ? NULL : PG_GETARG_JSONB_P(6);
 	e.detail = PG_ARGISNULL(7) ? NULL : PG_GETARG_JSONB_P(7);
-	e.created_at = cscp_now();
-
-	if (!PG_ARGISNULL(2))
-	{
-		Datum		args[2];
-		char	   *conv;
-
-		e.command_id = DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(2)));
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		if (plan == NULL)
-		{
-			Oid			argtypes[2] = {TEXTOID, UUIDOID};
-
-			plan = SPI_prepare("SELECT c.state::text, c.conversation_id FROM cscp.command c"
-							   " WHERE c.tenant_id = $1 AND c.command_id = $2 FOR UPDATE",
-							   2, argtypes);
-			if (plan == NULL)
-				elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-			SPI_keepplan(plan);
-		}
-		args[0] = PointerGetDatum(tenant);
-		args[1] = PG_GETARG_DATUM(2);
-		if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not look up command %s", e.command_id);
-		if (SPI_processed != 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("command %s does not exist", e.command_id),
-					 errhint("Check the id, and that cscp.tenant_id names the command's tenant.")));
-		e.from_state = MemoryContextStrdup(callerctx,
-										   SPI_getvalue(SPI_tuptable->vals[0],
-														SPI_tuptable->tupdesc, 1));
-		conv = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-		if (strcmp(conv, e.conversation_id) != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("command %s belongs to another conversation", e.command_id)));
-		SPI_finish();
-	}
-
-	cscp_evidence_append(&e);
+	cscp_evidence_refuse(&e, PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2), !PG_ARGISNULL(2));
 	PG_RETURN_VOID();
 }

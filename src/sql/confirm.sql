@@ -102,82 +102,11 @@ $$;
 COMMENT ON FUNCTION cscp._answer_args(text, text, text, text, text, text, boolean) IS
   'Internal: argument checks shared by confirm and approve';
 
+-- C (src/confirm.c): the rules of a yes, the evidence of every outcome, the answer kept.
 CREATE FUNCTION cscp.confirm(tenant_id text, conversation_id text, actor_id text, message_id text,
                              answer boolean, target_fingerprint text DEFAULT NULL)
 RETURNS TABLE(outcome text, command_id uuid, context_id uuid)
-LANGUAGE plpgsql VOLATILE
-AS $$
-#variable_conflict use_variable
-DECLARE
-    v_now timestamptz := cscp.now();
-    c cscp.context;
-    cmd cscp.command;
-    a cscp.answer;
-    pc jsonb;
-BEGIN
-    PERFORM cscp._answer_args(tenant_id, conversation_id, 'actor_id', actor_id, message_id,
-                              'answer', answer);
-    IF target_fingerprint IS NOT NULL THEN
-        PERFORM cscp._id('target_fingerprint', target_fingerprint);
-    END IF;
-
-    -- One answer per message: concurrent deliveries of it wait here, then replay.
-    PERFORM cscp._key_lock(tenant_id, 'confirm' || chr(1) || conversation_id || chr(1) || message_id);
-    c := cscp._context_for(tenant_id, conversation_id, actor_id);
-    SELECT * INTO a FROM cscp.answer x
-     WHERE x.tenant_id = tenant_id AND x.conversation_id = conversation_id
-       AND x.kind = 'confirm' AND x.message_id = message_id;
-    IF FOUND THEN
-        RETURN QUERY SELECT a.outcome, a.command_id, a.context_id;
-        RETURN;
-    END IF;
-
-    pc := CASE WHEN jsonb_typeof(c.slots -> 'pending_confirmation') = 'object'
-               THEN c.slots -> 'pending_confirmation' END;
-    IF pc IS NOT NULL THEN
-        SELECT * INTO cmd FROM cscp.command x
-         WHERE x.tenant_id = c.tenant_id AND x.command_id = (pc ->> 'command_id')::uuid FOR UPDATE;
-    END IF;
-
-    IF c.context_id IS NULL THEN
-        outcome := 'no_context';
-    ELSIF c.status NOT IN ('active', 'pending', 'blocked') OR c.expires_at <= v_now THEN
-        -- Expiry invariant: an expired context never interprets a yes or a no.
-        -- The question it held dies with it, swept or not.
-        outcome := 'expired';
-        PERFORM cscp._lapse(c, cmd, 'context_expired');
-    ELSIF pc IS NULL OR cmd.state IS DISTINCT FROM 'confirmation_required' THEN
-        -- Nothing pending; but when the last question lapsed, say so, and name it.
-        IF c.reason = 'confirmation_expired' THEN
-            outcome := 'confirmation_expired';
-            SELECT * INTO cmd FROM cscp.command x
-             WHERE x.tenant_id = c.tenant_id AND x.command_id = c.last_command_id;
-        ELSE
-            outcome := 'nothing_pending';
-        END IF;
-    ELSIF (pc ->> 'expires_at')::timestamptz <= v_now THEN
-        outcome := 'confirmation_expired';
-        PERFORM cscp._lapse(c, cmd, 'confirmation_expired');
-    ELSIF target_fingerprint IS NOT NULL
-          AND target_fingerprint IS DISTINCT FROM pc ->> 'target_fingerprint' THEN
-        outcome := 'target_mismatch';
-    ELSIF answer THEN
-        outcome := 'confirmed';
-        PERFORM cscp._answer_apply(c, cmd, message_id, 'confirmed', 'confirmed_by_user', NULL);
-    ELSE
-        outcome := 'declined';
-        PERFORM cscp._answer_apply(c, cmd, message_id, 'rejected', 'declined', NULL);
-    END IF;
-
-    command_id := cmd.command_id;
-    context_id := c.context_id;
-    PERFORM cscp._answer_record('confirm', c, tenant_id, conversation_id, message_id, actor_id, outcome,
-                                outcome IN ('confirmed', 'declined'), command_id, 'confirmed',
-                                jsonb_build_object('answer', answer, 'actor_id', actor_id,
-                                                   'target_fingerprint_given', target_fingerprint IS NOT NULL));
-    RETURN NEXT;
-END
-$$;
+    AS 'MODULE_PATHNAME', 'cscp_confirm' LANGUAGE C VOLATILE ROWS 1;
 COMMENT ON FUNCTION cscp.confirm(text, text, text, text, boolean, text) IS
   'Answer the pending confirmation of a conversation''s actor: confirmed, declined, no_context, expired, nothing_pending, confirmation_expired or target_mismatch';
 
