@@ -23,7 +23,11 @@ OBJS = \
 	src/canonical.o \
 	src/evidence.o \
 	src/context_fsm.o \
-	src/command_fsm.o
+	src/command_fsm.o \
+	src/events.o \
+	src/context_link.o \
+	src/turns.o \
+	src/conversation.o
 
 # The install script is concatenated from one file per concern, in this order.
 SQL_PARTS = \
@@ -37,6 +41,7 @@ SQL_PARTS = \
 	src/sql/command.sql \
 	src/sql/confirm.sql \
 	src/sql/document.sql \
+	src/sql/conversation.sql \
 	src/sql/sweep.sql \
 	src/sql/views.sql \
 	src/sql/security.sql
