@@ -697,7 +697,8 @@ cscp_conversation_start(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNIQUE_VIOLATION),
 					 errmsg("conversation \"%s\" already exists", conv_s),
-					 errdetail("It was started by agent \"%s\" with another first turn.", conv.agent_id),
+					 errdetail("It was started by agent \"%s\"; only the same agent sending the same first turn replays that start.",
+							   conv.agent_id),
 					 errhint("Use a new conversation id, or resend the original start to replay it.")));
 		res.event_id = first.event_id;
 		res.turn_index = 0;

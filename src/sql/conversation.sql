@@ -125,19 +125,24 @@ CREATE FUNCTION cscp._conversation_timeout(tenant_id text, conversation_id text)
 COMMENT ON FUNCTION cscp._conversation_timeout(text, text) IS
   'Internal: close an open conversation past its deadline with a system turn and a null outcome; false when it is not due';
 
--- Inlined into the caller's query (plain SQL, STABLE, not strict), so that a WHERE or a LIMIT on
--- turn_index reads only the turns asked for.
-CREATE FUNCTION cscp.conversation_turns(tenant_id text, conversation_id text)
+-- Inlined into the caller's query (plain SQL, STABLE, not strict), so that a WHERE on
+-- turn_index reaches the index; "last" reads only the last turns, from the conversation's
+-- next_turn_index, never the ones before them.
+CREATE FUNCTION cscp.conversation_turns(tenant_id text, conversation_id text, last int DEFAULT NULL)
 RETURNS SETOF cscp.turn
 LANGUAGE sql STABLE
 AS $$
     SELECT t.* FROM cscp.turn t
      WHERE t.tenant_id = cscp._tenant($1)
        AND t.conversation_id = cscp._id('conversation_id', $2)
+       AND t.turn_index >= CASE WHEN $3 IS NULL THEN 0
+                                ELSE (SELECT c.next_turn_index FROM cscp.conversation c
+                                       WHERE c.tenant_id = $1 AND c.conversation_id = $2) - greatest($3, 0)
+                           END
      ORDER BY t.turn_index
 $$;
-COMMENT ON FUNCTION cscp.conversation_turns(text, text) IS
-  'The transcript of a conversation in turn_index order, the same on every call; no rows if it does not exist';
+COMMENT ON FUNCTION cscp.conversation_turns(text, text, int) IS
+  'The transcript of a conversation in turn_index order, the same on every call (last: only the last n turns); no rows if it does not exist';
 
 CREATE FUNCTION cscp.conversation_events(tenant_id text, conversation_id text)
 RETURNS SETOF cscp.event
