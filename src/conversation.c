@@ -150,7 +150,10 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 
 	d = heap_getattr(tuple, cols.schema, desc, &isnull);
 	if (!isnull)
+	{
+		cscp_check_json_limits(DatumGetJsonbP(d), "schema");
 		cscp_jsonschema_check(DatumGetJsonbP(d));
+	}
 
 	d = heap_getattr(tuple, cols.timeout_ms, desc, &isnull);
 	if (!isnull)

@@ -197,6 +197,7 @@ extern CscpCloseIntent *cscp_close_intent;
 
 extern void cscp_turn_parse(Jsonb *turn, const char *argname, CscpTurn *out);
 extern char *cscp_turn_content_hash(Jsonb *content, int32 *size);
+extern void cscp_check_json_limits(Jsonb *j, const char *what);
 
 /* events.c: one row of cscp.event, written as the table's owner */
 extern char *cscp_event_append(const char *tenant_id, const char *conversation_id,

@@ -97,25 +97,28 @@ bad_field(const char *argname, const char *field, const char *expected, JsonbVal
 			 errhint("A ConversationTurn is {\"messageId\", \"from\", \"content\", \"ts\", \"role\", \"turnIndex\"}; from, content, ts and role are required.")));
 }
 
-/* Raise 22023 unless content is within the size and nesting limits. */
-static void
-check_content_limits(Jsonb *content)
+/*
+ * Raise 22023 unless the JSON value j (what names it: "turn content",
+ * "schema") is within the size and nesting limits.
+ */
+void
+cscp_check_json_limits(Jsonb *j, const char *what)
 {
 	JsonbIterator *it;
 	JsonbValue	v;
 	JsonbIteratorToken tok;
 	int			depth = 0;
 
-	if (VARSIZE(content) > CSCP_MAX_TURN_CONTENT_BYTES)
+	if (VARSIZE(j) > CSCP_MAX_TURN_CONTENT_BYTES)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("turn content is too large"),
+				 errmsg("%s is too large", what),
 				 errdetail("It takes %zu bytes; the limit is %d bytes.",
-						   (size_t) VARSIZE(content), CSCP_MAX_TURN_CONTENT_BYTES),
+						   (size_t) VARSIZE(j), CSCP_MAX_TURN_CONTENT_BYTES),
 				 errhint("Store large payloads elsewhere and put their identifier in the turn.")));
-	if (JB_ROOT_IS_SCALAR(content))
+	if (JB_ROOT_IS_SCALAR(j))
 		return;
-	it = JsonbIteratorInit(&content->root);
+	it = JsonbIteratorInit(&j->root);
 	while ((tok = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
 	{
 		if (tok == WJB_BEGIN_ARRAY || tok == WJB_BEGIN_OBJECT)
@@ -123,7 +126,7 @@ check_content_limits(Jsonb *content)
 			if (++depth > CSCP_MAX_TURN_CONTENT_DEPTH)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("turn content is nested too deeply"),
+						 errmsg("%s is nested too deeply", what),
 						 errdetail("Arrays and objects may be nested at most %d levels deep.",
 								   CSCP_MAX_TURN_CONTENT_DEPTH)));
 		}
@@ -249,7 +252,7 @@ cscp_turn_parse(Jsonb *turn, const char *argname, CscpTurn *out)
 		out->message_id = pnstrdup(f->val.string.val, f->val.string.len);
 	}
 
-	check_content_limits(out->content);
+	cscp_check_json_limits(out->content, "turn content");
 }
 
 /* "sha256:<hex>" of the canonical JSON of content; *size its length in bytes. */
@@ -387,7 +390,7 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 				 errmsg("content of a turn must not be null"),
 				 errhint("A turn without content carries the JSON value null: 'null'::jsonb.")));
 	content = DatumGetJsonbP(d);
-	check_content_limits(content);
+	cscp_check_json_limits(content, "turn content");
 
 	if (!cscp_conversation_lock(tenant, convid, &conv))
 		ereport(ERROR,
