@@ -227,7 +227,7 @@ SELECT * FROM cscp.conversation_close('cv', 'l1',
 SELECT actor_id, status, reason, last_message_id FROM cscp.context WHERE tenant_id = 'cv' AND conversation_id = 'l1' ORDER BY actor_id;
 SELECT e.event_type, e.from_state || '->' || e.to_state AS transition, e.reason_code, e.message_ids,
        e.detail, e.context_ref ? 'context_id' AS has_context_ref
-  FROM cscp.evidence e WHERE e.tenant_id = 'cv' AND e.conversation_id = 'l1' ORDER BY e.reason_code, e.from_state;
+  FROM cscp.evidence e WHERE e.tenant_id = 'cv' AND e.conversation_id = 'l1' ORDER BY e.reason_code, e.from_state, e.message_ids::text;
 SELECT jsonb_array_length(payload -> 'contexts') AS contexts_in_closed_event
   FROM cscp.conversation_events('cv', 'l1') WHERE type = 'conversation.closed';
 SELECT count(*) AS evidence_problems FROM cscp.evidence_verify('cv');
