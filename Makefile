@@ -26,7 +26,11 @@ OBJS = \
 	src/command_fsm.o \
 	src/command_api.o \
 	src/confirm.o \
-	src/spiplan.o
+	src/spiplan.o \
+	src/events.o \
+	src/context_link.o \
+	src/turns.o \
+	src/conversation.o
 
 # The install script is concatenated from one file per concern, in this order.
 SQL_PARTS = \
@@ -40,6 +44,7 @@ SQL_PARTS = \
 	src/sql/command.sql \
 	src/sql/confirm.sql \
 	src/sql/document.sql \
+	src/sql/conversation.sql \
 	src/sql/sweep.sql \
 	src/sql/views.sql \
 	src/sql/security.sql
@@ -47,9 +52,9 @@ SQL_PARTS = \
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql
 EXTRA_CLEAN = results output_iso regression.diffs regression.out
 
-REGRESS = setup clock routing policy context_transitions context_expiry slots jsonschema confirm bad_input_commands commands evidence documents sweep views bad_input drop
+REGRESS = setup clock routing policy context_transitions context_expiry slots jsonschema confirm bad_input_commands commands evidence documents sweep views bad_input conversations bad_input_conversations drop
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
-ISOLATION = context_open_race sweep_vs_slot_set submit_same_key confirm_race sweep_vs_confirm confirm_vs_new_request notify policy_cache
+ISOLATION = context_open_race sweep_vs_slot_set submit_same_key confirm_race sweep_vs_confirm confirm_vs_new_request notify policy_cache conversation_append_race conversation_same_message conversation_timeout_race
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=$(EXTENSION)
 
 PG_CPPFLAGS = -I$(srcdir)/src

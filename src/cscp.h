@@ -154,6 +154,8 @@ extern SPIPlanPtr cscp_spi_plan(SPIPlanPtr *plan, const char *sql, int nargs,
 /* jsonschema.c */
 extern void cscp_jsonschema_check(Jsonb *schema);
 extern char *cscp_jsonschema_validate(Jsonb *schema, Jsonb *instance);
+extern char *cscp_jsonschema_validate_checked(Jsonb *schema, Jsonb *instance);
+extern void cscp_jsonschema_keywords(StringInfo out);
 
 /* policy.c */
 extern Jsonb *cscp_policy_get(const char *tenant_id);
@@ -171,5 +173,80 @@ extern Jsonb *cscp_slots_validate(Jsonb *newslots, Jsonb *oldslots,
 								  const char *tenant_id);
 extern Jsonb *cscp_slots_visible(Jsonb *slots, Jsonb *policy);
 extern bool cscp_is_uuid_text(const char *str);
+
+/* conversation.c: a conversation row, locked, as the C code reads it */
+typedef struct CscpConversation
+{
+	char	   *tenant_id;
+	char	   *conversation_id;
+	char	   *agent_id;
+	bool		closed;
+	Jsonb	   *schema;			/* NULL: no schema */
+	int64		timeout_ms;		/* 0: no timeout */
+	TimestampTz deadline;		/* valid when timeout_ms > 0 */
+	char	   *causation_id;
+	int32		next_turn_index;
+	int32		next_event_seq;
+	char	   *close_reason;	/* NULL while open */
+} CscpConversation;
+
+extern bool cscp_conversation_lock(const char *tenant_id, const char *conversation_id,
+								   CscpConversation *conv);
+extern void cscp_conversation_advance(const CscpConversation *conv,
+									  int32 next_turn_index, int32 next_event_seq,
+									  const char *close_reason, Jsonb *outcome,
+									  TimestampTz now);
+extern char *cscp_event_id(const char *conversation_id, int32 seq);
+
+/* turns.c: a ConversationTurn, and how the API asks the turn trigger to close */
+typedef struct CscpTurn
+{
+	char	   *message_id;		/* NULL: assigned */
+	bool		has_index;
+	int32		turn_index;
+	const char *role;
+	char	   *sender;
+	Jsonb	   *content;
+	Datum		ts;				/* numeric */
+} CscpTurn;
+
+typedef enum CscpCloseKind
+{
+	CSCP_CLOSE_NONE,
+	CSCP_CLOSE_BY_TURN,			/* cscp.conversation_close */
+	CSCP_CLOSE_BY_TIMEOUT		/* the deadline passed */
+} CscpCloseKind;
+
+/* Set by the API around the INSERT of a closing turn; read by the turn trigger. */
+typedef struct CscpCloseIntent
+{
+	const char *tenant_id;
+	const char *conversation_id;
+	CscpCloseKind kind;
+	Jsonb	   *outcome;
+} CscpCloseIntent;
+
+extern CscpCloseIntent *cscp_close_intent;
+
+#define CSCP_MAX_MESSAGE_ID_BYTES (2 * CSCP_MAX_ID_BYTES + 32)
+#define CSCP_MAX_TURN_CONTENT_BYTES (1024 * 1024)
+#define CSCP_MAX_TURN_CONTENT_DEPTH 64
+
+extern void cscp_turn_parse(Jsonb *turn, const char *argname, CscpTurn *out);
+extern char *cscp_turn_content_hash(Jsonb *content, int32 *size);
+extern void cscp_check_json_limits(Jsonb *j, const char *what);
+
+/* events.c: one row of cscp.event, written as the table's owner */
+extern char *cscp_event_append(const char *tenant_id, const char *conversation_id,
+							   int32 seq, const char *type, const char *causation_id,
+							   int32 turn_index, const char *payload_json,
+							   TimestampTz now);
+
+/* context_link.c: what a turn and a close do to the conversation's contexts */
+extern void cscp_context_note_message(const char *tenant_id, const char *conversation_id,
+									  const char *actor_id, const char *message_id,
+									  TimestampTz now);
+extern void cscp_contexts_close(const char *tenant_id, const char *conversation_id,
+								const char *event_id, TimestampTz now, StringInfo closed);
 
 #endif							/* CSCP_H */

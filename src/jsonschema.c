@@ -931,6 +931,48 @@ cscp_jsonschema_validate(Jsonb *schema, Jsonb *instance)
 	return msg;
 }
 
+/*
+ * As cscp_jsonschema_validate, for a schema already known to pass
+ * cscp_jsonschema_check (one stored after that check): the schema is not
+ * checked again, so a conversation's schema costs its check once, at start.
+ */
+char *
+cscp_jsonschema_validate_checked(Jsonb *schema, Jsonb *instance)
+{
+	MemoryContext ctx,
+				old;
+	JsonbValue	sv,
+				iv;
+	char	   *msg;
+
+	Assert(schema != NULL && instance != NULL);
+	ctx = AllocSetContextCreate(CurrentMemoryContext, "cscp jsonschema",
+								ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(ctx);
+	jsonb_root_value(schema, &sv);
+	jsonb_root_value(instance, &iv);
+	msg = validate(&sv, &iv, NULL);
+	MemoryContextSwitchTo(old);
+	if (msg != NULL)
+		msg = pstrdup(msg);
+	MemoryContextDelete(ctx);
+	return msg;
+}
+
+/* Append the supported keywords to out as a JSON array of strings. */
+void
+cscp_jsonschema_keywords(StringInfo out)
+{
+	appendStringInfoChar(out, '[');
+	for (int i = 0; i < (int) lengthof(supported_keywords); i++)
+	{
+		if (i > 0)
+			appendStringInfoChar(out, ',');
+		cscp_canonical_string(out, supported_keywords[i], strlen(supported_keywords[i]));
+	}
+	appendStringInfoChar(out, ']');
+}
+
 PG_FUNCTION_INFO_V1(cscp_jsonschema_check_sql);
 
 /* cscp.jsonschema_check(schema jsonb) RETURNS jsonb */

@@ -30,6 +30,21 @@ ALTER TABLE cscp.evidence ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_read ON cscp.evidence FOR SELECT
     USING (tenant_id = current_setting('cscp.tenant_id', true));
 
+ALTER TABLE cscp.conversation ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON cscp.conversation
+    USING (tenant_id = current_setting('cscp.tenant_id', true))
+    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+
+ALTER TABLE cscp.turn ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON cscp.turn
+    USING (tenant_id = current_setting('cscp.tenant_id', true))
+    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+
+-- Events: application roles only ever read them (cscp's C code writes them as the owner).
+ALTER TABLE cscp.event ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_read ON cscp.event FOR SELECT
+    USING (tenant_id = current_setting('cscp.tenant_id', true));
+
 ALTER TABLE cscp.document ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON cscp.document
     USING (tenant_id = current_setting('cscp.tenant_id', true))
@@ -85,6 +100,11 @@ BEGIN
     EXECUTE format('GRANT SELECT, INSERT, UPDATE ON cscp.command TO %s', r);
     EXECUTE format('GRANT SELECT, INSERT ON cscp.frame, cscp.answer TO %s', r);
     EXECUTE format('GRANT SELECT ON cscp.evidence TO %s', r);
+    -- Conversations change only through their turns (the triggers see to it; UPDATE is needed
+    -- for the row lock every append takes); turns are written once; events are read-only.
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE ON cscp.conversation TO %s', r);
+    EXECUTE format('GRANT SELECT, INSERT ON cscp.turn TO %s', r);
+    EXECUTE format('GRANT SELECT ON cscp.event TO %s', r);
     EXECUTE format('GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA cscp TO %s', r);
     -- Administration and operator inspection are not the application's.
     EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.grant_app(name), cscp.grant_operator(name), '
@@ -118,6 +138,9 @@ SELECT pg_catalog.pg_extension_config_dump('cscp.command', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.frame', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.answer', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.evidence', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.conversation', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.turn', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.event', '');
 
 -- Last, so that it covers every object above: nothing of cscp's is PUBLIC's.
 REVOKE ALL ON ALL TABLES IN SCHEMA cscp FROM PUBLIC;

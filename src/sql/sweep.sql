@@ -26,6 +26,10 @@ DECLARE
     n_commands bigint := 0;
     n_evidence bigint := 0;
     n_other bigint;
+    n_timeouts bigint := 0;
+    n_conversations bigint := 0;
+    n_turns bigint := 0;
+    n_events bigint := 0;
     r record;
     v_ctx cscp.context;
     v_cmd cscp.command;
@@ -63,6 +67,21 @@ BEGIN
         ELSE
             PERFORM cscp._lapse(v_ctx, v_cmd, 'approval_expired');
             n_approvals := n_approvals + 1;
+        END IF;
+    END LOOP;
+
+    -- Open conversations past their deadline are closed: a system turn, a null outcome, their
+    -- contexts closed (before the contexts' own expiry below, so that a context the conversation
+    -- outlived is recorded expired, with the evidence of its conversation's close).
+    FOR r IN
+        SELECT c.tenant_id, c.conversation_id FROM cscp.conversation c
+         WHERE c.state = 'open' AND c.deadline <= v_now
+         ORDER BY c.deadline
+         LIMIT batch
+           FOR UPDATE SKIP LOCKED
+    LOOP
+        IF cscp._conversation_timeout(r.tenant_id, r.conversation_id) THEN
+            n_timeouts := n_timeouts + 1;
         END IF;
     END LOOP;
 
@@ -140,14 +159,43 @@ BEGIN
                             WHERE x.tenant_id = f.tenant_id AND x.frame_id = f.frame_id);
     END IF;
 
+    -- Closed conversations past their tenant's retention_turns go with their turns and events
+    -- (by a role that may delete them: the owner, a superuser).
+    IF pg_catalog.has_table_privilege('cscp.turn', 'DELETE')
+       AND pg_catalog.has_table_privilege('cscp.event', 'DELETE')
+       AND pg_catalog.has_table_privilege('cscp.conversation', 'DELETE') THEN
+        FOR r IN
+            SELECT c.tenant_id, c.conversation_id FROM cscp.conversation c
+             WHERE c.state = 'closed'
+               AND c.closed_at + cscp._retention(c.tenant_id, 'retention_turns') <= v_now
+             ORDER BY c.closed_at
+             LIMIT batch
+               FOR UPDATE SKIP LOCKED
+        LOOP
+            DELETE FROM cscp.turn t WHERE t.tenant_id = r.tenant_id AND t.conversation_id = r.conversation_id;
+            GET DIAGNOSTICS n_other = ROW_COUNT;
+            n_turns := n_turns + n_other;
+            DELETE FROM cscp.event e WHERE e.tenant_id = r.tenant_id AND e.conversation_id = r.conversation_id;
+            GET DIAGNOSTICS n_other = ROW_COUNT;
+            n_events := n_events + n_other;
+            DELETE FROM cscp.conversation c
+             WHERE c.tenant_id = r.tenant_id AND c.conversation_id = r.conversation_id;
+            n_conversations := n_conversations + 1;
+        END LOOP;
+    END IF;
+
     RETURN jsonb_build_object('contexts_expired', n_expired,
                               'documents_deleted', n_docs,
                               'contexts_purged', n_purged,
                               'confirmations_lapsed', n_confirmations,
                               'approvals_lapsed', n_approvals,
                               'commands_purged', n_commands,
-                              'evidence_purged', n_evidence);
+                              'evidence_purged', n_evidence,
+                              'conversations_timed_out', n_timeouts,
+                              'conversations_purged', n_conversations,
+                              'turns_purged', n_turns,
+                              'events_purged', n_events);
 END
 $$;
 COMMENT ON FUNCTION cscp.sweep(int) IS
-  'Lapse confirmation and approval windows, expire live contexts past their TTL, delete expired documents and whatever is past retention, batch rows per action; returns counts';
+  'Lapse confirmation and approval windows, time out conversations past their deadline, expire live contexts past their TTL, delete expired documents and whatever is past retention, batch rows per action; returns counts';

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `make demo`: a throwaway cluster and the walk-throughs in test/demo/: conversation.sql (contexts,
 # slots, expiry, tenancy, the sweep), then cancel_order.sql (a command confirmed, refused when late,
-# authorized, executed, replayed, and its evidence trail), in the same database.
+# authorized, executed, replayed, and its evidence trail), then multi_turn.sql (a multi-turn
+# conversation under a schema: a rejection, a replayed delivery, a close, a timeout), in the same
+# database.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source test/scripts/cluster.sh
@@ -9,5 +11,6 @@ cluster_start
 echo "cscp demo: a throwaway PostgreSQL cluster in $CSCP_TMP (unix socket only)"
 psql -X -d postgres -f test/demo/conversation.sql
 psql -X -d postgres -f test/demo/cancel_order.sql
+psql -X -d postgres -f test/demo/multi_turn.sql
 echo
 echo "cscp demo: done; the cluster is stopped and removed."

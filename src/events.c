@@ -1,0 +1,112 @@
+/*-------------------------------------------------------------------------
+ *
+ * events.c
+ *	  The events of a conversation (OpenWOP RFC 0005): conversation.opened,
+ *	  conversation.exchanged, conversation.closed and replay.diverged.
+ *
+ * Events are appended only, by cscp's C code (the turn trigger, and the
+ * replay path of cscp.conversation_exchange), with the rights of the owner
+ * of cscp.event: application roles read their tenant's events and write
+ * none, so an event always records something cscp did.
+ *
+ * Each event takes the conversation's next_event_seq, read and advanced by
+ * the caller under the conversation's row lock, so a conversation's events
+ * are numbered 0, 1, 2, ... without gaps and never fork.  Its id is
+ * "<conversation_id>:e<seq>" (a generated column), and its causation_id
+ * is the previous event's id (or, for conversation.opened, the caller's).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "cscp.h"
+
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+/* The owner of cscp.event, whose rights events are written with. */
+static Oid
+event_owner(void)
+{
+	Oid			nsp = get_namespace_oid("cscp", false);
+	Oid			relid = get_relname_relid("event", nsp);
+	HeapTuple	tp;
+	Oid			owner;
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "table cscp.event does not exist");
+	tp = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tp))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tp))->relowner;
+	ReleaseSysCache(tp);
+	return owner;
+}
+
+/* The id of event seq of a conversation, as the generated column computes it. */
+char *
+cscp_event_id(const char *conversation_id, int32 seq)
+{
+	return psprintf("%s:e%d", conversation_id, seq);
+}
+
+/*
+ * Append one event as the owner of cscp.event; turn_index < 0 means none,
+ * payload_json is JSON text.  Returns the event's id.
+ */
+char *
+cscp_event_append(const char *tenant_id, const char *conversation_id, int32 seq,
+				  const char *type, const char *causation_id, int32 turn_index,
+				  const char *payload_json, TimestampTz now)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			save_userid;
+	int			save_sec_context;
+	Datum		values[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(event_owner(),
+						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (plan == NULL)
+	{
+		Oid			argtypes[8] = {TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID,
+		INT4OID, JSONBOID, TIMESTAMPTZOID};
+
+		plan = SPI_prepare("INSERT INTO cscp.event (tenant_id, conversation_id, seq, type,"
+						   " causation_id, turn_index, payload, created_at)"
+						   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)", 8, argtypes);
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(plan);
+	}
+	values[0] = CStringGetTextDatum(tenant_id);
+	values[1] = CStringGetTextDatum(conversation_id);
+	values[2] = Int32GetDatum(seq);
+	values[3] = CStringGetTextDatum(type);
+	if (causation_id != NULL)
+		values[4] = CStringGetTextDatum(causation_id);
+	else
+		nulls[4] = 'n';
+	if (turn_index >= 0)
+		values[5] = Int32GetDatum(turn_index);
+	else
+		nulls[5] = 'n';
+	values[6] = DirectFunctionCall1(jsonb_in, CStringGetDatum(payload_json));
+	values[7] = TimestampTzGetDatum(now);
+
+	if (SPI_execute_plan(plan, values, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not append event %d of conversation \"%s\"", seq, conversation_id);
+	SPI_finish();
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	return cscp_event_id(conversation_id, seq);
+}

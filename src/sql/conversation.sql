@@ -1,0 +1,162 @@
+-- conversation.sql: multi-turn conversations (OpenWOP RFC 0005): conversations, turns, events.
+--
+-- The rules live in C, on the tables: conversation_guard (src/conversation.c) holds every write
+-- to cscp.conversation, turn_guard (src/turns.c) every turn, so a direct INSERT is held to what
+-- the API functions do: the ConversationTurn shape, a gapless turn index kept on the
+-- conversation row (O(1) per append), the schema given at start, the closed state, the
+-- timeout.  The turn trigger also records the turn's event, moves the conversation's counters,
+-- and links the turn to its sender's live context.  Events are written by cscp's C code with the
+-- table owner's rights only: application roles read them.
+--
+-- Lock order: the conversation row, then context rows.
+
+CREATE TYPE cscp.conversation_state AS ENUM ('open', 'closed');
+COMMENT ON TYPE cscp.conversation_state IS 'Lifecycle of a conversation: open, then closed (terminal)';
+
+CREATE TABLE cscp.conversation (
+    tenant_id        text                    NOT NULL CHECK (tenant_id <> '' AND tenant_id <> '*'),
+    conversation_id  text                    NOT NULL CHECK (conversation_id <> ''),
+    agent_id         text                    NOT NULL CHECK (agent_id <> ''),
+    state            cscp.conversation_state NOT NULL DEFAULT 'open',
+    schema           jsonb,
+    timeout_ms       bigint                  CHECK (timeout_ms > 0),
+    deadline         timestamptz,
+    causation_id     text,
+    opened_at        timestamptz             NOT NULL DEFAULT cscp.now(),
+    closed_at        timestamptz,
+    outcome          jsonb,
+    close_reason     text                    CHECK (close_reason IN ('closed', 'timeout')),
+    next_turn_index  int                     NOT NULL DEFAULT 0 CHECK (next_turn_index >= 0),
+    next_event_seq   int                     NOT NULL DEFAULT 0 CHECK (next_event_seq >= 0),
+    updated_at       timestamptz             NOT NULL DEFAULT cscp.now(),
+    PRIMARY KEY (tenant_id, conversation_id),
+    CHECK ((state = 'closed') = (closed_at IS NOT NULL AND close_reason IS NOT NULL))
+);
+COMMENT ON TABLE cscp.conversation IS
+  'Multi-turn conversations (OpenWOP RFC 0005): open, then closed by a final turn or by the timeout';
+COMMENT ON COLUMN cscp.conversation.deadline IS 'opened_at + timeout_ms: past it the conversation times out';
+COMMENT ON COLUMN cscp.conversation.next_turn_index IS 'The index the next turn takes (kept by the turn trigger)';
+COMMENT ON COLUMN cscp.conversation.next_event_seq IS 'The sequence number the next event takes';
+COMMENT ON COLUMN cscp.conversation.close_reason IS 'closed (cscp.conversation_close) or timeout';
+
+-- The sweep: open conversations by deadline; closed ones by age.
+CREATE INDEX conversation_deadline_idx ON cscp.conversation (deadline)
+    WHERE state = 'open' AND deadline IS NOT NULL;
+CREATE INDEX conversation_retired_idx ON cscp.conversation (closed_at) WHERE state = 'closed';
+
+CREATE FUNCTION cscp.conversation_guard() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'cscp_conversation_guard' LANGUAGE C;
+COMMENT ON FUNCTION cscp.conversation_guard() IS
+  'Trigger: a conversation is born open with a supported schema; its state and counters move only with its turns';
+CREATE TRIGGER conversation_guard BEFORE INSERT OR UPDATE ON cscp.conversation
+    FOR EACH ROW EXECUTE FUNCTION cscp.conversation_guard();
+
+CREATE TABLE cscp.turn (
+    tenant_id        text        NOT NULL,
+    conversation_id  text        NOT NULL,
+    turn_index       int         NOT NULL CHECK (turn_index >= 0),
+    message_id       text        NOT NULL CHECK (message_id <> ''),
+    role             text        NOT NULL CHECK (role IN ('user', 'agent', 'system')),
+    sender           text        NOT NULL CHECK (sender <> ''),
+    content          jsonb,
+    content_hash     text        NOT NULL,
+    content_size     int         NOT NULL,
+    ts               numeric     NOT NULL,
+    event_id         text        NOT NULL,
+    recorded_at      timestamptz NOT NULL DEFAULT cscp.now(),
+    PRIMARY KEY (tenant_id, conversation_id, turn_index),
+    UNIQUE (tenant_id, conversation_id, message_id)
+);
+COMMENT ON TABLE cscp.turn IS
+  'Turns of a conversation (ConversationTurn): gapless turn_index from 0, message_id unique per conversation; never changed';
+COMMENT ON COLUMN cscp.turn.sender IS 'The turn''s "from"';
+COMMENT ON COLUMN cscp.turn.content IS 'The turn''s content; NULL when the policy turn_content is "reference"';
+COMMENT ON COLUMN cscp.turn.content_hash IS 'cscp.canonical_hash(content): replays are compared by it';
+COMMENT ON COLUMN cscp.turn.content_size IS 'Bytes of cscp.canonical_json(content)';
+COMMENT ON COLUMN cscp.turn.event_id IS 'The event that recorded the turn';
+
+CREATE FUNCTION cscp.turn_guard() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'cscp_turn_guard' LANGUAGE C;
+COMMENT ON FUNCTION cscp.turn_guard() IS
+  'Trigger: holds every turn to the ConversationTurn rules, the gapless index and the schema; records its event; turns never change';
+CREATE TRIGGER turn_guard BEFORE INSERT OR UPDATE ON cscp.turn
+    FOR EACH ROW EXECUTE FUNCTION cscp.turn_guard();
+
+CREATE TABLE cscp.event (
+    tenant_id        text        NOT NULL,
+    conversation_id  text        NOT NULL,
+    event_id         text        NOT NULL GENERATED ALWAYS AS (conversation_id || ':e' || seq) STORED,
+    seq              int         NOT NULL CHECK (seq >= 0),
+    type             text        NOT NULL,
+    causation_id     text,
+    turn_index       int,
+    payload          jsonb       NOT NULL DEFAULT '{}',
+    created_at       timestamptz NOT NULL,
+    PRIMARY KEY (tenant_id, conversation_id, seq)
+);
+COMMENT ON TABLE cscp.event IS
+  'Events of a conversation: conversation.opened, .exchanged, .closed and replay.diverged, each caused by the one before';
+COMMENT ON COLUMN cscp.event.event_id IS 'conversation_id:e<seq>: the same on every database that replays the conversation';
+
+CREATE FUNCTION cscp.conversation_start(tenant_id text, conversation_id text, agent_id text,
+                                        initial_turn jsonb, schema jsonb DEFAULT NULL,
+                                        timeout_ms bigint DEFAULT NULL,
+                                        causation_id text DEFAULT NULL)
+RETURNS TABLE(event_id text, turn_index int, message_id text)
+    AS 'MODULE_PATHNAME', 'cscp_conversation_start' LANGUAGE C VOLATILE ROWS 1;
+COMMENT ON FUNCTION cscp.conversation_start(text, text, text, jsonb, jsonb, bigint, text) IS
+  'Open a conversation with its first turn (index 0) and event conversation.opened; the same start sent again replays it';
+
+CREATE FUNCTION cscp.conversation_exchange(tenant_id text, conversation_id text, turn jsonb)
+RETURNS TABLE(event_id text, turn_index int, message_id text, outcome text)
+    AS 'MODULE_PATHNAME', 'cscp_conversation_exchange' LANGUAGE C VOLATILE ROWS 1;
+COMMENT ON FUNCTION cscp.conversation_exchange(text, text, jsonb) IS
+  'Record a turn: outcome exchanged, replayed (same messageId and content), diverged (same messageId, other content) or timed_out';
+
+CREATE FUNCTION cscp.conversation_close(tenant_id text, conversation_id text, turn jsonb,
+                                        outcome jsonb DEFAULT NULL)
+RETURNS TABLE(event_id text, turn_index int, message_id text, result text)
+    AS 'MODULE_PATHNAME', 'cscp_conversation_close' LANGUAGE C VOLATILE ROWS 1;
+COMMENT ON FUNCTION cscp.conversation_close(text, text, jsonb, jsonb) IS
+  'Close a conversation with its final turn and event conversation.closed; its live contexts are closed; result closed or timed_out';
+
+CREATE FUNCTION cscp._conversation_timeout(tenant_id text, conversation_id text) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'cscp_conversation_timeout' LANGUAGE C VOLATILE STRICT;
+COMMENT ON FUNCTION cscp._conversation_timeout(text, text) IS
+  'Internal: close an open conversation past its deadline with a system turn and a null outcome; false when it is not due';
+
+-- Inlined into the caller's query (plain SQL, STABLE, not strict), so that a WHERE on
+-- turn_index reaches the index; "last" reads only the last turns, from the conversation's
+-- next_turn_index, never the ones before them.
+CREATE FUNCTION cscp.conversation_turns(tenant_id text, conversation_id text, last int DEFAULT NULL)
+RETURNS SETOF cscp.turn
+LANGUAGE sql STABLE
+AS $$
+    SELECT t.* FROM cscp.turn t
+     WHERE t.tenant_id = cscp._tenant($1)
+       AND t.conversation_id = cscp._id('conversation_id', $2)
+       AND t.turn_index >= CASE WHEN $3 IS NULL THEN 0
+                                ELSE (SELECT c.next_turn_index FROM cscp.conversation c
+                                       WHERE c.tenant_id = $1 AND c.conversation_id = $2) - greatest($3, 0)
+                           END
+     ORDER BY t.turn_index
+$$;
+COMMENT ON FUNCTION cscp.conversation_turns(text, text, int) IS
+  'The transcript of a conversation in turn_index order, the same on every call (last: only the last n turns); no rows if it does not exist';
+
+CREATE FUNCTION cscp.conversation_events(tenant_id text, conversation_id text)
+RETURNS SETOF cscp.event
+LANGUAGE sql STABLE
+AS $$
+    SELECT e.* FROM cscp.event e
+     WHERE e.tenant_id = cscp._tenant($1)
+       AND e.conversation_id = cscp._id('conversation_id', $2)
+     ORDER BY e.seq
+$$;
+COMMENT ON FUNCTION cscp.conversation_events(text, text) IS
+  'The events of a conversation in order; no rows if it does not exist';
+
+CREATE FUNCTION cscp.capabilities() RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'cscp_capabilities' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION cscp.capabilities() IS
+  'What this cscp implements, for capability advertisement: conversationPrimitive, interrupts, schema keywords, turn roles';

@@ -1,0 +1,144 @@
+-- The third part of `make demo`, run after cancel_order.sql in the same cluster (it reuses the
+-- extension and the whatsapp_bot role): a multi-turn conversation (OpenWOP RFC 0005). An
+-- insurer's supervisor agent and a person exchange several turns under a schema; a turn that
+-- breaks the schema is refused; WhatsApp delivers a message twice and it is replayed, not
+-- recorded again; the supervisor closes with an outcome, which closes the person's context;
+-- a second conversation is left unanswered and times out.
+--
+-- The silent checks (pg_temp.expect, run with ECHO off) stop the demo when an outcome is not the
+-- one the story expects.
+\set ON_ERROR_STOP 1
+\set ECHO queries
+\pset footer off
+\set SHOW_CONTEXT never
+
+\set ECHO none
+RESET ROLE;
+RESET cscp.tenant_id;
+CREATE FUNCTION pg_temp.expect(got text, want text, what text) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF got IS DISTINCT FROM want THEN
+        RAISE EXCEPTION 'demo: unexpected %: got %, expected %', what,
+                        coalesce(got, 'NULL'), coalesce(want, 'NULL');
+    END IF;
+END
+$$;
+\set ECHO queries
+
+\echo
+\echo '== 25. What this cscp advertises to an agent runtime'
+SELECT jsonb_pretty(cscp.capabilities() - 'conversation') AS capabilities,
+       jsonb_array_length(cscp.capabilities() -> 'conversation' -> 'schemaKeywords') AS schema_keywords;
+
+\echo
+\echo '== 26. 14:00  The insurer''s supervisor agent opens a claim conversation with Ana; every turn must match a schema'
+SET cscp.clock = '2026-11-21 14:00:00+00';
+SET ROLE whatsapp_bot;
+SET cscp.tenant_id = 'acme-insure';
+SELECT status FROM cscp.context_open('acme-insure', 'claim-881', 'ana', '{"active_intent": "file_claim"}');
+SELECT * FROM cscp.conversation_start('acme-insure', 'claim-881', 'claims-supervisor',
+    '{"from": "claims-supervisor", "role": "agent", "content": {"text": "What happened to your car?"}, "ts": 1795269600000}',
+    schema => '{"type": "object", "required": ["text"], "additionalProperties": false,
+                "properties": {"text": {"type": "string", "minLength": 1, "maxLength": 500},
+                               "photos": {"type": "array", "maxItems": 5, "items": {"type": "string", "pattern": "^photo-[0-9]+$"}},
+                               "amount_eur": {"type": "number", "exclusiveMinimum": 0}}}',
+    timeout_ms => 3600000, causation_id => 'claims-run-5');
+
+\echo
+\echo '== 27. Ana answers, the agent asks for photos, Ana sends two (indexes and message ids are assigned)'
+SELECT * FROM cscp.conversation_exchange('acme-insure', 'claim-881',
+    '{"messageId": "wamid.A1", "from": "ana", "role": "user", "content": {"text": "A tree fell on it"}, "ts": 1795269660000}');
+SELECT * FROM cscp.conversation_exchange('acme-insure', 'claim-881',
+    '{"from": "claims-supervisor", "role": "agent", "content": {"text": "Sorry to hear. Can you send photos?"}, "ts": 1795269665000}');
+SELECT * FROM cscp.conversation_exchange('acme-insure', 'claim-881',
+    '{"messageId": "wamid.A2", "from": "ana", "role": "user", "content": {"text": "Here", "photos": ["photo-1", "photo-2"]}, "ts": 1795269720000}');
+\echo '   Ana''s context now names her last message (identifiers only, never the text)'
+SELECT status, last_message_id FROM cscp.context_get('acme-insure', 'claim-881', 'ana');
+
+\echo
+\echo '== 28. Refused: a turn that breaks the schema (a negative amount); the error names the JSON path, nothing is written'
+\set ON_ERROR_STOP 0
+SELECT * FROM cscp.conversation_exchange('acme-insure', 'claim-881',
+    '{"messageId": "wamid.A3", "from": "ana", "role": "user", "content": {"text": "About", "amount_eur": -300}, "ts": 1795269780000}');
+\set ON_ERROR_STOP 1
+SELECT count(*) AS turns_so_far FROM cscp.conversation_turns('acme-insure', 'claim-881');
+\set ECHO none
+SELECT pg_temp.expect(count(*)::text, '4', 'turns after the schema rejection')
+  FROM cscp.conversation_turns('acme-insure', 'claim-881') \g /dev/null
+\set ECHO queries
+
+\echo
+\echo '== 29. Ana corrects it; WhatsApp then delivers that message twice more: one replay, and one with altered content'
+SELECT * FROM cscp.conversation_exchange('acme-insure', 'claim-881',
+    '{"messageId": "wamid.A4", "from": "ana", "role": "user", "content": {"text": "About", "amount_eur": 300}, "ts": 1795269800000}');
+SELECT * FROM cscp.conversation_exchange('acme-insure', 'claim-881',
+    '{"messageId": "wamid.A4", "from": "ana", "role": "user", "content": {"text": "About", "amount_eur": 300}, "ts": 1795269800000}');
+SELECT * FROM cscp.conversation_exchange('acme-insure', 'claim-881',
+    '{"messageId": "wamid.A4", "from": "ana", "role": "user", "content": {"text": "About", "amount_eur": 3000}, "ts": 1795269800000}');
+\echo '   The replay re-prompted nobody and added nothing; the altered copy left a replay.diverged event and the original stands'
+SELECT turn_index, content ->> 'amount_eur' AS amount_eur FROM cscp.conversation_turns('acme-insure', 'claim-881')
+ WHERE message_id = 'wamid.A4';
+\set ECHO none
+SELECT pg_temp.expect(string_agg(outcome, ','), 'replayed', 'outcome of the replayed delivery')
+  FROM cscp.conversation_exchange('acme-insure', 'claim-881',
+    '{"messageId": "wamid.A4", "from": "ana", "role": "user", "content": {"text": "About", "amount_eur": 300}, "ts": 1795269800000}') \g /dev/null
+\set ECHO queries
+
+\echo
+\echo '== 30. 14:10  The supervisor closes the claim with an outcome; Ana''s live context is closed with it, with evidence'
+RESET ROLE;  -- only a superuser moves the demo's clock
+SET cscp.clock = '2026-11-21 14:10:00+00';
+SET ROLE whatsapp_bot;
+SELECT * FROM cscp.conversation_close('acme-insure', 'claim-881',
+    '{"from": "claims-supervisor", "role": "agent", "content": {"text": "Claim 881 filed, we will call you tomorrow."}, "ts": 1795270200000}',
+    '{"claim_id": 881, "status": "filed", "amount_eur": 300}');
+SELECT status, reason FROM cscp.context_get('acme-insure', 'claim-881', 'ana');
+SELECT event_type, from_state || ' -> ' || to_state AS transition, reason_code, detail ->> 'event_id' AS closing_event
+  FROM cscp.evidence WHERE tenant_id = 'acme-insure' AND conversation_id = 'claim-881';
+\echo '   Refused: a turn after the close (55000), nothing written'
+\set ON_ERROR_STOP 0
+SELECT * FROM cscp.conversation_exchange('acme-insure', 'claim-881',
+    '{"from": "ana", "role": "user", "content": {"text": "Thanks!"}, "ts": 1795270300000}');
+\set ON_ERROR_STOP 1
+
+\echo
+\echo '== 31. The transcript, in order and the same on every call, and its events, each caused by the one before'
+SELECT turn_index, message_id, role, sender, content ->> 'text' AS text
+  FROM cscp.conversation_turns('acme-insure', 'claim-881');
+SELECT event_id, type, causation_id, turn_index
+  FROM cscp.conversation_events('acme-insure', 'claim-881');
+
+\echo
+\echo '== 32. 15:00  A second claim: the agent asks, Marco never answers within the 30-minute timeout'
+RESET ROLE;  -- only a superuser moves the demo's clock
+SET cscp.clock = '2026-11-21 15:00:00+00';
+SET ROLE whatsapp_bot;
+SELECT * FROM cscp.conversation_start('acme-insure', 'claim-882', 'claims-supervisor',
+    '{"from": "claims-supervisor", "role": "agent", "content": {"text": "Is anyone hurt?"}, "ts": 1795273200000}',
+    timeout_ms => 1800000);
+\echo '   15:45  Marco''s late answer is not recorded: the call records the timeout and answers timed_out'
+RESET ROLE;  -- only a superuser moves the demo's clock
+SET cscp.clock = '2026-11-21 15:45:00+00';
+SET ROLE whatsapp_bot;
+SELECT * FROM cscp.conversation_exchange('acme-insure', 'claim-882',
+    '{"from": "marco", "role": "user", "content": {"text": "No, all fine"}, "ts": 1795275900000}');
+SELECT turn_index, role, sender, content ->> 'text' AS text FROM cscp.conversation_turns('acme-insure', 'claim-882');
+SELECT state, close_reason, outcome IS NULL AS outcome_is_null FROM cscp.conversation WHERE conversation_id = 'claim-882';
+\set ECHO none
+SELECT pg_temp.expect(close_reason, 'timeout', 'close reason of claim-882')
+  FROM cscp.conversation WHERE conversation_id = 'claim-882' \g /dev/null
+\set ECHO queries
+\echo '   15:45  A third claim nobody answers for its one-minute timeout: the sweep closes it the same way'
+SELECT * FROM cscp.conversation_start('acme-insure', 'claim-883', 'claims-supervisor',
+    '{"from": "claims-supervisor", "role": "agent", "content": {"text": "Do you need a tow truck?"}, "ts": 1795275900000}',
+    timeout_ms => 60000);
+RESET ROLE;
+SET cscp.clock = '2026-11-21 15:47:00+00';
+SELECT cscp.sweep() -> 'conversations_timed_out' AS conversations_timed_out;
+SELECT turn_index, role, content ->> 'text' AS text FROM cscp.conversation_turns('acme-insure', 'claim-883');
+\set ECHO none
+SELECT pg_temp.expect(string_agg(close_reason || '/' || coalesce(outcome::text, 'null'), ','), 'timeout/null',
+                      'close of claim-883 by the sweep')
+  FROM cscp.conversation WHERE conversation_id = 'claim-883' \g /dev/null
+\set ECHO queries
