@@ -23,7 +23,10 @@ OBJS = \
 	src/canonical.o \
 	src/evidence.o \
 	src/context_fsm.o \
-	src/command_fsm.o
+	src/command_fsm.o \
+	src/identity.o \
+	src/facts.o \
+	src/assemble.o
 
 # The install script is concatenated from one file per concern, in this order.
 SQL_PARTS = \
@@ -37,6 +40,7 @@ SQL_PARTS = \
 	src/sql/command.sql \
 	src/sql/confirm.sql \
 	src/sql/document.sql \
+	src/sql/facts.sql \
 	src/sql/sweep.sql \
 	src/sql/views.sql \
 	src/sql/security.sql
@@ -44,9 +48,9 @@ SQL_PARTS = \
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql
 EXTRA_CLEAN = results output_iso regression.diffs regression.out
 
-REGRESS = setup clock routing policy context_transitions context_expiry slots jsonschema confirm bad_input_commands commands evidence documents sweep views bad_input drop
+REGRESS = setup clock routing policy context_transitions context_expiry slots jsonschema confirm bad_input_commands commands evidence documents facts build_context sweep views bad_input drop
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
-ISOLATION = context_open_race sweep_vs_slot_set submit_same_key confirm_race sweep_vs_confirm confirm_vs_new_request notify policy_cache
+ISOLATION = context_open_race sweep_vs_slot_set submit_same_key confirm_race sweep_vs_confirm confirm_vs_new_request notify policy_cache fact_supersede_race
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=$(EXTENSION)
 
 PG_CPPFLAGS = -I$(srcdir)/src
