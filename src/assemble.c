@@ -14,10 +14,13 @@
  *	- constraints before facts; within each, by full-text relevance to query
  *	  (ts_rank of the fact's key and value against the query's words, any
  *	  of them), ties by recency, then by fact id;
- *	- facts and constraints together take at most fact_budget_share of the
- *	  budget (policy, default 0.7); identity, environment and working set
- *	  what is left; a line that does not fit is left out (truncated) and the
- *	  next one tried, so the whole text never exceeds the budget;
+ *	- constraints and facts together take at most fact_budget_share of the
+ *	  budget (policy, default 0.7); then the current time, identity and
+ *	  environment take what they need of the rest; the working set gets
+ *	  whatever is then left.  A line that does not fit is left out
+ *	  (truncated) and the next one tried, except that no plain fact goes in
+ *	  while a constraint was left out: the text never exceeds the budget,
+ *	  and constraints always come before facts;
  *	- a fact flagged needs_review is shown, marked "[needs review]";
  *	- the same rows and the same clock give the same text, byte for byte.
  * It only reads, under the statement's snapshot; it takes no locks beyond
@@ -79,50 +82,59 @@ cscp_token_count(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32((int32) Min(n, PG_INT32_MAX));
 }
 
-/* The text being assembled and what it has used of the budget. */
-typedef struct Assembly
+/* The sections of a context, in the order of its text. */
+typedef enum Section
 {
-	StringInfoData text;
-	int64		used;			/* tokens of text */
-	int64		budget;			/* -1: no budget */
-	bool		truncated;
-	const char *section;		/* header of the section being filled */
-	bool		section_open;	/* its header is in text */
-} Assembly;
+	SEC_IDENTITY,
+	SEC_ENVIRONMENT,
+	SEC_CONSTRAINTS,
+	SEC_FACTS,
+	SEC_WORKING_SET,
+	NUM_SECTIONS
+} Section;
 
-static void
-begin_section(Assembly *a, const char *header)
-{
-	a->section = header;
-	a->section_open = false;
-}
+static const char *const section_headers[NUM_SECTIONS] = {
+	"## Identity", "## Environment", "## Constraints", "## Facts", "## Working set"
+};
 
 /*
- * Add line to the current section when it fits within limit (tokens of the
- * whole text; -1: none), with the section's header before the first line.
+ * The context being assembled: each section's lines (its header first,
+ * once it has a line), and the tokens all of them use.  Sections are
+ * filled in order of priority and joined in the order of their text.
+ */
+typedef struct Assembly
+{
+	StringInfoData sections[NUM_SECTIONS];
+	int64		used;			/* tokens of all sections */
+	int64		budget;			/* -1: no budget */
+	bool		truncated;
+} Assembly;
+
+/*
+ * Add line to section when the whole context stays within limit tokens
+ * (-1: no limit), with the section's header before its first line.
  */
 static bool
-add_line(Assembly *a, const char *line, int64 limit)
+add_line(Assembly *a, Section section, const char *line, int64 limit)
 {
+	StringInfo	buf = &a->sections[section];
+	const char *header = section_headers[section];
 	int64		cost = count_tokens(line, strlen(line));
 
-	if (!a->section_open)
-		cost += count_tokens(a->section, strlen(a->section));
+	if (buf->len == 0)
+		cost += count_tokens(header, strlen(header));
 	if (limit >= 0 && a->used + cost > limit)
 	{
 		a->truncated = true;
 		return false;
 	}
-	if (!a->section_open)
+	if (buf->len == 0)
 	{
-		if (a->text.len > 0)
-			appendStringInfoChar(&a->text, '\n');
-		appendStringInfoString(&a->text, a->section);
-		appendStringInfoChar(&a->text, '\n');
-		a->section_open = true;
+		appendStringInfoString(buf, header);
+		appendStringInfoChar(buf, '\n');
 	}
-	appendStringInfoString(&a->text, line);
-	appendStringInfoChar(&a->text, '\n');
+	appendStringInfoString(buf, line);
+	appendStringInfoChar(buf, '\n');
 	a->used += cost;
 	return true;
 }
@@ -162,8 +174,8 @@ listed(const char *const *keys, const char *key)
  * keys of skip left out.
  */
 static void
-add_object_lines(Assembly *a, Jsonb *obj, const char *const *first, const char *const *skip,
-				 MemoryContext rowcxt)
+add_object_lines(Assembly *a, Section section, Jsonb *obj, const char *const *first,
+				 const char *const *skip, int64 limit, MemoryContext rowcxt)
 {
 	JsonbIterator *it;
 	JsonbValue	v;
@@ -180,7 +192,7 @@ add_object_lines(Assembly *a, Jsonb *obj, const char *const *first, const char *
 		{
 			MemoryContext old = MemoryContextSwitchTo(rowcxt);
 
-			add_line(a, psprintf("%s: %s", first[i], value_text(fv)), a->budget);
+			add_line(a, section, psprintf("%s: %s", first[i], value_text(fv)), limit);
 			MemoryContextSwitchTo(old);
 			MemoryContextReset(rowcxt);
 		}
@@ -195,7 +207,7 @@ add_object_lines(Assembly *a, Jsonb *obj, const char *const *first, const char *
 		{
 			MemoryContext old = MemoryContextSwitchTo(rowcxt);
 
-			add_line(a, psprintf("%s: %s", key, value_text(&v)), a->budget);
+			add_line(a, section, psprintf("%s: %s", key, value_text(&v)), limit);
 			MemoryContextSwitchTo(old);
 			MemoryContextReset(rowcxt);
 		}
@@ -217,17 +229,24 @@ append_json_string(StringInfo buf, const char *s)
 	cscp_canonical_string(buf, s, strlen(s));
 }
 
-/* The first column of a one-row, one-column SPI result as jsonb, or NULL. */
+/* The first column of a one-row SPI result as jsonb copied into cxt, or NULL. */
 static Jsonb *
-spi_jsonb(void)
+spi_jsonb(MemoryContext cxt)
 {
 	bool		isnull;
 	Datum		d;
+	MemoryContext old;
+	Jsonb	   *j;
 
 	if (SPI_processed != 1)
 		return NULL;
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	return isnull ? NULL : DatumGetJsonbP(d);
+	if (isnull)
+		return NULL;
+	old = MemoryContextSwitchTo(cxt);
+	j = DatumGetJsonbPCopy(d);
+	MemoryContextSwitchTo(old);
+	return j;
 }
 
 /*
@@ -311,7 +330,10 @@ cscp_build_context(PG_FUNCTION_ARGS)
 	char	   *now_text = cscp_utc_iso(now);
 	double		share = 0.7;
 	int64		fact_budget = -1;
-	int64		fact_limit;
+	bool		constraints_fit = true;
+	Jsonb	   *identity;
+	Jsonb	   *environment;
+	StringInfoData text;
 	int64		omitted = 0;
 	Jsonb	   *policy;
 	JsonbValue *sharev;
@@ -349,7 +371,8 @@ cscp_build_context(PG_FUNCTION_ARGS)
 	if (a.budget >= 0)
 		fact_budget = (int64) floor((double) a.budget * share);
 
-	initStringInfo(&a.text);
+	for (int i = 0; i < NUM_SECTIONS; i++)
+		initStringInfo(&a.sections[i]);
 	initStringInfo(&fact_ids);
 	initStringInfo(&review_ids);
 	initStringInfo(&ws_keys);
@@ -376,10 +399,9 @@ cscp_build_context(PG_FUNCTION_ARGS)
 	}
 	if (SPI_execute_plan(identity_plan, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the identity");
-	begin_section(&a, "## Identity");
-	add_object_lines(&a, spi_jsonb(), identity_order, NULL, rowcxt);
+	identity = spi_jsonb(callerctx);
 
-	/* Environment: the time first, then the session's environment. */
+	/* Environment. */
 	if (env_plan == NULL)
 	{
 		Oid			argtypes[2] = {TEXTOID, TEXTOID};
@@ -393,11 +415,12 @@ cscp_build_context(PG_FUNCTION_ARGS)
 	args[1] = PointerGetDatum(session);
 	if (SPI_execute_plan(env_plan, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the environment");
-	begin_section(&a, "## Environment");
-	add_line(&a, psprintf("now: %s", now_text), a.budget);
-	add_object_lines(&a, spi_jsonb(), NULL, environment_skip, rowcxt);
+	environment = spi_jsonb(callerctx);
 
-	/* Facts: valid ones of this subject in scope, constraints first, then by relevance. */
+	/*
+	 * Facts first, within their share: valid ones of this subject in scope,
+	 * constraints first, then by relevance.
+	 */
 	tsquery = query ? query_tsquery(query) : NULL;
 	if (facts_plan == NULL)
 	{
@@ -426,12 +449,9 @@ cscp_build_context(PG_FUNCTION_ARGS)
 	if (SPI_execute_plan(facts_plan, args, argnulls, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the facts");
 
-	fact_limit = a.budget < 0 ? -1 : Min(a.used + fact_budget, a.budget);
 	for (int pass = 0; pass < 2; pass++)
 	{
 		bool		constraints = (pass == 0);
-
-		begin_section(&a, constraints ? "## Constraints" : "## Facts");
 		for (uint64 i = 0; i < SPI_processed; i++)
 		{
 			HeapTuple	row = SPI_tuptable->vals[i];
@@ -456,7 +476,9 @@ cscp_build_context(PG_FUNCTION_ARGS)
 				appendStringInfo(&line, " (%s)", type);
 			if (review)
 				appendStringInfoString(&line, " [needs review]");
-			if (add_line(&a, line.data, fact_limit))
+			/* No plain fact goes in while a constraint is left out. */
+			if ((constraints || constraints_fit) &&
+				add_line(&a, constraints ? SEC_CONSTRAINTS : SEC_FACTS, line.data, fact_budget))
 			{
 				appendStringInfoString(&fact_ids, fact_ids.len ? "," : "");
 				append_json_string(&fact_ids, id);
@@ -467,13 +489,26 @@ cscp_build_context(PG_FUNCTION_ARGS)
 				}
 			}
 			else
+			{
 				omitted++;
+				a.truncated = true;
+				if (constraints)
+					constraints_fit = false;
+			}
 			MemoryContextSwitchTo(old);
 			MemoryContextReset(rowcxt);
 		}
 	}
 
-	/* Working set: live items of the session, most recently put first, while they fit. */
+	/*
+	 * Then identity and environment in what the facts left: the current time
+	 * first, then who the subject is, then the rest of the environment.
+	 */
+	add_line(&a, SEC_ENVIRONMENT, psprintf("now: %s", now_text), a.budget);
+	add_object_lines(&a, SEC_IDENTITY, identity, identity_order, NULL, a.budget, rowcxt);
+	add_object_lines(&a, SEC_ENVIRONMENT, environment, NULL, environment_skip, a.budget, rowcxt);
+
+	/* Last, the working set: live items of the session, most recently put first, while they fit. */
 	if (ws_plan == NULL)
 	{
 		Oid			argtypes[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
@@ -489,7 +524,6 @@ cscp_build_context(PG_FUNCTION_ARGS)
 	args[2] = TimestampTzGetDatum(now);
 	if (SPI_execute_plan(ws_plan, args, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the working set");
-	begin_section(&a, "## Working set");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	row = SPI_tuptable->vals[i];
@@ -498,7 +532,7 @@ cscp_build_context(PG_FUNCTION_ARGS)
 		MemoryContext old = MemoryContextSwitchTo(rowcxt);
 		char	   *key = SPI_getvalue(row, desc, 1);
 
-		if (add_line(&a, psprintf("- %s: %s", key,
+		if (add_line(&a, SEC_WORKING_SET, psprintf("- %s: %s", key,
 								  jsonb_text(DatumGetJsonbP(SPI_getbinval(row, desc, 2, &isnull)))),
 					 a.budget))
 		{
@@ -511,12 +545,20 @@ cscp_build_context(PG_FUNCTION_ARGS)
 
 	/* The result, built in the caller's context. */
 	MemoryContextSwitchTo(callerctx);
-	if (a.text.len > 0 && a.text.data[a.text.len - 1] == '\n')
-		a.text.data[--a.text.len] = '\0';
+	initStringInfo(&text);
+	for (int i = 0; i < NUM_SECTIONS; i++)
+		if (a.sections[i].len > 0)
+		{
+			if (text.len > 0)
+				appendStringInfoChar(&text, '\n');
+			appendBinaryStringInfo(&text, a.sections[i].data, a.sections[i].len);
+		}
+	if (text.len > 0)
+		text.data[--text.len] = '\0';
 	initStringInfo(&result);
 	appendStringInfoString(&result, "{\"text\":");
-	append_json_string(&result, a.text.data);
-	appendStringInfo(&result, ",\"tokens\":" INT64_FORMAT, count_tokens(a.text.data, a.text.len));
+	append_json_string(&result, text.data);
+	appendStringInfo(&result, ",\"tokens\":" INT64_FORMAT, count_tokens(text.data, text.len));
 	if (a.budget >= 0)
 		appendStringInfo(&result, ",\"budget\":" INT64_FORMAT ",\"fact_budget\":" INT64_FORMAT,
 						 a.budget, fact_budget);
