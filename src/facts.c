@@ -330,6 +330,9 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	if (tnull || snull || fact_id == NULL || source == NULL || !JB_ROOT_IS_OBJECT(source))
 		return tuple;
 
+	/* Another tenant's fact: say so (42501) before looking at its chain. */
+	cscp_check_tenant(DatumGetTextPP(tenant));
+
 	if (!bool_col(tuple, desc, cols.is_valid) ||
 		!heap_attisnull(tuple, cols.superseded_by, desc))
 		ereport(ERROR,
