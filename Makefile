@@ -76,7 +76,7 @@ endif
 $(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS) cscp.control
 	cat $(SQL_PARTS) > $@
 
-.PHONY: deps build demo test bench check-all
+.PHONY: deps build demo test bench statebench check-all
 # Install what is missing from Debian's packages (PostgreSQL 15 server and headers, pgTAP, pg_prove).
 deps:
 	@bash test/scripts/deps.sh
@@ -98,3 +98,9 @@ test: build
 # minutes on a throwaway cluster); not part of `make test`.
 bench: build
 	@bash test/scripts/bench.sh
+
+# StateBench timelines replayed through cscp on a throwaway cluster, reported per track
+# (test/statebench/); not part of `make test`: the data is not part of the project.
+#   make statebench STATEBENCH=path/to/train.jsonl
+statebench: build
+	@bash test/statebench/run.sh "$(STATEBENCH)"
