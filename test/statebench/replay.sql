@@ -29,7 +29,8 @@ CREATE SCHEMA statebench;
 CREATE TABLE statebench.raw (line text NOT NULL);
 CREATE TABLE statebench.result (
     mode text, timeline_id text, track text, query_no int, prompt text,
-    resurrection boolean, all_mentioned boolean, leaked text[], missing text[]);
+    resurrection boolean, all_mentioned boolean, leaked text[], missing text[],
+    stale_told int);
 CREATE TABLE statebench.refusal (
     mode text, timeline_id text, track text, write_id text, sqlstate text, message text);
 
@@ -79,6 +80,8 @@ DECLARE
     n int := 0;
     q int := 0;
     ctx text;
+    r jsonb;
+    stale int;
     gt jsonb;
     leaked text[];
     missing text[];
@@ -122,7 +125,13 @@ BEGIN
             END LOOP;
         ELSIF e ->> 'type' = 'query' THEN
             q := q + 1;
-            ctx := cscp.build_context(tenant, subject, session, e ->> 'prompt', budget) ->> 'text';
+            r := cscp.build_context(tenant, subject, session, e ->> 'prompt', budget);
+            ctx := r ->> 'text';
+            -- What the store promises: no superseded, hypothetical or draft fact is ever told.
+            SELECT count(*) INTO stale FROM cscp.fact x
+             WHERE x.tenant_id = tenant AND x.subject_id = subject
+               AND x.fact_id IN (SELECT jsonb_array_elements_text(r -> 'fact_ids'))
+               AND (NOT x.is_valid OR x.scope IN ('hypothetical', 'draft'));
             gt := e -> 'ground_truth';
             SELECT coalesce(array_agg(p), '{}') INTO leaked
               FROM jsonb_array_elements_text(coalesce(gt -> 'must_not_mention', '[]')) p
@@ -132,7 +141,7 @@ BEGIN
              WHERE NOT statebench.mentions(ctx, p);
             INSERT INTO statebench.result VALUES (mode, subject, track, q, e ->> 'prompt',
                                                   cardinality(leaked) > 0, cardinality(missing) = 0,
-                                                  leaked, missing);
+                                                  leaked, missing, stale);
         END IF;
     END LOOP;
 END

@@ -1,6 +1,7 @@
 -- StateBench report: replay every loaded timeline in both modes, then per track the queries,
 -- resurrections (a must_not_mention phrase in the context) and queries with every must_mention
--- phrase, and the writes cscp refused.  psql variable budget: build_context's token budget.
+-- phrase, the writes cscp refused, and the superseded, hypothetical or draft facts any context told
+-- (cscp's promise: none, ever).  psql variable budget: build_context's token budget.
 \pset footer off
 SELECT statebench.replay_all(:budget) AS timelines_replayed;
 
@@ -9,7 +10,8 @@ SELECT statebench.replay_all(:budget) AS timelines_replayed;
 WITH t AS (
     SELECT r.track, r.mode, count(*) AS queries,
            count(*) FILTER (WHERE r.resurrection) AS resurrections,
-           count(*) FILTER (WHERE r.all_mentioned) AS all_mentioned
+           count(*) FILTER (WHERE r.all_mentioned) AS all_mentioned,
+           sum(r.stale_told) AS stale_told
       FROM statebench.result r GROUP BY ROLLUP (r.track), r.mode
 ), x AS (
     SELECT f.mode, f.track, count(*) AS refused FROM statebench.refusal f GROUP BY ROLLUP (f.track), f.mode
@@ -17,7 +19,8 @@ WITH t AS (
 SELECT coalesce(raw.track, 'ALL') AS track, raw.queries,
        raw.resurrections AS "resurrections raw", mk.resurrections AS "resurrections markers",
        raw.all_mentioned AS "all mentioned raw", mk.all_mentioned AS "all mentioned markers",
-       coalesce(xr.refused, 0) AS "refused writes raw", coalesce(xm.refused, 0) AS "refused writes markers"
+       coalesce(xr.refused, 0) AS "refused writes raw", coalesce(xm.refused, 0) AS "refused writes markers",
+       raw.stale_told + mk.stale_told AS "superseded facts told"
   FROM t raw
   JOIN t mk ON mk.mode = 'markers' AND mk.track IS NOT DISTINCT FROM raw.track
   LEFT JOIN x xr ON xr.mode = 'raw' AND xr.track IS NOT DISTINCT FROM raw.track
