@@ -148,6 +148,7 @@ value_text(JsonbValue *v)
 	return cscp_jsonb_value_to_cstring(v);
 }
 
+/* A jsonb datum as a line shows it (see value_text). */
 static char *
 jsonb_text(Jsonb *j)
 {

