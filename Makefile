@@ -30,7 +30,10 @@ OBJS = \
 	src/events.o \
 	src/context_link.o \
 	src/turns.o \
-	src/conversation.o
+	src/conversation.o \
+	src/identity.o \
+	src/facts.o \
+	src/assemble.o
 
 # The install script is concatenated from one file per concern, in this order.
 SQL_PARTS = \
@@ -45,6 +48,7 @@ SQL_PARTS = \
 	src/sql/confirm.sql \
 	src/sql/document.sql \
 	src/sql/conversation.sql \
+	src/sql/facts.sql \
 	src/sql/sweep.sql \
 	src/sql/views.sql \
 	src/sql/security.sql
@@ -52,9 +56,9 @@ SQL_PARTS = \
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql
 EXTRA_CLEAN = results output_iso regression.diffs regression.out
 
-REGRESS = setup clock routing policy context_transitions context_expiry slots jsonschema confirm bad_input_commands commands evidence documents sweep views bad_input conversations bad_input_conversations drop
+REGRESS = setup clock routing policy context_transitions context_expiry slots jsonschema confirm bad_input_commands commands evidence documents facts build_context sweep views bad_input conversations bad_input_conversations drop
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
-ISOLATION = context_open_race sweep_vs_slot_set submit_same_key confirm_race sweep_vs_confirm confirm_vs_new_request notify policy_cache conversation_append_race conversation_same_message conversation_timeout_race
+ISOLATION = context_open_race sweep_vs_slot_set submit_same_key confirm_race sweep_vs_confirm confirm_vs_new_request notify policy_cache conversation_append_race conversation_same_message conversation_timeout_race fact_supersede_race
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=$(EXTENSION)
 
 PG_CPPFLAGS = -I$(srcdir)/src
@@ -80,7 +84,7 @@ endif
 $(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS) cscp.control
 	cat $(SQL_PARTS) > $@
 
-.PHONY: deps build demo test bench check-all
+.PHONY: deps build demo test bench statebench check-all
 # Install what is missing from Debian's packages (PostgreSQL 15 server and headers, pgTAP, pg_prove).
 deps:
 	@bash test/scripts/deps.sh
@@ -102,3 +106,9 @@ test: build
 # minutes on a throwaway cluster); not part of `make test`.
 bench: build
 	@bash test/scripts/bench.sh
+
+# StateBench timelines replayed through cscp on a throwaway cluster, reported per track
+# (test/statebench/); not part of `make test`: the data is not part of the project.
+#   make statebench STATEBENCH=path/to/train.jsonl
+statebench: build
+	@bash test/statebench/run.sh "$(STATEBENCH)"

@@ -1,14 +1,16 @@
--- cscp.sweep: expires live contexts past expires_at, deletes expired documents and retired
+-- cscp.sweep: expires live contexts past expires_at, deletes expired documents, working-set items and retired
 -- contexts past their tenant's retention, at most `batch` rows per action.
 SET timezone = 'UTC';
 -- Start from empty tables, so the counts below are this file's own.
 DELETE FROM cscp.context;
 DELETE FROM cscp.document;
+DELETE FROM cscp.working_set;
 SET cscp.clock = '2026-04-01 10:00:00+00';
 SELECT count(*) FROM (SELECT cscp.context_open('w', 'sw-' || i, 'a', '{}', interval '10 minutes')
                         FROM generate_series(1, 5) i) s;
 SELECT (cscp.context_transition((cscp.context_open('w', 'sw-closed', 'a')).context_id, 'closed')).status;
 SELECT cscp.doc_put('w', 'sess', 'ns-' || i, '{}', 60) FROM generate_series(1, 3) i;
+SELECT cscp.ws_put('w', 'sess', 'item-' || i, '1', interval '1 minute') FROM generate_series(1, 3) i;
 SELECT cscp.sweep() AS nothing_due;
 
 SET cscp.clock = '2026-04-01 10:10:00+00';

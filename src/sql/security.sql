@@ -67,6 +67,39 @@ CREATE POLICY tenant_isolation ON cscp.inspection_log
     USING (tenant_id = current_setting('cscp.tenant_id', true))
     WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
 
+-- Facts and the state layers around them (facts.sql).
+ALTER TABLE cscp.identity ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON cscp.identity
+    USING (tenant_id = current_setting('cscp.tenant_id', true))
+    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+
+ALTER TABLE cscp.fact ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON cscp.fact
+    USING (tenant_id = current_setting('cscp.tenant_id', true))
+    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+
+ALTER TABLE cscp.working_set ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON cscp.working_set
+    USING (tenant_id = current_setting('cscp.tenant_id', true))
+    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+
+ALTER TABLE cscp.environment ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON cscp.environment
+    USING (tenant_id = current_setting('cscp.tenant_id', true))
+    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+
+-- Authority ranks: like policies, a tenant reads its own and the defaults, writes only its own.
+ALTER TABLE cscp.authority ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_read ON cscp.authority FOR SELECT
+    USING (tenant_id = current_setting('cscp.tenant_id', true) OR tenant_id = '*');
+CREATE POLICY tenant_insert ON cscp.authority FOR INSERT
+    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true) AND tenant_id <> '*');
+CREATE POLICY tenant_update ON cscp.authority FOR UPDATE
+    USING (tenant_id = current_setting('cscp.tenant_id', true) AND tenant_id <> '*')
+    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true) AND tenant_id <> '*');
+CREATE POLICY tenant_delete ON cscp.authority FOR DELETE
+    USING (tenant_id = current_setting('cscp.tenant_id', true) AND tenant_id <> '*');
+
 -- Raise 22023 unless role names an existing role.
 CREATE FUNCTION cscp._role(role name) RETURNS regrole
 LANGUAGE plpgsql STABLE
@@ -105,6 +138,10 @@ BEGIN
     EXECUTE format('GRANT SELECT, INSERT, UPDATE ON cscp.conversation TO %s', r);
     EXECUTE format('GRANT SELECT, INSERT ON cscp.turn TO %s', r);
     EXECUTE format('GRANT SELECT ON cscp.event TO %s', r);
+    -- Facts are replaced, not deleted, by the application; identities are replaced, not deleted.
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE ON cscp.fact, cscp.identity TO %s', r);
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.authority, cscp.working_set, '
+                   'cscp.environment TO %s', r);
     EXECUTE format('GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA cscp TO %s', r);
     -- Administration and operator inspection are not the application's.
     EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.grant_app(name), cscp.grant_operator(name), '
@@ -141,6 +178,11 @@ SELECT pg_catalog.pg_extension_config_dump('cscp.evidence', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.conversation', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.turn', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.event', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.identity', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.authority', 'WHERE tenant_id <> ''*''');
+SELECT pg_catalog.pg_extension_config_dump('cscp.fact', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.working_set', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.environment', '');
 
 -- Last, so that it covers every object above: nothing of cscp's is PUBLIC's.
 REVOKE ALL ON ALL TABLES IN SCHEMA cscp FROM PUBLIC;

@@ -20,6 +20,7 @@ DECLARE
     v_now timestamptz := cscp.now();
     n_expired bigint;
     n_docs bigint;
+    n_ws bigint;
     n_purged bigint;
     n_confirmations bigint := 0;
     n_approvals bigint := 0;
@@ -108,6 +109,17 @@ BEGIN
        AND d.namespace = due.namespace;
     GET DIAGNOSTICS n_docs = ROW_COUNT;
 
+    -- Expired working-set items are deleted.
+    WITH due AS (
+        SELECT w.tenant_id, w.session_id, w.key FROM cscp.working_set w
+         WHERE w.expires_at <= v_now
+         ORDER BY w.expires_at
+         LIMIT batch
+           FOR UPDATE SKIP LOCKED)
+    DELETE FROM cscp.working_set w USING due
+     WHERE w.tenant_id = due.tenant_id AND w.session_id = due.session_id AND w.key = due.key;
+    GET DIAGNOSTICS n_ws = ROW_COUNT;
+
     -- Closed and expired contexts past their tenant's retention are deleted.
     WITH due AS (
         SELECT c.tenant_id, c.context_id FROM cscp.context c
@@ -186,6 +198,7 @@ BEGIN
 
     RETURN jsonb_build_object('contexts_expired', n_expired,
                               'documents_deleted', n_docs,
+                              'working_set_deleted', n_ws,
                               'contexts_purged', n_purged,
                               'confirmations_lapsed', n_confirmations,
                               'approvals_lapsed', n_approvals,
@@ -198,4 +211,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION cscp.sweep(int) IS
-  'Lapse confirmation and approval windows, time out conversations past their deadline, expire live contexts past their TTL, delete expired documents and whatever is past retention, batch rows per action; returns counts';
+  'Lapse confirmation and approval windows, time out conversations past their deadline, expire live contexts past their TTL, delete expired documents and working-set items and whatever is past retention, batch rows per action; returns counts';

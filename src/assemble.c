@@ -1,0 +1,579 @@
+/*-------------------------------------------------------------------------
+ *
+ * assemble.c
+ *	  Context assembly (DESIGN.md section 8): cscp.build_context, and the
+ *	  token estimator it budgets with, cscp.token_count.
+ *
+ * The context is a text in five sections, in this order: identity,
+ * environment (the current time from cscp.now() first), constraints, facts,
+ * working set.  What it promises:
+ *	- only valid facts, read through the partial index on is_valid, so the
+ *	  cost does not grow with the superseded facts a subject has;
+ *	- never a hypothetical or draft fact; a task fact only for its own
+ *	  task_id, a session fact only for its own session;
+ *	- constraints before facts; within each, by full-text relevance to query
+ *	  (ts_rank of the fact's key and value against the query's words, any
+ *	  of them), ties by recency, then by fact id;
+ *	- constraints and facts together take at most fact_budget_share of the
+ *	  budget (policy, default 0.7); then the current time, identity and
+ *	  environment take what they need of the rest; the working set gets
+ *	  whatever is then left.  A line that does not fit is left out
+ *	  (truncated) and the next one tried, except that no plain fact goes in
+ *	  while a constraint was left out: the text never exceeds the budget,
+ *	  and constraints always come before facts;
+ *	- a fact flagged needs_review is shown, marked "[needs review]";
+ *	- the same rows and the same clock give the same text, byte for byte.
+ * It only reads, under the statement's snapshot; it takes no locks beyond
+ * those of its SELECTs.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "cscp.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+/*
+ * Estimated tokens of len bytes of UTF-8 text: every run of letters and
+ * digits (any non-ASCII character counts as a letter) is one token per 4
+ * characters, at least 1; every other visible character is one token;
+ * white space is free.  Counts add up over pieces joined by white space.
+ */
+static int64
+count_tokens(const char *s, int len)
+{
+	int64		tokens = 0;
+	int64		run = 0;
+
+	for (int i = 0; i < len; i++)
+	{
+		unsigned char c = (unsigned char) s[i];
+
+		if (c >= 0x80 || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+			(c >= 'A' && c <= 'Z') || c == '_')
+		{
+			if ((c & 0xC0) != 0x80) /* not a UTF-8 continuation byte */
+				run++;
+			continue;
+		}
+		tokens += (run + 3) / 4;
+		run = 0;
+		if (c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v')
+			tokens++;
+	}
+	return tokens + (run + 3) / 4;
+}
+
+PG_FUNCTION_INFO_V1(cscp_token_count);
+
+/* cscp.token_count(txt text) RETURNS int */
+Datum
+cscp_token_count(PG_FUNCTION_ARGS)
+{
+	text	   *t = PG_GETARG_TEXT_PP(0);
+	int64		n = count_tokens(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+
+	PG_RETURN_INT32((int32) Min(n, PG_INT32_MAX));
+}
+
+/* The sections of a context, in the order of its text. */
+typedef enum Section
+{
+	SEC_IDENTITY,
+	SEC_ENVIRONMENT,
+	SEC_CONSTRAINTS,
+	SEC_FACTS,
+	SEC_WORKING_SET,
+	NUM_SECTIONS
+} Section;
+
+static const char *const section_headers[NUM_SECTIONS] = {
+	"## Identity", "## Environment", "## Constraints", "## Facts", "## Working set"
+};
+
+/*
+ * The context being assembled: each section's lines (its header first,
+ * once it has a line), and the tokens all of them use.  Sections are
+ * filled in order of priority and joined in the order of their text.
+ */
+typedef struct Assembly
+{
+	StringInfoData sections[NUM_SECTIONS];
+	int64		used;			/* tokens of all sections */
+	int64		budget;			/* -1: no budget */
+	bool		truncated;
+} Assembly;
+
+/*
+ * Add line to section when the whole context stays within limit tokens
+ * (-1: no limit), with the section's header before its first line.
+ */
+static bool
+add_line(Assembly *a, Section section, const char *line, int64 limit)
+{
+	StringInfo	buf = &a->sections[section];
+	const char *header = section_headers[section];
+	int64		cost = count_tokens(line, strlen(line));
+
+	if (buf->len == 0)
+		cost += count_tokens(header, strlen(header));
+	if (limit >= 0 && a->used + cost > limit)
+	{
+		a->truncated = true;
+		return false;
+	}
+	if (buf->len == 0)
+	{
+		appendStringInfoString(buf, header);
+		appendStringInfoChar(buf, '\n');
+	}
+	appendStringInfoString(buf, line);
+	appendStringInfoChar(buf, '\n');
+	a->used += cost;
+	return true;
+}
+
+/* A JSON value as a line shows it: a string as itself, anything else as JSON. */
+static char *
+value_text(JsonbValue *v)
+{
+	if (v->type == jbvString)
+		return pnstrdup(v->val.string.val, v->val.string.len);
+	return cscp_jsonb_value_to_cstring(v);
+}
+
+/* A jsonb datum as a line shows it (see value_text). */
+static char *
+jsonb_text(Jsonb *j)
+{
+	JsonbValue	v;
+
+	if (JB_ROOT_IS_SCALAR(j) && JsonbExtractScalar(&j->root, &v))
+		return value_text(&v);
+	return JsonbToCString(NULL, &j->root, VARSIZE(j));
+}
+
+/* Whether key is one of the NULL-terminated list keys. */
+static bool
+listed(const char *const *keys, const char *key)
+{
+	for (int i = 0; keys != NULL && keys[i] != NULL; i++)
+		if (strcmp(keys[i], key) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Lines "key: value" of the object obj: first the keys of first that it
+ * has, in that order, then its other keys in jsonb's order; nulls and the
+ * keys of skip left out.
+ */
+static void
+add_object_lines(Assembly *a, Section section, Jsonb *obj, const char *const *first,
+				 const char *const *skip, int64 limit, MemoryContext rowcxt)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	char	   *key = NULL;
+
+	if (obj == NULL || !JB_ROOT_IS_OBJECT(obj))
+		return;
+	for (int i = 0; first != NULL && first[i] != NULL; i++)
+	{
+		JsonbValue *fv = cscp_jsonb_get(obj, first[i]);
+
+		if (fv != NULL && fv->type != jbvNull)
+		{
+			MemoryContext old = MemoryContextSwitchTo(rowcxt);
+
+			add_line(a, section, psprintf("%s: %s", first[i], value_text(fv)), limit);
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(rowcxt);
+		}
+	}
+	it = JsonbIteratorInit(&obj->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+			key = cscp_jsonb_key_cstring(&v);
+		else if (tok == WJB_VALUE && v.type != jbvNull && !listed(first, key) &&
+				 !listed(skip, key))
+		{
+			MemoryContext old = MemoryContextSwitchTo(rowcxt);
+
+			add_line(a, section, psprintf("%s: %s", key, value_text(&v)), limit);
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(rowcxt);
+		}
+	}
+}
+
+/* Identity keys shown first, in this order. */
+static const char *const identity_order[] = {
+	"user_name", "user_id", "authority", "department", "organization", "permissions", NULL
+};
+
+/* The environment's own "now" is left out: the time is cscp.now(). */
+static const char *const environment_skip[] = {"now", NULL};
+
+/* Append s to buf as a JSON string. */
+static void
+append_json_string(StringInfo buf, const char *s)
+{
+	cscp_canonical_string(buf, s, strlen(s));
+}
+
+/* The first column of a one-row SPI result as jsonb copied into cxt, or NULL. */
+static Jsonb *
+spi_jsonb(MemoryContext cxt)
+{
+	bool		isnull;
+	Datum		d;
+	MemoryContext old;
+	Jsonb	   *j;
+
+	if (SPI_processed != 1)
+		return NULL;
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (isnull)
+		return NULL;
+	old = MemoryContextSwitchTo(cxt);
+	j = DatumGetJsonbPCopy(d);
+	MemoryContextSwitchTo(old);
+	return j;
+}
+
+/*
+ * The tsquery text matching any word of query ('a' | 'b' | ...), from the
+ * lexemes the english configuration makes of it; NULL when it has none.
+ */
+static char *
+query_tsquery(text *query)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		arg = PointerGetDatum(query);
+	bool		isnull;
+	Datum		d;
+	Datum	   *lexemes;
+	bool	   *nulls;
+	int			n;
+	StringInfoData buf;
+
+	if (plan == NULL)
+	{
+		plan = SPI_prepare("SELECT pg_catalog.tsvector_to_array("
+						   "pg_catalog.to_tsvector('english'::regconfig, $1))", 1, argtypes);
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(plan);
+	}
+	if (SPI_execute_plan(plan, &arg, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not parse the query");
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (isnull)
+		return NULL;
+	deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT,
+					  &lexemes, &nulls, &n);
+	if (n == 0)
+		return NULL;
+	initStringInfo(&buf);
+	for (int i = 0; i < n; i++)
+	{
+		char	   *lex = TextDatumGetCString(lexemes[i]);
+
+		if (i > 0)
+			appendStringInfoString(&buf, " | ");
+		appendStringInfoChar(&buf, '\'');
+		for (char *p = lex; *p; p++)
+		{
+			if (*p == '\'' || *p == '\\')
+				appendStringInfoChar(&buf, *p == '\'' ? '\'' : '\\');
+			appendStringInfoChar(&buf, *p);
+		}
+		appendStringInfoChar(&buf, '\'');
+	}
+	return buf.data;
+}
+
+PG_FUNCTION_INFO_V1(cscp_build_context);
+
+/*
+ * cscp.build_context(tenant_id, subject_id, session_id, query text DEFAULT NULL,
+ *                    token_budget int DEFAULT NULL, task_id text DEFAULT NULL) RETURNS jsonb
+ *
+ * {"text", "tokens", "budget", "fact_budget", "fact_ids", "needs_review",
+ *  "working_set", "facts_omitted", "truncated", "now"}
+ */
+Datum
+cscp_build_context(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr identity_plan = NULL;
+	static SPIPlanPtr env_plan = NULL;
+	static SPIPlanPtr facts_plan = NULL;
+	static SPIPlanPtr ws_plan = NULL;
+	text	   *tenant = PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0);
+	text	   *subject = PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1);
+	text	   *session = PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2);
+	text	   *query = PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3);
+	text	   *task = PG_ARGISNULL(5) ? NULL : PG_GETARG_TEXT_PP(5);
+	MemoryContext callerctx = CurrentMemoryContext;
+	MemoryContext rowcxt;
+	Assembly	a = {0};
+	TimestampTz now = cscp_now();
+	char	   *now_text = cscp_utc_iso(now);
+	double		share = 0.7;
+	int64		fact_budget = -1;
+	bool		constraints_fit = true;
+	Jsonb	   *identity;
+	Jsonb	   *environment;
+	StringInfoData text;
+	int64		omitted = 0;
+	Jsonb	   *policy;
+	JsonbValue *sharev;
+	char	   *tsquery;
+	StringInfoData fact_ids,
+				review_ids,
+				ws_keys,
+				result;
+	Datum		args[5];
+	char		argnulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Datum		out;
+
+	cscp_check_tenant(tenant);
+	cscp_check_id("subject_id", subject);
+	cscp_check_id("session_id", session);
+	if (task != NULL)
+		cscp_check_id("task_id", task);
+	a.budget = -1;
+	if (!PG_ARGISNULL(4))
+	{
+		a.budget = PG_GETARG_INT32(4);
+		if (a.budget < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("token_budget must not be negative"),
+					 errdetail("The budget given is %d.", PG_GETARG_INT32(4)),
+					 errhint("Pass the number of tokens the context may take, or NULL for no limit.")));
+	}
+
+	policy = cscp_policy_get(text_to_cstring(tenant));
+	sharev = cscp_jsonb_get(policy, "fact_budget_share");
+	if (sharev != NULL && sharev->type == jbvNumeric)
+		share = DatumGetFloat8(DirectFunctionCall1(numeric_float8,
+												   NumericGetDatum(sharev->val.numeric)));
+	if (a.budget >= 0)
+		fact_budget = (int64) floor((double) a.budget * share);
+
+	for (int i = 0; i < NUM_SECTIONS; i++)
+		initStringInfo(&a.sections[i]);
+	initStringInfo(&fact_ids);
+	initStringInfo(&review_ids);
+	initStringInfo(&ws_keys);
+	rowcxt = AllocSetContextCreate(CurrentMemoryContext, "cscp build_context row",
+								   ALLOCSET_DEFAULT_SIZES);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+
+	args[0] = PointerGetDatum(tenant);
+	args[1] = PointerGetDatum(subject);
+	args[2] = PointerGetDatum(session);
+
+	/* Identity. */
+	if (identity_plan == NULL)
+	{
+		Oid			argtypes[2] = {TEXTOID, TEXTOID};
+
+		identity_plan = SPI_prepare("SELECT i.identity FROM cscp.identity i"
+									" WHERE i.tenant_id = $1 AND i.subject_id = $2", 2, argtypes);
+		if (identity_plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(identity_plan);
+	}
+	if (SPI_execute_plan(identity_plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the identity");
+	identity = spi_jsonb(callerctx);
+
+	/* Environment. */
+	if (env_plan == NULL)
+	{
+		Oid			argtypes[2] = {TEXTOID, TEXTOID};
+
+		env_plan = SPI_prepare("SELECT e.environment FROM cscp.environment e"
+							   " WHERE e.tenant_id = $1 AND e.session_id = $2", 2, argtypes);
+		if (env_plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(env_plan);
+	}
+	args[1] = PointerGetDatum(session);
+	if (SPI_execute_plan(env_plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the environment");
+	environment = spi_jsonb(callerctx);
+
+	/*
+	 * Facts first, within their share: valid ones of this subject in scope,
+	 * constraints first, then by relevance.
+	 */
+	tsquery = query ? query_tsquery(query) : NULL;
+	if (facts_plan == NULL)
+	{
+		Oid			argtypes[5] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+
+		facts_plan = SPI_prepare("SELECT f.fact_id, f.key, f.value, f.is_constraint,"
+								 " f.constraint_type, f.needs_review"
+								 " FROM cscp.fact f"
+								 " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.is_valid"
+								 " AND (f.scope = 'global'"
+								 "  OR (f.scope = 'session' AND f.scope_id = $3)"
+								 "  OR (f.scope = 'task' AND f.scope_id = $4))"
+								 " ORDER BY f.is_constraint DESC,"
+								 " coalesce(pg_catalog.ts_rank(f.search, $5::tsquery), 0) DESC,"
+								 " f.created_at DESC, f.fact_id COLLATE \"C\"",
+								 5, argtypes);
+		if (facts_plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(facts_plan);
+	}
+	args[1] = PointerGetDatum(subject);
+	args[3] = task ? PointerGetDatum(task) : (Datum) 0;
+	argnulls[3] = task ? ' ' : 'n';
+	args[4] = tsquery ? CStringGetTextDatum(tsquery) : (Datum) 0;
+	argnulls[4] = tsquery ? ' ' : 'n';
+	if (SPI_execute_plan(facts_plan, args, argnulls, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the facts");
+
+	for (int pass = 0; pass < 2; pass++)
+	{
+		bool		constraints = (pass == 0);
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	row = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+			MemoryContext old;
+			char	   *id;
+			char	   *type;
+			bool		review;
+			StringInfoData line;
+
+			if (DatumGetBool(SPI_getbinval(row, desc, 4, &isnull)) != constraints)
+				continue;
+			old = MemoryContextSwitchTo(rowcxt);
+			id = SPI_getvalue(row, desc, 1);
+			type = SPI_getvalue(row, desc, 5);
+			review = DatumGetBool(SPI_getbinval(row, desc, 6, &isnull));
+			initStringInfo(&line);
+			appendStringInfo(&line, "- %s: %s", SPI_getvalue(row, desc, 2),
+							 jsonb_text(DatumGetJsonbP(SPI_getbinval(row, desc, 3, &isnull))));
+			if (type != NULL)
+				appendStringInfo(&line, " (%s)", type);
+			if (review)
+				appendStringInfoString(&line, " [needs review]");
+			/* No plain fact goes in while a constraint is left out. */
+			if ((constraints || constraints_fit) &&
+				add_line(&a, constraints ? SEC_CONSTRAINTS : SEC_FACTS, line.data, fact_budget))
+			{
+				appendStringInfoString(&fact_ids, fact_ids.len ? "," : "");
+				append_json_string(&fact_ids, id);
+				if (review)
+				{
+					appendStringInfoString(&review_ids, review_ids.len ? "," : "");
+					append_json_string(&review_ids, id);
+				}
+			}
+			else
+			{
+				omitted++;
+				a.truncated = true;
+				if (constraints)
+					constraints_fit = false;
+			}
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(rowcxt);
+		}
+	}
+
+	/*
+	 * Then identity and environment in what the facts left: the current time
+	 * first, then who the subject is, then the rest of the environment.
+	 */
+	add_line(&a, SEC_ENVIRONMENT, psprintf("now: %s", now_text), a.budget);
+	add_object_lines(&a, SEC_IDENTITY, identity, identity_order, NULL, a.budget, rowcxt);
+	add_object_lines(&a, SEC_ENVIRONMENT, environment, NULL, environment_skip, a.budget, rowcxt);
+
+	/* Last, the working set: live items of the session, most recently put first, while they fit. */
+	if (ws_plan == NULL)
+	{
+		Oid			argtypes[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
+
+		ws_plan = SPI_prepare("SELECT w.key, w.value FROM cscp.working_set w"
+							  " WHERE w.tenant_id = $1 AND w.session_id = $2 AND w.expires_at > $3"
+							  " ORDER BY w.updated_at DESC, w.key COLLATE \"C\"", 3, argtypes);
+		if (ws_plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(ws_plan);
+	}
+	args[1] = PointerGetDatum(session);
+	args[2] = TimestampTzGetDatum(now);
+	if (SPI_execute_plan(ws_plan, args, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the working set");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	row = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		MemoryContext old = MemoryContextSwitchTo(rowcxt);
+		char	   *key = SPI_getvalue(row, desc, 1);
+
+		if (add_line(&a, SEC_WORKING_SET, psprintf("- %s: %s", key,
+								  jsonb_text(DatumGetJsonbP(SPI_getbinval(row, desc, 2, &isnull)))),
+					 a.budget))
+		{
+			appendStringInfoString(&ws_keys, ws_keys.len ? "," : "");
+			append_json_string(&ws_keys, key);
+		}
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(rowcxt);
+	}
+
+	/* The result, built in the caller's context. */
+	MemoryContextSwitchTo(callerctx);
+	initStringInfo(&text);
+	for (int i = 0; i < NUM_SECTIONS; i++)
+		if (a.sections[i].len > 0)
+		{
+			if (text.len > 0)
+				appendStringInfoChar(&text, '\n');
+			appendBinaryStringInfo(&text, a.sections[i].data, a.sections[i].len);
+		}
+	if (text.len > 0)
+		text.data[--text.len] = '\0';
+	initStringInfo(&result);
+	appendStringInfoString(&result, "{\"text\":");
+	append_json_string(&result, text.data);
+	appendStringInfo(&result, ",\"tokens\":" INT64_FORMAT, count_tokens(text.data, text.len));
+	if (a.budget >= 0)
+		appendStringInfo(&result, ",\"budget\":" INT64_FORMAT ",\"fact_budget\":" INT64_FORMAT,
+						 a.budget, fact_budget);
+	else
+		appendStringInfoString(&result, ",\"budget\":null,\"fact_budget\":null");
+	appendStringInfo(&result, ",\"fact_ids\":[%s],\"needs_review\":[%s],\"working_set\":[%s]",
+					 fact_ids.data, review_ids.data, ws_keys.data);
+	appendStringInfo(&result, ",\"facts_omitted\":" INT64_FORMAT ",\"truncated\":%s,\"now\":",
+					 omitted, a.truncated ? "true" : "false");
+	append_json_string(&result, now_text);
+	appendStringInfoChar(&result, '}');
+	out = DirectFunctionCall1(jsonb_in, CStringGetDatum(result.data));
+
+	SPI_finish();
+	MemoryContextDelete(rowcxt);
+	PG_RETURN_DATUM(out);
+}

@@ -1,0 +1,966 @@
+/*-------------------------------------------------------------------------
+ *
+ * facts.c
+ *	  Persistent facts (DESIGN.md section 8): the triggers that keep
+ *	  supersession chains well-formed on cscp.fact, and the chain walkers
+ *	  cscp.fact_current and cscp.fact_history.
+ *
+ * A chain is a list of facts of one subject linked both ways: the newer
+ * fact's supersedes names the older one, the older one's superseded_by the
+ * newer one.  Invariants kept here, for cscp.fact_write and direct SQL alike:
+ *	- a fact is born valid and unsuperseded, with no derived facts; its
+ *	  authority and rank are resolved from its source (source.authority,
+ *	  else the subject's identity's authority when the tenant knows it,
+ *	  else guest), its memory type classified from source.type when not
+ *	  given, and its created_at is cscp.now();
+ *	- it may supersede only an existing, valid fact of the same subject whose
+ *	  authority rank is not above its own (else 42501), which the BEFORE
+ *	  trigger locks (FOR UPDATE) so that two writers superseding one fact
+ *	  queue and the second finds it superseded (55000);
+ *	- AFTER the insert, the superseded fact becomes is_valid = false,
+ *	  superseded_by = the new fact; every valid fact derived from it,
+ *	  directly or through other derived facts, gets needs_review; the new
+ *	  fact is added to the derived_facts of each fact it depends on;
+ *	- links are made only at insert, towards an older fact that was the head
+ *	  of its chain, so chains never fork (also a unique index), never loop,
+ *	  and hold exactly one valid fact, the head;
+ *	- no column of a fact changes afterwards except needs_review (free),
+ *	  derived_facts (growing by facts that depend on it) and the
+ *	  valid -> superseded step that the supersession itself makes;
+ *	- the foreign keys on supersedes and superseded_by refuse deleting part
+ *	  of a chain.
+ * The walkers read the primary key index directly (one index probe per
+ * step, no SPI), with the statement's snapshot; a chain that breaks these
+ * invariants anyway (triggers disabled) is refused with XX001, never
+ * followed round a loop.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "cscp.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/relscan.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+typedef enum MemoryType
+{
+	MEM_USER,
+	MEM_CAPABILITY,
+	MEM_ORGANIZATIONAL,
+	MEM_NUM_TYPES
+} MemoryType;
+
+static const char *const memory_type_names[MEM_NUM_TYPES] = {
+	"user", "capability", "organizational"
+};
+
+static CscpEnumCache memory_type_cache = {.n = MEM_NUM_TYPES, .names = memory_type_names};
+
+/* Memory type of a fact from its source.type, when the writer gives none. */
+static const struct
+{
+	const char *source_type;
+	MemoryType	memory_type;
+}			source_types[] = {
+	{"user", MEM_USER},
+	{"conversation", MEM_USER},
+	{"system", MEM_CAPABILITY},
+	{"tool", MEM_CAPABILITY},
+	{"agent", MEM_CAPABILITY},
+	{"assistant", MEM_CAPABILITY},
+	{"observation", MEM_CAPABILITY},
+	{"policy", MEM_ORGANIZATIONAL},
+	{"organization", MEM_ORGANIZATIONAL},
+	{"document", MEM_ORGANIZATIONAL},
+	{"admin", MEM_ORGANIZATIONAL},
+};
+
+/* The authority of a writer who names none and whose identity names no known one. */
+#define DEFAULT_AUTHORITY "guest"
+
+/* Column numbers of cscp.fact, looked up by name once per relation. */
+typedef struct FactColumns
+{
+	Oid			relid;
+	int			tenant_id,
+				subject_id,
+				fact_id,
+				key,
+				value,
+				source,
+				authority,
+				authority_rank,
+				created_at,
+				is_valid,
+				superseded_by,
+				supersedes,
+				memory_type,
+				scope,
+				scope_id,
+				depends_on,
+				derived_facts,
+				needs_review,
+				is_constraint,
+				constraint_type;
+} FactColumns;
+
+static FactColumns cols = {InvalidOid};
+
+/* Look up the column numbers of cscp.fact, once per relation. */
+static void
+load_columns(Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	if (cols.relid == RelationGetRelid(rel))
+		return;
+#define COL(name) cols.name = cscp_column(desc, "cscp.fact", #name)
+	COL(tenant_id);
+	COL(subject_id);
+	COL(fact_id);
+	COL(key);
+	COL(value);
+	COL(source);
+	COL(authority);
+	COL(authority_rank);
+	COL(created_at);
+	COL(is_valid);
+	COL(superseded_by);
+	COL(supersedes);
+	COL(memory_type);
+	COL(scope);
+	COL(scope_id);
+	COL(depends_on);
+	COL(derived_facts);
+	COL(needs_review);
+	COL(is_constraint);
+	COL(constraint_type);
+#undef COL
+	cols.relid = RelationGetRelid(rel);
+}
+
+/* A text column as a C string, or NULL. */
+static char *
+text_col(HeapTuple tuple, TupleDesc desc, int attnum)
+{
+	bool		isnull;
+	Datum		d = heap_getattr(tuple, attnum, desc, &isnull);
+
+	return isnull ? NULL : TextDatumGetCString(d);
+}
+
+/* A boolean column; NULL reads as false. */
+static bool
+bool_col(HeapTuple tuple, TupleDesc desc, int attnum)
+{
+	bool		isnull;
+	Datum		d = heap_getattr(tuple, attnum, desc, &isnull);
+
+	return !isnull && DatumGetBool(d);
+}
+
+/* The elements of a text[] column (NULL array: none). */
+static void
+text_array_col(HeapTuple tuple, TupleDesc desc, int attnum, Datum **elems, bool **elemnulls,
+			   int *n)
+{
+	bool		isnull;
+	Datum		d = heap_getattr(tuple, attnum, desc, &isnull);
+
+	*n = 0;
+	*elems = NULL;
+	*elemnulls = NULL;
+	if (isnull)
+		return;
+	deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT,
+					  elems, elemnulls, n);
+}
+
+/* Prepare and keep a plan once. */
+static SPIPlanPtr
+keep_plan(SPIPlanPtr *plan, const char *sql, int nargs, Oid *argtypes)
+{
+	if (*plan == NULL)
+	{
+		SPIPlanPtr	p = SPI_prepare(sql, nargs, argtypes);
+
+		if (p == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(p);
+		*plan = p;
+	}
+	return *plan;
+}
+
+/* The rank of authority for tenant, or -1 when the tenant does not know it.  SPI is connected. */
+static int
+authority_rank(Datum tenant, const char *authority)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			argtypes[2] = {TEXTOID, TEXTOID};
+	Datum		args[2];
+	bool		isnull;
+	Datum		d;
+
+	args[0] = tenant;
+	args[1] = CStringGetTextDatum(authority);
+	keep_plan(&plan, "SELECT cscp.authority_rank($1, $2)", 2, argtypes);
+	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not look up authority \"%s\"", authority);
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return isnull ? -1 : DatumGetInt32(d);
+}
+
+/* The authority named in the subject's identity, or NULL.  SPI is connected. */
+static char *
+identity_authority(Datum tenant, Datum subject)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			argtypes[2] = {TEXTOID, TEXTOID};
+	Datum		args[2];
+
+	args[0] = tenant;
+	args[1] = subject;
+	keep_plan(&plan, "SELECT i.identity ->> 'authority' FROM cscp.identity i"
+			  " WHERE i.tenant_id = $1 AND i.subject_id = $2", 2, argtypes);
+	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the identity of a subject");
+	if (SPI_processed != 1)
+		return NULL;
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+}
+
+/*
+ * Read one fact of (tenant, subject) by id with SPI: the columns of select
+ * (a list starting "SELECT ... FROM cscp.fact f"), optionally FOR UPDATE.
+ * False when there is none.  SPI is connected; the row is in SPI_tuptable.
+ */
+static bool
+read_fact(SPIPlanPtr *plan, const char *sql, Datum tenant, Datum subject, const char *fact_id,
+		  bool for_update)
+{
+	Oid			argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		args[3];
+
+	args[0] = tenant;
+	args[1] = subject;
+	args[2] = CStringGetTextDatum(fact_id);
+	keep_plan(plan, sql, 3, argtypes);
+	if (SPI_execute_plan(*plan, args, NULL, !for_update, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read fact \"%s\"", fact_id);
+	return SPI_processed == 1;
+}
+
+/* Column n (1-based) of the row read_fact found, as a C string or NULL. */
+static char *
+spi_text(int n)
+{
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, n);
+}
+
+/* Column n of the row read_fact found, as a boolean (NULL: false). */
+static bool
+spi_bool(int n)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, n, &isnull);
+
+	return !isnull && DatumGetBool(d);
+}
+
+/* Column n of the row read_fact found, as an integer (NULL: 0). */
+static int32
+spi_int(int n)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, n, &isnull);
+
+	return isnull ? 0 : DatumGetInt32(d);
+}
+
+/*
+ * The checks and defaults of INSERT: authority, memory type, dependencies,
+ * and the fact superseded (locked, valid, not of a higher authority).
+ */
+static HeapTuple
+guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
+{
+	static SPIPlanPtr dep_plan = NULL;
+	static SPIPlanPtr lock_plan = NULL;
+	TupleDesc	desc = RelationGetDescr(rel);
+	MemoryContext callerctx = CurrentMemoryContext;
+	Datum	   *values = palloc0(desc->natts * sizeof(Datum));
+	bool	   *nulls = palloc0(desc->natts * sizeof(bool));
+	bool	   *repl = palloc0(desc->natts * sizeof(bool));
+	bool		tnull,
+				snull,
+				isnull;
+	Datum		tenant = heap_getattr(tuple, cols.tenant_id, desc, &tnull);
+	Datum		subject = heap_getattr(tuple, cols.subject_id, desc, &snull);
+	char	   *fact_id = text_col(tuple, desc, cols.fact_id);
+	char	   *supersedes = text_col(tuple, desc, cols.supersedes);
+	Datum		srcd = heap_getattr(tuple, cols.source, desc, &isnull);
+	Jsonb	   *source = isnull ? NULL : DatumGetJsonbP(srcd);
+	JsonbValue *authv;
+	char	   *authority;
+	char	   *source_type;
+	int			rank;
+	bool		needs_review = bool_col(tuple, desc, cols.needs_review);
+	Datum	   *deps;
+	bool	   *depnulls;
+	int			ndeps;
+	Datum		derived;
+
+	/* NOT NULL and CHECK constraints speak for missing ids and a bad source. */
+	if (tnull || snull || fact_id == NULL || source == NULL || !JB_ROOT_IS_OBJECT(source))
+		return tuple;
+
+	/* Another tenant's fact: say so (42501) before looking at its chain. */
+	cscp_check_tenant(DatumGetTextPP(tenant));
+
+	if (!bool_col(tuple, desc, cols.is_valid) ||
+		!heap_attisnull(tuple, cols.superseded_by, desc))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a new fact must be valid and not superseded"),
+				 errdetail("Fact \"%s\" was inserted with is_valid false or superseded_by set.", fact_id),
+				 errhint("Insert the newer fact with supersedes naming this one; cscp links the chain.")));
+	derived = heap_getattr(tuple, cols.derived_facts, desc, &isnull);
+	if (!isnull && ArrayGetNItems(ARR_NDIM(DatumGetArrayTypeP(derived)),
+								  ARR_DIMS(DatumGetArrayTypeP(derived))) > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a new fact has no derived facts"),
+				 errhint("Name the facts a fact is derived from in its own depends_on; cscp records derived_facts.")));
+
+	authv = cscp_jsonb_get(source, "authority");
+	if (authv != NULL && authv->type != jbvString)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("source authority must be a string"),
+				 errhint("Name an authority registered with cscp.authority_set, such as \"employee\".")));
+	source_type = cscp_jsonb_get_cstring(source, "type");
+	if (source_type == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("source must have a string \"type\""),
+				 errhint("Pass a source such as '{\"type\": \"user\", \"authority\": \"employee\"}'.")));
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+
+	/* Authority: the source's, else the identity's when known, else guest. */
+	if (authv != NULL)
+	{
+		authority = pnstrdup(authv->val.string.val, authv->val.string.len);
+		rank = authority_rank(tenant, authority);
+		if (rank < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unknown authority \"%s\"", authority),
+					 errdetail("Tenant \"%s\" has no rank for it, and neither do the defaults.",
+							   TextDatumGetCString(tenant)),
+					 errhint("Register it with cscp.authority_set(tenant_id, authority, rank).")));
+	}
+	else
+	{
+		authority = identity_authority(tenant, subject);
+		rank = authority ? authority_rank(tenant, authority) : -1;
+		if (rank < 0)
+		{
+			authority = DEFAULT_AUTHORITY;
+			rank = authority_rank(tenant, authority);
+			if (rank < 0)
+				elog(ERROR, "the default authority \"%s\" has no rank", DEFAULT_AUTHORITY);
+		}
+	}
+	authority = MemoryContextStrdup(callerctx, authority);
+
+	/* Dependencies: known facts of the subject; a stale one makes this fact stale too. */
+	text_array_col(tuple, desc, cols.depends_on, &deps, &depnulls, &ndeps);
+	for (int i = 0; i < ndeps; i++)
+	{
+		char	   *dep;
+
+		if (depnulls[i])
+			continue;			/* the CHECK constraint refuses it */
+		dep = TextDatumGetCString(deps[i]);
+		if (strcmp(dep, fact_id) == 0 ||
+			!read_fact(&dep_plan, "SELECT f.is_valid, f.needs_review FROM cscp.fact f"
+					   " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3",
+					   tenant, subject, dep, false))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("fact \"%s\" depends on unknown fact \"%s\"", fact_id, dep),
+					 errdetail("Subject \"%s\" has no fact \"%s\".", TextDatumGetCString(subject), dep),
+					 errhint("A fact may depend only on facts of its subject written before it.")));
+		if (!spi_bool(1) || spi_bool(2))
+			needs_review = true;
+	}
+
+	/* The fact superseded: it exists, is the head of its chain, and does not outrank us. */
+	if (supersedes != NULL)
+	{
+		char	   *successor;
+		char	   *old_authority;
+		int32		old_rank;
+
+		if (!read_fact(&lock_plan, "SELECT f.is_valid, f.superseded_by, f.authority, f.authority_rank"
+					   " FROM cscp.fact f"
+					   " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3"
+					   " FOR UPDATE",
+					   tenant, subject, supersedes, true))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("fact \"%s\" does not exist", supersedes),
+					 errdetail("Fact \"%s\" names it in supersedes, but subject \"%s\" has no such fact.",
+							   fact_id, TextDatumGetCString(subject)),
+					 errhint("Check the id, and that cscp.tenant_id names the fact's tenant.")));
+		successor = spi_text(2);
+		if (!spi_bool(1))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("fact \"%s\" is already superseded", supersedes),
+					 errdetail("Fact \"%s\" superseded it.", successor ? successor : "(unknown)"),
+					 errhint("Supersede the current fact of its chain, which cscp.fact_current returns.")));
+		old_authority = spi_text(3);
+		old_rank = spi_int(4);
+		if (rank < old_rank)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("authority \"%s\" cannot supersede a fact of authority \"%s\"",
+							authority, old_authority),
+					 errdetail("Fact \"%s\" was written with authority \"%s\" (rank %d); the writer's authority \"%s\" ranks %d.",
+							   supersedes, old_authority, old_rank, authority, rank),
+					 errhint("Only a writer of authority \"%s\" or higher may replace it.",
+							 old_authority)));
+	}
+	SPI_finish();
+
+	values[cols.authority - 1] = CStringGetTextDatum(authority);
+	repl[cols.authority - 1] = true;
+	values[cols.authority_rank - 1] = Int32GetDatum(rank);
+	repl[cols.authority_rank - 1] = true;
+	values[cols.created_at - 1] = TimestampTzGetDatum(now);
+	repl[cols.created_at - 1] = true;
+	values[cols.needs_review - 1] = BoolGetDatum(needs_review);
+	repl[cols.needs_review - 1] = true;
+
+	if (heap_attisnull(tuple, cols.memory_type, desc))
+	{
+		int			found = -1;
+
+		for (int i = 0; i < (int) lengthof(source_types); i++)
+			if (strcmp(source_types[i].source_type, source_type) == 0)
+				found = source_types[i].memory_type;
+		if (found < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("cannot classify the memory type of source type \"%s\"", source_type),
+					 errdetail("Known source types are user, conversation (user memory); system, tool, agent, assistant, observation (capability); policy, organization, document, admin (organizational)."),
+					 errhint("Pass memory_type explicitly, or use a known source type.")));
+		values[cols.memory_type - 1] =
+			cscp_enum_datum(&memory_type_cache,
+							TupleDescAttr(desc, cols.memory_type - 1)->atttypid, found);
+		repl[cols.memory_type - 1] = true;
+	}
+
+	return heap_modify_tuple(tuple, desc, values, nulls, repl);
+}
+
+/*
+ * The checks of UPDATE.  Only needs_review changes freely; derived_facts
+ * grows by facts that depend on this one; a valid fact becomes superseded
+ * only by the fact that names it in supersedes.
+ */
+static HeapTuple
+guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *updatedcols,
+			 TimestampTz now)
+{
+	static SPIPlanPtr succ_plan = NULL;
+	static SPIPlanPtr derived_plan = NULL;
+	static const char *const fixed[] = {
+		"tenant_id", "subject_id", "fact_id", "key", "value", "source", "authority",
+		"authority_rank", "created_at", "supersedes", "memory_type", "scope", "scope_id",
+		"depends_on", "is_constraint", "constraint_type"
+	};
+	TupleDesc	desc = RelationGetDescr(rel);
+	bool		isnull;
+	Datum		tenant = heap_getattr(oldtup, cols.tenant_id, desc, &isnull);
+	Datum		subject = heap_getattr(oldtup, cols.subject_id, desc, &isnull);
+	char	   *fact_id = text_col(oldtup, desc, cols.fact_id);
+	bool		was_valid = bool_col(oldtup, desc, cols.is_valid);
+	bool		is_valid = bool_col(newtup, desc, cols.is_valid);
+	char	   *successor = text_col(newtup, desc, cols.superseded_by);
+
+	for (int i = 0; i < (int) lengthof(fixed); i++)
+		if (!cscp_same_value(oldtup, newtup, desc, cscp_column(desc, "cscp.fact", fixed[i])))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("column \"%s\" of a fact cannot be changed", fixed[i]),
+					 errdetail("Facts are replaced, never edited, so that a replaced value cannot come back."),
+					 errhint("Write a new fact that supersedes fact \"%s\" with cscp.fact_write.", fact_id)));
+
+	if (!was_valid)
+	{
+		if (is_valid || !cscp_same_value(oldtup, newtup, desc, cols.superseded_by))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("fact \"%s\" is superseded", fact_id),
+					 errdetail("It was superseded by fact \"%s\"; a superseded fact never becomes valid again and keeps its successor.",
+							   text_col(oldtup, desc, cols.superseded_by)),
+					 errhint("Write a new fact that supersedes the current one with cscp.fact_write.")));
+	}
+	else if (!is_valid || successor != NULL)
+	{
+		bool		ok = false;
+
+		if (!is_valid && successor != NULL)
+		{
+			char	   *back = NULL;
+
+			if (SPI_connect() != SPI_OK_CONNECT)
+				elog(ERROR, "SPI_connect failed");
+			if (read_fact(&succ_plan, "SELECT f.supersedes FROM cscp.fact f"
+						  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3",
+						  tenant, subject, successor, false))
+				back = spi_text(1);
+			ok = (back != NULL && strcmp(back, fact_id) == 0);
+			SPI_finish();
+		}
+		if (!ok)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("fact \"%s\" can be superseded only by a fact that names it in supersedes", fact_id),
+					 errdetail("is_valid and superseded_by change together, when a newer fact supersedes this one."),
+					 errhint("Write the newer fact with cscp.fact_write(..., supersedes => '%s').", fact_id)));
+	}
+
+	if (!cscp_same_value(oldtup, newtup, desc, cols.derived_facts))
+	{
+		Datum	   *olds,
+				   *news;
+		bool	   *oldnulls,
+				   *newnulls;
+		int			nold,
+					nnew;
+
+		text_array_col(oldtup, desc, cols.derived_facts, &olds, &oldnulls, &nold);
+		text_array_col(newtup, desc, cols.derived_facts, &news, &newnulls, &nnew);
+		for (int i = 0; i < nnew; i++)
+		{
+			char	   *id = newnulls[i] ? NULL : TextDatumGetCString(news[i]);
+			bool		ok;
+
+			if (i < nold)
+				ok = (id != NULL && !oldnulls[i] &&
+					  strcmp(id, TextDatumGetCString(olds[i])) == 0);
+			else
+			{
+				Oid			argtypes[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+				Datum		args[4];
+
+				ok = false;
+				if (id != NULL)
+				{
+					if (SPI_connect() != SPI_OK_CONNECT)
+						elog(ERROR, "SPI_connect failed");
+					keep_plan(&derived_plan, "SELECT 1 FROM cscp.fact f"
+							  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3"
+							  " AND $4 = ANY (f.depends_on)", 4, argtypes);
+					args[0] = tenant;
+					args[1] = subject;
+					args[2] = CStringGetTextDatum(id);
+					args[3] = CStringGetTextDatum(fact_id);
+					if (SPI_execute_plan(derived_plan, args, NULL, true, 1) != SPI_OK_SELECT)
+						elog(ERROR, "could not read fact \"%s\"", id);
+					ok = (SPI_processed == 1);
+					SPI_finish();
+				}
+			}
+			if (!ok)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("derived_facts of fact \"%s\" only grows by facts that depend on it", fact_id),
+						 errhint("Name the facts a fact is derived from in its own depends_on; cscp records derived_facts.")));
+		}
+		if (nnew < nold)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("derived_facts of fact \"%s\" only grows by facts that depend on it", fact_id),
+					 errhint("Name the facts a fact is derived from in its own depends_on; cscp records derived_facts.")));
+	}
+	return newtup;
+}
+
+static const CscpRowGuard guard = {
+	.name = "cscp.fact_guard()",
+	.load_columns = load_columns,
+	.insert = guard_insert,
+	.update = guard_update,
+};
+
+PG_FUNCTION_INFO_V1(cscp_fact_guard);
+
+/* Trigger cscp.fact_guard(): BEFORE INSERT OR UPDATE FOR EACH ROW. */
+Datum
+cscp_fact_guard(PG_FUNCTION_ARGS)
+{
+	return cscp_row_guard(fcinfo, &guard);
+}
+
+PG_FUNCTION_INFO_V1(cscp_fact_link);
+
+/*
+ * Trigger cscp.fact_link(): AFTER INSERT FOR EACH ROW.  Marks the fact the
+ * new one supersedes as superseded by it, flags every valid fact derived
+ * from that one (transitively) for review, and records the new fact among
+ * the derived_facts of each fact it depends on.
+ */
+Datum
+cscp_fact_link(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr mark_plan = NULL;
+	static SPIPlanPtr repair_plan = NULL;
+	static SPIPlanPtr derive_plan = NULL;
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	HeapTuple	tuple;
+	TupleDesc	desc;
+	Oid			argtypes[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		args[4];
+	bool		isnull;
+	Datum	   *deps;
+	bool	   *depnulls;
+	int			ndeps;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) || !TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("cscp.fact_link() must be an AFTER INSERT ROW trigger")));
+	load_columns(trigdata->tg_relation);
+	tuple = trigdata->tg_trigtuple;
+	desc = RelationGetDescr(trigdata->tg_relation);
+
+	args[0] = heap_getattr(tuple, cols.tenant_id, desc, &isnull);
+	args[1] = heap_getattr(tuple, cols.subject_id, desc, &isnull);
+	args[2] = heap_getattr(tuple, cols.fact_id, desc, &isnull);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+
+	args[3] = heap_getattr(tuple, cols.supersedes, desc, &isnull);
+	if (!isnull)
+	{
+		keep_plan(&mark_plan, "UPDATE cscp.fact f SET is_valid = false, superseded_by = $3"
+				  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $4 AND f.is_valid",
+				  4, argtypes);
+		if (SPI_execute_plan(mark_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not mark a superseded fact");
+		if (SPI_processed != 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("fact \"%s\" is already superseded", TextDatumGetCString(args[3])),
+					 errhint("Supersede the current fact of its chain, which cscp.fact_current returns.")));
+
+		/* Repair: every fact derived from the superseded one, at any depth. */
+		keep_plan(&repair_plan,
+				  "WITH RECURSIVE derived(fact_id) AS ("
+				  "  SELECT unnest(f.derived_facts) FROM cscp.fact f"
+				  "   WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $4"
+				  "  UNION"
+				  "  SELECT unnest(f.derived_facts) FROM cscp.fact f JOIN derived d"
+				  "    ON f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = d.fact_id)"
+				  " UPDATE cscp.fact f SET needs_review = true FROM derived d"
+				  "  WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = d.fact_id"
+				  "    AND f.is_valid AND NOT f.needs_review AND f.fact_id <> $3",
+				  4, argtypes);
+		if (SPI_execute_plan(repair_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not flag derived facts for review");
+	}
+
+	text_array_col(tuple, desc, cols.depends_on, &deps, &depnulls, &ndeps);
+	keep_plan(&derive_plan, "UPDATE cscp.fact f SET derived_facts = array_append(f.derived_facts, $3)"
+			  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $4"
+			  " AND NOT ($3 = ANY (f.derived_facts))", 4, argtypes);
+	for (int i = 0; i < ndeps; i++)
+	{
+		if (depnulls[i])
+			continue;
+		args[3] = deps[i];
+		if (SPI_execute_plan(derive_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not record a derived fact");
+	}
+
+	SPI_finish();
+	return PointerGetDatum(NULL);
+}
+
+/*
+ * Chain walking: probes of cscp.fact's primary key index (tenant_id,
+ * subject_id, fact_id), one per step, under the statement's snapshot.
+ */
+typedef struct ChainReader
+{
+	Relation	rel;
+	Relation	index;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	ScanKeyData keys[3];
+	MemoryContext stepcxt;		/* reset before each step */
+	HTAB	   *seen;			/* fact ids visited, to refuse a loop */
+	const char *start;			/* the fact the walk began with, for messages */
+} ChainReader;
+
+typedef struct SeenEntry
+{
+	char		fact_id[CSCP_MAX_ID_BYTES + 1];
+} SeenEntry;
+
+/* Open cscp.fact for walking the chains of (tenant, subject); checks privileges. */
+static void
+chain_open(ChainReader *r, text *tenant, text *subject, const char *start)
+{
+	Oid			nsp = get_namespace_oid("cscp", false);
+	Oid			relid = get_relname_relid("fact", nsp);
+	Oid			indexid;
+	AclResult	aclresult;
+	HASHCTL		ctl;
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "table cscp.fact does not exist");
+	aclresult = pg_class_aclcheck(relid, GetUserId(), ACL_SELECT);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_TABLE, "fact");
+
+	r->rel = table_open(relid, AccessShareLock);
+	load_columns(r->rel);
+	indexid = RelationGetPrimaryKeyIndex(r->rel);
+	if (!OidIsValid(indexid))
+		elog(ERROR, "cscp.fact has no primary key");
+	r->index = index_open(indexid, AccessShareLock);
+	if (r->index->rd_index->indnkeyatts != 3 ||
+		r->index->rd_index->indkey.values[0] != cols.tenant_id ||
+		r->index->rd_index->indkey.values[1] != cols.subject_id ||
+		r->index->rd_index->indkey.values[2] != cols.fact_id)
+		elog(ERROR, "the primary key of cscp.fact is not (tenant_id, subject_id, fact_id)");
+
+	/* Row-level security: cscp_check_tenant made sure tenant is the session's own. */
+	ScanKeyEntryInitialize(&r->keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
+						   r->index->rd_indcollation[0], F_TEXTEQ, PointerGetDatum(tenant));
+	ScanKeyEntryInitialize(&r->keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid,
+						   r->index->rd_indcollation[1], F_TEXTEQ, PointerGetDatum(subject));
+	ScanKeyEntryInitialize(&r->keys[2], 0, 3, BTEqualStrategyNumber, InvalidOid,
+						   r->index->rd_indcollation[2], F_TEXTEQ, (Datum) 0);
+	r->scan = index_beginscan(r->rel, r->index, GetActiveSnapshot(), 3, 0);
+	r->slot = table_slot_create(r->rel, NULL);
+	r->stepcxt = AllocSetContextCreate(CurrentMemoryContext, "cscp chain walk",
+									   ALLOCSET_SMALL_SIZES);
+	ctl.keysize = CSCP_MAX_ID_BYTES + 1;
+	ctl.entrysize = sizeof(SeenEntry);
+	ctl.hcxt = CurrentMemoryContext;
+	r->seen = hash_create("cscp chain walk", 64, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	r->start = start;
+}
+
+/* Close what chain_open opened. */
+static void
+chain_close(ChainReader *r)
+{
+	ExecDropSingleTupleTableSlot(r->slot);
+	index_endscan(r->scan);
+	index_close(r->index, AccessShareLock);
+	table_close(r->rel, AccessShareLock);
+	MemoryContextDelete(r->stepcxt);
+	hash_destroy(r->seen);
+}
+
+/* Position r->slot on fact fact_id; false when there is none. */
+static bool
+chain_fetch(ChainReader *r, const char *fact_id)
+{
+	text	   *id = cstring_to_text(fact_id);
+
+	r->keys[2].sk_argument = PointerGetDatum(id);
+	index_rescan(r->scan, r->keys, 3, NULL, 0);
+	return index_getnext_slot(r->scan, ForwardScanDirection, r->slot);
+}
+
+/* A text column of the fact in r->slot, as a C string in the step context, or NULL. */
+static char *
+slot_text(ChainReader *r, int attnum)
+{
+	bool		isnull;
+	Datum		d = slot_getattr(r->slot, attnum, &isnull);
+
+	return isnull ? NULL : TextDatumGetCString(d);
+}
+
+/* Raise XX001 for a broken chain. */
+static void
+chain_broken(ChainReader *r, const char *fact_id, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("supersession chain of fact \"%s\" is corrupted", r->start),
+			 errdetail("At fact \"%s\": %s", fact_id, detail),
+			 errhint("The chain was changed with cscp's triggers disabled; repair it by hand.")));
+}
+
+/* Remember fact_id as visited; raise XX001 when it was visited before. */
+static void
+chain_visit(ChainReader *r, const char *fact_id)
+{
+	bool		found;
+
+	if (strlen(fact_id) > CSCP_MAX_ID_BYTES)
+		chain_broken(r, fact_id, "the fact id is too long.");
+	hash_search(r->seen, fact_id, HASH_ENTER, &found);
+	if (found)
+		chain_broken(r, fact_id, "the chain comes back to this fact: it loops.");
+}
+
+/*
+ * Follow the chain from the fact in r->slot in one direction (forward:
+ * superseded_by, backward: supersedes) to its end, checking that each link
+ * is mirrored; with out, every fact passed (the first one included) is put
+ * into it.  The fact at the end is left in r->slot; its id is returned
+ * (palloc'd in the caller's context).
+ */
+static char *
+chain_follow(ChainReader *r, const char *from, bool forward, Tuplestorestate *out)
+{
+	MemoryContext callerctx = CurrentMemoryContext;
+	int			next_col = forward ? cols.superseded_by : cols.supersedes;
+	int			back_col = forward ? cols.supersedes : cols.superseded_by;
+	char	   *cur = pstrdup(from);
+
+	for (;;)
+	{
+		MemoryContext old;
+		char	   *next;
+		char	   *back;
+		bool		valid;
+		bool		isnull;
+
+		CHECK_FOR_INTERRUPTS();
+		if (out != NULL)
+			tuplestore_puttupleslot(out, r->slot);
+		MemoryContextReset(r->stepcxt);
+		old = MemoryContextSwitchTo(r->stepcxt);
+		next = slot_text(r, next_col);
+		valid = DatumGetBool(slot_getattr(r->slot, cols.is_valid, &isnull));
+		if (forward && (valid != (next == NULL)))
+			chain_broken(r, cur, valid ? "it is valid but names a successor." :
+						 "it is superseded but names no successor.");
+		if (next == NULL)
+		{
+			MemoryContextSwitchTo(old);
+			return cur;
+		}
+		chain_visit(r, next);
+		if (!chain_fetch(r, next))
+			chain_broken(r, cur, psprintf("the fact it names, \"%s\", does not exist.", next));
+		back = slot_text(r, back_col);
+		if (back == NULL || strcmp(back, cur) != 0)
+			chain_broken(r, next, psprintf("it does not name fact \"%s\" back in %s.", cur,
+										   forward ? "supersedes" : "superseded_by"));
+		MemoryContextSwitchTo(old);
+		cur = MemoryContextStrdup(callerctx, next);
+	}
+}
+
+/* Check the arguments of the walkers and open a reader positioned on fact_id. */
+static void
+chain_start(FunctionCallInfo fcinfo, ChainReader *r, char **fact_id)
+{
+	text	   *tenant = PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0);
+	text	   *subject = PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1);
+	text	   *id = PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2);
+
+	cscp_check_tenant(tenant);
+	cscp_check_id("subject_id", subject);
+	cscp_check_id("fact_id", id);
+	*fact_id = text_to_cstring(id);
+	chain_open(r, tenant, subject, *fact_id);
+	if (!chain_fetch(r, *fact_id))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("fact \"%s\" does not exist", *fact_id),
+				 errdetail("Subject \"%s\" has no such fact.", text_to_cstring(subject)),
+				 errhint("Check the id, and that cscp.tenant_id names the fact's tenant.")));
+	chain_visit(r, *fact_id);
+}
+
+/* The fact in r->slot as a cscp.fact datum in the caller's context. */
+static Datum
+slot_datum(ChainReader *r)
+{
+	bool		shouldfree;
+	HeapTuple	tuple = ExecFetchSlotHeapTuple(r->slot, false, &shouldfree);
+
+	return heap_copy_tuple_as_datum(tuple, RelationGetDescr(r->rel));
+}
+
+PG_FUNCTION_INFO_V1(cscp_fact_current);
+
+/* cscp.fact_current(tenant_id, subject_id, fact_id) RETURNS cscp.fact: head of the chain. */
+Datum
+cscp_fact_current(PG_FUNCTION_ARGS)
+{
+	ChainReader r;
+	char	   *fact_id;
+	Datum		result;
+
+	chain_start(fcinfo, &r, &fact_id);
+	chain_follow(&r, fact_id, true, NULL);
+	result = slot_datum(&r);
+	chain_close(&r);
+	PG_RETURN_DATUM(result);
+}
+
+PG_FUNCTION_INFO_V1(cscp_fact_history);
+
+/* cscp.fact_history(tenant_id, subject_id, fact_id) RETURNS SETOF cscp.fact, oldest first. */
+Datum
+cscp_fact_history(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ChainReader r;
+	char	   *fact_id;
+	char	   *root;
+	HASH_SEQ_STATUS seq;
+	SeenEntry  *entry;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	chain_start(fcinfo, &r, &fact_id);
+
+	/* Back to the oldest fact, then forward to the head, emitting each. */
+	root = chain_follow(&r, fact_id, false, NULL);
+	hash_seq_init(&seq, r.seen);
+	while ((entry = hash_seq_search(&seq)) != NULL)
+		hash_search(r.seen, entry->fact_id, HASH_REMOVE, NULL);
+	chain_visit(&r, root);
+	chain_follow(&r, root, true, rsinfo->setResult);
+	chain_close(&r);
+	return (Datum) 0;
+}

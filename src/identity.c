@@ -1,0 +1,240 @@
+/*-------------------------------------------------------------------------
+ *
+ * identity.c
+ *	  The identity layer (DESIGN.md section 8): the shape of an identity and
+ *	  the BEFORE INSERT OR UPDATE trigger that keeps it immutable.
+ *
+ * Invariants kept here:
+ *	- an identity is a JSON object whose known keys have the right types
+ *	  (cscp.identity_check, also the table's CHECK constraint);
+ *	- a new identity is version 1, set now, with no history;
+ *	- tenant_id, subject_id, version, set_at and history never change by
+ *	  hand; identity changes only together with a non-empty reason given in
+ *	  the same UPDATE (cscp.identity_replace does that), and then the
+ *	  replaced version, its time and the reason are appended to history and
+ *	  version goes up by one.
+ * The trigger takes no locks of its own: the UPDATE holds the row lock, so
+ * concurrent replaces queue and each records the version it replaced.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "cscp.h"
+
+#include "access/htup_details.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/timestamp.h"
+
+/* Keys of an identity whose value must be a string (or null). */
+static const char *const string_keys[] = {
+	"user_name", "user_id", "authority", "department", "organization"
+};
+
+/* Raise 22023 unless identity has the shape DESIGN.md section 8 gives it. */
+static void
+check_identity(Jsonb *identity)
+{
+	JsonbValue *v;
+
+	if (identity == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("identity must not be null"),
+				 errhint("Pass an object such as '{\"user_name\": \"Maria\", \"authority\": \"employee\"}'.")));
+	if (!JB_ROOT_IS_OBJECT(identity) || JB_ROOT_IS_SCALAR(identity))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("identity must be a JSON object"),
+				 errhint("Pass an object such as '{\"user_name\": \"Maria\", \"authority\": \"employee\"}'.")));
+	for (int i = 0; i < (int) lengthof(string_keys); i++)
+	{
+		v = cscp_jsonb_get(identity, string_keys[i]);
+		if (v != NULL && v->type != jbvString && v->type != jbvNull)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("identity key \"%s\" must be a string", string_keys[i]),
+					 errhint("Known keys are user_name, user_id, authority, department, organization (strings) and permissions (an array of strings).")));
+	}
+	v = cscp_jsonb_get(identity, "permissions");
+	if (v != NULL && v->type != jbvNull)
+	{
+		bool		ok = (v->type == jbvBinary && JsonContainerIsArray(v->val.binary.data));
+
+		if (ok)
+		{
+			JsonbIterator *it = JsonbIteratorInit(v->val.binary.data);
+			JsonbValue	e;
+			JsonbIteratorToken tok;
+
+			while ((tok = JsonbIteratorNext(&it, &e, true)) != WJB_DONE)
+				if (tok == WJB_ELEM && e.type != jbvString)
+					ok = false;
+		}
+		if (!ok)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("identity key \"permissions\" must be an array of strings"),
+					 errhint("Pass for example '[\"orders.read\", \"orders.cancel\"]'.")));
+	}
+}
+
+PG_FUNCTION_INFO_V1(cscp_identity_check);
+
+/* cscp.identity_check(identity jsonb) RETURNS jsonb: the identity, checked. */
+Datum
+cscp_identity_check(PG_FUNCTION_ARGS)
+{
+	check_identity(PG_ARGISNULL(0) ? NULL : PG_GETARG_JSONB_P(0));
+	PG_RETURN_DATUM(PG_GETARG_DATUM(0));
+}
+
+/* Column numbers of cscp.identity, looked up by name once per relation. */
+typedef struct IdentityColumns
+{
+	Oid			relid;
+	int			tenant_id,
+				subject_id,
+				identity,
+				version,
+				set_at,
+				reason,
+				history;
+} IdentityColumns;
+
+static IdentityColumns cols = {InvalidOid};
+
+/* Look up the column numbers of cscp.identity, once per relation. */
+static void
+load_columns(Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	if (cols.relid == RelationGetRelid(rel))
+		return;
+	cols.tenant_id = cscp_column(desc, "cscp.identity", "tenant_id");
+	cols.subject_id = cscp_column(desc, "cscp.identity", "subject_id");
+	cols.identity = cscp_column(desc, "cscp.identity", "identity");
+	cols.version = cscp_column(desc, "cscp.identity", "version");
+	cols.set_at = cscp_column(desc, "cscp.identity", "set_at");
+	cols.reason = cscp_column(desc, "cscp.identity", "reason");
+	cols.history = cscp_column(desc, "cscp.identity", "history");
+	cols.relid = RelationGetRelid(rel);
+}
+
+/* A new identity: version 1, set now, no history, no reason. */
+static HeapTuple
+guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	Datum	   *values = palloc0(desc->natts * sizeof(Datum));
+	bool	   *nulls = palloc0(desc->natts * sizeof(bool));
+	bool	   *repl = palloc0(desc->natts * sizeof(bool));
+
+	values[cols.version - 1] = Int32GetDatum(1);
+	repl[cols.version - 1] = true;
+	values[cols.set_at - 1] = TimestampTzGetDatum(now);
+	repl[cols.set_at - 1] = true;
+	nulls[cols.reason - 1] = true;
+	repl[cols.reason - 1] = true;
+	values[cols.history - 1] = DirectFunctionCall1(jsonb_in, CStringGetDatum("[]"));
+	repl[cols.history - 1] = true;
+	return heap_modify_tuple(tuple, desc, values, nulls, repl);
+}
+
+/* An UPDATE: nothing changes but by a replace with a reason, which is recorded. */
+static HeapTuple
+guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *updatedcols,
+			 TimestampTz now)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	static const char *const fixed[] = {
+		"tenant_id", "subject_id", "version", "set_at", "history"
+	};
+	char	   *subject = SPI_getvalue(oldtup, desc, cols.subject_id);
+	char	   *reason;
+	char	   *set_at;
+	char	   *replaced_at;
+	Datum	   *values;
+	bool	   *nulls;
+	bool	   *repl;
+	bool		isnull;
+	StringInfoData entry;
+	Datum		history;
+
+	for (int i = 0; i < (int) lengthof(fixed); i++)
+		if (!cscp_same_value(oldtup, newtup, desc, cscp_column(desc, "cscp.identity", fixed[i])))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("column \"%s\" of an identity cannot be changed", fixed[i]),
+					 errhint("Replace the identity with cscp.identity_replace(tenant_id, subject_id, identity, reason).")));
+
+	if (cscp_same_value(oldtup, newtup, desc, cols.identity))
+	{
+		if (!cscp_same_value(oldtup, newtup, desc, cols.reason))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("column \"reason\" of an identity cannot be changed"),
+					 errdetail("It says why the current version replaced the one before.")));
+		return newtup;
+	}
+
+	reason = SPI_getvalue(newtup, desc, cols.reason);
+	if (!cscp_column_updated(updatedcols, cols.reason) || reason == NULL ||
+		reason[strspn(reason, " \t\r\n")] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("identity of subject \"%s\" is immutable", subject),
+				 errdetail("An identity changes only by an explicit replace that says why."),
+				 errhint("Use cscp.identity_replace(tenant_id, subject_id, identity, reason), or set reason in the same UPDATE.")));
+
+	/* Append the replaced version to history. */
+	initStringInfo(&entry);
+	appendStringInfo(&entry, "[{\"version\":%d,\"identity\":",
+					 DatumGetInt32(heap_getattr(oldtup, cols.version, desc, &isnull)));
+	cscp_canonical_append(&entry,
+						  DatumGetJsonbP(heap_getattr(oldtup, cols.identity, desc, &isnull)));
+	set_at = cscp_utc_iso(DatumGetTimestampTz(heap_getattr(oldtup, cols.set_at, desc, &isnull)));
+	replaced_at = cscp_utc_iso(now);
+	appendStringInfoString(&entry, ",\"set_at\":");
+	cscp_canonical_string(&entry, set_at, strlen(set_at));
+	appendStringInfoString(&entry, ",\"replaced_at\":");
+	cscp_canonical_string(&entry, replaced_at, strlen(replaced_at));
+	appendStringInfoString(&entry, ",\"reason\":");
+	cscp_canonical_string(&entry, reason, strlen(reason));
+	appendStringInfoString(&entry, "}]");
+
+	history = DirectFunctionCall2(jsonb_concat,
+								  heap_getattr(oldtup, cols.history, desc, &isnull),
+								  DirectFunctionCall1(jsonb_in, CStringGetDatum(entry.data)));
+
+	values = palloc0(desc->natts * sizeof(Datum));
+	nulls = palloc0(desc->natts * sizeof(bool));
+	repl = palloc0(desc->natts * sizeof(bool));
+	values[cols.history - 1] = history;
+	repl[cols.history - 1] = true;
+	values[cols.version - 1] =
+		Int32GetDatum(DatumGetInt32(heap_getattr(oldtup, cols.version, desc, &isnull)) + 1);
+	repl[cols.version - 1] = true;
+	values[cols.set_at - 1] = TimestampTzGetDatum(now);
+	repl[cols.set_at - 1] = true;
+	return heap_modify_tuple(newtup, desc, values, nulls, repl);
+}
+
+static const CscpRowGuard guard = {
+	.name = "cscp.identity_guard()",
+	.load_columns = load_columns,
+	.insert = guard_insert,
+	.update = guard_update,
+};
+
+PG_FUNCTION_INFO_V1(cscp_identity_guard);
+
+/* Trigger cscp.identity_guard(): BEFORE INSERT OR UPDATE FOR EACH ROW. */
+Datum
+cscp_identity_guard(PG_FUNCTION_ARGS)
+{
+	return cscp_row_guard(fcinfo, &guard);
+}

@@ -1,0 +1,483 @@
+-- facts.sql: the state layers of the StateBench state-based context spec (DESIGN section 8):
+-- identity, authority ranks, persistent facts with supersession chains, the working set and the
+-- environment, and the functions that write them.
+--
+-- The rules live on the tables: a C trigger on cscp.identity (identity.c) keeps an identity
+-- immutable except through an explicit replace that records the version it replaces; C triggers on
+-- cscp.fact (facts.c) keep supersession chains well-formed, check authority and propagate repair,
+-- whether a row comes from cscp.fact_write or from direct SQL.  Chain walking (fact_current,
+-- fact_history) and context assembly (build_context, assemble.c) are C.
+
+CREATE TYPE cscp.fact_scope AS ENUM ('global', 'task', 'hypothetical', 'draft', 'session');
+COMMENT ON TYPE cscp.fact_scope IS
+  'Where a fact holds: everywhere, in one task or session, or nowhere real (hypothetical, draft)';
+
+CREATE TYPE cscp.memory_type AS ENUM ('user', 'capability', 'organizational');
+COMMENT ON TYPE cscp.memory_type IS
+  'What a fact is about: the user, what the agent can do, or the organization';
+
+-- Identity: one row per subject, immutable once set; a replace keeps the versions it replaced.
+CREATE FUNCTION cscp.identity_check(identity jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'cscp_identity_check' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION cscp.identity_check(jsonb) IS
+  'Raise 22023 unless identity is an object whose known keys (user_name, user_id, authority, department, organization: strings; permissions: array of strings) have the right types';
+
+CREATE TABLE cscp.identity (
+    tenant_id   text        NOT NULL CHECK (tenant_id <> '' AND tenant_id <> '*'),
+    subject_id  text        NOT NULL CHECK (subject_id <> ''),
+    identity    jsonb       NOT NULL CHECK (cscp.identity_check(identity) IS NOT NULL),
+    version     int         NOT NULL DEFAULT 1,
+    set_at      timestamptz NOT NULL DEFAULT cscp.now(),
+    -- Why the current version replaced the one before (NULL for version 1).
+    reason      text,
+    -- The versions replaced, oldest first: {version, identity, set_at, replaced_at, reason}.
+    history     jsonb       NOT NULL DEFAULT '[]',
+    PRIMARY KEY (tenant_id, subject_id)
+);
+COMMENT ON TABLE cscp.identity IS
+  'Who a subject is (user_name, authority, department, ...); set once, changed only by cscp.identity_replace, which keeps the old version in history';
+
+CREATE FUNCTION cscp.identity_guard() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'cscp_identity_guard' LANGUAGE C;
+COMMENT ON FUNCTION cscp.identity_guard() IS
+  'Trigger: an identity never changes except by a replace that names a reason; the replaced version is appended to history';
+CREATE TRIGGER identity_guard BEFORE INSERT OR UPDATE ON cscp.identity
+    FOR EACH ROW EXECUTE FUNCTION cscp.identity_guard();
+
+-- Authority ranks: tenant '*' holds the defaults, a tenant adds or re-ranks its own.
+CREATE TABLE cscp.authority (
+    tenant_id   text        NOT NULL CHECK (tenant_id <> ''),
+    authority   text        NOT NULL CHECK (authority <> '' AND octet_length(authority) <= 256),
+    rank        int         NOT NULL CHECK (rank BETWEEN 1 AND 1000000),
+    updated_at  timestamptz NOT NULL DEFAULT cscp.now(),
+    PRIMARY KEY (tenant_id, authority)
+);
+COMMENT ON TABLE cscp.authority IS
+  'Ranks of authorities per tenant (higher outranks lower), over the defaults of tenant ''*''; written with cscp.authority_set';
+
+INSERT INTO cscp.authority (tenant_id, authority, rank) VALUES
+    ('*', 'policy', 400), ('*', 'manager', 300), ('*', 'employee', 200), ('*', 'guest', 100);
+
+CREATE FUNCTION cscp.authority_rank(tenant_id text, authority text) RETURNS int
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    SELECT coalesce((SELECT a.rank FROM cscp.authority a WHERE a.tenant_id = $1 AND a.authority = $2),
+                    (SELECT a.rank FROM cscp.authority a WHERE a.tenant_id = '*' AND a.authority = $2))
+$$;
+COMMENT ON FUNCTION cscp.authority_rank(text, text) IS
+  'The rank of an authority for a tenant (its own, else the default), or NULL when unknown';
+
+CREATE FUNCTION cscp.authority_set(tenant_id text, authority text, rank int) RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+#variable_conflict use_column
+BEGIN
+    IF authority_set.tenant_id IS DISTINCT FROM '*' THEN
+        PERFORM cscp._tenant(authority_set.tenant_id);
+    END IF;
+    PERFORM cscp._id('authority', authority_set.authority);
+    IF authority_set.rank IS NULL OR authority_set.rank < 1 OR authority_set.rank > 1000000 THEN
+        RAISE EXCEPTION 'rank must be between 1 and 1000000'
+            USING ERRCODE = '22023',
+                  DETAIL = format('The rank given is %s.', coalesce(authority_set.rank::text, 'null')),
+                  HINT = 'Higher ranks outrank lower ones; the defaults are policy 400, manager 300, employee 200, guest 100.';
+    END IF;
+    INSERT INTO cscp.authority AS a (tenant_id, authority, rank, updated_at)
+    VALUES (authority_set.tenant_id, authority_set.authority, authority_set.rank, cscp.now())
+    ON CONFLICT (tenant_id, authority) DO UPDATE
+        SET rank = excluded.rank, updated_at = excluded.updated_at;
+END
+$$;
+COMMENT ON FUNCTION cscp.authority_set(text, text, int) IS
+  'Add an authority to a tenant, or re-rank one (higher outranks lower); tenant ''*'' holds the defaults';
+
+-- Facts.
+CREATE TABLE cscp.fact (
+    tenant_id       text             NOT NULL CHECK (tenant_id <> '' AND tenant_id <> '*'),
+    subject_id      text             NOT NULL CHECK (subject_id <> ''),
+    fact_id         text             NOT NULL CHECK (fact_id <> '' AND octet_length(fact_id) <= 256),
+    key             text             NOT NULL CHECK (key <> ''),
+    value           jsonb            NOT NULL,
+    source          jsonb            NOT NULL DEFAULT '{"type": "conversation"}'
+                                     CHECK (jsonb_typeof(source) = 'object'),
+    -- The writer's authority as resolved at write time (source.authority, else the subject's
+    -- identity's authority when it is a known one, else guest), and its rank then.
+    authority       text             NOT NULL,
+    authority_rank  int              NOT NULL,
+    created_at      timestamptz      NOT NULL DEFAULT cscp.now(),
+    is_valid        boolean          NOT NULL DEFAULT true,
+    superseded_by   text,
+    supersedes      text,
+    memory_type     cscp.memory_type NOT NULL,
+    scope           cscp.fact_scope  NOT NULL DEFAULT 'global',
+    scope_id        text,
+    depends_on      text[]           NOT NULL DEFAULT '{}',
+    derived_facts   text[]           NOT NULL DEFAULT '{}',
+    needs_review    boolean          NOT NULL DEFAULT false,
+    is_constraint   boolean          NOT NULL DEFAULT false,
+    constraint_type text,
+    -- What relevance ranking searches: the key (words of it, weight A) and the value's strings.
+    search          tsvector         GENERATED ALWAYS AS (
+                        setweight(to_tsvector('english'::regconfig, translate(key, '_-.', '   ')), 'A')
+                        || setweight(jsonb_to_tsvector('english'::regconfig, value, '["string", "numeric"]'), 'B')
+                    ) STORED,
+    PRIMARY KEY (tenant_id, subject_id, fact_id),
+    -- Chains stay within one subject and never point at a fact that is not there.
+    FOREIGN KEY (tenant_id, subject_id, supersedes) REFERENCES cscp.fact (tenant_id, subject_id, fact_id),
+    FOREIGN KEY (tenant_id, subject_id, superseded_by) REFERENCES cscp.fact (tenant_id, subject_id, fact_id),
+    CHECK (is_valid = (superseded_by IS NULL)),
+    CHECK (supersedes <> fact_id AND superseded_by <> fact_id),
+    CHECK ((scope IN ('task', 'session')) = (scope_id IS NOT NULL) OR scope IN ('hypothetical', 'draft')),
+    CHECK (scope_id <> ''),
+    CHECK (is_constraint OR constraint_type IS NULL),
+    CHECK (array_ndims(depends_on) IS NULL OR array_ndims(depends_on) = 1),
+    CHECK (array_position(depends_on, NULL) IS NULL)
+);
+COMMENT ON TABLE cscp.fact IS
+  'Persistent facts of a subject; a fact is replaced only by a newer fact that supersedes it, forming a chain with one valid fact at its head';
+
+-- A fact is superseded at most once: chains never fork.
+CREATE UNIQUE INDEX fact_supersedes_key ON cscp.fact (tenant_id, subject_id, supersedes)
+    WHERE supersedes IS NOT NULL;
+-- Context assembly and supersession by key read valid facts only, never superseded ones.
+CREATE INDEX fact_valid_idx ON cscp.fact (tenant_id, subject_id) WHERE is_valid;
+CREATE INDEX fact_valid_key_idx ON cscp.fact (tenant_id, subject_id, key) WHERE is_valid;
+
+CREATE FUNCTION cscp.fact_guard() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'cscp_fact_guard' LANGUAGE C;
+COMMENT ON FUNCTION cscp.fact_guard() IS
+  'Trigger: a new fact is valid, its authority resolved and checked against the fact it supersedes, its dependencies known; chains and facts never change except as supersession and repair require';
+CREATE TRIGGER fact_guard BEFORE INSERT OR UPDATE ON cscp.fact
+    FOR EACH ROW EXECUTE FUNCTION cscp.fact_guard();
+
+CREATE FUNCTION cscp.fact_link() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'cscp_fact_link' LANGUAGE C;
+COMMENT ON FUNCTION cscp.fact_link() IS
+  'Trigger: after a fact is inserted, mark the fact it supersedes superseded, flag every fact derived from that one for review, and record the new fact in its dependencies'' derived_facts';
+CREATE TRIGGER fact_link AFTER INSERT ON cscp.fact
+    FOR EACH ROW EXECUTE FUNCTION cscp.fact_link();
+
+CREATE FUNCTION cscp.fact_current(tenant_id text, subject_id text, fact_id text) RETURNS cscp.fact
+    AS 'MODULE_PATHNAME', 'cscp_fact_current' LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION cscp.fact_current(text, text, text) IS
+  'The head of the fact''s supersession chain: the fact itself when it is valid, else the valid fact that replaced it';
+
+CREATE FUNCTION cscp.fact_history(tenant_id text, subject_id text, fact_id text) RETURNS SETOF cscp.fact
+    AS 'MODULE_PATHNAME', 'cscp_fact_history' LANGUAGE C STABLE PARALLEL SAFE ROWS 10;
+COMMENT ON FUNCTION cscp.fact_history(text, text, text) IS
+  'The whole supersession chain the fact belongs to, oldest first';
+
+-- Checks of fact_write's arguments; returns the scope as its type.
+CREATE FUNCTION cscp._fact_args(key text, value jsonb, source jsonb, scope text, scope_id text,
+                                depends_on text[], is_constraint boolean, constraint_type text,
+                                memory_type text) RETURNS cscp.fact_scope
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+    PERFORM cscp._id('key', key);
+    IF value IS NULL THEN
+        RAISE EXCEPTION 'value must not be null'
+            USING ERRCODE = '22023', HINT = 'Pass a JSON value; JSON null (''null''::jsonb) is a value.';
+    END IF;
+    IF source IS NULL OR jsonb_typeof(source) <> 'object' OR jsonb_typeof(source -> 'type') IS DISTINCT FROM 'string' THEN
+        RAISE EXCEPTION 'source must be a JSON object with a string "type"'
+            USING ERRCODE = '22023',
+                  DETAIL = format('The source given is %s.', coalesce(source::text, 'null')),
+                  HINT = 'Pass a source such as ''{"type": "user", "authority": "employee"}''.';
+    END IF;
+    IF source ? 'authority' AND jsonb_typeof(source -> 'authority') <> 'string' THEN
+        RAISE EXCEPTION 'source authority must be a string'
+            USING ERRCODE = '22023', DETAIL = format('The source given is %s.', source),
+                  HINT = 'Name an authority registered with cscp.authority_set, such as "employee".';
+    END IF;
+    IF (source ? 'turn_index' AND jsonb_typeof(source -> 'turn_index') <> 'number')
+       OR (source ? 'event_index' AND jsonb_typeof(source -> 'event_index') <> 'number') THEN
+        RAISE EXCEPTION 'source turn_index and event_index must be numbers'
+            USING ERRCODE = '22023', DETAIL = format('The source given is %s.', source);
+    END IF;
+    IF scope IS NULL OR scope NOT IN ('global', 'task', 'hypothetical', 'draft', 'session') THEN
+        RAISE EXCEPTION 'unknown scope "%"', coalesce(scope, 'null')
+            USING ERRCODE = '22023',
+                  HINT = 'Use one of global, task, hypothetical, draft, session.';
+    END IF;
+    IF scope IN ('task', 'session') AND scope_id IS NULL THEN
+        RAISE EXCEPTION 'a % fact needs a scope_id', scope
+            USING ERRCODE = '22023', HINT = format('Pass the id of the %s the fact holds in.', scope);
+    END IF;
+    IF scope = 'global' AND scope_id IS NOT NULL THEN
+        RAISE EXCEPTION 'a global fact has no scope_id'
+            USING ERRCODE = '22023', HINT = 'Pass scope_id NULL, or use scope task or session.';
+    END IF;
+    IF scope_id IS NOT NULL THEN
+        PERFORM cscp._id('scope_id', scope_id);
+    END IF;
+    IF depends_on IS NULL THEN
+        RAISE EXCEPTION 'depends_on must not be null'
+            USING ERRCODE = '22023', HINT = 'Pass ''{}'' for a fact that depends on nothing.';
+    END IF;
+    IF array_ndims(depends_on) > 1 OR array_position(depends_on, NULL) IS NOT NULL
+       OR array_position(depends_on, '') IS NOT NULL THEN
+        RAISE EXCEPTION 'depends_on must be a one-dimensional array of fact ids'
+            USING ERRCODE = '22023', DETAIL = format('The depends_on given is %s.', depends_on),
+                  HINT = 'Pass the ids of the facts this one was derived from, such as ''{f-1,f-2}''.';
+    END IF;
+    IF is_constraint IS NULL THEN
+        RAISE EXCEPTION 'is_constraint must not be null'
+            USING ERRCODE = '22023', HINT = 'Pass true or false.';
+    END IF;
+    IF constraint_type IS NOT NULL AND NOT is_constraint THEN
+        RAISE EXCEPTION 'constraint_type is only for constraints'
+            USING ERRCODE = '22023', HINT = 'Pass is_constraint => true, or constraint_type NULL.';
+    END IF;
+    IF memory_type IS NOT NULL AND memory_type NOT IN ('user', 'capability', 'organizational') THEN
+        RAISE EXCEPTION 'unknown memory type "%"', memory_type
+            USING ERRCODE = '22023',
+                  HINT = 'Use one of user, capability, organizational, or NULL to classify from the source.';
+    END IF;
+    RETURN scope::cscp.fact_scope;
+END
+$$;
+COMMENT ON FUNCTION cscp._fact_args(text, jsonb, jsonb, text, text, text[], boolean, text, text) IS
+  'Internal: argument checks of cscp.fact_write (22023)';
+
+CREATE FUNCTION cscp.fact_write(tenant_id text, subject_id text, fact_id text, key text, value jsonb,
+                                source jsonb DEFAULT '{"type": "conversation"}', supersedes text DEFAULT NULL,
+                                scope text DEFAULT 'global', scope_id text DEFAULT NULL,
+                                depends_on text[] DEFAULT '{}', is_constraint boolean DEFAULT false,
+                                constraint_type text DEFAULT NULL, memory_type text DEFAULT NULL)
+RETURNS cscp.fact
+LANGUAGE plpgsql VOLATILE
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_scope cscp.fact_scope;
+    v_id text := fact_write.fact_id;
+    v_target text;
+    v_candidates text[];
+    v_by_key text;
+    v_row cscp.fact;
+BEGIN
+    PERFORM cscp._tenant(fact_write.tenant_id);
+    PERFORM cscp._id('subject_id', fact_write.subject_id);
+    IF v_id IS NULL THEN
+        v_id := 'f-' || pg_catalog.gen_random_uuid();
+    ELSE
+        PERFORM cscp._id('fact_id', v_id);
+    END IF;
+    v_scope := cscp._fact_args(fact_write.key, fact_write.value, fact_write.source, fact_write.scope,
+                               fact_write.scope_id, fact_write.depends_on, fact_write.is_constraint,
+                               fact_write.constraint_type, fact_write.memory_type);
+
+    -- What this fact supersedes: a fact id, else the one valid fact with that key in this scope;
+    -- with supersede_same_key, a write without supersedes replaces the valid fact of its own key.
+    IF fact_write.supersedes IS NOT NULL THEN
+        PERFORM cscp._id('supersedes', fact_write.supersedes);
+        SELECT f.fact_id INTO v_target FROM cscp.fact f
+         WHERE f.tenant_id = fact_write.tenant_id AND f.subject_id = fact_write.subject_id
+           AND f.fact_id = fact_write.supersedes;
+        IF NOT FOUND THEN
+            v_by_key := fact_write.supersedes;
+        END IF;
+    ELSIF coalesce((cscp.policy_effective(fact_write.tenant_id) ->> 'supersede_same_key')::boolean, false) THEN
+        v_by_key := fact_write.key;
+    END IF;
+
+    IF v_by_key IS NOT NULL THEN
+        SELECT array_agg(f.fact_id ORDER BY f.fact_id COLLATE "C") INTO v_candidates FROM cscp.fact f
+         WHERE f.tenant_id = fact_write.tenant_id AND f.subject_id = fact_write.subject_id
+           AND f.key = v_by_key AND f.is_valid
+           AND f.scope = v_scope AND f.scope_id IS NOT DISTINCT FROM fact_write.scope_id;
+        IF cardinality(v_candidates) > 1 THEN
+            RAISE EXCEPTION 'key "%" names % valid facts', v_by_key, cardinality(v_candidates)
+                USING ERRCODE = '22023',
+                      DETAIL = format('Subject "%s" has valid facts %s with key "%s" in scope %s.',
+                                      fact_write.subject_id, array_to_string(v_candidates, ', '),
+                                      v_by_key, v_scope),
+                      HINT = 'Name the fact to supersede by its id.';
+        ELSIF v_candidates IS NOT NULL THEN
+            v_target := v_candidates[1];
+        ELSIF fact_write.supersedes IS NOT NULL THEN
+            RAISE EXCEPTION 'no fact to supersede: "%" is neither a fact id nor the key of a valid fact', v_by_key
+                USING ERRCODE = '22023',
+                      DETAIL = format('Subject "%s" has no fact with that id and no valid fact with that key in scope %s.',
+                                      fact_write.subject_id, v_scope),
+                      HINT = 'Check the id or key, and the scope; pass supersedes NULL for a fact that replaces nothing.';
+        END IF;
+    END IF;
+
+    -- The trigger resolves the authority, locks and checks the fact superseded (42501 when the
+    -- writer ranks below it, 55000 when it was superseded meanwhile) and links the chain.
+    INSERT INTO cscp.fact AS f (tenant_id, subject_id, fact_id, key, value, source, supersedes,
+                                memory_type, scope, scope_id, depends_on, is_constraint,
+                                constraint_type)
+    VALUES (fact_write.tenant_id, fact_write.subject_id, v_id, fact_write.key, fact_write.value,
+            fact_write.source, v_target, fact_write.memory_type::cscp.memory_type, v_scope,
+            fact_write.scope_id, fact_write.depends_on, fact_write.is_constraint,
+            fact_write.constraint_type)
+    RETURNING * INTO v_row;
+    RETURN v_row;
+END
+$$;
+COMMENT ON FUNCTION cscp.fact_write(text, text, text, text, jsonb, jsonb, text, text, text, text[], boolean, text, text) IS
+  'Write a fact, optionally superseding one (by fact id, or by key within the same scope); returns the fact written';
+
+-- Working set: short-lived items per session.
+CREATE TABLE cscp.working_set (
+    tenant_id   text        NOT NULL CHECK (tenant_id <> '' AND tenant_id <> '*'),
+    session_id  text        NOT NULL CHECK (session_id <> ''),
+    key         text        NOT NULL CHECK (key <> ''),
+    value       jsonb       NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT cscp.now(),
+    updated_at  timestamptz NOT NULL DEFAULT cscp.now(),
+    expires_at  timestamptz NOT NULL,
+    PRIMARY KEY (tenant_id, session_id, key)
+);
+COMMENT ON TABLE cscp.working_set IS
+  'Working-set items per (tenant, session, key): what the agent is holding right now; gone once expired';
+CREATE INDEX working_set_expiry_idx ON cscp.working_set (expires_at);
+
+CREATE FUNCTION cscp.ws_put(tenant_id text, session_id text, key text, value jsonb,
+                            ttl interval DEFAULT NULL) RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz := cscp.now();
+    v_ttl interval;
+BEGIN
+    PERFORM cscp._tenant(ws_put.tenant_id);
+    PERFORM cscp._id('session_id', ws_put.session_id);
+    PERFORM cscp._id('key', ws_put.key);
+    IF ws_put.value IS NULL THEN
+        RAISE EXCEPTION 'value must not be null'
+            USING ERRCODE = '22023', HINT = 'Pass a JSON value; to forget an item, let it expire.';
+    END IF;
+    v_ttl := cscp._ttl(cscp.policy_effective(ws_put.tenant_id), ws_put.ttl, 'context_ttl', 'ttl');
+    INSERT INTO cscp.working_set AS w (tenant_id, session_id, key, value, created_at, updated_at, expires_at)
+    VALUES (ws_put.tenant_id, ws_put.session_id, ws_put.key, ws_put.value, v_now, v_now, v_now + v_ttl)
+    ON CONFLICT (tenant_id, session_id, key) DO UPDATE
+        SET value = excluded.value,
+            created_at = CASE WHEN w.expires_at <= v_now THEN v_now ELSE w.created_at END,
+            updated_at = v_now,
+            expires_at = excluded.expires_at;
+END
+$$;
+COMMENT ON FUNCTION cscp.ws_put(text, text, text, jsonb, interval) IS
+  'Put an item into a session''s working set for ttl (default: the policy''s context_ttl), replacing the item of that key';
+
+CREATE FUNCTION cscp.ws_get(tenant_id text, session_id text, key text) RETURNS jsonb
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_column
+DECLARE
+    v jsonb;
+BEGIN
+    PERFORM cscp._tenant(ws_get.tenant_id);
+    PERFORM cscp._id('session_id', ws_get.session_id);
+    PERFORM cscp._id('key', ws_get.key);
+    SELECT w.value INTO v FROM cscp.working_set w
+     WHERE w.tenant_id = ws_get.tenant_id AND w.session_id = ws_get.session_id AND w.key = ws_get.key
+       AND w.expires_at > cscp.now();
+    RETURN v;
+END
+$$;
+COMMENT ON FUNCTION cscp.ws_get(text, text, text) IS
+  'A working-set item, or NULL when absent or expired';
+
+-- Environment: what is true of a session's surroundings (place, device, calendar, ...).
+CREATE TABLE cscp.environment (
+    tenant_id    text        NOT NULL CHECK (tenant_id <> '' AND tenant_id <> '*'),
+    session_id   text        NOT NULL CHECK (session_id <> ''),
+    environment  jsonb       NOT NULL CHECK (jsonb_typeof(environment) = 'object'),
+    updated_at   timestamptz NOT NULL DEFAULT cscp.now(),
+    PRIMARY KEY (tenant_id, session_id)
+);
+COMMENT ON TABLE cscp.environment IS
+  'The environment of a session, shown in every context assembled for it; the current time comes from cscp.now(), not from here';
+
+CREATE FUNCTION cscp.env_set(tenant_id text, session_id text, environment jsonb) RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM cscp._tenant(env_set.tenant_id);
+    PERFORM cscp._id('session_id', env_set.session_id);
+    IF env_set.environment IS NULL OR jsonb_typeof(env_set.environment) <> 'object' THEN
+        RAISE EXCEPTION 'environment must be a JSON object'
+            USING ERRCODE = '22023',
+                  DETAIL = format('The environment given is %s.', coalesce(jsonb_typeof(env_set.environment), 'null')),
+                  HINT = 'Pass an object such as ''{"location": "Lisbon", "device": "phone"}''.';
+    END IF;
+    INSERT INTO cscp.environment AS e (tenant_id, session_id, environment, updated_at)
+    VALUES (env_set.tenant_id, env_set.session_id, env_set.environment, cscp.now())
+    ON CONFLICT (tenant_id, session_id) DO UPDATE
+        SET environment = excluded.environment, updated_at = excluded.updated_at;
+END
+$$;
+COMMENT ON FUNCTION cscp.env_set(text, text, jsonb) IS
+  'Set (replace) the environment of a session';
+
+CREATE FUNCTION cscp.identity_set(tenant_id text, subject_id text, identity jsonb) RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_old jsonb;
+BEGIN
+    PERFORM cscp._tenant(identity_set.tenant_id);
+    PERFORM cscp._id('subject_id', identity_set.subject_id);
+    PERFORM cscp.identity_check(identity_set.identity);
+    INSERT INTO cscp.identity AS i (tenant_id, subject_id, identity)
+    VALUES (identity_set.tenant_id, identity_set.subject_id, identity_set.identity)
+    ON CONFLICT (tenant_id, subject_id) DO NOTHING;
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    SELECT i.identity INTO v_old FROM cscp.identity i
+     WHERE i.tenant_id = identity_set.tenant_id AND i.subject_id = identity_set.subject_id;
+    IF v_old IS DISTINCT FROM identity_set.identity THEN
+        RAISE EXCEPTION 'identity of subject "%" is already set', identity_set.subject_id
+            USING ERRCODE = '55000',
+                  DETAIL = 'An identity does not change once set.',
+                  HINT = 'Replace it explicitly with cscp.identity_replace(tenant_id, subject_id, identity, reason).';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION cscp.identity_set(text, text, jsonb) IS
+  'Set a subject''s identity once; setting the same identity again does nothing, a different one is refused (55000)';
+
+CREATE FUNCTION cscp.identity_replace(tenant_id text, subject_id text, identity jsonb, reason text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM cscp._tenant(identity_replace.tenant_id);
+    PERFORM cscp._id('subject_id', identity_replace.subject_id);
+    PERFORM cscp.identity_check(identity_replace.identity);
+    IF identity_replace.reason IS NULL OR btrim(identity_replace.reason) = '' THEN
+        RAISE EXCEPTION 'reason must not be empty'
+            USING ERRCODE = '22023', HINT = 'Say why the identity changes; it is kept with the replaced version.';
+    END IF;
+    UPDATE cscp.identity i SET identity = identity_replace.identity, reason = identity_replace.reason
+     WHERE i.tenant_id = identity_replace.tenant_id AND i.subject_id = identity_replace.subject_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'subject "%" has no identity', identity_replace.subject_id
+            USING ERRCODE = '22023', HINT = 'Set it first with cscp.identity_set.';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION cscp.identity_replace(text, text, jsonb, text) IS
+  'Replace a subject''s identity, keeping the replaced version, the time and the reason in its history';
+
+CREATE FUNCTION cscp.token_count(txt text) RETURNS int
+    AS 'MODULE_PATHNAME', 'cscp_token_count' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cscp.token_count(text) IS
+  'Estimated tokens of a text: each run of letters and digits counts one per 4 characters (at least 1), every other visible character 1, white space 0';
+
+CREATE FUNCTION cscp.build_context(tenant_id text, subject_id text, session_id text,
+                                   query text DEFAULT NULL, token_budget int DEFAULT NULL,
+                                   task_id text DEFAULT NULL) RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'cscp_build_context' LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION cscp.build_context(text, text, text, text, int, text) IS
+  'The context to tell an agent: identity, environment, constraints, facts ranked by relevance to query, working set, within token_budget';
