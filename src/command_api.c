@@ -33,7 +33,9 @@
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
-/* The command_id of a pending slot (an object), if it is key in slots. */
+static void check_object(const char *argname, Jsonb *value);
+
+/* Whether slots holds a pending question under key (an object) naming command_id. */
 static bool
 slot_names_command(Jsonb *slots, const char *key, const char *command_id)
 {
@@ -163,20 +165,6 @@ cscp_context_release_sql(PG_FUNCTION_ARGS)
 	SPI_finish();
 	ReleaseTupleDesc(desc);
 	PG_RETURN_VOID();
-}
-
-/* Raise 22023 unless detail is null or a JSON object. */
-static void
-check_detail(Jsonb *detail)
-{
-	if (detail != NULL && !JB_ROOT_IS_OBJECT(detail))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("detail must be a JSON object"),
-				 errdetail("The value given is a JSON %s.",
-						   TextDatumGetCString(DirectFunctionCall1(jsonb_typeof,
-																   JsonbPGetDatum(detail)))),
-				 errhint("Pass an object such as '{}'.")));
 }
 
 /* The approver_id of an approval request's detail, checked; NULL when absent. */
@@ -393,7 +381,7 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 	to = cscp_command_state_of(state_type, PG_GETARG_DATUM(1));
 	if (reason_code != NULL)
 		cscp_check_id("reason_code", PG_GETARG_TEXT_PP(2));
-	check_detail(detail);
+	check_object("detail", detail);
 	approver = detail_approver(detail);
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
