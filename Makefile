@@ -84,7 +84,7 @@ endif
 $(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS) cscp.control
 	cat $(SQL_PARTS) > $@
 
-.PHONY: deps build demo test bench statebench check-all
+.PHONY: deps build demo test bench bench-facts statebench check-all
 # Install what is missing from Debian's packages (PostgreSQL 15 server and headers, pgTAP, pg_prove).
 deps:
 	@bash test/scripts/deps.sh
@@ -106,6 +106,12 @@ test: build
 # minutes on a throwaway cluster); not part of `make test`.
 bench: build
 	@bash test/scripts/bench.sh
+
+# Issue 5's facts targets: build_context with 100,000 superseded facts against 1,000 valid ones
+# alone, and fact_current on a chain of 101 (about 3 minutes on a throwaway cluster); not part of
+# `make test`.
+bench-facts: build
+	@bash test/scripts/bench_facts.sh
 
 # StateBench timelines replayed through cscp on a throwaway cluster, reported per track
 # (test/statebench/); not part of `make test`: the data is not part of the project.
