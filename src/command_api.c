@@ -1336,6 +1336,40 @@ check_message_ids(ArrayType *message_ids)
 		cscp_check_id("message_ids element", nulls[i] ? NULL : DatumGetTextPP(elems[i]));
 }
 
+/*
+ * The arguments command_submit and _command_create share (the first nine),
+ * unchecked; the rest of the request empty.
+ */
+static void
+request_args(FunctionCallInfo fcinfo, CommandRequest *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->tenant_id = PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0);
+	q->conversation_id = PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1);
+	q->actor_id = PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2);
+	q->idempotency_key = PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3);
+	q->command_name = PG_ARGISNULL(4) ? NULL : PG_GETARG_TEXT_PP(4);
+	q->mutating = !PG_ARGISNULL(5) && PG_GETARG_BOOL(5);
+	q->message_ids = PG_ARGISNULL(6) ? NULL : PG_GETARG_ARRAYTYPE_P(6);
+	q->payload = PG_ARGISNULL(7) ? NULL : PG_GETARG_JSONB_P(7);
+	q->target_fingerprint = PG_ARGISNULL(8) ? NULL : PG_GETARG_TEXT_PP(8);
+}
+
+/* Form the command q asks for and return its row. */
+static Datum
+form_command(FunctionCallInfo fcinfo, const CommandRequest *q)
+{
+	MemoryContext callerctx = CurrentMemoryContext;
+	CommandResult r;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	command_create(q, &r, callerctx);
+	SPI_finish();
+	return return_result(fcinfo, &r);
+}
+
 PG_FUNCTION_INFO_V1(cscp_command_submit);
 
 /*
@@ -1353,16 +1387,9 @@ PG_FUNCTION_INFO_V1(cscp_command_submit);
 Datum
 cscp_command_submit(PG_FUNCTION_ARGS)
 {
-	MemoryContext callerctx = CurrentMemoryContext;
-	CommandRequest q = {0};
-	CommandResult r;
+	CommandRequest q;
 
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	q.tenant_id = PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0);
-	q.conversation_id = PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1);
-	q.actor_id = PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2);
-	q.idempotency_key = PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3);
-	q.command_name = PG_ARGISNULL(4) ? NULL : PG_GETARG_TEXT_PP(4);
+	request_args(fcinfo, &q);
 	cscp_check_tenant(q.tenant_id);
 	cscp_check_id("conversation_id", q.conversation_id);
 	cscp_check_id("actor_id", q.actor_id);
@@ -1373,28 +1400,17 @@ cscp_command_submit(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("mutating must not be null"),
 				 errhint("Say whether the command changes anything (true) or only reads (false).")));
-	q.mutating = PG_GETARG_BOOL(5);
-	q.message_ids = PG_ARGISNULL(6) ? NULL : PG_GETARG_ARRAYTYPE_P(6);
 	check_message_ids(q.message_ids);
-	if (PG_ARGISNULL(7))
+	if (q.payload == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("payload must not be null"),
 				 errhint("Pass '{}' for a command without arguments.")));
-	q.payload = PG_GETARG_JSONB_P(7);
 	check_object("payload", q.payload);
-	if (!PG_ARGISNULL(8))
-	{
-		q.target_fingerprint = PG_GETARG_TEXT_PP(8);
+	if (q.target_fingerprint != NULL)
 		cscp_check_id("target_fingerprint", q.target_fingerprint);
-	}
 	q.context_required = true;
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	command_create(&q, &r, callerctx);
-	SPI_finish();
-	return return_result(fcinfo, &r);
+	return form_command(fcinfo, &q);
 }
 
 PG_FUNCTION_INFO_V1(cscp_command_create);
@@ -1415,32 +1431,16 @@ PG_FUNCTION_INFO_V1(cscp_command_create);
 Datum
 cscp_command_create(PG_FUNCTION_ARGS)
 {
-	MemoryContext callerctx = CurrentMemoryContext;
-	CommandRequest q = {0};
-	CommandResult r;
+	CommandRequest q;
 
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	for (int i = 0; i <= 7; i++)
 		if (PG_ARGISNULL(i))
 			elog(ERROR, "cscp._command_create: argument %d must not be null", i + 1);
-	q.tenant_id = PG_GETARG_TEXT_PP(0);
-	q.conversation_id = PG_GETARG_TEXT_PP(1);
-	q.actor_id = PG_GETARG_TEXT_PP(2);
-	q.idempotency_key = PG_GETARG_TEXT_PP(3);
-	q.command_name = PG_GETARG_TEXT_PP(4);
-	q.mutating = PG_GETARG_BOOL(5);
-	q.message_ids = PG_GETARG_ARRAYTYPE_P(6);
-	q.payload = PG_GETARG_JSONB_P(7);
-	q.target_fingerprint = PG_ARGISNULL(8) ? NULL : PG_GETARG_TEXT_PP(8);
+	request_args(fcinfo, &q);
 	q.has_target = !PG_ARGISNULL(9);
 	q.target_command_id = q.has_target ? PG_GETARG_DATUM(9) : (Datum) 0;
 	q.recovery_kind = PG_ARGISNULL(10) ? NULL : PG_GETARG_TEXT_PP(10);
 	q.refuse_reason = PG_ARGISNULL(11) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(11));
 	q.context_required = PG_ARGISNULL(12) || PG_GETARG_BOOL(12);
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	command_create(&q, &r, callerctx);
-	SPI_finish();
-	return return_result(fcinfo, &r);
+	return form_command(fcinfo, &q);
 }

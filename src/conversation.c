@@ -711,6 +711,38 @@ cscp_conversation_start(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+/*
+ * What exchange and close do first: check the arguments, parse the turn,
+ * lock the conversation and refuse a closed one (55000).  Past its deadline
+ * the conversation is closed by timeout and the timed_out row returned:
+ * the caller then returns at once (true).
+ */
+static bool
+lock_for_turn(FunctionCallInfo fcinfo, char **tenant_s, char **conv_s, CscpTurn *t,
+			  CscpConversation *conv, TurnResult *res, TimestampTz *now)
+{
+	text	   *tenant = text_arg(fcinfo, 0);
+	text	   *convid = text_arg(fcinfo, 1);
+
+	cscp_check_tenant(tenant);
+	cscp_check_id("conversation_id", convid);
+	cscp_turn_parse(PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2), "turn", t);
+	*tenant_s = text_to_cstring(tenant);
+	*conv_s = text_to_cstring(convid);
+	InitMaterializedSRF(fcinfo, 0);
+	*now = cscp_now();
+
+	if (!cscp_conversation_lock(*tenant_s, *conv_s, conv))
+		no_conversation(*conv_s);
+	if (conv->closed)
+		closed_conversation(conv);
+	if (!past_deadline(conv, *now))
+		return false;
+	record_timeout(conv, *now, res);
+	return_row(fcinfo, res, true);
+	return true;
+}
+
 PG_FUNCTION_INFO_V1(cscp_conversation_exchange);
 
 /*
@@ -720,8 +752,6 @@ PG_FUNCTION_INFO_V1(cscp_conversation_exchange);
 Datum
 cscp_conversation_exchange(PG_FUNCTION_ARGS)
 {
-	text	   *tenant = text_arg(fcinfo, 0);
-	text	   *convid = text_arg(fcinfo, 1);
 	char	   *tenant_s,
 			   *conv_s,
 			   *msg;
@@ -731,24 +761,8 @@ cscp_conversation_exchange(PG_FUNCTION_ARGS)
 	TurnResult	res = {0};
 	TimestampTz now;
 
-	cscp_check_tenant(tenant);
-	cscp_check_id("conversation_id", convid);
-	cscp_turn_parse(PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2), "turn", &t);
-	tenant_s = text_to_cstring(tenant);
-	conv_s = text_to_cstring(convid);
-	InitMaterializedSRF(fcinfo, 0);
-	now = cscp_now();
-
-	if (!cscp_conversation_lock(tenant_s, conv_s, &conv))
-		no_conversation(conv_s);
-	if (conv.closed)
-		closed_conversation(&conv);
-	if (past_deadline(&conv, now))
-	{
-		record_timeout(&conv, now, &res);
-		return_row(fcinfo, &res, true);
+	if (lock_for_turn(fcinfo, &tenant_s, &conv_s, &t, &conv, &res, &now))
 		return (Datum) 0;
-	}
 
 	msg = candidate_message_id(conv_s, &t);
 	if (msg != NULL && find_turn(tenant_s, conv_s, msg, &found))
@@ -809,8 +823,6 @@ PG_FUNCTION_INFO_V1(cscp_conversation_close);
 Datum
 cscp_conversation_close(PG_FUNCTION_ARGS)
 {
-	text	   *tenant = text_arg(fcinfo, 0);
-	text	   *convid = text_arg(fcinfo, 1);
 	char	   *tenant_s,
 			   *conv_s,
 			   *msg;
@@ -821,24 +833,8 @@ cscp_conversation_close(PG_FUNCTION_ARGS)
 	TurnResult	res = {0};
 	TimestampTz now;
 
-	cscp_check_tenant(tenant);
-	cscp_check_id("conversation_id", convid);
-	cscp_turn_parse(PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2), "turn", &t);
-	tenant_s = text_to_cstring(tenant);
-	conv_s = text_to_cstring(convid);
-	InitMaterializedSRF(fcinfo, 0);
-	now = cscp_now();
-
-	if (!cscp_conversation_lock(tenant_s, conv_s, &conv))
-		no_conversation(conv_s);
-	if (conv.closed)
-		closed_conversation(&conv);
-	if (past_deadline(&conv, now))
-	{
-		record_timeout(&conv, now, &res);
-		return_row(fcinfo, &res, true);
+	if (lock_for_turn(fcinfo, &tenant_s, &conv_s, &t, &conv, &res, &now))
 		return (Datum) 0;
-	}
 	msg = candidate_message_id(conv_s, &t);
 	if (msg != NULL && find_turn(tenant_s, conv_s, msg, &found))
 		ereport(ERROR,
