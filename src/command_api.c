@@ -943,7 +943,6 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	static SPIPlanPtr insert_plan = NULL;
 	static SPIPlanPtr reject_plan = NULL;
 	static SPIPlanPtr supersede_plan = NULL;
-	static SPIPlanPtr confirm_plan = NULL;
 	static SPIPlanPtr pending_plan = NULL;
 	static SPIPlanPtr use_plan = NULL;
 	static const Oid key_types[2] = {TEXTOID, TEXTOID};
@@ -951,19 +950,18 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	static const Oid frame_find_types[3] = {TEXTOID, UUIDOID, TEXTOID};
 	static const Oid frame_insert_types[6] = {TEXTOID, UUIDOID, TEXTOID, UUIDOID, JSONBOID,
 	TIMESTAMPTZOID};
-	static const Oid insert_types[15] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, UUIDOID, UUIDOID,
+	static const Oid insert_types[17] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, UUIDOID, UUIDOID,
 		JSONBOID, TEXTARRAYOID, TEXTOID, BOOLOID, BOOLOID, JSONBOID, TEXTOID, UUIDOID,
-	TEXTOID};
+	TEXTOID, TEXTOID, TIMESTAMPTZOID};
 	static const Oid reject_types[3] = {TEXTOID, UUIDOID, TEXTOID};
 	static const Oid supersede_types[3] = {TEXTOID, UUIDOID, UUIDOID};
-	static const Oid confirm_types[3] = {TEXTOID, UUIDOID, TIMESTAMPTZOID};
 	static const Oid pending_types[7] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID,
 	TIMESTAMPTZOID, TEXTOID};
 	static const Oid use_types[4] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID};
 	TimestampTz now = cscp_now();
 	Datum		tenant = PointerGetDatum(q->tenant_id);
-	Datum		args[15];
-	char		nulls[16];
+	Datum		args[17];
+	char		nulls[17];
 	SPITupleTable *tt;
 	HeapTuple	cmd,
 				ctx = NULL;
@@ -971,6 +969,8 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 				ctxdesc = NULL;
 	bool		isnull;
 	bool		usable = false;
+	bool		asking;
+	Datum		window = (Datum) 0;
 	const char *reason = q->refuse_reason;
 	char	   *status = NULL;
 	Datum		context_id = (Datum) 0,
@@ -1142,6 +1142,16 @@ conflict:
 	auto_confirm = q->mutating && reason == NULL &&
 		cscp_policy_lists(cscp_policy_get(tenant_c), "auto_confirm", name_c);
 
+	/*
+	 * A mutating command that is not auto-confirmed asks for confirmation
+	 * at once: it is inserted in confirmation_required with its window, and
+	 * the trigger records both steps (received -> canonicalized ->
+	 * confirmation_required), as an insert and an update would.
+	 */
+	asking = usable && reason == NULL && q->mutating && !auto_confirm;
+	if (asking)
+		window = policy_window(tenant, "confirmation_ttl");
+
 	args[0] = tenant;
 	args[1] = PointerGetDatum(q->idempotency_key);
 	args[2] = PointerGetDatum(q->conversation_id);
@@ -1163,16 +1173,28 @@ conflict:
 	nulls[13] = q->has_target ? ' ' : 'n';
 	args[14] = PointerGetDatum(q->recovery_kind);
 	nulls[14] = q->recovery_kind ? ' ' : 'n';
+	args[15] = CStringGetTextDatum(asking ? "confirmation_required" : "canonicalized");
+	args[16] = window;
+	nulls[16] = asking ? ' ' : 'n';
 	cscp_spi_plan(&insert_plan,
 				  "INSERT INTO cscp.command AS x (tenant_id, idempotency_key, conversation_id,"
 				  "    actor_id, context_id, frame_id, context_ref, message_ids, command_name,"
 				  "    mutating, auto_confirm, payload, target_fingerprint, state,"
-				  "    target_command_id, recovery_kind)"
+				  "    target_command_id, recovery_kind, window_expires_at)"
 				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
-				  "         'canonicalized', $14, $15)"
+				  "         $16::cscp.command_state, $14, $15, $17)"
 				  " RETURNING *",
-				  15, insert_types);
-	tt = run(insert_plan, args, nulls, false, SPI_OK_INSERT_RETURNING);
+				  17, insert_types);
+	cscp_command_asking = asking;
+	PG_TRY();
+	{
+		tt = run(insert_plan, args, nulls, false, SPI_OK_INSERT_RETURNING);
+	}
+	PG_FINALLY();
+	{
+		cscp_command_asking = false;
+	}
+	PG_END_TRY();
 	cmd = tt->vals[0];
 	cmddesc = tt->tupdesc;
 	memset(nulls, ' ', sizeof(nulls));
@@ -1196,11 +1218,10 @@ conflict:
 		return;
 	}
 
-	if (q->mutating && !auto_confirm)
+	if (asking)
 	{
 		Datum		command_id = spi_col(cmd, cmddesc, "cscp.command", "command_id", &isnull);
 		Jsonb	   *slots = DatumGetJsonbP(spi_col(ctx, ctxdesc, "cscp.context", "slots", &isnull));
-		Datum		window;
 
 		/* Only the most recent confirmation request is pending: the earlier one is superseded. */
 		if (slot_pending(slots, "pending_confirmation"))
@@ -1228,18 +1249,6 @@ conflict:
 						  3, supersede_types);
 			run(supersede_plan, args, NULL, false, SPI_OK_UPDATE);
 		}
-		window = policy_window(tenant, "confirmation_ttl");
-		args[0] = tenant;
-		args[1] = command_id;
-		args[2] = window;
-		cscp_spi_plan(&confirm_plan,
-					  "UPDATE cscp.command x"
-					  "   SET state = 'confirmation_required', window_expires_at = $3"
-					  " WHERE x.tenant_id = $1 AND x.command_id = $2 RETURNING *",
-					  3, confirm_types);
-		tt = run(confirm_plan, args, NULL, false, SPI_OK_UPDATE_RETURNING);
-		cmd = tt->vals[0];
-		cmddesc = tt->tupdesc;
 
 		args[0] = tenant;
 		args[1] = context_id;

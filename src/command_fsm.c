@@ -443,7 +443,14 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	const char *reason = NULL;
 	const char *decision = NULL;
 
-	if (state != CMD_RECEIVED && state != CMD_CANONICALIZED)
+	if (state == CMD_CONFIRMATION_REQUIRED && cscp_command_asking)
+	{
+		/* command_submit's own insert; it has checked all of this */
+		if (!get_bool(tuple, desc, cols.mutating) || get_bool(tuple, desc, cols.auto_confirm) ||
+			is_null(tuple, desc, cols.window_expires_at))
+			elog(ERROR, "a command born asking for confirmation must be mutating, not auto-confirmed, and have a window");
+	}
+	else if (state != CMD_RECEIVED && state != CMD_CANONICALIZED)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("a new command must be received or canonicalized, not %s",
@@ -493,20 +500,25 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	nulls[cols.outcome - 1] = repl[cols.outcome - 1] = true;
 	nulls[cols.confirmed_at - 1] = repl[cols.confirmed_at - 1] = true;
 	nulls[cols.authorized_at - 1] = repl[cols.authorized_at - 1] = true;
-	nulls[cols.window_expires_at - 1] = repl[cols.window_expires_at - 1] = true;
+	if (state != CMD_CONFIRMATION_REQUIRED)
+		nulls[cols.window_expires_at - 1] = repl[cols.window_expires_at - 1] = true;
 	values[cols.created_at - 1] = TimestampTzGetDatum(now);
 	repl[cols.created_at - 1] = true;
 	values[cols.updated_at - 1] = TimestampTzGetDatum(now);
 	repl[cols.updated_at - 1] = true;
 	values[cols.last_transition_at - 1] = TimestampTzGetDatum(now);
 	repl[cols.last_transition_at - 1] = true;
-	values[cols.version - 1] = Int64GetDatum(1);
+	/* one version per step, as if inserted canonicalized and then asked */
+	values[cols.version - 1] = Int64GetDatum(state == CMD_CONFIRMATION_REQUIRED ? 2 : 1);
 	repl[cols.version - 1] = true;
 	tuple = heap_modify_tuple(tuple, desc, values, nulls, repl);
 
-	if (state == CMD_CANONICALIZED)
+	if (state == CMD_CANONICALIZED || state == CMD_CONFIRMATION_REQUIRED)
 		record_transition(tuple, desc, CMD_RECEIVED, CMD_CANONICALIZED, now,
 						  decision, is_null(tuple, desc, cols.reason_code) ? reason : NULL);
+	if (state == CMD_CONFIRMATION_REQUIRED)
+		record_transition(tuple, desc, CMD_CANONICALIZED, CMD_CONFIRMATION_REQUIRED, now,
+						  NULL, NULL);
 	return tuple;
 }
 
@@ -636,6 +648,8 @@ static const CscpRowGuard guard = {
 	.insert = guard_insert,
 	.update = guard_update,
 };
+
+bool		cscp_command_asking = false;
 
 PG_FUNCTION_INFO_V1(cscp_command_guard);
 

@@ -177,6 +177,12 @@ typedef enum CommandState
 extern const char *const cscp_command_state_names[CMD_NUM_STATES];
 extern CommandState cscp_command_state_of(Oid typoid, Datum value);
 extern Datum cscp_command_state_datum(Oid typoid, CommandState state);
+/*
+ * Set by command_submit around its INSERT of a command that asks for
+ * confirmation at once: the trigger then accepts a new row in
+ * confirmation_required and records both of its steps.
+ */
+extern bool cscp_command_asking;
 extern const char *cscp_command_refusal_of(HeapTuple tuple, TupleDesc desc,
 										   CommandState to, CommandState *from);
 
