@@ -88,6 +88,12 @@ CREATE POLICY tenant_isolation ON cscp.environment
     USING (tenant_id = current_setting('cscp.tenant_id', true))
     WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
 
+-- Tombstones: written and read by cscp.forget_* and the forgotten_guard trigger as the owner;
+-- application roles are granted nothing on them.
+ALTER TABLE cscp.tombstone ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_read ON cscp.tombstone FOR SELECT
+    USING (tenant_id = current_setting('cscp.tenant_id', true));
+
 -- Authority ranks: like policies, a tenant reads its own and the defaults, writes only its own.
 ALTER TABLE cscp.authority ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_read ON cscp.authority FOR SELECT
@@ -184,6 +190,11 @@ SELECT pg_catalog.pg_extension_config_dump('cscp.authority', 'WHERE tenant_id <>
 SELECT pg_catalog.pg_extension_config_dump('cscp.fact', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.working_set', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.environment', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.tombstone', '');
+-- The identity sequences of evidence and inspections: restored, new rows continue after the
+-- restored ones instead of colliding with them.
+SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('cscp.evidence', 'evidence_id'), '');
+SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('cscp.inspection_log', 'inspection_id'), '');
 
 -- Last, so that it covers every object above: nothing of cscp's is PUBLIC's.
 REVOKE ALL ON ALL TABLES IN SCHEMA cscp FROM PUBLIC;
