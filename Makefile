@@ -35,7 +35,8 @@ OBJS = \
 	src/facts.o \
 	src/assemble.o \
 	src/owner.o \
-	src/forget.o
+	src/forget.o \
+	src/worker.o
 
 # The install script is concatenated from one file per concern, in this order.
 SQL_PARTS = \

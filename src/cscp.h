@@ -33,6 +33,11 @@
 extern char *cscp_clock_setting;
 extern char *cscp_tenant_setting;
 extern bool cscp_notify_setting;
+extern int	cscp_sweep_interval;
+extern char *cscp_sweep_database;
+
+/* worker.c: the optional sweep worker */
+extern void cscp_worker_register(void);
 
 /* Channel of cscp.notify's notifications. */
 #define CSCP_NOTIFY_CHANNEL "cscp_events"

@@ -4,6 +4,7 @@
 #   2. isolation specs (test/isolation/): concurrent behaviour
 #   3. pgTAP through pg_prove (test/pgtap/): assertions, roles and tenancy
 #   4. backup and restore (test/scripts/backup-restore.sh): pg_dump, pg_restore, same rows, working API
+#   5. the background sweep worker, on a cluster of its own (test/scripts/worker-test.sh)
 # Exits non-zero when any suite fails, after printing what differed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -39,6 +40,12 @@ echo "== backup and restore"
 if ! bash test/scripts/backup-restore.sh; then
 	status=1
 	failed+=("backup-restore")
+fi
+
+echo "== background sweep worker (a second cluster, cscp preloaded)"
+if ! bash test/scripts/worker-test.sh; then
+	status=1
+	failed+=("worker")
 fi
 
 if [ $status -ne 0 ]; then
