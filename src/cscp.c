@@ -122,10 +122,10 @@ _PG_init(void)
 	DefineCustomStringVariable("cscp.sweep_database",
 							   "Database in which the background worker runs cscp.sweep().",
 							   "The worker connects as the bootstrap superuser; cscp must be "
-							   "installed there.",
+							   "installed there. On a change the worker restarts in the new database.",
 							   &cscp_sweep_database,
 							   "postgres",
-							   PGC_POSTMASTER,
+							   PGC_SIGHUP,
 							   0,
 							   NULL,
 							   NULL,

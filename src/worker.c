@@ -4,7 +4,8 @@
  *	  The optional background worker that runs cscp.sweep() on a timer.
  *
  * Started only when cscp is in shared_preload_libraries.  It connects to
- * cscp.sweep_database as the bootstrap superuser and, every
+ * cscp.sweep_database as the bootstrap superuser (and restarts when that
+ * setting changes) and, every
  * cscp.sweep_interval (0: never; the setting is re-read on SIGHUP), runs
  * SELECT cscp.sweep() in a transaction of its own, when the extension is
  * installed there.  Nothing's correctness depends on it: readers treat
@@ -29,6 +30,9 @@
 #include "utils/snapmgr.h"
 
 PGDLLEXPORT void cscp_sweep_worker_main(Datum arg);
+
+/* The database the worker connected to. */
+static char connected_database[NAMEDATALEN];
 
 /* Register the worker; called from _PG_init while preloading. */
 void
@@ -92,6 +96,7 @@ cscp_sweep_worker_main(Datum arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(cscp_sweep_database, NULL, 0);
+	strlcpy(connected_database, cscp_sweep_database, sizeof(connected_database));
 	pgstat_report_appname("cscp sweep");
 	ereport(LOG,
 			(errmsg("cscp sweep worker started in database \"%s\", every %d ms",
@@ -108,6 +113,14 @@ cscp_sweep_worker_main(Datum arg)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			if (strcmp(cscp_sweep_database, connected_database) != 0)
+			{
+				/* The postmaster starts it again, in the new database. */
+				ereport(LOG,
+						(errmsg("cscp sweep worker restarting: cscp.sweep_database is now \"%s\"",
+								cscp_sweep_database)));
+				proc_exit(1);
+			}
 		}
 
 		if (cscp_sweep_interval > 0)
