@@ -432,10 +432,14 @@ typedef struct TurnResult
 	const char *outcome;
 } TurnResult;
 
-/* Raise 22023: the conversation does not exist (for this tenant). */
+/*
+ * Raise 22023: the conversation does not exist (for this tenant); 55000 when
+ * it was forgotten.
+ */
 static void
-no_conversation(const char *conversation_id)
+no_conversation(const char *tenant_id, const char *conversation_id)
 {
+	cscp_refuse_forgotten(tenant_id, "conversation", conversation_id);
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("conversation \"%s\" does not exist", conversation_id),
@@ -722,7 +726,7 @@ cscp_conversation_start(PG_FUNCTION_ARGS)
 		int32		size;
 
 		if (!cscp_conversation_lock(tenant_s, conv_s, &conv))
-			no_conversation(conv_s);
+			no_conversation(tenant_s, conv_s);
 		if (strcmp(conv.agent_id, text_to_cstring(agent)) != 0 ||
 			!find_turn(tenant_s, conv_s, msg, &first) || first.turn_index != 0 ||
 			strcmp(first.content_hash, cscp_turn_content_hash(t.content, &size)) != 0)
@@ -762,7 +766,7 @@ lock_for_turn(FunctionCallInfo fcinfo, char **tenant_s, char **conv_s, CscpTurn 
 	*now = cscp_now();
 
 	if (!cscp_conversation_lock(*tenant_s, *conv_s, conv))
-		no_conversation(*conv_s);
+		no_conversation(*tenant_s, *conv_s);
 	if (conv->closed)
 		closed_conversation(conv);
 	if (!past_deadline(conv, *now))

@@ -33,6 +33,11 @@
 extern char *cscp_clock_setting;
 extern char *cscp_tenant_setting;
 extern bool cscp_notify_setting;
+extern int	cscp_sweep_interval;
+extern char *cscp_sweep_database;
+
+/* worker.c: the optional sweep worker */
+extern void cscp_worker_register(void);
 
 /* Channel of cscp.notify's notifications. */
 #define CSCP_NOTIFY_CHANNEL "cscp_events"
@@ -192,6 +197,24 @@ extern void cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id
 extern void cscp_key_lock(text *tenant, const char *key, int keylen);
 extern bool cscp_context_for(text *tenant, text *conversation, text *actor,
 							 HeapTuple *ctx, TupleDesc *desc);
+
+/* owner.c: a section of C code run as the owner of cscp's tables */
+typedef struct CscpOwnerScope
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			nestlevel;
+} CscpOwnerScope;
+
+extern Oid	cscp_table_owner(const char *relname);
+extern void cscp_owner_enter(const char *relname, CscpOwnerScope *scope);
+extern void cscp_owner_enter_as(Oid owner, CscpOwnerScope *scope);
+extern void cscp_owner_leave(CscpOwnerScope *scope);
+
+/* forget.c: erasure and its tombstones */
+extern bool cscp_erasing;
+extern char *cscp_forget_hash(const char *tenant_id, const char *kind, const char *id);
+extern void cscp_refuse_forgotten(const char *tenant_id, const char *kind, const char *id);
 
 /* spiplan.c */
 extern SPIPlanPtr cscp_spi_plan(SPIPlanPtr *plan, const char *sql, int nargs,

@@ -13,7 +13,8 @@
  * Both insert as the table's owner, so application roles need (and get)
  * no INSERT, UPDATE or DELETE privilege on it; the evidence_guard trigger
  * refuses UPDATE and TRUNCATE from anyone, and DELETE of a row still
- * inside its tenant's retention_evidence.
+ * inside its tenant's retention_evidence (except by cscp.forget_*, which
+ * erases whole chains; forget.c).
  *
  * Each row's hash is the SHA-256 of the canonical JSON of its fields,
  * previous row's hash included; rows of one command form a chain numbered
@@ -265,14 +266,12 @@ cscp_evidence_append(CscpEvidence *e)
 	static SPIPlanPtr insert_plan = NULL;
 	MemoryContext callerctx = CurrentMemoryContext;
 	const EvidenceRel *er = evidence_rel();
-	Oid			save_userid;
-	int			save_sec_context;
+	CscpOwnerScope owner;
 	Datum		values[16];
 	char		nulls[16];
 	Datum		uuid = (Datum) 0;
 
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(er->owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	cscp_owner_enter_as(er->owner, &owner);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -339,7 +338,7 @@ cscp_evidence_append(CscpEvidence *e)
 			 e->command_id ? e->command_id : "(none)");
 
 	SPI_finish();
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	cscp_owner_leave(&owner);
 }
 
 /* Field of a composite as a C string, or NULL. */
@@ -424,10 +423,15 @@ cscp_evidence_guard(PG_FUNCTION_ARGS)
 		TimestampTz created = DatumGetTimestampTz(heap_getattr(tuple,
 															   SPI_fnumber(desc, "created_at"),
 															   desc, &isnull));
-		Jsonb	   *policy = cscp_policy_get(tenant);
-		char	   *keep = cscp_jsonb_get_cstring(policy, "retention_evidence");
+		Jsonb	   *policy;
+		char	   *keep;
 		Interval	retention;
 
+		/* cscp.forget_* erases whole chains, retention or not. */
+		if (cscp_erasing)
+			return PointerGetDatum(tuple);
+		policy = cscp_policy_get(tenant);
+		keep = cscp_jsonb_get_cstring(policy, "retention_evidence");
 		if (keep != NULL && cscp_parse_interval(keep, &retention))
 		{
 			TimestampTz until = DatumGetTimestampTz(
