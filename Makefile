@@ -83,6 +83,15 @@ endif
 
 .DEFAULT_GOAL := all
 
+# The proxy extension (proxy/): installed with cscp, so a proxy database can CREATE EXTENSION
+# cscp_proxy; `make proxy-sql` regenerates its install script from cscp and proxy/api.tsv.
+.PHONY: install-proxy proxy-sql bench-proxy
+install: install-proxy
+install-proxy:
+	@$(MAKE) --no-print-directory -C proxy install PG_CONFIG="$(PG_CONFIG)"
+proxy-sql:
+	@bash proxy/generate.sh proxy/cscp_proxy--0.1.0.sql
+
 $(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS) cscp.control
 	cat $(SQL_PARTS) > $@
 
