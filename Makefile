@@ -92,6 +92,11 @@ install-proxy:
 proxy-sql:
 	@bash proxy/generate.sh proxy/cscp_proxy--0.1.0.sql
 
+# The message-turn workload through the proxy on two shards against one node (pgbench, about
+# 2.5 minutes on throwaway clusters); not part of `make test`.
+bench-proxy: build
+	@bash test/scripts/bench_proxy.sh
+
 $(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS) cscp.control
 	cat $(SQL_PARTS) > $@
 
