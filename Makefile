@@ -36,7 +36,8 @@ OBJS = \
 	src/assemble.o \
 	src/owner.o \
 	src/forget.o \
-	src/worker.o
+	src/worker.o \
+	src/shard.o
 
 # The install script is concatenated from one file per concern, in this order.
 SQL_PARTS = \
@@ -56,12 +57,13 @@ SQL_PARTS = \
 	src/sql/views.sql \
 	src/sql/invariants.sql \
 	src/sql/forget.sql \
+	src/sql/shard.sql \
 	src/sql/security.sql
 
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql
 EXTRA_CLEAN = results output_iso regression.diffs regression.out
 
-REGRESS = setup clock routing policy context_transitions context_expiry slots jsonschema confirm bad_input_commands commands evidence documents facts build_context sweep views bad_input conversations bad_input_conversations row_rules invariants forget drop
+REGRESS = setup clock routing policy context_transitions context_expiry slots jsonschema confirm bad_input_commands commands evidence documents facts build_context sweep views bad_input conversations bad_input_conversations row_rules shard invariants forget drop
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 ISOLATION = context_open_race sweep_vs_slot_set submit_same_key confirm_race sweep_vs_confirm confirm_vs_new_request notify policy_cache conversation_append_race conversation_same_message conversation_timeout_race fact_supersede_race
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=$(EXTENSION)
@@ -85,6 +87,20 @@ all install installcheck:
 endif
 
 .DEFAULT_GOAL := all
+
+# The proxy extension (proxy/): installed with cscp, so a proxy database can CREATE EXTENSION
+# cscp_proxy; `make proxy-sql` regenerates its install script from cscp and proxy/api.tsv.
+.PHONY: install-proxy proxy-sql bench-proxy
+install: install-proxy
+install-proxy:
+	@$(MAKE) --no-print-directory -C proxy install PG_CONFIG="$(PG_CONFIG)"
+proxy-sql:
+	@bash proxy/generate.sh proxy/cscp_proxy--0.1.0.sql
+
+# The message-turn workload through the proxy on two shards against one node (pgbench, about
+# 2.5 minutes on throwaway clusters); not part of `make test`.
+bench-proxy: build
+	@bash test/scripts/bench_proxy.sh
 
 # PGXS tracks no header dependencies: every object depends on the one shared header.
 $(OBJS): src/cscp.h

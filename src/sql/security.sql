@@ -152,6 +152,8 @@ BEGIN
     -- Administration and operator inspection are not the application's.
     EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.grant_app(name), cscp.grant_operator(name), '
                    'cscp.show_active_context(text, text), cscp.check_invariants(text) FROM %s', r);
+    -- Nor a shard's place in a scale-out deployment (shard.sql).
+    EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.shard_set(int, int[]), cscp.shard_misplaced() FROM %s', r);
 END
 $$;
 COMMENT ON FUNCTION cscp.grant_app(name) IS

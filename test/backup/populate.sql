@@ -3,6 +3,10 @@
 \set ON_ERROR_STOP 1
 SET cscp.clock = '2026-09-01 10:00:00+00';
 
+-- A shard's place (scale-out): one partition of one, which holds every row; a restored shard
+-- must keep it.
+SELECT cscp.shard_set(1, ARRAY[0]) IS NOT NULL;
+
 SELECT cscp.policy_set('bk', '{"detail_level": "full", "auto_confirm": ["ping"], "context_ttl": "1 hour"}') IS NOT NULL;
 SELECT cscp.authority_set('bk', 'cfo', 350);
 

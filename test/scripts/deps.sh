@@ -10,6 +10,7 @@ packages=(
 	"postgresql-server-dev-$PGVERSION"    # PGXS, headers, pg_regress, pg_isolation_regress
 	"postgresql-contrib"
 	"postgresql-$PGVERSION-pgtap"         # pgTAP
+	"postgresql-$PGVERSION-plproxy"       # PL/Proxy: the scale-out suite's proxy
 	libtap-parser-sourcehandler-pgtap-perl  # pg_prove
 	${CSCP_EXTRA_PACKAGES:-}
 )

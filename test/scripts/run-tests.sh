@@ -5,6 +5,7 @@
 #   3. pgTAP through pg_prove (test/pgtap/): assertions, roles and tenancy
 #   4. backup and restore (test/scripts/backup-restore.sh): pg_dump, pg_restore, same rows, working API
 #   5. the background sweep worker, on a cluster of its own (test/scripts/worker-test.sh)
+#   6. scale-out (test/scripts/scaleout.sh): two shards behind a PL/Proxy proxy, own clusters
 # Exits non-zero when any suite fails, after printing what differed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -46,6 +47,12 @@ echo "== background sweep worker (a second cluster, cscp preloaded)"
 if ! bash test/scripts/worker-test.sh; then
 	status=1
 	failed+=("worker")
+fi
+
+echo "== scale-out"
+if ! bash test/scripts/scaleout.sh; then
+	status=1
+	failed+=("scale-out")
 fi
 
 if [ $status -ne 0 ]; then
