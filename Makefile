@@ -23,6 +23,7 @@ OBJS = \
 	src/canonical.o \
 	src/evidence.o \
 	src/context_fsm.o \
+	src/context_api.o \
 	src/command_fsm.o \
 	src/command_api.o \
 	src/confirm.o \

@@ -114,6 +114,12 @@ extern Datum cscp_row_guard(FunctionCallInfo fcinfo, const CscpRowGuard *guard);
 extern bool cscp_column_updated(const Bitmapset *updatedcols, int attnum);
 extern void cscp_row_check(Relation rel, HeapTuple tuple, CscpRowRules *rules);
 
+/* context_api.c: opening a context, and the context as readers see it */
+extern HeapTuple cscp_context_open_row(text *tenant, text *conversation, text *actor,
+									   Jsonb *slots, Interval *ttl, text *correlation,
+									   TupleDesc *desc);
+extern Datum cscp_context_view_datum(HeapTuple row, TupleDesc desc, TupleDesc rowdesc);
+
 /* clock.c */
 extern TimestampTz cscp_now(void);
 extern bool cscp_parse_timestamptz(const char *str, TimestampTz *result);
