@@ -118,3 +118,17 @@ bench-facts: build
 #   make statebench STATEBENCH=path/to/train.jsonl
 statebench: build
 	@bash test/statebench/run.sh "$(STATEBENCH)"
+
+# Issue 7: crash test, stress, fuzz (test/crash/, test/stress/, test/fuzz/).
+.PHONY: crashtest
+LIBPQ_CFLAGS = -Wall -Wextra -Werror -O2 -I$(shell $(PG_CONFIG) --includedir)
+LIBPQ_LIBS = -L$(shell $(PG_CONFIG) --libdir) -lpq
+test/crash/crash_client: test/crash/crash_client.c
+	$(CC) $(LIBPQ_CFLAGS) -o $@ $< $(LIBPQ_LIBS)
+EXTRA_CLEAN += test/crash/crash_client
+
+# Acknowledged writes survive SIGKILL of the postmaster (test/scripts/crash.sh); a short form
+# (3 crashes) runs inside `make test`.
+#   make crashtest CRASH_KILLS=10 CRASH_CLIENTS=8 CRASH_SEED=...
+crashtest: build
+	@CRASH_KILLS=$(or $(CRASH_KILLS),10) CRASH_CLIENTS=$(or $(CRASH_CLIENTS),8) bash test/scripts/crash.sh
