@@ -145,7 +145,7 @@ BEGIN
     EXECUTE format('GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA cscp TO %s', r);
     -- Administration and operator inspection are not the application's.
     EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.grant_app(name), cscp.grant_operator(name), '
-                   'cscp.show_active_context(text, text) FROM %s', r);
+                   'cscp.show_active_context(text, text), cscp.check_invariants(text) FROM %s', r);
 END
 $$;
 COMMENT ON FUNCTION cscp.grant_app(name) IS
@@ -160,11 +160,12 @@ BEGIN
     EXECUTE format('GRANT USAGE ON SCHEMA cscp TO %s', r);
     EXECUTE format('GRANT SELECT ON cscp.active_context, cscp.command_lifecycle TO %s', r);
     EXECUTE format('GRANT EXECUTE ON FUNCTION cscp.show_active_context(text, text), cscp.now(), '
-                   'cscp._redact_slots(jsonb, text), cscp._id(text, text) TO %s', r);
+                   'cscp._redact_slots(jsonb, text), cscp._id(text, text), '
+                   'cscp.check_invariants(text) TO %s', r);
 END
 $$;
 COMMENT ON FUNCTION cscp.grant_operator(name) IS
-  'Let a role read the redacted operator views (cscp.active_context, cscp.command_lifecycle, cscp.show_active_context) and nothing else';
+  'Let a role read the redacted operator views (cscp.active_context, cscp.command_lifecycle, cscp.show_active_context) and run cscp.check_invariants, and nothing else';
 
 -- pg_dump keeps user data; the defaults of tenant '*' come back with CREATE EXTENSION.
 SELECT pg_catalog.pg_extension_config_dump('cscp.context', '');
