@@ -3,6 +3,7 @@
 #   1. pg_regress (sql/, expected/): exact output
 #   2. isolation specs (test/isolation/): concurrent behaviour
 #   3. pgTAP through pg_prove (test/pgtap/): assertions, roles and tenancy
+#   4. the crash test, short form (test/scripts/crash.sh, its own cluster with fsync=on)
 # Exits non-zero when any suite fails, after printing what differed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -32,6 +33,12 @@ psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "DROP DATABASE IF EXISTS cscp_tap" 
 if ! pg_prove --failures -d cscp_tap test/pgtap/*.sql; then
 	status=1
 	failed+=("pgTAP")
+fi
+
+echo "== crash test (short form of make crashtest)"
+if ! CRASH_KILLS=3 CRASH_CLIENTS=4 bash test/scripts/crash.sh; then
+	status=1
+	failed+=("crash test")
 fi
 
 if [ $status -ne 0 ]; then
