@@ -133,3 +133,14 @@ EXTRA_CLEAN += test/crash/crash_client
 #   make crashtest CRASH_KILLS=10 CRASH_CLIENTS=8 CRASH_SEED=...
 crashtest: build
 	@CRASH_KILLS=$(or $(CRASH_KILLS),10) CRASH_CLIENTS=$(or $(CRASH_CLIENTS),8) bash test/scripts/crash.sh
+
+test/fuzz/fuzz_sql: test/fuzz/fuzz_sql.c
+	$(CC) $(LIBPQ_CFLAGS) -o $@ $< $(LIBPQ_LIBS)
+EXTRA_CLEAN += test/fuzz/fuzz_sql
+
+# Every function of schema cscp with random and adversarial arguments (test/scripts/fuzz.sh); a
+# short form (3,000 calls) runs inside `make test`.
+#   make fuzz FUZZ_CALLS=100000 FUZZ_SEED=...
+.PHONY: fuzz
+fuzz: build
+	@FUZZ_CALLS=$(or $(FUZZ_CALLS),30000) FUZZ_SEED=$(or $(FUZZ_SEED),20261121) bash test/scripts/fuzz.sh

@@ -4,6 +4,7 @@
 #   2. isolation specs (test/isolation/): concurrent behaviour
 #   3. pgTAP through pg_prove (test/pgtap/): assertions, roles and tenancy
 #   4. the crash test, short form (test/scripts/crash.sh, its own cluster with fsync=on)
+#   5. the fuzz, short form (test/scripts/fuzz.sh, its own cluster): 3,000 hostile calls
 # Exits non-zero when any suite fails, after printing what differed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -39,6 +40,12 @@ echo "== crash test (short form of make crashtest)"
 if ! CRASH_KILLS=3 CRASH_CLIENTS=4 bash test/scripts/crash.sh; then
 	status=1
 	failed+=("crash test")
+fi
+
+echo "== fuzz (short form of make fuzz)"
+if ! FUZZ_CALLS=3000 bash test/scripts/fuzz.sh; then
+	status=1
+	failed+=("fuzz")
 fi
 
 if [ $status -ne 0 ]; then
