@@ -60,6 +60,7 @@ EXTRA_CLEAN = results output_iso regression.diffs regression.out
 REGRESS = setup clock routing policy context_transitions context_expiry slots jsonschema confirm bad_input_commands commands evidence documents facts build_context sweep views bad_input conversations bad_input_conversations invariants drop
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 ISOLATION = context_open_race sweep_vs_slot_set submit_same_key confirm_race sweep_vs_confirm confirm_vs_new_request notify policy_cache conversation_append_race conversation_same_message conversation_timeout_race fact_supersede_race
+ISOLATION += fact_chain_walk
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=$(EXTENSION)
 
 PG_CPPFLAGS = -I$(srcdir)/src
@@ -144,3 +145,9 @@ EXTRA_CLEAN += test/fuzz/fuzz_sql
 .PHONY: fuzz
 fuzz: build
 	@FUZZ_CALLS=$(or $(FUZZ_CALLS),30000) FUZZ_SEED=$(or $(FUZZ_SEED),20261121) bash test/scripts/fuzz.sh
+
+# 16 pgbench clients mixing every API call for 60 s, then check_invariants() (test/scripts/stress.sh);
+# not part of `make test`.
+.PHONY: stress
+stress: build
+	@bash test/scripts/stress.sh
