@@ -33,7 +33,10 @@ OBJS = \
 	src/conversation.o \
 	src/identity.o \
 	src/facts.o \
-	src/assemble.o
+	src/assemble.o \
+	src/owner.o \
+	src/forget.o \
+	src/worker.o
 
 # The install script is concatenated from one file per concern, in this order.
 SQL_PARTS = \
@@ -52,12 +55,13 @@ SQL_PARTS = \
 	src/sql/sweep.sql \
 	src/sql/views.sql \
 	src/sql/invariants.sql \
+	src/sql/forget.sql \
 	src/sql/security.sql
 
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql
 EXTRA_CLEAN = results output_iso regression.diffs regression.out
 
-REGRESS = setup clock routing policy context_transitions context_expiry slots jsonschema confirm bad_input_commands commands evidence documents facts build_context sweep views bad_input conversations bad_input_conversations invariants drop
+REGRESS = setup clock routing policy context_transitions context_expiry slots jsonschema confirm bad_input_commands commands evidence documents facts build_context sweep views bad_input conversations bad_input_conversations row_rules invariants forget drop
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 ISOLATION = context_open_race sweep_vs_slot_set submit_same_key confirm_race sweep_vs_confirm confirm_vs_new_request notify policy_cache conversation_append_race conversation_same_message conversation_timeout_race fact_supersede_race
 ISOLATION += fact_chain_walk fact_same_key_race
@@ -82,6 +86,9 @@ all install installcheck:
 endif
 
 .DEFAULT_GOAL := all
+
+# PGXS tracks no header dependencies: every object depends on the one shared header.
+$(OBJS): src/cscp.h
 
 $(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS) cscp.control
 	cat $(SQL_PARTS) > $@

@@ -337,12 +337,10 @@ PG_FUNCTION_INFO_V1(cscp_command_transition);
 Datum
 cscp_command_transition(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr find_plan = NULL;
 	static SPIPlanPtr context_plan = NULL;
 	static SPIPlanPtr command_plan = NULL;
 	static SPIPlanPtr update_plan = NULL;
 	static const Oid find_types[1] = {UUIDOID};
-	static const Oid key_types[2] = {TEXTOID, UUIDOID};
 	static const Oid update_types[6] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID};
 	MemoryContext callerctx = CurrentMemoryContext;
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
@@ -361,7 +359,6 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 	Datum		args[6];
 	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 	Datum		tenant,
-				context_id,
 				window = (Datum) 0;
 	HeapTuple	ctx = NULL,
 				cmd;
@@ -392,29 +389,25 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 
-	/* The command's tenant and context, then both rows locked, context first. */
+	/*
+	 * Lock the command's row, and its context's row first when this step may
+	 * change the context: an approval request, or a step that answers the
+	 * question (pending_confirmation or pending_approval) its context holds.
+	 * Context before command is the order every caller keeps (cscp.confirm
+	 * and cscp.approve too); the other steps never touch the context, so
+	 * they lock the command alone.
+	 */
+	approval = to == CMD_AUTHZ_PENDING && reason_code != NULL &&
+		strcmp(reason_code, "approval_required") == 0;
 	args[0] = PG_GETARG_DATUM(0);
-	cscp_spi_plan(&find_plan,
-				  "SELECT x.tenant_id, x.context_id FROM cscp.command x WHERE x.command_id = $1",
-				  1, find_types);
-	if (SPI_execute_plan(find_plan, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up a command");
-	if (SPI_processed != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("command %s does not exist",
-						DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0)))),
-				 errhint("Check the id, and that cscp.tenant_id names the command's tenant.")));
-	tenant = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	context_id = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
-	if (!isnull)
+	if (approval || to == CMD_CONFIRMED || to == CMD_AUTHORIZED ||
+		to == CMD_REJECTED || to == CMD_CANCELED)
 	{
-		args[0] = tenant;
-		args[1] = context_id;
 		cscp_spi_plan(&context_plan,
-					  "SELECT * FROM cscp.context x"
-					  " WHERE x.tenant_id = $1 AND x.context_id = $2 FOR UPDATE",
-					  2, key_types);
+					  "SELECT x.* FROM cscp.command c JOIN cscp.context x"
+					  "    ON x.tenant_id = c.tenant_id AND x.context_id = c.context_id"
+					  " WHERE c.command_id = $1 FOR UPDATE OF x",
+					  1, find_types);
 		if (SPI_execute_plan(context_plan, args, NULL, false, 1) != SPI_OK_SELECT)
 			elog(ERROR, "could not lock a context");
 		if (SPI_processed == 1)
@@ -423,12 +416,9 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 			ctxdesc = SPI_tuptable->tupdesc;
 		}
 	}
-	args[0] = tenant;
-	args[1] = PG_GETARG_DATUM(0);
 	cscp_spi_plan(&command_plan,
-				  "SELECT * FROM cscp.command x"
-				  " WHERE x.tenant_id = $1 AND x.command_id = $2 FOR UPDATE",
-				  2, key_types);
+				  "SELECT * FROM cscp.command x WHERE x.command_id = $1 FOR UPDATE",
+				  1, find_types);
 	if (SPI_execute_plan(command_plan, args, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not lock a command");
 	if (SPI_processed != 1)
@@ -439,10 +429,9 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 				 errhint("Check the id, and that cscp.tenant_id names the command's tenant.")));
 	cmd = SPI_tuptable->vals[0];
 	cmddesc = SPI_tuptable->tupdesc;
+	tenant = heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "tenant_id"), cmddesc, &isnull);
 
 	why = cscp_command_refusal_of(cmd, cmddesc, to, &from);
-	approval = to == CMD_AUTHZ_PENDING && reason_code != NULL &&
-		strcmp(reason_code, "approval_required") == 0;
 	if (why == NULL && approval)
 	{
 		char	   *status = ctx ? spi_text(ctx, ctxdesc, "cscp.context", "status") : NULL;

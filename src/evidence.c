@@ -13,7 +13,8 @@
  * Both insert as the table's owner, so application roles need (and get)
  * no INSERT, UPDATE or DELETE privilege on it; the evidence_guard trigger
  * refuses UPDATE and TRUNCATE from anyone, and DELETE of a row still
- * inside its tenant's retention_evidence.
+ * inside its tenant's retention_evidence (except by cscp.forget_*, which
+ * erases whole chains; forget.c).
  *
  * Each row's hash is the SHA-256 of the canonical JSON of its fields,
  * previous row's hash included; rows of one command form a chain numbered
@@ -125,25 +126,6 @@ cscp_evidence_hash(const CscpEvidence *e)
 	return cscp_sha256_hex(buf.data, buf.len);
 }
 
-/* The owner of cscp.evidence, whose rights evidence is written with. */
-static Oid
-evidence_owner(void)
-{
-	Oid			nsp = get_namespace_oid("cscp", false);
-	Oid			relid = get_relname_relid("evidence", nsp);
-	HeapTuple	tp;
-	Oid			owner;
-
-	if (!OidIsValid(relid))
-		elog(ERROR, "table cscp.evidence does not exist");
-	tp = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	if (!HeapTupleIsValid(tp))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tp))->relowner;
-	ReleaseSysCache(tp);
-	return owner;
-}
-
 static Datum
 text_or_null(const char *s, char *nullflag)
 {
@@ -169,15 +151,12 @@ cscp_evidence_append(CscpEvidence *e)
 	static SPIPlanPtr last_plan = NULL;
 	static SPIPlanPtr insert_plan = NULL;
 	MemoryContext callerctx = CurrentMemoryContext;
-	Oid			save_userid;
-	int			save_sec_context;
+	CscpOwnerScope owner;
 	Datum		values[16];
 	char		nulls[16];
 	Datum		uuid = (Datum) 0;
 
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(evidence_owner(),
-						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	cscp_owner_enter("evidence", &owner);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -261,7 +240,7 @@ cscp_evidence_append(CscpEvidence *e)
 			 e->command_id ? e->command_id : "(none)");
 
 	SPI_finish();
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	cscp_owner_leave(&owner);
 }
 
 /* Field of a composite as a C string, or NULL. */
@@ -346,10 +325,15 @@ cscp_evidence_guard(PG_FUNCTION_ARGS)
 		TimestampTz created = DatumGetTimestampTz(heap_getattr(tuple,
 															   SPI_fnumber(desc, "created_at"),
 															   desc, &isnull));
-		Jsonb	   *policy = cscp_policy_get(tenant);
-		char	   *keep = cscp_jsonb_get_cstring(policy, "retention_evidence");
+		Jsonb	   *policy;
+		char	   *keep;
 		Interval	retention;
 
+		/* cscp.forget_* erases whole chains, retention or not. */
+		if (cscp_erasing)
+			return PointerGetDatum(tuple);
+		policy = cscp_policy_get(tenant);
+		keep = cscp_jsonb_get_cstring(policy, "retention_evidence");
 		if (keep != NULL && cscp_parse_interval(keep, &retention))
 		{
 			TimestampTz until = DatumGetTimestampTz(

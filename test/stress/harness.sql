@@ -94,7 +94,7 @@ BEGIN
                     'messageId', CASE WHEN random() < 0.1 THEN 'dup-' || conv ELSE 'm-' || n END,
                     'from', act, 'role', 'user', 'ts', 1700000000001, 'content', jsonb_build_object('text', n)));
         WHEN 'close' THEN
-            IF random() < 0.2 THEN
+            IF random() < 0.03 THEN
                 PERFORM cscp.conversation_close(t, conv, jsonb_build_object(
                         'from', 'agent', 'role', 'agent', 'ts', 1700000000002, 'content', '{"text": "bye"}'::jsonb),
                         '{"resolved": true}');
