@@ -112,8 +112,8 @@ BEGIN
         WHEN 'fact_write' THEN
             PERFORM cscp.fact_write(t, subj, NULL, 'k' || floor(random() * 3), to_jsonb(n));
         WHEN 'fact_supersede' THEN
-            PERFORM cscp.fact_write(t, subj, NULL, 'k' || floor(random() * 3), to_jsonb(n),
-                                    supersedes => 'k' || floor(random() * 3));
+            n := 'k' || floor(random() * 3);
+            PERFORM cscp.fact_write(t, subj, NULL, n, to_jsonb(n), supersedes => n);
         WHEN 'fact_current' THEN
             PERFORM cscp.fact_current(t, subj, f.fact_id)
                FROM cscp.fact f WHERE f.tenant_id = t AND f.subject_id = subj ORDER BY random() LIMIT 1;
