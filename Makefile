@@ -67,6 +67,7 @@ EXTRA_CLEAN = results output_iso regression.diffs regression.out
 REGRESS = setup clock routing policy context_transitions context_expiry slots jsonschema confirm bad_input_commands commands evidence documents facts build_context sweep views bad_input conversations bad_input_conversations row_rules shard invariants forget drop
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 ISOLATION = context_open_race sweep_vs_slot_set submit_same_key confirm_race sweep_vs_confirm confirm_vs_new_request notify policy_cache conversation_append_race conversation_same_message conversation_timeout_race fact_supersede_race
+ISOLATION += fact_chain_walk fact_same_key_race
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=$(EXTENSION)
 
 PG_CPPFLAGS = -I$(srcdir)/src
@@ -143,3 +144,34 @@ bench-facts: build
 #   make statebench STATEBENCH=path/to/train.jsonl
 statebench: build
 	@bash test/statebench/run.sh "$(STATEBENCH)"
+
+# Issue 7: crash test, stress, fuzz (test/crash/, test/stress/, test/fuzz/).
+.PHONY: crashtest
+LIBPQ_CFLAGS = -Wall -Wextra -Werror -O2 -I$(shell $(PG_CONFIG) --includedir)
+LIBPQ_LIBS = -L$(shell $(PG_CONFIG) --libdir) -lpq
+test/crash/crash_client: test/crash/crash_client.c
+	$(CC) $(LIBPQ_CFLAGS) -o $@ $< $(LIBPQ_LIBS)
+EXTRA_CLEAN += test/crash/crash_client
+
+# Acknowledged writes survive SIGKILL of the postmaster (test/scripts/crash.sh); a short form
+# (3 crashes) runs inside `make test`.
+#   make crashtest CRASH_KILLS=10 CRASH_CLIENTS=8 CRASH_SEED=...
+crashtest: build
+	@CRASH_KILLS=$(or $(CRASH_KILLS),10) CRASH_CLIENTS=$(or $(CRASH_CLIENTS),8) bash test/scripts/crash.sh
+
+test/fuzz/fuzz_sql: test/fuzz/fuzz_sql.c
+	$(CC) $(LIBPQ_CFLAGS) -o $@ $< $(LIBPQ_LIBS)
+EXTRA_CLEAN += test/fuzz/fuzz_sql
+
+# Every function of schema cscp with random and adversarial arguments (test/scripts/fuzz.sh); a
+# short form (3,000 calls) runs inside `make test`.
+#   make fuzz FUZZ_CALLS=100000 FUZZ_SEED=...
+.PHONY: fuzz
+fuzz: build
+	@FUZZ_CALLS=$(or $(FUZZ_CALLS),30000) FUZZ_SEED=$(or $(FUZZ_SEED),20261121) bash test/scripts/fuzz.sh
+
+# 16 pgbench clients mixing every API call for 60 s, then check_invariants() (test/scripts/stress.sh);
+# not part of `make test`.
+.PHONY: stress
+stress: build
+	@bash test/scripts/stress.sh

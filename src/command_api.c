@@ -1431,9 +1431,13 @@ cscp_command_create(PG_FUNCTION_ARGS)
 {
 	CommandRequest q;
 
+	/* internal, but an application role can call it: a NULL is bad input, not a bug */
 	for (int i = 0; i <= 7; i++)
 		if (PG_ARGISNULL(i))
-			elog(ERROR, "cscp._command_create: argument %d must not be null", i + 1);
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument %d of cscp._command_create must not be null", i + 1),
+					 errhint("Call cscp.command_submit or cscp.command_recover.")));
 	request_args(fcinfo, &q);
 	q.has_target = !PG_ARGISNULL(9);
 	q.target_command_id = q.has_target ? PG_GETARG_DATUM(9) : (Datum) 0;

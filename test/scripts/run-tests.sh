@@ -6,6 +6,8 @@
 #   4. backup and restore (test/scripts/backup-restore.sh): pg_dump, pg_restore, same rows, working API
 #   5. the background sweep worker, on a cluster of its own (test/scripts/worker-test.sh)
 #   6. scale-out (test/scripts/scaleout.sh): two shards behind a PL/Proxy proxy, own clusters
+#   7. the crash test, short form (test/scripts/crash.sh, its own cluster with fsync=on)
+#   8. the fuzz, short form (test/scripts/fuzz.sh, its own cluster): 3,000 hostile calls
 # Exits non-zero when any suite fails, after printing what differed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -53,6 +55,18 @@ echo "== scale-out"
 if ! bash test/scripts/scaleout.sh; then
 	status=1
 	failed+=("scale-out")
+fi
+
+echo "== crash test (short form of make crashtest)"
+if ! CRASH_KILLS=3 CRASH_CLIENTS=4 bash test/scripts/crash.sh; then
+	status=1
+	failed+=("crash test")
+fi
+
+echo "== fuzz (short form of make fuzz)"
+if ! FUZZ_CALLS=3000 bash test/scripts/fuzz.sh; then
+	status=1
+	failed+=("fuzz")
 fi
 
 if [ $status -ne 0 ]; then
