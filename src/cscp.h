@@ -114,6 +114,18 @@ extern Datum cscp_row_guard(FunctionCallInfo fcinfo, const CscpRowGuard *guard);
 extern bool cscp_column_updated(const Bitmapset *updatedcols, int attnum);
 extern void cscp_row_check(Relation rel, HeapTuple tuple, CscpRowRules *rules);
 
+/* conversation.c: a turn recorded as cscp.conversation_exchange records it */
+typedef struct CscpTurnResult
+{
+	char	   *event_id;
+	int32		turn_index;
+	char	   *message_id;
+	const char *outcome;		/* exchanged | replayed | diverged | timed_out */
+} CscpTurnResult;
+
+extern void cscp_exchange_turn(text *tenant, text *conversation, Jsonb *turn,
+							   CscpTurnResult *res);
+
 /* context_api.c: opening a context, and the context as readers see it */
 extern HeapTuple cscp_context_open_row(text *tenant, text *conversation, text *actor,
 									   Jsonb *slots, Interval *ttl, text *correlation,
