@@ -662,6 +662,21 @@ END
 $f$;
 COMMENT ON FUNCTION cscp.jsonschema_validate(schema jsonb, instance jsonb) IS 'NULL if instance is valid against schema, else its first violation as "<path>: <reason>", e.g. "$.items[1]: string is longer than 10 characters"; checks the schema first as jsonschema_check does (through the proxy: any)';
 
+-- message_turn: conversation on conversation_id
+CREATE FUNCTION cscp_proxy.message_turn(_tenant text, _clock text, tenant_id text, conversation_id text, actor_id text, turn jsonb, slots jsonb, command jsonb) RETURNS jsonb
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(hashtext(conversation_id), 0);
+    SELECT * FROM cscp.message_turn(cscp._proxy_session(_tenant, _clock, tenant_id), conversation_id, actor_id, turn, slots, command);
+$f$;
+CREATE FUNCTION cscp.message_turn(tenant_id text, conversation_id text, actor_id text, turn jsonb, slots jsonb DEFAULT '{}'::jsonb, command jsonb DEFAULT NULL::jsonb) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.message_turn(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5, $6);
+END
+$f$;
+COMMENT ON FUNCTION cscp.message_turn(tenant_id text, conversation_id text, actor_id text, turn jsonb, slots jsonb, command jsonb) IS 'Record an inbound turn, open (or reuse) the actor''s context with slots, and submit the command the message asks for: one call (through the proxy: conversation)';
+
 -- now: any
 CREATE FUNCTION cscp_proxy.now(_tenant text, _clock text) RETURNS timestamp with time zone
 LANGUAGE plproxy AS $f$

@@ -1368,6 +1368,27 @@ form_command(FunctionCallInfo fcinfo, const CommandRequest *q)
 	return return_result(fcinfo, &r);
 }
 
+/* What command_submit checks of its arguments (but mutating's NULL, which C callers cannot pass). */
+static void
+submit_checks(CommandRequest *q)
+{
+	cscp_check_tenant(q->tenant_id);
+	cscp_check_id("conversation_id", q->conversation_id);
+	cscp_check_id("actor_id", q->actor_id);
+	cscp_check_id("idempotency_key", q->idempotency_key);
+	cscp_check_id("command_name", q->command_name);
+	check_message_ids(q->message_ids);
+	if (q->payload == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("payload must not be null"),
+				 errhint("Pass '{}' for a command without arguments.")));
+	check_object("payload", q->payload);
+	if (q->target_fingerprint != NULL)
+		cscp_check_id("target_fingerprint", q->target_fingerprint);
+	q->context_required = true;
+}
+
 PG_FUNCTION_INFO_V1(cscp_command_submit);
 
 /*
@@ -1388,27 +1409,47 @@ cscp_command_submit(PG_FUNCTION_ARGS)
 	CommandRequest q;
 
 	request_args(fcinfo, &q);
-	cscp_check_tenant(q.tenant_id);
-	cscp_check_id("conversation_id", q.conversation_id);
-	cscp_check_id("actor_id", q.actor_id);
-	cscp_check_id("idempotency_key", q.idempotency_key);
-	cscp_check_id("command_name", q.command_name);
 	if (PG_ARGISNULL(5))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("mutating must not be null"),
 				 errhint("Say whether the command changes anything (true) or only reads (false).")));
-	check_message_ids(q.message_ids);
-	if (q.payload == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("payload must not be null"),
-				 errhint("Pass '{}' for a command without arguments.")));
-	check_object("payload", q.payload);
-	if (q.target_fingerprint != NULL)
-		cscp_check_id("target_fingerprint", q.target_fingerprint);
-	q.context_required = true;
+	submit_checks(&q);
 	return form_command(fcinfo, &q);
+}
+
+/*
+ * cscp.command_submit from C (cscp.message_turn): the same checks and the
+ * same forming; the caller is not connected to SPI.
+ */
+void
+cscp_submit_command(text *tenant_id, text *conversation_id, text *actor_id,
+					text *idempotency_key, text *command_name, bool mutating,
+					ArrayType *message_ids, Jsonb *payload, text *target_fingerprint,
+					CscpSubmitted *result)
+{
+	MemoryContext callerctx = CurrentMemoryContext;
+	CommandRequest q = {0};
+	CommandResult r;
+
+	q.tenant_id = tenant_id;
+	q.conversation_id = conversation_id;
+	q.actor_id = actor_id;
+	q.idempotency_key = idempotency_key;
+	q.command_name = command_name;
+	q.mutating = mutating;
+	q.message_ids = message_ids;
+	q.payload = payload;
+	q.target_fingerprint = target_fingerprint;
+	submit_checks(&q);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	command_create(&q, &r, callerctx);
+	SPI_finish();
+	result->command_id = r.command_id;
+	result->state = r.state;
+	result->replayed = r.replayed;
+	result->outcome = r.outcome;
 }
 
 PG_FUNCTION_INFO_V1(cscp_command_create);

@@ -197,6 +197,20 @@ typedef enum CommandState
 	CMD_NUM_STATES
 } CommandState;
 
+/* command_api.c: command_submit from C */
+typedef struct CscpSubmitted
+{
+	Datum		command_id;
+	CommandState state;
+	bool		replayed;
+	Jsonb	   *outcome;		/* or NULL */
+} CscpSubmitted;
+
+extern void cscp_submit_command(text *tenant_id, text *conversation_id, text *actor_id,
+								text *idempotency_key, text *command_name, bool mutating,
+								ArrayType *message_ids, Jsonb *payload,
+								text *target_fingerprint, CscpSubmitted *result);
+
 extern const char *const cscp_command_state_names[CMD_NUM_STATES];
 extern CommandState cscp_command_state_of(Oid typoid, Datum value);
 extern Datum cscp_command_state_datum(Oid typoid, CommandState state);
