@@ -1,10 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * context_api.c
- *	  cscp.context_open in C: the live usable context of (tenant,
- *	  conversation, actor), or a new active one, with the given slots merged
- *	  in.  The context trigger (context_fsm.c) holds every write to its
- *	  rules; this file only finds, extends and inserts.
+ *	  cscp.context_open and cscp.slot_set in C.  context_open: the live
+ *	  usable context of (tenant, conversation, actor), or a new active one,
+ *	  with the given slots merged in.  The context trigger (context_fsm.c)
+ *	  holds every write to its rules; this file only finds, extends and
+ *	  inserts.
  *
  *	  The common case, a live context in use, is one UPDATE that finds,
  *	  locks and extends it.  Only when there is none (or it is past its TTL)
@@ -276,6 +277,66 @@ cscp_context_open(PG_FUNCTION_ARGS)
 	row = cscp_context_open_row(tenant, conversation, actor, slots, ttl, correlation, &desc);
 	spictx = MemoryContextSwitchTo(callerctx);
 	result = cscp_context_view_datum(row, desc, rowdesc);
+	MemoryContextSwitchTo(spictx);
+	SPI_finish();
+	PG_RETURN_DATUM(result);
+}
+
+PG_FUNCTION_INFO_V1(cscp_slot_set);
+
+/*
+ * cscp.slot_set(context_id uuid, slot text, value jsonb) RETURNS cscp.context
+ *
+ * Set one slot of a live context (SQL NULL removes it), as a use of the
+ * context: one UPDATE, which the context trigger holds to the slot rules
+ * and the expiry invariant.
+ */
+Datum
+cscp_slot_set(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[3] = {UUIDOID, TEXTOID, JSONBOID};
+	MemoryContext callerctx = CurrentMemoryContext;
+	TupleDesc	rowdesc;
+	Datum		args[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	Datum		result;
+	MemoryContext spictx;
+
+	cscp_check_id("slot", PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1));
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("context_id must not be null"),
+				 errhint("Pass the context_id returned by cscp.context_open.")));
+	if (get_call_result_type(fcinfo, NULL, &rowdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "cscp.slot_set must return a composite type");
+	rowdesc = BlessTupleDesc(rowdesc);
+
+	args[0] = PG_GETARG_DATUM(0);
+	args[1] = PG_GETARG_DATUM(1);
+	args[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "UPDATE cscp.context x"
+				  "   SET slots = CASE WHEN $3 IS NULL THEN x.slots - $2"
+				  "                    ELSE x.slots || jsonb_build_object($2, $3) END,"
+				  "       expires_at = cscp._context_touch(x)"
+				  " WHERE x.context_id = $1"
+				  " RETURNING *",
+				  3, types);
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not set a slot");
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("context %s does not exist",
+						DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0)))),
+				 errhint("Check the id, and that cscp.tenant_id names the context's tenant.")));
+	spictx = MemoryContextSwitchTo(callerctx);
+	result = cscp_context_view_datum(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, rowdesc);
 	MemoryContextSwitchTo(spictx);
 	SPI_finish();
 	PG_RETURN_DATUM(result);

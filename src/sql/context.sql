@@ -164,24 +164,7 @@ COMMENT ON FUNCTION cscp.context_get(text, text, text) IS
   'The latest context of (tenant, conversation, actor) with its effective status (expired once past expires_at); no row if none';
 
 CREATE FUNCTION cscp.slot_set(context_id uuid, slot text, value jsonb) RETURNS cscp.context
-LANGUAGE plpgsql VOLATILE
-AS $$
-#variable_conflict use_column
-DECLARE
-    c cscp.context;
-BEGIN
-    PERFORM cscp._id('slot', slot_set.slot);
-    c := cscp._context_lock(slot_set.context_id);
-    -- The trigger refuses unknown, forbidden, oversized or misshapen slots, and expired contexts.
-    UPDATE cscp.context x
-       SET slots = CASE WHEN slot_set.value IS NULL THEN x.slots - slot_set.slot
-                        ELSE x.slots || jsonb_build_object(slot_set.slot, slot_set.value) END,
-           expires_at = cscp._context_touch(c)
-     WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id
-    RETURNING * INTO c;
-    RETURN cscp._context_view(c);
-END
-$$;
+    AS 'MODULE_PATHNAME', 'cscp_slot_set' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION cscp.slot_set(uuid, text, jsonb) IS
   'Set one slot of a live context (SQL NULL removes it); unknown, forbidden or oversized slots are refused (22023)';
 
