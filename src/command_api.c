@@ -320,6 +320,17 @@ compensate_target(Datum tenant, Datum command_id, Datum target)
 		elog(ERROR, "could not compensate command");
 }
 
+/* Raise 22023: no command with this id (for this tenant). */
+static void
+no_command(Datum command_id)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("command %s does not exist",
+					DatumGetCString(DirectFunctionCall1(uuid_out, command_id))),
+			 errhint("Check the id, and that cscp.tenant_id names the command's tenant.")));
+}
+
 PG_FUNCTION_INFO_V1(cscp_command_transition);
 
 /*
@@ -341,20 +352,20 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 	static SPIPlanPtr command_plan = NULL;
 	static SPIPlanPtr update_plan = NULL;
 	static const Oid find_types[1] = {UUIDOID};
-	static const Oid update_types[6] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID};
+	static const Oid update_types[5] = {UUIDOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID};
 	MemoryContext callerctx = CurrentMemoryContext;
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			state_type;
 	CommandState to,
-				from,
-				result_state;
+				result_state = CMD_RECEIVED;
 	char	   *reason_code = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
 	Jsonb	   *detail = PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3);
 	char	   *approver = NULL;
 	bool		approval;
-	const char *why;
-	char	   *result_reason;
-	bool		accepted;
+	const char *why = NULL;
+	char	   *result_reason = NULL;
+	bool		accepted = false;
+	bool		refused = false;
 	bool		isnull;
 	Datum		args[6];
 	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
@@ -364,6 +375,7 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 				cmd;
 	TupleDesc	ctxdesc = NULL,
 				cmddesc;
+	CommandState from = CMD_RECEIVED;
 	Datum		values[3];
 	bool		result_nulls[3] = {false, false, false};
 
@@ -416,114 +428,152 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 			ctxdesc = SPI_tuptable->tupdesc;
 		}
 	}
-	cscp_spi_plan(&command_plan,
-				  "SELECT * FROM cscp.command x WHERE x.command_id = $1 FOR UPDATE",
-				  1, find_types);
-	if (SPI_execute_plan(command_plan, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not lock a command");
-	if (SPI_processed != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("command %s does not exist",
-						DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0)))),
-				 errhint("Check the id, and that cscp.tenant_id names the command's tenant.")));
-	cmd = SPI_tuptable->vals[0];
-	cmddesc = SPI_tuptable->tupdesc;
-	tenant = heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "tenant_id"), cmddesc, &isnull);
-
-	why = cscp_command_refusal_of(cmd, cmddesc, to, &from);
-	if (why == NULL && approval)
+	if (approval)
 	{
-		char	   *status = ctx ? spi_text(ctx, ctxdesc, "cscp.context", "status") : NULL;
-		bool		live = ctx != NULL &&
-			DatumGetTimestampTz(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "expires_at"),
-											 ctxdesc, &isnull)) > cscp_now();
+		/*
+		 * An approval request is refused also for its context's sake (not
+		 * live, blocked), which only this function knows: the command is
+		 * locked and judged here, and a refusal recorded here.
+		 */
+		cscp_spi_plan(&command_plan,
+					  "SELECT * FROM cscp.command x WHERE x.command_id = $1 FOR UPDATE",
+					  1, find_types);
+		if (SPI_execute_plan(command_plan, args, NULL, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not lock a command");
+		if (SPI_processed != 1)
+			no_command(PG_GETARG_DATUM(0));
+		cmd = SPI_tuptable->vals[0];
+		cmddesc = SPI_tuptable->tupdesc;
 
-		if (status == NULL || !live ||
-			(strcmp(status, "active") != 0 && strcmp(status, "pending") != 0))
-			why = (live && status != NULL && strcmp(status, "blocked") == 0) ?
-				"context_blocked" : "context_expired";
+		why = cscp_command_refusal_of(cmd, cmddesc, to, &from);
+		if (why == NULL)
+		{
+			char	   *status = ctx ? spi_text(ctx, ctxdesc, "cscp.context", "status") : NULL;
+			bool		live = ctx != NULL &&
+				DatumGetTimestampTz(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "expires_at"),
+												 ctxdesc, &isnull)) > cscp_now();
+
+			if (status == NULL || !live ||
+				(strcmp(status, "active") != 0 && strcmp(status, "pending") != 0))
+				why = (live && status != NULL && strcmp(status, "blocked") == 0) ?
+					"context_blocked" : "context_expired";
+		}
+		if (why != NULL)
+		{
+			CscpEvidence e = {0};
+			Datum		d;
+
+			e.tenant_id = spi_text(cmd, cmddesc, "cscp.command", "tenant_id");
+			e.conversation_id = spi_text(cmd, cmddesc, "cscp.command", "conversation_id");
+			e.command_id = spi_text(cmd, cmddesc, "cscp.command", "command_id");
+			e.stage = e.to_state = cscp_command_state_names[to];
+			e.from_state = cscp_command_state_names[from];
+			e.event_type = "invalid_transition_attempt";
+			e.decision = "refused";
+			e.reason_code = why;
+			d = heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "message_ids"), cmddesc, &isnull);
+			e.message_ids = isnull ? NULL : DatumGetArrayTypeP(d);
+			d = heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "context_ref"), cmddesc, &isnull);
+			e.context_ref = isnull ? NULL : DatumGetJsonbP(d);
+			e.detail = refusal_detail(reason_code, detail);
+			e.created_at = cscp_now();
+			cscp_evidence_append(&e);
+			refused = true;
+		}
+		else
+			window = approval_window(heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "tenant_id"),
+												  cmddesc, &isnull));
 	}
 
-	if (why != NULL)
+	if (!refused)
 	{
-		CscpEvidence e = {0};
-		Datum		d;
-
-		e.tenant_id = spi_text(cmd, cmddesc, "cscp.command", "tenant_id");
-		e.conversation_id = spi_text(cmd, cmddesc, "cscp.command", "conversation_id");
-		e.command_id = spi_text(cmd, cmddesc, "cscp.command", "command_id");
-		e.stage = e.to_state = cscp_command_state_names[to];
-		e.from_state = cscp_command_state_names[from];
-		e.event_type = "invalid_transition_attempt";
-		e.decision = "refused";
-		e.reason_code = why;
-		d = heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "message_ids"), cmddesc, &isnull);
-		e.message_ids = isnull ? NULL : DatumGetArrayTypeP(d);
-		d = heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "context_ref"), cmddesc, &isnull);
-		e.context_ref = isnull ? NULL : DatumGetJsonbP(d);
-		e.detail = refusal_detail(reason_code, detail);
-		e.created_at = cscp_now();
-		cscp_evidence_append(&e);
-		accepted = false;
-		result_state = from;
-		result_reason = MemoryContextStrdup(callerctx, why);
-	}
-	else
-	{
+		/*
+		 * The step itself.  Every other step is judged by the command
+		 * trigger as the UPDATE locks the row: asked through
+		 * cscp_transition_ask, it records a refusal and skips the row
+		 * instead of raising, so the UPDATE finds nothing and ask says why.
+		 */
+		CscpTransitionAsk ask = {0};
 		HeapTuple	row;
 		TupleDesc	rowdesc;
 		char	   *kind;
+		int			rc;
 
-		if (approval)
-			window = approval_window(tenant);
-		args[0] = tenant;
-		args[1] = PG_GETARG_DATUM(0);
-		args[2] = CStringGetTextDatum(cscp_command_state_names[to]);
+		ask.command_id = PG_GETARG_DATUM(0);
+		ask.refusal_detail = refusal_detail(reason_code, detail);
+		args[0] = PG_GETARG_DATUM(0);
+		args[1] = CStringGetTextDatum(cscp_command_state_names[to]);
 		if (reason_code != NULL)
-			args[3] = PG_GETARG_DATUM(2);
+			args[2] = PG_GETARG_DATUM(2);
+		else
+			nulls[2] = 'n';
+		if (detail != NULL)
+			args[3] = JsonbPGetDatum(detail);
 		else
 			nulls[3] = 'n';
-		if (detail != NULL)
-			args[4] = JsonbPGetDatum(detail);
+		if (approval)
+			args[4] = window;
 		else
 			nulls[4] = 'n';
-		if (approval)
-			args[5] = window;
-		else
-			nulls[5] = 'n';
 		cscp_spi_plan(&update_plan,
 					  "UPDATE cscp.command x"
-					  "   SET state = $3::cscp.command_state, reason_code = $4, detail = $5,"
-					  "       window_expires_at = $6"
-					  " WHERE x.tenant_id = $1 AND x.command_id = $2"
-					  " RETURNING x.reason_code, x.recovery_kind, x.target_command_id",
-					  6, update_types);
-		if (SPI_execute_plan(update_plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING ||
-			SPI_processed != 1)
-			elog(ERROR, "could not move a command");
-		row = SPI_tuptable->vals[0];
-		rowdesc = SPI_tuptable->tupdesc;
-		result_reason = SPI_getvalue(row, rowdesc, 1);
-		if (result_reason != NULL)
-			result_reason = MemoryContextStrdup(callerctx, result_reason);
-		kind = SPI_getvalue(row, rowdesc, 2);
-
-		if (approval)
-			request_approval(ctx, ctxdesc, PG_GETARG_DATUM(0), approver, window);
-		else if (ctx != NULL && (to == CMD_CONFIRMED || to == CMD_AUTHORIZED ||
-								 to == CMD_REJECTED || to == CMD_CANCELED))
-			cscp_context_release(ctx, ctxdesc, PG_GETARG_DATUM(0), NULL);
-
-		if (to == CMD_EXECUTED && kind != NULL && strcmp(kind, "compensate") == 0)
+					  "   SET state = $2::cscp.command_state, reason_code = $3, detail = $4,"
+					  "       window_expires_at = $5"
+					  " WHERE x.command_id = $1"
+					  " RETURNING x.reason_code, x.recovery_kind, x.target_command_id, x.tenant_id",
+					  5, update_types);
+		cscp_transition_ask = &ask;
+		PG_TRY();
 		{
-			Datum		target = SPI_getbinval(row, rowdesc, 3, &isnull);
-
-			if (!isnull)
-				compensate_target(tenant, PG_GETARG_DATUM(0), target);
+			rc = SPI_execute_plan(update_plan, args, nulls, false, 0);
 		}
-		accepted = true;
-		result_state = to;
+		PG_FINALLY();
+		{
+			cscp_transition_ask = NULL;
+		}
+		PG_END_TRY();
+		if (rc != SPI_OK_UPDATE_RETURNING || SPI_processed > 1)
+			elog(ERROR, "could not move a command");
+		if (SPI_processed == 0 && ask.refused == NULL)
+			no_command(PG_GETARG_DATUM(0));
+		if (SPI_processed == 0)
+		{
+			why = ask.refused;
+			from = ask.from;
+			refused = true;
+		}
+		else
+		{
+			row = SPI_tuptable->vals[0];
+			rowdesc = SPI_tuptable->tupdesc;
+			result_reason = SPI_getvalue(row, rowdesc, 1);
+			if (result_reason != NULL)
+				result_reason = MemoryContextStrdup(callerctx, result_reason);
+			kind = SPI_getvalue(row, rowdesc, 2);
+			tenant = SPI_getbinval(row, rowdesc, 4, &isnull);
+
+			if (approval)
+				request_approval(ctx, ctxdesc, PG_GETARG_DATUM(0), approver, window);
+			else if (ctx != NULL && (to == CMD_CONFIRMED || to == CMD_AUTHORIZED ||
+									 to == CMD_REJECTED || to == CMD_CANCELED))
+				cscp_context_release(ctx, ctxdesc, PG_GETARG_DATUM(0), NULL);
+
+			if (to == CMD_EXECUTED && kind != NULL && strcmp(kind, "compensate") == 0)
+			{
+				Datum		target = SPI_getbinval(row, rowdesc, 3, &isnull);
+
+				if (!isnull)
+					compensate_target(tenant, PG_GETARG_DATUM(0), target);
+			}
+			accepted = true;
+			result_state = to;
+		}
+	}
+	if (refused)
+	{
+		accepted = false;
+		result_state = from;
+		result_reason = MemoryContextStrdup(callerctx, why);
 	}
 	SPI_finish();
 

@@ -546,6 +546,38 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 					 errmsg("column \"%s\" of a command cannot be changed", fixed_columns[i]),
 					 errhint("Submit a new command, or a recovery with cscp.command_recover.")));
 
+	if (cscp_transition_ask != NULL &&
+		datumIsEqual(cscp_transition_ask->command_id,
+					 heap_getattr(oldtup, cols.command_id, desc, &isnull), false, UUID_LEN))
+	{
+		/* command_transition's step: a refusal is recorded and returned, not raised */
+		why = to == c.state ? "invalid_transition" : refusal(&c, to, &detail);
+		cscp_transition_ask->from = c.state;
+		if (why != NULL)
+		{
+			CscpEvidence e = {0};
+			Datum		d;
+
+			e.tenant_id = SPI_getvalue(oldtup, desc, cols.tenant_id);
+			e.conversation_id = SPI_getvalue(oldtup, desc, cols.conversation_id);
+			e.command_id = id;
+			e.stage = e.to_state = cscp_command_state_names[to];
+			e.from_state = cscp_command_state_names[c.state];
+			e.event_type = "invalid_transition_attempt";
+			e.decision = "refused";
+			e.reason_code = why;
+			d = heap_getattr(oldtup, cols.message_ids, desc, &isnull);
+			e.message_ids = isnull ? NULL : DatumGetArrayTypeP(d);
+			d = heap_getattr(oldtup, cols.context_ref, desc, &isnull);
+			e.context_ref = isnull ? NULL : DatumGetJsonbP(d);
+			e.detail = cscp_transition_ask->refusal_detail;
+			e.created_at = now;
+			cscp_evidence_append(&e);
+			cscp_transition_ask->refused = why;
+			return NULL;
+		}
+	}
+
 	if (to == c.state)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -650,6 +682,7 @@ static const CscpRowGuard guard = {
 };
 
 bool		cscp_command_asking = false;
+CscpTransitionAsk *cscp_transition_ask = NULL;
 
 PG_FUNCTION_INFO_V1(cscp_command_guard);
 

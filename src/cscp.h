@@ -220,6 +220,21 @@ extern Datum cscp_command_state_datum(Oid typoid, CommandState state);
  * confirmation_required and records both of its steps.
  */
 extern bool cscp_command_asking;
+
+/*
+ * Set by command_transition around its UPDATE: the trigger then records a
+ * refused step of that command (invalid_transition_attempt, with
+ * refusal_detail) and skips the row instead of raising, and says why here.
+ */
+typedef struct CscpTransitionAsk
+{
+	Datum		command_id;		/* the command asked about (uuid) */
+	Jsonb	   *refusal_detail; /* the detail of the refusal's evidence */
+	const char *refused;		/* out: the reason code of a refusal, or NULL */
+	CommandState from;			/* out: the state the command was in */
+} CscpTransitionAsk;
+
+extern CscpTransitionAsk *cscp_transition_ask;
 extern const char *cscp_command_refusal_of(HeapTuple tuple, TupleDesc desc,
 										   CommandState to, CommandState *from);
 
