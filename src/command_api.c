@@ -1143,15 +1143,10 @@ conflict:
 		args[0] = tenant;
 		args[1] = context_id;
 		args[2] = CStringGetTextDatum(hash);
-		cscp_spi_plan(&frame_find_plan,
-					  "SELECT f.frame_id FROM cscp.frame f"
-					  " WHERE f.tenant_id = $1 AND f.context_id = $2 AND f.context_hash = $3",
-					  3, frame_find_types);
-		tt = run(frame_find_plan, args, NULL, false, SPI_OK_SELECT);
-		if (SPI_processed == 0)
 		{
 			pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
 
+			/* Usually a new state: insert first, look up only when it is known. */
 			cscp_routing_uuid(cscp_routing_hash_text(q->conversation_id), uuid);
 			args[0] = tenant;
 			args[1] = UUIDPGetDatum(uuid);
@@ -1162,9 +1157,25 @@ conflict:
 			cscp_spi_plan(&frame_insert_plan,
 						  "INSERT INTO cscp.frame (tenant_id, frame_id, conversation_id, context_id,"
 						  "                        state, created_at)"
-						  " VALUES ($1, $2, $3, $4, $5, $6) RETURNING frame_id",
+						  " VALUES ($1, $2, $3, $4, $5, $6)"
+						  " ON CONFLICT (tenant_id, context_id, context_hash) DO NOTHING"
+						  " RETURNING frame_id",
 						  6, frame_insert_types);
 			tt = run(frame_insert_plan, args, NULL, false, SPI_OK_INSERT_RETURNING);
+		}
+		if (SPI_processed == 0)
+		{
+			args[0] = tenant;
+			args[1] = context_id;
+			args[2] = CStringGetTextDatum(hash);
+			cscp_spi_plan(&frame_find_plan,
+						  "SELECT f.frame_id FROM cscp.frame f"
+						  " WHERE f.tenant_id = $1 AND f.context_id = $2 AND f.context_hash = $3",
+						  3, frame_find_types);
+			tt = run(frame_find_plan, args, NULL, false, SPI_OK_SELECT);
+			if (SPI_processed != 1)
+				elog(ERROR, "frame %s of context %s is neither new nor found", hash,
+					 DatumGetCString(DirectFunctionCall1(uuid_out, context_id)));
 		}
 		frame_id = SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &isnull);
 		has_frame = true;
