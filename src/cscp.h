@@ -131,6 +131,8 @@ extern HeapTuple cscp_context_open_row(text *tenant, text *conversation, text *a
 									   Jsonb *slots, Interval *ttl, text *correlation,
 									   TupleDesc *desc);
 extern Datum cscp_context_view_datum(HeapTuple row, TupleDesc desc, TupleDesc rowdesc);
+extern Interval *cscp_lifetime(Jsonb *policy, Interval *requested, const char *policy_key,
+							   const char *argname);
 
 /* clock.c */
 extern TimestampTz cscp_now(void);
