@@ -266,6 +266,7 @@ extern char *cscp_forget_hash(const char *tenant_id, const char *kind, const cha
 extern void cscp_refuse_forgotten(const char *tenant_id, const char *kind, const char *id);
 
 /* spiplan.c */
+extern Oid	cscp_relation_oid(const char *relname, bool missing_ok);
 extern SPIPlanPtr cscp_spi_plan(SPIPlanPtr *plan, const char *sql, int nargs,
 								const Oid *argtypes);
 
