@@ -1,4 +1,4 @@
--- Column rules of the guarded tables (context, command, conversation, turn): what CHECK
+-- Column rules of the guarded tables (context, command, conversation, turn, document): what CHECK
 -- constraints would say, held by the C guard triggers (rowguard.c).  Each rule refuses a direct
 -- INSERT or UPDATE with 23514 naming the column, and the refused statement changes nothing.
 \set VERBOSITY terse
@@ -49,6 +49,19 @@ SELECT try($$INSERT INTO cscp.conversation (tenant_id, conversation_id, agent_id
 SELECT try($$INSERT INTO cscp.conversation (tenant_id, conversation_id, agent_id) VALUES ('rr', 'r', '')$$);
 SELECT try($$INSERT INTO cscp.conversation (tenant_id, conversation_id, agent_id, timeout_ms) VALUES ('rr', 'r', 'bot', 0)$$);
 SELECT count(*) AS conversations FROM cscp.conversation WHERE tenant_id IN ('*', 'rr');
+
+-- document: tenant, ids, payload
+SELECT try($$INSERT INTO cscp.document (tenant_id, session_id, namespace, payload, expires_at)
+             VALUES ('*', 's', 'n', '{}', cscp.now() + interval '1 hour')$$);
+SELECT try($$INSERT INTO cscp.document (tenant_id, session_id, namespace, payload, expires_at)
+             VALUES ('rr', '', 'n', '{}', cscp.now() + interval '1 hour')$$);
+SELECT try($$INSERT INTO cscp.document (tenant_id, session_id, namespace, payload, expires_at)
+             VALUES ('rr', 's', '', '{}', cscp.now() + interval '1 hour')$$);
+SELECT try($$INSERT INTO cscp.document (tenant_id, session_id, namespace, payload, expires_at)
+             VALUES ('rr', 's', 'n', '"text"', cscp.now() + interval '1 hour')$$);
+SELECT cscp.doc_put('rr', 's', 'n', '{"a": 1}', 60) AS put;
+SELECT try($$UPDATE cscp.document SET payload = '[1]' WHERE tenant_id = 'rr'$$);
+SELECT payload FROM cscp.document WHERE tenant_id = 'rr';
 
 -- turn: message id, role, sender, index (checked by the turn guard itself, with 22023)
 SELECT turn_index FROM cscp.conversation_start('rr', 'r', 'bot',

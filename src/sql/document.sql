@@ -3,11 +3,14 @@
 -- Absent or expired is "not found": readers filter on expires_at, and a put into an expired
 -- document starts from an empty object, so expired data never comes back, sweep or no sweep.
 
+-- Its column rules (ids not empty, a tenant other than '*', a payload that is an object) are held
+-- by the guard trigger below in C, not by CHECK constraints, which PostgreSQL re-reads and
+-- re-plans in every writing statement (rowguard.c).
 CREATE TABLE cscp.document (
-    tenant_id   text        NOT NULL CHECK (tenant_id <> '' AND tenant_id <> '*'),
-    session_id  text        NOT NULL CHECK (session_id <> ''),
-    namespace   text        NOT NULL CHECK (namespace <> ''),
-    payload     jsonb       NOT NULL CHECK (jsonb_typeof(payload) = 'object'),
+    tenant_id   text        NOT NULL,
+    session_id  text        NOT NULL,
+    namespace   text        NOT NULL,
+    payload     jsonb       NOT NULL,
     created_at  timestamptz NOT NULL DEFAULT cscp.now(),
     updated_at  timestamptz NOT NULL DEFAULT cscp.now(),
     expires_at  timestamptz NOT NULL,
@@ -16,6 +19,13 @@ CREATE TABLE cscp.document (
 COMMENT ON TABLE cscp.document IS
   'Session documents per (tenant, session, namespace), merged by cscp.doc_put and gone once expired';
 CREATE INDEX document_expiry_idx ON cscp.document (expires_at);
+
+CREATE FUNCTION cscp.document_guard() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'cscp_document_guard' LANGUAGE C;
+COMMENT ON FUNCTION cscp.document_guard() IS
+  'Trigger: holds every INSERT and UPDATE of cscp.document to its column rules';
+CREATE TRIGGER document_guard BEFORE INSERT OR UPDATE ON cscp.document
+    FOR EACH ROW EXECUTE FUNCTION cscp.document_guard();
 
 -- doc_put, doc_get and doc_delete are C (src/document.c): one saved statement each.
 
