@@ -612,8 +612,26 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	return newtup;
 }
 
+static const char *const recovery_kinds[] = {"retry", "cancel", "reprocess", "compensate", NULL};
+
+static CscpRowRules rules = {
+	.table = "cscp.command",
+	.n = 8,
+	.rule = {
+		{"tenant_id", CSCP_RULE_TENANT},
+		{"idempotency_key", CSCP_RULE_NOT_EMPTY},
+		{"conversation_id", CSCP_RULE_NOT_EMPTY},
+		{"actor_id", CSCP_RULE_NOT_EMPTY},
+		{"command_name", CSCP_RULE_NOT_EMPTY},
+		{"payload", CSCP_RULE_JSON_OBJECT},
+		{"recovery_kind", CSCP_RULE_ONE_OF, recovery_kinds},
+		{"target_command_id", CSCP_RULE_NULL_WITH, NULL, "recovery_kind"},
+	},
+};
+
 static const CscpRowGuard guard = {
 	.name = "cscp.command_guard()",
+	.rules = &rules,
 	.load_columns = load_columns,
 	.insert = guard_insert,
 	.update = guard_update,

@@ -306,8 +306,20 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	return heap_modify_tuple(newtup, desc, values, nulls, repl);
 }
 
+static CscpRowRules rules = {
+	.table = "cscp.context",
+	.n = 4,
+	.rule = {
+		{"tenant_id", CSCP_RULE_TENANT},
+		{"conversation_id", CSCP_RULE_NOT_EMPTY},
+		{"actor_id", CSCP_RULE_NOT_EMPTY},
+		{"ttl", CSCP_RULE_POSITIVE},
+	},
+};
+
 static const CscpRowGuard guard = {
 	.name = "cscp.context_guard()",
+	.rules = &rules,
 	.load_columns = load_columns,
 	.insert = guard_insert,
 	.update = guard_update,

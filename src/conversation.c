@@ -195,7 +195,8 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	static const char *const moved_by_turns[] = {
 		"state", "next_turn_index", "next_event_seq", "closed_at", "outcome", "close_reason"
 	};
-	bool		isnull;
+	bool		isnull,
+				isnull_state;
 	char	   *id = SPI_getvalue(oldtup, desc, cols.conversation_id);
 
 	if (cscp_enum_index(&state_cache, TupleDescAttr(desc, cols.state - 1)->atttypid,
@@ -225,11 +226,39 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 
 	values[cols.updated_at - 1] = TimestampTzGetDatum(now);
 	repl[cols.updated_at - 1] = true;
-	return heap_modify_tuple(newtup, desc, values, nulls, repl);
+	newtup = heap_modify_tuple(newtup, desc, values, nulls, repl);
+
+	/* closed exactly when it has closed_at (and close_reason, by the rules) */
+	(void) heap_getattr(newtup, cols.closed_at, desc, &isnull);
+	if ((cscp_enum_index(&state_cache, TupleDescAttr(desc, cols.state - 1)->atttypid,
+						 heap_getattr(newtup, cols.state, desc, &isnull_state)) == CONV_CLOSED) == isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("conversation \"%s\" must have closed_at and close_reason exactly when it is closed", id),
+				 errtable(rel)));
+	return newtup;
 }
+
+static const char *const close_reasons[] = {"closed", "timeout", NULL};
+
+static CscpRowRules rules = {
+	.table = "cscp.conversation",
+	.n = 8,
+	.rule = {
+		{"tenant_id", CSCP_RULE_TENANT},
+		{"conversation_id", CSCP_RULE_NOT_EMPTY},
+		{"agent_id", CSCP_RULE_NOT_EMPTY},
+		{"timeout_ms", CSCP_RULE_POSITIVE},
+		{"close_reason", CSCP_RULE_ONE_OF, close_reasons},
+		{"closed_at", CSCP_RULE_NULL_WITH, NULL, "close_reason"},
+		{"next_turn_index", CSCP_RULE_NOT_NEGATIVE},
+		{"next_event_seq", CSCP_RULE_NOT_NEGATIVE},
+	},
+};
 
 static const CscpRowGuard guard = {
 	.name = "cscp.conversation_guard()",
+	.rules = &rules,
 	.load_columns = load_columns,
 	.insert = guard_insert,
 	.update = guard_update,

@@ -13,7 +13,10 @@
 #include "access/sysattr.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
+#include "catalog/pg_type.h"
 #include "utils/datum.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
 
 /* Column number of name in desc, or an internal error naming table. */
 int
@@ -48,15 +51,148 @@ cscp_column_updated(const Bitmapset *updatedcols, int attnum)
 	return bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, updatedcols);
 }
 
+/* Raise check_violation: column attnum of rel breaks its rule. */
+static void
+rule_broken(Relation rel, int attnum, const char *table, const char *column,
+			const char *what, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_CHECK_VIOLATION),
+			 errmsg("column \"%s\" of %s %s", column, table, what),
+			 detail ? errdetail_internal("%s", detail) : 0,
+			 errtablecol(rel, attnum)));
+}
+
+/* Whether the text datum d is one of the NULL-terminated values. */
+static bool
+one_of(Datum d, const char *const *values)
+{
+	text	   *t = DatumGetTextPP(d);
+	int			len = VARSIZE_ANY_EXHDR(t);
+
+	for (; *values != NULL; values++)
+		if ((int) strlen(*values) == len && memcmp(VARDATA_ANY(t), *values, len) == 0)
+			return true;
+	return false;
+}
+
+/* "'a', 'b' or 'c'" */
+static char *
+values_list(const char *const *values)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 0; values[i] != NULL; i++)
+		appendStringInfo(&buf, "%s\"%s\"", i == 0 ? "" : values[i + 1] ? ", " : " or ",
+						 values[i]);
+	return buf.data;
+}
+
+/*
+ * Hold tuple, a row of rel, to rules (see cscp.h), raising check_violation
+ * (23514) at the first rule it breaks.
+ */
+void
+cscp_row_check(Relation rel, HeapTuple tuple, CscpRowRules *rules)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	if (rules->relid != RelationGetRelid(rel))
+	{
+		for (int i = 0; i < rules->n; i++)
+		{
+			rules->attnum[i] = cscp_column(desc, rules->table, rules->rule[i].column);
+			if (rules->rule[i].rule == CSCP_RULE_NULL_WITH)
+				rules->other_attnum[i] = cscp_column(desc, rules->table, rules->rule[i].other);
+		}
+		rules->relid = RelationGetRelid(rel);
+	}
+
+	for (int i = 0; i < rules->n; i++)
+	{
+		const char *column = rules->rule[i].column;
+		int			attnum = rules->attnum[i];
+		Oid			type = TupleDescAttr(desc, attnum - 1)->atttypid;
+		bool		isnull;
+		Datum		d = heap_getattr(tuple, attnum, desc, &isnull);
+
+		if (rules->rule[i].rule == CSCP_RULE_NULL_WITH)
+		{
+			bool		other_null;
+
+			(void) heap_getattr(tuple, rules->other_attnum[i], desc, &other_null);
+			if (isnull != other_null)
+				rule_broken(rel, attnum, rules->table, column,
+							psprintf("must be null exactly when column \"%s\" is null",
+									 rules->rule[i].other), NULL);
+			continue;
+		}
+		if (isnull)
+			continue;
+		switch (rules->rule[i].rule)
+		{
+			case CSCP_RULE_NOT_EMPTY:
+				if (VARSIZE_ANY_EXHDR(DatumGetPointer(d)) == 0)
+					rule_broken(rel, attnum, rules->table, column, "must not be empty", NULL);
+				break;
+			case CSCP_RULE_TENANT:
+				if (VARSIZE_ANY_EXHDR(DatumGetPointer(d)) == 0 ||
+					(VARSIZE_ANY_EXHDR(DatumGetPointer(d)) == 1 &&
+					 *VARDATA_ANY(DatumGetPointer(d)) == '*'))
+					rule_broken(rel, attnum, rules->table, column, "must name a tenant",
+								"It is empty, or \"*\", which holds the policy defaults.");
+				break;
+			case CSCP_RULE_POSITIVE:
+			case CSCP_RULE_NOT_NEGATIVE:
+				{
+					int			sign;
+
+					if (type == INT4OID)
+						sign = DatumGetInt32(d) > 0 ? 1 : DatumGetInt32(d) < 0 ? -1 : 0;
+					else if (type == INT8OID)
+						sign = DatumGetInt64(d) > 0 ? 1 : DatumGetInt64(d) < 0 ? -1 : 0;
+					else if (type == INTERVALOID)
+					{
+						Interval   *zero = palloc0(sizeof(Interval));
+
+						sign = DatumGetInt32(DirectFunctionCall2(interval_cmp, d,
+																 IntervalPGetDatum(zero)));
+					}
+					else
+						elog(ERROR, "%s.%s: no sign rule for type %u", rules->table, column, type);
+					if (rules->rule[i].rule == CSCP_RULE_POSITIVE && sign <= 0)
+						rule_broken(rel, attnum, rules->table, column, "must be positive", NULL);
+					if (rules->rule[i].rule == CSCP_RULE_NOT_NEGATIVE && sign < 0)
+						rule_broken(rel, attnum, rules->table, column, "must not be negative", NULL);
+				}
+				break;
+			case CSCP_RULE_JSON_OBJECT:
+				if (!JB_ROOT_IS_OBJECT(DatumGetJsonbP(d)))
+					rule_broken(rel, attnum, rules->table, column, "must be a JSON object", NULL);
+				break;
+			case CSCP_RULE_ONE_OF:
+				if (!one_of(d, rules->rule[i].values))
+					rule_broken(rel, attnum, rules->table, column,
+								psprintf("must be %s", values_list(rules->rule[i].values)), NULL);
+				break;
+			case CSCP_RULE_NULL_WITH:
+				break;
+		}
+	}
+}
+
 /*
  * Run a BEFORE INSERT OR UPDATE FOR EACH ROW trigger: check the protocol,
- * then hand the row to guard->insert or guard->update with cscp.now().
+ * then hand the row to guard->insert or guard->update with cscp.now(), and
+ * hold the row it returns to guard->rules.
  */
 Datum
 cscp_row_guard(FunctionCallInfo fcinfo, const CscpRowGuard *guard)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	TimestampTz now;
+	HeapTuple	row = NULL;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
 		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
@@ -69,15 +205,15 @@ cscp_row_guard(FunctionCallInfo fcinfo, const CscpRowGuard *guard)
 	now = cscp_now();
 
 	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
-		return PointerGetDatum(guard->insert(trigdata->tg_relation,
-											 trigdata->tg_trigtuple, now));
-	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
-		return PointerGetDatum(guard->update(trigdata->tg_relation,
-											 trigdata->tg_trigtuple,
-											 trigdata->tg_newtuple,
-											 trigdata->tg_updatedcols, now));
-	ereport(ERROR,
-			(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-			 errmsg("%s fires on INSERT or UPDATE only", guard->name)));
-	return (Datum) 0;
+		row = guard->insert(trigdata->tg_relation, trigdata->tg_trigtuple, now);
+	else if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+		row = guard->update(trigdata->tg_relation, trigdata->tg_trigtuple,
+							trigdata->tg_newtuple, trigdata->tg_updatedcols, now);
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("%s fires on INSERT or UPDATE only", guard->name)));
+	if (row != NULL && guard->rules != NULL)
+		cscp_row_check(trigdata->tg_relation, row, guard->rules);
+	return PointerGetDatum(row);
 }

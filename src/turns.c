@@ -50,7 +50,7 @@
 /* The close the API asked for, while it inserts the closing turn; else NULL. */
 CscpCloseIntent *cscp_close_intent = NULL;
 
-static const char *const turn_roles[] = {"user", "agent", "system"};
+static const char *const turn_roles[] = {"user", "agent", "system", NULL};
 static const char *const turn_fields[] = {
 	"messageId", "from", "content", "ts", "role", "turnIndex"
 };
@@ -59,7 +59,7 @@ static const char *const turn_fields[] = {
 static const char *
 known_role(const char *s, int len)
 {
-	for (int i = 0; i < (int) lengthof(turn_roles); i++)
+	for (int i = 0; turn_roles[i] != NULL; i++)
 		if ((int) strlen(turn_roles[i]) == len && memcmp(turn_roles[i], s, len) == 0)
 			return turn_roles[i];
 	return NULL;

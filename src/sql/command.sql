@@ -22,27 +22,29 @@ COMMENT ON TABLE cscp.frame IS
   'Context frames: the canonical state of a context a command was formed from, with its hash';
 CREATE UNIQUE INDEX frame_context_hash_key ON cscp.frame (tenant_id, context_id, context_hash);
 
+-- Its column rules (ids not empty, payload an object, recovery kind known) are held by the guard trigger in C, not by CHECK
+-- constraints, which PostgreSQL re-reads and re-plans in every writing statement (rowguard.c).
 CREATE TABLE cscp.command (
-    tenant_id           text               NOT NULL CHECK (tenant_id <> '' AND tenant_id <> '*'),
+    tenant_id           text               NOT NULL,
     command_id          uuid               NOT NULL,
-    idempotency_key     text               NOT NULL CHECK (idempotency_key <> ''),
-    conversation_id     text               NOT NULL CHECK (conversation_id <> ''),
-    actor_id            text               NOT NULL CHECK (actor_id <> ''),
+    idempotency_key     text               NOT NULL,
+    conversation_id     text               NOT NULL,
+    actor_id            text               NOT NULL,
     context_id          uuid,
     frame_id            uuid,
     context_ref         jsonb,
     message_ids         text[]             NOT NULL DEFAULT '{}',
-    command_name        text               NOT NULL CHECK (command_name <> ''),
+    command_name        text               NOT NULL,
     mutating            boolean            NOT NULL,
     auto_confirm        boolean            NOT NULL DEFAULT false,
-    payload             jsonb              NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(payload) = 'object'),
+    payload             jsonb              NOT NULL DEFAULT '{}',
     target_fingerprint  text,
     state               cscp.command_state NOT NULL DEFAULT 'received',
     reason_code         text,
     detail              jsonb,
     outcome             jsonb,
     target_command_id   uuid,
-    recovery_kind       text               CHECK (recovery_kind IN ('retry', 'cancel', 'reprocess', 'compensate')),
+    recovery_kind       text,
     window_expires_at   timestamptz,
     confirmed_at        timestamptz,
     authorized_at       timestamptz,
@@ -51,8 +53,7 @@ CREATE TABLE cscp.command (
     last_transition_at  timestamptz        NOT NULL DEFAULT cscp.now(),
     version             bigint             NOT NULL DEFAULT 1,
     PRIMARY KEY (tenant_id, command_id),
-    UNIQUE (tenant_id, idempotency_key),
-    CHECK ((target_command_id IS NULL) = (recovery_kind IS NULL))
+    UNIQUE (tenant_id, idempotency_key)
 );
 COMMENT ON TABLE cscp.command IS
   'Commands: the RFC-WF-0018 lifecycle, one per idempotency key and tenant';

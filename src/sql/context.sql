@@ -4,11 +4,13 @@
 -- context_guard on the table, so the functions below stay thin: they resolve policy,
 -- lock the row, and let the trigger refuse what is not allowed.
 
+-- Its column rules (ids not empty, ttl positive) are held by the guard trigger in C, not by CHECK
+-- constraints, which PostgreSQL re-reads and re-plans in every writing statement (rowguard.c).
 CREATE TABLE cscp.context (
-    tenant_id        text                NOT NULL CHECK (tenant_id <> '' AND tenant_id <> '*'),
+    tenant_id        text                NOT NULL,
     context_id       uuid                NOT NULL,
-    conversation_id  text                NOT NULL CHECK (conversation_id <> ''),
-    actor_id         text                NOT NULL CHECK (actor_id <> ''),
+    conversation_id  text                NOT NULL,
+    actor_id         text                NOT NULL,
     status           cscp.context_status NOT NULL DEFAULT 'active',
     created_at       timestamptz         NOT NULL DEFAULT cscp.now(),
     updated_at       timestamptz         NOT NULL DEFAULT cscp.now(),
@@ -18,7 +20,7 @@ CREATE TABLE cscp.context (
     last_command_id  uuid,
     correlation_id   text,
     reason           text,
-    ttl              interval            NOT NULL CHECK (ttl > interval '0'),
+    ttl              interval            NOT NULL,
     version          bigint              NOT NULL DEFAULT 1,
     PRIMARY KEY (tenant_id, context_id)
 );

@@ -13,24 +13,25 @@
 CREATE TYPE cscp.conversation_state AS ENUM ('open', 'closed');
 COMMENT ON TYPE cscp.conversation_state IS 'Lifecycle of a conversation: open, then closed (terminal)';
 
+-- Its column rules (ids not empty, counters not negative, closed with a reason) are held by the guard trigger in C, not by CHECK
+-- constraints, which PostgreSQL re-reads and re-plans in every writing statement (rowguard.c).
 CREATE TABLE cscp.conversation (
-    tenant_id        text                    NOT NULL CHECK (tenant_id <> '' AND tenant_id <> '*'),
-    conversation_id  text                    NOT NULL CHECK (conversation_id <> ''),
-    agent_id         text                    NOT NULL CHECK (agent_id <> ''),
+    tenant_id        text                    NOT NULL,
+    conversation_id  text                    NOT NULL,
+    agent_id         text                    NOT NULL,
     state            cscp.conversation_state NOT NULL DEFAULT 'open',
     schema           jsonb,
-    timeout_ms       bigint                  CHECK (timeout_ms > 0),
+    timeout_ms       bigint,
     deadline         timestamptz,
     causation_id     text,
     opened_at        timestamptz             NOT NULL DEFAULT cscp.now(),
     closed_at        timestamptz,
     outcome          jsonb,
-    close_reason     text                    CHECK (close_reason IN ('closed', 'timeout')),
-    next_turn_index  int                     NOT NULL DEFAULT 0 CHECK (next_turn_index >= 0),
-    next_event_seq   int                     NOT NULL DEFAULT 0 CHECK (next_event_seq >= 0),
+    close_reason     text,
+    next_turn_index  int                     NOT NULL DEFAULT 0,
+    next_event_seq   int                     NOT NULL DEFAULT 0,
     updated_at       timestamptz             NOT NULL DEFAULT cscp.now(),
-    PRIMARY KEY (tenant_id, conversation_id),
-    CHECK ((state = 'closed') = (closed_at IS NOT NULL AND close_reason IS NOT NULL))
+    PRIMARY KEY (tenant_id, conversation_id)
 );
 COMMENT ON TABLE cscp.conversation IS
   'Multi-turn conversations (OpenWOP RFC 0005): open, then closed by a final turn or by the timeout';
@@ -51,13 +52,15 @@ COMMENT ON FUNCTION cscp.conversation_guard() IS
 CREATE TRIGGER conversation_guard BEFORE INSERT OR UPDATE ON cscp.conversation
     FOR EACH ROW EXECUTE FUNCTION cscp.conversation_guard();
 
+-- Its column rules (ids not empty, role known, index the next one) are held by the turn trigger in
+-- C, not by CHECK constraints, which PostgreSQL re-reads and re-plans in every writing statement.
 CREATE TABLE cscp.turn (
     tenant_id        text        NOT NULL,
     conversation_id  text        NOT NULL,
-    turn_index       int         NOT NULL CHECK (turn_index >= 0),
-    message_id       text        NOT NULL CHECK (message_id <> ''),
-    role             text        NOT NULL CHECK (role IN ('user', 'agent', 'system')),
-    sender           text        NOT NULL CHECK (sender <> ''),
+    turn_index       int         NOT NULL,
+    message_id       text        NOT NULL,
+    role             text        NOT NULL,
+    sender           text        NOT NULL,
     content          jsonb,
     content_hash     text        NOT NULL,
     content_size     int         NOT NULL,

@@ -9,7 +9,7 @@ CREATE TABLE cscp.evidence (
     evidence_id      bigint      GENERATED ALWAYS AS IDENTITY,
     conversation_id  text        NOT NULL,
     command_id       uuid,
-    seq              int         NOT NULL CHECK (seq >= 1),
+    seq              int         NOT NULL,   -- from 1; evidence_verify reports any other start
     stage            text        NOT NULL,
     event_type       text        NOT NULL,
     from_state       text,
