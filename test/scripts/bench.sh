@@ -22,7 +22,7 @@
 # transaction = per whole turn or cycle, from pgbench's per-transaction logs), and of WAL bytes
 # per transaction (test/scripts/bench_lib.sh says how each is measured).
 #
-# Settings: BENCH_SECONDS (15) per run, BENCH_RUNS (3), BENCH_ONLY (W1,W2,W3,W4,W5,W6: a
+# Settings: BENCH_SECONDS (12) per run, BENCH_RUNS (3), BENCH_ONLY (W1,W2,W3,W4,W5,W6: a
 # comma-separated subset), BENCH_SYNC ("on off"), BENCH_CLIENTS (4), BENCH_THREADS (2),
 # BENCH_W5_CONTEXTS (1000000), BENCH_W5_SECONDS (30), BENCH_W6_TURNS (10000),
 # BENCH_EXPLAINS (6).
@@ -31,7 +31,7 @@ cd "$(dirname "$0")/../.."
 source test/scripts/cluster.sh
 source test/scripts/bench_lib.sh
 
-SECS=${BENCH_SECONDS:-15}
+SECS=${BENCH_SECONDS:-12}
 RUNS=${BENCH_RUNS:-3}
 ONLY=${BENCH_ONLY:-W1,W2,W3,W4,W5,W6}
 SYNCS=${BENCH_SYNC:-on off}
@@ -50,7 +50,8 @@ for w in ${ONLY//,/ }; do
 done
 want() { [[ ",$ONLY," == *",$1,"* ]]; }
 
-cluster_start fsync=on synchronous_commit=on max_wal_size=4GB log_lock_waits=on deadlock_timeout=10ms
+# wal_keep_size: a checkpoint during a run must not recycle the WAL pg_waldump reads after it
+cluster_start fsync=on synchronous_commit=on max_wal_size=4GB wal_keep_size=4GB log_lock_waits=on deadlock_timeout=10ms
 BENCH_OUT=$(mktemp -d "${TMPDIR:-/tmp}/cscp-bench.XXXXXX")
 export BENCH_OUT
 trap 'cluster_stop; rm -rf "$BENCH_OUT"' EXIT

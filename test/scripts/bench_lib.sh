@@ -73,8 +73,8 @@ bench_run() {
 	# recycle the segment the run began in)
 	until [ "$(psql -X -At -c "SELECT pg_current_wal_flush_lsn() >= '$lsn1'")" = t ]; do sleep 0.1; done
 	wal=$(psql -X -At -c "SELECT pg_wal_lsn_diff('$lsn1', '$lsn0')")
-	fpi=$("$PG_BINDIR/pg_waldump" --stats -p "$CSCP_TMP/data/pg_wal" -s "$lsn0" -e "$lsn1" 2>/dev/null |
-		awk '/^Total/ { print $5 }')
+	fpi=$("$PG_BINDIR/pg_waldump" --stats -p "$CSCP_TMP/data/pg_wal" -s "$lsn0" -e "$lsn1" 2>"$out.waldump" |
+		awk '/^Total/ { print $5 }') || { echo "cscp bench: pg_waldump: $(head -1 "$out.waldump")" >&2; fpi=nan; }
 	tps=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)$/\1/p' "$out.txt")
 	read -r p50 p99 n mean <<<"$(bench_latency "$out.log")"
 	awk -v tps="$tps" -v p50="$p50" -v p99="$p99" -v n="$n" -v mean="$mean" -v wal="$wal" -v fpi="${fpi:-nan}" \
