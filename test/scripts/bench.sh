@@ -50,8 +50,10 @@ for w in ${ONLY//,/ }; do
 done
 want() { [[ ",$ONLY," == *",$1,"* ]]; }
 
-# wal_keep_size: a checkpoint during a run must not recycle the WAL pg_waldump reads after it
-cluster_start fsync=on synchronous_commit=on max_wal_size=4GB wal_keep_size=4GB log_lock_waits=on deadlock_timeout=10ms
+# Checkpoints come before each run (bench_run), not on a timer in the middle of one; wal_keep_size:
+# a checkpoint (max_wal_size) during a run must not recycle the WAL pg_waldump reads after it.
+cluster_start fsync=on synchronous_commit=on max_wal_size=4GB wal_keep_size=4GB checkpoint_timeout=1h \
+	log_lock_waits=on deadlock_timeout=10ms
 BENCH_OUT=$(mktemp -d "${TMPDIR:-/tmp}/cscp-bench.XXXXXX")
 export BENCH_OUT
 trap 'cluster_stop; rm -rf "$BENCH_OUT"' EXIT
