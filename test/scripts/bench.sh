@@ -365,12 +365,12 @@ row() {
 	base=${key%.*}
 	if [ "$impl" = cscp ]; then
 		for b in floor naive; do
-			[ -f "$BENCH_OUT/$base.$b.r1$suf.res" ] || continue
 			if [ -n "$suf" ]; then
-				r=$(ratio "$(med 5 "$base.$b" "$suf")" "$(med 5 "$key" "$suf")")
+				r=$(bench_pair_ratio 5 "$base.$b" 5 "$key" "$RUNS" "$suf")
 			else
-				r=$(ratio "$tps" "$(med 1 "$base.$b")")
+				r=$(bench_pair_ratio 1 "$key" 1 "$base.$b" "$RUNS")
 			fi
+			r=$(num "$r" %.2f)
 			if [ $b = floor ]; then rf=$r; else rn=$r; fi
 		done
 	fi
@@ -380,7 +380,8 @@ row() {
 
 echo
 echo "Medians of $RUNS runs of ${SECS}s, $BENCH_CLIENTS clients, $BENCH_THREADS threads, -M prepared; latency per transaction (a whole turn or cycle)."
-echo "Ratios: cscp TPS / the baseline's TPS; for W3's get and put rows, the baseline's mean latency / cscp's."
+echo "×floor, ×naive: cscp's TPS over the baseline's (for W3's get and put rows: the baseline's mean latency over cscp's),"
+echo "the median over the repetitions of the ratio of two runs made one after the other (not the ratio of the medians shown)."
 echo
 echo "| workload                               | sync | impl       |      TPS |  p50 ms |  p99 ms | WAL B/tx | FPI B/tx | ×floor | ×naive |"
 echo "| -------------------------------------- | ---- | ---------- | -------: | ------: | ------: | -------: | -------: | -----: | -----: |"
@@ -410,29 +411,30 @@ target() { # DESCRIPTION VALUE OP LIMIT
 }
 have() { [ -f "$BENCH_OUT/$1.r1${2:-}.res" ]; }
 echo
-echo "Targets:"
+echo "Targets (each ratio the median over the repetitions of the ratio of two runs made one after the other):"
+pair() { bench_pair_ratio "$1" "$2" "$3" "$4" "$RUNS" "${5:-}"; }
 for sync in $SYNCS; do
 	lim=0.85; [ "$sync" = off ] && lim=0.75
 	for w in W1 W2; do
 		have "$w.$sync.cscp" || continue
-		target "$w cscp/floor TPS, synchronous_commit=$sync" "$(ratio "$(med 1 "$w.$sync.cscp")" "$(med 1 "$w.$sync.floor")")" ">=" $lim
-		target "$w cscp/naive TPS, synchronous_commit=$sync" "$(ratio "$(med 1 "$w.$sync.cscp")" "$(med 1 "$w.$sync.naive")")" ">=" 1.1
+		target "$w cscp/floor TPS, synchronous_commit=$sync" "$(pair 1 "$w.$sync.cscp" 1 "$w.$sync.floor")" ">=" $lim
+		target "$w cscp/naive TPS, synchronous_commit=$sync" "$(pair 1 "$w.$sync.cscp" 1 "$w.$sync.naive")" ">=" 1.1
 	done
 	if have "W1s.$sync.cscp"; then
-		target "W1 single call cscp/floor TPS, synchronous_commit=$sync" "$(ratio "$(med 1 "W1s.$sync.cscp")" "$(med 1 "W1s.$sync.floor")")" ">=" $lim
+		target "W1 single call cscp/floor TPS, synchronous_commit=$sync" "$(pair 1 "W1s.$sync.cscp" 1 "W1s.$sync.floor")" ">=" $lim
 	fi
 	if have "W3.$sync.cscp"; then
-		target "W3 doc_get speed / plain PK select, sync=$sync" "$(ratio "$(med 5 W3.$sync.floor .s0)" "$(med 5 W3.$sync.cscp .s0)")" ">=" 0.9
-		target "W3 doc_put speed / plain upsert, sync=$sync" "$(ratio "$(med 5 W3.$sync.floor .s1)" "$(med 5 W3.$sync.cscp .s1)")" ">=" 0.85
+		target "W3 doc_get speed / plain PK select, sync=$sync" "$(pair 5 "W3.$sync.floor" 5 "W3.$sync.cscp" .s0)" ">=" 0.9
+		target "W3 doc_put speed / plain upsert, sync=$sync" "$(pair 5 "W3.$sync.floor" 5 "W3.$sync.cscp" .s1)" ">=" 0.85
 	fi
 	if have "W1.$sync.cscp"; then
-		target "storage: W1 WAL bytes per turn cscp/floor, sync=$sync" "$(ratio "$(med 6 "W1.$sync.cscp")" "$(med 6 "W1.$sync.floor")")" "<=" 1.3
-		target "  (without full-page images)" "$(ratio "$(awk '{print $6 - $7}' $(files "W1.$sync.cscp") | bench_median)" "$(awk '{print $6 - $7}' $(files "W1.$sync.floor") | bench_median)")" "<=" 1.3
+		target "storage: W1 WAL bytes per turn cscp/floor, sync=$sync" "$(pair 6 "W1.$sync.cscp" 6 "W1.$sync.floor")" "<=" 1.3
+		target "  the same without full-page images" "$(pair 8 "W1.$sync.cscp" 8 "W1.$sync.floor")" "<=" 1.3
 	fi
 done
 if have W4.on.valid; then
-	target "W4 p50 latency superseded/valid" "$(ratio "$(med 2 W4.on.superseded)" "$(med 2 W4.on.valid)")" "<=" 1.5
-	target "W4 p99 latency superseded/valid" "$(ratio "$(med 3 W4.on.superseded)" "$(med 3 W4.on.valid)")" "<=" 1.5
+	target "W4 p50 latency superseded/valid" "$(pair 2 W4.on.superseded 2 W4.on.valid)" "<=" 1.5
+	target "W4 p99 latency superseded/valid" "$(pair 3 W4.on.superseded 3 W4.on.valid)" "<=" 1.5
 	target "W4 fact_current, chain of 101, warm, ms" "$fc_warm" "<=" 1
 	target "W4 fact_current, first call in a session, ms" "$fc_first" "<=" 1
 	echo "  (fact_history of the same chain, warm: $fh_warm ms)"
@@ -442,6 +444,6 @@ if want W5; then
 	target "W5 lock waits over 10 ms on a lock the sweep held" "$waits_on_sweep" "<=" 0
 fi
 if have W6.on.new; then
-	target "W6 TPS $W6_TURNS-turn / new conversations" "$(ratio "$(med 1 W6.on.long)" "$(med 1 W6.on.new)")" ">=" 0.95
+	target "W6 TPS $W6_TURNS-turn / new conversations" "$(pair 1 W6.on.long 1 W6.on.new)" ">=" 0.95
 fi
 awk -v a="$started" -v b="$(date +%s)" 'BEGIN { printf "\nmake bench took %d min %d s\n", (b - a) / 60, (b - a) % 60 }'

@@ -9,9 +9,11 @@
 #   bench_latency LOG [SCRIPT] [FROM TO]          p50, p99, count and mean of a run's log
 #   bench_median                                  the median of the numbers on stdin
 #   bench_field FIELD FILES...                    the median of one field over .res files
+#   bench_pair_ratio FA A FB B RUNS [SUFFIX]      the median over runs i of A.r<i>'s field FA
+#                                                 over B.r<i>'s field FB
 #
 # A .res file holds one line: tps p50_ms p99_ms transactions mean_ms wal_bytes_per_tx
-# fpi_bytes_per_tx.  TPS is pgbench's (without the initial connection time); the latencies are
+# fpi_bytes_per_tx wal_bytes_per_tx_without_fpi.  TPS is pgbench's (without the initial connection time); the latencies are
 # exact, from pgbench's per-transaction log (-l: one line per transaction, its latency in
 # microseconds in the 3rd field, the script number in the 4th, its end time in the 5th and 6th);
 # WAL bytes are pg_current_wal_insert_lsn() after the run minus before it, and of those the bytes
@@ -28,6 +30,20 @@ bench_field() {
 	local f=$1
 	shift
 	cat "$@" | awk -v f="$f" '{ print $f }' | bench_median
+}
+
+# bench_pair_ratio FA A FB B RUNS [SUFFIX]: the median over i = 1..RUNS of field FA of
+# $BENCH_OUT/A.r<i>SUFFIX.res divided by field FB of $BENCH_OUT/B.r<i>SUFFIX.res: each ratio is of
+# two runs made one after the other, so a change in the machine's load between repetitions
+# cancels out.  "-" when no pair exists.
+bench_pair_ratio() {
+	local fa=$1 a=$2 fb=$3 b=$4 runs=$5 suf=${6:-} i x y
+	for i in $(seq 1 "$runs"); do
+		[ -f "$BENCH_OUT/$a.r$i$suf.res" ] && [ -f "$BENCH_OUT/$b.r$i$suf.res" ] || continue
+		x=$(awk -v f="$fa" '{ print $f }' "$BENCH_OUT/$a.r$i$suf.res")
+		y=$(awk -v f="$fb" '{ print $f }' "$BENCH_OUT/$b.r$i$suf.res")
+		awk -v x="$x" -v y="$y" 'BEGIN { if (x != "nan" && y != "nan" && y != 0) print x / y }'
+	done | bench_median | awk '{ if ($1 == "nan") print "-"; else printf "%.3f\n", $1 }'
 }
 
 # bench_latency LOG [SCRIPT] [FROM TO]: "p50_ms p99_ms count mean_ms" of the transactions in a
@@ -73,19 +89,20 @@ bench_run() {
 	# recycle the segment the run began in)
 	until [ "$(psql -X -At -c "SELECT pg_current_wal_flush_lsn() >= '$lsn1'")" = t ]; do sleep 0.1; done
 	wal=$(psql -X -At -c "SELECT pg_wal_lsn_diff('$lsn1', '$lsn0')")
-	fpi=$("$PG_BINDIR/pg_waldump" --stats -p "$CSCP_TMP/data/pg_wal" -s "$lsn0" -e "$lsn1" 2>"$out.waldump" |
+	[ "$wal" = 0 ] && fpi=0 || fpi=$("$PG_BINDIR/pg_waldump" --stats -p "$CSCP_TMP/data/pg_wal" -s "$lsn0" -e "$lsn1" 2>"$out.waldump" |
 		awk '/^Total/ { print $5 }') || { echo "cscp bench: pg_waldump: $(head -1 "$out.waldump")" >&2; fpi=nan; }
 	tps=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)$/\1/p' "$out.txt")
 	read -r p50 p99 n mean <<<"$(bench_latency "$out.log")"
 	awk -v tps="$tps" -v p50="$p50" -v p99="$p99" -v n="$n" -v mean="$mean" -v wal="$wal" -v fpi="${fpi:-nan}" \
-		'BEGIN { printf "%s %s %s %s %s %.0f %.0f\n", tps, p50, p99, n, mean, wal / n, fpi / n }' >"$out.res"
+		'BEGIN { printf "%s %s %s %s %s %.0f %s %s\n", tps, p50, p99, n, mean, wal / n,
+		         fpi == "nan" ? "nan" : sprintf("%.0f", fpi / n), fpi == "nan" ? "nan" : sprintf("%.0f", (wal - fpi) / n) }' >"$out.res"
 	printf '  %-26s tps %8.1f  p50 %7.2f ms  p99 %7.2f ms  WAL %6.0f B/tx (FPI %5.0f)  (%d tx)\n' \
 		"$name" "$tps" "$p50" "$p99" "$(awk '{print $6}' "$out.res")" "$(awk '{print $7}' "$out.res")" "$n"
 	# per-script numbers of a mixed run: pgbench's per-script tps, the latencies from the log
 	local k=0 stps
 	while read -r stps; do
 		read -r p50 p99 n mean <<<"$(bench_latency "$out.log" "$k")"
-		echo "$stps $p50 $p99 $n $mean nan nan" >"$out.s$k.res"
+		echo "$stps $p50 $p99 $n $mean nan nan nan" >"$out.s$k.res"
 		k=$((k + 1))
 	done < <(sed -n 's/^ - [0-9]* transactions (.* of total, tps = \([0-9.]*\))$/\1/p' "$out.txt")
 }
