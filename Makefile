@@ -23,6 +23,7 @@ OBJS = \
 	src/canonical.o \
 	src/evidence.o \
 	src/context_fsm.o \
+	src/context_api.o \
 	src/command_fsm.o \
 	src/command_api.o \
 	src/confirm.o \
@@ -31,9 +32,14 @@ OBJS = \
 	src/context_link.o \
 	src/turns.o \
 	src/conversation.o \
+	src/message_turn.o \
 	src/identity.o \
 	src/facts.o \
-	src/assemble.o
+	src/assemble.o \
+	src/owner.o \
+	src/forget.o \
+	src/worker.o \
+	src/shard.o
 
 # The install script is concatenated from one file per concern, in this order.
 SQL_PARTS = \
@@ -51,14 +57,18 @@ SQL_PARTS = \
 	src/sql/facts.sql \
 	src/sql/sweep.sql \
 	src/sql/views.sql \
+	src/sql/invariants.sql \
+	src/sql/forget.sql \
+	src/sql/shard.sql \
 	src/sql/security.sql
 
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql
 EXTRA_CLEAN = results output_iso regression.diffs regression.out
 
-REGRESS = setup clock routing policy context_transitions context_expiry slots jsonschema confirm bad_input_commands commands evidence documents facts build_context sweep views bad_input conversations bad_input_conversations row_rules drop
+REGRESS = setup clock routing policy context_transitions context_expiry slots jsonschema confirm bad_input_commands commands evidence documents facts build_context sweep views bad_input conversations bad_input_conversations row_rules message_turn shard invariants forget drop
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 ISOLATION = context_open_race sweep_vs_slot_set submit_same_key confirm_race sweep_vs_confirm confirm_vs_new_request notify policy_cache conversation_append_race conversation_same_message conversation_timeout_race fact_supersede_race
+ISOLATION += fact_chain_walk fact_same_key_race
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=$(EXTENSION)
 
 PG_CPPFLAGS = -I$(srcdir)/src
@@ -80,6 +90,20 @@ all install installcheck:
 endif
 
 .DEFAULT_GOAL := all
+
+# The proxy extension (proxy/): installed with cscp, so a proxy database can CREATE EXTENSION
+# cscp_proxy; `make proxy-sql` regenerates its install script from cscp and proxy/api.tsv.
+.PHONY: install-proxy proxy-sql bench-proxy
+install: install-proxy
+install-proxy:
+	@$(MAKE) --no-print-directory -C proxy install PG_CONFIG="$(PG_CONFIG)"
+proxy-sql:
+	@bash proxy/generate.sh proxy/cscp_proxy--0.1.0.sql
+
+# The message-turn workload through the proxy on two shards against one node (pgbench, about
+# 2.5 minutes on throwaway clusters); not part of `make test`.
+bench-proxy: build
+	@bash test/scripts/bench_proxy.sh
 
 # PGXS tracks no header dependencies: every object depends on the one shared header.
 $(OBJS): src/cscp.h
@@ -121,3 +145,34 @@ bench-facts: build
 #   make statebench STATEBENCH=path/to/train.jsonl
 statebench: build
 	@bash test/statebench/run.sh "$(STATEBENCH)"
+
+# Issue 7: crash test, stress, fuzz (test/crash/, test/stress/, test/fuzz/).
+.PHONY: crashtest
+LIBPQ_CFLAGS = -Wall -Wextra -Werror -O2 -I$(shell $(PG_CONFIG) --includedir)
+LIBPQ_LIBS = -L$(shell $(PG_CONFIG) --libdir) -lpq
+test/crash/crash_client: test/crash/crash_client.c
+	$(CC) $(LIBPQ_CFLAGS) -o $@ $< $(LIBPQ_LIBS)
+EXTRA_CLEAN += test/crash/crash_client
+
+# Acknowledged writes survive SIGKILL of the postmaster (test/scripts/crash.sh); a short form
+# (3 crashes) runs inside `make test`.
+#   make crashtest CRASH_KILLS=10 CRASH_CLIENTS=8 CRASH_SEED=...
+crashtest: build
+	@CRASH_KILLS=$(or $(CRASH_KILLS),10) CRASH_CLIENTS=$(or $(CRASH_CLIENTS),8) bash test/scripts/crash.sh
+
+test/fuzz/fuzz_sql: test/fuzz/fuzz_sql.c
+	$(CC) $(LIBPQ_CFLAGS) -o $@ $< $(LIBPQ_LIBS)
+EXTRA_CLEAN += test/fuzz/fuzz_sql
+
+# Every function of schema cscp with random and adversarial arguments (test/scripts/fuzz.sh); a
+# short form (3,000 calls) runs inside `make test`.
+#   make fuzz FUZZ_CALLS=100000 FUZZ_SEED=...
+.PHONY: fuzz
+fuzz: build
+	@FUZZ_CALLS=$(or $(FUZZ_CALLS),30000) FUZZ_SEED=$(or $(FUZZ_SEED),20261121) bash test/scripts/fuzz.sh
+
+# 16 pgbench clients mixing every API call for 60 s, then check_invariants() (test/scripts/stress.sh);
+# not part of `make test`.
+.PHONY: stress
+stress: build
+	@bash test/scripts/stress.sh

@@ -303,17 +303,27 @@ query_tsquery(text *query)
 	return buf.data;
 }
 
-PG_FUNCTION_INFO_V1(cscp_build_context);
+/* One working-set item as a line, and its key in the result's "working_set" when it fits. */
+static void
+add_ws_item(Assembly *a, const char *key, const char *value_text, StringInfo ws_keys)
+{
+	if (add_line(a, SEC_WORKING_SET, psprintf("- %s: %s", key, value_text), a->budget))
+	{
+		appendStringInfoString(ws_keys, ws_keys->len ? "," : "");
+		append_json_string(ws_keys, key);
+	}
+}
 
 /*
- * cscp.build_context(tenant_id, subject_id, session_id, query text DEFAULT NULL,
- *                    token_budget int DEFAULT NULL, task_id text DEFAULT NULL) RETURNS jsonb
+ * build_context's body.  With given, the session's environment and working
+ * set are given_env and given_ws (as cscp._session_state returns them, read
+ * on the session's node of a scale-out deployment) instead of read here.
  *
  * {"text", "tokens", "budget", "fact_budget", "fact_ids", "needs_review",
  *  "working_set", "facts_omitted", "truncated", "now"}
  */
-Datum
-cscp_build_context(PG_FUNCTION_ARGS)
+static Datum
+assemble_context(FunctionCallInfo fcinfo, bool given, Jsonb *given_env, Jsonb *given_ws)
 {
 	static SPIPlanPtr identity_plan = NULL;
 	static SPIPlanPtr env_plan = NULL;
@@ -403,7 +413,9 @@ cscp_build_context(PG_FUNCTION_ARGS)
 	identity = spi_jsonb(callerctx);
 
 	/* Environment. */
-	if (env_plan == NULL)
+	if (given)
+		environment = given_env;
+	else if (env_plan == NULL)
 	{
 		Oid			argtypes[2] = {TEXTOID, TEXTOID};
 
@@ -413,10 +425,13 @@ cscp_build_context(PG_FUNCTION_ARGS)
 			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 		SPI_keepplan(env_plan);
 	}
-	args[1] = PointerGetDatum(session);
-	if (SPI_execute_plan(env_plan, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the environment");
-	environment = spi_jsonb(callerctx);
+	if (!given)
+	{
+		args[1] = PointerGetDatum(session);
+		if (SPI_execute_plan(env_plan, args, NULL, true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read the environment");
+		environment = spi_jsonb(callerctx);
+	}
 
 	/*
 	 * Facts first, within their share: valid ones of this subject in scope,
@@ -510,38 +525,61 @@ cscp_build_context(PG_FUNCTION_ARGS)
 	add_object_lines(&a, SEC_ENVIRONMENT, environment, NULL, environment_skip, a.budget, rowcxt);
 
 	/* Last, the working set: live items of the session, most recently put first, while they fit. */
-	if (ws_plan == NULL)
+	if (given)
 	{
-		Oid			argtypes[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
-
-		ws_plan = SPI_prepare("SELECT w.key, w.value FROM cscp.working_set w"
-							  " WHERE w.tenant_id = $1 AND w.session_id = $2 AND w.expires_at > $3"
-							  " ORDER BY w.updated_at DESC, w.key COLLATE \"C\"", 3, argtypes);
-		if (ws_plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(ws_plan);
-	}
-	args[1] = PointerGetDatum(session);
-	args[2] = TimestampTzGetDatum(now);
-	if (SPI_execute_plan(ws_plan, args, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the working set");
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		HeapTuple	row = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		MemoryContext old = MemoryContextSwitchTo(rowcxt);
-		char	   *key = SPI_getvalue(row, desc, 1);
-
-		if (add_line(&a, SEC_WORKING_SET, psprintf("- %s: %s", key,
-								  jsonb_text(DatumGetJsonbP(SPI_getbinval(row, desc, 2, &isnull)))),
-					 a.budget))
+		/* [[key, value], ...] in that order. */
+		if (given_ws != NULL && JB_ROOT_IS_ARRAY(given_ws))
 		{
-			appendStringInfoString(&ws_keys, ws_keys.len ? "," : "");
-			append_json_string(&ws_keys, key);
+			for (uint32 i = 0; i < JB_ROOT_COUNT(given_ws); i++)
+			{
+				JsonbValue *item = getIthJsonbValueFromContainer(&given_ws->root, i);
+				JsonbValue *key;
+				JsonbValue *value;
+				MemoryContext old;
+
+				if (item == NULL || item->type != jbvBinary)
+					continue;
+				key = getIthJsonbValueFromContainer(item->val.binary.data, 0);
+				value = getIthJsonbValueFromContainer(item->val.binary.data, 1);
+				if (key == NULL || key->type != jbvString || value == NULL)
+					continue;
+				old = MemoryContextSwitchTo(rowcxt);
+				add_ws_item(&a, pnstrdup(key->val.string.val, key->val.string.len),
+							jsonb_text(JsonbValueToJsonb(value)), &ws_keys);
+				MemoryContextSwitchTo(old);
+				MemoryContextReset(rowcxt);
+			}
 		}
-		MemoryContextSwitchTo(old);
-		MemoryContextReset(rowcxt);
+	}
+	else
+	{
+		if (ws_plan == NULL)
+		{
+			Oid			argtypes[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
+
+			ws_plan = SPI_prepare("SELECT w.key, w.value FROM cscp.working_set w"
+								  " WHERE w.tenant_id = $1 AND w.session_id = $2 AND w.expires_at > $3"
+								  " ORDER BY w.updated_at DESC, w.key COLLATE \"C\"", 3, argtypes);
+			if (ws_plan == NULL)
+				elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+			SPI_keepplan(ws_plan);
+		}
+		args[1] = PointerGetDatum(session);
+		args[2] = TimestampTzGetDatum(now);
+		if (SPI_execute_plan(ws_plan, args, NULL, true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not read the working set");
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	row = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+			MemoryContext old = MemoryContextSwitchTo(rowcxt);
+
+			add_ws_item(&a, SPI_getvalue(row, desc, 1),
+						jsonb_text(DatumGetJsonbP(SPI_getbinval(row, desc, 2, &isnull))), &ws_keys);
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(rowcxt);
+		}
 	}
 
 	/* The result, built in the caller's context. */
@@ -576,4 +614,37 @@ cscp_build_context(PG_FUNCTION_ARGS)
 	SPI_finish();
 	MemoryContextDelete(rowcxt);
 	PG_RETURN_DATUM(out);
+}
+
+PG_FUNCTION_INFO_V1(cscp_build_context);
+
+/*
+ * cscp.build_context(tenant_id, subject_id, session_id, query text DEFAULT NULL,
+ *                    token_budget int DEFAULT NULL, task_id text DEFAULT NULL) RETURNS jsonb
+ */
+Datum
+cscp_build_context(PG_FUNCTION_ARGS)
+{
+	return assemble_context(fcinfo, false, NULL, NULL);
+}
+
+PG_FUNCTION_INFO_V1(cscp_build_context_given);
+
+/*
+ * cscp._build_context_given(tenant_id, subject_id, session_id, query, token_budget, task_id,
+ *                           session_state jsonb) RETURNS jsonb
+ *
+ * build_context on the subject's node of a scale-out deployment, with the session's
+ * environment and working set as cscp._session_state read them on the session's node.
+ */
+Datum
+cscp_build_context_given(PG_FUNCTION_ARGS)
+{
+	Jsonb	   *state = PG_ARGISNULL(6) ? NULL : PG_GETARG_JSONB_P(6);
+	JsonbValue *env = state ? cscp_jsonb_get(state, "environment") : NULL;
+	JsonbValue *ws = state ? cscp_jsonb_get(state, "working_set") : NULL;
+
+	return assemble_context(fcinfo, true,
+							env != NULL && env->type != jbvNull ? cscp_jsonb_value_to_jsonb(env) : NULL,
+							ws != NULL && ws->type != jbvNull ? cscp_jsonb_value_to_jsonb(ws) : NULL);
 }

@@ -54,41 +54,50 @@ compare_keys(const void *a, const void *b)
 void
 cscp_canonical_string(StringInfo out, const char *s, int len)
 {
+	int			run = 0;		/* start of the pending run of plain bytes */
+
+	/* room for the common case (nothing to escape) at once */
+	enlargeStringInfo(out, len + 2);
 	appendStringInfoCharMacro(out, '"');
 	for (int i = 0; i < len; i++)
 	{
 		unsigned char c = (unsigned char) s[i];
+		const char *esc;
 
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;			/* plain: copied with its run */
+		appendBinaryStringInfo(out, s + run, i - run);
+		run = i + 1;
 		switch (c)
 		{
 			case '"':
-				appendStringInfoString(out, "\\\"");
+				esc = "\\\"";
 				break;
 			case '\\':
-				appendStringInfoString(out, "\\\\");
+				esc = "\\\\";
 				break;
 			case '\b':
-				appendStringInfoString(out, "\\b");
+				esc = "\\b";
 				break;
 			case '\f':
-				appendStringInfoString(out, "\\f");
+				esc = "\\f";
 				break;
 			case '\n':
-				appendStringInfoString(out, "\\n");
+				esc = "\\n";
 				break;
 			case '\r':
-				appendStringInfoString(out, "\\r");
+				esc = "\\r";
 				break;
 			case '\t':
-				appendStringInfoString(out, "\\t");
+				esc = "\\t";
 				break;
 			default:
-				if (c < 0x20)
-					appendStringInfo(out, "\\u%04x", c);
-				else
-					appendStringInfoCharMacro(out, c);
+				appendStringInfo(out, "\\u%04x", c);
+				continue;
 		}
+		appendStringInfoString(out, esc);
 	}
+	appendBinaryStringInfo(out, s + run, len - run);
 	appendStringInfoCharMacro(out, '"');
 }
 

@@ -320,6 +320,17 @@ compensate_target(Datum tenant, Datum command_id, Datum target)
 		elog(ERROR, "could not compensate command");
 }
 
+/* Raise 22023: no command with this id (for this tenant). */
+static void
+no_command(Datum command_id)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("command %s does not exist",
+					DatumGetCString(DirectFunctionCall1(uuid_out, command_id))),
+			 errhint("Check the id, and that cscp.tenant_id names the command's tenant.")));
+}
+
 PG_FUNCTION_INFO_V1(cscp_command_transition);
 
 /*
@@ -337,36 +348,34 @@ PG_FUNCTION_INFO_V1(cscp_command_transition);
 Datum
 cscp_command_transition(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr find_plan = NULL;
 	static SPIPlanPtr context_plan = NULL;
 	static SPIPlanPtr command_plan = NULL;
 	static SPIPlanPtr update_plan = NULL;
 	static const Oid find_types[1] = {UUIDOID};
-	static const Oid key_types[2] = {TEXTOID, UUIDOID};
-	static const Oid update_types[6] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID};
+	static const Oid update_types[5] = {UUIDOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID};
 	MemoryContext callerctx = CurrentMemoryContext;
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			state_type;
 	CommandState to,
-				from,
-				result_state;
+				result_state = CMD_RECEIVED;
 	char	   *reason_code = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
 	Jsonb	   *detail = PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3);
 	char	   *approver = NULL;
 	bool		approval;
-	const char *why;
-	char	   *result_reason;
-	bool		accepted;
+	const char *why = NULL;
+	char	   *result_reason = NULL;
+	bool		accepted = false;
+	bool		refused = false;
 	bool		isnull;
 	Datum		args[6];
 	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 	Datum		tenant,
-				context_id,
 				window = (Datum) 0;
 	HeapTuple	ctx = NULL,
 				cmd;
 	TupleDesc	ctxdesc = NULL,
 				cmddesc;
+	CommandState from = CMD_RECEIVED;
 	Datum		values[3];
 	bool		result_nulls[3] = {false, false, false};
 
@@ -392,29 +401,25 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 
-	/* The command's tenant and context, then both rows locked, context first. */
+	/*
+	 * Lock the command's row, and its context's row first when this step may
+	 * change the context: an approval request, or a step that answers the
+	 * question (pending_confirmation or pending_approval) its context holds.
+	 * Context before command is the order every caller keeps (cscp.confirm
+	 * and cscp.approve too); the other steps never touch the context, so
+	 * they lock the command alone.
+	 */
+	approval = to == CMD_AUTHZ_PENDING && reason_code != NULL &&
+		strcmp(reason_code, "approval_required") == 0;
 	args[0] = PG_GETARG_DATUM(0);
-	cscp_spi_plan(&find_plan,
-				  "SELECT x.tenant_id, x.context_id FROM cscp.command x WHERE x.command_id = $1",
-				  1, find_types);
-	if (SPI_execute_plan(find_plan, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up a command");
-	if (SPI_processed != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("command %s does not exist",
-						DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0)))),
-				 errhint("Check the id, and that cscp.tenant_id names the command's tenant.")));
-	tenant = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	context_id = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
-	if (!isnull)
+	if (approval || to == CMD_CONFIRMED || to == CMD_AUTHORIZED ||
+		to == CMD_REJECTED || to == CMD_CANCELED)
 	{
-		args[0] = tenant;
-		args[1] = context_id;
 		cscp_spi_plan(&context_plan,
-					  "SELECT * FROM cscp.context x"
-					  " WHERE x.tenant_id = $1 AND x.context_id = $2 FOR UPDATE",
-					  2, key_types);
+					  "SELECT x.* FROM cscp.command c JOIN cscp.context x"
+					  "    ON x.tenant_id = c.tenant_id AND x.context_id = c.context_id"
+					  " WHERE c.command_id = $1 FOR UPDATE OF x",
+					  1, find_types);
 		if (SPI_execute_plan(context_plan, args, NULL, false, 1) != SPI_OK_SELECT)
 			elog(ERROR, "could not lock a context");
 		if (SPI_processed == 1)
@@ -423,118 +428,152 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 			ctxdesc = SPI_tuptable->tupdesc;
 		}
 	}
-	args[0] = tenant;
-	args[1] = PG_GETARG_DATUM(0);
-	cscp_spi_plan(&command_plan,
-				  "SELECT * FROM cscp.command x"
-				  " WHERE x.tenant_id = $1 AND x.command_id = $2 FOR UPDATE",
-				  2, key_types);
-	if (SPI_execute_plan(command_plan, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not lock a command");
-	if (SPI_processed != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("command %s does not exist",
-						DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0)))),
-				 errhint("Check the id, and that cscp.tenant_id names the command's tenant.")));
-	cmd = SPI_tuptable->vals[0];
-	cmddesc = SPI_tuptable->tupdesc;
-
-	why = cscp_command_refusal_of(cmd, cmddesc, to, &from);
-	approval = to == CMD_AUTHZ_PENDING && reason_code != NULL &&
-		strcmp(reason_code, "approval_required") == 0;
-	if (why == NULL && approval)
+	if (approval)
 	{
-		char	   *status = ctx ? spi_text(ctx, ctxdesc, "cscp.context", "status") : NULL;
-		bool		live = ctx != NULL &&
-			DatumGetTimestampTz(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "expires_at"),
-											 ctxdesc, &isnull)) > cscp_now();
+		/*
+		 * An approval request is refused also for its context's sake (not
+		 * live, blocked), which only this function knows: the command is
+		 * locked and judged here, and a refusal recorded here.
+		 */
+		cscp_spi_plan(&command_plan,
+					  "SELECT * FROM cscp.command x WHERE x.command_id = $1 FOR UPDATE",
+					  1, find_types);
+		if (SPI_execute_plan(command_plan, args, NULL, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not lock a command");
+		if (SPI_processed != 1)
+			no_command(PG_GETARG_DATUM(0));
+		cmd = SPI_tuptable->vals[0];
+		cmddesc = SPI_tuptable->tupdesc;
 
-		if (status == NULL || !live ||
-			(strcmp(status, "active") != 0 && strcmp(status, "pending") != 0))
-			why = (live && status != NULL && strcmp(status, "blocked") == 0) ?
-				"context_blocked" : "context_expired";
+		why = cscp_command_refusal_of(cmd, cmddesc, to, &from);
+		if (why == NULL)
+		{
+			char	   *status = ctx ? spi_text(ctx, ctxdesc, "cscp.context", "status") : NULL;
+			bool		live = ctx != NULL &&
+				DatumGetTimestampTz(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "expires_at"),
+												 ctxdesc, &isnull)) > cscp_now();
+
+			if (status == NULL || !live ||
+				(strcmp(status, "active") != 0 && strcmp(status, "pending") != 0))
+				why = (live && status != NULL && strcmp(status, "blocked") == 0) ?
+					"context_blocked" : "context_expired";
+		}
+		if (why != NULL)
+		{
+			CscpEvidence e = {0};
+			Datum		d;
+
+			e.tenant_id = spi_text(cmd, cmddesc, "cscp.command", "tenant_id");
+			e.conversation_id = spi_text(cmd, cmddesc, "cscp.command", "conversation_id");
+			e.command_id = spi_text(cmd, cmddesc, "cscp.command", "command_id");
+			e.stage = e.to_state = cscp_command_state_names[to];
+			e.from_state = cscp_command_state_names[from];
+			e.event_type = "invalid_transition_attempt";
+			e.decision = "refused";
+			e.reason_code = why;
+			d = heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "message_ids"), cmddesc, &isnull);
+			e.message_ids = isnull ? NULL : DatumGetArrayTypeP(d);
+			d = heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "context_ref"), cmddesc, &isnull);
+			e.context_ref = isnull ? NULL : DatumGetJsonbP(d);
+			e.detail = refusal_detail(reason_code, detail);
+			e.created_at = cscp_now();
+			cscp_evidence_append(&e);
+			refused = true;
+		}
+		else
+			window = approval_window(heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "tenant_id"),
+												  cmddesc, &isnull));
 	}
 
-	if (why != NULL)
+	if (!refused)
 	{
-		CscpEvidence e = {0};
-		Datum		d;
-
-		e.tenant_id = spi_text(cmd, cmddesc, "cscp.command", "tenant_id");
-		e.conversation_id = spi_text(cmd, cmddesc, "cscp.command", "conversation_id");
-		e.command_id = spi_text(cmd, cmddesc, "cscp.command", "command_id");
-		e.stage = e.to_state = cscp_command_state_names[to];
-		e.from_state = cscp_command_state_names[from];
-		e.event_type = "invalid_transition_attempt";
-		e.decision = "refused";
-		e.reason_code = why;
-		d = heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "message_ids"), cmddesc, &isnull);
-		e.message_ids = isnull ? NULL : DatumGetArrayTypeP(d);
-		d = heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "context_ref"), cmddesc, &isnull);
-		e.context_ref = isnull ? NULL : DatumGetJsonbP(d);
-		e.detail = refusal_detail(reason_code, detail);
-		e.created_at = cscp_now();
-		cscp_evidence_append(&e);
-		accepted = false;
-		result_state = from;
-		result_reason = MemoryContextStrdup(callerctx, why);
-	}
-	else
-	{
+		/*
+		 * The step itself.  Every other step is judged by the command
+		 * trigger as the UPDATE locks the row: asked through
+		 * cscp_transition_ask, it records a refusal and skips the row
+		 * instead of raising, so the UPDATE finds nothing and ask says why.
+		 */
+		CscpTransitionAsk ask = {0};
 		HeapTuple	row;
 		TupleDesc	rowdesc;
 		char	   *kind;
+		int			rc;
 
-		if (approval)
-			window = approval_window(tenant);
-		args[0] = tenant;
-		args[1] = PG_GETARG_DATUM(0);
-		args[2] = CStringGetTextDatum(cscp_command_state_names[to]);
+		ask.command_id = PG_GETARG_DATUM(0);
+		ask.refusal_detail = refusal_detail(reason_code, detail);
+		args[0] = PG_GETARG_DATUM(0);
+		args[1] = CStringGetTextDatum(cscp_command_state_names[to]);
 		if (reason_code != NULL)
-			args[3] = PG_GETARG_DATUM(2);
+			args[2] = PG_GETARG_DATUM(2);
+		else
+			nulls[2] = 'n';
+		if (detail != NULL)
+			args[3] = JsonbPGetDatum(detail);
 		else
 			nulls[3] = 'n';
-		if (detail != NULL)
-			args[4] = JsonbPGetDatum(detail);
+		if (approval)
+			args[4] = window;
 		else
 			nulls[4] = 'n';
-		if (approval)
-			args[5] = window;
-		else
-			nulls[5] = 'n';
 		cscp_spi_plan(&update_plan,
 					  "UPDATE cscp.command x"
-					  "   SET state = $3::cscp.command_state, reason_code = $4, detail = $5,"
-					  "       window_expires_at = $6"
-					  " WHERE x.tenant_id = $1 AND x.command_id = $2"
-					  " RETURNING x.reason_code, x.recovery_kind, x.target_command_id",
-					  6, update_types);
-		if (SPI_execute_plan(update_plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING ||
-			SPI_processed != 1)
-			elog(ERROR, "could not move a command");
-		row = SPI_tuptable->vals[0];
-		rowdesc = SPI_tuptable->tupdesc;
-		result_reason = SPI_getvalue(row, rowdesc, 1);
-		if (result_reason != NULL)
-			result_reason = MemoryContextStrdup(callerctx, result_reason);
-		kind = SPI_getvalue(row, rowdesc, 2);
-
-		if (approval)
-			request_approval(ctx, ctxdesc, PG_GETARG_DATUM(0), approver, window);
-		else if (ctx != NULL && (to == CMD_CONFIRMED || to == CMD_AUTHORIZED ||
-								 to == CMD_REJECTED || to == CMD_CANCELED))
-			cscp_context_release(ctx, ctxdesc, PG_GETARG_DATUM(0), NULL);
-
-		if (to == CMD_EXECUTED && kind != NULL && strcmp(kind, "compensate") == 0)
+					  "   SET state = $2::cscp.command_state, reason_code = $3, detail = $4,"
+					  "       window_expires_at = $5"
+					  " WHERE x.command_id = $1"
+					  " RETURNING x.reason_code, x.recovery_kind, x.target_command_id, x.tenant_id",
+					  5, update_types);
+		cscp_transition_ask = &ask;
+		PG_TRY();
 		{
-			Datum		target = SPI_getbinval(row, rowdesc, 3, &isnull);
-
-			if (!isnull)
-				compensate_target(tenant, PG_GETARG_DATUM(0), target);
+			rc = SPI_execute_plan(update_plan, args, nulls, false, 0);
 		}
-		accepted = true;
-		result_state = to;
+		PG_FINALLY();
+		{
+			cscp_transition_ask = NULL;
+		}
+		PG_END_TRY();
+		if (rc != SPI_OK_UPDATE_RETURNING || SPI_processed > 1)
+			elog(ERROR, "could not move a command");
+		if (SPI_processed == 0 && ask.refused == NULL)
+			no_command(PG_GETARG_DATUM(0));
+		if (SPI_processed == 0)
+		{
+			why = ask.refused;
+			from = ask.from;
+			refused = true;
+		}
+		else
+		{
+			row = SPI_tuptable->vals[0];
+			rowdesc = SPI_tuptable->tupdesc;
+			result_reason = SPI_getvalue(row, rowdesc, 1);
+			if (result_reason != NULL)
+				result_reason = MemoryContextStrdup(callerctx, result_reason);
+			kind = SPI_getvalue(row, rowdesc, 2);
+			tenant = SPI_getbinval(row, rowdesc, 4, &isnull);
+
+			if (approval)
+				request_approval(ctx, ctxdesc, PG_GETARG_DATUM(0), approver, window);
+			else if (ctx != NULL && (to == CMD_CONFIRMED || to == CMD_AUTHORIZED ||
+									 to == CMD_REJECTED || to == CMD_CANCELED))
+				cscp_context_release(ctx, ctxdesc, PG_GETARG_DATUM(0), NULL);
+
+			if (to == CMD_EXECUTED && kind != NULL && strcmp(kind, "compensate") == 0)
+			{
+				Datum		target = SPI_getbinval(row, rowdesc, 3, &isnull);
+
+				if (!isnull)
+					compensate_target(tenant, PG_GETARG_DATUM(0), target);
+			}
+			accepted = true;
+			result_state = to;
+		}
+	}
+	if (refused)
+	{
+		accepted = false;
+		result_state = from;
+		result_reason = MemoryContextStrdup(callerctx, why);
 	}
 	SPI_finish();
 
@@ -954,7 +993,6 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	static SPIPlanPtr insert_plan = NULL;
 	static SPIPlanPtr reject_plan = NULL;
 	static SPIPlanPtr supersede_plan = NULL;
-	static SPIPlanPtr confirm_plan = NULL;
 	static SPIPlanPtr pending_plan = NULL;
 	static SPIPlanPtr use_plan = NULL;
 	static const Oid key_types[2] = {TEXTOID, TEXTOID};
@@ -962,19 +1000,18 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	static const Oid frame_find_types[3] = {TEXTOID, UUIDOID, TEXTOID};
 	static const Oid frame_insert_types[6] = {TEXTOID, UUIDOID, TEXTOID, UUIDOID, JSONBOID,
 	TIMESTAMPTZOID};
-	static const Oid insert_types[15] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, UUIDOID, UUIDOID,
+	static const Oid insert_types[17] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, UUIDOID, UUIDOID,
 		JSONBOID, TEXTARRAYOID, TEXTOID, BOOLOID, BOOLOID, JSONBOID, TEXTOID, UUIDOID,
-	TEXTOID};
+	TEXTOID, TEXTOID, TIMESTAMPTZOID};
 	static const Oid reject_types[3] = {TEXTOID, UUIDOID, TEXTOID};
 	static const Oid supersede_types[3] = {TEXTOID, UUIDOID, UUIDOID};
-	static const Oid confirm_types[3] = {TEXTOID, UUIDOID, TIMESTAMPTZOID};
 	static const Oid pending_types[7] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID,
 	TIMESTAMPTZOID, TEXTOID};
 	static const Oid use_types[4] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID};
 	TimestampTz now = cscp_now();
 	Datum		tenant = PointerGetDatum(q->tenant_id);
-	Datum		args[15];
-	char		nulls[16];
+	Datum		args[17];
+	char		nulls[17];
 	SPITupleTable *tt;
 	HeapTuple	cmd,
 				ctx = NULL;
@@ -982,6 +1019,8 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 				ctxdesc = NULL;
 	bool		isnull;
 	bool		usable = false;
+	bool		asking;
+	Datum		window = (Datum) 0;
 	const char *reason = q->refuse_reason;
 	char	   *status = NULL;
 	Datum		context_id = (Datum) 0,
@@ -1104,15 +1143,10 @@ conflict:
 		args[0] = tenant;
 		args[1] = context_id;
 		args[2] = CStringGetTextDatum(hash);
-		cscp_spi_plan(&frame_find_plan,
-					  "SELECT f.frame_id FROM cscp.frame f"
-					  " WHERE f.tenant_id = $1 AND f.context_id = $2 AND f.context_hash = $3",
-					  3, frame_find_types);
-		tt = run(frame_find_plan, args, NULL, false, SPI_OK_SELECT);
-		if (SPI_processed == 0)
 		{
 			pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
 
+			/* Usually a new state: insert first, look up only when it is known. */
 			cscp_routing_uuid(cscp_routing_hash_text(q->conversation_id), uuid);
 			args[0] = tenant;
 			args[1] = UUIDPGetDatum(uuid);
@@ -1123,9 +1157,25 @@ conflict:
 			cscp_spi_plan(&frame_insert_plan,
 						  "INSERT INTO cscp.frame (tenant_id, frame_id, conversation_id, context_id,"
 						  "                        state, created_at)"
-						  " VALUES ($1, $2, $3, $4, $5, $6) RETURNING frame_id",
+						  " VALUES ($1, $2, $3, $4, $5, $6)"
+						  " ON CONFLICT (tenant_id, context_id, context_hash) DO NOTHING"
+						  " RETURNING frame_id",
 						  6, frame_insert_types);
 			tt = run(frame_insert_plan, args, NULL, false, SPI_OK_INSERT_RETURNING);
+		}
+		if (SPI_processed == 0)
+		{
+			args[0] = tenant;
+			args[1] = context_id;
+			args[2] = CStringGetTextDatum(hash);
+			cscp_spi_plan(&frame_find_plan,
+						  "SELECT f.frame_id FROM cscp.frame f"
+						  " WHERE f.tenant_id = $1 AND f.context_id = $2 AND f.context_hash = $3",
+						  3, frame_find_types);
+			tt = run(frame_find_plan, args, NULL, false, SPI_OK_SELECT);
+			if (SPI_processed != 1)
+				elog(ERROR, "frame %s of context %s is neither new nor found", hash,
+					 DatumGetCString(DirectFunctionCall1(uuid_out, context_id)));
 		}
 		frame_id = SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &isnull);
 		has_frame = true;
@@ -1153,6 +1203,16 @@ conflict:
 	auto_confirm = q->mutating && reason == NULL &&
 		cscp_policy_lists(cscp_policy_get(tenant_c), "auto_confirm", name_c);
 
+	/*
+	 * A mutating command that is not auto-confirmed asks for confirmation
+	 * at once: it is inserted in confirmation_required with its window, and
+	 * the trigger records both steps (received -> canonicalized ->
+	 * confirmation_required), as an insert and an update would.
+	 */
+	asking = usable && reason == NULL && q->mutating && !auto_confirm;
+	if (asking)
+		window = policy_window(tenant, "confirmation_ttl");
+
 	args[0] = tenant;
 	args[1] = PointerGetDatum(q->idempotency_key);
 	args[2] = PointerGetDatum(q->conversation_id);
@@ -1174,16 +1234,28 @@ conflict:
 	nulls[13] = q->has_target ? ' ' : 'n';
 	args[14] = PointerGetDatum(q->recovery_kind);
 	nulls[14] = q->recovery_kind ? ' ' : 'n';
+	args[15] = CStringGetTextDatum(asking ? "confirmation_required" : "canonicalized");
+	args[16] = window;
+	nulls[16] = asking ? ' ' : 'n';
 	cscp_spi_plan(&insert_plan,
 				  "INSERT INTO cscp.command AS x (tenant_id, idempotency_key, conversation_id,"
 				  "    actor_id, context_id, frame_id, context_ref, message_ids, command_name,"
 				  "    mutating, auto_confirm, payload, target_fingerprint, state,"
-				  "    target_command_id, recovery_kind)"
+				  "    target_command_id, recovery_kind, window_expires_at)"
 				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
-				  "         'canonicalized', $14, $15)"
+				  "         $16::cscp.command_state, $14, $15, $17)"
 				  " RETURNING *",
-				  15, insert_types);
-	tt = run(insert_plan, args, nulls, false, SPI_OK_INSERT_RETURNING);
+				  17, insert_types);
+	cscp_command_asking = asking;
+	PG_TRY();
+	{
+		tt = run(insert_plan, args, nulls, false, SPI_OK_INSERT_RETURNING);
+	}
+	PG_FINALLY();
+	{
+		cscp_command_asking = false;
+	}
+	PG_END_TRY();
 	cmd = tt->vals[0];
 	cmddesc = tt->tupdesc;
 	memset(nulls, ' ', sizeof(nulls));
@@ -1207,11 +1279,10 @@ conflict:
 		return;
 	}
 
-	if (q->mutating && !auto_confirm)
+	if (asking)
 	{
 		Datum		command_id = spi_col(cmd, cmddesc, "cscp.command", "command_id", &isnull);
 		Jsonb	   *slots = DatumGetJsonbP(spi_col(ctx, ctxdesc, "cscp.context", "slots", &isnull));
-		Datum		window;
 
 		/* Only the most recent confirmation request is pending: the earlier one is superseded. */
 		if (slot_pending(slots, "pending_confirmation"))
@@ -1239,18 +1310,6 @@ conflict:
 						  3, supersede_types);
 			run(supersede_plan, args, NULL, false, SPI_OK_UPDATE);
 		}
-		window = policy_window(tenant, "confirmation_ttl");
-		args[0] = tenant;
-		args[1] = command_id;
-		args[2] = window;
-		cscp_spi_plan(&confirm_plan,
-					  "UPDATE cscp.command x"
-					  "   SET state = 'confirmation_required', window_expires_at = $3"
-					  " WHERE x.tenant_id = $1 AND x.command_id = $2 RETURNING *",
-					  3, confirm_types);
-		tt = run(confirm_plan, args, NULL, false, SPI_OK_UPDATE_RETURNING);
-		cmd = tt->vals[0];
-		cmddesc = tt->tupdesc;
 
 		args[0] = tenant;
 		args[1] = context_id;
@@ -1370,6 +1429,27 @@ form_command(FunctionCallInfo fcinfo, const CommandRequest *q)
 	return return_result(fcinfo, &r);
 }
 
+/* What command_submit checks of its arguments (but mutating's NULL, which C callers cannot pass). */
+static void
+submit_checks(CommandRequest *q)
+{
+	cscp_check_tenant(q->tenant_id);
+	cscp_check_id("conversation_id", q->conversation_id);
+	cscp_check_id("actor_id", q->actor_id);
+	cscp_check_id("idempotency_key", q->idempotency_key);
+	cscp_check_id("command_name", q->command_name);
+	check_message_ids(q->message_ids);
+	if (q->payload == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("payload must not be null"),
+				 errhint("Pass '{}' for a command without arguments.")));
+	check_object("payload", q->payload);
+	if (q->target_fingerprint != NULL)
+		cscp_check_id("target_fingerprint", q->target_fingerprint);
+	q->context_required = true;
+}
+
 PG_FUNCTION_INFO_V1(cscp_command_submit);
 
 /*
@@ -1390,27 +1470,47 @@ cscp_command_submit(PG_FUNCTION_ARGS)
 	CommandRequest q;
 
 	request_args(fcinfo, &q);
-	cscp_check_tenant(q.tenant_id);
-	cscp_check_id("conversation_id", q.conversation_id);
-	cscp_check_id("actor_id", q.actor_id);
-	cscp_check_id("idempotency_key", q.idempotency_key);
-	cscp_check_id("command_name", q.command_name);
 	if (PG_ARGISNULL(5))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("mutating must not be null"),
 				 errhint("Say whether the command changes anything (true) or only reads (false).")));
-	check_message_ids(q.message_ids);
-	if (q.payload == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("payload must not be null"),
-				 errhint("Pass '{}' for a command without arguments.")));
-	check_object("payload", q.payload);
-	if (q.target_fingerprint != NULL)
-		cscp_check_id("target_fingerprint", q.target_fingerprint);
-	q.context_required = true;
+	submit_checks(&q);
 	return form_command(fcinfo, &q);
+}
+
+/*
+ * cscp.command_submit from C (cscp.message_turn): the same checks and the
+ * same forming; the caller is not connected to SPI.
+ */
+void
+cscp_submit_command(text *tenant_id, text *conversation_id, text *actor_id,
+					text *idempotency_key, text *command_name, bool mutating,
+					ArrayType *message_ids, Jsonb *payload, text *target_fingerprint,
+					CscpSubmitted *result)
+{
+	MemoryContext callerctx = CurrentMemoryContext;
+	CommandRequest q = {0};
+	CommandResult r;
+
+	q.tenant_id = tenant_id;
+	q.conversation_id = conversation_id;
+	q.actor_id = actor_id;
+	q.idempotency_key = idempotency_key;
+	q.command_name = command_name;
+	q.mutating = mutating;
+	q.message_ids = message_ids;
+	q.payload = payload;
+	q.target_fingerprint = target_fingerprint;
+	submit_checks(&q);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	command_create(&q, &r, callerctx);
+	SPI_finish();
+	result->command_id = r.command_id;
+	result->state = r.state;
+	result->replayed = r.replayed;
+	result->outcome = r.outcome;
 }
 
 PG_FUNCTION_INFO_V1(cscp_command_create);
@@ -1433,9 +1533,13 @@ cscp_command_create(PG_FUNCTION_ARGS)
 {
 	CommandRequest q;
 
+	/* internal, but an application role can call it: a NULL is bad input, not a bug */
 	for (int i = 0; i <= 7; i++)
 		if (PG_ARGISNULL(i))
-			elog(ERROR, "cscp._command_create: argument %d must not be null", i + 1);
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument %d of cscp._command_create must not be null", i + 1),
+					 errhint("Call cscp.command_submit or cscp.command_recover.")));
 	request_args(fcinfo, &q);
 	q.has_target = !PG_ARGISNULL(9);
 	q.target_command_id = q.has_target ? PG_GETARG_DATUM(9) : (Datum) 0;

@@ -324,23 +324,78 @@ get_state(HeapTuple t, TupleDesc desc)
 										  TupleDescAttr(desc, cols.state - 1)->atttypid, d);
 }
 
+/*
+ * A cscp.command row deformed once: its values and nulls by attnum - 1.
+ * The table is wide and has variable-length columns early, so each
+ * heap_getattr of a later column walks the tuple from its start; the guard
+ * reads some thirty columns of two tuples per update.
+ */
+typedef struct CmdRow
+{
+	Datum	   *v;
+	bool	   *n;
+} CmdRow;
+
+#define ROW_V(r, attnum) ((r).v[(attnum) - 1])
+#define ROW_N(r, attnum) ((r).n[(attnum) - 1])
+
+static CmdRow
+deform(HeapTuple t, TupleDesc desc)
+{
+	CmdRow		r;
+
+	r.v = palloc(desc->natts * sizeof(Datum));
+	r.n = palloc(desc->natts * sizeof(bool));
+	heap_deform_tuple(t, desc, r.v, r.n);
+	return r;
+}
+
+/* A text column as a C string, or NULL. */
+static char *
+row_text(CmdRow r, int attnum)
+{
+	return ROW_N(r, attnum) ? NULL : TextDatumGetCString(ROW_V(r, attnum));
+}
+
+static CommandState
+row_state(CmdRow r, TupleDesc desc)
+{
+	if (ROW_N(r, cols.state))
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("state of a command must not be null")));
+	return (CommandState) cscp_enum_index(&state_cache,
+										  TupleDescAttr(desc, cols.state - 1)->atttypid,
+										  ROW_V(r, cols.state));
+}
+
 static CommandFacts
-facts_of(HeapTuple t, TupleDesc desc)
+row_facts(CmdRow r, TupleDesc desc)
 {
 	CommandFacts c;
-	bool		isnull;
-	Datum		d;
 
-	c.state = get_state(t, desc);
-	c.mutating = get_bool(t, desc, cols.mutating);
-	c.auto_confirm = get_bool(t, desc, cols.auto_confirm);
-	c.confirmed = !is_null(t, desc, cols.confirmed_at);
-	c.authorized = !is_null(t, desc, cols.authorized_at);
-	d = heap_getattr(t, cols.window_expires_at, desc, &isnull);
-	c.window_closed = !isnull && DatumGetTimestampTz(d) <= cscp_now();
-	c.tenant_id = heap_getattr(t, cols.tenant_id, desc, &isnull);
-	c.command_id = heap_getattr(t, cols.command_id, desc, &isnull);
+	c.state = row_state(r, desc);
+	c.mutating = !ROW_N(r, cols.mutating) && DatumGetBool(ROW_V(r, cols.mutating));
+	c.auto_confirm = !ROW_N(r, cols.auto_confirm) && DatumGetBool(ROW_V(r, cols.auto_confirm));
+	c.confirmed = !ROW_N(r, cols.confirmed_at);
+	c.authorized = !ROW_N(r, cols.authorized_at);
+	c.window_closed = !ROW_N(r, cols.window_expires_at) &&
+		DatumGetTimestampTz(ROW_V(r, cols.window_expires_at)) <= cscp_now();
+	c.tenant_id = ROW_V(r, cols.tenant_id);
+	c.command_id = ROW_V(r, cols.command_id);
 	return c;
+}
+
+/* The tuple of row r, standing where like stood (as heap_modify_tuple keeps it). */
+static HeapTuple
+form_like(HeapTuple like, TupleDesc desc, CmdRow r)
+{
+	HeapTuple	t = heap_form_tuple(desc, r.v, r.n);
+
+	t->t_data->t_ctid = like->t_data->t_ctid;
+	t->t_self = like->t_self;
+	t->t_tableOid = like->t_tableOid;
+	return t;
 }
 
 /* Whether array a is a prefix of array b (both text[], non-null). */
@@ -395,32 +450,26 @@ make_outcome(CommandState to, const char *reason, Jsonb *detail)
 	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
 }
 
-/* Append the evidence row of a transition the row tuple has just made. */
+/* Append the evidence row of a transition the row r has just made. */
 static void
-record_transition(HeapTuple tuple, TupleDesc desc, CommandState from, CommandState to,
+record_transition(CmdRow r, CommandState from, CommandState to,
 				  TimestampTz now, const char *decision_override, const char *reason_override)
 {
 	CscpEvidence e = {0};
 	const char *decision;
-	bool		isnull;
-	Datum		d;
 
-	e.tenant_id = SPI_getvalue(tuple, desc, cols.tenant_id);
-	e.conversation_id = SPI_getvalue(tuple, desc, cols.conversation_id);
-	e.command_id = SPI_getvalue(tuple, desc, cols.command_id);
+	e.tenant_id = row_text(r, cols.tenant_id);
+	e.conversation_id = row_text(r, cols.conversation_id);
+	e.command_id = DatumGetCString(DirectFunctionCall1(uuid_out, ROW_V(r, cols.command_id)));
 	e.stage = cscp_command_state_names[to];
 	e.event_type = event_type(from, to, &decision);
 	e.decision = decision_override ? decision_override : decision;
 	e.from_state = cscp_command_state_names[from];
 	e.to_state = cscp_command_state_names[to];
-	d = heap_getattr(tuple, cols.message_ids, desc, &isnull);
-	e.message_ids = isnull ? NULL : DatumGetArrayTypeP(d);
-	d = heap_getattr(tuple, cols.context_ref, desc, &isnull);
-	e.context_ref = isnull ? NULL : DatumGetJsonbP(d);
-	e.reason_code = reason_override ? reason_override :
-		SPI_getvalue(tuple, desc, cols.reason_code);
-	d = heap_getattr(tuple, cols.detail, desc, &isnull);
-	e.detail = isnull ? NULL : DatumGetJsonbP(d);
+	e.message_ids = ROW_N(r, cols.message_ids) ? NULL : DatumGetArrayTypeP(ROW_V(r, cols.message_ids));
+	e.context_ref = ROW_N(r, cols.context_ref) ? NULL : DatumGetJsonbP(ROW_V(r, cols.context_ref));
+	e.reason_code = reason_override ? reason_override : row_text(r, cols.reason_code);
+	e.detail = ROW_N(r, cols.detail) ? NULL : DatumGetJsonbP(ROW_V(r, cols.detail));
 	e.created_at = now;
 	cscp_evidence_append(&e);
 	cscp_notify_transition(e.tenant_id, "command", e.command_id, e.from_state, e.to_state);
@@ -443,7 +492,14 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	const char *reason = NULL;
 	const char *decision = NULL;
 
-	if (state != CMD_RECEIVED && state != CMD_CANONICALIZED)
+	if (state == CMD_CONFIRMATION_REQUIRED && cscp_command_asking)
+	{
+		/* command_submit's own insert; it has checked all of this */
+		if (!get_bool(tuple, desc, cols.mutating) || get_bool(tuple, desc, cols.auto_confirm) ||
+			is_null(tuple, desc, cols.window_expires_at))
+			elog(ERROR, "a command born asking for confirmation must be mutating, not auto-confirmed, and have a window");
+	}
+	else if (state != CMD_RECEIVED && state != CMD_CANONICALIZED)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("a new command must be received or canonicalized, not %s",
@@ -493,20 +549,28 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	nulls[cols.outcome - 1] = repl[cols.outcome - 1] = true;
 	nulls[cols.confirmed_at - 1] = repl[cols.confirmed_at - 1] = true;
 	nulls[cols.authorized_at - 1] = repl[cols.authorized_at - 1] = true;
-	nulls[cols.window_expires_at - 1] = repl[cols.window_expires_at - 1] = true;
+	if (state != CMD_CONFIRMATION_REQUIRED)
+		nulls[cols.window_expires_at - 1] = repl[cols.window_expires_at - 1] = true;
 	values[cols.created_at - 1] = TimestampTzGetDatum(now);
 	repl[cols.created_at - 1] = true;
 	values[cols.updated_at - 1] = TimestampTzGetDatum(now);
 	repl[cols.updated_at - 1] = true;
 	values[cols.last_transition_at - 1] = TimestampTzGetDatum(now);
 	repl[cols.last_transition_at - 1] = true;
-	values[cols.version - 1] = Int64GetDatum(1);
+	/* one version per step, as if inserted canonicalized and then asked */
+	values[cols.version - 1] = Int64GetDatum(state == CMD_CONFIRMATION_REQUIRED ? 2 : 1);
 	repl[cols.version - 1] = true;
 	tuple = heap_modify_tuple(tuple, desc, values, nulls, repl);
 
-	if (state == CMD_CANONICALIZED)
-		record_transition(tuple, desc, CMD_RECEIVED, CMD_CANONICALIZED, now,
-						  decision, is_null(tuple, desc, cols.reason_code) ? reason : NULL);
+	if (state == CMD_CANONICALIZED || state == CMD_CONFIRMATION_REQUIRED)
+	{
+		CmdRow		r = deform(tuple, desc);
+
+		record_transition(r, CMD_RECEIVED, CMD_CANONICALIZED, now,
+						  decision, ROW_N(r, cols.reason_code) ? reason : NULL);
+		if (state == CMD_CONFIRMATION_REQUIRED)
+			record_transition(r, CMD_CANONICALIZED, CMD_CONFIRMATION_REQUIRED, now, NULL, NULL);
+	}
 	return tuple;
 }
 
@@ -516,23 +580,56 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 			 TimestampTz now)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
-	int			natts = desc->natts;
-	Datum	   *values = palloc0(natts * sizeof(Datum));
-	bool	   *nulls = palloc0(natts * sizeof(bool));
-	bool	   *repl = palloc0(natts * sizeof(bool));
-	char	   *id = SPI_getvalue(oldtup, desc, cols.command_id);
-	CommandFacts c = facts_of(oldtup, desc);
-	CommandState to = get_state(newtup, desc);
+	CmdRow		o = deform(oldtup, desc);
+	CmdRow		nw = deform(newtup, desc);
+	char	   *id = DatumGetCString(DirectFunctionCall1(uuid_out, ROW_V(o, cols.command_id)));
+	CommandFacts c = row_facts(o, desc);
+	CommandState to = row_state(nw, desc);
 	const char *why;
 	char	   *detail = NULL;
-	bool		isnull;
 
 	for (int i = 0; i < (int) lengthof(fixed_columns); i++)
-		if (!cscp_same_value(oldtup, newtup, desc, fixed_attnums[i]))
+	{
+		int			a = fixed_attnums[i];
+		Form_pg_attribute att = TupleDescAttr(desc, a - 1);
+
+		if (ROW_N(o, a) != ROW_N(nw, a) ||
+			(!ROW_N(o, a) && !datum_image_eq(ROW_V(o, a), ROW_V(nw, a), att->attbyval, att->attlen)))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("column \"%s\" of a command cannot be changed", fixed_columns[i]),
 					 errhint("Submit a new command, or a recovery with cscp.command_recover.")));
+	}
+
+	if (cscp_transition_ask != NULL &&
+		datumIsEqual(cscp_transition_ask->command_id, ROW_V(o, cols.command_id), false, UUID_LEN))
+	{
+		/* command_transition's step: a refusal is recorded and returned, not raised */
+		why = to == c.state ? "invalid_transition" : refusal(&c, to, &detail);
+		cscp_transition_ask->from = c.state;
+		if (why != NULL)
+		{
+			CscpEvidence e = {0};
+
+			e.tenant_id = row_text(o, cols.tenant_id);
+			e.conversation_id = row_text(o, cols.conversation_id);
+			e.command_id = id;
+			e.stage = e.to_state = cscp_command_state_names[to];
+			e.from_state = cscp_command_state_names[c.state];
+			e.event_type = "invalid_transition_attempt";
+			e.decision = "refused";
+			e.reason_code = why;
+			e.message_ids = ROW_N(o, cols.message_ids) ? NULL :
+				DatumGetArrayTypeP(ROW_V(o, cols.message_ids));
+			e.context_ref = ROW_N(o, cols.context_ref) ? NULL :
+				DatumGetJsonbP(ROW_V(o, cols.context_ref));
+			e.detail = cscp_transition_ask->refusal_detail;
+			e.created_at = now;
+			cscp_evidence_append(&e);
+			cscp_transition_ask->refused = why;
+			return NULL;
+		}
+	}
 
 	if (to == c.state)
 		ereport(ERROR,
@@ -553,10 +650,9 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 				 errdetail("%s", detail),
 				 errhint("Use cscp.command_transition, which returns a refusal instead of raising it.")));
 
-	if (is_null(newtup, desc, cols.message_ids) ||
-		(!is_null(oldtup, desc, cols.message_ids) &&
-		 !array_is_prefix(heap_getattr(oldtup, cols.message_ids, desc, &isnull),
-						  heap_getattr(newtup, cols.message_ids, desc, &isnull))))
+	if (ROW_N(nw, cols.message_ids) ||
+		(!ROW_N(o, cols.message_ids) &&
+		 !array_is_prefix(ROW_V(o, cols.message_ids), ROW_V(nw, cols.message_ids))))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("message_ids of command %s can only grow", id),
@@ -567,49 +663,51 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	 * does not set them gives none, rather than the previous transition's.
 	 */
 	if (!cscp_column_updated(updatedcols, cols.reason_code))
-		nulls[cols.reason_code - 1] = repl[cols.reason_code - 1] = true;
+		ROW_N(nw, cols.reason_code) = true;
 	if (!cscp_column_updated(updatedcols, cols.detail))
-		nulls[cols.detail - 1] = repl[cols.detail - 1] = true;
+		ROW_N(nw, cols.detail) = true;
 
 	if (to == CMD_CONFIRMED)
-		values[cols.confirmed_at - 1] = TimestampTzGetDatum(now);
+	{
+		ROW_V(nw, cols.confirmed_at) = TimestampTzGetDatum(now);
+		ROW_N(nw, cols.confirmed_at) = false;
+	}
 	else
-		values[cols.confirmed_at - 1] = heap_getattr(oldtup, cols.confirmed_at, desc,
-													 &nulls[cols.confirmed_at - 1]);
-	repl[cols.confirmed_at - 1] = true;
+	{
+		ROW_V(nw, cols.confirmed_at) = ROW_V(o, cols.confirmed_at);
+		ROW_N(nw, cols.confirmed_at) = ROW_N(o, cols.confirmed_at);
+	}
 	if (to == CMD_AUTHORIZED)
-		values[cols.authorized_at - 1] = TimestampTzGetDatum(now);
+	{
+		ROW_V(nw, cols.authorized_at) = TimestampTzGetDatum(now);
+		ROW_N(nw, cols.authorized_at) = false;
+	}
 	else
-		values[cols.authorized_at - 1] = heap_getattr(oldtup, cols.authorized_at, desc,
-													  &nulls[cols.authorized_at - 1]);
-	repl[cols.authorized_at - 1] = true;
+	{
+		ROW_V(nw, cols.authorized_at) = ROW_V(o, cols.authorized_at);
+		ROW_N(nw, cols.authorized_at) = ROW_N(o, cols.authorized_at);
+	}
 	if (to != CMD_CONFIRMATION_REQUIRED && to != CMD_AUTHZ_PENDING)
-		nulls[cols.window_expires_at - 1] = repl[cols.window_expires_at - 1] = true;
+		ROW_N(nw, cols.window_expires_at) = true;
 
-	values[cols.updated_at - 1] = TimestampTzGetDatum(now);
-	repl[cols.updated_at - 1] = true;
-	values[cols.last_transition_at - 1] = TimestampTzGetDatum(now);
-	repl[cols.last_transition_at - 1] = true;
-	values[cols.version - 1] =
-		Int64GetDatum(DatumGetInt64(heap_getattr(oldtup, cols.version, desc, &isnull)) + 1);
-	repl[cols.version - 1] = true;
-	newtup = heap_modify_tuple(newtup, desc, values, nulls, repl);
+	ROW_V(nw, cols.updated_at) = TimestampTzGetDatum(now);
+	ROW_N(nw, cols.updated_at) = false;
+	ROW_V(nw, cols.last_transition_at) = TimestampTzGetDatum(now);
+	ROW_N(nw, cols.last_transition_at) = false;
+	ROW_V(nw, cols.version) = Int64GetDatum(DatumGetInt64(ROW_V(o, cols.version)) + 1);
+	ROW_N(nw, cols.version) = false;
 
 	/* A terminal state's outcome, unless the UPDATE gives its own. */
 	if (IS_TERMINAL(to) && !cscp_column_updated(updatedcols, cols.outcome))
 	{
-		memset(repl, 0, natts * sizeof(bool));
-		values[cols.outcome - 1] =
-			make_outcome(to, SPI_getvalue(newtup, desc, cols.reason_code),
-						 is_null(newtup, desc, cols.detail) ? NULL :
-						 DatumGetJsonbP(heap_getattr(newtup, cols.detail, desc, &isnull)));
-		nulls[cols.outcome - 1] = false;
-		repl[cols.outcome - 1] = true;
-		newtup = heap_modify_tuple(newtup, desc, values, nulls, repl);
+		ROW_V(nw, cols.outcome) =
+			make_outcome(to, row_text(nw, cols.reason_code),
+						 ROW_N(nw, cols.detail) ? NULL : DatumGetJsonbP(ROW_V(nw, cols.detail)));
+		ROW_N(nw, cols.outcome) = false;
 	}
 
-	record_transition(newtup, desc, c.state, to, now, NULL, NULL);
-	return newtup;
+	record_transition(nw, c.state, to, now, NULL, NULL);
+	return form_like(newtup, desc, nw);
 }
 
 static const char *const recovery_kinds[] = {"retry", "cancel", "reprocess", "compensate", NULL};
@@ -636,6 +734,9 @@ static const CscpRowGuard guard = {
 	.insert = guard_insert,
 	.update = guard_update,
 };
+
+bool		cscp_command_asking = false;
+CscpTransitionAsk *cscp_transition_ask = NULL;
 
 PG_FUNCTION_INFO_V1(cscp_command_guard);
 

@@ -424,18 +424,16 @@ cscp_conversation_advance(const CscpConversation *conv, int32 next_turn_index,
 }
 
 /* What a call answers: the event, turn index and message id, and its outcome. */
-typedef struct TurnResult
-{
-	char	   *event_id;
-	int32		turn_index;
-	char	   *message_id;
-	const char *outcome;
-} TurnResult;
+typedef CscpTurnResult TurnResult;
 
-/* Raise 22023: the conversation does not exist (for this tenant). */
+/*
+ * Raise 22023: the conversation does not exist (for this tenant); 55000 when
+ * it was forgotten.
+ */
 static void
-no_conversation(const char *conversation_id)
+no_conversation(const char *tenant_id, const char *conversation_id)
 {
+	cscp_refuse_forgotten(tenant_id, "conversation", conversation_id);
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("conversation \"%s\" does not exist", conversation_id),
@@ -722,7 +720,7 @@ cscp_conversation_start(PG_FUNCTION_ARGS)
 		int32		size;
 
 		if (!cscp_conversation_lock(tenant_s, conv_s, &conv))
-			no_conversation(conv_s);
+			no_conversation(tenant_s, conv_s);
 		if (strcmp(conv.agent_id, text_to_cstring(agent)) != 0 ||
 			!find_turn(tenant_s, conv_s, msg, &first) || first.turn_index != 0 ||
 			strcmp(first.content_hash, cscp_turn_content_hash(t.content, &size)) != 0)
@@ -747,39 +745,33 @@ cscp_conversation_start(PG_FUNCTION_ARGS)
  * the caller then returns at once (true).
  */
 static bool
-lock_for_turn(FunctionCallInfo fcinfo, char **tenant_s, char **conv_s, CscpTurn *t,
-			  CscpConversation *conv, TurnResult *res, TimestampTz *now)
+lock_for_turn(text *tenant, text *convid, Jsonb *turn, char **tenant_s, char **conv_s,
+			  CscpTurn *t, CscpConversation *conv, TurnResult *res, TimestampTz *now)
 {
-	text	   *tenant = text_arg(fcinfo, 0);
-	text	   *convid = text_arg(fcinfo, 1);
-
 	cscp_check_tenant(tenant);
 	cscp_check_id("conversation_id", convid);
-	cscp_turn_parse(PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2), "turn", t);
+	cscp_turn_parse(turn, "turn", t);
 	*tenant_s = text_to_cstring(tenant);
 	*conv_s = text_to_cstring(convid);
-	InitMaterializedSRF(fcinfo, 0);
 	*now = cscp_now();
 
 	if (!cscp_conversation_lock(*tenant_s, *conv_s, conv))
-		no_conversation(*conv_s);
+		no_conversation(*tenant_s, *conv_s);
 	if (conv->closed)
 		closed_conversation(conv);
 	if (!past_deadline(conv, *now))
 		return false;
 	record_timeout(conv, *now, res);
-	return_row(fcinfo, res, true);
 	return true;
 }
 
-PG_FUNCTION_INFO_V1(cscp_conversation_exchange);
-
 /*
- * cscp.conversation_exchange(tenant_id, conversation_id, turn)
- *     RETURNS TABLE(event_id text, turn_index int, message_id text, outcome text)
+ * Record turn in the conversation (cscp.conversation_exchange): the turn
+ * exchanged, a re-delivery replayed (or diverged, kept as first recorded),
+ * or the conversation timed out first.  Fills res.
  */
-Datum
-cscp_conversation_exchange(PG_FUNCTION_ARGS)
+void
+cscp_exchange_turn(text *tenant, text *convid, Jsonb *turn, CscpTurnResult *res)
 {
 	char	   *tenant_s,
 			   *conv_s,
@@ -787,11 +779,10 @@ cscp_conversation_exchange(PG_FUNCTION_ARGS)
 	CscpTurn	t;
 	CscpConversation conv;
 	RecordedTurn found;
-	TurnResult	res = {0};
 	TimestampTz now;
 
-	if (lock_for_turn(fcinfo, &tenant_s, &conv_s, &t, &conv, &res, &now))
-		return (Datum) 0;
+	if (lock_for_turn(tenant, convid, turn, &tenant_s, &conv_s, &t, &conv, res, &now))
+		return;
 
 	msg = candidate_message_id(conv_s, &t);
 	if (msg != NULL && find_turn(tenant_s, conv_s, msg, &found))
@@ -800,14 +791,13 @@ cscp_conversation_exchange(PG_FUNCTION_ARGS)
 		char	   *hash = cscp_turn_content_hash(t.content, &size);
 		char	   *policy_says;
 
-		res.turn_index = found.turn_index;
-		res.message_id = msg;
+		res->turn_index = found.turn_index;
+		res->message_id = msg;
 		if (strcmp(hash, found.content_hash) == 0)
 		{
-			res.event_id = found.event_id;
-			res.outcome = "replayed";
-			return_row(fcinfo, &res, true);
-			return (Datum) 0;
+			res->event_id = found.event_id;
+			res->outcome = "replayed";
+			return;
 		}
 		policy_says = cscp_jsonb_get_cstring(cscp_policy_get(tenant_s), "replay_divergence");
 		if (policy_says != NULL && strcmp(policy_says, "error") == 0)
@@ -827,18 +817,33 @@ cscp_conversation_exchange(PG_FUNCTION_ARGS)
 			cscp_canonical_string(&payload, msg, strlen(msg));
 			appendStringInfo(&payload, ",\"turnIndex\":%d,\"recordedHash\":\"%s\",\"receivedHash\":\"%s\"}",
 							 found.turn_index, found.content_hash, hash);
-			res.event_id = cscp_event_append(tenant_s, conv_s, seq, "replay.diverged",
-											 seq > 0 ? cscp_event_id(conv_s, seq - 1) : NULL,
-											 found.turn_index, payload.data, now);
+			res->event_id = cscp_event_append(tenant_s, conv_s, seq, "replay.diverged",
+											  seq > 0 ? cscp_event_id(conv_s, seq - 1) : NULL,
+											  found.turn_index, payload.data, now);
 			cscp_conversation_advance(&conv, conv.next_turn_index, seq + 1, NULL, NULL, now);
-			res.outcome = "diverged";
-			return_row(fcinfo, &res, true);
-			return (Datum) 0;
+			res->outcome = "diverged";
+			return;
 		}
 	}
 
-	insert_turn(tenant_s, conv_s, &t, NULL, &res);
-	res.outcome = "exchanged";
+	insert_turn(tenant_s, conv_s, &t, NULL, res);
+	res->outcome = "exchanged";
+}
+
+PG_FUNCTION_INFO_V1(cscp_conversation_exchange);
+
+/*
+ * cscp.conversation_exchange(tenant_id, conversation_id, turn)
+ *     RETURNS TABLE(event_id text, turn_index int, message_id text, outcome text)
+ */
+Datum
+cscp_conversation_exchange(PG_FUNCTION_ARGS)
+{
+	TurnResult	res = {0};
+
+	InitMaterializedSRF(fcinfo, 0);
+	cscp_exchange_turn(text_arg(fcinfo, 0), text_arg(fcinfo, 1),
+					   PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2), &res);
 	return_row(fcinfo, &res, true);
 	return (Datum) 0;
 }
@@ -862,8 +867,14 @@ cscp_conversation_close(PG_FUNCTION_ARGS)
 	TurnResult	res = {0};
 	TimestampTz now;
 
-	if (lock_for_turn(fcinfo, &tenant_s, &conv_s, &t, &conv, &res, &now))
+	InitMaterializedSRF(fcinfo, 0);
+	if (lock_for_turn(text_arg(fcinfo, 0), text_arg(fcinfo, 1),
+					  PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2),
+					  &tenant_s, &conv_s, &t, &conv, &res, &now))
+	{
+		return_row(fcinfo, &res, true);
 		return (Datum) 0;
+	}
 	msg = candidate_message_id(conv_s, &t);
 	if (msg != NULL && find_turn(tenant_s, conv_s, msg, &found))
 		ereport(ERROR,

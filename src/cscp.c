@@ -15,12 +15,16 @@
  * operators listen for) makes every context and command transition send
  * a small JSON payload on channel cscp_events.
  *
+ * cscp.sweep_interval and cscp.sweep_database configure the optional
+ * background worker (worker.c), registered here when cscp is preloaded.
+ *
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
 
 #include "commands/async.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/guc.h"
 
 PG_MODULE_MAGIC;
@@ -28,6 +32,8 @@ PG_MODULE_MAGIC;
 char	   *cscp_clock_setting = NULL;
 char	   *cscp_tenant_setting = NULL;
 bool		cscp_notify_setting = false;
+int			cscp_sweep_interval = 60000;
+char	   *cscp_sweep_database = NULL;
 
 void		_PG_init(void);
 
@@ -99,7 +105,36 @@ _PG_init(void)
 							 NULL,
 							 NULL);
 
+	DefineCustomIntVariable("cscp.sweep_interval",
+							"Time between two runs of cscp.sweep() by the background worker.",
+							"0 stops the worker from sweeping. The worker runs only when cscp is "
+							"in shared_preload_libraries.",
+							&cscp_sweep_interval,
+							60000,
+							0,
+							INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL,
+							NULL,
+							NULL);
+
+	DefineCustomStringVariable("cscp.sweep_database",
+							   "Database in which the background worker runs cscp.sweep().",
+							   "The worker connects as the bootstrap superuser; cscp must be "
+							   "installed there. On a change the worker restarts in the new database.",
+							   &cscp_sweep_database,
+							   "postgres",
+							   PGC_SIGHUP,
+							   0,
+							   NULL,
+							   NULL,
+							   NULL);
+
 	MarkGUCPrefixReserved("cscp");
+
+	if (process_shared_preload_libraries_in_progress)
+		cscp_worker_register();
 }
 
 /*

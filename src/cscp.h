@@ -33,6 +33,11 @@
 extern char *cscp_clock_setting;
 extern char *cscp_tenant_setting;
 extern bool cscp_notify_setting;
+extern int	cscp_sweep_interval;
+extern char *cscp_sweep_database;
+
+/* worker.c: the optional sweep worker */
+extern void cscp_worker_register(void);
 
 /* Channel of cscp.notify's notifications. */
 #define CSCP_NOTIFY_CHANNEL "cscp_events"
@@ -109,6 +114,24 @@ extern Datum cscp_row_guard(FunctionCallInfo fcinfo, const CscpRowGuard *guard);
 extern bool cscp_column_updated(const Bitmapset *updatedcols, int attnum);
 extern void cscp_row_check(Relation rel, HeapTuple tuple, CscpRowRules *rules);
 
+/* conversation.c: a turn recorded as cscp.conversation_exchange records it */
+typedef struct CscpTurnResult
+{
+	char	   *event_id;
+	int32		turn_index;
+	char	   *message_id;
+	const char *outcome;		/* exchanged | replayed | diverged | timed_out */
+} CscpTurnResult;
+
+extern void cscp_exchange_turn(text *tenant, text *conversation, Jsonb *turn,
+							   CscpTurnResult *res);
+
+/* context_api.c: opening a context, and the context as readers see it */
+extern HeapTuple cscp_context_open_row(text *tenant, text *conversation, text *actor,
+									   Jsonb *slots, Interval *ttl, text *correlation,
+									   TupleDesc *desc);
+extern Datum cscp_context_view_datum(HeapTuple row, TupleDesc desc, TupleDesc rowdesc);
+
 /* clock.c */
 extern TimestampTz cscp_now(void);
 extern bool cscp_parse_timestamptz(const char *str, TimestampTz *result);
@@ -174,9 +197,44 @@ typedef enum CommandState
 	CMD_NUM_STATES
 } CommandState;
 
+/* command_api.c: command_submit from C */
+typedef struct CscpSubmitted
+{
+	Datum		command_id;
+	CommandState state;
+	bool		replayed;
+	Jsonb	   *outcome;		/* or NULL */
+} CscpSubmitted;
+
+extern void cscp_submit_command(text *tenant_id, text *conversation_id, text *actor_id,
+								text *idempotency_key, text *command_name, bool mutating,
+								ArrayType *message_ids, Jsonb *payload,
+								text *target_fingerprint, CscpSubmitted *result);
+
 extern const char *const cscp_command_state_names[CMD_NUM_STATES];
 extern CommandState cscp_command_state_of(Oid typoid, Datum value);
 extern Datum cscp_command_state_datum(Oid typoid, CommandState state);
+/*
+ * Set by command_submit around its INSERT of a command that asks for
+ * confirmation at once: the trigger then accepts a new row in
+ * confirmation_required and records both of its steps.
+ */
+extern bool cscp_command_asking;
+
+/*
+ * Set by command_transition around its UPDATE: the trigger then records a
+ * refused step of that command (invalid_transition_attempt, with
+ * refusal_detail) and skips the row instead of raising, and says why here.
+ */
+typedef struct CscpTransitionAsk
+{
+	Datum		command_id;		/* the command asked about (uuid) */
+	Jsonb	   *refusal_detail; /* the detail of the refusal's evidence */
+	const char *refused;		/* out: the reason code of a refusal, or NULL */
+	CommandState from;			/* out: the state the command was in */
+} CscpTransitionAsk;
+
+extern CscpTransitionAsk *cscp_transition_ask;
 extern const char *cscp_command_refusal_of(HeapTuple tuple, TupleDesc desc,
 										   CommandState to, CommandState *from);
 
@@ -186,6 +244,24 @@ extern void cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id
 extern void cscp_key_lock(text *tenant, const char *key, int keylen);
 extern bool cscp_context_for(text *tenant, text *conversation, text *actor,
 							 HeapTuple *ctx, TupleDesc *desc);
+
+/* owner.c: a section of C code run as the owner of cscp's tables */
+typedef struct CscpOwnerScope
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			nestlevel;
+} CscpOwnerScope;
+
+extern Oid	cscp_table_owner(const char *relname);
+extern void cscp_owner_enter(const char *relname, CscpOwnerScope *scope);
+extern void cscp_owner_enter_as(Oid owner, CscpOwnerScope *scope);
+extern void cscp_owner_leave(CscpOwnerScope *scope);
+
+/* forget.c: erasure and its tombstones */
+extern bool cscp_erasing;
+extern char *cscp_forget_hash(const char *tenant_id, const char *kind, const char *id);
+extern void cscp_refuse_forgotten(const char *tenant_id, const char *kind, const char *id);
 
 /* spiplan.c */
 extern SPIPlanPtr cscp_spi_plan(SPIPlanPtr *plan, const char *sql, int nargs,

@@ -30,25 +30,6 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
-/* The owner of cscp.event, whose rights events are written with. */
-static Oid
-event_owner(void)
-{
-	Oid			nsp = get_namespace_oid("cscp", false);
-	Oid			relid = get_relname_relid("event", nsp);
-	HeapTuple	tp;
-	Oid			owner;
-
-	if (!OidIsValid(relid))
-		elog(ERROR, "table cscp.event does not exist");
-	tp = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	if (!HeapTupleIsValid(tp))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tp))->relowner;
-	ReleaseSysCache(tp);
-	return owner;
-}
-
 /* The id of event seq of a conversation, as the generated column computes it. */
 char *
 cscp_event_id(const char *conversation_id, int32 seq)
@@ -66,14 +47,11 @@ cscp_event_append(const char *tenant_id, const char *conversation_id, int32 seq,
 				  const char *payload_json, TimestampTz now)
 {
 	static SPIPlanPtr plan = NULL;
-	Oid			save_userid;
-	int			save_sec_context;
+	CscpOwnerScope owner;
 	Datum		values[8];
 	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(event_owner(),
-						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	cscp_owner_enter("event", &owner);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -107,6 +85,6 @@ cscp_event_append(const char *tenant_id, const char *conversation_id, int32 seq,
 	if (SPI_execute_plan(plan, values, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not append event %d of conversation \"%s\"", seq, conversation_id);
 	SPI_finish();
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	cscp_owner_leave(&owner);
 	return cscp_event_id(conversation_id, seq);
 }

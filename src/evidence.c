@@ -13,7 +13,8 @@
  * Both insert as the table's owner, so application roles need (and get)
  * no INSERT, UPDATE or DELETE privilege on it; the evidence_guard trigger
  * refuses UPDATE and TRUNCATE from anyone, and DELETE of a row still
- * inside its tenant's retention_evidence.
+ * inside its tenant's retention_evidence (except by cscp.forget_*, which
+ * erases whole chains; forget.c).
  *
  * Each row's hash is the SHA-256 of the canonical JSON of its fields,
  * previous row's hash included; rows of one command form a chain numbered
@@ -24,7 +25,11 @@
  */
 #include "cscp.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
@@ -36,7 +41,10 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
@@ -125,23 +133,112 @@ cscp_evidence_hash(const CscpEvidence *e)
 	return cscp_sha256_hex(buf.data, buf.len);
 }
 
-/* The owner of cscp.evidence, whose rights evidence is written with. */
-static Oid
-evidence_owner(void)
+/*
+ * cscp.evidence as the append path needs it: the table, its chain index, the
+ * columns the chain is keyed by, and its owner, whose rights evidence is
+ * written with.  Looked up once per backend, and again after any relcache
+ * invalidation (ALTER, DROP EXTENSION, ...).
+ */
+typedef struct EvidenceRel
 {
-	Oid			nsp = get_namespace_oid("cscp", false);
-	Oid			relid = get_relname_relid("evidence", nsp);
-	HeapTuple	tp;
+	Oid			relid;			/* InvalidOid: not looked up (again) yet */
+	Oid			chain_index;	/* evidence_chain_key (tenant_id, command_id, seq) */
+	AttrNumber	tenant_attnum;
+	AttrNumber	command_attnum;
+	AttrNumber	seq_attnum;
+	AttrNumber	hash_attnum;
 	Oid			owner;
+} EvidenceRel;
 
+static EvidenceRel evrel = {InvalidOid};
+static bool evrel_callback_registered = false;
+
+static void
+evidence_rel_invalidate(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == evrel.relid || relid == evrel.chain_index)
+		evrel.relid = InvalidOid;
+}
+
+static const EvidenceRel *
+evidence_rel(void)
+{
+	Oid			nsp;
+	Oid			relid;
+	HeapTuple	tp;
+
+	if (OidIsValid(evrel.relid))
+		return &evrel;
+	if (!evrel_callback_registered)
+	{
+		CacheRegisterRelcacheCallback(evidence_rel_invalidate, (Datum) 0);
+		evrel_callback_registered = true;
+	}
+	nsp = get_namespace_oid("cscp", false);
+	relid = get_relname_relid("evidence", nsp);
 	if (!OidIsValid(relid))
 		elog(ERROR, "table cscp.evidence does not exist");
+	evrel.chain_index = get_relname_relid("evidence_chain_key", nsp);
+	if (!OidIsValid(evrel.chain_index))
+		elog(ERROR, "index cscp.evidence_chain_key does not exist");
+	evrel.tenant_attnum = get_attnum(relid, "tenant_id");
+	evrel.command_attnum = get_attnum(relid, "command_id");
+	evrel.seq_attnum = get_attnum(relid, "seq");
+	evrel.hash_attnum = get_attnum(relid, "hash");
+	if (evrel.tenant_attnum == InvalidAttrNumber || evrel.command_attnum == InvalidAttrNumber ||
+		evrel.seq_attnum == InvalidAttrNumber || evrel.hash_attnum == InvalidAttrNumber)
+		elog(ERROR, "table cscp.evidence lacks a chain column");
 	tp = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	if (!HeapTupleIsValid(tp))
 		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tp))->relowner;
+	evrel.owner = ((Form_pg_class) GETSTRUCT(tp))->relowner;
 	ReleaseSysCache(tp);
-	return owner;
+	evrel.relid = relid;
+	return &evrel;
+}
+
+/*
+ * The last link of command_id's chain: its seq and hash (in ctx), or false
+ * when the chain is empty.  Read straight from the chain index, backwards,
+ * with a fresh snapshot after a command counter increment, so that rows the
+ * caller appended earlier in the same statement are seen (as a non-read-only
+ * SPI query would), without planning or running a query.
+ */
+static bool
+chain_head(const EvidenceRel *er, Datum tenant, Datum command_id, int32 *seq, char **hash,
+		   MemoryContext ctx)
+{
+	Relation	rel = table_open(er->relid, AccessShareLock);
+	Relation	idx = index_open(er->chain_index, AccessShareLock);
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	bool		found = false;
+
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	ScanKeyEntryInitialize(&key[0], 0, er->tenant_attnum, BTEqualStrategyNumber, InvalidOid,
+						   idx->rd_indcollation[0], F_TEXTEQ, tenant);
+	ScanKeyEntryInitialize(&key[1], 0, er->command_attnum, BTEqualStrategyNumber, InvalidOid,
+						   idx->rd_indcollation[1], F_UUID_EQ, command_id);
+	scan = systable_beginscan_ordered(rel, idx, GetActiveSnapshot(), 2, key);
+	tup = systable_getnext_ordered(scan, BackwardScanDirection);
+	if (HeapTupleIsValid(tup))
+	{
+		TupleDesc	desc = RelationGetDescr(rel);
+		bool		isnull;
+		Datum		d;
+
+		*seq = DatumGetInt32(heap_getattr(tup, er->seq_attnum, desc, &isnull));
+		d = heap_getattr(tup, er->hash_attnum, desc, &isnull);
+		*hash = isnull ? NULL : MemoryContextStrdup(ctx, TextDatumGetCString(d));
+		found = true;
+	}
+	systable_endscan_ordered(scan);
+	PopActiveSnapshot();
+	index_close(idx, AccessShareLock);
+	table_close(rel, AccessShareLock);
+	return found;
 }
 
 static Datum
@@ -166,33 +263,19 @@ text_or_null(const char *s, char *nullflag)
 void
 cscp_evidence_append(CscpEvidence *e)
 {
-	static SPIPlanPtr last_plan = NULL;
 	static SPIPlanPtr insert_plan = NULL;
 	MemoryContext callerctx = CurrentMemoryContext;
-	Oid			save_userid;
-	int			save_sec_context;
+	const EvidenceRel *er = evidence_rel();
+	CscpOwnerScope owner;
 	Datum		values[16];
 	char		nulls[16];
 	Datum		uuid = (Datum) 0;
 
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(evidence_owner(),
-						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	cscp_owner_enter_as(er->owner, &owner);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 
-	if (last_plan == NULL)
-	{
-		Oid			argtypes[2] = {TEXTOID, UUIDOID};
-
-		last_plan = SPI_prepare("SELECT e.seq, e.hash FROM cscp.evidence e"
-								" WHERE e.tenant_id = $1 AND e.command_id = $2"
-								" ORDER BY e.seq DESC LIMIT 1", 2, argtypes);
-		if (last_plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(last_plan);
-	}
 	if (insert_plan == NULL)
 	{
 		Oid			argtypes[16] = {TEXTOID, TEXTOID, UUIDOID, INT4OID, TEXTOID,
@@ -214,21 +297,15 @@ cscp_evidence_append(CscpEvidence *e)
 	e->prev_hash = NULL;
 	if (e->command_id != NULL)
 	{
-		Datum		args[2];
+		int32		last_seq;
+		char	   *last_hash;
 
 		uuid = DirectFunctionCall1(uuid_in, CStringGetDatum(e->command_id));
-		args[0] = CStringGetTextDatum(e->tenant_id);
-		args[1] = uuid;
-		if (SPI_execute_plan(last_plan, args, NULL, false, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not read the evidence chain of command %s", e->command_id);
-		if (SPI_processed == 1)
+		if (chain_head(er, CStringGetTextDatum(e->tenant_id), uuid, &last_seq, &last_hash,
+					   callerctx))
 		{
-			bool		isnull;
-			Datum		seq = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-			char	   *prev = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-
-			e->seq = DatumGetInt32(seq) + 1;
-			e->prev_hash = MemoryContextStrdup(callerctx, prev);
+			e->seq = last_seq + 1;
+			e->prev_hash = last_hash;
 		}
 	}
 	e->hash = MemoryContextStrdup(callerctx, cscp_evidence_hash(e));
@@ -261,7 +338,7 @@ cscp_evidence_append(CscpEvidence *e)
 			 e->command_id ? e->command_id : "(none)");
 
 	SPI_finish();
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	cscp_owner_leave(&owner);
 }
 
 /* Field of a composite as a C string, or NULL. */
@@ -346,10 +423,15 @@ cscp_evidence_guard(PG_FUNCTION_ARGS)
 		TimestampTz created = DatumGetTimestampTz(heap_getattr(tuple,
 															   SPI_fnumber(desc, "created_at"),
 															   desc, &isnull));
-		Jsonb	   *policy = cscp_policy_get(tenant);
-		char	   *keep = cscp_jsonb_get_cstring(policy, "retention_evidence");
+		Jsonb	   *policy;
+		char	   *keep;
 		Interval	retention;
 
+		/* cscp.forget_* erases whole chains, retention or not. */
+		if (cscp_erasing)
+			return PointerGetDatum(tuple);
+		policy = cscp_policy_get(tenant);
+		keep = cscp_jsonb_get_cstring(policy, "retention_evidence");
 		if (keep != NULL && cscp_parse_interval(keep, &retention))
 		{
 			TimestampTz until = DatumGetTimestampTz(

@@ -726,6 +726,7 @@ typedef struct ChainReader
 	IndexScanDesc scan;
 	TupleTableSlot *slot;
 	ScanKeyData keys[3];
+	MemoryContext scancxt;		/* where the scan lives, and what it allocates */
 	MemoryContext stepcxt;		/* reset before each step */
 	HTAB	   *seen;			/* fact ids visited, to refuse a loop */
 	const char *start;			/* the fact the walk began with, for messages */
@@ -771,6 +772,7 @@ chain_open(ChainReader *r, text *tenant, text *subject, const char *start)
 						   r->index->rd_indcollation[1], F_TEXTEQ, PointerGetDatum(subject));
 	ScanKeyEntryInitialize(&r->keys[2], 0, 3, BTEqualStrategyNumber, InvalidOid,
 						   r->index->rd_indcollation[2], F_TEXTEQ, (Datum) 0);
+	r->scancxt = CurrentMemoryContext;
 	r->scan = index_beginscan(r->rel, r->index, GetActiveSnapshot(), 3, 0);
 	r->slot = table_slot_create(r->rel, NULL);
 	r->stepcxt = AllocSetContextCreate(CurrentMemoryContext, "cscp chain walk",
@@ -794,15 +796,27 @@ chain_close(ChainReader *r)
 	hash_destroy(r->seen);
 }
 
-/* Position r->slot on fact fact_id; false when there is none. */
+/*
+ * Position r->slot on fact fact_id; false when there is none.
+ *
+ * The scan runs in the context it was begun in: the index AM allocates
+ * state on first use that must last until index_endscan (btree's list of
+ * killed items, when a probe meets a dead row version), so it must not
+ * land in the step context.  The key's text may: it is only read by the
+ * probe, and replaced by the next rescan.
+ */
 static bool
 chain_fetch(ChainReader *r, const char *fact_id)
 {
 	text	   *id = cstring_to_text(fact_id);
+	MemoryContext old = MemoryContextSwitchTo(r->scancxt);
+	bool		found;
 
 	r->keys[2].sk_argument = PointerGetDatum(id);
 	index_rescan(r->scan, r->keys, 3, NULL, 0);
-	return index_getnext_slot(r->scan, ForwardScanDirection, r->slot);
+	found = index_getnext_slot(r->scan, ForwardScanDirection, r->slot);
+	MemoryContextSwitchTo(old);
+	return found;
 }
 
 /* A text column of the fact in r->slot, as a C string in the step context, or NULL. */

@@ -97,6 +97,8 @@ void
 cscp_row_check(Relation rel, HeapTuple tuple, CscpRowRules *rules)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
+	Datum	   *values;
+	bool	   *nulls;
 
 	if (rules->relid != RelationGetRelid(rel))
 	{
@@ -109,19 +111,23 @@ cscp_row_check(Relation rel, HeapTuple tuple, CscpRowRules *rules)
 		rules->relid = RelationGetRelid(rel);
 	}
 
+	/* one pass over the tuple: heap_getattr would walk it once per rule */
+	values = palloc(desc->natts * sizeof(Datum));
+	nulls = palloc(desc->natts * sizeof(bool));
+	heap_deform_tuple(tuple, desc, values, nulls);
+
 	for (int i = 0; i < rules->n; i++)
 	{
 		const char *column = rules->rule[i].column;
 		int			attnum = rules->attnum[i];
 		Oid			type = TupleDescAttr(desc, attnum - 1)->atttypid;
-		bool		isnull;
-		Datum		d = heap_getattr(tuple, attnum, desc, &isnull);
+		bool		isnull = nulls[attnum - 1];
+		Datum		d = values[attnum - 1];
 
 		if (rules->rule[i].rule == CSCP_RULE_NULL_WITH)
 		{
-			bool		other_null;
+			bool		other_null = nulls[rules->other_attnum[i] - 1];
 
-			(void) heap_getattr(tuple, rules->other_attnum[i], desc, &other_null);
 			if (isnull != other_null)
 				rule_broken(rel, attnum, rules->table, column,
 							psprintf("must be null exactly when column \"%s\" is null",

@@ -134,63 +134,7 @@ CREATE FUNCTION cscp.context_open(tenant_id text, conversation_id text, actor_id
                                   slots jsonb DEFAULT '{}', ttl interval DEFAULT NULL,
                                   correlation_id text DEFAULT NULL)
 RETURNS cscp.context
-LANGUAGE plpgsql VOLATILE
-AS $$
-#variable_conflict use_column
-DECLARE
-    c cscp.context;
-    p jsonb;
-    v_ttl interval;
-    v_now timestamptz := cscp.now();
-BEGIN
-    PERFORM cscp._tenant(context_open.tenant_id);
-    PERFORM cscp._id('conversation_id', context_open.conversation_id);
-    PERFORM cscp._id('actor_id', context_open.actor_id);
-    IF context_open.slots IS NOT NULL AND jsonb_typeof(context_open.slots) <> 'object' THEN
-        RAISE EXCEPTION 'slots must be a JSON object'
-            USING ERRCODE = '22023', HINT = 'Pass an object such as ''{"active_intent": "transfer"}''.';
-    END IF;
-    p := cscp.policy_effective(context_open.tenant_id);
-    v_ttl := cscp._ttl(p, context_open.ttl, 'context_ttl', 'ttl');
-
-    -- Bounded retry: a concurrent open may insert the live context between our look and our insert.
-    FOR attempt IN 1..3 LOOP
-        SELECT * INTO c FROM cscp.context x
-         WHERE x.tenant_id = context_open.tenant_id
-           AND x.conversation_id = context_open.conversation_id
-           AND x.actor_id = context_open.actor_id
-           AND x.status IN ('active', 'pending', 'blocked')
-           FOR UPDATE;
-        IF FOUND THEN
-            IF c.expires_at > v_now THEN
-                UPDATE cscp.context x
-                   SET slots = x.slots || coalesce(context_open.slots, '{}'),
-                       expires_at = cscp._context_touch(c),
-                       correlation_id = coalesce(context_open.correlation_id, x.correlation_id)
-                 WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id
-                RETURNING * INTO c;
-                RETURN cscp._context_view(c);
-            END IF;
-            -- Past its TTL: record the expiry, then open a new one.
-            PERFORM cscp._context_record_expiry(c);
-        END IF;
-
-        INSERT INTO cscp.context AS x (tenant_id, conversation_id, actor_id, slots, expires_at, ttl,
-                                       correlation_id)
-        VALUES (context_open.tenant_id, context_open.conversation_id, context_open.actor_id,
-                coalesce(context_open.slots, '{}'), v_now + v_ttl, v_ttl, context_open.correlation_id)
-        ON CONFLICT (tenant_id, conversation_id, actor_id) WHERE status IN ('active', 'pending', 'blocked')
-        DO NOTHING
-        RETURNING * INTO c;
-        IF FOUND THEN
-            RETURN cscp._context_view(c);
-        END IF;
-    END LOOP;
-    RAISE EXCEPTION 'could not open a context for conversation "%" and actor "%"',
-                    context_open.conversation_id, context_open.actor_id
-        USING ERRCODE = '40001', HINT = 'Concurrent opens kept replacing it; retry the transaction.';
-END
-$$;
+    AS 'MODULE_PATHNAME', 'cscp_context_open' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION cscp.context_open(text, text, text, jsonb, interval, text) IS
   'The live usable context of (tenant, conversation, actor), or a new active one; given slots are merged in';
 
@@ -220,24 +164,7 @@ COMMENT ON FUNCTION cscp.context_get(text, text, text) IS
   'The latest context of (tenant, conversation, actor) with its effective status (expired once past expires_at); no row if none';
 
 CREATE FUNCTION cscp.slot_set(context_id uuid, slot text, value jsonb) RETURNS cscp.context
-LANGUAGE plpgsql VOLATILE
-AS $$
-#variable_conflict use_column
-DECLARE
-    c cscp.context;
-BEGIN
-    PERFORM cscp._id('slot', slot_set.slot);
-    c := cscp._context_lock(slot_set.context_id);
-    -- The trigger refuses unknown, forbidden, oversized or misshapen slots, and expired contexts.
-    UPDATE cscp.context x
-       SET slots = CASE WHEN slot_set.value IS NULL THEN x.slots - slot_set.slot
-                        ELSE x.slots || jsonb_build_object(slot_set.slot, slot_set.value) END,
-           expires_at = cscp._context_touch(c)
-     WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id
-    RETURNING * INTO c;
-    RETURN cscp._context_view(c);
-END
-$$;
+    AS 'MODULE_PATHNAME', 'cscp_slot_set' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION cscp.slot_set(uuid, text, jsonb) IS
   'Set one slot of a live context (SQL NULL removes it); unknown, forbidden or oversized slots are refused (22023)';
 

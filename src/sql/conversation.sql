@@ -163,3 +163,12 @@ CREATE FUNCTION cscp.capabilities() RETURNS jsonb
     AS 'MODULE_PATHNAME', 'cscp_capabilities' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION cscp.capabilities() IS
   'What this cscp implements, for capability advertisement: conversationPrimitive, interrupts, schema keywords, turn roles';
+
+-- The hot loop in one call (src/message_turn.c): conversation_exchange, context_open with the
+-- slots, command_submit bound to the turn's message id -- the same rules, one round trip.
+CREATE FUNCTION cscp.message_turn(tenant_id text, conversation_id text, actor_id text, turn jsonb,
+                                  slots jsonb DEFAULT '{}', command jsonb DEFAULT NULL)
+RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'cscp_message_turn' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION cscp.message_turn(text, text, text, jsonb, jsonb, jsonb) IS
+  'Record an inbound turn, open (or reuse) the actor''s context with slots, and submit the command the message asks for: one call';

@@ -69,68 +69,89 @@ $$;
 COMMENT ON FUNCTION cscp._command_visible(text, uuid) IS
   'Internal: raise 22023 unless the command exists for the tenant (and the caller may see it)';
 
+-- The broken links of evidence chains: of one tenant (tenant_id given), of every tenant
+-- (tenant_id NULL), or of one command (command_id given).  The one chain verifier: both
+-- cscp.evidence_verify (for a tenant, with the caller's rights) and cscp.check_invariants (for
+-- operators, every tenant) read it.  A row's problem "chain ends in state ..." means the
+-- command's state is not the last transition its evidence records; every other problem is a
+-- broken chain.
+CREATE FUNCTION cscp._evidence_problems(tenant_id text, command_id uuid)
+RETURNS TABLE(tenant_id text, command_id uuid, seq int, evidence_id bigint, problem text)
+LANGUAGE sql STABLE
+AS $$
+    WITH chain AS (
+        SELECT e.tenant_id, e.command_id, e.seq, e.evidence_id, e.hash, e.prev_hash, e.event_type,
+               e.to_state, cscp._evidence_hash(e) AS recomputed,
+               lag(e.seq) OVER w AS prev_seq,
+               lag(e.hash) OVER w AS prev_row_hash
+          FROM cscp.evidence e
+         WHERE e.tenant_id = $1 AND e.command_id = $2
+        WINDOW w AS (PARTITION BY e.tenant_id, e.command_id ORDER BY e.seq)
+        UNION ALL
+        SELECT e.tenant_id, e.command_id, e.seq, e.evidence_id, e.hash, e.prev_hash, e.event_type,
+               e.to_state, cscp._evidence_hash(e),
+               lag(e.seq) OVER w,
+               lag(e.hash) OVER w
+          FROM cscp.evidence e
+         WHERE e.tenant_id = $1 AND $2 IS NULL
+        WINDOW w AS (PARTITION BY e.tenant_id, e.command_id ORDER BY e.seq)
+        UNION ALL
+        SELECT e.tenant_id, e.command_id, e.seq, e.evidence_id, e.hash, e.prev_hash, e.event_type,
+               e.to_state, cscp._evidence_hash(e),
+               lag(e.seq) OVER w,
+               lag(e.hash) OVER w
+          FROM cscp.evidence e
+         WHERE $1 IS NULL AND $2 IS NULL
+        WINDOW w AS (PARTITION BY e.tenant_id, e.command_id ORDER BY e.seq)
+    ), last_transition AS (
+        -- The state each chain ends in: its last row that records a transition.
+        SELECT DISTINCT ON (c.tenant_id, c.command_id) c.tenant_id, c.command_id, c.to_state
+          FROM chain c
+         WHERE c.command_id IS NOT NULL AND c.event_type <> 'invalid_transition_attempt'
+         ORDER BY c.tenant_id, c.command_id, c.seq DESC
+    )
+    SELECT c.tenant_id, c.command_id, c.seq, c.evidence_id,
+           'row altered: its hash does not match its content'::text AS problem
+      FROM chain c WHERE c.hash IS DISTINCT FROM c.recomputed
+    UNION ALL
+    SELECT c.tenant_id, c.command_id, c.seq, c.evidence_id,
+           format('row missing: seq %s follows seq %s', c.seq, coalesce(c.prev_seq, 0))
+      FROM chain c
+     WHERE c.command_id IS NOT NULL AND c.seq <> coalesce(c.prev_seq, 0) + 1
+    UNION ALL
+    SELECT c.tenant_id, c.command_id, c.seq, c.evidence_id,
+           'broken link: prev_hash is not the hash of the row before'
+      FROM chain c
+     WHERE c.command_id IS NOT NULL AND c.seq = coalesce(c.prev_seq, 0) + 1
+       AND c.prev_hash IS DISTINCT FROM c.prev_row_hash
+    UNION ALL
+    SELECT c.tenant_id, c.command_id, c.seq, c.evidence_id,
+           'broken link: a row without a command must stand alone'
+      FROM chain c
+     WHERE c.command_id IS NULL AND (c.seq <> 1 OR c.prev_hash IS NOT NULL)
+    UNION ALL
+    -- The last transition recorded must be the command's state (rows cut off the end).
+    SELECT m.tenant_id, m.command_id, NULL::int, NULL::bigint,
+           format('chain ends in state %s but the command is %s',
+                  coalesce(l.to_state, 'nothing'), m.state)
+      FROM cscp.command m
+      LEFT JOIN last_transition l ON l.tenant_id = m.tenant_id AND l.command_id = m.command_id
+     WHERE ($1 IS NULL OR m.tenant_id = $1)
+       AND ($2 IS NULL OR m.command_id = $2)
+       AND m.state <> 'received'
+       AND l.to_state IS DISTINCT FROM m.state::text
+$$;
+COMMENT ON FUNCTION cscp._evidence_problems(text, uuid) IS
+  'Internal: every broken link of the evidence chains of a tenant (NULL: of every tenant) or of one command, with the rights of the caller';
+
 CREATE FUNCTION cscp.evidence_verify(tenant_id text, command_id uuid DEFAULT NULL)
 RETURNS TABLE(command_id uuid, seq int, evidence_id bigint, problem text)
 LANGUAGE sql STABLE
 AS $$
     SELECT cscp._tenant($1);
     SELECT cscp._command_visible($1, $2);
-    WITH chain AS (
-        SELECT e.command_id, e.seq, e.evidence_id, e.hash, e.prev_hash, e.event_type, e.to_state,
-               cscp._evidence_hash(e) AS recomputed,
-               lag(e.seq) OVER w AS prev_seq,
-               lag(e.hash) OVER w AS prev_row_hash
-          FROM cscp.evidence e
-         WHERE e.tenant_id = $1 AND e.command_id = $2
-        WINDOW w AS (PARTITION BY e.command_id ORDER BY e.seq)
-        UNION ALL
-        SELECT e.command_id, e.seq, e.evidence_id, e.hash, e.prev_hash, e.event_type, e.to_state,
-               cscp._evidence_hash(e),
-               lag(e.seq) OVER w,
-               lag(e.hash) OVER w
-          FROM cscp.evidence e
-         WHERE e.tenant_id = $1 AND $2 IS NULL
-        WINDOW w AS (PARTITION BY e.command_id ORDER BY e.seq)
-    ), last_transition AS (
-        -- The state each chain ends in: its last row that records a transition.
-        SELECT DISTINCT ON (c.command_id) c.command_id, c.to_state
-          FROM chain c
-         WHERE c.command_id IS NOT NULL AND c.event_type <> 'invalid_transition_attempt'
-         ORDER BY c.command_id, c.seq DESC
-    ), problems AS (
-        SELECT c.command_id, c.seq, c.evidence_id,
-               'row altered: its hash does not match its content'::text AS problem
-          FROM chain c WHERE c.hash IS DISTINCT FROM c.recomputed
-        UNION ALL
-        SELECT c.command_id, c.seq, c.evidence_id,
-               format('row missing: seq %s follows seq %s', c.seq, coalesce(c.prev_seq, 0))
-          FROM chain c
-         WHERE c.command_id IS NOT NULL AND c.seq <> coalesce(c.prev_seq, 0) + 1
-        UNION ALL
-        SELECT c.command_id, c.seq, c.evidence_id,
-               'broken link: prev_hash is not the hash of the row before'
-          FROM chain c
-         WHERE c.command_id IS NOT NULL AND c.seq = coalesce(c.prev_seq, 0) + 1
-           AND c.prev_hash IS DISTINCT FROM c.prev_row_hash
-        UNION ALL
-        SELECT c.command_id, c.seq, c.evidence_id,
-               'broken link: a row without a command must stand alone'
-          FROM chain c
-         WHERE c.command_id IS NULL AND (c.seq <> 1 OR c.prev_hash IS NOT NULL)
-        UNION ALL
-        -- The last transition recorded must be the command's state (rows cut off the end).
-        SELECT m.command_id, NULL::int, NULL::bigint,
-               format('chain ends in state %s but the command is %s',
-                      coalesce(l.to_state, 'nothing'), m.state)
-          FROM cscp.command m
-          LEFT JOIN last_transition l ON l.command_id = m.command_id
-         WHERE m.tenant_id = $1
-           AND ($2 IS NULL OR m.command_id = $2)
-           AND m.state <> 'received'
-           AND l.to_state IS DISTINCT FROM m.state::text
-    )
     SELECT p.command_id, p.seq, p.evidence_id, p.problem
-      FROM problems p
+      FROM cscp._evidence_problems($1, $2) p
      ORDER BY p.command_id, p.seq NULLS LAST, p.problem;
 $$;
 COMMENT ON FUNCTION cscp.evidence_verify(text, uuid) IS

@@ -88,6 +88,12 @@ CREATE POLICY tenant_isolation ON cscp.environment
     USING (tenant_id = current_setting('cscp.tenant_id', true))
     WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
 
+-- Tombstones: written and read by cscp.forget_* and the forgotten_guard trigger as the owner;
+-- application roles are granted nothing on them.
+ALTER TABLE cscp.tombstone ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_read ON cscp.tombstone FOR SELECT
+    USING (tenant_id = current_setting('cscp.tenant_id', true));
+
 -- Authority ranks: like policies, a tenant reads its own and the defaults, writes only its own.
 ALTER TABLE cscp.authority ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_read ON cscp.authority FOR SELECT
@@ -145,7 +151,9 @@ BEGIN
     EXECUTE format('GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA cscp TO %s', r);
     -- Administration and operator inspection are not the application's.
     EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.grant_app(name), cscp.grant_operator(name), '
-                   'cscp.show_active_context(text, text) FROM %s', r);
+                   'cscp.show_active_context(text, text), cscp.check_invariants(text) FROM %s', r);
+    -- Nor a shard's place in a scale-out deployment (shard.sql).
+    EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.shard_set(int, int[]), cscp.shard_misplaced() FROM %s', r);
 END
 $$;
 COMMENT ON FUNCTION cscp.grant_app(name) IS
@@ -160,11 +168,12 @@ BEGIN
     EXECUTE format('GRANT USAGE ON SCHEMA cscp TO %s', r);
     EXECUTE format('GRANT SELECT ON cscp.active_context, cscp.command_lifecycle TO %s', r);
     EXECUTE format('GRANT EXECUTE ON FUNCTION cscp.show_active_context(text, text), cscp.now(), '
-                   'cscp._redact_slots(jsonb, text), cscp._id(text, text) TO %s', r);
+                   'cscp._redact_slots(jsonb, text), cscp._id(text, text), '
+                   'cscp.check_invariants(text) TO %s', r);
 END
 $$;
 COMMENT ON FUNCTION cscp.grant_operator(name) IS
-  'Let a role read the redacted operator views (cscp.active_context, cscp.command_lifecycle, cscp.show_active_context) and nothing else';
+  'Let a role read the redacted operator views (cscp.active_context, cscp.command_lifecycle, cscp.show_active_context) and run cscp.check_invariants, and nothing else';
 
 -- pg_dump keeps user data; the defaults of tenant '*' come back with CREATE EXTENSION.
 SELECT pg_catalog.pg_extension_config_dump('cscp.context', '');
@@ -183,6 +192,34 @@ SELECT pg_catalog.pg_extension_config_dump('cscp.authority', 'WHERE tenant_id <>
 SELECT pg_catalog.pg_extension_config_dump('cscp.fact', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.working_set', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.environment', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.tombstone', '');
+-- The identity sequences of evidence and inspections: restored, new rows continue after the
+-- restored ones instead of colliding with them.
+SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('cscp.evidence', 'evidence_id'), '');
+SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('cscp.inspection_log', 'inspection_id'), '');
+
+-- search_path: every PL/pgSQL function of cscp, and the SQL functions an operator's view or a
+-- verification runs, resolve names in pg_catalog (then pg_temp) whatever the caller's
+-- search_path, so that no object in a schema the caller puts first (CVE-2018-1058) can stand in
+-- for a built-in; their bodies name cscp's own objects schema-qualified.  The SECURITY DEFINER
+-- functions carry the same setting in their definitions.  The small SQL functions PostgreSQL
+-- inlines into the caller's query (conversation_turns, conversation_events, authority_rank, ...)
+-- are left without it, which would stop the inlining; they run with the caller's rights only.
+DO $$
+DECLARE
+    f regprocedure;
+BEGIN
+    FOR f IN
+        SELECT p.oid FROM pg_catalog.pg_proc p
+         WHERE p.pronamespace = 'cscp'::regnamespace AND p.proconfig IS NULL
+           AND (p.prolang = (SELECT l.oid FROM pg_catalog.pg_language l WHERE l.lanname = 'plpgsql')
+                OR p.oid IN ('cscp._redact_slots(jsonb, text)'::regprocedure,
+                             'cscp.evidence_verify(text, uuid)'::regprocedure))
+    LOOP
+        EXECUTE pg_catalog.format('ALTER FUNCTION %s SET search_path = pg_catalog, pg_temp', f);
+    END LOOP;
+END
+$$;
 
 -- Last, so that it covers every object above: nothing of cscp's is PUBLIC's.
 REVOKE ALL ON ALL TABLES IN SCHEMA cscp FROM PUBLIC;

@@ -31,6 +31,8 @@ DECLARE
     n_conversations bigint := 0;
     n_turns bigint := 0;
     n_events bigint := 0;
+    n_answers bigint := 0;
+    n_frames bigint := 0;
     r record;
     v_ctx cscp.context;
     v_cmd cscp.command;
@@ -163,12 +165,25 @@ BEGIN
          WHERE e.tenant_id = due.tenant_id AND e.evidence_id = due.evidence_id;
         GET DIAGNOSTICS n_other = ROW_COUNT;
         n_evidence := n_evidence + n_other;
-        DELETE FROM cscp.answer a
-         WHERE a.created_at + cscp._retention(a.tenant_id, 'retention_evidence') <= v_now;
-        DELETE FROM cscp.frame f
-         WHERE f.created_at + cscp._retention(f.tenant_id, 'retention_evidence') <= v_now
-           AND NOT EXISTS (SELECT 1 FROM cscp.command x
-                            WHERE x.tenant_id = f.tenant_id AND x.frame_id = f.frame_id);
+        WITH due AS (
+            SELECT a.tenant_id, a.conversation_id, a.kind, a.message_id FROM cscp.answer a
+             WHERE a.created_at + cscp._retention(a.tenant_id, 'retention_evidence') <= v_now
+             ORDER BY a.created_at
+             LIMIT batch)
+        DELETE FROM cscp.answer a USING due
+         WHERE a.tenant_id = due.tenant_id AND a.conversation_id = due.conversation_id
+           AND a.kind = due.kind AND a.message_id = due.message_id;
+        GET DIAGNOSTICS n_answers = ROW_COUNT;
+        WITH due AS (
+            SELECT f.tenant_id, f.frame_id FROM cscp.frame f
+             WHERE f.created_at + cscp._retention(f.tenant_id, 'retention_evidence') <= v_now
+               AND NOT EXISTS (SELECT 1 FROM cscp.command x
+                                WHERE x.tenant_id = f.tenant_id AND x.frame_id = f.frame_id)
+             ORDER BY f.created_at
+             LIMIT batch)
+        DELETE FROM cscp.frame f USING due
+         WHERE f.tenant_id = due.tenant_id AND f.frame_id = due.frame_id;
+        GET DIAGNOSTICS n_frames = ROW_COUNT;
     END IF;
 
     -- Closed conversations past their tenant's retention_turns go with their turns and events
@@ -207,7 +222,9 @@ BEGIN
                               'conversations_timed_out', n_timeouts,
                               'conversations_purged', n_conversations,
                               'turns_purged', n_turns,
-                              'events_purged', n_events);
+                              'events_purged', n_events,
+                              'answers_purged', n_answers,
+                              'frames_purged', n_frames);
 END
 $$;
 COMMENT ON FUNCTION cscp.sweep(int) IS

@@ -3,6 +3,7 @@
 #
 #   cluster_start [extra postgres -c settings...]   sets PGHOST, PGPORT, PGUSER, CSCP_TMP
 #   cluster_stop                                    stops it and removes its directory
+#   cluster_restart                                 starts it again with the same settings (after a crash)
 #
 # The cluster lives in a temporary directory, listens only on a unix socket in that directory,
 # and is owned by an unprivileged OS user: the caller itself, or `nobody` when run as root.
@@ -34,10 +35,15 @@ cluster_start() {
 	opts+=" -c fsync=off -c max_connections=60 -c max_prepared_transactions=10"
 	local s
 	for s in "$@"; do opts+=" -c $s"; done
-	cluster_as_owner "$PG_BINDIR/pg_ctl" -D "$CSCP_TMP/data" -o "$opts" \
-		-l "$CSCP_TMP/postgres.log" -w -t 60 start >/dev/null ||
-		{ cat "$CSCP_TMP/postgres.log" >&2; return 1; }
+	CSCP_PGOPTS=$opts
+	cluster_restart || return 1
 	export PGHOST="$CSCP_TMP/sock" PGPORT=5432 PGUSER=postgres PGDATABASE=postgres
+}
+
+cluster_restart() {
+	cluster_as_owner "$PG_BINDIR/pg_ctl" -D "$CSCP_TMP/data" -o "$CSCP_PGOPTS" \
+		-l "$CSCP_TMP/postgres.log" -w -t 60 start >"$CSCP_TMP/pg_ctl.out" 2>&1 ||
+		{ cat "$CSCP_TMP/pg_ctl.out" "$CSCP_TMP/postgres.log" >&2; return 1; }
 }
 
 cluster_stop() {

@@ -3,6 +3,11 @@
 #   1. pg_regress (sql/, expected/): exact output
 #   2. isolation specs (test/isolation/): concurrent behaviour
 #   3. pgTAP through pg_prove (test/pgtap/): assertions, roles and tenancy
+#   4. backup and restore (test/scripts/backup-restore.sh): pg_dump, pg_restore, same rows, working API
+#   5. the background sweep worker, on a cluster of its own (test/scripts/worker-test.sh)
+#   6. scale-out (test/scripts/scaleout.sh): two shards behind a PL/Proxy proxy, own clusters
+#   7. the crash test, short form (test/scripts/crash.sh, its own cluster with fsync=on)
+#   8. the fuzz, short form (test/scripts/fuzz.sh, its own cluster): 3,000 hostile calls
 # Exits non-zero when any suite fails, after printing what differed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -32,6 +37,36 @@ psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "DROP DATABASE IF EXISTS cscp_tap" 
 if ! pg_prove --failures -d cscp_tap test/pgtap/*.sql; then
 	status=1
 	failed+=("pgTAP")
+fi
+
+echo "== backup and restore"
+if ! bash test/scripts/backup-restore.sh; then
+	status=1
+	failed+=("backup-restore")
+fi
+
+echo "== background sweep worker (a second cluster, cscp preloaded)"
+if ! bash test/scripts/worker-test.sh; then
+	status=1
+	failed+=("worker")
+fi
+
+echo "== scale-out"
+if ! bash test/scripts/scaleout.sh; then
+	status=1
+	failed+=("scale-out")
+fi
+
+echo "== crash test (short form of make crashtest)"
+if ! CRASH_KILLS=3 CRASH_CLIENTS=4 bash test/scripts/crash.sh; then
+	status=1
+	failed+=("crash test")
+fi
+
+echo "== fuzz (short form of make fuzz)"
+if ! FUZZ_CALLS=3000 bash test/scripts/fuzz.sh; then
+	status=1
+	failed+=("fuzz")
 fi
 
 if [ $status -ne 0 ]; then

@@ -1,0 +1,89 @@
+-- cscp.message_turn: the turn, the sender's context with its slots, and the command, in one
+-- call; the same rows as conversation_exchange + context_open + command_submit.
+\set VERBOSITY terse
+SET cscp.clock = '2026-11-01 09:00:00+00';
+SELECT cscp.policy_set('mt', '{"auto_confirm": []}') IS NOT NULL AS policy;
+SELECT turn_index FROM cscp.conversation_start('mt', 'mt-1', 'bot',
+    '{"from": "bot", "role": "agent", "content": {"text": "Hello, how can I help?"}, "ts": 1}');
+SELECT turn_index FROM cscp.conversation_start('mt', 'mt-2', 'bot',
+    '{"from": "bot", "role": "agent", "content": {"text": "Hello, how can I help?"}, "ts": 1}');
+
+-- One call ...
+SELECT r - 'context_id' - 'command_id' AS one_call
+  FROM cscp.message_turn('mt', 'mt-1', 'ana',
+         '{"messageId": "m1", "from": "ana", "role": "user", "content": {"text": "where is order 123?"}, "ts": 2}',
+         '{"active_intent": "track_order", "active_target": "order:123"}',
+         '{"idempotency_key": "mt-1:k1", "name": "track_order", "payload": {"order_id": "123"},
+           "target_fingerprint": "order:123"}') r;
+-- ... against the three calls it stands for.
+SELECT outcome FROM cscp.conversation_exchange('mt', 'mt-2',
+    '{"messageId": "m1", "from": "ana", "role": "user", "content": {"text": "where is order 123?"}, "ts": 2}');
+SELECT status FROM cscp.context_open('mt', 'mt-2', 'ana', '{"active_intent": "track_order", "active_target": "order:123"}');
+SELECT state FROM cscp.command_submit('mt', 'mt-2', 'ana', 'mt-2:k1', 'track_order', false, '{m1}',
+                                      '{"order_id": "123"}', 'order:123');
+-- The same rows: context, command, evidence, turns, events (ids and keys aside).
+SELECT conversation_id, status, slots, last_message_id, version,
+       last_command_id = (SELECT command_id FROM cscp.command c WHERE c.conversation_id = x.conversation_id) AS last_command
+  FROM cscp.context x WHERE tenant_id = 'mt' ORDER BY conversation_id;
+SELECT conversation_id, state, message_ids, payload, target_fingerprint, version, context_ref ? 'frame_id' AS framed
+  FROM cscp.command WHERE tenant_id = 'mt' ORDER BY conversation_id;
+SELECT conversation_id, seq, event_type, from_state || '->' || to_state AS step, message_ids
+  FROM cscp.evidence WHERE tenant_id = 'mt' ORDER BY conversation_id, seq;
+SELECT conversation_id, turn_index, message_id, role, sender FROM cscp.turn WHERE tenant_id = 'mt'
+ ORDER BY conversation_id, turn_index;
+SELECT conversation_id, seq, type FROM cscp.event WHERE tenant_id = 'mt' ORDER BY conversation_id, seq;
+
+-- The same message delivered twice: the turn and the command replay; nothing new is written.
+SELECT r - 'context_id' - 'command_id' AS redelivered
+  FROM cscp.message_turn('mt', 'mt-1', 'ana',
+         '{"messageId": "m1", "from": "ana", "role": "user", "content": {"text": "where is order 123?"}, "ts": 2}',
+         '{"active_intent": "track_order", "active_target": "order:123"}',
+         '{"idempotency_key": "mt-1:k1", "name": "track_order", "payload": {"order_id": "123"},
+           "target_fingerprint": "order:123"}') r;
+SELECT (SELECT count(*) FROM cscp.command WHERE conversation_id = 'mt-1') AS commands,
+       (SELECT count(*) FROM cscp.turn WHERE conversation_id = 'mt-1') AS turns;
+
+-- A mutating command asks for confirmation, as command_submit does.
+SELECT r ->> 'outcome' AS outcome, r ->> 'state' AS state
+  FROM cscp.message_turn('mt', 'mt-1', 'ana',
+         '{"messageId": "m2", "from": "ana", "role": "user", "content": {"text": "cancel it"}, "ts": 3}',
+         '{}', '{"idempotency_key": "mt-1:k2", "name": "cancel_order", "mutating": true,
+                 "target_fingerprint": "order:123"}') r;
+SELECT status, slots ? 'pending_confirmation' AS pending FROM cscp.context WHERE conversation_id = 'mt-1';
+-- No slots and no command: the turn, and the context used.
+SELECT r ->> 'turn_index' AS turn_index, r ->> 'command_id' AS command_id, r -> 'replayed' AS replayed
+  FROM cscp.message_turn('mt', 'mt-1', 'ana',
+         '{"messageId": "m3", "from": "ana", "role": "user", "content": {"text": "hm"}, "ts": 4}') r;
+
+-- A conversation past its deadline: the turn times it out, and nothing else happens.
+SELECT turn_index FROM cscp.conversation_start('mt', 'mt-3', 'bot',
+    '{"from": "bot", "role": "agent", "content": {"text": "Quick!"}, "ts": 1}', timeout_ms => 60000);
+SET cscp.clock = '2026-11-01 09:05:00+00';
+SELECT r - 'event_id' AS timed_out
+  FROM cscp.message_turn('mt', 'mt-3', 'ana',
+         '{"messageId": "t1", "from": "ana", "role": "user", "content": {"text": "too late"}, "ts": 5}',
+         '{"active_intent": "x"}', '{"idempotency_key": "mt-3:k1", "name": "noop"}') r;
+SELECT count(*) AS contexts, (SELECT count(*) FROM cscp.command WHERE conversation_id = 'mt-3') AS commands
+  FROM cscp.context WHERE conversation_id = 'mt-3';
+
+-- Bad input: 22023, and nothing is written (the turn m9 never appears).
+CREATE TEMP TABLE before AS
+  SELECT (SELECT count(*) FROM cscp.turn) AS turns, (SELECT count(*) FROM cscp.command) AS commands,
+         (SELECT count(*) FROM cscp.evidence) AS evidence, (SELECT sum(version) FROM cscp.context) AS ctx_versions;
+SELECT try($$SELECT cscp.message_turn('mt', 'mt-1', 'ana', '{"messageId": "m9", "from": "ana", "role": "user", "content": "x", "ts": 9}', '[1]')$$);
+SELECT try($$SELECT cscp.message_turn('mt', 'mt-1', 'ana', '{"messageId": "m9", "from": "ana", "role": "user", "content": "x", "ts": 9}', '{}', '"cmd"')$$);
+SELECT try($$SELECT cscp.message_turn('mt', 'mt-1', 'ana', '{"messageId": "m9", "from": "ana", "role": "user", "content": "x", "ts": 9}', '{}', '{"name": "x"}')$$);
+SELECT try($$SELECT cscp.message_turn('mt', 'mt-1', 'ana', '{"messageId": "m9", "from": "ana", "role": "user", "content": "x", "ts": 9}', '{}', '{"idempotency_key": "k", "name": "x", "mutating": "yes"}')$$);
+SELECT try($$SELECT cscp.message_turn('mt', 'mt-1', 'ana', '{"messageId": "m9", "from": "ana", "role": "user", "content": "x", "ts": 9}', '{}', '{"idempotency_key": "k", "name": "x", "payload": [1]}')$$);
+SELECT try($$SELECT cscp.message_turn('mt', 'mt-1', 'ana', '{"messageId": "m9", "from": "ana", "role": "user", "content": "x", "ts": 9}', '{}', '{"idempotency_key": "k", "name": "x", "force": true}')$$);
+SELECT try($$SELECT cscp.message_turn('mt', 'mt-1', 'ana', '{"messageId": "m9", "from": "ana", "role": "user", "content": "x", "ts": 9}', '{}', '{"idempotency_key": "", "name": "x"}')$$);
+SELECT try($$SELECT cscp.message_turn('mt', 'mt-1', NULL, '{"messageId": "m9", "from": "ana", "role": "user", "content": "x", "ts": 9}')$$);
+SELECT try($$SELECT cscp.message_turn('mt', 'mt-1', 'ana', '{"messageId": "m9", "role": "user", "content": "x", "ts": 9}')$$);
+SELECT try($$SELECT cscp.message_turn('mt', 'no-such', 'ana', '{"messageId": "m9", "from": "ana", "role": "user", "content": "x", "ts": 9}')$$);
+-- a slot the trigger refuses rolls the turn back too
+SELECT try($$SELECT cscp.message_turn('mt', 'mt-1', 'ana', '{"messageId": "m9", "from": "ana", "role": "user", "content": "x", "ts": 9}', '{"no_such_slot": 1}')$$);
+SELECT b.turns = (SELECT count(*) FROM cscp.turn) AND b.commands = (SELECT count(*) FROM cscp.command)
+       AND b.evidence = (SELECT count(*) FROM cscp.evidence)
+       AND b.ctx_versions = (SELECT sum(version) FROM cscp.context) AS nothing_changed
+  FROM before b;
+RESET cscp.clock;

@@ -1,0 +1,79 @@
+-- The shard guard: a node holding some partitions refuses rows that hash to the others.
+-- Hashes used below (partition = hash & 1 with two partitions):
+--   conversations: hashtext('s-b') & 1 = 0, hashtext('s-a') & 1 = 1
+--   subjects and sessions of tenant t: routing_key_hash('t', 's-e') & 1 = 0, ('t', 's-c') & 1 = 1
+SET cscp.clock = '2026-03-01 09:00:00+00';
+SELECT cscp.routing_key_hash('t', 's-e') = hashtext('t/s-e') AS key_hash_is_hashtext;
+SELECT cscp.routing_key_hash(NULL, 's-e') IS NULL AS key_hash_strict;
+
+-- One node (no row in cscp.shard) holds everything.
+SELECT count(*) AS config_rows FROM cscp.shard;
+SELECT try($$SELECT cscp.context_open('t', 's-a', 'a')$$) AS one_node_open;
+
+-- Bad configurations are refused with 22023 and change nothing.
+SELECT try($$SELECT cscp.shard_set(3, '{0}')$$);
+SELECT try($$SELECT cscp.shard_set(0, '{0}')$$);
+SELECT try($$SELECT cscp.shard_set(131072, '{0}')$$);
+SELECT try($$SELECT cscp.shard_set(2, '{}')$$);
+SELECT try($$SELECT cscp.shard_set(2, NULL)$$);
+SELECT try($$SELECT cscp.shard_set(2, '{2}')$$);
+SELECT try($$SELECT cscp.shard_set(2, '{-1}')$$);
+SELECT try($$SELECT cscp.shard_set(2, '{0,NULL}')$$);
+SELECT try($$SELECT cscp.shard_set(4, '{1,1}')$$);
+SELECT count(*) AS config_rows FROM cscp.shard;
+
+-- This node holds partition 0 of 2.
+SELECT cscp.shard_set(2, '{0}');
+-- Conversation-scoped rows: the API and direct SQL alike.
+SELECT try($$SELECT cscp.context_open('t', 's-b', 'a')$$) AS held_open;
+SELECT try($$SELECT cscp.context_open('t', 's-a', 'b')$$) AS other_open;
+SELECT try($$SELECT cscp.conversation_start('t', 's-a', 'agent',
+    '{"from": "agent", "role": "agent", "content": "hi", "ts": 1}')$$) AS other_start;
+SELECT try($$SELECT cscp.conversation_start('t', 's-b', 'agent',
+    '{"from": "agent", "role": "agent", "content": "hi", "ts": 1}')$$) AS held_start;
+SELECT try($$INSERT INTO cscp.context (tenant_id, conversation_id, actor_id, expires_at, ttl)
+             VALUES ('t', 's-a', 'direct', cscp.now() + interval '1 hour', interval '1 hour')$$) AS other_insert;
+SELECT count(*) AS written_for_other FROM cscp.context WHERE conversation_id = 's-a' AND actor_id IN ('b', 'direct');
+-- Subject- and session-scoped rows.
+SELECT try($$SELECT cscp.fact_write('t', 's-e', 'f1', 'city', '"Porto"')$$) AS held_fact;
+SELECT try($$SELECT cscp.fact_write('t', 's-c', 'f1', 'city', '"Porto"')$$) AS other_fact;
+SELECT try($$SELECT cscp.identity_set('t', 's-c', '{"user_name": "Ana"}')$$) AS other_identity;
+SELECT try($$SELECT cscp.doc_put('t', 's-e', 'ns', '{"a": 1}', 60)$$) AS held_doc;
+SELECT try($$SELECT cscp.doc_put('t', 's-c', 'ns', '{"a": 1}', 60)$$) AS other_doc;
+SELECT try($$SELECT cscp.ws_put('t', 's-c', 'k', '1')$$) AS other_ws;
+SELECT try($$SELECT cscp.env_set('t', 's-c', '{"tz": "UTC"}')$$) AS other_env;
+-- The same session id of another tenant hashes elsewhere: the tenant is part of the hash.
+SELECT cscp.routing_key_hash('u', 's-c') <> cscp.routing_key_hash('t', 's-c') AS tenant_in_hash;
+-- An UPDATE moving a row to a partition not held is refused; within the partition it is not.
+SELECT try($$UPDATE cscp.document SET session_id = 's-c' WHERE tenant_id = 't' AND session_id = 's-e'$$) AS move_out;
+SELECT try($$UPDATE cscp.document SET payload = '{"a": 2}' WHERE tenant_id = 't' AND session_id = 's-e'$$) AS update_in_place;
+-- Policies and authority ranks are on every shard: not guarded.
+SELECT try($$SELECT cscp.policy_set('t', '{"context_ttl": "10 minutes"}')$$) AS policy;
+
+-- An application role is held to it too (it cannot read cscp.shard, the guard can).
+CREATE ROLE shard_app;
+SELECT cscp.grant_app('shard_app');
+SET ROLE shard_app;
+SET cscp.tenant_id = 't';
+SELECT try($$SELECT cscp.context_open('t', 's-a', 'app')$$) AS app_other_open;
+SELECT try($$SELECT cscp.context_open('t', 's-b', 'app')$$) AS app_held_open;
+SELECT try($$SELECT cscp.shard_set(NULL, NULL)$$) AS app_shard_set;
+SELECT try($$SELECT * FROM cscp.shard$$) AS app_reads_shard;
+RESET cscp.tenant_id;
+RESET ROLE;
+
+-- Rows of partitions no longer held, after partition 1 moved here and 0 moved away.
+SELECT cscp.shard_set(2, '{1}');
+SELECT * FROM cscp.shard_misplaced() WHERE table_name IN ('context', 'fact', 'document', 'conversation');
+-- A change is seen by the next statement of the same session.
+SELECT try($$SELECT cscp.context_open('t', 's-a', 'b')$$) AS now_held;
+SELECT try($$SELECT cscp.context_open('t', 's-b', 'c')$$) AS now_other;
+
+-- Back to one node.
+SELECT cscp.shard_set(NULL, NULL);
+SELECT count(*) AS config_rows FROM cscp.shard;
+SELECT try($$SELECT cscp.context_open('t', 's-b', 'c')$$) AS one_node_again;
+SELECT * FROM cscp.shard_misplaced();
+DROP OWNED BY shard_app;
+DROP ROLE shard_app;
+RESET cscp.clock;

@@ -1,0 +1,343 @@
+/*-------------------------------------------------------------------------
+ *
+ * context_api.c
+ *	  cscp.context_open and cscp.slot_set in C.  context_open: the live
+ *	  usable context of (tenant, conversation, actor), or a new active one,
+ *	  with the given slots merged in.  The context trigger (context_fsm.c)
+ *	  holds every write to its rules; this file only finds, extends and
+ *	  inserts.
+ *
+ *	  The common case, a live context in use, is one UPDATE that finds,
+ *	  locks and extends it.  Only when there is none (or it is past its TTL)
+ *	  does the open look further: record the expiry, then insert a new one.
+ *	  A concurrent open may insert the live context between the look and the
+ *	  insert (the partial unique index context_live_key refuses a second):
+ *	  the loop then finds that one.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "cscp.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+/* The attempts an open makes before it gives up (40001). */
+#define OPEN_ATTEMPTS 3
+
+/* interval as text, for messages */
+static char *
+interval_text(Interval *iv)
+{
+	return DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(iv)));
+}
+
+/*
+ * The lifetime of a context: requested, or the policy's context_ttl;
+ * refused (22023) unless positive and within the policy's max_ttl.
+ * The same rules as cscp._ttl.
+ */
+static Interval *
+context_ttl(Jsonb *policy, Interval *requested)
+{
+	Interval   *ttl = requested;
+	Interval   *zero = palloc0(sizeof(Interval));
+	char	   *s;
+
+	if (ttl == NULL)
+	{
+		s = cscp_jsonb_get_cstring(policy, "context_ttl");
+		ttl = palloc(sizeof(Interval));
+		if (s == NULL || !cscp_parse_interval(s, ttl))
+			elog(ERROR, "the policy has no valid context_ttl");
+	}
+	if (DatumGetInt32(DirectFunctionCall2(interval_cmp, IntervalPGetDatum(ttl),
+										  IntervalPGetDatum(zero))) <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ttl must be positive"),
+				 errdetail("The lifetime given is %s.", interval_text(ttl)),
+				 errhint("Pass a positive interval, or NULL for the policy's context_ttl.")));
+	s = cscp_jsonb_get_cstring(policy, "max_ttl");
+	if (s != NULL)
+	{
+		Interval	max_ttl;
+
+		if (cscp_parse_interval(s, &max_ttl) &&
+			DatumGetInt32(DirectFunctionCall2(interval_cmp, IntervalPGetDatum(ttl),
+											  IntervalPGetDatum(&max_ttl))) > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("ttl is too long"),
+					 errdetail("The lifetime given is %s; the policy allows lifetimes up to %s (policy key \"max_ttl\").",
+							   interval_text(ttl), interval_text(&max_ttl)),
+					 errhint("Pass a shorter lifetime, or raise \"max_ttl\" with cscp.policy_set.")));
+	}
+	return ttl;
+}
+
+/*
+ * Open (or reuse) the context of (tenant, conversation, actor) with slots
+ * merged in; see the file header.  Connected to SPI by the caller; returns
+ * the row as stored (in SPI memory), with its descriptor in *desc.
+ */
+HeapTuple
+cscp_context_open_row(text *tenant, text *conversation, text *actor, Jsonb *slots,
+					  Interval *ttl, text *correlation, TupleDesc *desc)
+{
+	static SPIPlanPtr use_plan = NULL;
+	static SPIPlanPtr live_plan = NULL;
+	static SPIPlanPtr expire_plan = NULL;
+	static SPIPlanPtr insert_plan = NULL;
+	static const Oid use_types[6] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, TIMESTAMPTZOID};
+	static const Oid live_types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	static const Oid expire_types[2] = {TEXTOID, UUIDOID};
+	static const Oid insert_types[7] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID,
+	INTERVALOID, TEXTOID};
+	TimestampTz now = cscp_now();
+	Datum		args[7];
+	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Jsonb	   *empty = NULL;
+
+	if (slots == NULL)
+	{
+		JsonbParseState *st = NULL;
+
+		pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+		empty = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
+		slots = empty;
+	}
+	ttl = context_ttl(cscp_policy_get(text_to_cstring(tenant)), ttl);
+
+	for (int attempt = 0; attempt < OPEN_ATTEMPTS; attempt++)
+	{
+		bool		isnull;
+
+		/* The live context in use: found, locked and extended in one. */
+		args[0] = PointerGetDatum(tenant);
+		args[1] = PointerGetDatum(conversation);
+		args[2] = PointerGetDatum(actor);
+		args[3] = JsonbPGetDatum(slots);
+		args[4] = PointerGetDatum(correlation);
+		nulls[4] = correlation ? ' ' : 'n';
+		args[5] = TimestampTzGetDatum(now);
+		cscp_spi_plan(&use_plan,
+					  "UPDATE cscp.context x"
+					  "   SET slots = x.slots || $4,"
+					  "       expires_at = cscp._context_touch(x),"
+					  "       correlation_id = coalesce($5, x.correlation_id)"
+					  " WHERE x.tenant_id = $1 AND x.conversation_id = $2 AND x.actor_id = $3"
+					  "   AND x.status IN ('active', 'pending', 'blocked') AND x.expires_at > $6"
+					  " RETURNING *",
+					  6, use_types);
+		if (SPI_execute_plan(use_plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+			elog(ERROR, "could not extend a context");
+		if (SPI_processed == 1)
+		{
+			*desc = SPI_tuptable->tupdesc;
+			return SPI_tuptable->vals[0];
+		}
+
+		/* None in use: a live one past its TTL is recorded expired first. */
+		cscp_spi_plan(&live_plan,
+					  "SELECT x.tenant_id, x.context_id, x.expires_at FROM cscp.context x"
+					  " WHERE x.tenant_id = $1 AND x.conversation_id = $2 AND x.actor_id = $3"
+					  "   AND x.status IN ('active', 'pending', 'blocked')"
+					  " FOR UPDATE",
+					  3, live_types);
+		if (SPI_execute_plan(live_plan, args, NULL, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not look up a live context");
+		if (SPI_processed == 1)
+		{
+			HeapTuple	live = SPI_tuptable->vals[0];
+			TupleDesc	livedesc = SPI_tuptable->tupdesc;
+
+			if (DatumGetTimestampTz(SPI_getbinval(live, livedesc, 3, &isnull)) > now)
+				continue;		/* came to life since the update looked */
+			args[0] = SPI_getbinval(live, livedesc, 1, &isnull);
+			args[1] = SPI_getbinval(live, livedesc, 2, &isnull);
+			cscp_spi_plan(&expire_plan,
+						  "UPDATE cscp.context x SET status = 'expired', reason = 'ttl'"
+						  " WHERE x.tenant_id = $1 AND x.context_id = $2",
+						  2, expire_types);
+			if (SPI_execute_plan(expire_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+				elog(ERROR, "could not record the expiry of a context");
+		}
+
+		args[0] = PointerGetDatum(tenant);
+		args[1] = PointerGetDatum(conversation);
+		args[2] = PointerGetDatum(actor);
+		args[3] = JsonbPGetDatum(slots);
+		args[4] = TimestampTzGetDatum(DatumGetTimestampTz(
+														  DirectFunctionCall2(timestamptz_pl_interval,
+																			  TimestampTzGetDatum(now),
+																			  IntervalPGetDatum(ttl))));
+		nulls[4] = ' ';
+		args[5] = IntervalPGetDatum(ttl);
+		args[6] = PointerGetDatum(correlation);
+		nulls[6] = correlation ? ' ' : 'n';
+		cscp_spi_plan(&insert_plan,
+					  "INSERT INTO cscp.context AS x (tenant_id, conversation_id, actor_id, slots,"
+					  "    expires_at, ttl, correlation_id)"
+					  " VALUES ($1, $2, $3, $4, $5, $6, $7)"
+					  " ON CONFLICT (tenant_id, conversation_id, actor_id)"
+					  "    WHERE status IN ('active', 'pending', 'blocked') DO NOTHING"
+					  " RETURNING *",
+					  7, insert_types);
+		if (SPI_execute_plan(insert_plan, args, nulls, false, 0) != SPI_OK_INSERT_RETURNING)
+			elog(ERROR, "could not insert a context");
+		if (SPI_processed == 1)
+		{
+			*desc = SPI_tuptable->tupdesc;
+			return SPI_tuptable->vals[0];
+		}
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not open a context for conversation \"%s\" and actor \"%s\"",
+					text_to_cstring(conversation), text_to_cstring(actor)),
+			 errhint("Concurrent opens kept replacing it; retry the transaction.")));
+	return NULL;				/* keep compiler quiet */
+}
+
+/*
+ * The context row (as SPI read it, described by desc) as readers see it,
+ * like cscp._context_view: its effective status (expired once past
+ * expires_at) and the slots the policy lets them see; a datum of the
+ * composite type cscp.context described by rowdesc.
+ */
+Datum
+cscp_context_view_datum(HeapTuple row, TupleDesc desc, TupleDesc rowdesc)
+{
+	int			natts = desc->natts;
+	Datum	   *values = palloc(natts * sizeof(Datum));
+	bool	   *nulls = palloc(natts * sizeof(bool));
+	int			status = cscp_column(desc, "cscp.context", "status");
+	int			expires = cscp_column(desc, "cscp.context", "expires_at");
+	int			slots = cscp_column(desc, "cscp.context", "slots");
+	int			tenant = cscp_column(desc, "cscp.context", "tenant_id");
+	char	   *label;
+
+	if (rowdesc->natts != natts)
+		elog(ERROR, "cscp.context has %d columns, its row type %d", natts, rowdesc->natts);
+	heap_deform_tuple(row, desc, values, nulls);
+	label = DatumGetCString(DirectFunctionCall1(enum_out, values[status - 1]));
+	if ((strcmp(label, "active") == 0 || strcmp(label, "pending") == 0 ||
+		 strcmp(label, "blocked") == 0) &&
+		DatumGetTimestampTz(values[expires - 1]) <= cscp_now())
+		values[status - 1] =
+			DirectFunctionCall2(enum_in, CStringGetDatum("expired"),
+								ObjectIdGetDatum(TupleDescAttr(desc, status - 1)->atttypid));
+	values[slots - 1] =
+		JsonbPGetDatum(cscp_slots_visible(DatumGetJsonbP(values[slots - 1]),
+										  cscp_policy_get(TextDatumGetCString(values[tenant - 1]))));
+	return heap_copy_tuple_as_datum(heap_form_tuple(rowdesc, values, nulls), rowdesc);
+}
+
+PG_FUNCTION_INFO_V1(cscp_context_open);
+
+/*
+ * cscp.context_open(tenant_id text, conversation_id text, actor_id text,
+ *                   slots jsonb, ttl interval, correlation_id text)
+ * RETURNS cscp.context
+ */
+Datum
+cscp_context_open(PG_FUNCTION_ARGS)
+{
+	text	   *tenant = PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0);
+	text	   *conversation = PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1);
+	text	   *actor = PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2);
+	Jsonb	   *slots = PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3);
+	Interval   *ttl = PG_ARGISNULL(4) ? NULL : PG_GETARG_INTERVAL_P(4);
+	text	   *correlation = PG_ARGISNULL(5) ? NULL : PG_GETARG_TEXT_PP(5);
+	MemoryContext callerctx = CurrentMemoryContext;
+	TupleDesc	rowdesc;
+	TupleDesc	desc;
+	HeapTuple	row;
+	Datum		result;
+	MemoryContext spictx;
+
+	if (get_call_result_type(fcinfo, NULL, &rowdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "cscp.context_open must return a composite type");
+	rowdesc = BlessTupleDesc(rowdesc);
+
+	cscp_check_tenant(tenant);
+	cscp_check_id("conversation_id", conversation);
+	cscp_check_id("actor_id", actor);
+	if (slots != NULL && !JB_ROOT_IS_OBJECT(slots))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("slots must be a JSON object"),
+				 errhint("Pass an object such as '{\"active_intent\": \"transfer\"}'.")));
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	row = cscp_context_open_row(tenant, conversation, actor, slots, ttl, correlation, &desc);
+	spictx = MemoryContextSwitchTo(callerctx);
+	result = cscp_context_view_datum(row, desc, rowdesc);
+	MemoryContextSwitchTo(spictx);
+	SPI_finish();
+	PG_RETURN_DATUM(result);
+}
+
+PG_FUNCTION_INFO_V1(cscp_slot_set);
+
+/*
+ * cscp.slot_set(context_id uuid, slot text, value jsonb) RETURNS cscp.context
+ *
+ * Set one slot of a live context (SQL NULL removes it), as a use of the
+ * context: one UPDATE, which the context trigger holds to the slot rules
+ * and the expiry invariant.
+ */
+Datum
+cscp_slot_set(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[3] = {UUIDOID, TEXTOID, JSONBOID};
+	MemoryContext callerctx = CurrentMemoryContext;
+	TupleDesc	rowdesc;
+	Datum		args[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	Datum		result;
+	MemoryContext spictx;
+
+	cscp_check_id("slot", PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1));
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("context_id must not be null"),
+				 errhint("Pass the context_id returned by cscp.context_open.")));
+	if (get_call_result_type(fcinfo, NULL, &rowdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "cscp.slot_set must return a composite type");
+	rowdesc = BlessTupleDesc(rowdesc);
+
+	args[0] = PG_GETARG_DATUM(0);
+	args[1] = PG_GETARG_DATUM(1);
+	args[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "UPDATE cscp.context x"
+				  "   SET slots = CASE WHEN $3 IS NULL THEN x.slots - $2"
+				  "                    ELSE x.slots || jsonb_build_object($2, $3) END,"
+				  "       expires_at = cscp._context_touch(x)"
+				  " WHERE x.context_id = $1"
+				  " RETURNING *",
+				  3, types);
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not set a slot");
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("context %s does not exist",
+						DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0)))),
+				 errhint("Check the id, and that cscp.tenant_id names the context's tenant.")));
+	spictx = MemoryContextSwitchTo(callerctx);
+	result = cscp_context_view_datum(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, rowdesc);
+	MemoryContextSwitchTo(spictx);
+	SPI_finish();
+	PG_RETURN_DATUM(result);
+}

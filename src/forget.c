@@ -1,0 +1,370 @@
+/*-------------------------------------------------------------------------
+ *
+ * forget.c
+ *	  Erasure: cscp.forget_conversation and cscp.forget_subject, the
+ *	  tombstones they leave, and the trigger that refuses late writes for
+ *	  what was forgotten.
+ *
+ * forget_* deletes every row about a conversation (contexts, frames,
+ * commands with their whole evidence chains, answers, turns, events, the
+ * conversation, its session's documents, working set and environment, the
+ * operators' inspections of it) or a subject (identity, facts, the contexts
+ * and commands it was the actor of with their evidence, its answers), as
+ * the owner of the tables, after checking as the caller that the tenant is
+ * the session's.  It leaves a tombstone in cscp.tombstone keyed by tenant
+ * and sha256(kind, tenant, id): the tombstone, which is also the record of
+ * the erasure (time, role, counts), holds no personal data.
+ *
+ * The trigger cscp.forgotten_guard(kind, column [, kind, column]) on every
+ * table holding such rows refuses (55000) an INSERT, or an UPDATE moving a
+ * row, whose column names a forgotten conversation or subject, whoever
+ * writes it and however: a late write never brings the data back.
+ *
+ * Locking: forget takes an exclusive transaction-level advisory lock on the
+ * id's hash, the trigger a shared one before it looks for a tombstone.  A
+ * write that began first commits before forget deletes (and is deleted with
+ * the rest); a write that comes later waits for forget's commit and then
+ * sees its tombstone (READ COMMITTED takes a new snapshot per statement).
+ *
+ * cscp_erasing is true only while forget_* runs its deletes; the evidence
+ * trigger lets those deletes through (they take whole chains).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "cscp.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+/* Advisory lock class of erasures (cscp_key_lock uses 1668506480). */
+#define CSCP_FORGET_LOCK_CLASS 1668506471
+
+bool		cscp_erasing = false;
+
+/* The tombstone key of an id: sha256 of kind, tenant and id, NUL-separated. */
+char *
+cscp_forget_hash(const char *tenant_id, const char *kind, const char *id)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, kind);
+	appendStringInfoChar(&buf, '\0');
+	appendStringInfoString(&buf, tenant_id);
+	appendStringInfoChar(&buf, '\0');
+	appendStringInfoString(&buf, id);
+	return cscp_sha256_hex(buf.data, buf.len);
+}
+
+/* Take the transaction-level advisory lock of an id's hash. */
+static void
+forget_lock(const char *hash, bool exclusive)
+{
+	int32		key = DatumGetInt32(DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
+															CStringGetTextDatum(hash)));
+
+	if (exclusive)
+		DirectFunctionCall2(pg_advisory_xact_lock_int4,
+							Int32GetDatum(CSCP_FORGET_LOCK_CLASS), Int32GetDatum(key));
+	else
+		DirectFunctionCall2(pg_advisory_xact_lock_shared_int4,
+							Int32GetDatum(CSCP_FORGET_LOCK_CLASS), Int32GetDatum(key));
+}
+
+/* Whether cscp.tombstone is empty on disk (then nothing was ever forgotten). */
+static bool
+tombstones_empty(void)
+{
+	Oid			relid = get_relname_relid("tombstone", get_namespace_oid("cscp", false));
+	Relation	rel;
+	BlockNumber n;
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "table cscp.tombstone does not exist");
+	rel = table_open(relid, AccessShareLock);
+	n = RelationGetNumberOfBlocks(rel);
+	table_close(rel, AccessShareLock);
+	return n == 0;
+}
+
+/*
+ * Raise 55000 when id (a conversation or subject, kind) of tenant_id was
+ * forgotten.  Takes the shared lock of its hash, so that an erasure running
+ * now is waited for.
+ */
+void
+cscp_refuse_forgotten(const char *tenant_id, const char *kind, const char *id)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[2] = {TEXTOID, TEXTOID};
+	char	   *hash = cscp_forget_hash(tenant_id, kind, id);
+	CscpOwnerScope owner;
+	Datum		args[2];
+	bool		found;
+	TimestampTz when = 0;
+
+	forget_lock(hash, false);
+	/* With the lock held, an empty table means no tombstone for us either. */
+	if (tombstones_empty())
+		return;
+
+	cscp_owner_enter("tombstone", &owner);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "SELECT t.forgotten_at FROM cscp.tombstone t"
+				  " WHERE t.tenant_id = $1 AND t.id_hash = $2",
+				  2, argtypes);
+	args[0] = CStringGetTextDatum(tenant_id);
+	args[1] = CStringGetTextDatum(hash);
+	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up tombstones");
+	found = SPI_processed > 0;
+	if (found)
+	{
+		bool		isnull;
+
+		when = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
+												 SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	SPI_finish();
+	cscp_owner_leave(&owner);
+
+	if (found)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s \"%s\" of tenant \"%s\" was forgotten", kind, id, tenant_id),
+				 errdetail("Its rows were erased by cscp.forget_%s at %s; a tombstone refuses new rows for it.",
+						   kind, timestamptz_to_str(when)),
+				 errhint("Use a new %s id: a forgotten one is never written again.", kind)));
+}
+
+PG_FUNCTION_INFO_V1(cscp_forgotten_guard);
+
+/*
+ * Trigger cscp.forgotten_guard(kind, column [, kind, column ...]):
+ * BEFORE INSERT OR UPDATE FOR EACH ROW.  Refuses the row when a column
+ * names a forgotten id of its kind (conversation or subject) for the row's
+ * tenant_id; an UPDATE is checked only for the columns it changes.
+ */
+Datum
+cscp_forgotten_guard(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Trigger    *trigger;
+	HeapTuple	newtup;
+	TupleDesc	desc;
+	char	   *tenant;
+	bool		is_update;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) ||
+		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("cscp.forgotten_guard() must be a BEFORE INSERT OR UPDATE ROW trigger")));
+	trigger = trigdata->tg_trigger;
+	if (trigger->tgnargs < 2 || trigger->tgnargs % 2 != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("cscp.forgotten_guard() takes pairs of kind and column")));
+
+	is_update = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event);
+	newtup = is_update ? trigdata->tg_newtuple : trigdata->tg_trigtuple;
+	desc = RelationGetDescr(trigdata->tg_relation);
+	tenant = SPI_getvalue(newtup, desc, cscp_column(desc, "cscp table", "tenant_id"));
+	if (tenant == NULL)
+		return PointerGetDatum(newtup);
+
+	for (int i = 0; i < trigger->tgnargs; i += 2)
+	{
+		const char *kind = trigger->tgargs[i];
+		int			attnum = cscp_column(desc, "cscp table", trigger->tgargs[i + 1]);
+		char	   *id = SPI_getvalue(newtup, desc, attnum);
+
+		if (id == NULL)
+			continue;
+		if (is_update && cscp_same_value(trigdata->tg_trigtuple, newtup, desc, attnum) &&
+			cscp_same_value(trigdata->tg_trigtuple, newtup, desc,
+							cscp_column(desc, "cscp table", "tenant_id")))
+			continue;
+		cscp_refuse_forgotten(tenant, kind, id);
+	}
+	return PointerGetDatum(newtup);
+}
+
+/* One DELETE of an erasure: its count is reported under name. */
+typedef struct EraseStep
+{
+	const char *name;
+	const char *sql;			/* $1 tenant, $2 id */
+} EraseStep;
+
+static const EraseStep conversation_steps[] = {
+	{"evidence", "DELETE FROM cscp.evidence e WHERE e.tenant_id = $1 AND e.conversation_id = $2"},
+	{"answers", "DELETE FROM cscp.answer a WHERE a.tenant_id = $1 AND a.conversation_id = $2"},
+	{"commands", "DELETE FROM cscp.command c WHERE c.tenant_id = $1 AND c.conversation_id = $2"},
+	{"frames", "DELETE FROM cscp.frame f WHERE f.tenant_id = $1 AND f.conversation_id = $2"},
+	{"contexts", "DELETE FROM cscp.context c WHERE c.tenant_id = $1 AND c.conversation_id = $2"},
+	{"turns", "DELETE FROM cscp.turn t WHERE t.tenant_id = $1 AND t.conversation_id = $2"},
+	{"events", "DELETE FROM cscp.event e WHERE e.tenant_id = $1 AND e.conversation_id = $2"},
+	{"conversations", "DELETE FROM cscp.conversation c WHERE c.tenant_id = $1 AND c.conversation_id = $2"},
+	{"documents", "DELETE FROM cscp.document d WHERE d.tenant_id = $1 AND d.session_id = $2"},
+	{"working_set", "DELETE FROM cscp.working_set w WHERE w.tenant_id = $1 AND w.session_id = $2"},
+	{"environment", "DELETE FROM cscp.environment e WHERE e.tenant_id = $1 AND e.session_id = $2"},
+	{"inspections", "DELETE FROM cscp.inspection_log i WHERE i.tenant_id = $1 AND i.conversation_id = $2"},
+};
+
+static const EraseStep subject_steps[] = {
+	/* The chains of its commands, and the standalone rows of its contexts. */
+	{"evidence", "DELETE FROM cscp.evidence e WHERE e.tenant_id = $1 AND ("
+		" e.command_id IN (SELECT c.command_id FROM cscp.command c"
+		"                   WHERE c.tenant_id = $1 AND c.actor_id = $2)"
+		" OR (e.command_id IS NULL AND e.context_ref ->> 'context_id' IN"
+		"     (SELECT x.context_id::text FROM cscp.context x"
+		"       WHERE x.tenant_id = $1 AND x.actor_id = $2)))"},
+	{"answers", "DELETE FROM cscp.answer a WHERE a.tenant_id = $1 AND a.answered_by = $2"},
+	{"commands", "DELETE FROM cscp.command c WHERE c.tenant_id = $1 AND c.actor_id = $2"},
+	{"frames", "DELETE FROM cscp.frame f WHERE f.tenant_id = $1 AND f.context_id IN"
+		" (SELECT x.context_id FROM cscp.context x WHERE x.tenant_id = $1 AND x.actor_id = $2)"},
+	{"contexts", "DELETE FROM cscp.context c WHERE c.tenant_id = $1 AND c.actor_id = $2"},
+	{"facts", "DELETE FROM cscp.fact f WHERE f.tenant_id = $1 AND f.subject_id = $2"},
+	{"identity", "DELETE FROM cscp.identity i WHERE i.tenant_id = $1 AND i.subject_id = $2"},
+};
+
+#define MAX_ERASE_STEPS 16
+
+/*
+ * The work of forget_conversation and forget_subject: tombstone, then the
+ * deletes, then the counts recorded on the tombstone and returned.
+ */
+static Jsonb *
+forget(text *tenant, text *id, const char *kind, const char *argname,
+	   const EraseStep *steps, int nsteps, SPIPlanPtr *plans)
+{
+	static SPIPlanPtr tomb_plan = NULL;
+	static SPIPlanPtr count_plan = NULL;
+	static const Oid argtypes[2] = {TEXTOID, TEXTOID};
+	static const Oid tomb_types[4] = {TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID};
+	static const Oid count_types[3] = {TEXTOID, TEXTOID, JSONBOID};
+	char	   *tenant_s;
+	char	   *id_s;
+	char	   *hash;
+	CscpOwnerScope owner;
+	StringInfoData counts;
+	Datum		args[4];
+	Jsonb	   *result;
+
+	/* As the caller: the tenant must be the session's. */
+	cscp_check_tenant(tenant);
+	cscp_check_id(argname, id);
+	tenant_s = text_to_cstring(tenant);
+	id_s = text_to_cstring(id);
+	hash = cscp_forget_hash(tenant_s, kind, id_s);
+	forget_lock(hash, true);
+
+	cscp_owner_enter("tombstone", &owner);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+
+	cscp_spi_plan(&tomb_plan,
+				  "INSERT INTO cscp.tombstone (tenant_id, id_hash, kind, forgotten_at)"
+				  " VALUES ($1, $2, $3, $4) ON CONFLICT (tenant_id, id_hash) DO NOTHING",
+				  4, tomb_types);
+	args[0] = CStringGetTextDatum(tenant_s);
+	args[1] = CStringGetTextDatum(hash);
+	args[2] = CStringGetTextDatum(kind);
+	args[3] = TimestampTzGetDatum(cscp_now());
+	if (SPI_execute_plan(tomb_plan, args, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not record the tombstone");
+
+	initStringInfo(&counts);
+	appendStringInfoChar(&counts, '{');
+	args[1] = PointerGetDatum(id);
+	cscp_erasing = true;
+	PG_TRY();
+	{
+		for (int i = 0; i < nsteps; i++)
+		{
+			cscp_spi_plan(&plans[i], steps[i].sql, 2, argtypes);
+			if (SPI_execute_plan(plans[i], args, NULL, false, 0) != SPI_OK_DELETE)
+				elog(ERROR, "could not erase %s", steps[i].name);
+			appendStringInfo(&counts, "%s\"%s\": " UINT64_FORMAT, i > 0 ? ", " : "",
+							 steps[i].name, SPI_processed);
+		}
+	}
+	PG_FINALLY();
+	{
+		cscp_erasing = false;
+	}
+	PG_END_TRY();
+	appendStringInfoChar(&counts, '}');
+
+	/* The tombstone keeps the totals of every erasure of this id. */
+	cscp_spi_plan(&count_plan,
+				  "UPDATE cscp.tombstone t"
+				  "   SET counts = (SELECT jsonb_object_agg(c.key, c.value::bigint"
+				  "                        + coalesce((t.counts ->> c.key)::bigint, 0))"
+				  "                   FROM jsonb_each_text($3) c)"
+				  " WHERE t.tenant_id = $1 AND t.id_hash = $2",
+				  3, count_types);
+	args[1] = CStringGetTextDatum(hash);
+	args[2] = DirectFunctionCall1(jsonb_in, CStringGetDatum(counts.data));
+	if (SPI_execute_plan(count_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record the erasure");
+	result = DatumGetJsonbP(SPI_datumTransfer(args[2], false, -1));
+	SPI_finish();
+	cscp_owner_leave(&owner);
+	return result;
+}
+
+PG_FUNCTION_INFO_V1(cscp_forget_conversation);
+
+/*
+ * cscp.forget_conversation(tenant_id text, conversation_id text) RETURNS
+ * jsonb: erase every row of the conversation (and of its session), leave a
+ * tombstone; the number of rows erased per table.
+ */
+Datum
+cscp_forget_conversation(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plans[MAX_ERASE_STEPS];
+
+	StaticAssertStmt(lengthof(conversation_steps) <= MAX_ERASE_STEPS, "too many steps");
+	PG_RETURN_JSONB_P(forget(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0),
+							 PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1),
+							 "conversation", "conversation_id",
+							 conversation_steps, lengthof(conversation_steps), plans));
+}
+
+PG_FUNCTION_INFO_V1(cscp_forget_subject);
+
+/*
+ * cscp.forget_subject(tenant_id text, subject_id text) RETURNS jsonb: erase
+ * the subject's identity and facts, and the contexts, commands (with their
+ * evidence) and answers it was the actor of; leave a tombstone; the number
+ * of rows erased per table.
+ */
+Datum
+cscp_forget_subject(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plans[MAX_ERASE_STEPS];
+
+	StaticAssertStmt(lengthof(subject_steps) <= MAX_ERASE_STEPS, "too many steps");
+	PG_RETURN_JSONB_P(forget(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0),
+							 PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1),
+							 "subject", "subject_id",
+							 subject_steps, lengthof(subject_steps), plans));
+}

@@ -1,0 +1,74 @@
+/*-------------------------------------------------------------------------
+ *
+ * owner.c
+ *	  Running a piece of C code with the rights of the owner of cscp's
+ *	  tables, safely.
+ *
+ * Evidence, events and erasures are written by cscp's C code as the owner
+ * of the tables (application roles may not write them).  Inside such a
+ * section every query runs with search_path = pg_catalog, pg_temp, set at a
+ * GUC nest level of its own: the caller's search_path could otherwise put a
+ * schema of its own before pg_catalog and have an operator or function it
+ * wrote run with the owner's rights (CVE-2018-1058).  Saved plans prepared
+ * inside a section are re-analysed only when the search_path differs, so
+ * they keep resolving names in pg_catalog.
+ *
+ * On an error the transaction's abort restores both the user and the
+ * settings; cscp_owner_leave is for the normal path only.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "cscp.h"
+
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "miscadmin.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+
+/* The owner of table cscp.relname. */
+Oid
+cscp_table_owner(const char *relname)
+{
+	Oid			nsp = get_namespace_oid("cscp", false);
+	Oid			relid = get_relname_relid(relname, nsp);
+	HeapTuple	tp;
+	Oid			owner;
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "table cscp.%s does not exist", relname);
+	tp = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tp))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tp))->relowner;
+	ReleaseSysCache(tp);
+	return owner;
+}
+
+/* Become the owner of cscp.relname, with a search_path of pg_catalog only. */
+void
+cscp_owner_enter(const char *relname, CscpOwnerScope *scope)
+{
+	cscp_owner_enter_as(cscp_table_owner(relname), scope);
+}
+
+/* The same, for a caller that knows the owner (a role id it keeps). */
+void
+cscp_owner_enter_as(Oid owner, CscpOwnerScope *scope)
+{
+	GetUserIdAndSecContext(&scope->save_userid, &scope->save_sec_context);
+	SetUserIdAndSecContext(owner, scope->save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	scope->nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+}
+
+/* Back to the caller's user and search_path. */
+void
+cscp_owner_leave(CscpOwnerScope *scope)
+{
+	AtEOXact_GUC(true, scope->nestlevel);
+	SetUserIdAndSecContext(scope->save_userid, scope->save_sec_context);
+}

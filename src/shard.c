@@ -1,0 +1,225 @@
+/*-------------------------------------------------------------------------
+ *
+ * shard.c
+ *	  The shard guard: a node of a scale-out deployment holds only the rows
+ *	  whose routing hash falls in its partitions.
+ *
+ * A PL/Proxy proxy (proxy/, README "Scale-out") sends each call to partition
+ * hash & (partition_count - 1).  The hash of a row is
+ *	- hashtext(conversation_id) for the rows of a conversation (contexts,
+ *	  commands, frames, answers, evidence, conversations, turns, events,
+ *	  inspections), the hash its ids carry (routing.c);
+ *	- hashtext(tenant_id || '/' || subject_id) for identities and facts;
+ *	- hashtext(tenant_id || '/' || session_id) for documents, the working
+ *	  set and environments;
+ * the trigger's arguments name the column or the (tenant, key) pair.  The
+ * single row of cscp.shard says how many partitions there are and which this
+ * node holds; with no row (one node, the default) every row is accepted.
+ *
+ * The BEFORE INSERT OR UPDATE OF <key columns> trigger shard_guard refuses
+ * (55000) a row this node does not hold, so a write that bypasses the proxy
+ * cannot land on the wrong shard.  Policies and authority ranks are tenant
+ * settings every shard keeps a copy of: they are not guarded.
+ *
+ * Each backend caches the configuration; the statement trigger on
+ * cscp.shard sends a relcache invalidation for the table (as for the policy
+ * cache, policy.c), which drops it.  Unsharded, the guard costs one cached
+ * test per row.  It takes no locks beyond reading cscp.shard once per reload.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "cscp.h"
+
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/namespace.h"
+#include "commands/trigger.h"
+#include "common/hashfn.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+/* Partitions: at most this many (PL/Proxy needs a power of two). */
+#define SHARD_MAX_PARTITIONS 65536
+
+static bool shard_loaded = false;
+static uint64 shard_generation = 0;
+static bool shard_callback_registered = false;
+static Oid	shard_relid = InvalidOid;
+static int	shard_count = 0;		/* 0: not sharded, every row is held */
+static bool *shard_held = NULL;		/* shard_held[p]: this node holds p */
+
+/* Drop the cached configuration when cscp.shard changes (or on a reset). */
+static void
+shard_inval(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == shard_relid)
+	{
+		shard_generation++;
+		shard_loaded = false;
+	}
+}
+
+/* Read cscp.shard (with the table owner's view: no permission check). */
+static void
+shard_load(void)
+{
+	Oid			nsp;
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tuple;
+	int			count = 0;
+	bool	   *held = NULL;
+	uint64		generation;
+
+	if (!shard_callback_registered)
+	{
+		CacheRegisterRelcacheCallback(shard_inval, (Datum) 0);
+		shard_callback_registered = true;
+	}
+	generation = shard_generation;
+	nsp = get_namespace_oid("cscp", true);
+	shard_relid = OidIsValid(nsp) ? get_relname_relid("shard", nsp) : InvalidOid;
+	if (OidIsValid(shard_relid))
+	{
+		rel = table_open(shard_relid, AccessShareLock);
+		scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+		while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
+		{
+			TupleDesc	desc = RelationGetDescr(rel);
+			bool		isnull;
+			Datum		d;
+			ArrayType  *arr;
+			Datum	   *elems;
+			bool	   *nulls;
+			int			n;
+
+			d = heap_getattr(tuple, cscp_column(desc, "cscp.shard", "partition_count"),
+							 desc, &isnull);
+			if (isnull)
+				continue;
+			count = DatumGetInt32(d);
+			if (count <= 0 || count > SHARD_MAX_PARTITIONS)
+				elog(ERROR, "cscp.shard holds an invalid partition count %d", count);
+			held = MemoryContextAllocZero(TopMemoryContext, count * sizeof(bool));
+			d = heap_getattr(tuple, cscp_column(desc, "cscp.shard", "partitions"),
+							 desc, &isnull);
+			if (!isnull)
+			{
+				arr = DatumGetArrayTypeP(d);
+				deconstruct_array(arr, INT4OID, sizeof(int32), true, TYPALIGN_INT,
+								  &elems, &nulls, &n);
+				for (int i = 0; i < n; i++)
+					if (!nulls[i] && DatumGetInt32(elems[i]) >= 0 &&
+						DatumGetInt32(elems[i]) < count)
+						held[DatumGetInt32(elems[i])] = true;
+			}
+		}
+		table_endscan(scan);
+		table_close(rel, AccessShareLock);
+	}
+	if (shard_held != NULL)
+		pfree(shard_held);
+	shard_held = held;
+	shard_count = count;
+	/* An invalidation that arrived while reading makes the next row read again. */
+	shard_loaded = (generation == shard_generation);
+}
+
+/* hashtext(a), or hashtext(a || '/' || b) when b is given. */
+static int32
+shard_hash(text *a, text *b)
+{
+	StringInfoData buf;
+	int32		h;
+
+	if (b == NULL)
+		return cscp_routing_hash_text(a);
+	initStringInfo(&buf);
+	appendBinaryStringInfo(&buf, VARDATA_ANY(a), VARSIZE_ANY_EXHDR(a));
+	appendStringInfoChar(&buf, '/');
+	appendBinaryStringInfo(&buf, VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b));
+	h = DatumGetInt32(hash_any((unsigned char *) buf.data, buf.len));
+	pfree(buf.data);
+	return h;
+}
+
+PG_FUNCTION_INFO_V1(cscp_shard_guard);
+
+/*
+ * Trigger cscp.shard_guard(column [, column]): BEFORE INSERT OR UPDATE OF the
+ * key columns, FOR EACH ROW.  One argument: the row's hash is hashtext of
+ * that column; two: hashtext(first || '/' || second).
+ */
+Datum
+cscp_shard_guard(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Trigger    *trigger;
+	HeapTuple	tuple;
+	TupleDesc	desc;
+	Datum		d;
+	bool		isnull;
+	text	   *a;
+	text	   *b = NULL;
+	int32		hash;
+	int			partition;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) ||
+		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("cscp.shard_guard() must be a BEFORE INSERT OR UPDATE ROW trigger")));
+	tuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
+		trigdata->tg_newtuple : trigdata->tg_trigtuple;
+
+	if (!shard_loaded)
+		shard_load();
+	if (shard_count == 0)
+		return PointerGetDatum(tuple);
+
+	trigger = trigdata->tg_trigger;
+	if (trigger->tgnargs < 1 || trigger->tgnargs > 2)
+		elog(ERROR, "cscp.shard_guard() takes one or two column names");
+	desc = RelationGetDescr(trigdata->tg_relation);
+	d = heap_getattr(tuple, cscp_column(desc, RelationGetRelationName(trigdata->tg_relation),
+										trigger->tgargs[0]), desc, &isnull);
+	if (isnull)
+		return PointerGetDatum(tuple);	/* NOT NULL says what is wrong */
+	a = DatumGetTextPP(d);
+	if (trigger->tgnargs == 2)
+	{
+		d = heap_getattr(tuple, cscp_column(desc, RelationGetRelationName(trigdata->tg_relation),
+											trigger->tgargs[1]), desc, &isnull);
+		if (isnull)
+			return PointerGetDatum(tuple);
+		b = DatumGetTextPP(d);
+	}
+	hash = shard_hash(a, b);
+	partition = (int) ((uint32) hash & (uint32) (shard_count - 1));
+	if (!shard_held[partition])
+	{
+		const char *rel = RelationGetRelationName(trigdata->tg_relation);
+		char	   *key;
+
+		if (b == NULL)
+			key = psprintf("%s \"%s\"", trigger->tgargs[0], text_to_cstring(a));
+		else
+			key = psprintf("%s \"%s\" and %s \"%s\"", trigger->tgargs[0], text_to_cstring(a),
+						   trigger->tgargs[1], text_to_cstring(b));
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("this shard does not hold partition %d of %d", partition, shard_count),
+				 errdetail("The new row of \"%s\" with %s hashes to %d, partition %d; "
+						   "cscp.shard lists the partitions this node holds.",
+						   rel, key, hash, partition),
+				 errhint("Call cscp through the proxy, which sends each call to the shard holding its partition.")));
+	}
+	return PointerGetDatum(tuple);
+}

@@ -1,0 +1,224 @@
+-- invariants.sql: cscp.check_invariants, the read-only diagnosis of what the triggers promise.
+--
+-- The C triggers keep every rule on every write; this function looks for what could only come
+-- from around them (triggers disabled, session_replication_role = replica, a restore without
+-- its rows, a storage fault): one row per violation, nothing on a healthy database.  It reads
+-- every tenant's rows with its owner's rights, so operators (cscp.grant_operator) may call it;
+-- application roles may not (cscp.grant_app revokes it).  What it shows is ids and states,
+-- never slot values, payloads, idempotency keys or actor ids (an actor shows as a digest).
+--
+-- Set-based SQL, one pass per kind; the evidence chains are checked by
+-- cscp._evidence_problems, the verifier behind cscp.evidence_verify.
+
+CREATE FUNCTION cscp.check_invariants(tenant_id text DEFAULT NULL)
+RETURNS TABLE(kind text, tenant_id text, object_id text, detail text)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+-- One large query, run rarely: compiling it would cost more than running it.
+SET jit = off
+AS $$
+    SELECT CASE WHEN $1 IS NOT NULL THEN cscp._id('tenant_id', $1) END;
+    WITH
+    -- More than one live context for one (tenant, conversation, actor).
+    live AS (
+        SELECT 'multiple_live_contexts'::text AS kind, c.tenant_id, c.conversation_id AS object_id,
+               format('%s live contexts for actor sha256:%s: %s', count(*),
+                      left(encode(sha256(convert_to(c.actor_id, 'UTF8')), 'hex'), 16),
+                      string_agg(c.context_id::text || ' (' || c.status || ')', ', '
+                                 ORDER BY c.created_at, c.context_id)) AS detail
+          FROM cscp.context c
+         WHERE c.status IN ('active', 'pending', 'blocked') AND ($1 IS NULL OR c.tenant_id = $1)
+         GROUP BY c.tenant_id, c.conversation_id, c.actor_id
+        HAVING count(*) > 1
+    ),
+    -- The evidence verifier's findings: a command whose state is not where its chain ends, or a
+    -- chain that is broken (a row altered, missing or re-linked).
+    verified AS (
+        SELECT CASE WHEN p.problem LIKE 'chain ends in state %' THEN 'unexplained_command_state'
+                    ELSE 'broken_evidence_chain' END AS kind,
+               p.tenant_id,
+               coalesce(p.command_id::text, 'evidence:' || p.evidence_id) AS object_id,
+               p.problem || CASE WHEN p.evidence_id IS NOT NULL
+                                 THEN format(' (seq %s, evidence_id %s)', p.seq, p.evidence_id)
+                                 ELSE '' END AS detail
+          FROM cscp._evidence_problems($1, NULL) p
+    ),
+    -- A chain of transitions the lifecycle does not allow: each transition must start where the
+    -- one before it ended (the first from received) and be an edge of the transition table.
+    steps AS (
+        SELECT e.tenant_id, e.command_id, e.seq, e.from_state, e.to_state,
+               lag(e.to_state) OVER (PARTITION BY e.tenant_id, e.command_id ORDER BY e.seq) AS prev_to
+          FROM cscp.evidence e
+         WHERE e.command_id IS NOT NULL AND e.event_type <> 'invalid_transition_attempt'
+           AND ($1 IS NULL OR e.tenant_id = $1)
+    ),
+    labels AS (
+        SELECT pg_catalog.enum_range(NULL::cscp.command_state)::text[] AS names
+    ),
+    paths AS (
+        SELECT 'unexplained_command_state'::text AS kind, s.tenant_id, s.command_id::text AS object_id,
+               format('evidence seq %s records %s -> %s, which %s', s.seq,
+                      coalesce(s.from_state, 'nothing'), coalesce(s.to_state, 'nothing'),
+                      CASE WHEN s.from_state IS DISTINCT FROM coalesce(s.prev_to, 'received')
+                           THEN format('does not follow the state before it (%s)',
+                                       coalesce(s.prev_to, 'received'))
+                           ELSE 'the command lifecycle does not allow' END) AS detail
+          FROM steps s, labels l
+         WHERE s.from_state IS DISTINCT FROM coalesce(s.prev_to, 'received')
+            OR NOT CASE WHEN s.from_state = ANY (l.names) AND s.to_state = ANY (l.names)
+                        THEN cscp.command_transition_allowed(s.from_state::cscp.command_state,
+                                                             s.to_state::cscp.command_state)
+                        ELSE false END
+    ),
+    -- Commands that reached started: a mutating one passed confirmed (or was auto-confirmed by a
+    -- policy its acceptance records), and every one passed authorized, by its row and by its
+    -- evidence.
+    begun AS (
+        SELECT m.tenant_id, m.command_id, m.state, m.mutating, m.auto_confirm,
+               m.confirmed_at, m.authorized_at,
+               EXISTS (SELECT 1 FROM cscp.evidence e
+                        WHERE e.tenant_id = m.tenant_id AND e.command_id = m.command_id
+                          AND e.event_type <> 'invalid_transition_attempt'
+                          AND e.to_state = 'confirmed') AS confirmed_evidence,
+               EXISTS (SELECT 1 FROM cscp.evidence e
+                        WHERE e.tenant_id = m.tenant_id AND e.command_id = m.command_id
+                          AND e.event_type <> 'invalid_transition_attempt'
+                          AND e.to_state = 'authorized') AS authorized_evidence,
+               EXISTS (SELECT 1 FROM cscp.evidence e
+                        WHERE e.tenant_id = m.tenant_id AND e.command_id = m.command_id
+                          AND e.event_type = 'command.accepted'
+                          AND e.decision = 'auto_confirm') AS auto_confirm_evidence
+          FROM cscp.command m
+         WHERE m.state IN ('started', 'executed', 'failed', 'compensated')
+           AND ($1 IS NULL OR m.tenant_id = $1)
+    ),
+    starts AS (
+        SELECT 'start_without_confirmation'::text AS kind, b.tenant_id, b.command_id::text AS object_id,
+               format('mutating command is %s but %s', b.state,
+                      CASE WHEN b.auto_confirm THEN 'its acceptance records no auto_confirm policy'
+                           WHEN b.confirmed_at IS NULL THEN 'it has no confirmed_at'
+                           ELSE 'its evidence records no transition to confirmed' END) AS detail
+          FROM begun b
+         WHERE b.mutating
+           AND CASE WHEN b.auto_confirm THEN NOT b.auto_confirm_evidence
+                    ELSE b.confirmed_at IS NULL OR NOT b.confirmed_evidence END
+        UNION ALL
+        SELECT 'start_without_authorization', b.tenant_id, b.command_id::text,
+               format('command is %s but %s', b.state,
+                      CASE WHEN b.authorized_at IS NULL THEN 'it has no authorized_at'
+                           ELSE 'its evidence records no transition to authorized' END)
+          FROM begun b
+         WHERE b.authorized_at IS NULL OR NOT b.authorized_evidence
+    ),
+    -- Turn indexes run 0, 1, ... next_turn_index - 1 without a gap.
+    turn_steps AS (
+        SELECT t.tenant_id, t.conversation_id, t.turn_index,
+               lag(t.turn_index) OVER (PARTITION BY t.tenant_id, t.conversation_id
+                                       ORDER BY t.turn_index) AS prev_index
+          FROM cscp.turn t
+         WHERE $1 IS NULL OR t.tenant_id = $1
+    ),
+    turn_counts AS (
+        SELECT s.tenant_id, s.conversation_id, count(*) AS n, max(s.turn_index) AS last_index,
+               string_agg(CASE WHEN s.turn_index <> coalesce(s.prev_index, -1) + 1
+                               THEN CASE WHEN s.turn_index - coalesce(s.prev_index, -1) = 2
+                                         THEN (s.turn_index - 1)::text
+                                         ELSE format('%s..%s', coalesce(s.prev_index, -1) + 1,
+                                                     s.turn_index - 1) END END,
+                          ', ' ORDER BY s.turn_index) AS holes
+          FROM turn_steps s
+         GROUP BY s.tenant_id, s.conversation_id
+    ),
+    gaps AS (
+        SELECT 'turn_index_gap'::text AS kind, coalesce(t.tenant_id, c.tenant_id) AS tenant_id,
+               coalesce(t.conversation_id, c.conversation_id) AS object_id,
+               concat_ws('; ',
+                   CASE WHEN t.holes IS NOT NULL THEN 'turns missing at index ' || t.holes END,
+                   CASE WHEN c.conversation_id IS NULL THEN 'turns without a conversation row'
+                        WHEN coalesce(t.last_index + 1, 0) <> c.next_turn_index
+                        THEN format('the conversation''s next turn index is %s but its last turn is %s',
+                                    c.next_turn_index, coalesce(t.last_index::text, 'none')) END)
+                   AS detail
+          FROM turn_counts t
+          FULL JOIN (SELECT x.tenant_id, x.conversation_id, x.next_turn_index FROM cscp.conversation x
+                      WHERE $1 IS NULL OR x.tenant_id = $1) c
+            ON c.tenant_id = t.tenant_id AND c.conversation_id = t.conversation_id
+         WHERE t.holes IS NOT NULL
+            OR c.conversation_id IS NULL
+            OR coalesce(t.last_index + 1, 0) <> c.next_turn_index
+    ),
+    -- A valid fact is the head of its chain: no valid fact supersedes it.
+    heads AS (
+        SELECT 'valid_fact_with_valid_successor'::text AS kind, f.tenant_id, f.fact_id AS object_id,
+               format('fact of subject %s is valid, and so is fact %s, which supersedes it',
+                      f.subject_id, n.fact_id) AS detail
+          FROM cscp.fact f
+          JOIN cscp.fact n ON n.tenant_id = f.tenant_id AND n.subject_id = f.subject_id
+                          AND n.supersedes = f.fact_id
+         WHERE f.is_valid AND n.is_valid AND ($1 IS NULL OR f.tenant_id = $1)
+    ),
+    -- Supersession chains end: walking from each chain's first fact (one that supersedes nothing,
+    -- or names a fact that is not there) reaches every fact that is in a chain; a superseding
+    -- fact it never reaches is on a loop.
+    chained AS MATERIALIZED (
+        SELECT f.tenant_id, f.subject_id, f.fact_id, f.supersedes
+          FROM cscp.fact f
+         WHERE f.supersedes IS NOT NULL AND ($1 IS NULL OR f.tenant_id = $1)
+    ),
+    reached AS (
+        WITH RECURSIVE walk AS (
+            SELECT c.tenant_id, c.subject_id, c.fact_id
+              FROM chained c
+             WHERE NOT EXISTS (SELECT 1 FROM cscp.fact p
+                                WHERE p.tenant_id = c.tenant_id AND p.subject_id = c.subject_id
+                                  AND p.fact_id = c.supersedes AND p.supersedes IS NOT NULL)
+            UNION
+            SELECT n.tenant_id, n.subject_id, n.fact_id
+              FROM walk w
+              JOIN cscp.fact n ON n.tenant_id = w.tenant_id AND n.subject_id = w.subject_id
+                              AND n.supersedes = w.fact_id
+        )
+        SELECT * FROM walk
+    ),
+    -- (Looked for only when the walk reached fewer facts than there are in chains.)
+    looped AS (
+        SELECT c.* FROM chained c
+         WHERE (SELECT count(*) FROM reached) < (SELECT count(*) FROM chained)
+           AND NOT EXISTS (SELECT 1 FROM reached r
+                            WHERE r.tenant_id = c.tenant_id AND r.subject_id = c.subject_id
+                              AND r.fact_id = c.fact_id)
+    ),
+    loops AS (
+        WITH RECURSIVE round AS (
+            SELECT l.tenant_id, l.subject_id, l.fact_id AS start, l.supersedes AS next,
+                   ARRAY[l.fact_id] AS path
+              FROM looped l
+            UNION ALL
+            SELECT r.tenant_id, r.subject_id, r.start, l.supersedes, r.path || l.fact_id
+              FROM round r
+              JOIN looped l ON l.tenant_id = r.tenant_id AND l.subject_id = r.subject_id
+                           AND l.fact_id = r.next
+             WHERE r.next <> r.start AND l.fact_id <> ALL (r.path)
+        )
+        SELECT 'cyclic_fact_chain'::text AS kind, r.tenant_id, r.start AS object_id,
+               format('the supersession chain of subject %s loops: %s -> %s', r.subject_id,
+                      array_to_string(r.path, ' -> '), r.start) AS detail
+          FROM round r
+         WHERE r.next = r.start
+           AND r.start = (SELECT min(x COLLATE "C") FROM unnest(r.path) x)
+    ),
+    found AS (
+        SELECT * FROM live
+        UNION ALL SELECT * FROM verified
+        UNION ALL SELECT * FROM paths
+        UNION ALL SELECT * FROM starts
+        UNION ALL SELECT * FROM gaps
+        UNION ALL SELECT * FROM heads
+        UNION ALL SELECT * FROM loops
+    )
+    SELECT f.kind, f.tenant_id, f.object_id, f.detail
+      FROM found f
+     ORDER BY f.kind, f.tenant_id COLLATE "C", f.object_id COLLATE "C", f.detail COLLATE "C";
+$$;
+COMMENT ON FUNCTION cscp.check_invariants(text) IS
+  'One row per violated invariant (of one tenant, or of all): multiple_live_contexts, unexplained_command_state, start_without_confirmation, start_without_authorization, broken_evidence_chain, turn_index_gap, valid_fact_with_valid_successor, cyclic_fact_chain; empty when healthy';

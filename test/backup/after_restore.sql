@@ -1,0 +1,56 @@
+-- Backup and restore: the restored database is consistent and cscp works in it.  Every check
+-- raises when it fails (test/scripts/backup-restore.sh runs this with ON_ERROR_STOP).
+\set ON_ERROR_STOP 1
+SET cscp.clock = '2026-09-01 10:02:00+00';
+\pset tuples_only on
+\pset format unaligned
+CREATE FUNCTION pg_temp.expect(what text, got anyelement, want anyelement) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF got IS DISTINCT FROM want THEN
+        RAISE EXCEPTION 'after restore: % is %, expected %', what, got, want;
+    END IF;
+    RETURN format('ok: %s = %s', what, got);
+END
+$$;
+CREATE FUNCTION pg_temp.problems() RETURNS bigint LANGUAGE sql AS $$
+    SELECT (SELECT count(*) FROM (SELECT DISTINCT tenant_id FROM cscp.evidence) t,
+                                 cscp.evidence_verify(t.tenant_id))
+         + (SELECT count(*) FROM cscp.check_invariants())
+$$;
+
+-- Every evidence chain verifies; no invariant is broken; the defaults are there once.
+SELECT pg_temp.expect('evidence and invariant problems', pg_temp.problems(), 0::bigint);
+SELECT pg_temp.expect('default policies', (SELECT count(*) FROM cscp.policy WHERE tenant_id = '*'), 1::bigint);
+SELECT pg_temp.expect('default authorities', (SELECT count(*) FROM cscp.authority WHERE tenant_id = '*'), 4::bigint);
+
+-- The API works: the command waiting for confirmation is confirmed and run, a key replays, a new
+-- command is submitted (its evidence continues the restored identity sequence), a turn appended.
+SELECT pg_temp.expect('confirm', (SELECT outcome FROM cscp.confirm('bk', 'c-1', 'ana', 'c-1:m7', true)), 'confirmed');
+SELECT pg_temp.expect('run to executed',
+       (SELECT string_agg(t.state::text, ' ' ORDER BY n)
+          FROM unnest('{authz_pending,authorized,started,executed}'::cscp.command_state[]) WITH ORDINALITY u(s, n),
+               LATERAL cscp.command_transition((SELECT command_id FROM cscp.command WHERE idempotency_key = 'pay-3'), s) t),
+       'authz_pending authorized started executed');
+SELECT pg_temp.expect('replay of a restored key',
+       (SELECT replayed FROM cscp.command_submit('bk', 'c-1', 'ana', 'pay-1', 'pay', true, '{c-1:m1}', '{"amount": 10}', 'acct:1')), true);
+SELECT pg_temp.expect('new auto-confirmed command',
+       (SELECT state::text FROM cscp.command_submit('bk', 'c-1', 'ana', 'ping-2', 'ping', true, '{c-1:m8}')), 'canonicalized');
+SELECT pg_temp.expect('a turn appended',
+       (SELECT turn_index FROM cscp.conversation_exchange('bk', 'c-1', '{"from": "ana", "role": "user", "content": {"text": "thanks"}, "ts": 3}')), 2);
+SELECT pg_temp.expect('head of a restored chain', (SELECT (cscp.fact_current('bk', 'ana', 'home-1')).value), '"Lisbon"'::jsonb);
+SELECT pg_temp.expect('a restored TTL', (SELECT status::text FROM cscp.context_get('bk', 'c-3', 'cy')), 'expired');
+SELECT pg_temp.expect('evidence rows after the restored ones',
+       (SELECT min(evidence_id) > (SELECT max(e.evidence_id) FROM cscp.evidence e WHERE e.created_at < cscp.now())
+          FROM cscp.evidence WHERE created_at = cscp.now()), true);
+
+-- The tombstone came back with the rest: the forgotten conversation stays forgotten.
+DO $$
+BEGIN
+    PERFORM cscp.context_open('bk', 'c-gone', 'dan');
+    RAISE EXCEPTION 'after restore: a forgotten conversation was written';
+EXCEPTION WHEN object_not_in_prerequisite_state THEN
+    RAISE NOTICE 'ok: the forgotten conversation is refused';
+END
+$$;
+SELECT pg_temp.expect('evidence and invariant problems after use', pg_temp.problems(), 0::bigint);

@@ -1,0 +1,1058 @@
+/*-------------------------------------------------------------------------
+ *
+ * fuzz_sql.c
+ *	  Hostile input for every SQL function of schema cscp (test/scripts/fuzz.sh).
+ *
+ * Usage: fuzz_sql SEED CALLS APP_ROLE TENANT FAIL_FILE
+ *	  Connects twice through the environment (PGHOST, ...): as the superuser
+ *	  (PGUSER) and as APP_ROLE with cscp.tenant_id = TENANT.
+ *
+ * The functions are read from pg_proc (every function of schema cscp but
+ * trigger functions), so a function added later is fuzzed without a change
+ * here.  Each call picks a function, how many of its defaulted arguments to
+ * pass, and for each argument a value from a generator chosen by the
+ * argument's type and name: mostly plausible values (the tenant, ids of
+ * rows that exist, ConversationTurns, JSON Schemas, policy settings, slot
+ * names) with one part mutated, or adversarial ones (deep and huge JSON,
+ * wrong JSON types, \u0000 and lone surrogates, RTL and combining marks,
+ * invalid UTF-8, very long ids, 1e308, -0, huge integers, SQL
+ * metacharacters, NULL).  Values travel as text parameters of a statement
+ * whose text comes from the catalog only.  Calls run as APP_ROLE when it may
+ * execute the function (with a tenth of them as the superuser instead),
+ * else as the superuser.
+ *
+ * It fails (exit 1, the call written to FAIL_FILE as SQL one can paste) on:
+ *	- a lost connection (the server crashed, or the backend died);
+ *	- SQLSTATE class XX (internal error, data corrupted) or 58 (system error);
+ *	- a statement timeout (57014): hostile input must not hang a call;
+ *	- a refused call (one that raised) after which any row of any table of
+ *	  schema cscp differs: the fingerprint (row count and sum of row hashes
+ *	  per table) taken after every call must equal the one before;
+ *	- at the end, cscp.check_invariants() returning a row.
+ * It prints the seed, the calls made and the SQLSTATEs seen per function.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libpq-fe.h"
+
+#define MAX_FUNCS 256
+#define MAX_ARGS 16
+#define POOL 64
+#define STATES 64
+
+typedef struct Func
+{
+	char	   *name;			/* quoted, schema-qualified */
+	char	   *label;			/* plain name */
+	int			nargs;
+	int			ndefaults;
+	char	   *argtype[MAX_ARGS];	/* format_type() of each IN argument */
+	char	   *argname[MAX_ARGS];
+	int			app_may_execute;
+	long		calls;
+	int			nstates;
+	char		state[STATES][6];
+	long		state_count[STATES];
+} Func;
+
+typedef struct Buf
+{
+	char	   *data;
+	size_t		len;
+	size_t		cap;
+} Buf;
+
+static Func funcs[MAX_FUNCS];
+static int	nfuncs;
+static PGconn *admin;
+static PGconn *app;
+static const char *tenant;
+static const char *app_role;
+static const char *fail_file;
+static char *fingerprint_sql;
+static uint64_t rng;
+static int	plausible;			/* this argument: plausible values only */
+
+/* pools of values that exist in the database, refreshed as the run goes */
+static char *pool_context_id[POOL],
+		   *pool_command_id[POOL],
+		   *pool_context_row[POOL],
+		   *pool_command_row[POOL],
+		   *pool_evidence_row[POOL],
+		   *pool_fact_id[POOL];
+static int	n_context_id,
+			n_command_id,
+			n_context_row,
+			n_command_row,
+			n_evidence_row,
+			n_fact_id;
+
+static void
+die(const char *fmt,...)
+{
+	va_list		ap;
+
+	fprintf(stderr, "fuzz_sql: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+/* xorshift64*: the whole run follows from the seed */
+static uint64_t
+next_random(void)
+{
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * UINT64_C(2685821657736338717);
+}
+
+static int
+rnd(int n)
+{
+	return (int) (next_random() % (uint64_t) n);
+}
+
+static int
+chance(int percent)
+{
+	return rnd(100) < percent;
+}
+
+#define PICK(arr) ((arr)[rnd((int) (sizeof(arr) / sizeof((arr)[0])))])
+
+static void
+buf_grow(Buf *b, size_t more)
+{
+	if (b->len + more + 1 > b->cap)
+	{
+		b->cap = (b->len + more + 1) * 2;
+		b->data = realloc(b->data, b->cap);
+		if (!b->data)
+			die("out of memory");
+	}
+}
+
+static void
+put(Buf *b, const char *s)
+{
+	size_t		n = strlen(s);
+
+	buf_grow(b, n);
+	memcpy(b->data + b->len, s, n + 1);
+	b->len += n;
+}
+
+static void
+putf(Buf *b, const char *fmt,...)
+{
+	va_list		ap;
+	char		tmp[512];
+
+	va_start(ap, fmt);
+	vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	put(b, tmp);
+}
+
+static char *
+take(Buf *b)
+{
+	char	   *s = b->data ? b->data : strdup("");
+
+	b->data = NULL;
+	b->len = b->cap = 0;
+	return s;
+}
+
+static PGresult *
+query(PGconn *c, const char *sql)
+{
+	PGresult   *r = PQexec(c, sql);
+
+	if (PQresultStatus(r) != PGRES_TUPLES_OK && PQresultStatus(r) != PGRES_COMMAND_OK)
+		die("%s: %s", sql, PQerrorMessage(c));
+	return r;
+}
+
+/* ---------------------------------------------------------------- values */
+
+/* Strings that are hostile to something: quoting, encodings, lengths. */
+static const char *const nasty_strings[] = {
+	"", " ", "'", "''", "\"", "\\", "\\\\'", "'; DROP TABLE cscp.context; --",
+	"%s%s%s%n", "$1", "$$", "E'\\x00'", "NULL", "null", "*", "%", "_", "..", "../../etc/passwd",
+	"\t\n\r", "\x01\x02\x7f", "\xe2\x80\xae" "RTL override", "\xd9\x85\xd8\xb1\xd8\xad\xd8\xa8\xd8\xa7",
+	"e\xcc\x81\xcc\x81\xcc\x81", "\xef\xbb\xbf" "bom", "\xe2\x80\x8b", "\xf0\x9f\x98\x80",
+	"\xef\xbf\xbf", "\xf4\x8f\xbf\xbf", "\xc3\x28", "\xed\xa0\x80", "\xff\xfe", "\xe2\x82",
+	"x_", "x_ok", "active_intent", "pending_confirmation", "sha256:", "1e308", "-0", "NaN",
+	"Infinity", "-1", "00000000-0000-0000-0000-000000000000", "{}", "[]", "{\"a\":1}",
+};
+
+static void
+long_string(Buf *b, size_t n)
+{
+	static const char *const pieces[] = {"a", "\xc3\xa9", "\xf0\x9f\x98\x80", "'", "\\", "e\xcc\x81"};
+	const char *piece = PICK(pieces);
+
+	while (b->len < n)
+		put(b, piece);
+}
+
+static char *
+gen_nasty_text(void)
+{
+	Buf			b = {0};
+
+	switch (rnd(6))
+	{
+		case 0:
+			long_string(&b, chance(10) ? 1000000 : (size_t) (64 + rnd(20000)));
+			break;
+		case 1:
+			for (int i = rnd(8); i >= 0; i--)
+				put(&b, PICK(nasty_strings));
+			break;
+		default:
+			put(&b, PICK(nasty_strings));
+	}
+	return take(&b);
+}
+
+static const char *const conversations[] = {"c1", "c2", "c3", "fuzz-conv"};
+static const char *const actors[] = {"user-1", "user-2", "agent", "approver"};
+static const char *const slot_names[] = {
+	"active_intent", "active_target", "pending_confirmation", "pending_approval",
+	"last_result", "work_item_id", "x_note", "x_", "x_a_1", "unknown", "X_BIG"
+};
+static const char *const command_states[] = {
+	"received", "canonicalized", "confirmation_required", "confirmed", "authz_pending",
+	"authorized", "rejected", "started", "executed", "failed", "canceled", "compensated"
+};
+static const char *const context_states[] = {"active", "pending", "blocked", "closed", "expired"};
+static const char *const recover_kinds[] = {"retry", "cancel", "reprocess", "compensate"};
+static const char *const scopes[] = {"global", "task", "hypothetical", "draft", "session"};
+static const char *const memory_types[] = {"user", "capability", "organizational"};
+static const char *const authorities[] = {"policy", "manager", "employee", "guest", "cfo", "intern"};
+static const char *const fact_keys[] = {"address", "travel_budget", "name", "diet"};
+
+/* A plausible text for an argument, by its name. */
+static char *
+gen_plausible_text(const char *name)
+{
+	char		tmp[128];
+
+	if (strcmp(name, "tenant_id") == 0)
+		return strdup(chance(90) ? tenant : PICK(((const char *const[]) {"other", "*", ""})));
+	if (strstr(name, "conversation_id") || strcmp(name, "session_id") == 0 || strcmp(name, "scope_id") == 0)
+	{
+		if (chance(50))
+			return strdup(PICK(conversations));
+		snprintf(tmp, sizeof(tmp), "conv-%d", rnd(60));
+		return strdup(tmp);
+	}
+	if (strstr(name, "actor") || strstr(name, "approver") || strstr(name, "subject") ||
+		strcmp(name, "who") == 0 || strcmp(name, "agent_id") == 0)
+		return strdup(PICK(actors));
+	if (strcmp(name, "slot") == 0)
+		return strdup(PICK(slot_names));
+	if (strcmp(name, "kind") == 0)
+		return strdup(PICK(recover_kinds));
+	if (strcmp(name, "scope") == 0)
+		return strdup(PICK(scopes));
+	if (strcmp(name, "memory_type") == 0)
+		return strdup(PICK(memory_types));
+	if (strcmp(name, "authority") == 0)
+		return strdup(PICK(authorities));
+	if (strcmp(name, "key") == 0 || strcmp(name, "supersedes") == 0 || strcmp(name, "fact_id") == 0)
+	{
+		if (n_fact_id && chance(50))
+			return strdup(pool_fact_id[rnd(n_fact_id)]);
+		return strdup(PICK(fact_keys));
+	}
+	if (strstr(name, "state") || strcmp(name, "to_status") == 0)
+		return strdup(PICK(command_states));
+	if (strcmp(name, "detail_level") == 0)
+		return strdup(PICK(((const char *const[]) {"none", "summary", "full"})));
+	snprintf(tmp, sizeof(tmp), "%s-%d", name, rnd(50));
+	return strdup(tmp);
+}
+
+/* A random JSON number literal, extreme ones often. */
+static void
+gen_number(Buf *b)
+{
+	static const char *const extremes[] = {
+		"0", "-0", "1", "-1", "0.5", "1e308", "-1e308", "1e-308", "1.7976931348623157e308",
+		"123456789012345678901234567890123456789", "-9223372036854775809", "9223372036854775808",
+		"2147483648", "-2147483649", "1.50", "1E+2", "1e1000", "1e-1000", "0.0000000000000000001"
+	};
+
+	if (chance(60))
+		put(b, PICK(extremes));
+	else
+		putf(b, "%d", rnd(2000) - 1000);
+}
+
+/* A JSON string literal, hostile escapes included. */
+static void
+gen_json_string(Buf *b)
+{
+	static const char *const escapes[] = {
+		"\\u0000", "\\ud800", "\\udc00", "\\ud83d\\ude00", "\\u202e", "\\u0301", "\\ufeff",
+		"\\\"", "\\\\", "\\n", "\\u001f", "\\/", "\\uFFFF", "\\uDBFF\\uDFFF"
+	};
+	const char *plain = PICK(((const char *const[]) {
+		"hello", "", "user", "agent", "system", "x_note", "sha256:abc", "\xe2\x80\xae" "abc",
+		"e\xcc\x81", "\xf0\x9f\x98\x80", "'; DROP TABLE cscp.turn; --", "1e308", "type"
+	}));
+
+	put(b, "\"");
+	if (chance(15))
+		put(b, PICK(escapes));
+	put(b, plain);
+	if (chance(2))
+		long_string(b, b->len + 100000);
+	put(b, "\"");
+}
+
+static void gen_json(Buf *b, int depth);
+
+static void
+gen_json_object(Buf *b, int depth)
+{
+	int			n = rnd(5);
+
+	put(b, "{");
+	for (int i = 0; i < n; i++)
+	{
+		if (i)
+			put(b, ",");
+		if (chance(70))
+			putf(b, "\"%s\"", PICK(((const char *const[]) {
+				"messageId", "from", "content", "ts", "role", "turnIndex", "type", "text", "a",
+				"properties", "required", "items", "x_note", "active_intent", "user_id", ""
+			})));
+		else
+			gen_json_string(b);
+		put(b, ":");
+		gen_json(b, depth + 1);
+	}
+	put(b, "}");
+}
+
+/* A random JSON value, at most a few levels deep. */
+static void
+gen_json(Buf *b, int depth)
+{
+	switch (depth > 4 ? rnd(4) : rnd(6))
+	{
+		case 0:
+			put(b, PICK(((const char *const[]) {"null", "true", "false"})));
+			break;
+		case 1:
+			gen_number(b);
+			break;
+		case 2:
+		case 3:
+			gen_json_string(b);
+			break;
+		case 4:
+			{
+				int			n = rnd(5);
+
+				put(b, "[");
+				for (int i = 0; i < n; i++)
+				{
+					if (i)
+						put(b, ",");
+					gen_json(b, depth + 1);
+				}
+				put(b, "]");
+				break;
+			}
+		default:
+			gen_json_object(b, depth);
+	}
+}
+
+/* JSON that is hostile by its size or depth. */
+static void
+gen_json_monster(Buf *b)
+{
+	int			n;
+
+	switch (rnd(5))
+	{
+		case 0:					/* deep arrays */
+			n = PICK(((const int[]) {63, 64, 65, 100, 1000, 5000}));
+			for (int i = 0; i < n; i++)
+				put(b, "[");
+			for (int i = 0; i < n; i++)
+				put(b, "]");
+			break;
+		case 1:					/* deep objects */
+			n = PICK(((const int[]) {63, 64, 65, 200, 2000}));
+			for (int i = 0; i < n; i++)
+				put(b, "{\"a\":");
+			put(b, "1");
+			for (int i = 0; i < n; i++)
+				put(b, "}");
+			break;
+		case 2:					/* wide array */
+			n = PICK(((const int[]) {1000, 20000, 100000}));
+			put(b, "[");
+			for (int i = 0; i < n; i++)
+				put(b, i ? ",1" : "1");
+			put(b, "]");
+			break;
+		case 3:					/* wide object */
+			n = PICK(((const int[]) {1000, 20000}));
+			put(b, "{");
+			for (int i = 0; i < n; i++)
+				putf(b, "%s\"k%d\":%d", i ? "," : "", i, i);
+			put(b, "}");
+			break;
+		default:				/* one huge string */
+			put(b, "{\"content\":\"");
+			long_string(b, chance(30) ? 1100000 : 200000);
+			put(b, "\"}");
+	}
+}
+
+/* A ConversationTurn, often with one field wrong. */
+static void
+gen_turn(Buf *b)
+{
+	int			wrong = chance(plausible ? 25 : 60) ? rnd(8) : -1;
+
+	put(b, "{");
+	if (wrong != 0)
+		putf(b, "\"messageId\":\"m-%d\",", rnd(200));
+	put(b, "\"from\":");
+	if (wrong == 1)
+		gen_json(b, 3);
+	else
+		putf(b, "\"%s\"", PICK(actors));
+	put(b, ",\"content\":");
+	if (wrong == 2)
+		gen_json_monster(b);
+	else
+		gen_json(b, 2);
+	put(b, ",\"ts\":");
+	if (wrong == 3)
+		gen_json(b, 3);
+	else
+		putf(b, "%d", 1700000000 + rnd(1000));
+	put(b, ",\"role\":");
+	if (wrong == 4)
+		gen_json(b, 3);
+	else
+		putf(b, "\"%s\"", PICK(((const char *const[]) {"user", "agent", "system"})));
+	if (wrong == 5 || chance(30))
+	{
+		put(b, ",\"turnIndex\":");
+		if (wrong == 5)
+			gen_number(b);
+		else
+			putf(b, "%d", rnd(6));
+	}
+	if (wrong == 6)
+		put(b, ",\"turnindex\":1");
+	if (wrong == 7)
+		put(b, ",\"messageId\":null");
+	put(b, "}");
+}
+
+/* A JSON Schema of cscp's subset, often malformed, with hostile patterns. */
+static void
+gen_schema(Buf *b, int depth)
+{
+	static const char *const keywords[] = {
+		"type", "enum", "const", "minLength", "maxLength", "pattern", "minimum", "maximum",
+		"exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems", "uniqueItems", "items",
+		"required", "properties", "additionalProperties", "allOf", "anyOf", "oneOf", "not",
+		"$ref", "format", "$schema", "title", "default", "patternProperties"
+	};
+	int			n = 1 + rnd(3);
+
+	put(b, "{");
+	for (int i = 0; i < n; i++)
+	{
+		const char *kw = PICK(keywords);
+
+		putf(b, "%s\"%s\":", i ? "," : "", kw);
+		if (chance(15))
+			gen_json(b, 3);
+		else if (strcmp(kw, "type") == 0)
+			putf(b, "\"%s\"", PICK(((const char *const[]) {"object", "string", "integer", "number", "array", "null", "boolean", "float"})));
+		else if (strcmp(kw, "pattern") == 0)
+			put(b, PICK(((const char *const[]) {
+				"\"^a+$\"", "\"(a+)+$\"", "\"((a*)*)*b\"", "\"[\"", "\"\\\\\"", "\"(?<n>a)\"",
+				"\"\\\\p{L}\"", "\"a{1,100000}\"", "\"(\"", "\"\\u0000\"", "\"^(\\\\d+)\\\\1$\""
+			})));
+		else if (strcmp(kw, "properties") == 0 && depth < 3)
+		{
+			put(b, "{\"text\":");
+			gen_schema(b, depth + 1);
+			put(b, "}");
+		}
+		else if ((strcmp(kw, "items") == 0 || strcmp(kw, "not") == 0 ||
+				  strcmp(kw, "additionalProperties") == 0) && depth < 3)
+			gen_schema(b, depth + 1);
+		else if ((strcmp(kw, "allOf") == 0 || strcmp(kw, "anyOf") == 0 || strcmp(kw, "oneOf") == 0) && depth < 3)
+		{
+			put(b, "[");
+			gen_schema(b, depth + 1);
+			put(b, ",");
+			gen_schema(b, depth + 1);
+			put(b, "]");
+		}
+		else if (strcmp(kw, "required") == 0 || strcmp(kw, "enum") == 0)
+			put(b, PICK(((const char *const[]) {"[\"text\"]", "[]", "[\"a\",\"a\"]", "[1,{\"a\":[1]}]", "\"text\""})));
+		else
+			gen_number(b);
+	}
+	put(b, "}");
+}
+
+/* Policy settings: known keys with right or wrong values. */
+static void
+gen_settings(Buf *b)
+{
+	static const char *const keys[] = {
+		"context_ttl", "confirmation_ttl", "approval_ttl", "context_ttl_mode", "max_ttl",
+		"retention_closed", "retention_expired", "retention_turns", "retention_evidence",
+		"max_slot_bytes", "slot_rules", "extension_slots", "detail_level", "auto_confirm",
+		"turn_content", "replay_divergence", "fact_budget_share", "supersede_same_key", "unknown"
+	};
+	static const char *const values[] = {
+		"\"10 minutes\"", "\"-1 day\"", "\"0\"", "\"178000000 years\"", "\"fixed\"", "\"sliding\"",
+		"4096", "0", "-1", "1e308", "{\"x_note\":\"derived\"}", "{\"active_target\":\"forbidden\"}",
+		"[\"x_note\"]", "\"full\"", "\"reference\"", "\"error\"", "0.5", "0", "1.0000001", "true",
+		"[\"cancel_order\"]", "null", "\"garbage\""
+	};
+	int			n = 1 + rnd(3);
+
+	put(b, "{");
+	for (int i = 0; i < n; i++)
+		putf(b, "%s\"%s\":%s", i ? "," : "", PICK(keys), chance(10) ? "{}" : PICK(values));
+	put(b, "}");
+}
+
+/* A plausible JSON value for an argument, by its name. */
+static char *
+gen_plausible_json(const char *name)
+{
+	Buf			b = {0};
+
+	if (strcmp(name, "turn") == 0 || strcmp(name, "initial_turn") == 0 || strcmp(name, "instance") == 0)
+		gen_turn(&b);
+	else if (strcmp(name, "schema") == 0)
+		gen_schema(&b, 0);
+	else if (strcmp(name, "settings") == 0 || strcmp(name, "policy") == 0)
+		gen_settings(&b);
+	else if (strcmp(name, "slots") == 0)
+		putf(&b, "{\"%s\":%s}", PICK(slot_names), chance(50) ? "\"v\"" : "{\"command_id\":null}");
+	else if (strcmp(name, "identity") == 0)
+		putf(&b, "{\"user_name\":\"%s\",\"user_id\":\"%s\",\"authority\":\"%s\",\"permissions\":%s}",
+			 PICK(actors), PICK(actors), PICK(authorities), chance(80) ? "[\"read\"]" : "\"read\"");
+	else if (strcmp(name, "source") == 0)
+		putf(&b, "{\"type\":\"%s\",\"authority\":\"%s\",\"turn_index\":%d}",
+			 PICK(((const char *const[]) {"conversation", "policy", "manager", "tool", "x"})),
+			 PICK(authorities), rnd(5));
+	else
+		gen_json_object(&b, 1);
+	return take(&b);
+}
+
+static char *
+gen_jsonb(const char *name)
+{
+	Buf			b = {0};
+
+	if (chance(65))
+		return gen_plausible_json(name);
+	switch (rnd(4))
+	{
+		case 0:
+			gen_json_monster(&b);
+			break;
+		case 1:
+			put(&b, PICK(((const char *const[]) {"not json", "{", "{\"a\":}", "[1,]", "'", "", "{\"a\":1}x"})));
+			break;
+		default:
+			gen_json(&b, 0);
+	}
+	return take(&b);
+}
+
+static char *
+gen_uuid(const char *name)
+{
+	char		tmp[64];
+
+	if (strstr(name, "command") && n_command_id && chance(70))
+		return strdup(pool_command_id[rnd(n_command_id)]);
+	if (strstr(name, "context") && n_context_id && chance(70))
+		return strdup(pool_context_id[rnd(n_context_id)]);
+	if (chance(30) && n_command_id)
+		return strdup(pool_command_id[rnd(n_command_id)]);
+	switch (rnd(4))
+	{
+		case 0:
+			return strdup(PICK(((const char *const[]) {
+				"00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff",
+				"not-a-uuid", "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}", ""
+			})));
+		default:
+			snprintf(tmp, sizeof(tmp), "%08x-%04x-4%03x-8%03x-%012llx", (unsigned) next_random(),
+					 rnd(65536), rnd(4096), rnd(4096), (unsigned long long) (next_random() & 0xffffffffffffULL));
+			return strdup(tmp);
+	}
+}
+
+static char *
+gen_integer(const char *type)
+{
+	static const char *const ints[] = {
+		"0", "-1", "1", "2", "10", "100", "2147483647", "-2147483648", "2147483648",
+		"9223372036854775807", "-9223372036854775808", "99999999999999999999", "1e308", "-0", "1.5", "x"
+	};
+	char		tmp[32];
+
+	if (chance(50))
+		return strdup(PICK(ints));
+	snprintf(tmp, sizeof(tmp), "%d", strcmp(type, "bigint") == 0 ? rnd(100000) : rnd(200) - 20);
+	return strdup(tmp);
+}
+
+static char *
+gen_interval(void)
+{
+	return strdup(PICK(((const char *const[]) {
+		"15 minutes", "1 second", "0", "-1 day", "1 microsecond", "30 days", "31 days",
+		"178000000 years", "-178000000 years", "1 century", "P1D", "garbage", "1e308 seconds"
+	})));
+}
+
+static char *
+gen_text_array(void)
+{
+	Buf			b = {0};
+	int			n;
+
+	switch (rnd(5))
+	{
+		case 0:
+			put(&b, PICK(((const char *const[]) {"{}", "{\"\"}", "{NULL}", "{{a},{b}}", "{", "not an array", "{a,NULL,b}"})));
+			break;
+		case 1:
+			n = PICK(((const int[]) {100, 10000}));
+			put(&b, "{");
+			for (int i = 0; i < n; i++)
+				putf(&b, "%sm%d", i ? "," : "", i);
+			put(&b, "}");
+			break;
+		default:
+			n = 1 + rnd(3);
+			put(&b, "{");
+			for (int i = 0; i < n; i++)
+			{
+				putf(&b, "%s\"", i ? "," : "");
+				if (chance(20))
+				{
+					char	   *s = gen_nasty_text();
+
+					/* inside the quotes, without what would end them */
+					for (char *p = s; *p; p++)
+						if (*p == '"' || *p == '\\')
+							*p = '_';
+					put(&b, s);
+					free(s);
+				}
+				else
+					putf(&b, "m-%d", rnd(200));
+				put(&b, "\"");
+			}
+			put(&b, "}");
+	}
+	return take(&b);
+}
+
+static char *
+gen_row(char **pool, int n)
+{
+	char	   *s;
+
+	if (n == 0 || chance(20))
+		return strdup(PICK(((const char *const[]) {"()", "(,,,)", "garbage", "(x)"})));
+	s = strdup(pool[rnd(n)]);
+	if (chance(40))
+	{
+		/* overwrite one stretch with junk: a field of the wrong type, or a broken literal */
+		size_t		len = strlen(s);
+		size_t		at = len ? (size_t) rnd((int) len) : 0;
+
+		for (size_t i = at; i < len && i < at + 1 + (size_t) rnd(8); i++)
+			s[i] = PICK(((const char[]) {'x', ',', '"', '(', '1', '\\'}));
+	}
+	return s;
+}
+
+/* One argument's value as text, or NULL for SQL NULL. */
+static char *
+gen_arg(const char *type, const char *name)
+{
+	if (plausible)
+	{
+		if (strcmp(type, "jsonb") == 0)
+			return gen_plausible_json(name);
+		if (strcmp(type, "text") == 0)
+			return gen_plausible_text(name);
+		if (strcmp(type, "integer") == 0 || strcmp(type, "bigint") == 0)
+			return strdup(PICK(((const char *const[]) {"1", "5", "60", "600", "1000"})));
+		if (strcmp(type, "interval") == 0)
+			return strdup(PICK(((const char *const[]) {"15 minutes", "1 hour", "1 day"})));
+	}
+	else if (chance(4))
+		return NULL;
+	if (strcmp(type, "jsonb") == 0)
+		return gen_jsonb(name);
+	if (strcmp(type, "uuid") == 0)
+		return gen_uuid(name);
+	if (strcmp(type, "boolean") == 0)
+		return strdup(chance(95) ? PICK(((const char *const[]) {"t", "f"})) : "maybe");
+	if (strcmp(type, "integer") == 0 || strcmp(type, "bigint") == 0)
+		return gen_integer(type);
+	if (strcmp(type, "interval") == 0)
+		return gen_interval();
+	if (strcmp(type, "text[]") == 0)
+		return gen_text_array();
+	if (strcmp(type, "cscp.command_state") == 0)
+		return strdup(chance(90) ? PICK(command_states) : "Started");
+	if (strcmp(type, "cscp.context_status") == 0)
+		return strdup(chance(90) ? PICK(context_states) : "open");
+	if (strcmp(type, "timestamp with time zone") == 0)
+		return strdup(PICK(((const char *const[]) {"now", "infinity", "-infinity", "4713-01-01 BC", "294276-12-31", "2026-02-30", "epoch"})));
+	if (strcmp(type, "name") == 0)
+		return strdup(chance(70) ? PICK(((const char *const[]) {"fuzz_app", "postgres", "pg_monitor", "public"})) : gen_nasty_text());
+	if (strcmp(type, "cscp.context") == 0)
+		return gen_row(pool_context_row, n_context_row);
+	if (strcmp(type, "cscp.command") == 0)
+		return gen_row(pool_command_row, n_command_row);
+	if (strcmp(type, "cscp.evidence") == 0)
+		return gen_row(pool_evidence_row, n_evidence_row);
+	/* text, and anything else as text */
+	return chance(65) ? gen_plausible_text(name) : gen_nasty_text();
+}
+
+/* ---------------------------------------------------------------- catalog */
+
+static void
+load_functions(void)
+{
+	PGresult   *r;
+	const char *params[1] = {app_role};
+
+	/* IN arguments only, in order, with their names (OUT and TABLE columns left out) */
+	r = PQexecParams(admin,
+					 "SELECT format('%I.%I', n.nspname, p.proname), p.proname, p.pronargdefaults, "
+					 "       has_function_privilege($1, p.oid, 'EXECUTE'), "
+					 "       array_to_string(ARRAY(SELECT format_type(t, NULL) FROM unnest(p.proargtypes) WITH ORDINALITY a(t, i) ORDER BY i), '|'), "
+					 "       array_to_string(ARRAY(SELECT coalesce(nm, '') FROM unnest(coalesce(p.proallargtypes, p.proargtypes::oid[]), "
+					 "                                  coalesce(p.proargnames, array_fill(''::text, ARRAY[p.pronargs])), "
+					 "                                  coalesce(p.proargmodes, array_fill('i'::\"char\", ARRAY[p.pronargs]))) "
+					 "                             WITH ORDINALITY a(t, nm, m, i) WHERE m IN ('i', 'b', 'v') ORDER BY i), '|') "
+					 "  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+					 " WHERE n.nspname = 'cscp' AND p.prokind = 'f' AND p.prorettype <> 'trigger'::regtype "
+					 " ORDER BY p.oid",
+					 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		die("reading pg_proc: %s", PQerrorMessage(admin));
+	for (int i = 0; i < PQntuples(r) && nfuncs < MAX_FUNCS; i++)
+	{
+		Func	   *f = &funcs[nfuncs++];
+		char	   *types = strdup(PQgetvalue(r, i, 4));
+		char	   *names = strdup(PQgetvalue(r, i, 5));
+		char	   *tsave,
+				   *t,
+				   *nm;
+
+		f->name = strdup(PQgetvalue(r, i, 0));
+		f->label = strdup(PQgetvalue(r, i, 1));
+		f->ndefaults = atoi(PQgetvalue(r, i, 2));
+		f->app_may_execute = strcmp(PQgetvalue(r, i, 3), "t") == 0;
+		/* "|" splits; empty names are kept as empty strings */
+		t = types[0] ? strtok_r(types, "|", &tsave) : NULL;
+		nm = names;
+		while (t && f->nargs < MAX_ARGS)
+		{
+			char	   *bar = strchr(nm, '|');
+
+			if (bar)
+				*bar = '\0';
+			f->argtype[f->nargs] = strdup(t);
+			f->argname[f->nargs] = strdup(nm);
+			f->nargs++;
+			nm = bar ? bar + 1 : nm + strlen(nm);
+			t = strtok_r(NULL, "|", &tsave);
+		}
+		free(types);
+		free(names);
+	}
+	PQclear(r);
+}
+
+/* One query giving a fingerprint of every table of schema cscp. */
+static void
+build_fingerprint_sql(void)
+{
+	PGresult   *r = query(admin,
+						  "SELECT string_agg(format('SELECT %L || '':'' || count(*) || '':'' || coalesce(sum(hashtext(t::text)::bigint), 0) FROM %I.%I t', "
+						  "                          c.relname, n.nspname, c.relname), ' UNION ALL ' ORDER BY c.relname) "
+						  "  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+						  " WHERE n.nspname = 'cscp' AND c.relkind IN ('r', 'p')");
+	Buf			b = {0};
+
+	put(&b, "SELECT string_agg(f, ' ') FROM (");
+	put(&b, PQgetvalue(r, 0, 0));
+	put(&b, ") s(f)");
+	fingerprint_sql = take(&b);
+	PQclear(r);
+}
+
+static char *
+fingerprint(void)
+{
+	PGresult   *r = query(admin, fingerprint_sql);
+	char	   *s = strdup(PQgetvalue(r, 0, 0));
+
+	PQclear(r);
+	return s;
+}
+
+static void
+fill_pool(char **pool, int *n, const char *sql)
+{
+	PGresult   *r = query(admin, sql);
+
+	for (int i = 0; i < *n; i++)
+		free(pool[i]);
+	*n = 0;
+	for (int i = 0; i < PQntuples(r) && *n < POOL; i++)
+		pool[(*n)++] = strdup(PQgetvalue(r, i, 0));
+	PQclear(r);
+}
+
+static void
+refresh_pools(void)
+{
+	fill_pool(pool_context_id, &n_context_id,
+			  "SELECT context_id FROM cscp.context ORDER BY updated_at DESC LIMIT 32");
+	fill_pool(pool_command_id, &n_command_id,
+			  "SELECT command_id FROM cscp.command ORDER BY updated_at DESC LIMIT 32");
+	fill_pool(pool_context_row, &n_context_row,
+			  "SELECT c::text FROM cscp.context c ORDER BY updated_at DESC LIMIT 16");
+	fill_pool(pool_command_row, &n_command_row,
+			  "SELECT c::text FROM cscp.command c ORDER BY updated_at DESC LIMIT 16");
+	fill_pool(pool_evidence_row, &n_evidence_row,
+			  "SELECT e::text FROM cscp.evidence e ORDER BY evidence_id DESC LIMIT 16");
+	fill_pool(pool_fact_id, &n_fact_id,
+			  "SELECT fact_id FROM cscp.fact ORDER BY created_at DESC LIMIT 16");
+}
+
+/* ---------------------------------------------------------------- calls */
+
+static void
+write_failure(const char *why, Func *f, int n, char **values, const char *as_role, const char *error)
+{
+	FILE	   *out = fopen(fail_file, "w");
+
+	if (!out)
+		out = stderr;
+	fprintf(out, "-- fuzz failure: %s\n-- %s\n-- as %s\nSELECT * FROM %s(", why, error ? error : "", as_role, f->name);
+	for (int i = 0; i < n; i++)
+	{
+		char	   *lit = values[i] ? PQescapeLiteral(admin, values[i], strlen(values[i])) : NULL;
+
+		fprintf(out, "%s%s::%s", i ? ", " : "", lit ? lit : (values[i] ? "<not valid UTF-8>" : "NULL"), f->argtype[i]);
+		if (lit)
+			PQfreemem(lit);
+	}
+	fprintf(out, ");\n");
+	if (out != stderr)
+		fclose(out);
+	fprintf(stderr, "fuzz_sql: FAILED: %s in %s (as %s)%s%s; the call is in %s\n", why, f->label, as_role,
+			error ? ": " : "", error ? error : "", fail_file);
+	exit(1);
+}
+
+/* Notices (a word too long to index, ...) are not findings. */
+static void
+ignore_notice(void *arg, const char *message)
+{
+	(void) arg;
+	(void) message;
+}
+
+static void
+count_state(Func *f, const char *state)
+{
+	for (int i = 0; i < f->nstates; i++)
+		if (strcmp(f->state[i], state) == 0)
+		{
+			f->state_count[i]++;
+			return;
+		}
+	if (f->nstates < STATES)
+	{
+		snprintf(f->state[f->nstates], sizeof(f->state[0]), "%s", state);
+		f->state_count[f->nstates++] = 1;
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	unsigned long long seed;
+	long		ncalls;
+	char	   *before;
+	long		refused = 0,
+				accepted = 0;
+	char		conninfo[256];
+
+	if (argc != 6)
+	{
+		fprintf(stderr, "usage: fuzz_sql SEED CALLS APP_ROLE TENANT FAIL_FILE\n");
+		return 2;
+	}
+	seed = strtoull(argv[1], NULL, 10);
+	ncalls = atol(argv[2]);
+	app_role = argv[3];
+	tenant = argv[4];
+	fail_file = argv[5];
+	rng = seed ? seed : 1;
+
+	admin = PQconnectdb("");
+	if (PQstatus(admin) != CONNECTION_OK)
+		die("cannot connect: %s", PQerrorMessage(admin));
+	snprintf(conninfo, sizeof(conninfo), "user=%s options='-c cscp.tenant_id=%s'", app_role, tenant);
+	app = PQconnectdb(conninfo);
+	if (PQstatus(app) != CONNECTION_OK)
+		die("cannot connect as %s: %s", app_role, PQerrorMessage(app));
+	PQsetNoticeProcessor(admin, ignore_notice, NULL);
+	PQsetNoticeProcessor(app, ignore_notice, NULL);
+	PQclear(query(admin, "SET statement_timeout = '10s'"));
+	PQclear(query(app, "SET statement_timeout = '10s'"));
+
+	load_functions();
+	build_fingerprint_sql();
+	refresh_pools();
+	printf("fuzz_sql: seed %llu, %ld calls over %d functions of schema cscp\n", seed, ncalls, nfuncs);
+	before = fingerprint();
+
+	for (long call = 0; call < ncalls; call++)
+	{
+		Func	   *f = &funcs[rnd(nfuncs)];
+		int			n = f->nargs - (f->ndefaults ? rnd(f->ndefaults + 1) : 0);
+		char	   *values[MAX_ARGS];
+		int			as_admin = !f->app_may_execute || chance(10);
+		PGconn	   *c = as_admin ? admin : app;
+		const char *as_role = as_admin ? "superuser" : app_role;
+		Buf			sql = {0};
+		PGresult   *r;
+		ExecStatusType st;
+		char	   *after;
+
+		/*
+		 * Half the calls pass plausible values for every argument but
+		 * perhaps one, so that they get past the first check; the others
+		 * pass anything.
+		 */
+		int			plausible_call = chance(50);
+		int			odd_one = chance(40) ? rnd(n ? n : 1) : -1;
+
+		putf(&sql, "SELECT * FROM %s(", f->name);
+		for (int i = 0; i < n; i++)
+		{
+			plausible = plausible_call && i != odd_one;
+			values[i] = gen_arg(f->argtype[i], f->argname[i]);
+			putf(&sql, "%s$%d::%s", i ? ", " : "", i + 1, f->argtype[i]);
+		}
+		put(&sql, ")");
+		f->calls++;
+
+		r = PQexecParams(c, sql.data, n, NULL, (const char *const *) values, NULL, NULL, 0);
+		st = PQresultStatus(r);
+		if (PQstatus(c) != CONNECTION_OK)
+			write_failure("connection lost (server or backend crashed)", f, n, values, as_role,
+						  PQerrorMessage(c));
+		if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
+		{
+			accepted++;
+			count_state(f, "ok");
+		}
+		else
+		{
+			const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+
+			refused++;
+			count_state(f, state ? state : "?");
+			if (getenv("FUZZ_TRACE") && strcmp(getenv("FUZZ_TRACE"), f->label) == 0)
+				printf("  %s: %s %.200s\n", f->label, state ? state : "?",
+					   PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY));
+			if (!state || strncmp(state, "XX", 2) == 0 || strncmp(state, "58", 2) == 0 ||
+				strcmp(state, "57014") == 0)
+				write_failure(state ? state : "no SQLSTATE", f, n, values, as_role,
+							  PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY));
+		}
+		PQclear(r);
+
+		after = fingerprint();
+		if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK && strcmp(before, after) != 0)
+			write_failure("a refused call changed rows", f, n, values, as_role, after);
+		free(before);
+		before = after;
+		for (int i = 0; i < n; i++)
+			free(values[i]);
+		free(sql.data);
+		if (call % 50 == 49)
+			refresh_pools();
+	}
+
+	/* hostile input must not have broken an invariant */
+	{
+		PGresult   *r = query(admin, "SELECT kind || ': ' || coalesce(object_id, '') || ' ' || coalesce(detail, '') FROM cscp.check_invariants()");
+
+		for (int i = 0; i < PQntuples(r); i++)
+			fprintf(stderr, "fuzz_sql: invariant broken: %s\n", PQgetvalue(r, i, 0));
+		if (PQntuples(r) > 0)
+			die("check_invariants() returned %d rows after the run", PQntuples(r));
+		PQclear(r);
+	}
+
+	for (int i = 0; i < nfuncs; i++)
+	{
+		Func	   *f = &funcs[i];
+
+		printf("  %-28s %5ld calls:", f->label, f->calls);
+		for (int j = 0; j < f->nstates; j++)
+			printf(" %s %ld", f->state[j], f->state_count[j]);
+		printf("\n");
+	}
+	printf("fuzz_sql: seed %llu: %ld calls (%ld returned, %ld refused), no crash, no internal error, "
+		   "no row changed by a refused call, check_invariants() empty\n",
+		   seed, ncalls, accepted, refused);
+	PQfinish(app);
+	PQfinish(admin);
+	return 0;
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# `make fuzz` (and a short form inside `make test`): every function of schema cscp called with
+# random and adversarial arguments by test/fuzz/fuzz_sql.c, on a throwaway cluster.
+#
+# The database is first given some state through the API (conversations, one under a JSON Schema,
+# contexts, commands waiting and executed, identities, facts, documents), so that plausible
+# arguments reach past the first check. The run fails on a crash, an internal error (SQLSTATE
+# XX000, any XX or 58), a statement timeout, a refused call that changed any row of cscp's tables,
+# or invariants broken afterwards; the failing call is printed as SQL.
+# Settings: FUZZ_CALLS (3000), FUZZ_SEED (20261121; printed, so a run can be repeated).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source test/scripts/cluster.sh
+
+CALLS=${FUZZ_CALLS:-3000}
+SEED=${FUZZ_SEED:-20261121}
+ROLE=fuzz_app
+TENANT=fuzz
+
+make --no-print-directory -s test/fuzz/fuzz_sql
+
+cluster_start
+echo "cscp fuzz: seed $SEED, $CALLS calls"
+psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<SQL
+CREATE EXTENSION cscp;
+CREATE ROLE $ROLE LOGIN;
+SELECT cscp.grant_app('$ROLE');
+SQL
+PGUSER=$ROLE PGOPTIONS="-c cscp.tenant_id=$TENANT" psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+SELECT cscp.conversation_start('fuzz', 'c1', 'agent',
+       '{"from": "agent", "role": "agent", "ts": 1700000000000, "content": {"text": "hi"}}');
+SELECT cscp.conversation_start('fuzz', 'c2', 'agent',
+       '{"from": "agent", "role": "agent", "ts": 1700000000000, "content": {"text": "hi"}}',
+       '{"type": "object", "required": ["text"], "properties": {"text": {"type": "string", "maxLength": 40, "pattern": "^[a-z ]*$"}}}');
+SELECT cscp.conversation_exchange('fuzz', 'c1',
+       '{"messageId": "m-1", "from": "user-1", "role": "user", "ts": 1700000000001, "content": {"text": "cancel"}}');
+SELECT cscp.context_open('fuzz', c, a, '{"active_intent": "cancel_order"}')
+  FROM unnest(ARRAY['c1', 'c2', 'c3']) c, unnest(ARRAY['user-1', 'user-2']) a;
+SELECT cscp.command_submit('fuzz', 'c1', 'user-1', 'k-read', 'lookup_order', false, '{m-1}');
+SELECT cscp.command_submit('fuzz', 'c2', 'user-1', 'k-cancel', 'cancel_order', true, '{m-1}', '{"order_id": 1}', 'order:1');
+SELECT cscp.command_submit('fuzz', 'c3', 'user-2', 'k-done', 'cancel_order', true, '{m-2}', '{}', 'order:2');
+SELECT cscp.confirm('fuzz', 'c3', 'user-2', 'm-3', true, 'order:2');
+SELECT cscp.command_transition(command_id, s::cscp.command_state)
+  FROM cscp.command, unnest(ARRAY['authz_pending', 'authorized', 'started', 'executed']) WITH ORDINALITY s(s, i)
+ WHERE idempotency_key = 'k-done' ORDER BY i;
+SELECT cscp.identity_set('fuzz', 'user-1', '{"user_name": "Maria", "user_id": "user-1", "authority": "employee"}');
+SELECT cscp.fact_write('fuzz', 'user-1', 'f-1', 'address', '"Main St 1"');
+SELECT cscp.fact_write('fuzz', 'user-1', 'f-2', 'diet', '"vegetarian"', depends_on => '{f-1}');
+SELECT cscp.doc_put('fuzz', 'c1', 'cart', '{"items": 2}', 600);
+SELECT cscp.ws_put('fuzz', 'c1', 'draft', '{"to": "x"}');
+SELECT cscp.env_set('fuzz', 'c1', '{"timezone": "UTC"}');
+SQL
+
+status=0
+test/fuzz/fuzz_sql "$SEED" "$CALLS" "$ROLE" "$TENANT" "$CSCP_TMP/fuzz_failure.sql" || status=1
+if [ $status -ne 0 ]; then
+	cat "$CSCP_TMP/fuzz_failure.sql" 2>/dev/null | cut -c1-2000
+fi
+if grep -E 'terminated by signal|PANIC|TRAP:' "$CSCP_TMP/postgres.log"; then
+	echo "cscp fuzz: the server log shows a crash" >&2
+	status=1
+fi
+exit $status
