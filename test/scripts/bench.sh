@@ -165,12 +165,21 @@ fi
 # ---------------------------------------------------------------------------------------------
 if want W3; then
 	echo "== W3 documents (80% doc_get, 20% doc_put, 100,000 sessions)"
+	# 1,000 rows per transaction: cscp's forgotten_guard takes one advisory lock per session in
+	# the transaction, and 100,000 of them do not fit in the lock table (max_locks_per_transaction).
 	for s in bench_floor bench_naive cscp; do
 		psql -X -q -v ON_ERROR_STOP=1 -c "
-			INSERT INTO $s.document (tenant_id, session_id, namespace, payload, expires_at)
-			SELECT '$BENCH_TENANT', 's-' || i, 'profile', jsonb_build_object('name', 'user ' || i, 'k1', i),
-			       now() + interval '1 day'
-			  FROM generate_series(1, 100000) i" -c "VACUUM (ANALYZE) $s.document"
+			DO \$\$
+			BEGIN
+			    FOR b IN 0..99 LOOP
+			        INSERT INTO $s.document (tenant_id, session_id, namespace, payload, expires_at)
+			        SELECT '$BENCH_TENANT', 's-' || i, 'profile', jsonb_build_object('name', 'user ' || i, 'k1', i),
+			               now() + interval '1 day'
+			          FROM generate_series(b * 1000 + 1, (b + 1) * 1000) i;
+			        COMMIT;
+			    END LOOP;
+			END
+			\$\$" -c "VACUUM (ANALYZE) $s.document"
 	done
 	for impl in floor naive cscp; do
 		bench_run "warmup.W3.$impl" on 5 -f "test/bench/doc_get_$impl.sql@8" -f "test/bench/doc_put_$impl.sql@2" >/dev/null
@@ -268,16 +277,17 @@ fi
 if want W5; then
 	echo "== W5 sweep under load ($W5_CONTEXTS expired contexts; W1 through cscp, synchronous_commit=on, ${W5_SECONDS}s)"
 	t0=$(date +%s.%N)
-	# Contexts that were valid when written, under a clock pinned two days back, and expired since.
+	# Contexts that were valid when written, under a clock pinned two days back, and expired since;
+	# 1,000 per transaction (forgotten_guard's advisory locks, one per conversation and actor).
 	psql -X -q -v ON_ERROR_STOP=1 <<SQL
 SET synchronous_commit = off;
 SET cscp.clock = '$(psql -X -At -c "SELECT now() - interval '2 days'")';
 DO \$\$
 BEGIN
-    FOR b IN 0..($W5_CONTEXTS - 1) / 100000 LOOP
+    FOR b IN 0..($W5_CONTEXTS - 1) / 1000 LOOP
         INSERT INTO cscp.context (tenant_id, conversation_id, actor_id, expires_at, ttl)
         SELECT 'sweep', 'sw-' || i, 'customer', cscp.now() + interval '30 minutes', interval '30 minutes'
-          FROM generate_series(b * 100000 + 1, least((b + 1) * 100000, $W5_CONTEXTS)) i;
+          FROM generate_series(b * 1000 + 1, least((b + 1) * 1000, $W5_CONTEXTS)) i;
         COMMIT;
     END LOOP;
 END
