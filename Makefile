@@ -24,6 +24,7 @@ OBJS = \
 	src/evidence.o \
 	src/context_fsm.o \
 	src/context_api.o \
+	src/document.o \
 	src/command_fsm.o \
 	src/command_api.o \
 	src/confirm.o \

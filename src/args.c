@@ -49,7 +49,6 @@ cscp_check_id(const char *argname, text *value)
 void
 cscp_check_tenant(text *tenant_id)
 {
-	Oid			nsp;
 	Oid			relid;
 	char	   *tenant;
 
@@ -62,8 +61,7 @@ cscp_check_tenant(text *tenant_id)
 				 errdetail("Tenant \"*\" holds the policy defaults of all tenants."),
 				 errhint("Use cscp.policy_set('*', ...) as a superuser to change defaults.")));
 
-	nsp = get_namespace_oid("cscp", true);
-	relid = OidIsValid(nsp) ? get_relname_relid("context", nsp) : InvalidOid;
+	relid = cscp_relation_oid("context", true);
 	if (!OidIsValid(relid) || check_enable_rls(relid, InvalidOid, true) != RLS_ENABLED)
 		return;
 

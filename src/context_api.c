@@ -35,12 +35,12 @@ interval_text(Interval *iv)
 }
 
 /*
- * The lifetime of a context: requested, or the policy's context_ttl;
- * refused (22023) unless positive and within the policy's max_ttl.
- * The same rules as cscp._ttl.
+ * A lifetime: requested, or the policy's policy_key; refused (22023, naming
+ * argname) unless positive and within the policy's max_ttl.  The rules of
+ * cscp._ttl.
  */
-static Interval *
-context_ttl(Jsonb *policy, Interval *requested)
+Interval *
+cscp_lifetime(Jsonb *policy, Interval *requested, const char *policy_key, const char *argname)
 {
 	Interval   *ttl = requested;
 	Interval   *zero = palloc0(sizeof(Interval));
@@ -48,18 +48,18 @@ context_ttl(Jsonb *policy, Interval *requested)
 
 	if (ttl == NULL)
 	{
-		s = cscp_jsonb_get_cstring(policy, "context_ttl");
+		s = cscp_jsonb_get_cstring(policy, policy_key);
 		ttl = palloc(sizeof(Interval));
 		if (s == NULL || !cscp_parse_interval(s, ttl))
-			elog(ERROR, "the policy has no valid context_ttl");
+			elog(ERROR, "the policy has no valid %s", policy_key);
 	}
 	if (DatumGetInt32(DirectFunctionCall2(interval_cmp, IntervalPGetDatum(ttl),
 										  IntervalPGetDatum(zero))) <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("ttl must be positive"),
+				 errmsg("%s must be positive", argname),
 				 errdetail("The lifetime given is %s.", interval_text(ttl)),
-				 errhint("Pass a positive interval, or NULL for the policy's context_ttl.")));
+				 errhint("Pass a positive interval, or NULL for the policy's %s.", policy_key)));
 	s = cscp_jsonb_get_cstring(policy, "max_ttl");
 	if (s != NULL)
 	{
@@ -70,7 +70,7 @@ context_ttl(Jsonb *policy, Interval *requested)
 											  IntervalPGetDatum(&max_ttl))) > 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("ttl is too long"),
+					 errmsg("%s is too long", argname),
 					 errdetail("The lifetime given is %s; the policy allows lifetimes up to %s (policy key \"max_ttl\").",
 							   interval_text(ttl), interval_text(&max_ttl)),
 					 errhint("Pass a shorter lifetime, or raise \"max_ttl\" with cscp.policy_set.")));
@@ -109,7 +109,7 @@ cscp_context_open_row(text *tenant, text *conversation, text *actor, Jsonb *slot
 		empty = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
 		slots = empty;
 	}
-	ttl = context_ttl(cscp_policy_get(text_to_cstring(tenant)), ttl);
+	ttl = cscp_lifetime(cscp_policy_get(text_to_cstring(tenant)), ttl, "context_ttl", "ttl");
 
 	for (int attempt = 0; attempt < OPEN_ATTEMPTS; attempt++)
 	{

@@ -131,6 +131,8 @@ extern HeapTuple cscp_context_open_row(text *tenant, text *conversation, text *a
 									   Jsonb *slots, Interval *ttl, text *correlation,
 									   TupleDesc *desc);
 extern Datum cscp_context_view_datum(HeapTuple row, TupleDesc desc, TupleDesc rowdesc);
+extern Interval *cscp_lifetime(Jsonb *policy, Interval *requested, const char *policy_key,
+							   const char *argname);
 
 /* clock.c */
 extern TimestampTz cscp_now(void);
@@ -264,6 +266,7 @@ extern char *cscp_forget_hash(const char *tenant_id, const char *kind, const cha
 extern void cscp_refuse_forgotten(const char *tenant_id, const char *kind, const char *id);
 
 /* spiplan.c */
+extern Oid	cscp_relation_oid(const char *relname, bool missing_ok);
 extern SPIPlanPtr cscp_spi_plan(SPIPlanPtr *plan, const char *sql, int nargs,
 								const Oid *argtypes);
 

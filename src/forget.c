@@ -86,12 +86,10 @@ forget_lock(const char *hash, bool exclusive)
 static bool
 tombstones_empty(void)
 {
-	Oid			relid = get_relname_relid("tombstone", get_namespace_oid("cscp", false));
+	Oid			relid = cscp_relation_oid("tombstone", false);
 	Relation	rel;
 	BlockNumber n;
 
-	if (!OidIsValid(relid))
-		elog(ERROR, "table cscp.tombstone does not exist");
 	rel = table_open(relid, AccessShareLock);
 	n = RelationGetNumberOfBlocks(rel);
 	table_close(rel, AccessShareLock);

@@ -32,13 +32,10 @@
 Oid
 cscp_table_owner(const char *relname)
 {
-	Oid			nsp = get_namespace_oid("cscp", false);
-	Oid			relid = get_relname_relid(relname, nsp);
+	Oid			relid = cscp_relation_oid(relname, false);
 	HeapTuple	tp;
 	Oid			owner;
 
-	if (!OidIsValid(relid))
-		elog(ERROR, "table cscp.%s does not exist", relname);
 	tp = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	if (!HeapTupleIsValid(tp))
 		elog(ERROR, "cache lookup failed for relation %u", relid);

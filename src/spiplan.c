@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * spiplan.c
- *	  Saved SPI plans for the queries cscp's C functions run on every call.
+ *	  Saved SPI plans for the queries cscp's C functions run on every call,
+ *	  and the OIDs of cscp's tables, looked up once per backend.
  *
  * Each query is prepared once per backend and kept (SPI_keepplan); the
  * plan cache replans it when a table it reads changes, so the only rule for
@@ -13,6 +14,10 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
+
+#include "catalog/namespace.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
 
 /*
  * The saved plan in *plan, prepared from sql the first time.  The caller is
@@ -32,4 +37,70 @@ cscp_spi_plan(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes)
 		*plan = p;
 	}
 	return *plan;
+}
+
+/*
+ * The OID of table cscp.relname (InvalidOid when missing_ok and there is
+ * none), remembered per backend until a relcache invalidation names it (or
+ * all relations): ALTER, DROP EXTENSION, ...  Saves the namespace and
+ * relation name lookups on every call of the hot functions.
+ */
+#define CSCP_MAX_CACHED_RELS 16
+
+typedef struct CachedRel
+{
+	const char *relname;		/* a string constant of the caller's */
+	Oid			relid;
+} CachedRel;
+
+static CachedRel cached_rels[CSCP_MAX_CACHED_RELS];
+static int	n_cached_rels = 0;
+static bool rel_callback_registered = false;
+
+static void
+forget_cached_rel(Datum arg, Oid relid)
+{
+	for (int i = 0; i < n_cached_rels; i++)
+		if (relid == InvalidOid || cached_rels[i].relid == relid)
+			cached_rels[i].relid = InvalidOid;
+}
+
+Oid
+cscp_relation_oid(const char *relname, bool missing_ok)
+{
+	CachedRel  *c = NULL;
+	Oid			nsp;
+
+	for (int i = 0; i < n_cached_rels; i++)
+		if (strcmp(cached_rels[i].relname, relname) == 0)
+		{
+			c = &cached_rels[i];
+			break;
+		}
+	if (c != NULL && OidIsValid(c->relid))
+		return c->relid;
+
+	if (!rel_callback_registered)
+	{
+		CacheRegisterRelcacheCallback(forget_cached_rel, (Datum) 0);
+		rel_callback_registered = true;
+	}
+	nsp = get_namespace_oid("cscp", missing_ok);
+	if (!OidIsValid(nsp))
+		return InvalidOid;
+	if (c == NULL && n_cached_rels < CSCP_MAX_CACHED_RELS)
+	{
+		c = &cached_rels[n_cached_rels++];
+		c->relname = relname;
+		c->relid = InvalidOid;
+	}
+	{
+		Oid			relid = get_relname_relid(relname, nsp);
+
+		if (!OidIsValid(relid) && !missing_ok)
+			elog(ERROR, "table cscp.%s does not exist", relname);
+		if (c != NULL)
+			c->relid = relid;
+		return relid;
+	}
 }

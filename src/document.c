@@ -1,0 +1,178 @@
+/*-------------------------------------------------------------------------
+ *
+ * document.c
+ *	  TTL'd namespace documents per session (Conversational Context API):
+ *	  cscp.doc_put, cscp.doc_get and cscp.doc_delete in C, each one saved
+ *	  SPI statement.  Absent or expired is "not found": readers filter on
+ *	  expires_at, and a put into an expired document starts from an empty
+ *	  object, so expired data never comes back, sweep or no sweep.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "cscp.h"
+
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/timestamp.h"
+
+/* The argument checks all three share: the tenant, the session, the namespace. */
+static void
+doc_args(FunctionCallInfo fcinfo)
+{
+	cscp_check_tenant(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0));
+	cscp_check_id("session_id", PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1));
+	cscp_check_id("namespace", PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2));
+}
+
+PG_FUNCTION_INFO_V1(cscp_doc_put);
+
+/*
+ * cscp.doc_put(tenant_id, session_id, namespace, payload jsonb, ttl_seconds int)
+ * RETURNS text: merge payload's top-level keys into the document (a fresh
+ * one once expired) and reset its TTL; returns 'session_id:namespace'.
+ */
+Datum
+cscp_doc_put(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[6] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Jsonb	   *payload = PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3);
+	TimestampTz now = cscp_now();
+	Interval   *ttl;
+	Datum		args[6];
+	text	   *session;
+	text	   *ns;
+
+	doc_args(fcinfo);
+	if (payload == NULL || !JB_ROOT_IS_OBJECT(payload) || JB_ROOT_IS_SCALAR(payload))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("payload must be a JSON object"),
+				 errdetail("The payload given is %s.",
+						   payload == NULL ? "null" :
+						   TextDatumGetCString(DirectFunctionCall1(jsonb_typeof,
+																   JsonbPGetDatum(payload)))),
+				 errhint("Pass an object; its top-level keys are merged into the document.")));
+	if (PG_ARGISNULL(4))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ttl_seconds must not be null"),
+				 errhint("Pass the document's lifetime in seconds.")));
+	ttl = DatumGetIntervalP(DirectFunctionCall7(make_interval, Int32GetDatum(0), Int32GetDatum(0),
+												Int32GetDatum(0), Int32GetDatum(0), Int32GetDatum(0),
+												Int32GetDatum(0),
+												Float8GetDatum((float8) PG_GETARG_INT32(4))));
+	ttl = cscp_lifetime(cscp_policy_get(text_to_cstring(PG_GETARG_TEXT_PP(0))), ttl,
+						"max_ttl", "ttl_seconds");
+
+	args[0] = PG_GETARG_DATUM(0);
+	args[1] = PG_GETARG_DATUM(1);
+	args[2] = PG_GETARG_DATUM(2);
+	args[3] = JsonbPGetDatum(payload);
+	args[4] = TimestampTzGetDatum(now);
+	args[5] = DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(now),
+								  IntervalPGetDatum(ttl));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "INSERT INTO cscp.document AS d (tenant_id, session_id, namespace, payload,"
+				  "    created_at, updated_at, expires_at)"
+				  " VALUES ($1, $2, $3, $4, $5, $5, $6)"
+				  " ON CONFLICT (tenant_id, session_id, namespace) DO UPDATE"
+				  "    SET payload = CASE WHEN d.expires_at <= $5 THEN excluded.payload"
+				  "                       ELSE d.payload || excluded.payload END,"
+				  "        created_at = CASE WHEN d.expires_at <= $5 THEN $5 ELSE d.created_at END,"
+				  "        updated_at = $5,"
+				  "        expires_at = excluded.expires_at",
+				  6, types);
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not write a document");
+	SPI_finish();
+
+	session = PG_GETARG_TEXT_PP(1);
+	ns = PG_GETARG_TEXT_PP(2);
+	PG_RETURN_TEXT_P(cstring_to_text(psprintf("%s:%s", text_to_cstring(session),
+											  text_to_cstring(ns))));
+}
+
+PG_FUNCTION_INFO_V1(cscp_doc_get);
+
+/* cscp.doc_get(tenant_id, session_id, namespace) RETURNS jsonb: NULL when absent or expired. */
+Datum
+cscp_doc_get(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[4] = {TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID};
+	MemoryContext callerctx = CurrentMemoryContext;
+	Datum		args[4];
+	Datum		result = (Datum) 0;
+	bool		found = false;
+
+	doc_args(fcinfo);
+	args[0] = PG_GETARG_DATUM(0);
+	args[1] = PG_GETARG_DATUM(1);
+	args[2] = PG_GETARG_DATUM(2);
+	args[3] = TimestampTzGetDatum(cscp_now());
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "SELECT d.payload FROM cscp.document d"
+				  " WHERE d.tenant_id = $1 AND d.session_id = $2 AND d.namespace = $3"
+				  "   AND d.expires_at > $4",
+				  4, types);
+	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read a document");
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		MemoryContext spictx = MemoryContextSwitchTo(callerctx);
+
+		result = datumCopy(d, false, -1);
+		MemoryContextSwitchTo(spictx);
+		found = !isnull;
+	}
+	SPI_finish();
+	if (!found)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(result);
+}
+
+PG_FUNCTION_INFO_V1(cscp_doc_delete);
+
+/*
+ * cscp.doc_delete(tenant_id, session_id, namespace) RETURNS boolean: true
+ * when a live document was deleted, false when absent or already expired.
+ */
+Datum
+cscp_doc_delete(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[4] = {TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID};
+	Datum		args[4];
+	bool		live = false;
+
+	doc_args(fcinfo);
+	args[0] = PG_GETARG_DATUM(0);
+	args[1] = PG_GETARG_DATUM(1);
+	args[2] = PG_GETARG_DATUM(2);
+	args[3] = TimestampTzGetDatum(cscp_now());
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "DELETE FROM cscp.document d"
+				  " WHERE d.tenant_id = $1 AND d.session_id = $2 AND d.namespace = $3"
+				  " RETURNING d.expires_at > $4",
+				  4, types);
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_DELETE_RETURNING)
+		elog(ERROR, "could not delete a document");
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+
+		live = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	SPI_finish();
+	PG_RETURN_BOOL(live);
+}
