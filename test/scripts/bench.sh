@@ -417,7 +417,7 @@ target() { # DESCRIPTION VALUE OP LIMIT
 	[ "$2" = - ] || [ -z "$2" ] && { printf '  %-58s %8s   (target %s %s): not measured\n' "$1" - "$3" "$4"; return; }
 	awk -v d="$1" -v v="$2" -v op="$3" -v l="$4" 'BEGIN {
 		ok = (op == ">=") ? (v >= l) : (v <= l)
-		printf "  %-58s %8.2f   (target %s %s): %s\n", d, v, op, l, ok ? "met" : (l == 0 ? "MISSED" : sprintf("MISSED by %.0f%%", (op == ">=") ? (1 - v / l) * 100 : (v / l - 1) * 100)) }'
+		printf "  %-58s %8.3f   (target %s %s): %s\n", d, v, op, l, ok ? "met" : (l == 0 ? "MISSED" : sprintf("MISSED by %.1f%%", (op == ">=") ? (1 - v / l) * 100 : (v / l - 1) * 100)) }'
 }
 have() { [ -f "$BENCH_OUT/$1.r1${2:-}.res" ]; }
 echo
