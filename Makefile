@@ -131,7 +131,7 @@ test: build
 	@bash test/scripts/run-tests.sh
 
 # Issue 6's workloads W1-W6 through cscp against plain SQL (the floor) and hand-written PL/pgSQL
-# (naive) on a throwaway cluster (pgbench; about 25 minutes); not part of `make test`.
+# (naive) on a throwaway cluster (pgbench; about 30 minutes); not part of `make test`.
 # BENCH_ONLY=W1,W3 runs a subset, BENCH_SECONDS and BENCH_RUNS shorten it (test/scripts/bench.sh).
 bench: build
 	@bash test/scripts/bench.sh
