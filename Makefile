@@ -130,16 +130,16 @@ demo: build
 test: build
 	@bash test/scripts/run-tests.sh
 
-# One command's cycle through cscp against plain SQL doing the same row writes (pgbench, a few
-# minutes on a throwaway cluster); not part of `make test`.
+# Issue 6's workloads W1-W6 through cscp against plain SQL (the floor) and hand-written PL/pgSQL
+# (naive) on a throwaway cluster (pgbench; about 30 minutes); not part of `make test`.
+# BENCH_ONLY=W1,W3 runs a subset, BENCH_SECONDS and BENCH_RUNS shorten it (test/scripts/bench.sh).
 bench: build
 	@bash test/scripts/bench.sh
 
-# Issue 5's facts targets: build_context with 100,000 superseded facts against 1,000 valid ones
-# alone, and fact_current on a chain of 101 (about 3 minutes on a throwaway cluster); not part of
-# `make test`.
+# W4 alone: build_context with 100,000 superseded facts against 1,000 valid ones, and
+# fact_current on a chain of 101 (about 4 minutes).
 bench-facts: build
-	@bash test/scripts/bench_facts.sh
+	@BENCH_ONLY=W4 bash test/scripts/bench.sh
 
 # StateBench timelines replayed through cscp on a throwaway cluster, reported per track
 # (test/statebench/); not part of `make test`: the data is not part of the project.

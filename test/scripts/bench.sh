@@ -1,123 +1,459 @@
 #!/usr/bin/env bash
-# `make bench`: one command's cycle (open context, submit, confirm, authz_pending, authorized,
-# started, executed: seven round trips) through cscp, against the floor: the same row writes as
-# plain SQL on plain tables with no checks (test/bench/command_cycle_floor.sql).
+# `make bench`: issue 6's workloads, each through cscp and against its baselines, on one
+# throwaway cluster (fsync on), with pgbench -c 4 -j 2 -M prepared as an application role under
+# row-level security:
 #
-# A throwaway cluster with fsync on; pgbench connects as an application role (row-level
-# security applies to cscp's tables), each client its own conversation. The two scripts run
-# alternately, BENCH_RUNS times each, for synchronous_commit on and off; the table shows the
-# median over runs of TPS (one transaction = one whole cycle) and of each run's p50/p99 cycle
-# latency from pgbench's per-transaction logs. Settings: BENCH_SECONDS (20), BENCH_RUNS (3),
-# BENCH_CLIENTS (4), BENCH_THREADS (2).
+#   W1  message turn: the user's turn, open the context, two slots, a read-only command submitted
+#       and driven to executed (9 round trips); and the same through the single-call path
+#       cscp.message_turn (5 round trips) when it exists
+#   W2  confirmation: a mutating command submitted, confirmed, authorized, started, executed
+#       (7 round trips)
+#   W3  documents: 80% doc_get, 20% doc_put over 100,000 sessions
+#   W4  context assembly: build_context for a subject with 1,000 valid and 100,000 superseded
+#       facts against one with the 1,000 valid facts alone; fact_current on a chain of 101
+#   W5  sweep under load: cscp.sweep through 1,000,000 expired contexts while W1 runs
+#   W6  long conversations: W1 on conversations that already hold 10,000 turns against new ones
+#
+# Baselines (W1-W3): the floor, the same row reads and writes as plain SQL on plain tables
+# (test/bench/floor_schema.sql) in the same number of round trips; and naive, the same statements
+# with the rules hand-written as PL/pgSQL triggers and functions (test/bench/baseline_plpgsql.sql).
+# The variants alternate (floor, naive, cscp), BENCH_RUNS times each, for synchronous_commit on
+# and off; the table shows medians over the runs of TPS, of each run's p50/p99 latency (per
+# transaction = per whole turn or cycle, from pgbench's per-transaction logs), and of WAL bytes
+# per transaction (test/scripts/bench_lib.sh says how each is measured).
+#
+# Settings: BENCH_SECONDS (12) per run, BENCH_RUNS (3), BENCH_ONLY (W1,W2,W3,W4,W5,W6: a
+# comma-separated subset), BENCH_SYNC ("on off"), BENCH_CLIENTS (4), BENCH_THREADS (2),
+# BENCH_W5_CONTEXTS (1000000), BENCH_W5_SECONDS (30), BENCH_W6_TURNS (10000),
+# BENCH_EXPLAINS (6).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source test/scripts/cluster.sh
+source test/scripts/bench_lib.sh
 
-SECONDS_PER_RUN=${BENCH_SECONDS:-20}
+SECS=${BENCH_SECONDS:-12}
 RUNS=${BENCH_RUNS:-3}
-CLIENTS=${BENCH_CLIENTS:-4}
-THREADS=${BENCH_THREADS:-2}
-ROLE=bench_app
-TENANT=bench
+ONLY=${BENCH_ONLY:-W1,W2,W3,W4,W5,W6}
+SYNCS=${BENCH_SYNC:-on off}
+W5_CONTEXTS=${BENCH_W5_CONTEXTS:-1000000}
+W5_SECONDS=${BENCH_W5_SECONDS:-30}
+W6_TURNS=${BENCH_W6_TURNS:-10000}
+EXPLAINS=${BENCH_EXPLAINS:-6}
+export BENCH_CLIENTS=${BENCH_CLIENTS:-4} BENCH_THREADS=${BENCH_THREADS:-2}
+export BENCH_ROLE=bench_app BENCH_TENANT=bench
 
-cluster_start fsync=on synchronous_commit=on
-OUT=$(mktemp -d "${TMPDIR:-/tmp}/cscp-bench.XXXXXX")
-trap 'cluster_stop; rm -rf "$OUT"' EXIT
-echo "cscp bench: throwaway cluster in $CSCP_TMP (fsync=on); $CLIENTS clients, $THREADS threads," \
-     "-M prepared, ${SECONDS_PER_RUN}s per run, $RUNS runs per script and setting"
+for w in ${ONLY//,/ }; do
+	case $w in
+		W1 | W2 | W3 | W4 | W5 | W6) ;;
+		*) echo "cscp bench: unknown workload \"$w\" in BENCH_ONLY (W1 to W6)" >&2; exit 2 ;;
+	esac
+done
+want() { [[ ",$ONLY," == *",$1,"* ]]; }
+
+# Checkpoints come before each run (bench_run), not on a timer in the middle of one; wal_keep_size:
+# a checkpoint (max_wal_size) during a run must not recycle the WAL pg_waldump reads after it.
+cluster_start fsync=on synchronous_commit=on max_wal_size=4GB wal_keep_size=4GB checkpoint_timeout=1h \
+	log_lock_waits=on deadlock_timeout=10ms
+BENCH_OUT=$(mktemp -d "${TMPDIR:-/tmp}/cscp-bench.XXXXXX")
+export BENCH_OUT
+trap 'cluster_stop; rm -rf "$BENCH_OUT"' EXIT
+started=$(date +%s)
+echo "cscp bench: $ONLY; throwaway cluster in $CSCP_TMP (fsync=on); $BENCH_CLIENTS clients, $BENCH_THREADS threads," \
+     "-M prepared, ${SECS}s per run, $RUNS runs per variant and setting"
 
 psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<SQL
 CREATE EXTENSION cscp;
-CREATE ROLE $ROLE LOGIN;
-SELECT cscp.grant_app('$ROLE');
+CREATE ROLE $BENCH_ROLE LOGIN;
+SELECT cscp.grant_app('$BENCH_ROLE');
 SQL
-psql -X -q -v ON_ERROR_STOP=1 -v role=$ROLE -f test/bench/floor_schema.sql
+for s in bench_floor bench_naive; do
+	psql -X -q -v ON_ERROR_STOP=1 -v schema=$s -v role=$BENCH_ROLE -f test/bench/floor_schema.sql
+done
+psql -X -q -v ON_ERROR_STOP=1 -v role=$BENCH_ROLE -f test/bench/baseline_plpgsql.sql
+psql -X -q -v ON_ERROR_STOP=1 -v role=$BENCH_ROLE -f test/bench/message_turn_single_floor_fn.sql
+as_app() { PGOPTIONS="-c cscp.tenant_id=$BENCH_TENANT -c synchronous_commit=off" psql -X -q -v ON_ERROR_STOP=1 -U "$BENCH_ROLE" "$@"; }
 
-# run NAME SCRIPT SYNC SECONDS: one pgbench run; its per-transaction logs land in $OUT/NAME.*
-run() {
-	local name=$1 script=$2 sync=$3 secs=$4
-	psql -X -q -c CHECKPOINT
-	PGOPTIONS="-c cscp.tenant_id=$TENANT -c synchronous_commit=$sync" \
-		pgbench -n -U "$ROLE" -c "$CLIENTS" -j "$THREADS" -M prepared -T "$secs" -r \
-		-l --log-prefix="$OUT/$name" -f "$script" >"$OUT/$name.txt" 2>&1 ||
-		{ cat "$OUT/$name.txt" >&2; echo "cscp bench: pgbench failed ($name)" >&2; return 1; }
-	if ! grep -q '^number of failed transactions: 0 ' "$OUT/$name.txt"; then
-		cat "$OUT/$name.txt" >&2
-		echo "cscp bench: failed transactions in $name" >&2
-		return 1
-	fi
-	# tps, then p50 and p99 of the cycle latency (3rd field of the log, microseconds) in ms
-	local tps
-	tps=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)$/\1/p' "$OUT/$name.txt")
-	cat "$OUT/$name".[0-9]* | awk '{print $3}' | sort -n | awk -v tps="$tps" '
-		{ v[NR] = $1 }
-		END { i50 = int(NR * 0.50); if (i50 < 1) i50 = 1; i99 = int(NR * 0.99); if (i99 < 1) i99 = 1
-		      printf "%s %.3f %.3f %d\n", tps, v[i50] / 1000, v[i99] / 1000, NR }' >"$OUT/$name.res"
-	rm -f "$OUT/$name".[0-9]*
-	read -r tps p50 p99 n <"$OUT/$name.res"
-	printf '  %-22s tps %8.1f   p50 %7.2f ms   p99 %7.2f ms   (%d cycles)\n' "$name" "$tps" "$p50" "$p99" "$n"
+# conversations PREFIX IMPL: conversations PREFIX-0 .. PREFIX-<clients-1>, one per pgbench
+# client, started with an agent's first turn (through cscp, or as the same rows on the plain tables).
+conversations() {
+	local prefix=$1 impl=$2 c
+	for c in $(seq 0 $((BENCH_CLIENTS - 1))); do
+		if [ "$impl" = cscp ]; then
+			echo "SELECT FROM cscp.conversation_start('$BENCH_TENANT', '$prefix-$c', 'agent',
+			      '{\"from\": \"agent\", \"role\": \"agent\", \"content\": {\"text\": \"How can I help?\"}, \"ts\": 0}');"
+		else
+			echo "INSERT INTO bench_$impl.conversation (tenant_id, conversation_id, agent_id, next_turn_index, next_event_seq)
+			      VALUES ('$BENCH_TENANT', '$prefix-$c', 'agent', 1, 1);
+			      INSERT INTO bench_$impl.turn VALUES ('$BENCH_TENANT', '$prefix-$c', 0, '$prefix-$c:0:agent', 'agent', 'agent',
+			          '{\"text\": \"How can I help?\"}', md5('{\"text\":\"How can I help?\"}'), 26, 0, '$prefix-$c:e0');
+			      INSERT INTO bench_$impl.event (tenant_id, conversation_id, event_id, seq, type, turn_index, created_at)
+			      VALUES ('$BENCH_TENANT', '$prefix-$c', '$prefix-$c:e0', 0, 'conversation.opened', 0, now());"
+		fi
+	done | as_app >/dev/null
 }
 
-# median of the numbers on stdin
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# Does the cluster's cscp have the single-call path?
+has_message_turn=$(psql -X -At -c "SELECT to_regprocedure('cscp.message_turn(text, text, text, jsonb, jsonb, jsonb)') IS NOT NULL")
 
-echo "warm-up (5 s each, not counted)"
-run warmup_cscp test/bench/command_cycle_cscp.sql on 5
-run warmup_floor test/bench/command_cycle_floor.sql on 5
-
-for sync in on off; do
-	echo "synchronous_commit=$sync"
-	for i in $(seq 1 "$RUNS"); do
-		run "cscp_${sync}_$i" test/bench/command_cycle_cscp.sql "$sync" "$SECONDS_PER_RUN"
-		run "floor_${sync}_$i" test/bench/command_cycle_floor.sql "$sync" "$SECONDS_PER_RUN"
+# ---------------------------------------------------------------------------------------------
+if want W1; then
+	echo "== W1 message turn (9 round trips: exchange, open, 2 x slot_set, submit, 4 transitions)"
+	for impl in floor naive cscp; do
+		conversations "w1-warm-$impl" $impl
+		bench_run "warmup.W1.$impl" on 5 -D conv="w1-warm-$impl" -f "test/bench/message_turn_$impl.sql" >/dev/null
 	done
-done
-
-# Every cscp cycle must have run to the end, and its evidence must verify. The evidence of a
-# sample of commands is verified one command at a time: cscp.evidence_verify over the whole
-# tenant grows with commands x evidence rows (its LATERAL scans the whole chain CTE once per
-# command: 72 s at 8,000 commands, hours at the ~50,000 a run leaves), reported as a bug.
-psql -X -q -v ON_ERROR_STOP=1 -At -F ' ' >"$OUT/check.txt" <<SQL
-SELECT 'commands', count(*), count(*) FILTER (WHERE state = 'executed') FROM cscp.command;
-SELECT 'floor', count(*), count(*) FILTER (WHERE state = 'executed') FROM bench_floor.command;
-SELECT 'evidence', (SELECT count(*) FROM cscp.evidence), count(*)
-  FROM (SELECT command_id FROM cscp.command ORDER BY random() LIMIT 50) s,
-       LATERAL cscp.evidence_verify('$TENANT', s.command_id) v;
-SQL
-read -r _ ncmd nexec <<<"$(sed -n 1p "$OUT/check.txt")"
-read -r _ nfloor nfexec <<<"$(sed -n 2p "$OUT/check.txt")"
-read -r _ nev nproblems <<<"$(sed -n 3p "$OUT/check.txt")"
-echo "check: cscp $nexec of $ncmd commands executed, $nev evidence rows, $nproblems evidence_verify problems in 50 sampled chains;" \
-     "floor $nfexec of $nfloor executed"
-if [ "$ncmd" != "$nexec" ] || [ "$nproblems" != 0 ] || [ "$nfloor" != "$nfexec" ]; then
-	echo "cscp bench: a cycle did not complete, or the evidence does not verify" >&2
-	exit 1
+	for sync in $SYNCS; do
+		for i in $(seq 1 "$RUNS"); do
+			for impl in floor naive cscp; do
+				conversations "w1-$sync-$impl-$i" $impl
+				bench_run "W1.$sync.$impl.r$i" "$sync" "$SECS" -D conv="w1-$sync-$impl-$i" -f "test/bench/message_turn_$impl.sql"
+			done
+		done
+	done
+	if [ "$has_message_turn" = t ]; then
+		echo "== W1 through the single call (5 round trips: message_turn, 4 transitions)"
+		for sync in $SYNCS; do
+			for i in $(seq 1 "$RUNS"); do
+				for impl in floor cscp; do
+					conversations "w1s-$sync-$impl-$i" $impl
+					bench_run "W1s.$sync.$impl.r$i" "$sync" "$SECS" -D conv="w1s-$sync-$impl-$i" \
+						-f "test/bench/message_turn_single_$impl.sql"
+				done
+			done
+		done
+	else
+		echo "== W1 through the single call: skipped, this cscp has no cscp.message_turn(text, text, text, jsonb, jsonb, jsonb)"
+	fi
 fi
 
-echo
-echo "command cycle (7 round trips), $CLIENTS clients; median of $RUNS runs of ${SECONDS_PER_RUN}s; latency per cycle"
-printf '%-18s %-6s %10s %10s %10s\n' synchronous_commit impl 'TPS' 'p50 ms' 'p99 ms'
-for sync in on off; do
-	for impl in cscp floor; do
-		tps=$(for i in $(seq 1 "$RUNS"); do awk '{print $1}' "$OUT/${impl}_${sync}_$i.res"; done | median)
-		p50=$(for i in $(seq 1 "$RUNS"); do awk '{print $2}' "$OUT/${impl}_${sync}_$i.res"; done | median)
-		p99=$(for i in $(seq 1 "$RUNS"); do awk '{print $3}' "$OUT/${impl}_${sync}_$i.res"; done | median)
-		printf '%-18s %-6s %10.1f %10.2f %10.2f\n' "$sync" "$impl" "$tps" "$p50" "$p99"
-		eval "${impl}_tps=$tps ${impl}_p50=$p50 ${impl}_p99=$p99"
+# ---------------------------------------------------------------------------------------------
+if want W2; then
+	echo "== W2 confirmation (7 round trips: open, submit mutating, confirm, 4 transitions)"
+	for impl in floor naive cscp; do
+		bench_run "warmup.W2.$impl" on 5 -f "test/bench/command_cycle_$impl.sql" >/dev/null
 	done
-	awk -v a="$cscp_tps" -v b="$floor_tps" -v c="$cscp_p50" -v d="$floor_p50" -v e="$cscp_p99" -v f="$floor_p99" \
-		-v s="$sync" 'BEGIN { printf "%-18s %-6s %10.2f %10.2f %10.2f\n", s, "ratio", a / b, c / d, e / f }'
-done
-echo "(ratio = cscp / floor: below 1 for TPS and above 1 for latency means cscp costs more)"
+	for sync in $SYNCS; do
+		for i in $(seq 1 "$RUNS"); do
+			for impl in floor naive cscp; do
+				bench_run "W2.$sync.$impl.r$i" "$sync" "$SECS" -f "test/bench/command_cycle_$impl.sql"
+			done
+		done
+	done
+fi
+
+# Every command of W1 and W2 ran to executed, in every variant, and cscp's evidence verifies
+# (a sample of 50 chains, one command at a time).
+if want W1 || want W2; then
+	psql -X -q -v ON_ERROR_STOP=1 -At -F ' ' >"$BENCH_OUT/check.txt" <<SQL
+SELECT count(*), count(*) FILTER (WHERE state = 'executed') FROM cscp.command;
+SELECT count(*), count(*) FILTER (WHERE state = 'executed') FROM bench_floor.command;
+SELECT count(*), count(*) FILTER (WHERE state = 'executed') FROM bench_naive.command;
+SELECT (SELECT count(*) FROM bench_naive.evidence), (SELECT count(*) FROM bench_floor.evidence),
+       (SELECT count(*) FROM cscp.evidence);
+SELECT count(*) FROM (SELECT command_id FROM cscp.command ORDER BY random() LIMIT 50) s,
+       LATERAL cscp.evidence_verify('$BENCH_TENANT', s.command_id) v;
+SQL
+	{ read -r nc ec; read -r nf ef; read -r nn en; read -r evn evf evc; read -r problems; } <"$BENCH_OUT/check.txt"
+	echo "check: commands executed / formed: cscp $ec/$nc, floor $ef/$nf, naive $en/$nn;" \
+	     "evidence rows: cscp $evc, floor $evf, naive $evn; evidence_verify problems in 50 sampled chains: $problems"
+	if [ "$nc" != "$ec" ] || [ "$nf" != "$ef" ] || [ "$nn" != "$en" ] || [ "$problems" != 0 ]; then
+		echo "cscp bench: a turn or cycle did not complete, or the evidence does not verify" >&2
+		exit 1
+	fi
+fi
+
+# ---------------------------------------------------------------------------------------------
+if want W3; then
+	echo "== W3 documents (80% doc_get, 20% doc_put, 100,000 sessions)"
+	# 1,000 rows per transaction: cscp's forgotten_guard takes one advisory lock per session in
+	# the transaction, and 100,000 of them do not fit in the lock table (max_locks_per_transaction).
+	for s in bench_floor bench_naive cscp; do
+		psql -X -q -v ON_ERROR_STOP=1 -c "
+			DO \$\$
+			BEGIN
+			    FOR b IN 0..99 LOOP
+			        INSERT INTO $s.document (tenant_id, session_id, namespace, payload, expires_at)
+			        SELECT '$BENCH_TENANT', 's-' || i, 'profile', jsonb_build_object('name', 'user ' || i, 'k1', i),
+			               now() + interval '1 day'
+			          FROM generate_series(b * 1000 + 1, (b + 1) * 1000) i;
+			        COMMIT;
+			    END LOOP;
+			END
+			\$\$" -c "VACUUM (ANALYZE) $s.document"
+	done
+	for impl in floor naive cscp; do
+		bench_run "warmup.W3.$impl" on 5 -f "test/bench/doc_get_$impl.sql@8" -f "test/bench/doc_put_$impl.sql@2" >/dev/null
+	done
+	for sync in $SYNCS; do
+		for i in $(seq 1 "$RUNS"); do
+			for impl in floor naive cscp; do
+				bench_run "W3.$sync.$impl.r$i" "$sync" "$SECS" \
+					-f "test/bench/doc_get_$impl.sql@8" -f "test/bench/doc_put_$impl.sql@2"
+			done
+		done
+	done
+	same=$(psql -X -At -c "
+		SELECT count(*) FROM cscp.document c JOIN bench_floor.document f USING (tenant_id, session_id, namespace)
+		 WHERE c.payload ?| ARRAY['k2', 'k3'] AND f.payload ?| ARRAY['k2', 'k3']")
+	echo "check: documents that doc_put merged keys into, in both cscp and the floor: $same"
+	[ "$same" -gt 0 ] || { echo "cscp bench: W3 merged nothing" >&2; exit 1; }
+fi
+
+# ---------------------------------------------------------------------------------------------
+if want W6; then
+	echo "== W6 long conversations ($BENCH_CLIENTS conversations of $W6_TURNS turns against new ones; W1 through cscp, synchronous_commit=on)"
+	t0=$(date +%s.%N)
+	conversations long cscp
+	for c in $(seq 0 $((BENCH_CLIENTS - 1))); do
+		cat <<SQL
+DO \$\$
+BEGIN
+    FOR i IN 1..$W6_TURNS - 1 LOOP
+        PERFORM cscp.conversation_exchange('$BENCH_TENANT', 'long-$c',
+            jsonb_build_object('from', CASE WHEN i % 2 = 0 THEN 'agent' ELSE 'customer' END,
+                               'role', CASE WHEN i % 2 = 0 THEN 'agent' ELSE 'user' END,
+                               'content', jsonb_build_object('text', 'turn ' || i), 'ts', i));
+        COMMIT;
+    END LOOP;
+END
+\$\$;
+SQL
+	done | as_app
+	psql -X -q -c "VACUUM (ANALYZE) cscp.conversation, cscp.turn, cscp.event"
+	awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "setup: %.1f s\n", b - a }'
+	for i in $(seq 1 "$RUNS"); do
+		conversations "w6-new-$i" cscp
+		bench_run "W6.on.new.r$i" on "$SECS" -D conv="w6-new-$i" -f test/bench/message_turn_cscp.sql
+		bench_run "W6.on.long.r$i" on "$SECS" -D conv=long -f test/bench/message_turn_cscp.sql
+	done
+	read -r lmin lmax <<<"$(psql -X -At -F ' ' -c "SELECT min(next_turn_index), max(next_turn_index) FROM cscp.conversation WHERE conversation_id LIKE 'long-%'")"
+	echo "check: the long conversations now hold $lmin to $lmax turns"
+	[ "$lmin" -ge "$W6_TURNS" ] || { echo "cscp bench: W6 long conversations are short" >&2; exit 1; }
+fi
+
+# ---------------------------------------------------------------------------------------------
+if want W4; then
+	echo "== W4 context assembly (build_context, 1,000 valid facts with and without 100,000 superseded ones)"
+	t0=$(date +%s.%N)
+	as_app -f test/bench/facts_setup.sql >"$BENCH_OUT/facts_setup.txt" 2>&1 ||
+		{ cat "$BENCH_OUT/facts_setup.txt" >&2; echo "cscp bench: W4 setup failed" >&2; exit 1; }
+	psql -X -q -v ON_ERROR_STOP=1 -c 'VACUUM (ANALYZE) cscp.fact'
+	awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "setup (test/bench/facts_setup.sql through cscp.fact_write): %.1f s\n", b - a }'
+	for subj in valid superseded; do
+		bench_run "warmup.W4.$subj" on 5 -f "test/bench/build_context_$subj.sql" >/dev/null
+	done
+	for i in $(seq 1 "$RUNS"); do
+		for subj in valid superseded; do
+			bench_run "W4.on.$subj.r$i" on "$SECS" -f "test/bench/build_context_$subj.sql"
+		done
+	done
+	same=$(as_app -At -c "
+		SELECT (cscp.build_context('bench', 'valid-only', 's1', 'value topic 7', 2000) - 'now')
+		     = (cscp.build_context('bench', 'superseded', 's1', 'value topic 7', 2000) - 'now')")
+	echo "check: the two subjects' contexts for 'value topic 7' are the same: $same"
+	[ "$same" = t ] || { echo "cscp bench: W4 contexts differ" >&2; exit 1; }
+	# fact_current and fact_history from the oldest fact of a chain of 101, EXPLAIN ANALYZE
+	# EXPLAINS times each in one new session (the first call pays for the session's plans).
+	{
+		for i in $(seq 1 "$EXPLAINS"); do
+			echo "EXPLAIN (ANALYZE, BUFFERS) SELECT cscp.fact_current('bench', 'superseded', 'f-500-v0');"
+		done
+		for i in $(seq 1 "$EXPLAINS"); do
+			echo "EXPLAIN (ANALYZE, BUFFERS) SELECT * FROM cscp.fact_history('bench', 'superseded', 'f-500-v0');"
+		done
+		echo "SELECT 'head', (cscp.fact_current('bench', 'superseded', 'f-500-v0')).fact_id,"
+		echo "       (SELECT count(*) FROM cscp.fact_history('bench', 'superseded', 'f-500-v0'));"
+	} | as_app -At >"$BENCH_OUT/explain.txt"
+	read -r _ head chainlen <<<"$(grep '^head|' "$BENCH_OUT/explain.txt" | tr '|' ' ')"
+	echo "check: head of f-500-v0 is $head, chain length $chainlen"
+	[ "$head" = f-500 ] && [ "$chainlen" = 101 ] || { echo "cscp bench: W4 wrong chain" >&2; exit 1; }
+	sed -n 's/^Execution Time: \([0-9.]*\) ms$/\1/p' "$BENCH_OUT/explain.txt" >"$BENCH_OUT/exec.txt"
+	fc_first=$(sed -n 1p "$BENCH_OUT/exec.txt")
+	fc_warm=$(sed -n "2,${EXPLAINS}p" "$BENCH_OUT/exec.txt" | bench_median)
+	fh_warm=$(sed -n "$((EXPLAINS + 2)),$((2 * EXPLAINS))p" "$BENCH_OUT/exec.txt" | bench_median)
+fi
+
+# ---------------------------------------------------------------------------------------------
+if want W5; then
+	echo "== W5 sweep under load ($W5_CONTEXTS expired contexts; W1 through cscp, synchronous_commit=on, ${W5_SECONDS}s)"
+	t0=$(date +%s.%N)
+	# Contexts that were valid when written, under a clock pinned two days back, and expired since;
+	# 1,000 per transaction (forgotten_guard's advisory locks, one per conversation and actor).
+	psql -X -q -v ON_ERROR_STOP=1 <<SQL
+SET synchronous_commit = off;
+SET cscp.clock = '$(psql -X -At -c "SELECT now() - interval '2 days'")';
+DO \$\$
+BEGIN
+    FOR b IN 0..($W5_CONTEXTS - 1) / 1000 LOOP
+        INSERT INTO cscp.context (tenant_id, conversation_id, actor_id, expires_at, ttl)
+        SELECT 'sweep', 'sw-' || i, 'customer', cscp.now() + interval '30 minutes', interval '30 minutes'
+          FROM generate_series(b * 1000 + 1, least((b + 1) * 1000, $W5_CONTEXTS)) i;
+        COMMIT;
+    END LOOP;
+END
+\$\$;
+VACUUM (ANALYZE) cscp.context;
+SQL
+	awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "setup: %.1f s\n", b - a }'
+	conversations w5-alone cscp
+	bench_run W5.on.alone.r1 on "$W5_SECONDS" -D conv=w5-alone -f test/bench/message_turn_cscp.sql
+	loglines=$(wc -l <"$CSCP_TMP/postgres.log")
+	conversations w5-sweep cscp
+	# The sweep, in one session, batch by batch (its default batch), each call its own
+	# transaction, until nothing is left to expire; it reports its start, its end, the number of
+	# calls and the longest call (the longest any of its row locks was held).
+	PGAPPNAME=cscp_bench_sweep psql -X -At -v ON_ERROR_STOP=1 >"$BENCH_OUT/sweep.txt" 2>&1 <<'SQL' &
+SELECT 'start', extract(epoch FROM clock_timestamp());
+CREATE TEMP TABLE sweep_calls (n bigint, ms double precision);
+DO $$
+DECLARE
+    r jsonb;
+    t timestamptz;
+BEGIN
+    LOOP
+        t := clock_timestamp();
+        r := cscp.sweep();
+        INSERT INTO sweep_calls VALUES ((r ->> 'contexts_expired')::bigint,
+                                        extract(epoch FROM clock_timestamp() - t) * 1000);
+        COMMIT;
+        EXIT WHEN (r ->> 'contexts_expired')::bigint = 0;
+    END LOOP;
+END
+$$;
+SELECT 'end', extract(epoch FROM clock_timestamp());
+SELECT 'calls', count(*), sum(n), round(max(ms)::numeric, 1), round(avg(ms)::numeric, 1) FROM sweep_calls;
+SQL
+	sweep_job=$!
+	sweep_pid=
+	for _ in $(seq 1 50); do
+		sweep_pid=$(psql -X -At -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'cscp_bench_sweep'")
+		[ -n "$sweep_pid" ] && break
+		sleep 0.1
+	done
+	bench_run W5.on.sweep.r1 on "$W5_SECONDS" -D conv=w5-sweep -f test/bench/message_turn_cscp.sql
+	wait "$sweep_job" || { cat "$BENCH_OUT/sweep.txt" >&2; echo "cscp bench: the sweep failed" >&2; exit 1; }
+	sw_start=$(sed -n 's/^start|//p' "$BENCH_OUT/sweep.txt")
+	sw_end=$(sed -n 's/^end|//p' "$BENCH_OUT/sweep.txt")
+	IFS='|' read -r _ sw_calls sw_expired sw_maxms sw_avgms <<<"$(grep '^calls|' "$BENCH_OUT/sweep.txt")"
+	read -r w5_alone_p50 w5_alone_p99 w5_alone_n _ <<<"$(bench_latency "$BENCH_OUT/W5.on.alone.r1.log")"
+	read -r w5_during_p50 w5_during_p99 w5_during_n _ <<<"$(bench_latency "$BENCH_OUT/W5.on.sweep.r1.log" - "$sw_start" "$sw_end")"
+	# Lock waits longer than deadlock_timeout (10 ms) are in the server log (log_lock_waits):
+	# "still waiting" when a wait passes 10 ms, with the holder in the DETAIL line.
+	tail -n +"$((loglines + 1))" "$CSCP_TMP/postgres.log" >"$BENCH_OUT/w5_server.log"
+	waits=$(grep -c 'still waiting for' "$BENCH_OUT/w5_server.log" || true)
+	waits_on_sweep=$(grep -A1 'still waiting for' "$BENCH_OUT/w5_server.log" |
+		grep -Ec "Process(es)? holding the lock: ([0-9]+, )*$sweep_pid[.,]" || true)
+	longest_wait=$(sed -n 's/.* after \([0-9.]*\) ms.*/\1/p' "$BENCH_OUT/w5_server.log" | sort -g | tail -1)
+	awk -v a="$sw_start" -v b="$sw_end" -v n="$sw_expired" -v c="$sw_calls" -v m="$sw_maxms" -v v="$sw_avgms" \
+		'BEGIN { printf "sweep: %d contexts expired in %.1f s (%.0f per s), %d calls, longest call %.1f ms, mean %.1f ms\n",
+		         n, b - a, n / (b - a), c, m, v }'
+	echo "W1 alone: p50 $w5_alone_p50 ms, p99 $w5_alone_p99 ms ($w5_alone_n turns);" \
+	     "during the sweep: p50 $w5_during_p50 ms, p99 $w5_during_p99 ms ($w5_during_n turns that ended while it ran)"
+	echo "lock waits over 10 ms while the sweep ran: $waits in all, $waits_on_sweep on a lock the sweep (pid $sweep_pid) held;" \
+	     "longest wait logged: ${longest_wait:-none} ms"
+	left=$(psql -X -At -c "SELECT count(*) FROM cscp.context WHERE tenant_id = 'sweep' AND status <> 'expired'")
+	echo "check: contexts of tenant sweep not expired after the sweep: $left"
+	[ "$left" = 0 ] || { echo "cscp bench: the sweep left contexts" >&2; exit 1; }
+fi
+
+# ---------------------------------------------------------------------------------------------
+# The table: medians over the runs.
+files() { local i; for i in $(seq 1 "$RUNS"); do [ ! -f "$BENCH_OUT/$1.r$i${2:-}.res" ] || echo "$BENCH_OUT/$1.r$i${2:-}.res"; done; }
+num() { awk -v v="$1" -v f="$2" 'BEGIN { if (v == "nan" || v == "-" || v == "") print "-"; else printf f, v }'; }
+med() { bench_field "$1" $(files "$2" "${3:-}"); }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0 || a == "nan" || b == "nan") print "-"; else printf "%.2f", a / b }'; }
+
+# row LABEL KEY [SUFFIX]: one line of the table for $BENCH_OUT/KEY.r<i>SUFFIX.res; for cscp, the
+# ratios to floor and naive of the same workload and setting (TPS; for one operation of W3's mix,
+# the baseline's mean latency over cscp's)
+row() {
+	local label=$1 key=$2 suf=${3:-} tps p50 p99 wal fpi rf=- rn=- base impl
+	[ -f "$BENCH_OUT/$key.r1$suf.res" ] || return 0
+	tps=$(med 1 "$key" "$suf"); p50=$(med 2 "$key" "$suf"); p99=$(med 3 "$key" "$suf")
+	wal=$(med 6 "$key" "$suf"); fpi=$(med 7 "$key" "$suf")
+	impl=${key##*.}
+	base=${key%.*}
+	if [ "$impl" = cscp ]; then
+		for b in floor naive; do
+			if [ -n "$suf" ]; then
+				r=$(bench_pair_ratio 5 "$base.$b" 5 "$key" "$RUNS" "$suf")
+			else
+				r=$(bench_pair_ratio 1 "$key" 1 "$base.$b" "$RUNS")
+			fi
+			r=$(num "$r" %.2f)
+			if [ $b = floor ]; then rf=$r; else rn=$r; fi
+		done
+	fi
+	printf '| %-38s | %-4s | %-10s | %8.1f | %7.2f | %7.2f | %8s | %8s | %6s | %6s |\n' \
+		"$label" "$(echo "$key" | cut -d. -f2)" "$impl" "$tps" "$p50" "$p99" "$(num "$wal" %.0f)" "$(num "$fpi" %.0f)" "$rf" "$rn"
+}
 
 echo
-echo "per-step latency, ms (pgbench -r, last synchronous_commit=off run of each script):"
-steps=(open submit confirm authz_pending authorized started executed)
-for impl in cscp floor; do
-	sed -n '/^statement latencies/,$p' "$OUT/${impl}_off_$RUNS.txt" | tail -n +2 |
-		awk '$3 != "\\set" { print $1 }' >"$OUT/$impl.steps"
+echo "Medians of $RUNS runs of ${SECS}s, $BENCH_CLIENTS clients, $BENCH_THREADS threads, -M prepared; latency per transaction (a whole turn or cycle)."
+echo "×floor, ×naive: cscp's TPS over the baseline's (for W3's get and put rows: the baseline's mean latency over cscp's),"
+echo "the median over the repetitions of the ratio of two runs made one after the other (not the ratio of the medians shown)."
+echo
+echo "| workload                               | sync | impl       |      TPS |  p50 ms |  p99 ms | WAL B/tx | FPI B/tx | ×floor | ×naive |"
+echo "| -------------------------------------- | ---- | ---------- | -------: | ------: | ------: | -------: | -------: | -----: | -----: |"
+for sync in $SYNCS; do
+	for impl in floor naive cscp; do row "W1 message turn (9 round trips)" "W1.$sync.$impl"; done
+	for impl in floor cscp; do row "W1 single call (5 round trips)" "W1s.$sync.$impl"; done
+	for impl in floor naive cscp; do row "W2 confirmation (7 round trips)" "W2.$sync.$impl"; done
+	for impl in floor naive cscp; do row "W3 documents, mix 80/20" "W3.$sync.$impl"; done
+	for impl in floor naive cscp; do row "W3 doc_get (in the mix)" "W3.$sync.$impl" .s0; done
+	for impl in floor naive cscp; do row "W3 doc_put (in the mix)" "W3.$sync.$impl" .s1; done
 done
-printf '  %-14s %8s %8s %7s\n' step cscp floor ratio
-paste "$OUT/cscp.steps" "$OUT/floor.steps" | awk -v names="${steps[*]}" '
-	BEGIN { split(names, n, " ") }
-	{ printf "  %-14s %8.3f %8.3f %7.2f\n", n[NR], $1, $2, ($2 > 0 ? $1 / $2 : 0) }'
+row "W4 build_context, 1,000 valid" W4.on.valid
+row "W4 build_context, +100,000 superseded" W4.on.superseded
+row "W6 W1 on new conversations" W6.on.new
+row "W6 W1 on $W6_TURNS-turn conversations" W6.on.long
+if want W5; then
+	row "W5 W1 alone (1 run)" W5.on.alone
+	row "W5 W1 while the sweep runs (1 run)" W5.on.sweep
+fi
+
+# The targets of issue 6, each with its measured value.
+target() { # DESCRIPTION VALUE OP LIMIT
+	[ "$2" = - ] || [ -z "$2" ] && { printf '  %-58s %8s   (target %s %s): not measured\n' "$1" - "$3" "$4"; return; }
+	awk -v d="$1" -v v="$2" -v op="$3" -v l="$4" 'BEGIN {
+		ok = (op == ">=") ? (v >= l) : (v <= l)
+		printf "  %-58s %8.3f   (target %s %s): %s\n", d, v, op, l, ok ? "met" : (l == 0 ? "MISSED" : sprintf("MISSED by %.1f%%", (op == ">=") ? (1 - v / l) * 100 : (v / l - 1) * 100)) }'
+}
+have() { [ -f "$BENCH_OUT/$1.r1${2:-}.res" ]; }
+echo
+echo "Targets (each ratio the median over the repetitions of the ratio of two runs made one after the other):"
+pair() { bench_pair_ratio "$1" "$2" "$3" "$4" "$RUNS" "${5:-}"; }
+for sync in $SYNCS; do
+	lim=0.85; [ "$sync" = off ] && lim=0.75
+	for w in W1 W2; do
+		have "$w.$sync.cscp" || continue
+		target "$w cscp/floor TPS, synchronous_commit=$sync" "$(pair 1 "$w.$sync.cscp" 1 "$w.$sync.floor")" ">=" $lim
+		target "$w cscp/naive TPS, synchronous_commit=$sync" "$(pair 1 "$w.$sync.cscp" 1 "$w.$sync.naive")" ">=" 1.1
+	done
+	if have "W1s.$sync.cscp"; then
+		target "W1 single call cscp/floor TPS, synchronous_commit=$sync" "$(pair 1 "W1s.$sync.cscp" 1 "W1s.$sync.floor")" ">=" $lim
+	fi
+	if have "W3.$sync.cscp"; then
+		target "W3 doc_get speed / plain PK select, sync=$sync" "$(pair 5 "W3.$sync.floor" 5 "W3.$sync.cscp" .s0)" ">=" 0.9
+		target "W3 doc_put speed / plain upsert, sync=$sync" "$(pair 5 "W3.$sync.floor" 5 "W3.$sync.cscp" .s1)" ">=" 0.85
+	fi
+	if have "W1.$sync.cscp"; then
+		target "storage: W1 WAL bytes per turn cscp/floor, sync=$sync" "$(pair 6 "W1.$sync.cscp" 6 "W1.$sync.floor")" "<=" 1.3
+		target "  the same without full-page images" "$(pair 8 "W1.$sync.cscp" 8 "W1.$sync.floor")" "<=" 1.3
+	fi
+done
+if have W4.on.valid; then
+	target "W4 p50 latency superseded/valid" "$(pair 2 W4.on.superseded 2 W4.on.valid)" "<=" 1.5
+	target "W4 p99 latency superseded/valid" "$(pair 3 W4.on.superseded 3 W4.on.valid)" "<=" 1.5
+	target "W4 fact_current, chain of 101, warm, ms" "$fc_warm" "<=" 1
+	target "W4 fact_current, first call in a session, ms" "$fc_first" "<=" 1
+	echo "  (fact_history of the same chain, warm: $fh_warm ms)"
+fi
+if want W5; then
+	target "W5 W1 p99 during the sweep / alone" "$(ratio "$w5_during_p99" "$w5_alone_p99")" "<=" 2
+	target "W5 lock waits over 10 ms on a lock the sweep held" "$waits_on_sweep" "<=" 0
+fi
+if have W6.on.new; then
+	target "W6 TPS $W6_TURNS-turn / new conversations" "$(pair 1 W6.on.long 1 W6.on.new)" ">=" 0.95
+fi
+awk -v a="$started" -v b="$(date +%s)" 'BEGIN { printf "\nmake bench took %d min %d s\n", (b - a) / 60, (b - a) % 60 }'

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# What `make bench` (test/scripts/bench.sh) does to every pgbench run; sourced, not run, after
+# test/scripts/cluster.sh has started the cluster.  The caller sets:
+#   BENCH_OUT      a directory for the runs' output
+#   BENCH_ROLE     the role pgbench connects as;  BENCH_TENANT its cscp.tenant_id
+#   BENCH_CLIENTS, BENCH_THREADS
+#
+#   bench_run NAME SYNC SECONDS PGBENCH_ARGS...   one run; writes $BENCH_OUT/NAME.res
+#   bench_latency LOG [SCRIPT] [FROM TO]          p50, p99, count and mean of a run's log
+#   bench_median                                  the median of the numbers on stdin
+#   bench_field FIELD FILES...                    the median of one field over .res files
+#   bench_pair_ratio FA A FB B RUNS [SUFFIX]      the median over runs i of A.r<i>'s field FA
+#                                                 over B.r<i>'s field FB
+#
+# A .res file holds one line: tps p50_ms p99_ms transactions mean_ms wal_bytes_per_tx
+# fpi_bytes_per_tx wal_bytes_per_tx_without_fpi.  TPS is pgbench's (without the initial connection time); the latencies are
+# exact, from pgbench's per-transaction log (-l: one line per transaction, its latency in
+# microseconds in the 3rd field, the script number in the 4th, its end time in the 5th and 6th);
+# WAL bytes are pg_current_wal_insert_lsn() after the run minus before it, and of those the bytes
+# of full-page images, from pg_waldump --stats over the same range, both divided by the
+# transactions.  Every run starts after a CHECKPOINT, so each pays for its own full-page images.
+
+# The median of the numbers on stdin.
+bench_median() {
+	sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# bench_field FIELD FILES...: the median of field FIELD (1-based) over the .res files given.
+bench_field() {
+	local f=$1
+	shift
+	cat "$@" | awk -v f="$f" '{ print $f }' | bench_median
+}
+
+# bench_pair_ratio FA A FB B RUNS [SUFFIX]: the median over i = 1..RUNS of field FA of
+# $BENCH_OUT/A.r<i>SUFFIX.res divided by field FB of $BENCH_OUT/B.r<i>SUFFIX.res: each ratio is of
+# two runs made one after the other, so a change in the machine's load between repetitions
+# cancels out.  "-" when no pair exists.
+bench_pair_ratio() {
+	local fa=$1 a=$2 fb=$3 b=$4 runs=$5 suf=${6:-} i x y
+	for i in $(seq 1 "$runs"); do
+		[ -f "$BENCH_OUT/$a.r$i$suf.res" ] && [ -f "$BENCH_OUT/$b.r$i$suf.res" ] || continue
+		x=$(awk -v f="$fa" '{ print $f }' "$BENCH_OUT/$a.r$i$suf.res")
+		y=$(awk -v f="$fb" '{ print $f }' "$BENCH_OUT/$b.r$i$suf.res")
+		awk -v x="$x" -v y="$y" 'BEGIN { if (x != "nan" && y != "nan" && y != 0) print x / y }'
+	done | bench_median | awk '{ if ($1 == "nan") print "-"; else printf "%.3f\n", $1 }'
+}
+
+# bench_latency LOG [SCRIPT] [FROM TO]: "p50_ms p99_ms count mean_ms" of the transactions in a
+# pgbench log, those of script number SCRIPT only (empty or "-": all), ending between the epoch
+# times FROM and TO only (when given).
+bench_latency() {
+	local log=$1 script=${2:--} from=${3:-0} to=${4:-1e18}
+	awk -v s="$script" -v a="$from" -v b="$to" '
+		(s == "-" || $4 == s) { t = $5 + $6 / 1e6; if (t >= a && t <= b) print $3 }' "$log" |
+		sort -n | awk '
+		{ v[NR] = $1; sum += $1 }
+		END {
+			if (NR == 0) { print "nan nan 0 nan"; exit }
+			i50 = int(NR * 0.50 + 0.5); if (i50 < 1) i50 = 1
+			i99 = int(NR * 0.99 + 0.5); if (i99 < 1) i99 = 1
+			printf "%.3f %.3f %d %.3f\n", v[i50] / 1000, v[i99] / 1000, NR, sum / NR / 1000 }'
+}
+
+# bench_run NAME SYNC SECONDS PGBENCH_ARGS...: one pgbench run as $BENCH_ROLE with the given
+# synchronous_commit, for SECONDS; output in $BENCH_OUT/NAME.txt, the per-transaction log in
+# $BENCH_OUT/NAME.log, the numbers in $BENCH_OUT/NAME.res, and for a run of several scripts
+# (-f a@w -f b@w) each script's in NAME.s0.res, NAME.s1.res, ... (WAL fields "-").  Fails when
+# pgbench fails or any transaction failed.
+bench_run() {
+	local name=$1 sync=$2 secs=$3
+	shift 3
+	local out="$BENCH_OUT/$name" lsn0 lsn1 tps n wal fpi
+	psql -X -q -c CHECKPOINT
+	lsn0=$(psql -X -At -c 'SELECT pg_current_wal_insert_lsn()')
+	PGOPTIONS="-c cscp.tenant_id=$BENCH_TENANT -c synchronous_commit=$sync" \
+		pgbench -n -U "$BENCH_ROLE" -c "$BENCH_CLIENTS" -j "$BENCH_THREADS" -M prepared -T "$secs" -r \
+		-l --log-prefix="$out" "$@" >"$out.txt" 2>&1 ||
+		{ cat "$out.txt" >&2; echo "cscp bench: pgbench failed ($name)" >&2; return 1; }
+	lsn1=$(psql -X -At -c 'SELECT pg_current_wal_insert_lsn()')
+	if ! grep -q '^number of failed transactions: 0 ' "$out.txt"; then
+		cat "$out.txt" >&2
+		echo "cscp bench: failed transactions in $name" >&2
+		return 1
+	fi
+	cat "$out".[0-9]* >"$out.log"
+	rm -f "$out".[0-9]*
+	# pg_waldump reads the run's WAL from the files once it is flushed (a CHECKPOINT here could
+	# recycle the segment the run began in)
+	until [ "$(psql -X -At -c "SELECT pg_current_wal_flush_lsn() >= '$lsn1'")" = t ]; do sleep 0.1; done
+	wal=$(psql -X -At -c "SELECT pg_wal_lsn_diff('$lsn1', '$lsn0')")
+	[ "$wal" = 0 ] && fpi=0 || fpi=$("$PG_BINDIR/pg_waldump" --stats -p "$CSCP_TMP/data/pg_wal" -s "$lsn0" -e "$lsn1" 2>"$out.waldump" |
+		awk '/^Total/ { print $5 }') || { echo "cscp bench: pg_waldump: $(head -1 "$out.waldump")" >&2; fpi=nan; }
+	tps=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)$/\1/p' "$out.txt")
+	read -r p50 p99 n mean <<<"$(bench_latency "$out.log")"
+	awk -v tps="$tps" -v p50="$p50" -v p99="$p99" -v n="$n" -v mean="$mean" -v wal="$wal" -v fpi="${fpi:-nan}" \
+		'BEGIN { printf "%s %s %s %s %s %.0f %s %s\n", tps, p50, p99, n, mean, wal / n,
+		         fpi == "nan" ? "nan" : sprintf("%.0f", fpi / n), fpi == "nan" ? "nan" : sprintf("%.0f", (wal - fpi) / n) }' >"$out.res"
+	printf '  %-26s tps %8.1f  p50 %7.2f ms  p99 %7.2f ms  WAL %6.0f B/tx (FPI %5.0f)  (%d tx)\n' \
+		"$name" "$tps" "$p50" "$p99" "$(awk '{print $6}' "$out.res")" "$(awk '{print $7}' "$out.res")" "$n"
+	# per-script numbers of a mixed run: pgbench's per-script tps, the latencies from the log
+	local k=0 stps
+	while read -r stps; do
+		read -r p50 p99 n mean <<<"$(bench_latency "$out.log" "$k")"
+		echo "$stps $p50 $p99 $n $mean nan nan nan" >"$out.s$k.res"
+		k=$((k + 1))
+	done < <(sed -n 's/^ - [0-9]* transactions (.* of total, tps = \([0-9.]*\))$/\1/p' "$out.txt")
+}
