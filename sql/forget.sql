@@ -135,3 +135,13 @@ SELECT idempotency_key, state FROM cscp.command WHERE tenant_id = 'fr' ORDER BY 
 SELECT count(*) AS evidence_left FROM cscp.evidence WHERE tenant_id = 'fr' AND command_id IS NOT NULL;
 SELECT count(*) AS evidence_problems FROM cscp.evidence_verify('fr');
 SELECT count(*) AS invariant_problems FROM cscp.check_invariants('fr');
+
+---------------------------------------------------------------------------------------------------
+-- 4. A bulk load: one transaction writing 6,000 sessions' documents takes the erasure locks of
+-- 64 stripes, not one per session (which ran out of the shared lock table at a few thousand).
+BEGIN;
+SELECT count(cscp.doc_put('fr-bulk', 's' || i, 'profile', '{"n": 1}', 3600)) AS documents
+  FROM generate_series(1, 6000) i;
+SELECT count(*) <= 64 AS at_most_64_erasure_locks
+  FROM pg_locks WHERE locktype = 'advisory' AND classid = 1668506471 AND pid = pg_backend_pid();
+ROLLBACK;

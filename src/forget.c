@@ -50,6 +50,16 @@
 /* Advisory lock class of erasures (cscp_key_lock uses 1668506480). */
 #define CSCP_FORGET_LOCK_CLASS 1668506471
 
+/*
+ * Ids share CSCP_FORGET_LOCK_STRIPES locks.  A lock per id would make a
+ * transaction that writes many conversations or sessions (a bulk load) hold
+ * one lock each, and run out of the shared lock table at a few thousand; a
+ * stripe is taken once per transaction however many ids fall in it.  An
+ * erasure holds one stripe exclusively while it runs, so writes of the ids
+ * sharing it wait that long.
+ */
+#define CSCP_FORGET_LOCK_STRIPES 64
+
 bool		cscp_erasing = false;
 
 /* The tombstone key of an id: sha256 of kind, tenant and id, NUL-separated. */
@@ -67,12 +77,13 @@ cscp_forget_hash(const char *tenant_id, const char *kind, const char *id)
 	return cscp_sha256_hex(buf.data, buf.len);
 }
 
-/* Take the transaction-level advisory lock of an id's hash. */
+/* Take the transaction-level advisory lock of the stripe of an id's hash. */
 static void
 forget_lock(const char *hash, bool exclusive)
 {
 	int32		key = DatumGetInt32(DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
-															CStringGetTextDatum(hash)));
+															CStringGetTextDatum(hash))) &
+		(CSCP_FORGET_LOCK_STRIPES - 1);
 
 	if (exclusive)
 		DirectFunctionCall2(pg_advisory_xact_lock_int4,
