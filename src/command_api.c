@@ -587,28 +587,6 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* Push key and a C string (JSON null when NULL) onto a jsonb being built. */
-static void
-push_text(JsonbParseState **st, const char *key, const char *value)
-{
-	JsonbValue	k,
-				v;
-
-	k.type = jbvString;
-	k.val.string.val = (char *) key;
-	k.val.string.len = strlen(key);
-	pushJsonbValue(st, WJB_KEY, &k);
-	if (value == NULL)
-		v.type = jbvNull;
-	else
-	{
-		v.type = jbvString;
-		v.val.string.val = (char *) value;
-		v.val.string.len = strlen(value);
-	}
-	pushJsonbValue(st, WJB_VALUE, &v);
-}
-
 /* A whole jsonb as a value that pushJsonbValue copies in. */
 static JsonbValue *
 binary_value(Jsonb *j, JsonbValue *v)
@@ -667,12 +645,12 @@ frame_state(const FrameContext *c, ArrayType *message_ids)
 	JsonbValue *result;
 
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-	push_text(&st, "tenant_id", c->tenant_id);
-	push_text(&st, "conversation_id", c->conversation_id);
-	push_text(&st, "actor_id", c->actor_id);
-	push_text(&st, "status", c->status);
-	push_text(&st, "expires_at", c->expires_at);
-	push_text(&st, "last_message_id", c->last_message_id);
+	cscp_jsonb_push_text(&st, "tenant_id", c->tenant_id);
+	cscp_jsonb_push_text(&st, "conversation_id", c->conversation_id);
+	cscp_jsonb_push_text(&st, "actor_id", c->actor_id);
+	cscp_jsonb_push_text(&st, "status", c->status);
+	cscp_jsonb_push_text(&st, "expires_at", c->expires_at);
+	cscp_jsonb_push_text(&st, "last_message_id", c->last_message_id);
 
 	k.type = jbvString;
 	k.val.string.val = "slots";
@@ -1188,11 +1166,11 @@ conflict:
 		char	   *ctxid = DatumGetCString(DirectFunctionCall1(uuid_out, context_id));
 
 		pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-		push_text(&st, "context_id", ctxid);
-		push_text(&st, "frame_id", has_frame ?
+		cscp_jsonb_push_text(&st, "context_id", ctxid);
+		cscp_jsonb_push_text(&st, "frame_id", has_frame ?
 				  DatumGetCString(DirectFunctionCall1(uuid_out, frame_id)) : NULL);
-		push_text(&st, "context_hash", hash);
-		push_text(&st, "expires_at",
+		cscp_jsonb_push_text(&st, "context_hash", hash);
+		cscp_jsonb_push_text(&st, "expires_at",
 				  cscp_utc_iso(DatumGetTimestampTz(spi_col(ctx, ctxdesc, "cscp.context",
 														   "expires_at", &isnull))));
 		(void) k;

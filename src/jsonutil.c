@@ -65,3 +65,62 @@ cscp_jsonb_values_equal(JsonbValue *a, JsonbValue *b)
 	jb = JsonbValueToJsonb(b);
 	return compareJsonbContainers(&ja->root, &jb->root) == 0;
 }
+
+/* Push key and its value onto a jsonb object being built with pushJsonbValue. */
+static void
+push_key(JsonbParseState **st, const char *key)
+{
+	JsonbValue	k;
+
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = strlen(key);
+	pushJsonbValue(st, WJB_KEY, &k);
+}
+
+/* key: a C string, or JSON null when value is NULL. */
+void
+cscp_jsonb_push_text(JsonbParseState **st, const char *key, const char *value)
+{
+	JsonbValue	v;
+
+	push_key(st, key);
+	if (value == NULL)
+		v.type = jbvNull;
+	else
+	{
+		v.type = jbvString;
+		v.val.string.val = (char *) value;
+		v.val.string.len = strlen(value);
+	}
+	pushJsonbValue(st, WJB_VALUE, &v);
+}
+
+/* key: an integer. */
+void
+cscp_jsonb_push_int(JsonbParseState **st, const char *key, int64 value)
+{
+	JsonbValue	v;
+
+	push_key(st, key);
+	v.type = jbvNumeric;
+	v.val.numeric = int64_to_numeric(value);
+	pushJsonbValue(st, WJB_VALUE, &v);
+}
+
+/* key: a boolean, or JSON null when isnull. */
+void
+cscp_jsonb_push_bool(JsonbParseState **st, const char *key, bool value, bool isnull)
+{
+	JsonbValue	v;
+
+	push_key(st, key);
+	if (isnull)
+		v.type = jbvNull;
+	else
+	{
+		v.type = jbvBool;
+		v.val.boolean = value;
+	}
+	pushJsonbValue(st, WJB_VALUE, &v);
+}

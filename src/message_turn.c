@@ -79,63 +79,6 @@ check_command_fields(Jsonb *command)
 	}
 }
 
-/* Push key: text value (JSON null for NULL) onto a jsonb being built. */
-static void
-put_text(JsonbParseState **st, const char *key, const char *value)
-{
-	JsonbValue	k,
-				v;
-
-	k.type = jbvString;
-	k.val.string.val = (char *) key;
-	k.val.string.len = strlen(key);
-	pushJsonbValue(st, WJB_KEY, &k);
-	if (value == NULL)
-		v.type = jbvNull;
-	else
-	{
-		v.type = jbvString;
-		v.val.string.val = (char *) value;
-		v.val.string.len = strlen(value);
-	}
-	pushJsonbValue(st, WJB_VALUE, &v);
-}
-
-static void
-put_int(JsonbParseState **st, const char *key, int32 value)
-{
-	JsonbValue	k,
-				v;
-
-	k.type = jbvString;
-	k.val.string.val = (char *) key;
-	k.val.string.len = strlen(key);
-	pushJsonbValue(st, WJB_KEY, &k);
-	v.type = jbvNumeric;
-	v.val.numeric = int64_to_numeric(value);
-	pushJsonbValue(st, WJB_VALUE, &v);
-}
-
-static void
-put_bool(JsonbParseState **st, const char *key, bool value, bool isnull)
-{
-	JsonbValue	k,
-				v;
-
-	k.type = jbvString;
-	k.val.string.val = (char *) key;
-	k.val.string.len = strlen(key);
-	pushJsonbValue(st, WJB_KEY, &k);
-	if (isnull)
-		v.type = jbvNull;
-	else
-	{
-		v.type = jbvBool;
-		v.val.boolean = value;
-	}
-	pushJsonbValue(st, WJB_VALUE, &v);
-}
-
 PG_FUNCTION_INFO_V1(cscp_message_turn);
 
 /*
@@ -245,23 +188,23 @@ cscp_message_turn(PG_FUNCTION_ARGS)
 	}
 
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-	put_text(&st, "event_id", tr.event_id);
-	put_int(&st, "turn_index", tr.turn_index);
-	put_text(&st, "message_id", tr.message_id);
-	put_text(&st, "outcome", tr.outcome);
-	put_text(&st, "context_id", context_id);
+	cscp_jsonb_push_text(&st, "event_id", tr.event_id);
+	cscp_jsonb_push_int(&st, "turn_index", tr.turn_index);
+	cscp_jsonb_push_text(&st, "message_id", tr.message_id);
+	cscp_jsonb_push_text(&st, "outcome", tr.outcome);
+	cscp_jsonb_push_text(&st, "context_id", context_id);
 	if (go_on && command != NULL)
 	{
-		put_text(&st, "command_id",
+		cscp_jsonb_push_text(&st, "command_id",
 				 DatumGetCString(DirectFunctionCall1(uuid_out, sub.command_id)));
-		put_text(&st, "state", cscp_command_state_names[sub.state]);
-		put_bool(&st, "replayed", sub.replayed, false);
+		cscp_jsonb_push_text(&st, "state", cscp_command_state_names[sub.state]);
+		cscp_jsonb_push_bool(&st, "replayed", sub.replayed, false);
 	}
 	else
 	{
-		put_text(&st, "command_id", NULL);
-		put_text(&st, "state", NULL);
-		put_bool(&st, "replayed", false, true);
+		cscp_jsonb_push_text(&st, "command_id", NULL);
+		cscp_jsonb_push_text(&st, "state", NULL);
+		cscp_jsonb_push_bool(&st, "replayed", false, true);
 	}
 	result = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
 	PG_RETURN_JSONB_P(JsonbValueToJsonb(result));
