@@ -3,7 +3,8 @@
 -- insurer's supervisor agent and a person exchange several turns under a schema; a turn that
 -- breaks the schema is refused; WhatsApp delivers a message twice and it is replayed, not
 -- recorded again; the supervisor closes with an outcome, which closes the person's context;
--- a second conversation is left unanswered and times out.
+-- a second conversation is left unanswered and times out; last, the bot's hot loop in one round
+-- trip (cscp.message_turn: the turn, the slots and the command) and its replay.
 --
 -- The silent checks (pg_temp.expect, run with ECHO off) stop the demo when an outcome is not the
 -- one the story expects.
@@ -142,3 +143,35 @@ SELECT pg_temp.expect(string_agg(close_reason || '/' || coalesce(outcome::text, 
                       'close of claim-883 by the sweep')
   FROM cscp.conversation WHERE conversation_id = 'claim-883' \g /dev/null
 \set ECHO queries
+
+\echo
+\echo '== 33. 16:00  The hot loop in one round trip: Ana asks about her claim; cscp.message_turn records the turn,'
+\echo '   sets her context''s slots and submits the read-only lookup bound to her message; the lookup runs to executed'
+SET cscp.clock = '2026-11-21 16:00:00+00';
+SET ROLE whatsapp_bot;
+SELECT turn_index FROM cscp.conversation_start('acme-insure', 'claim-884', 'claims-supervisor',
+    '{"from": "claims-supervisor", "role": "agent", "content": {"text": "How can I help with claim 881?"}, "ts": 1795276800000}');
+SELECT r ->> 'outcome' AS outcome, r ->> 'turn_index' AS turn_index, r ->> 'state' AS command_state,
+       r -> 'replayed' AS replayed
+  FROM cscp.message_turn('acme-insure', 'claim-884', 'ana',
+         '{"messageId": "wamid.A9", "from": "ana", "role": "user", "content": {"text": "Any news on my claim?"}, "ts": 1795276860000}',
+         '{"active_intent": "claim_status", "active_target": "claim:881"}',
+         '{"idempotency_key": "wamid.A9:status", "name": "claim_status", "payload": {"claim_id": 881}}') r;
+SELECT string_agg(t.state::text, ' -> ' ORDER BY u.n) AS lookup
+  FROM unnest('{authz_pending,authorized,started,executed}'::cscp.command_state[]) WITH ORDINALITY u(s, n),
+       LATERAL cscp.command_transition((SELECT command_id FROM cscp.command
+                                         WHERE idempotency_key = 'wamid.A9:status'), u.s) t;
+\echo '   WhatsApp delivers the same message again: the turn and the lookup replay; nothing is written twice'
+SELECT r ->> 'outcome' AS outcome, r ->> 'state' AS command_state, r -> 'replayed' AS replayed
+  FROM cscp.message_turn('acme-insure', 'claim-884', 'ana',
+         '{"messageId": "wamid.A9", "from": "ana", "role": "user", "content": {"text": "Any news on my claim?"}, "ts": 1795276860000}',
+         '{"active_intent": "claim_status", "active_target": "claim:881"}',
+         '{"idempotency_key": "wamid.A9:status", "name": "claim_status", "payload": {"claim_id": 881}}') r;
+SELECT slots, last_message_id FROM cscp.context WHERE conversation_id = 'claim-884' AND actor_id = 'ana';
+\set ECHO none
+SELECT pg_temp.expect(string_agg(state::text, ','), 'executed', 'the claim lookup of claim-884')
+  FROM cscp.command WHERE conversation_id = 'claim-884' \g /dev/null
+SELECT pg_temp.expect(count(*)::text, '2', 'turns of claim-884')
+  FROM cscp.turn WHERE conversation_id = 'claim-884' \g /dev/null
+\set ECHO queries
+RESET ROLE;
