@@ -6,14 +6,15 @@
  *	  it exists, in C with saved plans rather than in PL/pgSQL.
  *
  * The rules themselves are not here: the transition table and the ordering
- * invariants are command_fsm.c's, enforced by its trigger on every write;
- * this file asks the same checks first (cscp_command_refusal_of) so that a
- * refused transition is returned with accepted = false and recorded as an
- * invalid_transition_attempt, instead of raised.
+ * invariants are command_fsm.c's, enforced by its trigger on every write.
+ * command_transition asks the trigger (cscp_transition_ask) to record a
+ * refused step as an invalid_transition_attempt and skip the row instead of
+ * raising, so that the refusal is returned with accepted = false.
  *
  * Every query runs with the caller's rights, so row-level security keeps a
  * caller to its own tenant.  Locks, in the order used everywhere: the
- * command's context row, then the command row (both FOR UPDATE); an
+ * command's context row (when the step may change it), then the command
+ * row; an
  * approval request then rejects the approval it supersedes, and an executed
  * compensation locks and compensates its target.
  *
@@ -349,7 +350,6 @@ Datum
 cscp_command_transition(PG_FUNCTION_ARGS)
 {
 	static SPIPlanPtr context_plan = NULL;
-	static SPIPlanPtr command_plan = NULL;
 	static SPIPlanPtr update_plan = NULL;
 	static const Oid find_types[1] = {UUIDOID};
 	static const Oid update_types[5] = {UUIDOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID};
@@ -362,20 +362,16 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 	Jsonb	   *detail = PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3);
 	char	   *approver = NULL;
 	bool		approval;
-	const char *why = NULL;
 	char	   *result_reason = NULL;
 	bool		accepted = false;
-	bool		refused = false;
+	const char *context_refusal = NULL;
 	bool		isnull;
 	Datum		args[6];
 	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 	Datum		tenant,
 				window = (Datum) 0;
-	HeapTuple	ctx = NULL,
-				cmd;
-	TupleDesc	ctxdesc = NULL,
-				cmddesc;
-	CommandState from = CMD_RECEIVED;
+	HeapTuple	ctx = NULL;
+	TupleDesc	ctxdesc = NULL;
 	Datum		values[3];
 	bool		result_nulls[3] = {false, false, false};
 
@@ -428,64 +424,27 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 			ctxdesc = SPI_tuptable->tupdesc;
 		}
 	}
+	/*
+	 * An approval request is refused also for its context's sake (not live,
+	 * blocked), which only this function knows; the trigger refuses with
+	 * that reason when its own rules allow the step.
+	 */
 	if (approval)
 	{
-		/*
-		 * An approval request is refused also for its context's sake (not
-		 * live, blocked), which only this function knows: the command is
-		 * locked and judged here, and a refusal recorded here.
-		 */
-		cscp_spi_plan(&command_plan,
-					  "SELECT * FROM cscp.command x WHERE x.command_id = $1 FOR UPDATE",
-					  1, find_types);
-		if (SPI_execute_plan(command_plan, args, NULL, false, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not lock a command");
-		if (SPI_processed != 1)
-			no_command(PG_GETARG_DATUM(0));
-		cmd = SPI_tuptable->vals[0];
-		cmddesc = SPI_tuptable->tupdesc;
+		char	   *status = ctx ? spi_text(ctx, ctxdesc, "cscp.context", "status") : NULL;
+		bool		live = ctx != NULL &&
+			DatumGetTimestampTz(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "expires_at"),
+											 ctxdesc, &isnull)) > cscp_now();
 
-		why = cscp_command_refusal_of(cmd, cmddesc, to, &from);
-		if (why == NULL)
-		{
-			char	   *status = ctx ? spi_text(ctx, ctxdesc, "cscp.context", "status") : NULL;
-			bool		live = ctx != NULL &&
-				DatumGetTimestampTz(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "expires_at"),
-												 ctxdesc, &isnull)) > cscp_now();
-
-			if (status == NULL || !live ||
-				(strcmp(status, "active") != 0 && strcmp(status, "pending") != 0))
-				why = (live && status != NULL && strcmp(status, "blocked") == 0) ?
-					"context_blocked" : "context_expired";
-		}
-		if (why != NULL)
-		{
-			CscpEvidence e = {0};
-			Datum		d;
-
-			e.tenant_id = spi_text(cmd, cmddesc, "cscp.command", "tenant_id");
-			e.conversation_id = spi_text(cmd, cmddesc, "cscp.command", "conversation_id");
-			e.command_id = spi_text(cmd, cmddesc, "cscp.command", "command_id");
-			e.stage = e.to_state = cscp_command_state_names[to];
-			e.from_state = cscp_command_state_names[from];
-			e.event_type = "invalid_transition_attempt";
-			e.decision = "refused";
-			e.reason_code = why;
-			d = heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "message_ids"), cmddesc, &isnull);
-			e.message_ids = isnull ? NULL : DatumGetArrayTypeP(d);
-			d = heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "context_ref"), cmddesc, &isnull);
-			e.context_ref = isnull ? NULL : DatumGetJsonbP(d);
-			e.detail = refusal_detail(reason_code, detail);
-			e.created_at = cscp_now();
-			cscp_evidence_append(&e);
-			refused = true;
-		}
+		if (status == NULL || !live ||
+			(strcmp(status, "active") != 0 && strcmp(status, "pending") != 0))
+			context_refusal = (live && status != NULL && strcmp(status, "blocked") == 0) ?
+				"context_blocked" : "context_expired";
 		else
-			window = approval_window(heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "tenant_id"),
-												  cmddesc, &isnull));
+			window = approval_window(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"),
+												  ctxdesc, &isnull));
 	}
 
-	if (!refused)
 	{
 		/*
 		 * The step itself.  Every other step is judged by the command
@@ -501,6 +460,7 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 
 		ask.command_id = PG_GETARG_DATUM(0);
 		ask.refusal_detail = refusal_detail(reason_code, detail);
+		ask.context_refusal = context_refusal;
 		args[0] = PG_GETARG_DATUM(0);
 		args[1] = CStringGetTextDatum(cscp_command_state_names[to]);
 		if (reason_code != NULL)
@@ -511,7 +471,7 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 			args[3] = JsonbPGetDatum(detail);
 		else
 			nulls[3] = 'n';
-		if (approval)
+		if (approval && context_refusal == NULL)
 			args[4] = window;
 		else
 			nulls[4] = 'n';
@@ -538,9 +498,9 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 			no_command(PG_GETARG_DATUM(0));
 		if (SPI_processed == 0)
 		{
-			why = ask.refused;
-			from = ask.from;
-			refused = true;
+			accepted = false;
+			result_state = ask.from;
+			result_reason = MemoryContextStrdup(callerctx, ask.refused);
 		}
 		else
 		{
@@ -568,12 +528,6 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 			accepted = true;
 			result_state = to;
 		}
-	}
-	if (refused)
-	{
-		accepted = false;
-		result_state = from;
-		result_reason = MemoryContextStrdup(callerctx, why);
 	}
 	SPI_finish();
 

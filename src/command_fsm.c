@@ -606,6 +606,8 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	{
 		/* command_transition's step: a refusal is recorded and returned, not raised */
 		why = to == c.state ? "invalid_transition" : refusal(&c, to, &detail);
+		if (why == NULL)
+			why = cscp_transition_ask->context_refusal;
 		cscp_transition_ask->from = c.state;
 		if (why != NULL)
 		{
@@ -806,51 +808,6 @@ Datum
 cscp_command_state_datum(Oid typoid, CommandState state)
 {
 	return cscp_enum_datum(&state_cache, typoid, state);
-}
-
-/* A nullable column of tuple by name, for rows read through SPI. */
-static Datum
-column_by_name(HeapTuple tuple, TupleDesc desc, const char *name, bool *isnull)
-{
-	return heap_getattr(tuple, cscp_column(desc, "cscp.command", name), desc, isnull);
-}
-
-/*
- * Why the command row tuple (a whole cscp.command row, as SPI reads it) may
- * not move to state to, as a reason code, or NULL when it may; *from gets
- * its current state.  The same checks as the trigger's, so that
- * command_transition can return a refusal rather than raise it.
- */
-const char *
-cscp_command_refusal_of(HeapTuple tuple, TupleDesc desc, CommandState to, CommandState *from)
-{
-	CommandFacts c;
-	bool		isnull;
-	Datum		d;
-	char	   *detail;
-	int			attnum = cscp_column(desc, "cscp.command", "state");
-
-	d = heap_getattr(tuple, attnum, desc, &isnull);
-	if (isnull)
-		elog(ERROR, "command without a state");
-	c.state = cscp_command_state_of(TupleDescAttr(desc, attnum - 1)->atttypid, d);
-	d = column_by_name(tuple, desc, "mutating", &isnull);
-	c.mutating = !isnull && DatumGetBool(d);
-	d = column_by_name(tuple, desc, "auto_confirm", &isnull);
-	c.auto_confirm = !isnull && DatumGetBool(d);
-	(void) column_by_name(tuple, desc, "confirmed_at", &isnull);
-	c.confirmed = !isnull;
-	(void) column_by_name(tuple, desc, "authorized_at", &isnull);
-	c.authorized = !isnull;
-	d = column_by_name(tuple, desc, "window_expires_at", &isnull);
-	c.window_closed = !isnull && DatumGetTimestampTz(d) <= cscp_now();
-	c.tenant_id = column_by_name(tuple, desc, "tenant_id", &isnull);
-	c.command_id = column_by_name(tuple, desc, "command_id", &isnull);
-
-	*from = c.state;
-	if (to == c.state)
-		return "invalid_transition";
-	return refusal(&c, to, &detail);
 }
 
 PG_FUNCTION_INFO_V1(cscp_command_refusal);

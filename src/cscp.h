@@ -235,13 +235,14 @@ typedef struct CscpTransitionAsk
 {
 	Datum		command_id;		/* the command asked about (uuid) */
 	Jsonb	   *refusal_detail; /* the detail of the refusal's evidence */
+	const char *context_refusal;	/* refuse with this when the rules allow the
+									 * step (an approval request whose context
+									 * is not usable), or NULL */
 	const char *refused;		/* out: the reason code of a refusal, or NULL */
 	CommandState from;			/* out: the state the command was in */
 } CscpTransitionAsk;
 
 extern CscpTransitionAsk *cscp_transition_ask;
-extern const char *cscp_command_refusal_of(HeapTuple tuple, TupleDesc desc,
-										   CommandState to, CommandState *from);
 
 /* command_api.c: the command functions on the hot path */
 extern void cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id,
