@@ -30,8 +30,6 @@
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/xact.h"
-#include "catalog/namespace.h"
-#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
@@ -42,10 +40,8 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
-#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 /* Append a nullable C string as JSON. */
@@ -136,12 +132,13 @@ cscp_evidence_hash(const CscpEvidence *e)
 /*
  * cscp.evidence as the append path needs it: the table, its chain index, the
  * columns the chain is keyed by, and its owner, whose rights evidence is
- * written with.  Looked up once per backend, and again after any relcache
- * invalidation (ALTER, DROP EXTENSION, ...).
+ * written with.  Looked up again whenever the table's OID changes (its OID
+ * is cached by cscp_relation_oid, which forgets it on a relcache
+ * invalidation).
  */
 typedef struct EvidenceRel
 {
-	Oid			relid;			/* InvalidOid: not looked up (again) yet */
+	Oid			relid;			/* what the rest was looked up for */
 	Oid			chain_index;	/* evidence_chain_key (tenant_id, command_id, seq) */
 	AttrNumber	tenant_attnum;
 	AttrNumber	command_attnum;
@@ -151,36 +148,16 @@ typedef struct EvidenceRel
 } EvidenceRel;
 
 static EvidenceRel evrel = {InvalidOid};
-static bool evrel_callback_registered = false;
-
-static void
-evidence_rel_invalidate(Datum arg, Oid relid)
-{
-	if (relid == InvalidOid || relid == evrel.relid || relid == evrel.chain_index)
-		evrel.relid = InvalidOid;
-}
 
 static const EvidenceRel *
 evidence_rel(void)
 {
-	Oid			nsp;
-	Oid			relid;
-	HeapTuple	tp;
+	Oid			relid = cscp_relation_oid("evidence", false);
+	Oid			chain_index = cscp_relation_oid("evidence_chain_key", false);
 
-	if (OidIsValid(evrel.relid))
+	if (relid == evrel.relid && chain_index == evrel.chain_index)
 		return &evrel;
-	if (!evrel_callback_registered)
-	{
-		CacheRegisterRelcacheCallback(evidence_rel_invalidate, (Datum) 0);
-		evrel_callback_registered = true;
-	}
-	nsp = get_namespace_oid("cscp", false);
-	relid = get_relname_relid("evidence", nsp);
-	if (!OidIsValid(relid))
-		elog(ERROR, "table cscp.evidence does not exist");
-	evrel.chain_index = get_relname_relid("evidence_chain_key", nsp);
-	if (!OidIsValid(evrel.chain_index))
-		elog(ERROR, "index cscp.evidence_chain_key does not exist");
+	evrel.relid = InvalidOid;
 	evrel.tenant_attnum = get_attnum(relid, "tenant_id");
 	evrel.command_attnum = get_attnum(relid, "command_id");
 	evrel.seq_attnum = get_attnum(relid, "seq");
@@ -188,11 +165,8 @@ evidence_rel(void)
 	if (evrel.tenant_attnum == InvalidAttrNumber || evrel.command_attnum == InvalidAttrNumber ||
 		evrel.seq_attnum == InvalidAttrNumber || evrel.hash_attnum == InvalidAttrNumber)
 		elog(ERROR, "table cscp.evidence lacks a chain column");
-	tp = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	if (!HeapTupleIsValid(tp))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	evrel.owner = ((Form_pg_class) GETSTRUCT(tp))->relowner;
-	ReleaseSysCache(tp);
+	evrel.owner = cscp_table_owner("evidence");
+	evrel.chain_index = chain_index;
 	evrel.relid = relid;
 	return &evrel;
 }
