@@ -113,26 +113,6 @@ RETURNS void
 COMMENT ON FUNCTION cscp._context_release(cscp.context, uuid, text) IS
   'Internal: clear the pending slots naming a command; the context goes back to active when none is left';
 
--- The context a command of (tenant, conversation, actor) is formed against: the live one, else the
--- latest; locked.  NULL when the triple never had a context.
-CREATE FUNCTION cscp._context_for(tenant_id text, conversation_id text, actor_id text)
-RETURNS cscp.context
-LANGUAGE plpgsql VOLATILE
-AS $$
-DECLARE
-    c cscp.context;
-BEGIN
-    SELECT * INTO c FROM cscp.context x
-     WHERE x.tenant_id = $1 AND x.conversation_id = $2 AND x.actor_id = $3
-     ORDER BY x.status IN ('active', 'pending', 'blocked') DESC, x.created_at DESC, x.version DESC
-     LIMIT 1
-       FOR UPDATE;
-    RETURN c;
-END
-$$;
-COMMENT ON FUNCTION cscp._context_for(text, text, text) IS
-  'Internal: the live (else latest) context of a triple, locked; NULL when there is none';
-
 -- What a submit or recovery answers about cmd: the recorded outcome when terminal, an
 -- in-progress view while it runs, NULL for a command just formed.
 CREATE FUNCTION cscp._command_outcome(cmd cscp.command, replayed boolean) RETURNS jsonb
