@@ -13,11 +13,37 @@ AS $$
 $$;
 COMMENT ON FUNCTION cscp._retention(text, text) IS 'Internal: a tenant''s retention period under a policy key';
 
+-- A lower bound, over every policy, of the time a retention period under key spans wherever it
+-- starts: months counted as 28 days less 2 hours and days as 22 hours (the shortest a calendar
+-- month or day gets across daylight-saving shifts), zero when a period has a negative part.
+-- The sweep subtracts it from the clock to bound its index scans on age: no row younger than that
+-- can be due, whatever its tenant's own period, and the exact per-tenant test follows.  NULL when
+-- no policy names the key (then nothing is due).
+CREATE FUNCTION cscp._retention_floor(key text) RETURNS interval
+LANGUAGE sql STABLE
+AS $$
+    SELECT min(CASE WHEN m >= 0 AND d >= 0 AND t >= interval '0'
+                    THEN m * interval '670 hours' + d * interval '22 hours' + t
+                    ELSE interval '0' END)
+      FROM (SELECT (extract(year FROM r) * 12 + extract(month FROM r))::int AS m,
+                   extract(day FROM r)::int AS d,
+                   r - date_trunc('day', r) AS t
+              FROM (SELECT (p.settings ->> key)::interval AS r FROM cscp.policy p
+                     WHERE p.settings ? key) s) q
+$$;
+COMMENT ON FUNCTION cscp._retention_floor(text) IS
+  'Internal: the shortest time any policy''s retention period under a key can span, a bound for the sweep''s scans';
+
 CREATE FUNCTION cscp.sweep(batch int DEFAULT 10000) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_now timestamptz := cscp.now();
+    -- Nothing retired after these can be past its retention (see cscp._retention_floor).
+    v_retired_contexts timestamptz := v_now - least(cscp._retention_floor('retention_closed'),
+                                                    cscp._retention_floor('retention_expired'));
+    v_retired_evidence timestamptz := v_now - cscp._retention_floor('retention_evidence');
+    v_retired_turns timestamptz := v_now - cscp._retention_floor('retention_turns');
     n_expired bigint;
     n_docs bigint;
     n_ws bigint;
@@ -88,51 +114,56 @@ BEGIN
         END IF;
     END LOOP;
 
-    -- Live contexts past their TTL become expired.
-    WITH due AS (
-        SELECT c.tenant_id, c.context_id FROM cscp.context c
-         WHERE c.status IN ('active', 'pending', 'blocked') AND c.expires_at <= v_now
-         ORDER BY c.expires_at
-         LIMIT batch
-           FOR UPDATE SKIP LOCKED)
+    -- Live contexts past their TTL become expired.  Each action below reaches its rows by the
+    -- row ids its ordered, locked scan returned (a TID scan), never by a join the planner could
+    -- turn into a scan of the whole table; the rows are locked, so their ids hold, and the
+    -- action's condition is tested again on the row it changes.
     UPDATE cscp.context c SET status = 'expired', reason = 'ttl'
-      FROM due WHERE c.tenant_id = due.tenant_id AND c.context_id = due.context_id;
+     WHERE c.ctid = ANY (ARRAY(
+               SELECT x.ctid FROM cscp.context x
+                WHERE x.status IN ('active', 'pending', 'blocked') AND x.expires_at <= v_now
+                ORDER BY x.expires_at
+                LIMIT batch
+                  FOR UPDATE SKIP LOCKED))
+       AND c.status IN ('active', 'pending', 'blocked') AND c.expires_at <= v_now;
     GET DIAGNOSTICS n_expired = ROW_COUNT;
 
     -- Expired documents are deleted.
-    WITH due AS (
-        SELECT d.tenant_id, d.session_id, d.namespace FROM cscp.document d
-         WHERE d.expires_at <= v_now
-         ORDER BY d.expires_at
-         LIMIT batch
-           FOR UPDATE SKIP LOCKED)
-    DELETE FROM cscp.document d USING due
-     WHERE d.tenant_id = due.tenant_id AND d.session_id = due.session_id
-       AND d.namespace = due.namespace;
+    DELETE FROM cscp.document d
+     WHERE d.ctid = ANY (ARRAY(
+               SELECT x.ctid FROM cscp.document x
+                WHERE x.expires_at <= v_now
+                ORDER BY x.expires_at
+                LIMIT batch
+                  FOR UPDATE SKIP LOCKED))
+       AND d.expires_at <= v_now;
     GET DIAGNOSTICS n_docs = ROW_COUNT;
 
     -- Expired working-set items are deleted.
-    WITH due AS (
-        SELECT w.tenant_id, w.session_id, w.key FROM cscp.working_set w
-         WHERE w.expires_at <= v_now
-         ORDER BY w.expires_at
-         LIMIT batch
-           FOR UPDATE SKIP LOCKED)
-    DELETE FROM cscp.working_set w USING due
-     WHERE w.tenant_id = due.tenant_id AND w.session_id = due.session_id AND w.key = due.key;
+    DELETE FROM cscp.working_set w
+     WHERE w.ctid = ANY (ARRAY(
+               SELECT x.ctid FROM cscp.working_set x
+                WHERE x.expires_at <= v_now
+                ORDER BY x.expires_at
+                LIMIT batch
+                  FOR UPDATE SKIP LOCKED))
+       AND w.expires_at <= v_now;
     GET DIAGNOSTICS n_ws = ROW_COUNT;
 
-    -- Closed and expired contexts past their tenant's retention are deleted.
-    WITH due AS (
-        SELECT c.tenant_id, c.context_id FROM cscp.context c
-         WHERE c.status IN ('expired', 'closed')
-           AND c.updated_at + cscp._retention(c.tenant_id,
-                   CASE c.status WHEN 'closed' THEN 'retention_closed' ELSE 'retention_expired' END) <= v_now
-         ORDER BY c.updated_at
-         LIMIT batch
-           FOR UPDATE SKIP LOCKED)
-    DELETE FROM cscp.context c USING due
-     WHERE c.tenant_id = due.tenant_id AND c.context_id = due.context_id;
+    -- Closed and expired contexts past their tenant's retention are deleted.  The scan by age
+    -- stops at the shortest retention any policy gives (cscp._retention_floor): without that
+    -- bound it would read every retired context, and a retention lookup for each, on every call.
+    DELETE FROM cscp.context c
+     WHERE c.ctid = ANY (ARRAY(
+               SELECT x.ctid FROM cscp.context x
+                WHERE x.status IN ('expired', 'closed')
+                  AND x.updated_at <= v_retired_contexts
+                  AND x.updated_at + cscp._retention(x.tenant_id,
+                          CASE x.status WHEN 'closed' THEN 'retention_closed' ELSE 'retention_expired' END) <= v_now
+                ORDER BY x.updated_at
+                LIMIT batch
+                  FOR UPDATE SKIP LOCKED))
+       AND c.status IN ('expired', 'closed');
     GET DIAGNOSTICS n_purged = ROW_COUNT;
 
     -- Finished commands past their tenant's retention_evidence go with their evidence chain;
@@ -144,6 +175,7 @@ BEGIN
         FOR r IN
             SELECT x.tenant_id, x.command_id FROM cscp.command x
              WHERE x.state IN ('rejected', 'executed', 'failed', 'canceled', 'compensated')
+               AND x.last_transition_at <= v_retired_evidence
                AND x.last_transition_at + cscp._retention(x.tenant_id, 'retention_evidence') <= v_now
              ORDER BY x.last_transition_at
              LIMIT batch
@@ -155,34 +187,36 @@ BEGIN
             DELETE FROM cscp.command x WHERE x.tenant_id = r.tenant_id AND x.command_id = r.command_id;
             n_commands := n_commands + 1;
         END LOOP;
-        WITH due AS (
-            SELECT e.tenant_id, e.evidence_id FROM cscp.evidence e
-             WHERE e.command_id IS NULL
-               AND e.created_at + cscp._retention(e.tenant_id, 'retention_evidence') <= v_now
-             ORDER BY e.created_at
-             LIMIT batch)
-        DELETE FROM cscp.evidence e USING due
-         WHERE e.tenant_id = due.tenant_id AND e.evidence_id = due.evidence_id;
+        DELETE FROM cscp.evidence e
+         WHERE e.ctid = ANY (ARRAY(
+                   SELECT x.ctid FROM cscp.evidence x
+                    WHERE x.command_id IS NULL
+                      AND x.created_at <= v_retired_evidence
+                      AND x.created_at + cscp._retention(x.tenant_id, 'retention_evidence') <= v_now
+                    ORDER BY x.created_at
+                    LIMIT batch))
+           AND e.command_id IS NULL;
         GET DIAGNOSTICS n_other = ROW_COUNT;
         n_evidence := n_evidence + n_other;
-        WITH due AS (
-            SELECT a.tenant_id, a.conversation_id, a.kind, a.message_id FROM cscp.answer a
-             WHERE a.created_at + cscp._retention(a.tenant_id, 'retention_evidence') <= v_now
-             ORDER BY a.created_at
-             LIMIT batch)
-        DELETE FROM cscp.answer a USING due
-         WHERE a.tenant_id = due.tenant_id AND a.conversation_id = due.conversation_id
-           AND a.kind = due.kind AND a.message_id = due.message_id;
+        DELETE FROM cscp.answer a
+         WHERE a.ctid = ANY (ARRAY(
+                   SELECT x.ctid FROM cscp.answer x
+                    WHERE x.created_at <= v_retired_evidence
+                      AND x.created_at + cscp._retention(x.tenant_id, 'retention_evidence') <= v_now
+                    ORDER BY x.created_at
+                    LIMIT batch));
         GET DIAGNOSTICS n_answers = ROW_COUNT;
-        WITH due AS (
-            SELECT f.tenant_id, f.frame_id FROM cscp.frame f
-             WHERE f.created_at + cscp._retention(f.tenant_id, 'retention_evidence') <= v_now
-               AND NOT EXISTS (SELECT 1 FROM cscp.command x
-                                WHERE x.tenant_id = f.tenant_id AND x.frame_id = f.frame_id)
-             ORDER BY f.created_at
-             LIMIT batch)
-        DELETE FROM cscp.frame f USING due
-         WHERE f.tenant_id = due.tenant_id AND f.frame_id = due.frame_id;
+        DELETE FROM cscp.frame f
+         WHERE f.ctid = ANY (ARRAY(
+                   SELECT y.ctid FROM cscp.frame y
+                    WHERE y.created_at <= v_retired_evidence
+                      AND y.created_at + cscp._retention(y.tenant_id, 'retention_evidence') <= v_now
+                      AND NOT EXISTS (SELECT 1 FROM cscp.command x
+                                       WHERE x.tenant_id = y.tenant_id AND x.frame_id = y.frame_id)
+                    ORDER BY y.created_at
+                    LIMIT batch))
+           AND NOT EXISTS (SELECT 1 FROM cscp.command x
+                            WHERE x.tenant_id = f.tenant_id AND x.frame_id = f.frame_id);
         GET DIAGNOSTICS n_frames = ROW_COUNT;
     END IF;
 
@@ -194,6 +228,7 @@ BEGIN
         FOR r IN
             SELECT c.tenant_id, c.conversation_id FROM cscp.conversation c
              WHERE c.state = 'closed'
+               AND c.closed_at <= v_retired_turns
                AND c.closed_at + cscp._retention(c.tenant_id, 'retention_turns') <= v_now
              ORDER BY c.closed_at
              LIMIT batch
