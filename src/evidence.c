@@ -2,7 +2,7 @@
  *
  * evidence.c
  *	  The evidence trail (RFC-WF-0018 section IX): append-only, hash
- *	  chained per command, written with the rights of cscp.evidence's owner.
+ *	  chained per command, written by this file alone, below the executor.
  *
  * Rows are added in two ways only:
  *	- by the command trigger (command_fsm.c), one row for every transition
@@ -10,8 +10,8 @@
  *	- by cscp._evidence_refusal, for a refused attempt (an invalid
  *	  transition, a "yes" that confirmed nothing): event type
  *	  invalid_transition_attempt, bound to a command the caller can see.
- * Both insert as the table's owner, so application roles need (and get)
- * no INSERT, UPDATE or DELETE privilege on it; the evidence_guard trigger
+ * Both insert the row directly (cscp_evidence_append), so application
+ * roles need (and get) no INSERT, UPDATE or DELETE privilege on it; the evidence_guard trigger
  * refuses UPDATE and TRUNCATE from anyone, and DELETE of a row still
  * inside its tenant's retention_evidence (except by cscp.forget_*, which
  * erases whole chains; forget.c).
@@ -29,8 +29,11 @@
 #include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/dependency.h"
 #include "catalog/pg_type.h"
+#include "commands/sequence.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
@@ -131,11 +134,20 @@ cscp_evidence_hash(const CscpEvidence *e)
 
 /*
  * cscp.evidence as the append path needs it: the table, its chain index, the
- * columns the chain is keyed by, and its owner, whose rights evidence is
- * written with.  Looked up again whenever the table's OID changes (its OID
+ * columns the chain is keyed by, every column's number and the identity
+ * sequence of evidence_id.  Looked up again whenever the table's OID changes (its OID
  * is cached by cscp_relation_oid, which forgets it on a relcache
  * invalidation).
  */
+/* The columns cscp_evidence_append writes, in the order of its values. */
+static const char *const evidence_columns[] = {
+	"tenant_id", "conversation_id", "command_id", "seq", "stage", "event_type", "from_state",
+	"to_state", "message_ids", "context_ref", "decision", "reason_code", "detail", "created_at",
+	"prev_hash", "hash"
+};
+
+#define EVIDENCE_NCOLS lengthof(evidence_columns)
+
 typedef struct EvidenceRel
 {
 	Oid			relid;			/* what the rest was looked up for */
@@ -144,7 +156,9 @@ typedef struct EvidenceRel
 	AttrNumber	command_attnum;
 	AttrNumber	seq_attnum;
 	AttrNumber	hash_attnum;
-	Oid			owner;
+	AttrNumber	attnums[EVIDENCE_NCOLS];	/* of evidence_columns */
+	AttrNumber	id_attnum;		/* evidence_id, an identity column */
+	Oid			id_sequence;	/* its sequence */
 } EvidenceRel;
 
 static EvidenceRel evrel = {InvalidOid};
@@ -154,6 +168,9 @@ evidence_rel(void)
 {
 	Oid			relid = cscp_relation_oid("evidence", false);
 	Oid			chain_index = cscp_relation_oid("evidence_chain_key", false);
+	Relation	rel;
+	TupleDesc	desc;
+	int			ncolumns = 0;
 
 	if (relid == evrel.relid && chain_index == evrel.chain_index)
 		return &evrel;
@@ -162,10 +179,32 @@ evidence_rel(void)
 	evrel.command_attnum = get_attnum(relid, "command_id");
 	evrel.seq_attnum = get_attnum(relid, "seq");
 	evrel.hash_attnum = get_attnum(relid, "hash");
+	evrel.id_attnum = get_attnum(relid, "evidence_id");
 	if (evrel.tenant_attnum == InvalidAttrNumber || evrel.command_attnum == InvalidAttrNumber ||
-		evrel.seq_attnum == InvalidAttrNumber || evrel.hash_attnum == InvalidAttrNumber)
+		evrel.seq_attnum == InvalidAttrNumber || evrel.hash_attnum == InvalidAttrNumber ||
+		evrel.id_attnum == InvalidAttrNumber)
 		elog(ERROR, "table cscp.evidence lacks a chain column");
-	evrel.owner = cscp_table_owner("evidence");
+	for (int i = 0; i < (int) EVIDENCE_NCOLS; i++)
+	{
+		evrel.attnums[i] = get_attnum(relid, evidence_columns[i]);
+		if (evrel.attnums[i] == InvalidAttrNumber)
+			elog(ERROR, "table cscp.evidence lacks column \"%s\"", evidence_columns[i]);
+	}
+
+	/*
+	 * Rows are formed here, not by the executor, so a column this file does
+	 * not know (and whose default it would not apply) is an error, not a
+	 * silent NULL.
+	 */
+	rel = table_open(relid, AccessShareLock);
+	desc = RelationGetDescr(rel);
+	for (int i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped)
+			ncolumns++;
+	table_close(rel, AccessShareLock);
+	if (ncolumns != (int) EVIDENCE_NCOLS + 1)	/* and evidence_id */
+		elog(ERROR, "table cscp.evidence has columns cscp does not write");
+	evrel.id_sequence = getIdentitySequence(relid, evrel.id_attnum, false);
 	evrel.chain_index = chain_index;
 	evrel.relid = relid;
 	return &evrel;
@@ -229,7 +268,7 @@ text_or_null(const char *s, char *nullflag)
 
 /*
  * Append e to the evidence trail: number it after the last row of its
- * command's chain, link and hash it, insert it as the table's owner.
+ * command's chain, link and hash it, insert it (heap and indexes).
  * The caller holds the command's row lock, so chains never fork (and the
  * unique index on (tenant_id, command_id, seq) would refuse a fork).
  * Fills in e->seq, e->prev_hash and e->hash.
@@ -237,35 +276,19 @@ text_or_null(const char *s, char *nullflag)
 void
 cscp_evidence_append(CscpEvidence *e)
 {
-	static SPIPlanPtr insert_plan = NULL;
 	MemoryContext callerctx = CurrentMemoryContext;
 	const EvidenceRel *er = evidence_rel();
-	CscpOwnerScope owner;
-	Datum		values[16];
-	char		nulls[16];
+	Datum		values[EVIDENCE_NCOLS];
+	char		nulls[EVIDENCE_NCOLS];
 	Datum		uuid = (Datum) 0;
-
-	cscp_owner_enter_as(er->owner, &owner);
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-
-	if (insert_plan == NULL)
-	{
-		Oid			argtypes[16] = {TEXTOID, TEXTOID, UUIDOID, INT4OID, TEXTOID,
-			TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, JSONBOID, TEXTOID, TEXTOID,
-		JSONBOID, TIMESTAMPTZOID, TEXTOID, TEXTOID};
-
-		insert_plan = SPI_prepare("INSERT INTO cscp.evidence (tenant_id, conversation_id,"
-								  " command_id, seq, stage, event_type, from_state, to_state,"
-								  " message_ids, context_ref, decision, reason_code, detail,"
-								  " created_at, prev_hash, hash)"
-								  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,"
-								  " $13, $14, $15, $16)", 16, argtypes);
-		if (insert_plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(insert_plan);
-	}
+	Relation	rel;
+	TupleDesc	desc;
+	Datum	   *row;
+	bool	   *rownulls;
+	HeapTuple	tuple;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TupleTableSlot *slot;
 
 	e->seq = 1;
 	e->prev_hash = NULL;
@@ -307,12 +330,55 @@ cscp_evidence_append(CscpEvidence *e)
 	values[14] = text_or_null(e->prev_hash, &nulls[14]);
 	values[15] = text_or_null(e->hash, &nulls[15]);
 
-	if (SPI_execute_plan(insert_plan, values, nulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not append evidence for command %s",
-			 e->command_id ? e->command_id : "(none)");
+	/*
+	 * The row is inserted below the executor: a heap insert and its index
+	 * entries, as logical replication's apply does, without planning or
+	 * starting a statement for one row.  Nothing a statement would add is
+	 * lost: the table has no INSERT trigger, CHECK constraint or foreign key
+	 * (evidence_guard fires on UPDATE, DELETE and TRUNCATE only), the owner
+	 * is not bound by its row-level security, evidence_id is drawn from its
+	 * identity sequence as its default would, NOT NULL is checked here, and
+	 * the unique indexes (the chain's seq among them) raise their 23505 as
+	 * an INSERT would.  The caller's privileges are not consulted, as
+	 * before, when the row went in with the owner's.
+	 */
+	rel = table_open(er->relid, RowExclusiveLock);
+	desc = RelationGetDescr(rel);
+	row = palloc0(desc->natts * sizeof(Datum));
+	rownulls = palloc(desc->natts * sizeof(bool));
+	memset(rownulls, true, desc->natts * sizeof(bool));
+	for (int i = 0; i < (int) EVIDENCE_NCOLS; i++)
+	{
+		row[er->attnums[i] - 1] = values[i];
+		rownulls[er->attnums[i] - 1] = (nulls[i] == 'n');
+	}
+	row[er->id_attnum - 1] = Int64GetDatum(nextval_internal(er->id_sequence, false));
+	rownulls[er->id_attnum - 1] = false;
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
 
-	SPI_finish();
-	cscp_owner_leave(&owner);
+		if (att->attnotnull && rownulls[i] && !att->attisdropped)
+			ereport(ERROR,
+					(errcode(ERRCODE_NOT_NULL_VIOLATION),
+					 errmsg("null value in column \"%s\" of relation \"%s\" violates not-null constraint",
+							NameStr(att->attname), RelationGetRelationName(rel)),
+					 errtablecol(rel, i + 1)));
+	}
+	tuple = heap_form_tuple(desc, row, rownulls);
+
+	estate = CreateExecutorState();
+	rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(rri, rel, 1, NULL, 0);
+	ExecOpenIndices(rri, false);
+	slot = ExecInitExtraTupleSlot(estate, desc, &TTSOpsHeapTuple);
+	ExecStoreHeapTuple(tuple, slot, false);
+	simple_table_tuple_insert(rel, slot);
+	ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL);
+	ExecCloseIndices(rri);
+	ExecResetTupleTable(estate->es_tupleTable, false);
+	FreeExecutorState(estate);
+	table_close(rel, NoLock);
 }
 
 /* Field of a composite as a C string, or NULL. */
