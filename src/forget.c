@@ -38,6 +38,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -62,28 +63,43 @@
 
 bool		cscp_erasing = false;
 
+/* Kind, tenant and id, NUL-separated: what an id's tombstone key hashes. */
+static void
+forget_key(StringInfo buf, const char *tenant_id, const char *kind, const char *id)
+{
+	initStringInfo(buf);
+	appendStringInfoString(buf, kind);
+	appendStringInfoChar(buf, '\0');
+	appendStringInfoString(buf, tenant_id);
+	appendStringInfoChar(buf, '\0');
+	appendStringInfoString(buf, id);
+}
+
 /* The tombstone key of an id: sha256 of kind, tenant and id, NUL-separated. */
 char *
 cscp_forget_hash(const char *tenant_id, const char *kind, const char *id)
 {
 	StringInfoData buf;
 
-	initStringInfo(&buf);
-	appendStringInfoString(&buf, kind);
-	appendStringInfoChar(&buf, '\0');
-	appendStringInfoString(&buf, tenant_id);
-	appendStringInfoChar(&buf, '\0');
-	appendStringInfoString(&buf, id);
+	forget_key(&buf, tenant_id, kind, id);
 	return cscp_sha256_hex(buf.data, buf.len);
 }
 
-/* Take the transaction-level advisory lock of the stripe of an id's hash. */
+/*
+ * Take the transaction-level advisory lock of an id's stripe.  The stripe
+ * comes from a plain hash of the same bytes as the tombstone key, so a write
+ * takes it without computing a SHA-256 (needed only when tombstones exist).
+ */
 static void
-forget_lock(const char *hash, bool exclusive)
+forget_lock(const char *tenant_id, const char *kind, const char *id, bool exclusive)
 {
-	int32		key = DatumGetInt32(DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
-															CStringGetTextDatum(hash))) &
-		(CSCP_FORGET_LOCK_STRIPES - 1);
+	StringInfoData buf;
+	int32		key;
+
+	forget_key(&buf, tenant_id, kind, id);
+	key = (int32) (hash_bytes((const unsigned char *) buf.data, buf.len) &
+				   (CSCP_FORGET_LOCK_STRIPES - 1));
+	pfree(buf.data);
 
 	if (exclusive)
 		DirectFunctionCall2(pg_advisory_xact_lock_int4,
@@ -117,16 +133,17 @@ cscp_refuse_forgotten(const char *tenant_id, const char *kind, const char *id)
 {
 	static SPIPlanPtr plan = NULL;
 	static const Oid argtypes[2] = {TEXTOID, TEXTOID};
-	char	   *hash = cscp_forget_hash(tenant_id, kind, id);
+	char	   *hash;
 	CscpOwnerScope owner;
 	Datum		args[2];
 	bool		found;
 	TimestampTz when = 0;
 
-	forget_lock(hash, false);
+	forget_lock(tenant_id, kind, id, false);
 	/* With the lock held, an empty table means no tombstone for us either. */
 	if (tombstones_empty())
 		return;
+	hash = cscp_forget_hash(tenant_id, kind, id);
 
 	cscp_owner_enter("tombstone", &owner);
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -282,7 +299,7 @@ forget(text *tenant, text *id, const char *kind, const char *argname,
 	tenant_s = text_to_cstring(tenant);
 	id_s = text_to_cstring(id);
 	hash = cscp_forget_hash(tenant_s, kind, id_s);
-	forget_lock(hash, true);
+	forget_lock(tenant_s, kind, id_s, true);
 
 	cscp_owner_enter("tombstone", &owner);
 	if (SPI_connect() != SPI_OK_CONNECT)
