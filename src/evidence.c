@@ -289,6 +289,7 @@ cscp_evidence_append(CscpEvidence *e)
 	EState	   *estate;
 	ResultRelInfo *rri;
 	TupleTableSlot *slot;
+	MemoryContext oldctx;
 
 	e->seq = 1;
 	e->prev_hash = NULL;
@@ -367,7 +368,13 @@ cscp_evidence_append(CscpEvidence *e)
 	}
 	tuple = heap_form_tuple(desc, row, rownulls);
 
+	/*
+	 * Everything the insert allocates lives in the executor state's memory
+	 * and goes with it: a trigger appending a row for each of many commands
+	 * (a sweep lapsing a batch) must not grow its caller's context.
+	 */
 	estate = CreateExecutorState();
+	oldctx = MemoryContextSwitchTo(estate->es_query_cxt);
 	rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(rri, rel, 1, NULL, 0);
 	ExecOpenIndices(rri, false);
@@ -377,8 +384,12 @@ cscp_evidence_append(CscpEvidence *e)
 	ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL);
 	ExecCloseIndices(rri);
 	ExecResetTupleTable(estate->es_tupleTable, false);
+	MemoryContextSwitchTo(oldctx);
 	FreeExecutorState(estate);
 	table_close(rel, NoLock);
+	heap_freetuple(tuple);
+	pfree(row);
+	pfree(rownulls);
 }
 
 /* Field of a composite as a C string, or NULL. */
