@@ -34,6 +34,12 @@ SELECT try($$SELECT cscp.conversation_start('t', 's-b', 'agent',
 SELECT try($$INSERT INTO cscp.context (tenant_id, conversation_id, actor_id, expires_at, ttl)
              VALUES ('t', 's-a', 'direct', cscp.now() + interval '1 hour', interval '1 hour')$$) AS other_insert;
 SELECT count(*) AS written_for_other FROM cscp.context WHERE conversation_id = 's-a' AND actor_id IN ('b', 'direct');
+-- Evidence, which cscp inserts below the executor, is held to the guard as well.
+SELECT try($$SELECT cscp._evidence_refusal('t', 's-b', NULL, 'confirmed', 'no_pending_confirmation',
+                                           ARRAY['m-held'], NULL, NULL)$$) AS held_evidence;
+SELECT try($$SELECT cscp._evidence_refusal('t', 's-a', NULL, 'confirmed', 'no_pending_confirmation',
+                                           ARRAY['m-other'], NULL, NULL)$$) AS other_evidence;
+SELECT count(*) AS evidence_for_other FROM cscp.evidence WHERE conversation_id = 's-a';
 -- Subject- and session-scoped rows.
 SELECT try($$SELECT cscp.fact_write('t', 's-e', 'f1', 'city', '"Porto"')$$) AS held_fact;
 SELECT try($$SELECT cscp.fact_write('t', 's-c', 'f1', 'city', '"Porto"')$$) AS other_fact;

@@ -334,14 +334,15 @@ cscp_evidence_append(CscpEvidence *e)
 	/*
 	 * The row is inserted below the executor: a heap insert and its index
 	 * entries, as logical replication's apply does, without planning or
-	 * starting a statement for one row.  Nothing a statement would add is
-	 * lost: the table has no INSERT trigger, CHECK constraint or foreign key
-	 * (evidence_guard fires on UPDATE, DELETE and TRUNCATE only), the owner
-	 * is not bound by its row-level security, evidence_id is drawn from its
-	 * identity sequence as its default would, NOT NULL is checked here, and
-	 * the unique indexes (the chain's seq among them) raise their 23505 as
-	 * an INSERT would.  The caller's privileges are not consulted, as
-	 * before, when the row went in with the owner's.
+	 * starting a statement for one row.  What a statement would do is done:
+	 * BEFORE INSERT row triggers fire (shard_guard; evidence_guard is for
+	 * UPDATE, DELETE and TRUNCATE), evidence_id is drawn from its identity
+	 * sequence as its default would, NOT NULL is checked here, and the
+	 * unique indexes (the chain's seq among them) raise their 23505 as an
+	 * INSERT would.  The table has no CHECK constraint, foreign key, rule or
+	 * AFTER INSERT trigger, and its owner, whose row this is, is not bound
+	 * by its row-level security; the caller's privileges are not consulted,
+	 * as before, when the row went in with the owner's.
 	 */
 	rel = table_open(er->relid, RowExclusiveLock);
 	desc = RelationGetDescr(rel);
@@ -380,8 +381,13 @@ cscp_evidence_append(CscpEvidence *e)
 	ExecOpenIndices(rri, false);
 	slot = ExecInitExtraTupleSlot(estate, desc, &TTSOpsHeapTuple);
 	ExecStoreHeapTuple(tuple, slot, false);
-	simple_table_tuple_insert(rel, slot);
-	ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL);
+	/* BEFORE INSERT row triggers (the shard guard) fire as for an INSERT. */
+	if (rri->ri_TrigDesc == NULL || !rri->ri_TrigDesc->trig_insert_before_row ||
+		ExecBRInsertTriggers(estate, rri, slot))
+	{
+		simple_table_tuple_insert(rel, slot);
+		ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL);
+	}
 	ExecCloseIndices(rri);
 	ExecResetTupleTable(estate->es_tupleTable, false);
 	MemoryContextSwitchTo(oldctx);
