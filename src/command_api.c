@@ -884,12 +884,31 @@ cscp_key_lock(text *tenant, const char *key, int keylen)
 bool
 cscp_context_for(text *tenant, text *conversation, text *actor, HeapTuple *ctx, TupleDesc *desc)
 {
+	static SPIPlanPtr live_plan = NULL;
 	static SPIPlanPtr plan = NULL;
 	static const Oid argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
 	Datum		args[3] = {PointerGetDatum(tenant), PointerGetDatum(conversation),
 	PointerGetDatum(actor)};
 	SPITupleTable *tt;
 
+	/*
+	 * The live context first, through the unique index that allows at most
+	 * one (no sort, no limit); a row that stopped being live while we waited
+	 * for its lock is not returned.  Only without one, the latest of all.
+	 */
+	cscp_spi_plan(&live_plan,
+				  "SELECT * FROM cscp.context x"
+				  " WHERE x.tenant_id = $1 AND x.conversation_id = $2 AND x.actor_id = $3"
+				  "   AND x.status IN ('active', 'pending', 'blocked')"
+				  " FOR UPDATE",
+				  3, argtypes);
+	tt = run(live_plan, args, NULL, false, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		*ctx = tt->vals[0];
+		*desc = tt->tupdesc;
+		return true;
+	}
 	cscp_spi_plan(&plan,
 				  "SELECT * FROM cscp.context x"
 				  " WHERE x.tenant_id = $1 AND x.conversation_id = $2 AND x.actor_id = $3"
