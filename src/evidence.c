@@ -11,10 +11,10 @@
  *	  transition, a "yes" that confirmed nothing): event type
  *	  invalid_transition_attempt, bound to a command the caller can see.
  * Both insert the row directly (cscp_evidence_append), so application
- * roles need (and get) no INSERT, UPDATE or DELETE privilege on it; the evidence_guard trigger
- * refuses UPDATE and TRUNCATE from anyone, and DELETE of a row still
- * inside its tenant's retention_evidence (except by cscp.forget_*, which
- * erases whole chains; forget.c).
+ * roles need (and get) no INSERT, UPDATE or DELETE privilege on it; the
+ * evidence_guard trigger refuses UPDATE and TRUNCATE from anyone, and
+ * DELETE of a row still inside its tenant's retention_evidence (except by
+ * cscp.forget_*, which erases whole chains; forget.c).
  *
  * Each row's hash is the SHA-256 of the canonical JSON of its fields,
  * previous row's hash included; rows of one command form a chain numbered
@@ -132,13 +132,6 @@ cscp_evidence_hash(const CscpEvidence *e)
 	return cscp_sha256_hex(buf.data, buf.len);
 }
 
-/*
- * cscp.evidence as the append path needs it: the table, its chain index, the
- * columns the chain is keyed by, every column's number and the identity
- * sequence of evidence_id.  Looked up again whenever the table's OID changes (its OID
- * is cached by cscp_relation_oid, which forgets it on a relcache
- * invalidation).
- */
 /* The columns cscp_evidence_append writes, in the order of its values. */
 static const char *const evidence_columns[] = {
 	"tenant_id", "conversation_id", "command_id", "seq", "stage", "event_type", "from_state",
@@ -148,6 +141,13 @@ static const char *const evidence_columns[] = {
 
 #define EVIDENCE_NCOLS lengthof(evidence_columns)
 
+/*
+ * cscp.evidence as the append path needs it: the table, its chain index, the
+ * columns the chain is keyed by, every column's number and the identity
+ * sequence of evidence_id.  Looked up again whenever the table's OID changes
+ * (its OID is cached by cscp_relation_oid, which forgets it on a relcache
+ * invalidation).
+ */
 typedef struct EvidenceRel
 {
 	Oid			relid;			/* what the rest was looked up for */
