@@ -259,9 +259,7 @@ typedef struct CscpOwnerScope
 	int			nestlevel;
 } CscpOwnerScope;
 
-extern Oid	cscp_table_owner(const char *relname);
 extern void cscp_owner_enter(const char *relname, CscpOwnerScope *scope);
-extern void cscp_owner_enter_as(Oid owner, CscpOwnerScope *scope);
 extern void cscp_owner_leave(CscpOwnerScope *scope);
 
 /* forget.c: erasure and its tombstones */

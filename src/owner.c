@@ -28,9 +28,9 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
-/* The owner of table cscp.relname. */
-Oid
-cscp_table_owner(const char *relname)
+/* Become the owner of cscp.relname, with a search_path of pg_catalog only. */
+void
+cscp_owner_enter(const char *relname, CscpOwnerScope *scope)
 {
 	Oid			relid = cscp_relation_oid(relname, false);
 	HeapTuple	tp;
@@ -41,20 +41,7 @@ cscp_table_owner(const char *relname)
 		elog(ERROR, "cache lookup failed for relation %u", relid);
 	owner = ((Form_pg_class) GETSTRUCT(tp))->relowner;
 	ReleaseSysCache(tp);
-	return owner;
-}
 
-/* Become the owner of cscp.relname, with a search_path of pg_catalog only. */
-void
-cscp_owner_enter(const char *relname, CscpOwnerScope *scope)
-{
-	cscp_owner_enter_as(cscp_table_owner(relname), scope);
-}
-
-/* The same, for a caller that knows the owner (a role id it keeps). */
-void
-cscp_owner_enter_as(Oid owner, CscpOwnerScope *scope)
-{
 	GetUserIdAndSecContext(&scope->save_userid, &scope->save_sec_context);
 	SetUserIdAndSecContext(owner, scope->save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
 	scope->nestlevel = NewGUCNestLevel();
