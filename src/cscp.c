@@ -15,7 +15,8 @@
  * operators listen for) makes every context and command transition send
  * a small JSON payload on channel cscp_events.
  *
- * cscp.sweep_interval and cscp.sweep_database configure the optional
+ * cscp.sweep_interval, cscp.sweep_batch, cscp.sweep_backlog_delay and
+ * cscp.sweep_database configure the optional
  * background worker (worker.c), registered here when cscp is preloaded.
  *
  *-------------------------------------------------------------------------
@@ -33,6 +34,8 @@ char	   *cscp_clock_setting = NULL;
 char	   *cscp_tenant_setting = NULL;
 bool		cscp_notify_setting = false;
 int			cscp_sweep_interval = 60000;
+int			cscp_sweep_batch = 10000;
+int			cscp_sweep_backlog_delay = 1000;
 char	   *cscp_sweep_database = NULL;
 
 void		_PG_init(void);
@@ -111,6 +114,35 @@ _PG_init(void)
 							"in shared_preload_libraries.",
 							&cscp_sweep_interval,
 							60000,
+							0,
+							INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL,
+							NULL,
+							NULL);
+
+	DefineCustomIntVariable("cscp.sweep_batch",
+							"Batch of each cscp.sweep() the background worker runs.",
+							"Each action of a sweep takes at most this many rows.",
+							&cscp_sweep_batch,
+							10000,
+							1,
+							1000000,
+							PGC_SIGHUP,
+							0,
+							NULL,
+							NULL,
+							NULL);
+
+	DefineCustomIntVariable("cscp.sweep_backlog_delay",
+							"Time between two runs of cscp.sweep() by the background worker while "
+							"a backlog remains.",
+							"After a sweep in which an action reached cscp.sweep_batch, the worker "
+							"sweeps again after this long (at most cscp.sweep_interval), until "
+							"the backlog is gone.",
+							&cscp_sweep_backlog_delay,
+							1000,
 							0,
 							INT_MAX,
 							PGC_SIGHUP,

@@ -34,6 +34,8 @@ extern char *cscp_clock_setting;
 extern char *cscp_tenant_setting;
 extern bool cscp_notify_setting;
 extern int	cscp_sweep_interval;
+extern int	cscp_sweep_batch;
+extern int	cscp_sweep_backlog_delay;
 extern char *cscp_sweep_database;
 
 /* worker.c: the optional sweep worker */

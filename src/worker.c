@@ -6,17 +6,23 @@
  * Started only when cscp is in shared_preload_libraries.  It connects to
  * cscp.sweep_database as the bootstrap superuser (and restarts when that
  * setting changes) and, every
- * cscp.sweep_interval (0: never; the setting is re-read on SIGHUP), runs
- * SELECT cscp.sweep() in a transaction of its own, when the extension is
- * installed there.  Nothing's correctness depends on it: readers treat
- * anything past its time as expired, and the sweep only records and tidies.
- * An error in a sweep is logged and the worker waits for the next one.
+ * cscp.sweep_interval (0: never; the settings are re-read on SIGHUP), runs
+ * cscp.sweep(cscp.sweep_batch) in a transaction of its own, when the
+ * extension is installed there.  A sweep that leaves work behind (one of its
+ * actions reached the batch) is followed by the next one after
+ * cscp.sweep_backlog_delay instead, until the backlog is gone: a backlog is
+ * worked through at a bounded pace, in short transactions with pauses
+ * between them, never in one long burst.  Nothing's correctness depends on
+ * the worker: readers treat anything past its time as expired, and the sweep
+ * only records and tidies.  An error in a sweep is logged and the worker
+ * waits for the next interval.
  *
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
 
 #include "access/xact.h"
+#include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -51,9 +57,13 @@ cscp_worker_register(void)
 	RegisterBackgroundWorker(&worker);
 }
 
-/* One sweep in a transaction of its own; false when cscp is not installed. */
+/*
+ * One sweep in a transaction of its own; false when cscp is not installed.
+ * *backlog is set when an action of the sweep reached its batch, so that
+ * more may be waiting.
+ */
 static bool
-sweep_once(void)
+sweep_once(bool *backlog)
 {
 	bool		installed;
 
@@ -68,13 +78,25 @@ sweep_once(void)
 					true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up extension cscp");
 	installed = SPI_processed == 1;
+	*backlog = false;
 	if (installed)
 	{
-		if (SPI_execute("SELECT cscp.sweep()::text", false, 1) != SPI_OK_SELECT ||
+		Oid			argtypes[1] = {INT4OID};
+		Datum		args[1] = {Int32GetDatum(cscp_sweep_batch)};
+		bool		isnull;
+
+		/* Every value of the sweep's result is a count of rows. */
+		if (SPI_execute_with_args("SELECT s::text, EXISTS (SELECT FROM pg_catalog.jsonb_each_text(s) e"
+								  "                       WHERE e.value::bigint >= $1)"
+								  "  FROM cscp.sweep($1) s",
+								  1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT ||
 			SPI_processed != 1)
 			elog(ERROR, "cscp.sweep() returned no row");
-		elog(DEBUG1, "cscp sweep: %s",
-			 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+		*backlog = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+											  2, &isnull)) && !isnull;
+		elog(DEBUG1, "cscp sweep: %s%s",
+			 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
+			 *backlog ? " (more to do)" : "");
 	}
 
 	SPI_finish();
@@ -85,7 +107,10 @@ sweep_once(void)
 	return installed;
 }
 
-/* Entry point of the worker: sweep, wait cscp.sweep_interval, again. */
+/*
+ * Entry point of the worker: sweep, wait cscp.sweep_interval (or
+ * cscp.sweep_backlog_delay while a backlog remains), again.
+ */
 void
 cscp_sweep_worker_main(Datum arg)
 {
@@ -107,6 +132,8 @@ cscp_sweep_worker_main(Datum arg)
 	for (;;)
 	{
 		int			rc;
+		bool		backlog = false;
+		long		timeout;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -128,7 +155,7 @@ cscp_sweep_worker_main(Datum arg)
 			MemoryContextSwitchTo(loopctx);
 			PG_TRY();
 			{
-				if (!sweep_once() && !warned)
+				if (!sweep_once(&backlog) && !warned)
 				{
 					ereport(LOG,
 							(errmsg("cscp sweep worker: extension cscp is not installed in database \"%s\"",
@@ -145,16 +172,20 @@ cscp_sweep_worker_main(Datum arg)
 				FlushErrorState();
 				AbortCurrentTransaction();
 				pgstat_report_activity(STATE_IDLE, NULL);
+				backlog = false;
 			}
 			PG_END_TRY();
 			MemoryContextSwitchTo(TopMemoryContext);
 			MemoryContextReset(loopctx);
 		}
 
+		timeout = cscp_sweep_interval;
+		if (backlog && cscp_sweep_backlog_delay < timeout)
+			timeout = cscp_sweep_backlog_delay;
 		rc = WaitLatch(MyLatch,
 					   WL_LATCH_SET | WL_EXIT_ON_PM_DEATH |
 					   (cscp_sweep_interval > 0 ? WL_TIMEOUT : 0),
-					   cscp_sweep_interval > 0 ? cscp_sweep_interval : -1L,
+					   cscp_sweep_interval > 0 ? timeout : -1L,
 					   PG_WAIT_EXTENSION);
 		if (rc & WL_LATCH_SET)
 			ResetLatch(MyLatch);

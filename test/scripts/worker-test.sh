@@ -3,7 +3,9 @@
 # in shared_preload_libraries and cscp.sweep_interval = 200ms (ALTER SYSTEM, a reload) records an expired context as
 # expired in the table without anyone calling cscp.sweep(); with cscp.sweep_interval = 0 (set by
 # ALTER SYSTEM and a reload) it stops sweeping.  Runs in its own shell, so that its cluster is not
-# run-tests.sh's.
+# run-tests.sh's.  A backlog (more expired contexts than cscp.sweep_batch) is worked through batch
+# by batch, cscp.sweep_backlog_delay apart, although cscp.sweep_interval is an hour; once it is gone,
+# the worker waits its interval again.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source test/scripts/cluster.sh
@@ -49,5 +51,41 @@ echo "worker-test: with cscp.sweep_interval = 0 it sweeps no more (the context i
 # And back: a reload with an interval starts it sweeping again.
 q -c "ALTER SYSTEM SET cscp.sweep_interval = '100ms'" -c "SELECT pg_reload_conf()" >/dev/null
 wait_status "$id" expired 10
+
+# A backlog: 23 expired contexts, a batch of 5, an interval of an hour.  The reload wakes the
+# worker; half a second later it has not taken all 23 (one sweep takes 5, the next comes a second
+# later), but within seconds it has (5 sweeps, a second apart); then it waits its hour.
+q -c "ALTER SYSTEM SET cscp.sweep_interval = '1h'" -c "ALTER SYSTEM SET cscp.sweep_batch = 5" \
+	-c "ALTER SYSTEM SET cscp.sweep_backlog_delay = '1s'" -c "SELECT pg_reload_conf()" >/dev/null
+sleep 1
+q -c "SELECT count(*) FROM (SELECT cscp.context_open('wk', 'backlog-' || i, 'ana', '{}', interval '1 second')
+                              FROM generate_series(1, 23) i) s" >/dev/null
+sleep 1.5
+q -c "SELECT pg_reload_conf()" >/dev/null
+sleep 0.5
+left=$(q -c "SELECT count(*) FROM cscp.context WHERE conversation_id LIKE 'backlog-%' AND status = 'active'")
+if [ "$left" -lt 13 ]; then
+	echo "worker-test: half a second after waking, the worker had taken $((23 - left)) of 23 expired contexts; with cscp.sweep_batch = 5 a sweep takes at most 5" >&2
+	exit 1
+fi
+for _ in $(seq 1 150); do
+	left=$(q -c "SELECT count(*) FROM cscp.context WHERE conversation_id LIKE 'backlog-%' AND status = 'active'")
+	[ "$left" = 0 ] && break
+	sleep 0.1
+done
+if [ "$left" != 0 ]; then
+	echo "worker-test: with cscp.sweep_batch = 5 and an interval of an hour, $left of 23 expired contexts are still active after 15 s" >&2
+	exit 1
+fi
+echo "worker-test: a backlog of 23 expired contexts was worked through in batches of 5, cscp.sweep_backlog_delay apart"
+# The backlog is gone: the next expired context waits for the interval (an hour).
+id=$(q -c "SELECT context_id FROM cscp.context_open('wk', 'after-backlog', 'ana', '{}', interval '1 second')")
+sleep 3
+status=$(q -c "SELECT status FROM cscp.context WHERE context_id = '$id'")
+if [ "$status" != active ]; then
+	echo "worker-test: after the backlog, the worker swept again before its interval (status '$status')" >&2
+	exit 1
+fi
+echo "worker-test: once the backlog is gone, the worker waits its interval again"
 grep -q 'cscp sweep worker started in database "postgres"' "$CSCP_TMP/postgres.log"
 echo "worker-test: passed"
