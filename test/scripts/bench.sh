@@ -362,7 +362,8 @@ SQL
 	# $W5_CONTEXTS expired contexts (tenant sweep2), W1 alone, then the worker woken (interval an
 	# hour, cscp.sweep_backlog_delay at its default) and W1 again while it works through them.
 	echo "== W5 through the background worker (cscp.sweep_batch and cscp.sweep_backlog_delay at their defaults)"
-	psql -X -q -c "ALTER SYSTEM SET cscp.sweep_interval = 0" >/dev/null
+	# (LOAD: the setting exists in this session only once cscp is loaded)
+	psql -X -q -c "LOAD 'cscp'" -c "ALTER SYSTEM SET cscp.sweep_interval = 0" >/dev/null
 	cluster_as_owner "$PG_BINDIR/pg_ctl" -D "$CSCP_TMP/data" -m fast -w stop >/dev/null
 	CSCP_PGOPTS+=" -c shared_preload_libraries=cscp -c cscp.sweep_database=postgres"
 	cluster_restart
