@@ -85,7 +85,11 @@ sweep_once(bool *backlog)
 		Datum		args[1] = {Int32GetDatum(cscp_sweep_batch)};
 		bool		isnull;
 
-		/* Every value of the sweep's result is a count of rows. */
+		/*
+		 * Every value of the sweep's result is a count of rows.  A count can
+		 * reach the batch with nothing left behind (the evidence purged with
+		 * its commands); that costs one more sweep, which finds no backlog.
+		 */
 		if (SPI_execute_with_args("SELECT s::text, EXISTS (SELECT FROM pg_catalog.jsonb_each_text(s) e"
 								  "                       WHERE e.value::bigint >= $1)"
 								  "  FROM cscp.sweep($1) s",
