@@ -279,16 +279,18 @@ fi
 if want W5; then
 	echo "== W5 sweep under load ($W5_CONTEXTS expired contexts; W1 through cscp, synchronous_commit=on, ${W5_SECONDS}s)"
 	t0=$(date +%s.%N)
-	# Contexts that were valid when written, under a clock pinned two days back, and expired since;
-	# 1,000 per transaction (forgotten_guard's advisory locks, one per conversation and actor).
-	psql -X -q -v ON_ERROR_STOP=1 <<SQL
+	# w5_contexts TENANT: $W5_CONTEXTS contexts of TENANT that were valid when written, under a
+	# clock pinned two days back, and expired since; 1,000 per transaction (forgotten_guard's
+	# advisory locks, one per conversation and actor).
+	w5_contexts() {
+		psql -X -q -v ON_ERROR_STOP=1 <<SQL
 SET synchronous_commit = off;
 SET cscp.clock = '$(psql -X -At -c "SELECT now() - interval '2 days'")';
 DO \$\$
 BEGIN
     FOR b IN 0..($W5_CONTEXTS - 1) / 1000 LOOP
         INSERT INTO cscp.context (tenant_id, conversation_id, actor_id, expires_at, ttl)
-        SELECT 'sweep', 'sw-' || i, 'customer', cscp.now() + interval '30 minutes', interval '30 minutes'
+        SELECT '$1', 'sw-' || i, 'customer', cscp.now() + interval '30 minutes', interval '30 minutes'
           FROM generate_series(b * 1000 + 1, least((b + 1) * 1000, $W5_CONTEXTS)) i;
         COMMIT;
     END LOOP;
@@ -296,6 +298,8 @@ END
 \$\$;
 VACUUM (ANALYZE) cscp.context;
 SQL
+	}
+	w5_contexts sweep
 	awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "setup: %.1f s\n", b - a }'
 	conversations w5-alone cscp
 	bench_run W5.on.alone.r1 on "$W5_SECONDS" -D conv=w5-alone -f test/bench/message_turn_cscp.sql
@@ -367,34 +371,26 @@ SQL
 	cluster_as_owner "$PG_BINDIR/pg_ctl" -D "$CSCP_TMP/data" -m fast -w stop >/dev/null
 	CSCP_PGOPTS+=" -c shared_preload_libraries=cscp -c cscp.sweep_database=postgres"
 	cluster_restart
-	psql -X -q -v ON_ERROR_STOP=1 <<SQL
-SET synchronous_commit = off;
-SET cscp.clock = '$(psql -X -At -c "SELECT now() - interval '2 days'")';
-DO \$\$
-BEGIN
-    FOR b IN 0..($W5_CONTEXTS - 1) / 1000 LOOP
-        INSERT INTO cscp.context (tenant_id, conversation_id, actor_id, expires_at, ttl)
-        SELECT 'sweep2', 'sw-' || i, 'customer', cscp.now() + interval '30 minutes', interval '30 minutes'
-          FROM generate_series(b * 1000 + 1, least((b + 1) * 1000, $W5_CONTEXTS)) i;
-        COMMIT;
-    END LOOP;
-END
-\$\$;
-VACUUM (ANALYZE) cscp.context;
-SQL
+	w5_contexts sweep2
 	conversations w5w-alone cscp
 	bench_run W5w.on.alone.r1 on "$W5_SECONDS" -D conv=w5w-alone -f test/bench/message_turn_cscp.sql
 	conversations w5w-sweep cscp
 	loglines=$(wc -l <"$CSCP_TMP/postgres.log")
 	psql -X -q -c "ALTER SYSTEM SET cscp.sweep_interval = '1h'" -c "SELECT pg_reload_conf()" >/dev/null
 	ww_start=$(date +%s.%N)
-	bench_run W5w.on.sweep.r1 on "$W5_SECONDS" -D conv=w5w-sweep -f test/bench/message_turn_cscp.sql
 	ww_pid=$(psql -X -At -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'cscp sweep'")
-	until [ "$(psql -X -At -c "SELECT NOT EXISTS (SELECT FROM cscp.context
-	                                               WHERE tenant_id = 'sweep2' AND status = 'active')")" = t ]; do
-		sleep 0.2
-	done
-	ww_end=$(date +%s.%N)
+	# The backlog's end, watched beside the W1 run (which may outlast it)
+	(
+		until [ "$(psql -X -At -c "SELECT NOT EXISTS (SELECT FROM cscp.context
+		                                               WHERE tenant_id = 'sweep2' AND status = 'active')")" = t ]; do
+			sleep 0.2
+		done
+		date +%s.%N >"$BENCH_OUT/worker_end.txt"
+	) &
+	ww_watch=$!
+	bench_run W5w.on.sweep.r1 on "$W5_SECONDS" -D conv=w5w-sweep -f test/bench/message_turn_cscp.sql
+	wait "$ww_watch"
+	ww_end=$(cat "$BENCH_OUT/worker_end.txt")
 	psql -X -q -c "ALTER SYSTEM SET cscp.sweep_interval = 0" -c "SELECT pg_reload_conf()" >/dev/null
 	read -r w5w_alone_p50 w5w_alone_p99 w5w_alone_n _ <<<"$(bench_latency "$BENCH_OUT/W5w.on.alone.r1.log")"
 	read -r w5w_during_p50 w5w_during_p99 w5w_during_n _ <<<"$(bench_latency "$BENCH_OUT/W5w.on.sweep.r1.log" - "$ww_start" "$ww_end")"
