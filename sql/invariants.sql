@@ -1,6 +1,7 @@
 -- cscp.check_invariants: nothing to report for a healthy tenant that used every part of cscp;
 -- each kind of violation, planted by the superuser around the triggers
--- (session_replication_role = replica, a dropped index) in a transaction rolled back, is found.
+-- (session_replication_role = replica, cscp.context_live written by hand) in a transaction
+-- rolled back, is found.
 -- Rows of this file belong to tenants 'inv' and 'inv-other'; random ids are masked.
 SET cscp.clock = '2026-06-01 09:00:00+00';
 SET timezone = 'UTC';
@@ -64,12 +65,29 @@ SELECT count(*) AS evidence_problems FROM cscp.evidence_verify('inv');
 ---------------------------------------------------------------------------------------------------
 -- Each violation, planted around the triggers and rolled back.
 
--- multiple_live_contexts: without the unique index and the trigger, a second live context.
+-- multiple_live_contexts: without the trigger (which keeps cscp.context_live, whose key is the
+-- rule), a second live context; cscp.context_live does not name it.
 BEGIN;
-DROP INDEX cscp.context_live_key;
 SET LOCAL session_replication_role = replica;
 INSERT INTO cscp.context (tenant_id, context_id, conversation_id, actor_id, expires_at, ttl)
 VALUES ('inv', cscp.routing_id('conv-2'), 'conv-2', 'bob', cscp.now() + interval '1 hour', interval '1 hour');
+SELECT * FROM pg_temp.found();
+ROLLBACK;
+
+-- unlisted_live_context: a live context whose row in cscp.context_live is gone; a row there
+-- naming a context closed around the trigger; a row expecting its context later than it does.
+BEGIN;
+DELETE FROM cscp.context_live WHERE tenant_id = 'inv' AND conversation_id = 'conv-2';
+SELECT * FROM pg_temp.found();
+ROLLBACK;
+BEGIN;
+SET LOCAL session_replication_role = replica;
+UPDATE cscp.context SET status = 'closed' WHERE tenant_id = 'inv' AND conversation_id = 'conv-2';
+SELECT * FROM pg_temp.found();
+ROLLBACK;
+BEGIN;
+UPDATE cscp.context_live SET expires_at = expires_at + interval '1 day'
+ WHERE tenant_id = 'inv' AND conversation_id = 'conv-2';
 SELECT * FROM pg_temp.found();
 ROLLBACK;
 

@@ -892,13 +892,16 @@ cscp_context_for(text *tenant, text *conversation, text *actor, HeapTuple *ctx, 
 	SPITupleTable *tt;
 
 	/*
-	 * The live context first, through the unique index that allows at most
+	 * The live context first, through cscp.context_live, which holds at most
 	 * one (no sort, no limit); a row that stopped being live while we waited
 	 * for its lock is not returned.  Only without one, the latest of all.
 	 */
 	cscp_spi_plan(&live_plan,
 				  "SELECT * FROM cscp.context x"
-				  " WHERE x.tenant_id = $1 AND x.conversation_id = $2 AND x.actor_id = $3"
+				  " WHERE x.tenant_id = $1"
+				  "   AND x.context_id = (SELECT l.context_id FROM cscp.context_live l"
+				  "                        WHERE l.tenant_id = $1 AND l.conversation_id = $2"
+				  "                          AND l.actor_id = $3)"
 				  "   AND x.status IN ('active', 'pending', 'blocked')"
 				  " FOR UPDATE",
 				  3, argtypes);

@@ -10,9 +10,10 @@
  *	  The common case, a live context in use, is one UPDATE that finds,
  *	  locks and extends it.  Only when there is none (or it is past its TTL)
  *	  does the open look further: record the expiry, then insert a new one.
- *	  A concurrent open may insert the live context between the look and the
- *	  insert (the partial unique index context_live_key refuses a second):
- *	  the loop then finds that one.
+ *	  The live context is found through cscp.context_live, whose primary key
+ *	  allows one per triple.  A concurrent open may insert the live context
+ *	  between the look and the insert: the trigger then skips the insert
+ *	  (cscp_context_opening), and the loop finds that one.
  *
  *-------------------------------------------------------------------------
  */
@@ -79,6 +80,28 @@ cscp_lifetime(Jsonb *policy, Interval *requested, const char *policy_key, const 
 }
 
 /*
+ * Run the open's INSERT with cscp_context_opening set: a triple that has a
+ * live context already makes it insert nothing (context_fsm.c).
+ */
+static int
+insert_opening(SPIPlanPtr plan, Datum *args, const char *nulls)
+{
+	int			rc;
+
+	cscp_context_opening = true;
+	PG_TRY();
+	{
+		rc = SPI_execute_plan(plan, args, nulls, false, 0);
+	}
+	PG_FINALLY();
+	{
+		cscp_context_opening = false;
+	}
+	PG_END_TRY();
+	return rc;
+}
+
+/*
  * Open (or reuse) the context of (tenant, conversation, actor) with slots
  * merged in; see the file header.  Connected to SPI by the caller; returns
  * the row as stored (in SPI memory), with its descriptor in *desc.
@@ -128,7 +151,10 @@ cscp_context_open_row(text *tenant, text *conversation, text *actor, Jsonb *slot
 					  "   SET slots = x.slots || $4,"
 					  "       expires_at = cscp._context_touch(x),"
 					  "       correlation_id = coalesce($5, x.correlation_id)"
-					  " WHERE x.tenant_id = $1 AND x.conversation_id = $2 AND x.actor_id = $3"
+					  " WHERE x.tenant_id = $1"
+					  "   AND x.context_id = (SELECT l.context_id FROM cscp.context_live l"
+					  "                        WHERE l.tenant_id = $1 AND l.conversation_id = $2"
+					  "                          AND l.actor_id = $3)"
 					  "   AND x.status IN ('active', 'pending', 'blocked') AND x.expires_at > $6"
 					  " RETURNING *",
 					  6, use_types);
@@ -143,7 +169,10 @@ cscp_context_open_row(text *tenant, text *conversation, text *actor, Jsonb *slot
 		/* None in use: a live one past its TTL is recorded expired first. */
 		cscp_spi_plan(&live_plan,
 					  "SELECT x.tenant_id, x.context_id, x.expires_at FROM cscp.context x"
-					  " WHERE x.tenant_id = $1 AND x.conversation_id = $2 AND x.actor_id = $3"
+					  " WHERE x.tenant_id = $1"
+					  "   AND x.context_id = (SELECT l.context_id FROM cscp.context_live l"
+					  "                        WHERE l.tenant_id = $1 AND l.conversation_id = $2"
+					  "                          AND l.actor_id = $3)"
 					  "   AND x.status IN ('active', 'pending', 'blocked')"
 					  " FOR UPDATE",
 					  3, live_types);
@@ -182,11 +211,9 @@ cscp_context_open_row(text *tenant, text *conversation, text *actor, Jsonb *slot
 					  "INSERT INTO cscp.context AS x (tenant_id, conversation_id, actor_id, slots,"
 					  "    expires_at, ttl, correlation_id)"
 					  " VALUES ($1, $2, $3, $4, $5, $6, $7)"
-					  " ON CONFLICT (tenant_id, conversation_id, actor_id)"
-					  "    WHERE status IN ('active', 'pending', 'blocked') DO NOTHING"
 					  " RETURNING *",
 					  7, insert_types);
-		if (SPI_execute_plan(insert_plan, args, nulls, false, 0) != SPI_OK_INSERT_RETURNING)
+		if (insert_opening(insert_plan, args, nulls) != SPI_OK_INSERT_RETURNING)
 			elog(ERROR, "could not insert a context");
 		if (SPI_processed == 1)
 		{

@@ -16,21 +16,41 @@
  *	- slots obey the slot rules (slots.c);
  *	- identity columns never change; updated_at and version are maintained.
  *
- * "One live context per (tenant, conversation, actor)" is the partial
- * unique index context_live_key, which also serialises concurrent opens.
- * The trigger takes no locks of its own: the UPDATE holds the row lock.
+ * "One live context per (tenant, conversation, actor)" is the primary key
+ * (context_live_key) of cscp.context_live, which also serialises concurrent
+ * opens.  The trigger keeps that table as the owner: a row goes in with a
+ * new context (refused as a duplicate key when the triple already has a
+ * live one), and out when its context expires or closes; the DELETE and
+ * TRUNCATE trigger context_unlist takes it out when the context goes.
+ * Its expires_at is a lower bound of the context's, less than a minute
+ * behind: a use that extends a context into a later minute (LIVE_QUANTUM)
+ * raises it, other uses leave the row alone, and an UPDATE that moves a
+ * context's expiry earlier lowers it.  So the sweep finds every context due
+ * there, and a context in steady use writes that row about once a minute.
+ * Neither a use nor an expiry changes a column any index of cscp.context
+ * names, and both are HOT updates (given room on the page).  The trigger takes no locks of its own: the UPDATE holds the
+ * row lock.
  *
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
 
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/rel.h"
 #include "utils/timestamp.h"
+
+/*
+ * Set by cscp.context_open around its INSERT: a new context whose triple
+ * already has a live one is then skipped (the INSERT returns no row, and
+ * the open looks again) rather than refused as a duplicate key.
+ */
+bool		cscp_context_opening = false;
 
 typedef enum ContextStatus
 {
@@ -325,13 +345,216 @@ static const CscpRowGuard guard = {
 	.update = guard_update,
 };
 
+/*
+ * Run one statement on cscp.context_live as its owner; returns the number
+ * of rows it processed.
+ */
+static uint64
+live_exec(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes,
+		  Datum *args, int expect)
+{
+	CscpOwnerScope owner;
+	uint64		n;
+
+	cscp_owner_enter("context_live", &owner);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(plan, sql, nargs, argtypes);
+	if (SPI_execute_plan(*plan, args, NULL, false, 0) != expect)
+		elog(ERROR, "could not keep cscp.context_live");
+	n = SPI_processed;
+	SPI_finish();
+	cscp_owner_leave(&owner);
+	return n;
+}
+
+/*
+ * A new context takes its triple's row in cscp.context_live (or a row there
+ * that names a context no longer live, see below).  Returns false
+ * when the triple has a live context already and cscp.context_open is
+ * inserting (the row is then skipped); raises 23505 otherwise.
+ */
+static bool
+live_claim(HeapTuple row, TupleDesc desc)
+{
+	static SPIPlanPtr plan = NULL;
+	static SPIPlanPtr stale_plan = NULL;
+	static const Oid types[5] = {TEXTOID, TEXTOID, TEXTOID, UUIDOID, TIMESTAMPTZOID};
+	Datum		args[5];
+	bool		isnull[5];
+	Relation	live;
+
+	args[0] = heap_getattr(row, cols.tenant_id, desc, &isnull[0]);
+	args[1] = heap_getattr(row, cols.conversation_id, desc, &isnull[1]);
+	args[2] = heap_getattr(row, cols.actor_id, desc, &isnull[2]);
+	args[3] = heap_getattr(row, cols.context_id, desc, &isnull[3]);
+	args[4] = heap_getattr(row, cols.expires_at, desc, &isnull[4]);
+	for (int i = 0; i < 5; i++)
+		if (isnull[i])
+			return true;		/* the NOT NULL constraint refuses the row */
+
+	if (live_exec(&plan,
+				  "INSERT INTO cscp.context_live"
+				  " (tenant_id, conversation_id, actor_id, context_id, expires_at)"
+				  " VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+				  5, types, args, SPI_OK_INSERT) == 1)
+		return true;
+
+	/*
+	 * The triple's row names a context that is no longer live: left by
+	 * writes made with the triggers off (session_replication_role =
+	 * replica).  The new context takes it over.
+	 */
+	if (live_exec(&stale_plan,
+				  "UPDATE cscp.context_live l SET context_id = $4, expires_at = $5"
+				  " WHERE l.tenant_id = $1 AND l.conversation_id = $2 AND l.actor_id = $3"
+				  "   AND NOT EXISTS (SELECT FROM cscp.context x"
+				  "                    WHERE x.tenant_id = l.tenant_id"
+				  "                      AND x.context_id = l.context_id"
+				  "                      AND x.status IN ('active', 'pending', 'blocked'))",
+				  5, types, args, SPI_OK_UPDATE) == 1)
+		return true;
+	if (cscp_context_opening)
+		return false;
+	/* Released by the abort, like any relation an error leaves open. */
+	live = relation_open(cscp_relation_oid("context_live", false), AccessShareLock);
+	ereport(ERROR,
+			(errcode(ERRCODE_UNIQUE_VIOLATION),
+			 errmsg("duplicate key value violates unique constraint \"%s\"", "context_live_key"),
+			 errdetail("Key (tenant_id, conversation_id, actor_id)=(%s, %s, %s) already exists.",
+					   TextDatumGetCString(args[0]), TextDatumGetCString(args[1]),
+					   TextDatumGetCString(args[2])),
+			 errhint("Use cscp.context_open, which returns the live context of a conversation and actor."),
+			 errtableconstraint(live, "context_live_key")));
+	return false;				/* keep compiler quiet */
+}
+
+/* A live context retired or gone: its row in cscp.context_live goes too. */
+static void
+live_release(HeapTuple row, TupleDesc desc)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[4] = {TEXTOID, TEXTOID, TEXTOID, UUIDOID};
+	Datum		args[4];
+	bool		isnull;
+
+	args[0] = heap_getattr(row, cols.tenant_id, desc, &isnull);
+	args[1] = heap_getattr(row, cols.conversation_id, desc, &isnull);
+	args[2] = heap_getattr(row, cols.actor_id, desc, &isnull);
+	args[3] = heap_getattr(row, cols.context_id, desc, &isnull);
+	(void) live_exec(&plan,
+					 "DELETE FROM cscp.context_live l"
+					 " WHERE l.tenant_id = $1 AND l.conversation_id = $2 AND l.actor_id = $3"
+					 "   AND l.context_id = $4",
+					 4, types, args, SPI_OK_DELETE);
+}
+
+/* cscp.context_live's expires_at is kept within this of the context's. */
+#define LIVE_QUANTUM	(60 * USECS_PER_SEC)
+
+/*
+ * After an UPDATE of a context: retired, it leaves cscp.context_live; still
+ * live, its lower bound there follows an earlier expiry, and a later one
+ * that moves into another minute.
+ */
+static void
+live_follow(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[5] = {TEXTOID, TEXTOID, TEXTOID, UUIDOID, TIMESTAMPTZOID};
+	Oid			typoid = TupleDescAttr(desc, cols.status - 1)->atttypid;
+	bool		isnull;
+	Datum		args[5];
+	ContextStatus from = status_of(typoid, heap_getattr(oldtup, cols.status, desc, &isnull));
+	ContextStatus to = status_of(typoid, heap_getattr(newtup, cols.status, desc, &isnull));
+	TimestampTz old_expiry,
+				new_expiry;
+
+	if (!IS_LIVE(from))
+		return;
+	if (!IS_LIVE(to))
+	{
+		live_release(oldtup, desc);
+		return;
+	}
+	old_expiry = DatumGetTimestampTz(heap_getattr(oldtup, cols.expires_at, desc, &isnull));
+	args[4] = heap_getattr(newtup, cols.expires_at, desc, &isnull);
+	if (isnull)
+		return;					/* the NOT NULL constraint refuses the row */
+	new_expiry = DatumGetTimestampTz(args[4]);
+	if (new_expiry == old_expiry ||
+		(new_expiry > old_expiry &&
+		 new_expiry / LIVE_QUANTUM == old_expiry / LIVE_QUANTUM))
+		return;
+	args[0] = heap_getattr(oldtup, cols.tenant_id, desc, &isnull);
+	args[1] = heap_getattr(oldtup, cols.conversation_id, desc, &isnull);
+	args[2] = heap_getattr(oldtup, cols.actor_id, desc, &isnull);
+	args[3] = heap_getattr(oldtup, cols.context_id, desc, &isnull);
+	(void) live_exec(&plan,
+					 "UPDATE cscp.context_live l SET expires_at = $5"
+					 " WHERE l.tenant_id = $1 AND l.conversation_id = $2 AND l.actor_id = $3"
+					 "   AND l.context_id = $4 AND l.expires_at IS DISTINCT FROM $5",
+					 5, types, args, SPI_OK_UPDATE);
+}
+
 PG_FUNCTION_INFO_V1(cscp_context_guard);
 
 /* Trigger cscp.context_guard(): BEFORE INSERT OR UPDATE FOR EACH ROW. */
 Datum
 cscp_context_guard(PG_FUNCTION_ARGS)
 {
-	return cscp_row_guard(fcinfo, &guard);
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	HeapTuple	row = (HeapTuple) DatumGetPointer(cscp_row_guard(fcinfo, &guard));
+	TupleDesc	desc = RelationGetDescr(trigdata->tg_relation);
+
+	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+	{
+		if (!live_claim(row, desc))
+			return PointerGetDatum(NULL);
+	}
+	else
+		live_follow(trigdata->tg_trigtuple, row, desc);
+	return PointerGetDatum(row);
+}
+
+PG_FUNCTION_INFO_V1(cscp_context_unlist);
+
+/*
+ * Trigger cscp.context_unlist(): BEFORE DELETE FOR EACH ROW, a live
+ * context deleted gives up its row in cscp.context_live; BEFORE TRUNCATE,
+ * that table is emptied.
+ */
+Datum
+cscp_context_unlist(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("cscp.context_unlist() must be a BEFORE trigger")));
+	if (TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
+	{
+		static SPIPlanPtr plan = NULL;
+
+		(void) live_exec(&plan, "DELETE FROM cscp.context_live", 0, NULL, NULL, SPI_OK_DELETE);
+		return PointerGetDatum(NULL);
+	}
+	if (!TRIGGER_FIRED_BY_DELETE(trigdata->tg_event) || !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("cscp.context_unlist() fires BEFORE DELETE FOR EACH ROW or BEFORE TRUNCATE")));
+	load_columns(trigdata->tg_relation);
+	{
+		TupleDesc	desc = RelationGetDescr(trigdata->tg_relation);
+		HeapTuple	row = trigdata->tg_trigtuple;
+		bool		isnull;
+		Datum		d = heap_getattr(row, cols.status, desc, &isnull);
+
+		if (!isnull && IS_LIVE(status_of(TupleDescAttr(desc, cols.status - 1)->atttypid, d)))
+			live_release(row, desc);
+		return PointerGetDatum(row);
+	}
 }
 
 PG_FUNCTION_INFO_V1(cscp_context_transition_allowed);

@@ -42,8 +42,10 @@ cscp_context_note_message(const char *tenant_id, const char *conversation_id,
 		Oid			argtypes[5] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID};
 
 		plan = SPI_prepare("UPDATE cscp.context x SET last_message_id = $4"
-						   " WHERE x.tenant_id = $1 AND x.conversation_id = $2"
-						   " AND x.actor_id = $3"
+						   " WHERE x.tenant_id = $1"
+						   " AND x.context_id = (SELECT l.context_id FROM cscp.context_live l"
+						   "                      WHERE l.tenant_id = $1 AND l.conversation_id = $2"
+						   "                        AND l.actor_id = $3)"
 						   " AND x.status IN ('active', 'pending', 'blocked')"
 						   " AND x.expires_at > $5"
 						   " AND x.last_message_id IS DISTINCT FROM $4",
@@ -85,10 +87,12 @@ cscp_contexts_close(const char *tenant_id, const char *conversation_id,
 		Oid			argtypes[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
 
 		plan = SPI_prepare("WITH live AS ("
-						   "  SELECT x.context_id, x.status FROM cscp.context x"
-						   "   WHERE x.tenant_id = $1 AND x.conversation_id = $2"
+						   "  SELECT x.context_id, x.status"
+						   "    FROM cscp.context_live l JOIN cscp.context x"
+						   "         ON x.tenant_id = l.tenant_id AND x.context_id = l.context_id"
+						   "   WHERE l.tenant_id = $1 AND l.conversation_id = $2"
 						   "     AND x.status IN ('active', 'pending', 'blocked')"
-						   "   ORDER BY x.context_id FOR UPDATE)"
+						   "   ORDER BY x.context_id FOR UPDATE OF x)"
 						   " UPDATE cscp.context c"
 						   "    SET status = CASE WHEN c.expires_at <= $3 THEN 'expired'"
 						   "                      ELSE 'closed' END::cscp.context_status,"

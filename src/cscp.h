@@ -264,6 +264,9 @@ typedef struct CscpOwnerScope
 extern void cscp_owner_enter(const char *relname, CscpOwnerScope *scope);
 extern void cscp_owner_leave(CscpOwnerScope *scope);
 
+/* context_fsm.c: set by cscp.context_open around its INSERT */
+extern bool cscp_context_opening;
+
 /* forget.c: erasure and its tombstones */
 extern bool cscp_erasing;
 extern char *cscp_forget_hash(const char *tenant_id, const char *kind, const char *id);

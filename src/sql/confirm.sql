@@ -139,8 +139,10 @@ BEGIN
                       HINT = 'Pass the id of a command of this conversation, or null for its pending approval.';
         END IF;
     ELSE
-        SELECT count(*), min(x.context_id::text)::uuid INTO n, v_context FROM cscp.context x
-         WHERE x.tenant_id = tenant_id AND x.conversation_id = conversation_id
+        SELECT count(*), min(x.context_id::text)::uuid INTO n, v_context
+          FROM cscp.context_live l JOIN cscp.context x
+               ON x.tenant_id = l.tenant_id AND x.context_id = l.context_id
+         WHERE l.tenant_id = tenant_id AND l.conversation_id = conversation_id
            AND x.status IN ('active', 'pending', 'blocked')
            AND jsonb_typeof(x.slots -> 'pending_approval') = 'object';
         IF n > 1 THEN

@@ -23,22 +23,41 @@ CREATE TABLE cscp.context (
     ttl              interval            NOT NULL,
     version          bigint              NOT NULL DEFAULT 1,
     PRIMARY KEY (tenant_id, context_id)
-);
+) WITH (fillfactor = 50);
 COMMENT ON TABLE cscp.context IS
   'Conversation contexts: at most one live (active, pending, blocked) per tenant, conversation and actor';
 
--- One live context per (tenant, conversation, actor); also serialises concurrent opens.
-CREATE UNIQUE INDEX context_live_key ON cscp.context (tenant_id, conversation_id, actor_id)
-    WHERE status IN ('active', 'pending', 'blocked');
+-- No index of cscp.context names a column that a use or a retirement changes (status, expires_at,
+-- updated_at, slots, version), so both are HOT updates: the new version goes on the same page and
+-- no index gains an entry.  Liveness, which such an index would name, is kept in
+-- cscp.context_live below; the fillfactor leaves room on each page for every row's next version
+-- (contexts created together tend to expire together, and the sweep retires a page's rows in one
+-- go).
 -- The latest context of a triple, for cscp.context_get.
 CREATE INDEX context_triple_idx ON cscp.context (tenant_id, conversation_id, actor_id, created_at);
 -- Lookups by id alone (slot_set, context_transition).
 CREATE INDEX context_id_idx ON cscp.context (context_id);
--- The sweep: live contexts by expiry, terminal ones by age.
-CREATE INDEX context_expiry_idx ON cscp.context (expires_at)
-    WHERE status IN ('active', 'pending', 'blocked');
-CREATE INDEX context_retired_idx ON cscp.context (updated_at)
-    WHERE status IN ('expired', 'closed');
+-- The sweep's purge of retired contexts, by age (a context retires after it is created).
+CREATE INDEX context_created_idx ON cscp.context (created_at);
+
+-- The live context of each (tenant, conversation, actor).  Its primary key is the rule "at most
+-- one live context per triple", and it serialises concurrent opens.  The guard trigger keeps it
+-- as contexts are written, whoever writes them: a row goes in with a new context, out when the
+-- context expires, closes or is deleted.  expires_at is a lower bound of the context's own
+-- (uses extend the context, not this row), which the sweep raises when it finds a context used
+-- since; readers never rely on it.  Only the owner writes it (owner.c).
+CREATE TABLE cscp.context_live (
+    tenant_id        text        NOT NULL,
+    conversation_id  text        NOT NULL,
+    actor_id         text        NOT NULL,
+    context_id       uuid        NOT NULL,
+    expires_at       timestamptz NOT NULL,
+    CONSTRAINT context_live_key PRIMARY KEY (tenant_id, conversation_id, actor_id)
+);
+COMMENT ON TABLE cscp.context_live IS
+  'The live context of each tenant, conversation and actor, kept by the context_guard trigger; expires_at is a lower bound for the sweep';
+-- The sweep: live contexts by expiry.
+CREATE INDEX context_live_expiry_idx ON cscp.context_live (expires_at);
 
 CREATE FUNCTION cscp.context_guard() RETURNS trigger
     AS 'MODULE_PATHNAME', 'cscp_context_guard' LANGUAGE C;
@@ -47,6 +66,16 @@ COMMENT ON FUNCTION cscp.context_guard() IS
 
 CREATE TRIGGER context_guard BEFORE INSERT OR UPDATE ON cscp.context
     FOR EACH ROW EXECUTE FUNCTION cscp.context_guard();
+
+CREATE FUNCTION cscp.context_unlist() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'cscp_context_unlist' LANGUAGE C;
+COMMENT ON FUNCTION cscp.context_unlist() IS
+  'Trigger: a live context deleted gives up its row in cscp.context_live; TRUNCATE empties it';
+
+CREATE TRIGGER context_unlist BEFORE DELETE ON cscp.context
+    FOR EACH ROW EXECUTE FUNCTION cscp.context_unlist();
+CREATE TRIGGER context_unlist_all BEFORE TRUNCATE ON cscp.context
+    FOR EACH STATEMENT EXECUTE FUNCTION cscp.context_unlist();
 
 CREATE FUNCTION cscp.context_transition_allowed(from_status cscp.context_status,
                                                 to_status cscp.context_status) RETURNS boolean

@@ -31,6 +31,31 @@ AS $$
          GROUP BY c.tenant_id, c.conversation_id, c.actor_id
         HAVING count(*) > 1
     ),
+    -- cscp.context_live out of step with the contexts: a live context it does not name, or a row
+    -- of it naming a context that is not live (or with an expires_at after the context's).
+    unlisted AS (
+        SELECT 'unlisted_live_context'::text AS kind, c.tenant_id, c.context_id::text AS object_id,
+               format('context is %s, but cscp.context_live names %s for its conversation and actor',
+                      c.status, coalesce(l.context_id::text, 'none')) AS detail
+          FROM cscp.context c
+          LEFT JOIN cscp.context_live l
+                 ON l.tenant_id = c.tenant_id AND l.conversation_id = c.conversation_id
+                AND l.actor_id = c.actor_id
+         WHERE c.status IN ('active', 'pending', 'blocked') AND ($1 IS NULL OR c.tenant_id = $1)
+           AND l.context_id IS DISTINCT FROM c.context_id
+        UNION ALL
+        SELECT 'unlisted_live_context', l.tenant_id, l.context_id::text,
+               CASE WHEN c.context_id IS NULL THEN 'cscp.context_live names a context that does not exist'
+                    WHEN c.status NOT IN ('active', 'pending', 'blocked')
+                    THEN format('cscp.context_live names a context that is %s', c.status)
+                    ELSE 'cscp.context_live expects it later than the context does' END
+          FROM cscp.context_live l
+          LEFT JOIN cscp.context c ON c.tenant_id = l.tenant_id AND c.context_id = l.context_id
+         WHERE ($1 IS NULL OR l.tenant_id = $1)
+           AND (c.context_id IS NULL OR c.status NOT IN ('active', 'pending', 'blocked')
+                OR c.conversation_id <> l.conversation_id OR c.actor_id <> l.actor_id
+                OR l.expires_at > c.expires_at)
+    ),
     -- The evidence verifier's findings: a command whose state is not where its chain ends, or a
     -- chain that is broken (a row altered, missing or re-linked).
     verified AS (
@@ -209,6 +234,7 @@ AS $$
     ),
     found AS (
         SELECT * FROM live
+        UNION ALL SELECT * FROM unlisted
         UNION ALL SELECT * FROM verified
         UNION ALL SELECT * FROM paths
         UNION ALL SELECT * FROM starts

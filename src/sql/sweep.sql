@@ -117,14 +117,22 @@ BEGIN
     -- Live contexts past their TTL become expired.  Each action below reaches its rows by the
     -- row ids its ordered, locked scan returned (a TID scan), never by a join the planner could
     -- turn into a scan of the whole table; the rows are locked, so their ids hold, and the
-    -- action's condition is tested again on the row it changes.
+    -- action's condition is tested again on the row it changes.  Contexts are found through
+    -- cscp.context_live (whose expires_at is at most a minute before the context's own, see
+    -- context_fsm.c): the first `batch` rows due there, each context that is past its own
+    -- expires_at locked; the trigger takes the expired ones out of cscp.context_live.
     UPDATE cscp.context c SET status = 'expired', reason = 'ttl'
      WHERE c.ctid = ANY (ARRAY(
-               SELECT x.ctid FROM cscp.context x
-                WHERE x.status IN ('active', 'pending', 'blocked') AND x.expires_at <= v_now
-                ORDER BY x.expires_at
-                LIMIT batch
-                  FOR UPDATE SKIP LOCKED))
+               SELECT x.ctid
+                 FROM (SELECT y.tenant_id, y.context_id FROM cscp.context_live y
+                        WHERE y.expires_at <= v_now
+                        ORDER BY y.expires_at
+                        LIMIT batch) l
+                CROSS JOIN LATERAL (
+                      SELECT z.ctid FROM cscp.context z
+                       WHERE z.tenant_id = l.tenant_id AND z.context_id = l.context_id
+                         AND z.status IN ('active', 'pending', 'blocked') AND z.expires_at <= v_now
+                         FOR UPDATE SKIP LOCKED) x))
        AND c.status IN ('active', 'pending', 'blocked') AND c.expires_at <= v_now;
     GET DIAGNOSTICS n_expired = ROW_COUNT;
 
@@ -153,14 +161,18 @@ BEGIN
     -- Closed and expired contexts past their tenant's retention are deleted.  The scan by age
     -- stops at the shortest retention any policy gives (cscp._retention_floor): without that
     -- bound it would read every retired context, and a retention lookup for each, on every call.
+    -- It goes by created_at (a context retires after it is created; no index names updated_at,
+    -- which would make every use of a context a non-HOT update), so it also passes the live
+    -- contexts older than that bound.
     DELETE FROM cscp.context c
      WHERE c.ctid = ANY (ARRAY(
                SELECT x.ctid FROM cscp.context x
-                WHERE x.status IN ('expired', 'closed')
+                WHERE x.created_at <= v_retired_contexts
+                  AND x.status IN ('expired', 'closed')
                   AND x.updated_at <= v_retired_contexts
                   AND x.updated_at + cscp._retention(x.tenant_id,
                           CASE x.status WHEN 'closed' THEN 'retention_closed' ELSE 'retention_expired' END) <= v_now
-                ORDER BY x.updated_at
+                ORDER BY x.created_at
                 LIMIT batch
                   FOR UPDATE SKIP LOCKED))
        AND c.status IN ('expired', 'closed');

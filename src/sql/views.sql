@@ -67,7 +67,8 @@ SELECT c.tenant_id,
        coalesce(jsonb_typeof(c.slots -> 'pending_approval') = 'object', false)
            AND c.expires_at > cscp.now() AS approval_pending,
        m.state AS last_command_state
-  FROM cscp.context c
+  FROM cscp.context_live l
+  JOIN cscp.context c ON c.tenant_id = l.tenant_id AND c.context_id = l.context_id
   CROSS JOIN LATERAL (
        SELECT coalesce((SELECT p.settings ->> 'detail_level' FROM cscp.policy p WHERE p.tenant_id = c.tenant_id),
                        (SELECT p.settings ->> 'detail_level' FROM cscp.policy p WHERE p.tenant_id = '*'),
