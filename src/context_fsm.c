@@ -345,6 +345,16 @@ static const CscpRowGuard guard = {
 	.update = guard_update,
 };
 
+/* The key of a context's row in cscp.context_live, and its context_id, into args[0..3]. */
+static void
+live_key(HeapTuple row, TupleDesc desc, Datum *args, bool *isnull)
+{
+	args[0] = heap_getattr(row, cols.tenant_id, desc, &isnull[0]);
+	args[1] = heap_getattr(row, cols.conversation_id, desc, &isnull[1]);
+	args[2] = heap_getattr(row, cols.actor_id, desc, &isnull[2]);
+	args[3] = heap_getattr(row, cols.context_id, desc, &isnull[3]);
+}
+
 /*
  * Run one statement on cscp.context_live as its owner; returns the number
  * of rows it processed.
@@ -384,10 +394,7 @@ live_claim(HeapTuple row, TupleDesc desc)
 	bool		isnull[5];
 	Relation	live;
 
-	args[0] = heap_getattr(row, cols.tenant_id, desc, &isnull[0]);
-	args[1] = heap_getattr(row, cols.conversation_id, desc, &isnull[1]);
-	args[2] = heap_getattr(row, cols.actor_id, desc, &isnull[2]);
-	args[3] = heap_getattr(row, cols.context_id, desc, &isnull[3]);
+	live_key(row, desc, args, isnull);
 	args[4] = heap_getattr(row, cols.expires_at, desc, &isnull[4]);
 	for (int i = 0; i < 5; i++)
 		if (isnull[i])
@@ -436,12 +443,9 @@ live_release(HeapTuple row, TupleDesc desc)
 	static SPIPlanPtr plan = NULL;
 	static const Oid types[4] = {TEXTOID, TEXTOID, TEXTOID, UUIDOID};
 	Datum		args[4];
-	bool		isnull;
+	bool		isnull[4];
 
-	args[0] = heap_getattr(row, cols.tenant_id, desc, &isnull);
-	args[1] = heap_getattr(row, cols.conversation_id, desc, &isnull);
-	args[2] = heap_getattr(row, cols.actor_id, desc, &isnull);
-	args[3] = heap_getattr(row, cols.context_id, desc, &isnull);
+	live_key(row, desc, args, isnull);
 	(void) live_exec(&plan,
 					 "DELETE FROM cscp.context_live l"
 					 " WHERE l.tenant_id = $1 AND l.conversation_id = $2 AND l.actor_id = $3"
@@ -464,6 +468,7 @@ live_follow(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc)
 	static const Oid types[5] = {TEXTOID, TEXTOID, TEXTOID, UUIDOID, TIMESTAMPTZOID};
 	Oid			typoid = TupleDescAttr(desc, cols.status - 1)->atttypid;
 	bool		isnull;
+	bool		keynull[4];
 	Datum		args[5];
 	ContextStatus from = status_of(typoid, heap_getattr(oldtup, cols.status, desc, &isnull));
 	ContextStatus to = status_of(typoid, heap_getattr(newtup, cols.status, desc, &isnull));
@@ -486,10 +491,7 @@ live_follow(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc)
 		(new_expiry > old_expiry &&
 		 new_expiry / LIVE_QUANTUM == old_expiry / LIVE_QUANTUM))
 		return;
-	args[0] = heap_getattr(oldtup, cols.tenant_id, desc, &isnull);
-	args[1] = heap_getattr(oldtup, cols.conversation_id, desc, &isnull);
-	args[2] = heap_getattr(oldtup, cols.actor_id, desc, &isnull);
-	args[3] = heap_getattr(oldtup, cols.context_id, desc, &isnull);
+	live_key(oldtup, desc, args, keynull);
 	(void) live_exec(&plan,
 					 "UPDATE cscp.context_live l SET expires_at = $5"
 					 " WHERE l.tenant_id = $1 AND l.conversation_id = $2 AND l.actor_id = $3"
