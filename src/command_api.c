@@ -899,9 +899,7 @@ cscp_context_for(text *tenant, text *conversation, text *actor, HeapTuple *ctx, 
 	cscp_spi_plan(&live_plan,
 				  "SELECT * FROM cscp.context x"
 				  " WHERE x.tenant_id = $1"
-				  "   AND x.context_id = (SELECT l.context_id FROM cscp.context_live l"
-				  "                        WHERE l.tenant_id = $1 AND l.conversation_id = $2"
-				  "                          AND l.actor_id = $3)"
+				  "   AND x.context_id = " CSCP_LIVE_CONTEXT_ID
 				  "   AND x.status IN ('active', 'pending', 'blocked')"
 				  " FOR UPDATE",
 				  3, argtypes);

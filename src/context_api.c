@@ -152,9 +152,7 @@ cscp_context_open_row(text *tenant, text *conversation, text *actor, Jsonb *slot
 					  "       expires_at = cscp._context_touch(x),"
 					  "       correlation_id = coalesce($5, x.correlation_id)"
 					  " WHERE x.tenant_id = $1"
-					  "   AND x.context_id = (SELECT l.context_id FROM cscp.context_live l"
-					  "                        WHERE l.tenant_id = $1 AND l.conversation_id = $2"
-					  "                          AND l.actor_id = $3)"
+					  "   AND x.context_id = " CSCP_LIVE_CONTEXT_ID
 					  "   AND x.status IN ('active', 'pending', 'blocked') AND x.expires_at > $6"
 					  " RETURNING *",
 					  6, use_types);
@@ -170,9 +168,7 @@ cscp_context_open_row(text *tenant, text *conversation, text *actor, Jsonb *slot
 		cscp_spi_plan(&live_plan,
 					  "SELECT x.tenant_id, x.context_id, x.expires_at FROM cscp.context x"
 					  " WHERE x.tenant_id = $1"
-					  "   AND x.context_id = (SELECT l.context_id FROM cscp.context_live l"
-					  "                        WHERE l.tenant_id = $1 AND l.conversation_id = $2"
-					  "                          AND l.actor_id = $3)"
+					  "   AND x.context_id = " CSCP_LIVE_CONTEXT_ID
 					  "   AND x.status IN ('active', 'pending', 'blocked')"
 					  " FOR UPDATE",
 					  3, live_types);

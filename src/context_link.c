@@ -43,9 +43,7 @@ cscp_context_note_message(const char *tenant_id, const char *conversation_id,
 
 		plan = SPI_prepare("UPDATE cscp.context x SET last_message_id = $4"
 						   " WHERE x.tenant_id = $1"
-						   " AND x.context_id = (SELECT l.context_id FROM cscp.context_live l"
-						   "                      WHERE l.tenant_id = $1 AND l.conversation_id = $2"
-						   "                        AND l.actor_id = $3)"
+						   " AND x.context_id = " CSCP_LIVE_CONTEXT_ID
 						   " AND x.status IN ('active', 'pending', 'blocked')"
 						   " AND x.expires_at > $5"
 						   " AND x.last_message_id IS DISTINCT FROM $4",

@@ -267,6 +267,15 @@ extern void cscp_owner_leave(CscpOwnerScope *scope);
 /* context_fsm.c: set by cscp.context_open around its INSERT */
 extern bool cscp_context_opening;
 
+/*
+ * SQL: the id of the live context of ($1 tenant, $2 conversation, $3 actor),
+ * through cscp.context_live (NULL when none), for "x.context_id = " in the
+ * lookups of the live context.
+ */
+#define CSCP_LIVE_CONTEXT_ID \
+	" (SELECT l.context_id FROM cscp.context_live l" \
+	"   WHERE l.tenant_id = $1 AND l.conversation_id = $2 AND l.actor_id = $3)"
+
 /* forget.c: erasure and its tombstones */
 extern bool cscp_erasing;
 extern char *cscp_forget_hash(const char *tenant_id, const char *kind, const char *id);

@@ -44,9 +44,10 @@ CREATE INDEX context_created_idx ON cscp.context (created_at);
 -- The live context of each (tenant, conversation, actor).  Its primary key is the rule "at most
 -- one live context per triple", and it serialises concurrent opens.  The guard trigger keeps it
 -- as contexts are written, whoever writes them: a row goes in with a new context, out when the
--- context expires, closes or is deleted.  expires_at is a lower bound of the context's own
--- (uses extend the context, not this row), which the sweep raises when it finds a context used
--- since; readers never rely on it.  Only the owner writes it (owner.c).
+-- context expires, closes or is deleted.  expires_at is a lower bound of the context's own, at
+-- most a minute behind (a use rewrites this row only when it extends the context into a later
+-- minute, see context_fsm.c), for the sweep; readers never rely on it.  Only the owner writes it
+-- (owner.c).
 CREATE TABLE cscp.context_live (
     tenant_id        text        NOT NULL,
     conversation_id  text        NOT NULL,
