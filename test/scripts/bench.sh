@@ -26,7 +26,9 @@
 #
 # Settings: BENCH_SECONDS (12) per run, BENCH_RUNS (3), BENCH_ONLY (W1,W2,W3,W4,W5,W6: a
 # comma-separated subset), BENCH_SYNC ("on off"), BENCH_CLIENTS (4), BENCH_THREADS (2),
-# BENCH_W5_CONTEXTS (1000000), BENCH_W5_SECONDS (30), BENCH_W6_TURNS (10000),
+# BENCH_W5_CONTEXTS (1000000), BENCH_W5_SECONDS (30), BENCH_W5_PARTS ("session worker": which of
+# W5's two parts run), BENCH_W5_WORKER_SETTINGS (none: extra settings for the worker's part,
+# e.g. "cscp.sweep_batch=1000 cscp.sweep_backlog_delay=300ms"), BENCH_W6_TURNS (10000),
 # BENCH_EXPLAINS (6).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -39,6 +41,8 @@ ONLY=${BENCH_ONLY:-W1,W2,W3,W4,W5,W6}
 SYNCS=${BENCH_SYNC:-on off}
 W5_CONTEXTS=${BENCH_W5_CONTEXTS:-1000000}
 W5_SECONDS=${BENCH_W5_SECONDS:-30}
+W5_PARTS=${BENCH_W5_PARTS:-session worker}
+W5_WORKER_SETTINGS=${BENCH_W5_WORKER_SETTINGS:-}
 W6_TURNS=${BENCH_W6_TURNS:-10000}
 EXPLAINS=${BENCH_EXPLAINS:-6}
 export BENCH_CLIENTS=${BENCH_CLIENTS:-4} BENCH_THREADS=${BENCH_THREADS:-2}
@@ -278,7 +282,6 @@ fi
 # ---------------------------------------------------------------------------------------------
 if want W5; then
 	echo "== W5 sweep under load ($W5_CONTEXTS expired contexts; W1 through cscp, synchronous_commit=on, ${W5_SECONDS}s)"
-	t0=$(date +%s.%N)
 	# w5_contexts TENANT: $W5_CONTEXTS contexts of TENANT that were valid when written, under a
 	# clock pinned two days back, and expired since; 1,000 per transaction (forgotten_guard's
 	# advisory locks, one per conversation and actor).
@@ -299,6 +302,12 @@ END
 VACUUM (ANALYZE) cscp.context;
 SQL
 	}
+	w5_part() { [[ " $W5_PARTS " == *" $1 "* ]]; }
+	w5_during_p99= w5_alone_p99= waits_on_sweep=
+	w5w_during_p99= w5w_alone_p99= ww_waits_on_sweep=
+fi
+if want W5 && w5_part session; then
+	t0=$(date +%s.%N)
 	w5_contexts sweep
 	awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "setup: %.1f s\n", b - a }'
 	conversations w5-alone cscp
@@ -360,14 +369,18 @@ SQL
 	left=$(psql -X -At -c "SELECT count(*) FROM cscp.context WHERE tenant_id = 'sweep' AND status <> 'expired'")
 	echo "check: contexts of tenant sweep not expired after the sweep: $left"
 	[ "$left" = 0 ] || { echo "cscp bench: the sweep left contexts" >&2; exit 1; }
-
+fi
+if want W5 && w5_part worker; then
 	# The same backlog through the background worker, the way the sweep is meant to run: the
 	# cluster restarted with cscp preloaded (the worker idle, cscp.sweep_interval = 0), another
 	# $W5_CONTEXTS expired contexts (tenant sweep2), W1 alone, then the worker woken (interval an
 	# hour, cscp.sweep_backlog_delay at its default) and W1 again while it works through them.
-	echo "== W5 through the background worker (cscp.sweep_batch and cscp.sweep_backlog_delay at their defaults)"
+	echo "== W5 through the background worker (${W5_WORKER_SETTINGS:-cscp.sweep_batch and cscp.sweep_backlog_delay at their defaults})"
 	# (LOAD: the setting exists in this session only once cscp is loaded)
 	psql -X -q -c "LOAD 'cscp'" -c "ALTER SYSTEM SET cscp.sweep_interval = 0" >/dev/null
+	for kv in $W5_WORKER_SETTINGS; do
+		psql -X -q -c "LOAD 'cscp'" -c "ALTER SYSTEM SET ${kv%%=*} = '${kv#*=}'" >/dev/null
+	done
 	cluster_as_owner "$PG_BINDIR/pg_ctl" -D "$CSCP_TMP/data" -m fast -w stop >/dev/null
 	CSCP_PGOPTS+=" -c shared_preload_libraries=cscp -c cscp.sweep_database=postgres"
 	cluster_restart
