@@ -94,6 +94,8 @@ LANGUAGE sql STABLE AS $$
     UNION ALL
     SELECT 'context_live', count(*), md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM cscp.context_live x
     UNION ALL
+    SELECT 'context_retired', count(*), md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM cscp.context_retired x
+    UNION ALL
     SELECT 'evidence', count(*), md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM cscp.evidence x
     UNION ALL
     SELECT 'frame', count(*), md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM cscp.frame x

@@ -436,7 +436,7 @@ live_claim(HeapTuple row, TupleDesc desc)
 	return false;				/* keep compiler quiet */
 }
 
-/* A live context retired or gone: its row in cscp.context_live goes too. */
+/* A live context deleted: its row in cscp.context_live goes too. */
 static void
 live_release(HeapTuple row, TupleDesc desc)
 {
@@ -453,11 +453,65 @@ live_release(HeapTuple row, TupleDesc desc)
 					 4, types, args, SPI_OK_DELETE);
 }
 
+/*
+ * A live context retiring (expired or closed by this UPDATE, newtup the
+ * version to be stored): one statement moves it from cscp.context_live to
+ * cscp.context_retired, with the new version's status and updated_at.
+ */
+static void
+live_retire(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc, ContextStatus to)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[6] = {TEXTOID, TEXTOID, TEXTOID, UUIDOID, TEXTOID, TIMESTAMPTZOID};
+	Datum		args[6];
+	bool		isnull[6];
+
+	live_key(oldtup, desc, args, isnull);
+	args[4] = CStringGetTextDatum(status_names[to]);
+	args[5] = heap_getattr(newtup, cols.updated_at, desc, &isnull[5]);
+	(void) live_exec(&plan,
+					 "WITH gone AS (DELETE FROM cscp.context_live l"
+					 "               WHERE l.tenant_id = $1 AND l.conversation_id = $2"
+					 "                 AND l.actor_id = $3 AND l.context_id = $4)"
+					 " INSERT INTO cscp.context_retired"
+					 "  (tenant_id, conversation_id, context_id, status, retired_at)"
+					 " VALUES ($1, $2, $4, $5::cscp.context_status, $6)",
+					 6, types, args, SPI_OK_INSERT);
+}
+
+/*
+ * A retired context deleted: its row in cscp.context_retired goes too,
+ * found by its status and updated_at (the row's retired_at) through the
+ * table's index.
+ */
+static void
+retired_release(HeapTuple row, TupleDesc desc, ContextStatus status)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[4] = {TEXTOID, UUIDOID, TEXTOID, TIMESTAMPTZOID};
+	Datum		args[4];
+	bool		isnull[4];
+
+	args[0] = heap_getattr(row, cols.tenant_id, desc, &isnull[0]);
+	args[1] = heap_getattr(row, cols.context_id, desc, &isnull[1]);
+	args[2] = CStringGetTextDatum(status_names[status]);
+	args[3] = heap_getattr(row, cols.updated_at, desc, &isnull[3]);
+	for (int i = 0; i < 4; i++)
+		if (isnull[i])
+			return;				/* written with the triggers off: no row to find */
+	(void) live_exec(&plan,
+					 "DELETE FROM cscp.context_retired r"
+					 " WHERE r.status = $3::cscp.context_status AND r.retired_at = $4"
+					 "   AND r.tenant_id = $1 AND r.context_id = $2",
+					 4, types, args, SPI_OK_DELETE);
+}
+
 /* cscp.context_live's expires_at is kept within this of the context's. */
 #define LIVE_QUANTUM	(60 * USECS_PER_SEC)
 
 /*
- * After an UPDATE of a context: retired, it leaves cscp.context_live; still
+ * After an UPDATE of a context: retired, it moves from cscp.context_live to
+ * cscp.context_retired; still
  * live, its lower bound there follows an earlier expiry, and a later one
  * that moves into another minute.
  */
@@ -479,7 +533,7 @@ live_follow(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc)
 		return;
 	if (!IS_LIVE(to))
 	{
-		live_release(oldtup, desc);
+		live_retire(oldtup, newtup, desc, to);
 		return;
 	}
 	old_expiry = DatumGetTimestampTz(heap_getattr(oldtup, cols.expires_at, desc, &isnull));
@@ -522,9 +576,9 @@ cscp_context_guard(PG_FUNCTION_ARGS)
 PG_FUNCTION_INFO_V1(cscp_context_unlist);
 
 /*
- * Trigger cscp.context_unlist(): BEFORE DELETE FOR EACH ROW, a live
- * context deleted gives up its row in cscp.context_live; BEFORE TRUNCATE,
- * that table is emptied.
+ * Trigger cscp.context_unlist(): BEFORE DELETE FOR EACH ROW, a context
+ * deleted gives up its row in cscp.context_live (live) or
+ * cscp.context_retired (retired); BEFORE TRUNCATE, both are emptied.
  */
 Datum
 cscp_context_unlist(PG_FUNCTION_ARGS)
@@ -539,7 +593,10 @@ cscp_context_unlist(PG_FUNCTION_ARGS)
 	{
 		static SPIPlanPtr plan = NULL;
 
-		(void) live_exec(&plan, "DELETE FROM cscp.context_live", 0, NULL, NULL, SPI_OK_DELETE);
+		(void) live_exec(&plan,
+						 "WITH gone AS (DELETE FROM cscp.context_live)"
+						 " DELETE FROM cscp.context_retired",
+						 0, NULL, NULL, SPI_OK_DELETE);
 		return PointerGetDatum(NULL);
 	}
 	if (!TRIGGER_FIRED_BY_DELETE(trigdata->tg_event) || !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
@@ -553,8 +610,15 @@ cscp_context_unlist(PG_FUNCTION_ARGS)
 		bool		isnull;
 		Datum		d = heap_getattr(row, cols.status, desc, &isnull);
 
-		if (!isnull && IS_LIVE(status_of(TupleDescAttr(desc, cols.status - 1)->atttypid, d)))
+		ContextStatus status;
+
+		if (isnull)
+			return PointerGetDatum(row);
+		status = status_of(TupleDescAttr(desc, cols.status - 1)->atttypid, d);
+		if (IS_LIVE(status))
 			live_release(row, desc);
+		else
+			retired_release(row, desc, status);
 		return PointerGetDatum(row);
 	}
 }

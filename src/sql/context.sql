@@ -29,8 +29,8 @@ COMMENT ON TABLE cscp.context IS
 
 -- No index of cscp.context names a column that a use or a retirement changes (status, expires_at,
 -- updated_at, slots, version), so both are HOT updates: the new version goes on the same page and
--- no index gains an entry.  Liveness, which such an index would name, is kept in
--- cscp.context_live below.  The fillfactor leaves room on each page for a new version of every
+-- no index gains an entry.  Liveness and retirement, which such an index would name, are kept in
+-- cscp.context_live and cscp.context_retired below.  The fillfactor leaves room on each page for a new version of every
 -- row on it, a little larger than the row (an expiry adds its reason): contexts created together
 -- tend to expire together, and the sweep retires a page's rows in one go.  (At 50, 29 rows of an
 -- empty context fill a page and 27 of their expired versions fit beside them.)
@@ -38,8 +38,6 @@ COMMENT ON TABLE cscp.context IS
 CREATE INDEX context_triple_idx ON cscp.context (tenant_id, conversation_id, actor_id, created_at);
 -- Lookups by id alone (slot_set, context_transition).
 CREATE INDEX context_id_idx ON cscp.context (context_id);
--- The sweep's purge of retired contexts, by age (a context retires after it is created).
-CREATE INDEX context_created_idx ON cscp.context (created_at);
 
 -- The live context of each (tenant, conversation, actor).  Its primary key is the rule "at most
 -- one live context per triple", and it serialises concurrent opens.  The guard trigger keeps it
@@ -61,6 +59,27 @@ COMMENT ON TABLE cscp.context_live IS
 -- The sweep: live contexts by expiry.
 CREATE INDEX context_live_expiry_idx ON cscp.context_live (expires_at);
 
+-- The retired contexts, for the sweep's purge: a context that expires or closes gets a row here,
+-- written by the guard trigger as the owner in the same statement that takes it out of
+-- cscp.context_live; retired_at is the context's updated_at, which never changes after that.
+-- The context_unlist trigger takes the row out when the context is deleted.  An index on the
+-- contexts could not serve the purge: one on status or updated_at would make every retirement
+-- (or every use) a non-HOT update.  Rows are appended in time order, so the index grows at its
+-- right edge; no index here names a random id.  No key: REPLICA IDENTITY FULL, for the
+-- publications that move partitions.
+CREATE TABLE cscp.context_retired (
+    tenant_id        text                NOT NULL,
+    conversation_id  text                NOT NULL,
+    context_id       uuid                NOT NULL,
+    status           cscp.context_status NOT NULL,
+    retired_at       timestamptz         NOT NULL
+);
+ALTER TABLE cscp.context_retired REPLICA IDENTITY FULL;
+COMMENT ON TABLE cscp.context_retired IS
+  'The expired and closed contexts by the time they retired, kept by the context triggers for the sweep''s purge';
+-- The purge, by status (each has its own retention) and age.
+CREATE INDEX context_retired_idx ON cscp.context_retired (status, retired_at);
+
 CREATE FUNCTION cscp.context_guard() RETURNS trigger
     AS 'MODULE_PATHNAME', 'cscp_context_guard' LANGUAGE C;
 COMMENT ON FUNCTION cscp.context_guard() IS
@@ -72,7 +91,7 @@ CREATE TRIGGER context_guard BEFORE INSERT OR UPDATE ON cscp.context
 CREATE FUNCTION cscp.context_unlist() RETURNS trigger
     AS 'MODULE_PATHNAME', 'cscp_context_unlist' LANGUAGE C;
 COMMENT ON FUNCTION cscp.context_unlist() IS
-  'Trigger: a live context deleted gives up its row in cscp.context_live; TRUNCATE empties it';
+  'Trigger: a context deleted gives up its row in cscp.context_live or cscp.context_retired; TRUNCATE empties both';
 
 CREATE TRIGGER context_unlist BEFORE DELETE ON cscp.context
     FOR EACH ROW EXECUTE FUNCTION cscp.context_unlist();

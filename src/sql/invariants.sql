@@ -56,6 +56,28 @@ AS $$
                 OR c.conversation_id <> l.conversation_id OR c.actor_id <> l.actor_id
                 OR l.expires_at > c.expires_at)
     ),
+    -- cscp.context_retired out of step with the contexts: a retired context without its row (with
+    -- the context's status and updated_at), or a row naming no such retired context.
+    unretired AS (
+        SELECT 'unlisted_retired_context'::text AS kind, c.tenant_id, c.context_id::text AS object_id,
+               format('context is %s since %s, but cscp.context_retired has no row for it',
+                      c.status, c.updated_at) AS detail
+          FROM cscp.context c
+         WHERE c.status IN ('expired', 'closed') AND ($1 IS NULL OR c.tenant_id = $1)
+           AND NOT EXISTS (SELECT FROM cscp.context_retired r
+                            WHERE r.tenant_id = c.tenant_id AND r.context_id = c.context_id
+                              AND r.status = c.status AND r.retired_at = c.updated_at)
+        UNION ALL
+        SELECT 'unlisted_retired_context', r.tenant_id, r.context_id::text,
+               CASE WHEN c.context_id IS NULL THEN 'cscp.context_retired names a context that does not exist'
+                    ELSE format('cscp.context_retired has it %s since %s, the context is %s since %s',
+                                r.status, r.retired_at, c.status, c.updated_at) END
+          FROM cscp.context_retired r
+          LEFT JOIN cscp.context c ON c.tenant_id = r.tenant_id AND c.context_id = r.context_id
+         WHERE ($1 IS NULL OR r.tenant_id = $1)
+           AND (c.context_id IS NULL OR c.status <> r.status OR c.updated_at <> r.retired_at
+                OR c.conversation_id <> r.conversation_id)
+    ),
     -- The evidence verifier's findings: a command whose state is not where its chain ends, or a
     -- chain that is broken (a row altered, missing or re-linked).
     verified AS (
@@ -235,6 +257,7 @@ AS $$
     found AS (
         SELECT * FROM live
         UNION ALL SELECT * FROM unlisted
+        UNION ALL SELECT * FROM unretired
         UNION ALL SELECT * FROM verified
         UNION ALL SELECT * FROM paths
         UNION ALL SELECT * FROM starts
@@ -247,4 +270,4 @@ AS $$
      ORDER BY f.kind, f.tenant_id COLLATE "C", f.object_id COLLATE "C", f.detail COLLATE "C";
 $$;
 COMMENT ON FUNCTION cscp.check_invariants(text) IS
-  'One row per violated invariant (of one tenant, or of all): multiple_live_contexts, unexplained_command_state, start_without_confirmation, start_without_authorization, broken_evidence_chain, turn_index_gap, valid_fact_with_valid_successor, cyclic_fact_chain; empty when healthy';
+  'One row per violated invariant (of one tenant, or of all): multiple_live_contexts, unlisted_live_context, unlisted_retired_context, unexplained_command_state, start_without_confirmation, start_without_authorization, broken_evidence_chain, turn_index_gap, valid_fact_with_valid_successor, cyclic_fact_chain; empty when healthy';

@@ -30,6 +30,10 @@ CREATE POLICY tenant_isolation ON cscp.answer
 ALTER TABLE cscp.context_live ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_read ON cscp.context_live FOR SELECT
     USING (tenant_id = current_setting('cscp.tenant_id', true));
+-- Retired contexts likewise (the triggers write them as the owner).
+ALTER TABLE cscp.context_retired ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_read ON cscp.context_retired FOR SELECT
+    USING (tenant_id = current_setting('cscp.tenant_id', true));
 
 -- Evidence: application roles only ever read it (the owner writes it, see evidence.c).
 ALTER TABLE cscp.evidence ENABLE ROW LEVEL SECURITY;
@@ -140,8 +144,8 @@ DECLARE
 BEGIN
     EXECUTE format('GRANT USAGE ON SCHEMA cscp TO %s', r);
     EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.context, cscp.document, cscp.policy TO %s', r);
-    -- Which context is live is written by the guard trigger as its owner.
-    EXECUTE format('GRANT SELECT ON cscp.context_live TO %s', r);
+    -- Which context is live, and when each retired, is written by the context triggers as their owner.
+    EXECUTE format('GRANT SELECT ON cscp.context_live, cscp.context_retired TO %s', r);
     -- Commands change only by transitions (no DELETE); frames and answers are written once;
     -- evidence is read-only: the trigger and cscp._evidence_refusal write it as its owner.
     EXECUTE format('GRANT SELECT, INSERT, UPDATE ON cscp.command TO %s', r);
@@ -186,6 +190,7 @@ COMMENT ON FUNCTION cscp.grant_operator(name) IS
 -- pg_dump keeps user data; the defaults of tenant '*' come back with CREATE EXTENSION.
 SELECT pg_catalog.pg_extension_config_dump('cscp.context', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.context_live', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.context_retired', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.document', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.policy', 'WHERE tenant_id <> ''*''');
 SELECT pg_catalog.pg_extension_config_dump('cscp.inspection_log', '');

@@ -122,6 +122,7 @@ AS $$
     h AS (
         SELECT 'context' AS t, pg_catalog.hashtext(x.conversation_id) AS hash FROM cscp.context x
         UNION ALL SELECT 'context_live', pg_catalog.hashtext(x.conversation_id) FROM cscp.context_live x
+        UNION ALL SELECT 'context_retired', pg_catalog.hashtext(x.conversation_id) FROM cscp.context_retired x
         UNION ALL SELECT 'command', pg_catalog.hashtext(x.conversation_id) FROM cscp.command x
         UNION ALL SELECT 'frame', pg_catalog.hashtext(x.conversation_id) FROM cscp.frame x
         UNION ALL SELECT 'answer', pg_catalog.hashtext(x.conversation_id) FROM cscp.answer x

@@ -40,8 +40,6 @@ AS $$
 DECLARE
     v_now timestamptz := cscp.now();
     -- Nothing retired after these can be past its retention (see cscp._retention_floor).
-    v_retired_contexts timestamptz := v_now - least(cscp._retention_floor('retention_closed'),
-                                                    cscp._retention_floor('retention_expired'));
     v_retired_evidence timestamptz := v_now - cscp._retention_floor('retention_evidence');
     v_retired_turns timestamptz := v_now - cscp._retention_floor('retention_turns');
     n_expired bigint;
@@ -158,25 +156,49 @@ BEGIN
        AND w.expires_at <= v_now;
     GET DIAGNOSTICS n_ws = ROW_COUNT;
 
-    -- Closed and expired contexts past their tenant's retention are deleted.  The scan by age
-    -- stops at the shortest retention any policy gives (cscp._retention_floor): without that
-    -- bound it would read every retired context, and a retention lookup for each, on every call.
-    -- It goes by created_at (a context retires after it is created; no index names updated_at,
-    -- which would make every use of a context a non-HOT update), so it also passes the live
-    -- contexts older than that bound.
-    DELETE FROM cscp.context c
-     WHERE c.ctid = ANY (ARRAY(
-               SELECT x.ctid FROM cscp.context x
-                WHERE x.created_at <= v_retired_contexts
-                  AND x.status IN ('expired', 'closed')
-                  AND x.updated_at <= v_retired_contexts
-                  AND x.updated_at + cscp._retention(x.tenant_id,
-                          CASE x.status WHEN 'closed' THEN 'retention_closed' ELSE 'retention_expired' END) <= v_now
-                ORDER BY x.created_at
-                LIMIT batch
-                  FOR UPDATE SKIP LOCKED))
-       AND c.status IN ('expired', 'closed');
-    GET DIAGNOSTICS n_purged = ROW_COUNT;
+    -- Closed and expired contexts past their tenant's retention are deleted, found through
+    -- cscp.context_retired by status and the time they retired; the scan of each status stops at
+    -- the shortest retention any policy gives it (cscp._retention_floor), so it reads what is
+    -- due and, beyond, only what tenants with a longer retention keep.  The context_unlist
+    -- trigger takes each deleted context's row out of cscp.context_retired.
+    n_purged := 0;
+    FOR r IN
+        SELECT k.status, k.key, v_now - cscp._retention_floor(k.key) AS bound
+          FROM (VALUES ('expired'::cscp.context_status, 'retention_expired'),
+                       ('closed'::cscp.context_status, 'retention_closed')) k (status, key)
+    LOOP
+        CONTINUE WHEN r.bound IS NULL;
+        DELETE FROM cscp.context c
+         WHERE c.ctid = ANY (ARRAY(
+                   SELECT x.ctid
+                     FROM (SELECT y.tenant_id, y.context_id FROM cscp.context_retired y
+                            WHERE y.status = r.status AND y.retired_at <= r.bound
+                              AND y.retired_at + cscp._retention(y.tenant_id, r.key) <= v_now
+                            ORDER BY y.retired_at
+                            LIMIT batch) d
+                    CROSS JOIN LATERAL (
+                          SELECT z.ctid FROM cscp.context z
+                           WHERE z.tenant_id = d.tenant_id AND z.context_id = d.context_id
+                             AND z.status = r.status
+                             FOR UPDATE SKIP LOCKED) x))
+           AND c.status = r.status
+           AND c.updated_at + cscp._retention(c.tenant_id, r.key) <= v_now;
+        GET DIAGNOSTICS n_other = ROW_COUNT;
+        n_purged := n_purged + n_other;
+        -- Rows naming a context that is gone (deleted with the triggers off) would hold the head
+        -- of the queue for good: the owner's sweep drops those that are due.
+        IF pg_catalog.has_table_privilege('cscp.context_retired', 'DELETE') THEN
+            DELETE FROM cscp.context_retired w
+             WHERE w.ctid = ANY (ARRAY(
+                       SELECT y.ctid FROM cscp.context_retired y
+                        WHERE y.status = r.status AND y.retired_at <= r.bound
+                          AND y.retired_at + cscp._retention(y.tenant_id, r.key) <= v_now
+                        ORDER BY y.retired_at
+                        LIMIT batch))
+               AND NOT EXISTS (SELECT FROM cscp.context z
+                                WHERE z.tenant_id = w.tenant_id AND z.context_id = w.context_id);
+        END IF;
+    END LOOP;
 
     -- Finished commands past their tenant's retention_evidence go with their evidence chain;
     -- then answers, standalone evidence and frames no command needs any more.  Only a sweep run
