@@ -609,7 +609,6 @@ cscp_context_unlist(PG_FUNCTION_ARGS)
 		HeapTuple	row = trigdata->tg_trigtuple;
 		bool		isnull;
 		Datum		d = heap_getattr(row, cols.status, desc, &isnull);
-
 		ContextStatus status;
 
 		if (isnull)

@@ -30,10 +30,11 @@ COMMENT ON TABLE cscp.context IS
 -- No index of cscp.context names a column that a use or a retirement changes (status, expires_at,
 -- updated_at, slots, version), so both are HOT updates: the new version goes on the same page and
 -- no index gains an entry.  Liveness and retirement, which such an index would name, are kept in
--- cscp.context_live and cscp.context_retired below.  The fillfactor leaves room on each page for a new version of every
--- row on it, a little larger than the row (an expiry adds its reason): contexts created together
--- tend to expire together, and the sweep retires a page's rows in one go.  (At 50, 29 rows of an
--- empty context fill a page and 27 of their expired versions fit beside them.)
+-- cscp.context_live and cscp.context_retired below.  The fillfactor leaves room on each page for
+-- a new version of every row on it, a little larger than the row (an expiry adds its reason):
+-- contexts created together tend to expire together, and the sweep retires a page's rows in one
+-- go.  (At 50, 29 rows of an empty context fill a page and 27 of their expired versions fit
+-- beside them.)
 -- The latest context of a triple, for cscp.context_get.
 CREATE INDEX context_triple_idx ON cscp.context (tenant_id, conversation_id, actor_id, created_at);
 -- Lookups by id alone (slot_set, context_transition).

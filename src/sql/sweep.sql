@@ -188,15 +188,21 @@ BEGIN
         -- Rows naming a context that is gone (deleted with the triggers off) would hold the head
         -- of the queue for good: the owner's sweep drops those that are due.
         IF pg_catalog.has_table_privilege('cscp.context_retired', 'DELETE') THEN
+            -- (The test for the context is in the select list of the limited scan: one lookup
+            -- by primary key per row, never a join the planner could make a scan of the table.)
             DELETE FROM cscp.context_retired w
              WHERE w.ctid = ANY (ARRAY(
-                       SELECT y.ctid FROM cscp.context_retired y
-                        WHERE y.status = r.status AND y.retired_at <= r.bound
-                          AND y.retired_at + cscp._retention(y.tenant_id, r.key) <= v_now
-                        ORDER BY y.retired_at
-                        LIMIT batch))
-               AND NOT EXISTS (SELECT FROM cscp.context z
-                                WHERE z.tenant_id = w.tenant_id AND z.context_id = w.context_id);
+                       SELECT d.ctid
+                         FROM (SELECT y.ctid,
+                                      EXISTS (SELECT FROM cscp.context z
+                                               WHERE z.tenant_id = y.tenant_id
+                                                 AND z.context_id = y.context_id) AS present
+                                 FROM cscp.context_retired y
+                                WHERE y.status = r.status AND y.retired_at <= r.bound
+                                  AND y.retired_at + cscp._retention(y.tenant_id, r.key) <= v_now
+                                ORDER BY y.retired_at
+                                LIMIT batch) d
+                        WHERE NOT d.present));
         END IF;
     END LOOP;
 
