@@ -282,33 +282,13 @@ fi
 # ---------------------------------------------------------------------------------------------
 if want W5; then
 	echo "== W5 sweep under load ($W5_CONTEXTS expired contexts; W1 through cscp, synchronous_commit=on, ${W5_SECONDS}s)"
-	# w5_contexts TENANT: $W5_CONTEXTS contexts of TENANT that were valid when written, under a
-	# clock pinned two days back, and expired since; 1,000 per transaction (forgotten_guard's
-	# advisory locks, one per conversation and actor).
-	w5_contexts() {
-		psql -X -q -v ON_ERROR_STOP=1 <<SQL
-SET synchronous_commit = off;
-SET cscp.clock = '$(psql -X -At -c "SELECT now() - interval '2 days'")';
-DO \$\$
-BEGIN
-    FOR b IN 0..($W5_CONTEXTS - 1) / 1000 LOOP
-        INSERT INTO cscp.context (tenant_id, conversation_id, actor_id, expires_at, ttl)
-        SELECT '$1', 'sw-' || i, 'customer', cscp.now() + interval '30 minutes', interval '30 minutes'
-          FROM generate_series(b * 1000 + 1, least((b + 1) * 1000, $W5_CONTEXTS)) i;
-        COMMIT;
-    END LOOP;
-END
-\$\$;
-VACUUM (ANALYZE) cscp.context;
-SQL
-	}
 	w5_part() { [[ " $W5_PARTS " == *" $1 "* ]]; }
 	w5_during_p99= w5_alone_p99= waits_on_sweep=
 	w5w_during_p99= w5w_alone_p99= ww_waits_on_sweep=
 fi
 if want W5 && w5_part session; then
 	t0=$(date +%s.%N)
-	w5_contexts sweep
+	bench_expired_contexts sweep "$W5_CONTEXTS"
 	awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "setup: %.1f s\n", b - a }'
 	conversations w5-alone cscp
 	bench_run W5.on.alone.r1 on "$W5_SECONDS" -D conv=w5-alone -f test/bench/message_turn_cscp.sql
@@ -384,7 +364,7 @@ if want W5 && w5_part worker; then
 	cluster_as_owner "$PG_BINDIR/pg_ctl" -D "$CSCP_TMP/data" -m fast -w stop >/dev/null
 	CSCP_PGOPTS+=" -c shared_preload_libraries=cscp -c cscp.sweep_database=postgres"
 	cluster_restart
-	w5_contexts sweep2
+	bench_expired_contexts sweep2 "$W5_CONTEXTS"
 	conversations w5w-alone cscp
 	bench_run W5w.on.alone.r1 on "$W5_SECONDS" -D conv=w5w-alone -f test/bench/message_turn_cscp.sql
 	conversations w5w-sweep cscp

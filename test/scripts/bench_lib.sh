@@ -11,6 +11,7 @@
 #   bench_field FIELD FILES...                    the median of one field over .res files
 #   bench_pair_ratio FA A FB B RUNS [SUFFIX]      the median over runs i of A.r<i>'s field FA
 #                                                 over B.r<i>'s field FB
+#   bench_expired_contexts TENANT N               N contexts of TENANT, expired (for W5)
 #
 # A .res file holds one line: tps p50_ms p99_ms transactions mean_ms wal_bytes_per_tx
 # fpi_bytes_per_tx wal_bytes_per_tx_without_fpi.  TPS is pgbench's (without the initial connection time); the latencies are
@@ -105,4 +106,25 @@ bench_run() {
 		echo "$stps $p50 $p99 $n $mean nan nan nan" >"$out.s$k.res"
 		k=$((k + 1))
 	done < <(sed -n 's/^ - [0-9]* transactions (.* of total, tps = \([0-9.]*\))$/\1/p' "$out.txt")
+}
+
+# bench_expired_contexts TENANT N: N contexts of TENANT that were valid when written, under a
+# clock pinned two days back, and expired since; 1,000 per transaction (forgotten_guard's
+# advisory locks, one per conversation and actor); then VACUUM (ANALYZE).
+bench_expired_contexts() {
+	psql -X -q -v ON_ERROR_STOP=1 <<SQL
+SET synchronous_commit = off;
+SET cscp.clock = '$(psql -X -At -c "SELECT now() - interval '2 days'")';
+DO \$\$
+BEGIN
+    FOR b IN 0..($2 - 1) / 1000 LOOP
+        INSERT INTO cscp.context (tenant_id, conversation_id, actor_id, expires_at, ttl)
+        SELECT '$1', 'sw-' || i, 'customer', cscp.now() + interval '30 minutes', interval '30 minutes'
+          FROM generate_series(b * 1000 + 1, least((b + 1) * 1000, $2)) i;
+        COMMIT;
+    END LOOP;
+END
+\$\$;
+VACUUM (ANALYZE) cscp.context;
+SQL
 }

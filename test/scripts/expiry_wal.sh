@@ -5,25 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source test/scripts/cluster.sh
+source test/scripts/bench_lib.sh
 cluster_start fsync=on max_wal_size=4GB checkpoint_timeout=1h
 N=${N:-100000}
 psql -X -q -v ON_ERROR_STOP=1 >/dev/null -c "CREATE EXTENSION cscp"
-psql -X -q -v ON_ERROR_STOP=1 <<SQL
-SET synchronous_commit = off;
-SET cscp.clock = '$(psql -X -At -c "SELECT now() - interval '2 days'")';
-DO \$\$
-BEGIN
-    FOR b IN 0..($N - 1) / 1000 LOOP
-        INSERT INTO cscp.context (tenant_id, conversation_id, actor_id, expires_at, ttl)
-        SELECT 'sweep', 'sw-' || i, 'customer', cscp.now() + interval '30 minutes', interval '30 minutes'
-          FROM generate_series(b * 1000 + 1, least((b + 1) * 1000, $N)) i;
-        COMMIT;
-    END LOOP;
-END
-\$\$;
-VACUUM (ANALYZE) cscp.context;
-CHECKPOINT;
-SQL
+bench_expired_contexts sweep "$N"
+psql -X -q -c CHECKPOINT
 l0=$(psql -X -At -c 'SELECT pg_current_wal_insert_lsn()')
 psql -X -At -c "SELECT cscp.sweep(${B:-10000})"
 l1=$(psql -X -At -c 'SELECT pg_current_wal_insert_lsn()')
