@@ -132,6 +132,62 @@ SELECT count(*) AS retired_rows FROM cscp.context_retired WHERE tenant_id = 'rt'
 SELECT count(*) AS problems FROM cscp.check_invariants('rt');
 
 ---------------------------------------------------------------------------------------------------
+-- The sweep's expiry (cscp._expire_contexts) gathers the moves of the contexts it expires and
+-- makes them in one statement after its UPDATE: every context expired leaves cscp.context_live
+-- and gets its row here, with its own updated_at; at most `batch` a call.
+SET cscp.clock = '2026-06-01 10:00:00+00';
+SELECT count(*) AS opened
+  FROM generate_series(1, 30) i, cscp.context_open('rt', 'b' || i, 'a', '{}', interval '10 minutes') c;
+SET cscp.clock = '2026-06-01 10:20:00+00';
+CREATE FUNCTION pg_temp.batch_state()
+RETURNS TABLE (expired bigint, retired_rows bigint, matching_rows bigint, live_rows bigint)
+LANGUAGE sql AS $$
+    SELECT count(*) FILTER (WHERE c.status = 'expired'),
+           count(r.context_id),
+           count(r.context_id) FILTER (WHERE r.status = 'expired' AND r.retired_at = c.updated_at
+                                         AND r.conversation_id = c.conversation_id),
+           count(l.context_id)
+      FROM cscp.context c
+      LEFT JOIN cscp.context_retired r ON r.tenant_id = c.tenant_id AND r.context_id = c.context_id
+      LEFT JOIN cscp.context_live l ON l.tenant_id = c.tenant_id AND l.context_id = c.context_id
+     WHERE c.tenant_id = 'rt' AND c.conversation_id LIKE 'b%'
+$$;
+SELECT cscp._expire_contexts(25) AS expired;
+SELECT * FROM pg_temp.batch_state();
+SELECT cscp._expire_contexts(25) AS expired;
+SELECT * FROM pg_temp.batch_state();
+SELECT cscp._expire_contexts(25) AS expired;
+SELECT try($$SELECT cscp._expire_contexts(0)$$) AS zero_batch, cscp._expire_contexts(NULL) AS null_batch;
+
+-- A trigger of the user's that deletes a context as it expires (an AFTER trigger, so it runs
+-- while the UPDATE's moves are still gathered): the gathered moves are made before the DELETE's
+-- own, so the deleted context leaves no row behind, and the others keep theirs.
+SET cscp.clock = '2026-06-02 10:00:00+00';
+SELECT count(*) AS opened
+  FROM generate_series(1, 3) i, cscp.context_open('rt', 'd' || i, 'a', '{}', interval '10 minutes') c;
+CREATE FUNCTION public.rt_drop_d2() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.status = 'expired' AND NEW.conversation_id = 'd2' THEN
+        DELETE FROM cscp.context WHERE tenant_id = NEW.tenant_id AND context_id = NEW.context_id;
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER rt_drop_d2 AFTER UPDATE ON cscp.context FOR EACH ROW EXECUTE FUNCTION public.rt_drop_d2();
+SET cscp.clock = '2026-06-02 10:20:00+00';
+SELECT cscp.sweep() ->> 'contexts_expired' AS expired;
+DROP TRIGGER rt_drop_d2 ON cscp.context;
+DROP FUNCTION public.rt_drop_d2();
+SELECT r.conversation_id, r.status, c.status AS context_status
+  FROM cscp.context_retired r
+  LEFT JOIN cscp.context c ON c.tenant_id = r.tenant_id AND c.context_id = r.context_id
+ WHERE r.tenant_id = 'rt' AND r.conversation_id LIKE 'd%'
+ ORDER BY 1;
+SELECT count(*) AS live_rows FROM cscp.context_live WHERE tenant_id = 'rt' AND conversation_id LIKE 'd%';
+SELECT count(*) AS problems FROM cscp.check_invariants('rt');
+DELETE FROM cscp.context WHERE tenant_id = 'rt' AND (conversation_id LIKE 'b%' OR conversation_id LIKE 'd%');
+
+---------------------------------------------------------------------------------------------------
 -- Application roles read only their tenant's rows, and may not write any; their sweep purges
 -- their tenant's retired contexts, and the trigger takes the rows out as the owner.
 SET cscp.clock = '2026-07-01 10:00:00+00';

@@ -31,19 +31,30 @@
  * names, and both are HOT updates (given room on the page).  The trigger takes no locks of its own: the UPDATE holds the
  * row lock.
  *
+ * The sweep expires contexts through cscp._expire_contexts, which runs its
+ * UPDATE with the trigger's retirements gathered rather than run one
+ * statement a row, and then moves them all from cscp.context_live to
+ * cscp.context_retired in one statement (retire_flush).  Any other write the
+ * trigger makes to those tables while some are gathered moves them first, so
+ * the two tables see the writes in the order a row at a time would have made them.
+ *
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
 
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
+#include "utils/uuid.h"
 
 /*
  * Set by cscp.context_open around its INSERT: a new context whose triple
@@ -356,8 +367,30 @@ live_key(HeapTuple row, TupleDesc desc, Datum *args, bool *isnull)
 }
 
 /*
+ * Retirements gathered while cscp._expire_contexts runs its UPDATE: for
+ * each context, its cscp.context_live key, the status it retired to and
+ * the new version's updated_at, copied into cxt.
+ */
+typedef struct RetireBatch
+{
+	MemoryContext cxt;
+	int			n;
+	int			cap;
+	Datum	   *tenant;
+	Datum	   *conversation;
+	Datum	   *actor;
+	Datum	   *context;
+	Datum	   *status;
+	Datum	   *retired_at;
+} RetireBatch;
+
+static RetireBatch *retire_batch = NULL;
+
+static void retire_flush(void);
+
+/*
  * Run one statement on cscp.context_live as its owner; returns the number
- * of rows it processed.
+ * of rows it processed.  Retirements gathered so far are moved first.
  */
 static uint64
 live_exec(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes,
@@ -366,6 +399,8 @@ live_exec(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes,
 	CscpOwnerScope owner;
 	uint64		n;
 
+	if (retire_batch != NULL && retire_batch->n > 0)
+		retire_flush();
 	cscp_owner_enter("context_live", &owner);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -376,6 +411,84 @@ live_exec(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes,
 	SPI_finish();
 	cscp_owner_leave(&owner);
 	return n;
+}
+
+/* Add a retirement (args as live_retire's) to retire_batch. */
+static void
+retire_gather(Datum *args)
+{
+	RetireBatch *b = retire_batch;
+	MemoryContext old = MemoryContextSwitchTo(b->cxt);
+
+	if (b->n == b->cap)
+	{
+		b->cap = b->cap == 0 ? 256 : b->cap * 2;
+		if (b->n == 0)
+		{
+			b->tenant = palloc(b->cap * sizeof(Datum));
+			b->conversation = palloc(b->cap * sizeof(Datum));
+			b->actor = palloc(b->cap * sizeof(Datum));
+			b->context = palloc(b->cap * sizeof(Datum));
+			b->status = palloc(b->cap * sizeof(Datum));
+			b->retired_at = palloc(b->cap * sizeof(Datum));
+		}
+		else
+		{
+			b->tenant = repalloc(b->tenant, b->cap * sizeof(Datum));
+			b->conversation = repalloc(b->conversation, b->cap * sizeof(Datum));
+			b->actor = repalloc(b->actor, b->cap * sizeof(Datum));
+			b->context = repalloc(b->context, b->cap * sizeof(Datum));
+			b->status = repalloc(b->status, b->cap * sizeof(Datum));
+			b->retired_at = repalloc(b->retired_at, b->cap * sizeof(Datum));
+		}
+	}
+	b->tenant[b->n] = datumCopy(args[0], false, -1);
+	b->conversation[b->n] = datumCopy(args[1], false, -1);
+	b->actor[b->n] = datumCopy(args[2], false, -1);
+	b->context[b->n] = datumCopy(args[3], false, UUID_LEN);
+	b->status[b->n] = datumCopy(args[4], false, -1);
+	b->retired_at[b->n] = args[5];
+	b->n++;
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Move the gathered retirements from cscp.context_live to
+ * cscp.context_retired, in one statement, as live_retire does one by one.
+ */
+static void
+retire_flush(void)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[6] = {TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, UUIDARRAYOID,
+	TEXTARRAYOID, TIMESTAMPTZARRAYOID};
+	RetireBatch *b = retire_batch;
+	Datum		args[6];
+	int			n = b->n;
+
+	args[0] = PointerGetDatum(construct_array(b->tenant, n, TEXTOID, -1, false, TYPALIGN_INT));
+	args[1] = PointerGetDatum(construct_array(b->conversation, n, TEXTOID, -1, false, TYPALIGN_INT));
+	args[2] = PointerGetDatum(construct_array(b->actor, n, TEXTOID, -1, false, TYPALIGN_INT));
+	args[3] = PointerGetDatum(construct_array(b->context, n, UUIDOID, UUID_LEN, false, TYPALIGN_CHAR));
+	args[4] = PointerGetDatum(construct_array(b->status, n, TEXTOID, -1, false, TYPALIGN_INT));
+	args[5] = PointerGetDatum(construct_array(b->retired_at, n, TIMESTAMPTZOID, sizeof(TimestampTz),
+											  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	/* emptied first: live_exec would flush again */
+	b->n = 0;
+	if (live_exec(&plan,
+				  "WITH k AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2),"
+				  "                                   pg_catalog.unnest($3), pg_catalog.unnest($4),"
+				  "                                   pg_catalog.unnest($5), pg_catalog.unnest($6))"
+				  "             AS k (tenant_id, conversation_id, actor_id, context_id, status, retired_at)),"
+				  "     gone AS (DELETE FROM cscp.context_live l USING k"
+				  "               WHERE l.tenant_id = k.tenant_id AND l.conversation_id = k.conversation_id"
+				  "                 AND l.actor_id = k.actor_id AND l.context_id = k.context_id)"
+				  " INSERT INTO cscp.context_retired"
+				  "  (tenant_id, conversation_id, context_id, status, retired_at)"
+				  " SELECT k.tenant_id, k.conversation_id, k.context_id, k.status::cscp.context_status,"
+				  "        k.retired_at FROM k",
+				  6, types, args, SPI_OK_INSERT) != (uint64) n)
+		elog(ERROR, "could not keep cscp.context_retired");
 }
 
 /*
@@ -468,7 +581,14 @@ live_retire(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc, ContextStatus to
 
 	live_key(oldtup, desc, args, isnull);
 	args[4] = CStringGetTextDatum(status_names[to]);
+	isnull[4] = false;
 	args[5] = heap_getattr(newtup, cols.updated_at, desc, &isnull[5]);
+	if (retire_batch != NULL && !isnull[0] && !isnull[1] && !isnull[2] &&
+		!isnull[3] && !isnull[5])
+	{
+		retire_gather(args);
+		return;
+	}
 	(void) live_exec(&plan,
 					 "WITH gone AS (DELETE FROM cscp.context_live l"
 					 "               WHERE l.tenant_id = $1 AND l.conversation_id = $2"
@@ -632,4 +752,77 @@ cscp_context_transition_allowed(PG_FUNCTION_ARGS)
 
 	PG_RETURN_BOOL(allowed[status_of(typoid, PG_GETARG_DATUM(0))]
 					   [status_of(typoid, PG_GETARG_DATUM(1))]);
+}
+
+PG_FUNCTION_INFO_V1(cscp_expire_contexts);
+
+/*
+ * cscp._expire_contexts(batch int) RETURNS bigint: the sweep's expiry.  Up
+ * to batch contexts due in cscp.context_live, each still live and past its
+ * own expires_at at cscp.now(), locked (those another transaction holds are
+ * skipped) and recorded as expired by TTL.  The trigger's retirements are
+ * gathered while the UPDATE runs and moved in one statement after it.
+ * Returns the number of contexts expired.
+ */
+Datum
+cscp_expire_contexts(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[2] = {INT4OID, TIMESTAMPTZOID};
+	int32		batch = PG_GETARG_INT32(0);
+	Datum		args[2];
+	RetireBatch b;
+	volatile int ret = 0;
+	volatile uint64 n = 0;
+
+	if (batch < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("batch must be positive"),
+				 errdetail("The batch given is %d.", batch)));
+	if (retire_batch != NULL)
+		elog(ERROR, "cscp._expire_contexts cannot run inside itself");
+
+	memset(&b, 0, sizeof(b));
+	b.cxt = AllocSetContextCreate(CurrentMemoryContext, "cscp retirements",
+								  ALLOCSET_DEFAULT_SIZES);
+	args[0] = Int32GetDatum(batch);
+	args[1] = TimestampTzGetDatum(cscp_now());
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "UPDATE cscp.context c SET status = 'expired', reason = 'ttl'"
+				  " WHERE c.ctid = ANY (ARRAY("
+				  "           SELECT x.ctid"
+				  "             FROM (SELECT y.tenant_id, y.context_id FROM cscp.context_live y"
+				  "                    WHERE y.expires_at <= $2"
+				  "                    ORDER BY y.expires_at"
+				  "                    LIMIT $1) l"
+				  "            CROSS JOIN LATERAL ("
+				  "                  SELECT z.ctid FROM cscp.context z"
+				  "                   WHERE z.tenant_id = l.tenant_id AND z.context_id = l.context_id"
+				  "                     AND z.status IN ('active', 'pending', 'blocked')"
+				  "                     AND z.expires_at <= $2"
+				  "                     FOR UPDATE SKIP LOCKED) x))"
+				  "   AND c.status IN ('active', 'pending', 'blocked') AND c.expires_at <= $2",
+				  2, types);
+	retire_batch = &b;
+	PG_TRY();
+	{
+		ret = SPI_execute_plan(plan, args, NULL, false, 0);
+		n = SPI_processed;
+		if (b.n > 0)
+			retire_flush();
+	}
+	PG_FINALLY();
+	{
+		retire_batch = NULL;
+	}
+	PG_END_TRY();
+	if (ret != SPI_OK_UPDATE)
+		elog(ERROR, "could not expire contexts: %s", SPI_result_code_string(ret));
+	SPI_finish();
+	MemoryContextDelete(b.cxt);
+	PG_RETURN_INT64((int64) n);
 }

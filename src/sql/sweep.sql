@@ -34,6 +34,17 @@ $$;
 COMMENT ON FUNCTION cscp._retention_floor(text) IS
   'Internal: the shortest time any policy''s retention period under a key can span, a bound for the sweep''s scans';
 
+-- The sweep's expiry of contexts, in C (context_fsm.c): the first `batch` rows due in
+-- cscp.context_live (whose expires_at is at most a minute before the context's own), each
+-- context still live and past its own expires_at at cscp.now() locked (those a transaction holds
+-- skipped) and recorded expired with reason 'ttl', reached by the row ids its locked scan
+-- returned; the trigger's moves from cscp.context_live to cscp.context_retired are made in one
+-- statement after the UPDATE rather than one a row.  Returns the number expired.
+CREATE FUNCTION cscp._expire_contexts(batch int) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'cscp_expire_contexts' LANGUAGE C VOLATILE STRICT;
+COMMENT ON FUNCTION cscp._expire_contexts(int) IS
+  'Internal: the sweep''s expiry of up to batch contexts past their TTL';
+
 CREATE FUNCTION cscp.sweep(batch int DEFAULT 10000) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -112,27 +123,11 @@ BEGIN
         END IF;
     END LOOP;
 
-    -- Live contexts past their TTL become expired.  Each action below reaches its rows by the
-    -- row ids its ordered, locked scan returned (a TID scan), never by a join the planner could
-    -- turn into a scan of the whole table; the rows are locked, so their ids hold, and the
-    -- action's condition is tested again on the row it changes.  Contexts are found through
-    -- cscp.context_live (whose expires_at is at most a minute before the context's own, see
-    -- context_fsm.c): the first `batch` rows due there, each context that is past its own
-    -- expires_at locked; the trigger takes the expired ones out of cscp.context_live.
-    UPDATE cscp.context c SET status = 'expired', reason = 'ttl'
-     WHERE c.ctid = ANY (ARRAY(
-               SELECT x.ctid
-                 FROM (SELECT y.tenant_id, y.context_id FROM cscp.context_live y
-                        WHERE y.expires_at <= v_now
-                        ORDER BY y.expires_at
-                        LIMIT batch) l
-                CROSS JOIN LATERAL (
-                      SELECT z.ctid FROM cscp.context z
-                       WHERE z.tenant_id = l.tenant_id AND z.context_id = l.context_id
-                         AND z.status IN ('active', 'pending', 'blocked') AND z.expires_at <= v_now
-                         FOR UPDATE SKIP LOCKED) x))
-       AND c.status IN ('active', 'pending', 'blocked') AND c.expires_at <= v_now;
-    GET DIAGNOSTICS n_expired = ROW_COUNT;
+    -- Live contexts past their TTL become expired (cscp._expire_contexts).  Each action below
+    -- reaches its rows by the row ids its ordered, locked scan returned (a TID scan), never by a
+    -- join the planner could turn into a scan of the whole table; the rows are locked, so their
+    -- ids hold, and the action's condition is tested again on the row it changes.
+    n_expired := cscp._expire_contexts(batch);
 
     -- Expired documents are deleted.
     DELETE FROM cscp.document d
