@@ -185,7 +185,41 @@ SELECT r.conversation_id, r.status, c.status AS context_status
  ORDER BY 1;
 SELECT count(*) AS live_rows FROM cscp.context_live WHERE tenant_id = 'rt' AND conversation_id LIKE 'd%';
 SELECT count(*) AS problems FROM cscp.check_invariants('rt');
-DELETE FROM cscp.context WHERE tenant_id = 'rt' AND (conversation_id LIKE 'b%' OR conversation_id LIKE 'd%');
+
+-- A user's trigger that retires another context in a subtransaction and rolls it back: that
+-- retirement is made at once, in the subtransaction, not gathered, so the rollback undoes all of
+-- it; e2 stays live, with its row in cscp.context_live and none here.
+SET cscp.clock = '2026-06-03 10:00:00+00';
+SELECT status FROM cscp.context_open('rt', 'e1', 'a', '{}', interval '10 minutes');
+SELECT status FROM cscp.context_open('rt', 'e2', 'a', '{}', interval '1 day');
+CREATE FUNCTION public.rt_close_e2() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.status = 'expired' AND NEW.conversation_id = 'e1' THEN
+        BEGIN
+            UPDATE cscp.context SET status = 'closed'
+             WHERE tenant_id = 'rt' AND conversation_id = 'e2' AND status = 'active';
+            RAISE EXCEPTION 'undo';
+        EXCEPTION WHEN raise_exception THEN
+            NULL;
+        END;
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER rt_close_e2 AFTER UPDATE ON cscp.context FOR EACH ROW EXECUTE FUNCTION public.rt_close_e2();
+SET cscp.clock = '2026-06-03 10:20:00+00';
+SELECT cscp.sweep() ->> 'contexts_expired' AS expired;
+DROP TRIGGER rt_close_e2 ON cscp.context;
+DROP FUNCTION public.rt_close_e2();
+SELECT c.conversation_id, c.status, l.context_id IS NOT NULL AS live_row, r.status AS retired_row
+  FROM cscp.context c
+  LEFT JOIN cscp.context_live l ON l.tenant_id = c.tenant_id AND l.context_id = c.context_id
+  LEFT JOIN cscp.context_retired r ON r.tenant_id = c.tenant_id AND r.context_id = c.context_id
+ WHERE c.tenant_id = 'rt' AND c.conversation_id LIKE 'e%'
+ ORDER BY 1;
+SELECT count(*) AS problems FROM cscp.check_invariants('rt');
+DELETE FROM cscp.context WHERE tenant_id = 'rt'
+   AND (conversation_id LIKE 'b%' OR conversation_id LIKE 'd%' OR conversation_id LIKE 'e%');
 
 ---------------------------------------------------------------------------------------------------
 -- Application roles read only their tenant's rows, and may not write any; their sweep purges

@@ -35,8 +35,9 @@
  * UPDATE with the trigger's retirements gathered rather than run one
  * statement a row, and then moves them all from cscp.context_live to
  * cscp.context_retired in one statement (retire_flush).  Any other write the
- * trigger makes to those tables while some are gathered moves them first, so
- * the two tables see the writes in the order a row at a time would have made them.
+ * trigger makes to those tables while some are gathered, in the same
+ * (sub)transaction, moves them first, so the two tables see the writes in
+ * the order a row at a time would have made them.
  *
  *-------------------------------------------------------------------------
  */
@@ -44,6 +45,7 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
@@ -369,11 +371,15 @@ live_key(HeapTuple row, TupleDesc desc, Datum *args, bool *isnull)
 /*
  * Retirements gathered while cscp._expire_contexts runs its UPDATE: for
  * each context, its cscp.context_live key, the status it retired to and
- * the new version's updated_at, copied into cxt.
+ * the new version's updated_at, copied into cxt.  Only those of the
+ * UPDATE's own (sub)transaction are gathered: one made in a subtransaction
+ * (a user's trigger with an exception block) could be rolled back before the
+ * moves are made, so it is made at once, in that subtransaction.
  */
 typedef struct RetireBatch
 {
 	MemoryContext cxt;
+	SubTransactionId subxid;
 	int			n;
 	int			cap;
 	Datum	   *tenant;
@@ -390,7 +396,12 @@ static void retire_flush(void);
 
 /*
  * Run one statement on cscp.context_live as its owner; returns the number
- * of rows it processed.  Retirements gathered so far are moved first.
+ * of rows it processed.  Retirements gathered so far are moved first, in
+ * the (sub)transaction that gathered them only: moved in a subtransaction,
+ * they would be lost with it if it rolled back.  (So a context deleted in a
+ * user's subtransaction just after this UPDATE expired it leaves a row in
+ * cscp.context_retired, which check_invariants reports and the owner's
+ * sweep deletes once it is due.)
  */
 static uint64
 live_exec(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes,
@@ -399,7 +410,8 @@ live_exec(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes,
 	CscpOwnerScope owner;
 	uint64		n;
 
-	if (retire_batch != NULL && retire_batch->n > 0)
+	if (retire_batch != NULL && retire_batch->n > 0 &&
+		retire_batch->subxid == GetCurrentSubTransactionId())
 		retire_flush();
 	cscp_owner_enter("context_live", &owner);
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -589,8 +601,8 @@ live_retire(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc, ContextStatus to
 	args[4] = CStringGetTextDatum(status_names[to]);
 	isnull[4] = false;
 	args[5] = heap_getattr(newtup, cols.updated_at, desc, &isnull[5]);
-	if (retire_batch != NULL && !isnull[0] && !isnull[1] && !isnull[2] &&
-		!isnull[3] && !isnull[5])
+	if (retire_batch != NULL && retire_batch->subxid == GetCurrentSubTransactionId() &&
+		!isnull[0] && !isnull[1] && !isnull[2] && !isnull[3] && !isnull[5])
 	{
 		retire_gather(args);
 		return;
@@ -790,6 +802,7 @@ cscp_expire_contexts(PG_FUNCTION_ARGS)
 		elog(ERROR, "cscp._expire_contexts cannot run inside itself");
 
 	memset(&b, 0, sizeof(b));
+	b.subxid = GetCurrentSubTransactionId();
 	b.cxt = AllocSetContextCreate(CurrentMemoryContext, "cscp retirements",
 								  ALLOCSET_DEFAULT_SIZES);
 	args[0] = Int32GetDatum(batch);
