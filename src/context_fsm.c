@@ -376,18 +376,36 @@ live_key(HeapTuple row, TupleDesc desc, Datum *args, bool *isnull)
  * (a user's trigger with an exception block) could be rolled back before the
  * moves are made, so it is made at once, in that subtransaction.
  */
+#define RETIRE_COLS 6
+
+/*
+ * Each column of a gathered retirement, in live_retire's argument order
+ * (tenant, conversation, actor, context id, status, updated_at): its
+ * element type as an array parameter of retire_flush's statement.
+ */
+static const struct
+{
+	Oid			elemtype;
+	Oid			arraytype;
+	int			len;
+	bool		byval;
+	char		align;
+}			retire_col[RETIRE_COLS] = {
+	{TEXTOID, TEXTARRAYOID, -1, false, TYPALIGN_INT},
+	{TEXTOID, TEXTARRAYOID, -1, false, TYPALIGN_INT},
+	{TEXTOID, TEXTARRAYOID, -1, false, TYPALIGN_INT},
+	{UUIDOID, UUIDARRAYOID, UUID_LEN, false, TYPALIGN_CHAR},
+	{TEXTOID, TEXTARRAYOID, -1, false, TYPALIGN_INT},
+	{TIMESTAMPTZOID, TIMESTAMPTZARRAYOID, sizeof(TimestampTz), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE},
+};
+
 typedef struct RetireBatch
 {
 	MemoryContext cxt;
 	SubTransactionId subxid;
 	int			n;
 	int			cap;
-	Datum	   *tenant;
-	Datum	   *conversation;
-	Datum	   *actor;
-	Datum	   *context;
-	Datum	   *status;
-	Datum	   *retired_at;
+	Datum	   *col[RETIRE_COLS];	/* col[i][j]: column i of retirement j */
 } RetireBatch;
 
 static RetireBatch *retire_batch = NULL;
@@ -435,31 +453,12 @@ retire_gather(Datum *args)
 	if (b->n == b->cap)
 	{
 		b->cap = b->cap == 0 ? 256 : b->cap * 2;
-		if (b->n == 0)
-		{
-			b->tenant = palloc(b->cap * sizeof(Datum));
-			b->conversation = palloc(b->cap * sizeof(Datum));
-			b->actor = palloc(b->cap * sizeof(Datum));
-			b->context = palloc(b->cap * sizeof(Datum));
-			b->status = palloc(b->cap * sizeof(Datum));
-			b->retired_at = palloc(b->cap * sizeof(Datum));
-		}
-		else
-		{
-			b->tenant = repalloc(b->tenant, b->cap * sizeof(Datum));
-			b->conversation = repalloc(b->conversation, b->cap * sizeof(Datum));
-			b->actor = repalloc(b->actor, b->cap * sizeof(Datum));
-			b->context = repalloc(b->context, b->cap * sizeof(Datum));
-			b->status = repalloc(b->status, b->cap * sizeof(Datum));
-			b->retired_at = repalloc(b->retired_at, b->cap * sizeof(Datum));
-		}
+		for (int i = 0; i < RETIRE_COLS; i++)
+			b->col[i] = b->col[i] == NULL ? palloc(b->cap * sizeof(Datum))
+				: repalloc(b->col[i], b->cap * sizeof(Datum));
 	}
-	b->tenant[b->n] = datumCopy(args[0], false, -1);
-	b->conversation[b->n] = datumCopy(args[1], false, -1);
-	b->actor[b->n] = datumCopy(args[2], false, -1);
-	b->context[b->n] = datumCopy(args[3], false, UUID_LEN);
-	b->status[b->n] = datumCopy(args[4], false, -1);
-	b->retired_at[b->n] = args[5];
+	for (int i = 0; i < RETIRE_COLS; i++)
+		b->col[i][b->n] = datumCopy(args[i], retire_col[i].byval, retire_col[i].len);
 	b->n++;
 	MemoryContextSwitchTo(old);
 }
@@ -472,19 +471,18 @@ static void
 retire_flush(void)
 {
 	static SPIPlanPtr plan = NULL;
-	static const Oid types[6] = {TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, UUIDARRAYOID,
-	TEXTARRAYOID, TIMESTAMPTZARRAYOID};
 	RetireBatch *b = retire_batch;
-	Datum		args[6];
+	Oid			types[RETIRE_COLS];
+	Datum		args[RETIRE_COLS];
 	int			n = b->n;
 
-	args[0] = PointerGetDatum(construct_array(b->tenant, n, TEXTOID, -1, false, TYPALIGN_INT));
-	args[1] = PointerGetDatum(construct_array(b->conversation, n, TEXTOID, -1, false, TYPALIGN_INT));
-	args[2] = PointerGetDatum(construct_array(b->actor, n, TEXTOID, -1, false, TYPALIGN_INT));
-	args[3] = PointerGetDatum(construct_array(b->context, n, UUIDOID, UUID_LEN, false, TYPALIGN_CHAR));
-	args[4] = PointerGetDatum(construct_array(b->status, n, TEXTOID, -1, false, TYPALIGN_INT));
-	args[5] = PointerGetDatum(construct_array(b->retired_at, n, TIMESTAMPTZOID, sizeof(TimestampTz),
-											  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	for (int i = 0; i < RETIRE_COLS; i++)
+	{
+		types[i] = retire_col[i].arraytype;
+		args[i] = PointerGetDatum(construct_array(b->col[i], n, retire_col[i].elemtype,
+												  retire_col[i].len, retire_col[i].byval,
+												  retire_col[i].align));
+	}
 	/* emptied first: live_exec would flush again */
 	b->n = 0;
 	if (live_exec(&plan,
@@ -505,7 +503,7 @@ retire_flush(void)
 				  "  (tenant_id, conversation_id, context_id, status, retired_at)"
 				  " SELECT k.tenant_id, k.conversation_id, k.context_id, k.status::cscp.context_status,"
 				  "        k.retired_at FROM k",
-				  6, types, args, SPI_OK_INSERT) != (uint64) n)
+				  RETIRE_COLS, types, args, SPI_OK_INSERT) != (uint64) n)
 		elog(ERROR, "could not keep cscp.context_retired");
 }
 
