@@ -23,6 +23,7 @@
 #include "cscp.h"
 
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -938,7 +939,6 @@ cscp_context_for(text *tenant, text *conversation, text *actor, HeapTuple *ctx, 
 static void
 command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerctx)
 {
-	static SPIPlanPtr key_plan = NULL;
 	static SPIPlanPtr expire_plan = NULL;
 	static SPIPlanPtr frame_find_plan = NULL;
 	static SPIPlanPtr frame_insert_plan = NULL;
@@ -947,7 +947,6 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	static SPIPlanPtr supersede_plan = NULL;
 	static SPIPlanPtr pending_plan = NULL;
 	static SPIPlanPtr use_plan = NULL;
-	static const Oid key_types[2] = {TEXTOID, TEXTOID};
 	static const Oid id_types[2] = {TEXTOID, UUIDOID};
 	static const Oid frame_find_types[3] = {TEXTOID, UUIDOID, TEXTOID};
 	static const Oid frame_insert_types[6] = {TEXTOID, UUIDOID, TEXTOID, UUIDOID, JSONBOID,
@@ -965,6 +964,7 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	Datum		args[17];
 	char		nulls[17];
 	SPITupleTable *tt;
+	Relation	cmdrel;
 	HeapTuple	cmd,
 				ctx = NULL;
 	TupleDesc	cmddesc,
@@ -990,16 +990,14 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	cscp_key_lock(q->tenant_id, VARDATA_ANY(q->idempotency_key),
 				  VARSIZE_ANY_EXHDR(q->idempotency_key));
 
+	/* A command already under the key (committed while we waited for its lock, too) replays. */
 	args[0] = tenant;
 	args[1] = PointerGetDatum(q->idempotency_key);
-	cscp_spi_plan(&key_plan,
-				  "SELECT * FROM cscp.command x WHERE x.tenant_id = $1 AND x.idempotency_key = $2",
-				  2, key_types);
-	tt = run(key_plan, args, NULL, false, SPI_OK_SELECT);
-	if (SPI_processed == 1)
+	cmdrel = table_open(cscp_relation_oid("command", false), AccessShareLock);
+	cmd = cscp_key_read(cmdrel, "command_tenant_id_idempotency_key_key", 2, args, true);
+	if (cmd != NULL)
 	{
-		cmd = tt->vals[0];
-		cmddesc = tt->tupdesc;
+		cmddesc = RelationGetDescr(cmdrel);
 		if (text_differs(cmd, cmddesc, "conversation_id", q->conversation_id) ||
 			text_differs(cmd, cmddesc, "actor_id", q->actor_id) ||
 			text_differs(cmd, cmddesc, "command_name", q->command_name) ||
@@ -1018,6 +1016,7 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 				goto conflict;
 		}
 		command_result(cmd, cmddesc, true, r, callerctx);
+		table_close(cmdrel, AccessShareLock);
 		return;
 
 conflict:
@@ -1031,6 +1030,7 @@ conflict:
 						   spi_text(cmd, cmddesc, "cscp.command", "conversation_id")),
 				 errhint("Use a new idempotency key for a new command; resend the same request to replay it.")));
 	}
+	table_close(cmdrel, AccessShareLock);
 
 	if (cscp_context_for(q->tenant_id, q->conversation_id, q->actor_id, &ctx, &ctxdesc))
 	{

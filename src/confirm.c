@@ -27,6 +27,7 @@
 #include "cscp.h"
 
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
@@ -167,11 +168,9 @@ PG_FUNCTION_INFO_V1(cscp_confirm);
 Datum
 cscp_confirm(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr answer_plan = NULL;
 	static SPIPlanPtr command_plan = NULL;
 	static SPIPlanPtr last_plan = NULL;
 	static SPIPlanPtr record_plan = NULL;
-	static const Oid answer_types[3] = {TEXTOID, TEXTOID, TEXTOID};
 	static const Oid command_types[2] = {TEXTOID, UUIDOID};
 	static const Oid record_types[7] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, UUIDOID,
 	UUIDOID};
@@ -184,8 +183,10 @@ cscp_confirm(PG_FUNCTION_ARGS)
 	bool		answer;
 	text	   *fingerprint = PG_ARGISNULL(5) ? NULL : PG_GETARG_TEXT_PP(5);
 	TimestampTz now = cscp_now();
+	Relation	ansrel;
 	HeapTuple	ctx = NULL,
-				cmd = NULL;
+				cmd = NULL,
+				a;
 	TupleDesc	ctxdesc = NULL,
 				cmddesc = NULL;
 	JsonbValue *pc = NULL;
@@ -226,33 +227,32 @@ cscp_confirm(PG_FUNCTION_ARGS)
 	cscp_key_lock(tenant, key.data, key.len);
 	cscp_context_for(tenant, conversation, actor, &ctx, &ctxdesc);
 
+	/* The answer already recorded for the message (committed while we waited, too) replays. */
 	args[0] = PointerGetDatum(tenant);
 	args[1] = PointerGetDatum(conversation);
-	args[2] = PointerGetDatum(message_id);
-	cscp_spi_plan(&answer_plan,
-				  "SELECT x.outcome, x.command_id, x.context_id FROM cscp.answer x"
-				  " WHERE x.tenant_id = $1 AND x.conversation_id = $2"
-				  "   AND x.kind = 'confirm' AND x.message_id = $3",
-				  3, answer_types);
-	run(answer_plan, args, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 1)
+	args[2] = CStringGetTextDatum("confirm");
+	args[3] = PointerGetDatum(message_id);
+	ansrel = table_open(cscp_relation_oid("answer", false), AccessShareLock);
+	a = cscp_key_read(ansrel, "answer_pkey", 4, args, true);
+	if (a != NULL)
 	{
-		HeapTuple	a = SPI_tuptable->vals[0];
-		TupleDesc	adesc = SPI_tuptable->tupdesc;
+		TupleDesc	adesc = RelationGetDescr(ansrel);
 		MemoryContext old = MemoryContextSwitchTo(callerctx);
 
-		values[0] = datumCopy(SPI_getbinval(a, adesc, 1, &isnull), false, -1);
-		values[1] = SPI_getbinval(a, adesc, 2, &result_nulls[1]);
+		values[0] = datumCopy(col(a, adesc, "cscp.answer", "outcome", &isnull), false, -1);
+		values[1] = col(a, adesc, "cscp.answer", "command_id", &result_nulls[1]);
 		if (!result_nulls[1])
 			values[1] = datumCopy(values[1], false, UUID_LEN);
-		values[2] = SPI_getbinval(a, adesc, 3, &result_nulls[2]);
+		values[2] = col(a, adesc, "cscp.answer", "context_id", &result_nulls[2]);
 		if (!result_nulls[2])
 			values[2] = datumCopy(values[2], false, UUID_LEN);
 		MemoryContextSwitchTo(old);
+		table_close(ansrel, AccessShareLock);
 		SPI_finish();
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, result_nulls);
 		return (Datum) 0;
 	}
+	table_close(ansrel, AccessShareLock);
 
 	if (ctx != NULL)
 	{

@@ -30,6 +30,7 @@
 #include "cscp.h"
 
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
@@ -38,6 +39,9 @@
 #include "utils/builtins.h"
 #include "utils/numeric.h"
 #include "utils/timestamp.h"
+
+uint64		cscp_conversation_generation = 0;
+const CscpConversation *cscp_turn_conversation = NULL;
 
 /* True only while cscp_conversation_advance updates a conversation. */
 static bool internal_write = false;
@@ -319,6 +323,7 @@ cscp_conversation_lock(const char *tenant_id, const char *conversation_id,
 	desc = SPI_tuptable->tupdesc;
 
 	memset(conv, 0, sizeof(CscpConversation));
+	conv->generation = cscp_conversation_generation;
 	conv->tenant_id = MemoryContextStrdup(callerctx, tenant_id);
 	conv->conversation_id = MemoryContextStrdup(callerctx, conversation_id);
 	conv->agent_id = MemoryContextStrdup(callerctx, SPI_getvalue(tup, desc, 1));
@@ -408,6 +413,7 @@ cscp_conversation_advance(const CscpConversation *conv, int32 next_turn_index,
 		args[6] = TimestampTzGetDatum(now);
 	}
 
+	cscp_conversation_generation++;
 	internal_write = true;
 	PG_TRY();
 	{
@@ -456,14 +462,17 @@ closed_conversation(const CscpConversation *conv)
 
 /*
  * INSERT the turn t (the turn trigger does the rest); intent, when given,
- * makes it the closing turn.  Fills res from the row stored.
+ * makes it the closing turn.  locked, when given, is the conversation as the
+ * caller locked and read it, handed to the trigger so that it need not lock
+ * and read it again.  Fills res from the row stored.
  */
 static void
 insert_turn(const char *tenant_id, const char *conversation_id, CscpTurn *t,
-			CscpCloseIntent *intent, TurnResult *res)
+			const CscpConversation *locked, CscpCloseIntent *intent, TurnResult *res)
 {
 	static SPIPlanPtr plan = NULL;
 	MemoryContext callerctx = CurrentMemoryContext;
+	const CscpConversation *outer = cscp_turn_conversation;
 	Datum		args[8];
 	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	HeapTuple	tup;
@@ -497,6 +506,7 @@ insert_turn(const char *tenant_id, const char *conversation_id, CscpTurn *t,
 	args[7] = t->ts;
 
 	cscp_close_intent = intent;
+	cscp_turn_conversation = locked;
 	PG_TRY();
 	{
 		if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_INSERT_RETURNING ||
@@ -506,6 +516,7 @@ insert_turn(const char *tenant_id, const char *conversation_id, CscpTurn *t,
 	PG_FINALLY();
 	{
 		cscp_close_intent = NULL;
+		cscp_turn_conversation = outer;
 	}
 	PG_END_TRY();
 
@@ -530,43 +541,28 @@ static bool
 find_turn(const char *tenant_id, const char *conversation_id, const char *message_id,
 		  RecordedTurn *found)
 {
-	static SPIPlanPtr plan = NULL;
-	MemoryContext callerctx = CurrentMemoryContext;
-	Datum		args[3];
-	bool		isnull;
+	Datum		key[3];
+	Relation	rel;
+	HeapTuple	tup;
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (plan == NULL)
+	key[0] = CStringGetTextDatum(tenant_id);
+	key[1] = CStringGetTextDatum(conversation_id);
+	key[2] = CStringGetTextDatum(message_id);
+	rel = table_open(cscp_relation_oid("turn", false), AccessShareLock);
+	/* Fresh: a turn committed while we waited for the conversation's lock is seen. */
+	tup = cscp_key_read(rel, "turn_tenant_id_conversation_id_message_id_key", 3, key, true);
+	if (tup != NULL)
 	{
-		Oid			argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
+		TupleDesc	desc = RelationGetDescr(rel);
+		bool		isnull;
 
-		plan = SPI_prepare("SELECT t.turn_index, t.content_hash, t.event_id FROM cscp.turn t"
-						   " WHERE t.tenant_id = $1 AND t.conversation_id = $2"
-						   " AND t.message_id = $3", 3, argtypes);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
+		found->turn_index = DatumGetInt32(heap_getattr(tup, cscp_column(desc, "cscp.turn", "turn_index"),
+													   desc, &isnull));
+		found->content_hash = SPI_getvalue(tup, desc, cscp_column(desc, "cscp.turn", "content_hash"));
+		found->event_id = SPI_getvalue(tup, desc, cscp_column(desc, "cscp.turn", "event_id"));
 	}
-	args[0] = CStringGetTextDatum(tenant_id);
-	args[1] = CStringGetTextDatum(conversation_id);
-	args[2] = CStringGetTextDatum(message_id);
-	/* Not read-only: a fresh snapshot sees a turn committed while we waited for the lock. */
-	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up message \"%s\"", message_id);
-	if (SPI_processed == 1)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[0];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-
-		found->turn_index = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
-		found->content_hash = MemoryContextStrdup(callerctx, SPI_getvalue(tup, desc, 2));
-		found->event_id = MemoryContextStrdup(callerctx, SPI_getvalue(tup, desc, 3));
-		SPI_finish();
-		return true;
-	}
-	SPI_finish();
-	return false;
+	table_close(rel, AccessShareLock);
+	return tup != NULL;
 }
 
 /* The message id a turn is (or would be) recorded under, or NULL when not yet known. */
@@ -612,7 +608,7 @@ record_timeout(CscpConversation *conv, TimestampTz now, TurnResult *res)
 	t.sender = "cscp";
 	t.content = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(content.data)));
 	t.ts = epoch_ms(now);
-	insert_turn(conv->tenant_id, conv->conversation_id, &t, &intent, res);
+	insert_turn(conv->tenant_id, conv->conversation_id, &t, conv, &intent, res);
 	res->outcome = "timed_out";
 }
 
@@ -709,7 +705,7 @@ cscp_conversation_start(PG_FUNCTION_ARGS)
 
 	if (inserted)
 	{
-		insert_turn(tenant_s, conv_s, &t, NULL, &res);
+		insert_turn(tenant_s, conv_s, &t, NULL, NULL, &res);
 	}
 	else
 	{
@@ -826,7 +822,7 @@ cscp_exchange_turn(text *tenant, text *convid, Jsonb *turn, CscpTurnResult *res)
 		}
 	}
 
-	insert_turn(tenant_s, conv_s, &t, NULL, res);
+	insert_turn(tenant_s, conv_s, &t, &conv, NULL, res);
 	res->outcome = "exchanged";
 }
 
@@ -887,7 +883,7 @@ cscp_conversation_close(PG_FUNCTION_ARGS)
 	intent.conversation_id = conv_s;
 	intent.kind = CSCP_CLOSE_BY_TURN;
 	intent.outcome = PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3);
-	insert_turn(tenant_s, conv_s, &t, &intent, &res);
+	insert_turn(tenant_s, conv_s, &t, &conv, &intent, &res);
 	res.outcome = "closed";
 	return_row(fcinfo, &res, true);
 	return (Datum) 0;

@@ -285,6 +285,8 @@ extern void cscp_refuse_forgotten(const char *tenant_id, const char *kind, const
 extern Oid	cscp_relation_oid(const char *relname, bool missing_ok);
 extern SPIPlanPtr cscp_spi_plan(SPIPlanPtr *plan, const char *sql, int nargs,
 								const Oid *argtypes);
+extern HeapTuple cscp_key_read(Relation rel, const char *indexname, int nkeys,
+							   const Datum *keys, bool fresh);
 
 /* jsonschema.c */
 extern void cscp_jsonschema_check(Jsonb *schema);
@@ -323,7 +325,22 @@ typedef struct CscpConversation
 	int32		next_turn_index;
 	int32		next_event_seq;
 	char	   *close_reason;	/* NULL while open */
+	uint64		generation;		/* cscp_conversation_generation when read */
 } CscpConversation;
+
+/*
+ * Bumped by every cscp_conversation_advance in this backend: a
+ * CscpConversation read under the same generation is still the row.
+ */
+extern uint64 cscp_conversation_generation;
+
+/*
+ * Set by the API around the INSERT of a turn into a conversation it has
+ * locked and read; the turn trigger takes it in place of locking and
+ * reading the row again, once, when it names the turn's conversation and
+ * no advance came between.
+ */
+extern const CscpConversation *cscp_turn_conversation;
 
 extern bool cscp_conversation_lock(const char *tenant_id, const char *conversation_id,
 								   CscpConversation *conv);

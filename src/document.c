@@ -113,38 +113,23 @@ PG_FUNCTION_INFO_V1(cscp_doc_get);
  * absent or expired.
  *
  * The hottest read of all (a bot reads its session on every message), so
- * it reads the primary key directly, with the statement's snapshot, rather
- * than run a query.  What the query's row-level security would add is
- * already here: the key includes tenant_id, which cscp_check_tenant has
- * held to the session's cscp.tenant_id for every role the policy binds; and
- * the caller's SELECT privilege on the table is checked as a query would.
+ * it reads the primary key directly (cscp_key_read), with the statement's
+ * snapshot, rather than run a query.
  */
 Datum
 cscp_doc_get(PG_FUNCTION_ARGS)
 {
-	Oid			relid;
-	Relation	rel,
-				idx;
-	AclResult	acl;
-	ScanKeyData key[3];
-	SysScanDesc scan;
+	Datum		key[3];
+	Relation	rel;
 	HeapTuple	tup;
 	Jsonb	   *result = NULL;
 
 	doc_args(fcinfo);
-	relid = cscp_relation_oid("document", false);
-	acl = pg_class_aclcheck(relid, GetUserId(), ACL_SELECT);
-	if (acl != ACLCHECK_OK)
-		aclcheck_error(acl, OBJECT_TABLE, "document");
-
-	rel = table_open(relid, AccessShareLock);
-	idx = index_open(RelationGetPrimaryKeyIndex(rel), AccessShareLock);
 	for (int i = 0; i < 3; i++)
-		ScanKeyEntryInitialize(&key[i], 0, idx->rd_index->indkey.values[i], BTEqualStrategyNumber,
-							   InvalidOid, idx->rd_indcollation[i], F_TEXTEQ, PG_GETARG_DATUM(i));
-	scan = systable_beginscan_ordered(rel, idx, GetActiveSnapshot(), 3, key);
-	tup = systable_getnext_ordered(scan, ForwardScanDirection);
-	if (HeapTupleIsValid(tup))
+		key[i] = PG_GETARG_DATUM(i);
+	rel = table_open(cscp_relation_oid("document", false), AccessShareLock);
+	tup = cscp_key_read(rel, "document_pkey", 3, key, false);
+	if (tup != NULL)
 	{
 		TupleDesc	desc = RelationGetDescr(rel);
 		bool		isnull;
@@ -160,8 +145,6 @@ cscp_doc_get(PG_FUNCTION_ARGS)
 				result = DatumGetJsonbPCopy(payload);
 		}
 	}
-	systable_endscan_ordered(scan);
-	index_close(idx, AccessShareLock);
 	table_close(rel, AccessShareLock);
 	if (result == NULL)
 		PG_RETURN_NULL();

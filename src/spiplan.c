@@ -15,9 +15,19 @@
  */
 #include "cscp.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/stratnum.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 /*
  * The saved plan in *plan, prepared from sql the first time.  The caller is
@@ -103,4 +113,67 @@ cscp_relation_oid(const char *relname, bool missing_ok)
 			c->relid = relid;
 		return relid;
 	}
+}
+
+/*
+ * The row of rel whose unique index cscp.indexname holds the text key
+ * keys[0..nkeys-1] (its first nkeys columns, all text), copied into the
+ * current memory context; NULL when there is none.
+ *
+ * A read of one row without running a query, for the hot paths, where the
+ * executor's start and end would cost more than the read.  What a query's
+ * row-level security would add is already in the key: it begins with
+ * tenant_id, which every caller has held to the session's cscp.tenant_id
+ * (cscp_check_tenant) for every role the policy binds.  The caller's SELECT
+ * privilege on rel is checked as a query would.  rel is the caller's, open
+ * with at least AccessShareLock; so is RelationGetDescr(rel), which
+ * describes the row.
+ *
+ * fresh: read as a non-read-only SPI statement would, after a
+ * CommandCounterIncrement and with a new snapshot (in READ COMMITTED), so
+ * that a row committed while the caller waited for a lock is seen, and so
+ * are the caller's own earlier writes.  Otherwise with the active snapshot.
+ */
+HeapTuple
+cscp_key_read(Relation rel, const char *indexname, int nkeys, const Datum *keys, bool fresh)
+{
+	ScanKeyData key[INDEX_MAX_KEYS];
+	AclResult	acl;
+	Relation	idx;
+	Snapshot	snap;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	acl = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_SELECT);
+	if (acl != ACLCHECK_OK)
+		aclcheck_error(acl, OBJECT_TABLE, RelationGetRelationName(rel));
+
+	idx = index_open(cscp_relation_oid(indexname, false), AccessShareLock);
+	if (idx->rd_index->indrelid != RelationGetRelid(rel) || !idx->rd_index->indisunique ||
+		nkeys > IndexRelationGetNumberOfKeyAttributes(idx))
+		elog(ERROR, "cscp.%s is not a unique index of %d columns on %s", indexname, nkeys,
+			 RelationGetRelationName(rel));
+	for (int i = 0; i < nkeys; i++)
+	{
+		if (idx->rd_opcintype[i] != TEXTOID)
+			elog(ERROR, "column %d of index cscp.%s is not text", i + 1, indexname);
+		ScanKeyEntryInitialize(&key[i], 0, idx->rd_index->indkey.values[i], BTEqualStrategyNumber,
+							   InvalidOid, idx->rd_indcollation[i], F_TEXTEQ, keys[i]);
+	}
+
+	if (fresh)
+	{
+		CommandCounterIncrement();
+		snap = RegisterSnapshot(GetTransactionSnapshot());
+	}
+	else
+		snap = RegisterSnapshot(GetActiveSnapshot());
+	scan = systable_beginscan_ordered(rel, idx, snap, nkeys, key);
+	tup = systable_getnext_ordered(scan, ForwardScanDirection);
+	if (HeapTupleIsValid(tup))
+		tup = heap_copytuple(tup);
+	systable_endscan_ordered(scan);
+	UnregisterSnapshot(snap);
+	index_close(idx, AccessShareLock);
+	return tup;
 }

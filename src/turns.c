@@ -352,6 +352,7 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	char	   *sender = required_text(tuple, desc, cols.sender, "sender (the turn's \"from\")");
 	char	   *message_id;
 	CscpConversation conv;
+	const CscpConversation *handed;
 	CscpCloseKind close = CSCP_CLOSE_NONE;
 	Jsonb	   *outcome = NULL;
 	Jsonb	   *content;
@@ -392,7 +393,13 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	content = DatumGetJsonbP(d);
 	cscp_check_json_limits(content, "turn content");
 
-	if (!cscp_conversation_lock(tenant, convid, &conv))
+	/* The API's own read of the row it locked, when it is still the row; else lock and read. */
+	handed = cscp_turn_conversation;
+	cscp_turn_conversation = NULL;
+	if (handed != NULL && handed->generation == cscp_conversation_generation &&
+		strcmp(handed->tenant_id, tenant) == 0 && strcmp(handed->conversation_id, convid) == 0)
+		conv = *handed;
+	else if (!cscp_conversation_lock(tenant, convid, &conv))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("conversation \"%s\" does not exist", convid),
