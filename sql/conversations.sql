@@ -310,6 +310,27 @@ SELECT conversation_id, state FROM cscp.conversation WHERE tenant_id = 'cv' ORDE
 SELECT count(*) AS orphan_turns FROM cscp.turn t
  WHERE NOT EXISTS (SELECT 1 FROM cscp.conversation c WHERE c.tenant_id = t.tenant_id AND c.conversation_id = t.conversation_id);
 
+-- 13. A user's trigger on cscp.turn that records another turn of the same conversation before
+-- the one being inserted: that turn takes the next index, and the outer one the index after it
+-- (the turn trigger does not reuse the conversation as the API read it before the inner turn).
+SELECT * FROM cscp.conversation_start('cv', 'nest', 'supervisor',
+    '{"from": "supervisor", "role": "agent", "content": 0, "ts": 0}');
+CREATE FUNCTION nest_first() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM cscp.conversation_exchange('cv', 'nest',
+        '{"from": "echo", "role": "user", "content": "inner", "ts": 1}');
+    RETURN NEW;
+END $$;
+CREATE TRIGGER a_nest_first BEFORE INSERT ON cscp.turn
+    FOR EACH ROW WHEN (NEW.sender = 'maria' AND NEW.conversation_id = 'nest') EXECUTE FUNCTION nest_first();
+SELECT outcome, turn_index FROM cscp.conversation_exchange('cv', 'nest',
+    '{"from": "maria", "role": "user", "content": "outer", "ts": 2}');
+DROP TRIGGER a_nest_first ON cscp.turn;
+DROP FUNCTION nest_first();
+SELECT turn_index, sender, content FROM cscp.turn WHERE tenant_id = 'cv' AND conversation_id = 'nest' ORDER BY 1;
+SELECT next_turn_index, next_event_seq FROM cscp.conversation WHERE tenant_id = 'cv' AND conversation_id = 'nest';
+SELECT count(*) AS problems FROM cscp.check_invariants('cv');
+
 -- Leave nothing for the suites after this one.
 DELETE FROM cscp.turn WHERE tenant_id = 'cv';
 DELETE FROM cscp.event WHERE tenant_id = 'cv';
