@@ -11,18 +11,12 @@
  */
 #include "cscp.h"
 
-#include "access/genam.h"
 #include "access/htup_details.h"
-#include "access/stratnum.h"
 #include "access/table.h"
 #include "catalog/pg_type.h"
-#include "miscadmin.h"
-#include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/snapmgr.h"
 #include "utils/datum.h"
 #include "utils/timestamp.h"
 
