@@ -395,6 +395,41 @@ SELECT * FROM cmd_rows('ap-two');
 SELECT * FROM ctx_rows('ap-two');
 
 ------------------------------------------------------------------------------------------------
+-- command_transition to authorized releases the pending question that names the command, as
+-- approve does.  An approval asked for and granted through command_transition itself: the
+-- pending_approval slot is cleared and the context is active again.
+SET cscp.clock = '2026-05-02 15:00:00+00';
+SELECT approval_pending('ct-ap', 'ct-ap-1') AS cmd \gset
+SELECT * FROM ctx_rows('ct-ap');
+SELECT accepted, state FROM cscp.command_transition(:'cmd', 'authorized', 'approved_by_policy');
+SELECT * FROM ctx_rows('ct-ap');
+-- No approval asked for (authz_pending with policy_check), but the context holds a
+-- pending_approval naming the command, written by hand: authorized releases it too.
+SELECT context_id AS ctx FROM cscp.context_open('t', 'ct-hand', 'actor') \gset
+SELECT command_id AS cmd FROM cscp.command_submit('t', 'ct-hand', 'actor', 'ct-hand-1', 'lookup', false,
+                                                  '{m-ct-hand-1}') \gset
+SELECT accepted FROM cscp.command_transition(:'cmd', 'authz_pending', 'policy_check');
+SELECT status FROM cscp.slot_set(:'ctx', 'pending_approval',
+                                 jsonb_build_object('command_id', :'cmd', 'approver_id', 'mgr-1',
+                                                    'expires_at', '2026-05-02 16:00:00+00'));
+SELECT * FROM ctx_rows('ct-hand');
+SELECT accepted, state FROM cscp.command_transition(:'cmd', 'authorized', 'policy_ok');
+SELECT * FROM ctx_rows('ct-hand');
+-- A pending question naming another command stays, and the context is not written at all.
+SELECT command_id AS cmd FROM cscp.command_submit('t', 'ct-hand', 'actor', 'ct-hand-2', 'lookup', false,
+                                                  '{m-ct-hand-2}') \gset
+SELECT accepted FROM cscp.command_transition(:'cmd', 'authz_pending', 'policy_check');
+SELECT status FROM cscp.slot_set(:'ctx', 'pending_approval',
+                                 '{"command_id": "5b0c4a6e-8f7a-4c1e-9d2b-3e4f5a6b7c8d", "approver_id": "mgr-1",
+                                   "expires_at": "2026-05-02 16:00:00+00"}');
+SELECT version AS v FROM cscp.context WHERE context_id = :'ctx' \gset
+SELECT accepted, state FROM cscp.command_transition(:'cmd', 'authorized', 'policy_ok');
+SELECT * FROM ctx_rows('ct-hand');
+SELECT version = :v AS context_unchanged FROM cscp.context WHERE context_id = :'ctx';
+SELECT status FROM cscp.slot_set(:'ctx', 'pending_approval', 'null');
+SELECT * FROM ev_rows('ct-hand') WHERE from_to LIKE '%->authorized';
+
+------------------------------------------------------------------------------------------------
 -- Nothing above is still waiting.
 SELECT count(*) AS still_pending FROM cscp.command WHERE tenant_id = 't' AND state IN ('confirmation_required', 'authz_pending');
 

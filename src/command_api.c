@@ -333,6 +333,91 @@ no_command(Datum command_id)
 			 errhint("Check the id, and that cscp.tenant_id names the command's tenant.")));
 }
 
+/*
+ * Whether the step of command command_id to authorized can do without its
+ * context's row lock: yes when the command waits in authz_pending with no
+ * approval window (no approval was asked for), and its context's slots
+ * name it in no pending question, so that there is nothing to release.
+ *
+ * Both are read without locks.  The lifecycle has no way back into
+ * authz_pending, so no later version of the command can come to wait for
+ * an approval: from every later state, authorized is refused.  A question
+ * naming the command that is written into the context after the read is
+ * ordered after the whole step, as if the step had committed first.  The
+ * command is found through command_id_idx, which can hold one id for
+ * several tenants (row-level security is not applied to this read); every
+ * row found must qualify, and none found means no.
+ */
+static bool
+authorize_alone(Datum command_id)
+{
+	Relation	cmdrel = table_open(cscp_relation_oid("command", false), AccessShareLock);
+	TupleDesc	cmddesc = RelationGetDescr(cmdrel);
+	List	   *rows = cscp_key_rows(cmdrel, "command_id_idx", 1, &command_id, false);
+	int			statecol = cscp_column(cmddesc, "cscp.command", "state");
+	int			windowcol = cscp_column(cmddesc, "cscp.command", "window_expires_at");
+	int			tenantcol = cscp_column(cmddesc, "cscp.command", "tenant_id");
+	int			contextcol = cscp_column(cmddesc, "cscp.command", "context_id");
+	Relation	ctxrel = NULL;
+	char	   *id = NULL;
+	bool		alone = rows != NIL;
+	ListCell   *lc;
+
+	foreach(lc, rows)
+	{
+		HeapTuple	cmd = (HeapTuple) lfirst(lc);
+		bool		isnull;
+		Datum		state = heap_getattr(cmd, statecol, cmddesc, &isnull);
+		Datum		key[2];
+		HeapTuple	ctx;
+
+		if (isnull ||
+			cscp_command_state_of(TupleDescAttr(cmddesc, statecol - 1)->atttypid, state) != CMD_AUTHZ_PENDING)
+		{
+			alone = false;
+			break;
+		}
+		(void) heap_getattr(cmd, windowcol, cmddesc, &isnull);
+		if (!isnull)
+		{
+			alone = false;
+			break;
+		}
+		key[0] = heap_getattr(cmd, tenantcol, cmddesc, &isnull);
+		key[1] = heap_getattr(cmd, contextcol, cmddesc, &isnull);
+		if (isnull)
+			continue;
+		if (ctxrel == NULL)
+		{
+			ctxrel = table_open(cscp_relation_oid("context", false), AccessShareLock);
+			id = DatumGetCString(DirectFunctionCall1(uuid_out, command_id));
+		}
+		ctx = cscp_key_read(ctxrel, "context_pkey", 2, key, false);
+		if (ctx != NULL)
+		{
+			TupleDesc	ctxdesc = RelationGetDescr(ctxrel);
+			Datum		slots = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "slots"),
+											 ctxdesc, &isnull);
+
+			if (!isnull)
+			{
+				Jsonb	   *j = DatumGetJsonbP(slots);
+
+				if (slot_names_command(j, "pending_confirmation", id) ||
+					slot_names_command(j, "pending_approval", id))
+				{
+					alone = false;
+					break;
+				}
+			}
+		}
+	}
+	if (ctxrel != NULL)
+		table_close(ctxrel, AccessShareLock);
+	table_close(cmdrel, AccessShareLock);
+	return alone;
+}
+
 PG_FUNCTION_INFO_V1(cscp_command_transition);
 
 /*
@@ -404,12 +489,14 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 	 * question (pending_confirmation or pending_approval) its context holds.
 	 * Context before command is the order every caller keeps (cscp.confirm
 	 * and cscp.approve too); the other steps never touch the context, so
-	 * they lock the command alone.
+	 * they lock the command alone, and so does the step to authorized when
+	 * it has nothing to release (authorize_alone).
 	 */
 	approval = to == CMD_AUTHZ_PENDING && reason_code != NULL &&
 		strcmp(reason_code, "approval_required") == 0;
 	args[0] = PG_GETARG_DATUM(0);
-	if (approval || to == CMD_CONFIRMED || to == CMD_AUTHORIZED ||
+	if (approval || to == CMD_CONFIRMED ||
+		(to == CMD_AUTHORIZED && !authorize_alone(args[0])) ||
 		to == CMD_REJECTED || to == CMD_CANCELED)
 	{
 		cscp_spi_plan(&context_plan,

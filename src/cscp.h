@@ -287,6 +287,8 @@ extern SPIPlanPtr cscp_spi_plan(SPIPlanPtr *plan, const char *sql, int nargs,
 								const Oid *argtypes);
 extern HeapTuple cscp_key_read(Relation rel, const char *indexname, int nkeys,
 							   const Datum *keys, bool fresh);
+extern List *cscp_key_rows(Relation rel, const char *indexname, int nkeys,
+						   const Datum *keys, bool fresh);
 
 /* jsonschema.c */
 extern void cscp_jsonschema_check(Jsonb *schema);

@@ -116,26 +116,28 @@ cscp_relation_oid(const char *relname, bool missing_ok)
 }
 
 /*
- * The row of rel whose unique index cscp.indexname holds the text key
- * keys[0..nkeys-1] (its first nkeys columns, all text), copied into the
- * current memory context; NULL when there is none.
+ * Reads by key without a query, for the hot paths, where the executor's
+ * start and end would cost more than the read.
  *
- * A read of one row without running a query, for the hot paths, where the
- * executor's start and end would cost more than the read.  What a query's
- * row-level security would add is already in the key: it begins with
+ * The rows of rel whose index cscp.indexname holds the key
+ * keys[0..nkeys-1] (its first nkeys columns, each text or uuid), copied
+ * into the current memory context.  What a query's row-level security
+ * would add is up to the caller: cscp_key_read's keys begin with
  * tenant_id, which every caller has held to the session's cscp.tenant_id
- * (cscp_check_tenant) for every role the policy binds.  The caller's SELECT
- * privilege on rel is checked as a query would.  rel is the caller's, open
- * with at least AccessShareLock; so is RelationGetDescr(rel), which
- * describes the row.
+ * (cscp_check_tenant) for every role the policy binds; cscp_key_rows may
+ * return other tenants' rows, which its callers use only to choose their
+ * own course, never show.  The caller's SELECT privilege on rel is checked
+ * as a query would.  rel is the caller's, open with at least
+ * AccessShareLock; so is RelationGetDescr(rel), which describes the rows.
  *
  * fresh: read as a non-read-only SPI statement would, after a
  * CommandCounterIncrement and with a new snapshot (in READ COMMITTED), so
  * that a row committed while the caller waited for a lock is seen, and so
  * are the caller's own earlier writes.  Otherwise with the active snapshot.
  */
-HeapTuple
-cscp_key_read(Relation rel, const char *indexname, int nkeys, const Datum *keys, bool fresh)
+static List *
+key_rows(Relation rel, const char *indexname, int nkeys, const Datum *keys, bool fresh,
+		 bool unique)
 {
 	ScanKeyData key[INDEX_MAX_KEYS];
 	AclResult	acl;
@@ -143,22 +145,35 @@ cscp_key_read(Relation rel, const char *indexname, int nkeys, const Datum *keys,
 	Snapshot	snap;
 	SysScanDesc scan;
 	HeapTuple	tup;
+	List	   *rows = NIL;
 
 	acl = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_SELECT);
 	if (acl != ACLCHECK_OK)
 		aclcheck_error(acl, OBJECT_TABLE, RelationGetRelationName(rel));
 
 	idx = index_open(cscp_relation_oid(indexname, false), AccessShareLock);
-	if (idx->rd_index->indrelid != RelationGetRelid(rel) || !idx->rd_index->indisunique ||
+	if (idx->rd_index->indrelid != RelationGetRelid(rel) ||
+		(unique && !idx->rd_index->indisunique) ||
 		nkeys > IndexRelationGetNumberOfKeyAttributes(idx))
-		elog(ERROR, "cscp.%s is not a unique index of %d columns on %s", indexname, nkeys,
-			 RelationGetRelationName(rel));
+		elog(ERROR, "cscp.%s is not a%s index of %d columns on %s", indexname,
+			 unique ? " unique" : "n", nkeys, RelationGetRelationName(rel));
 	for (int i = 0; i < nkeys; i++)
 	{
-		if (idx->rd_opcintype[i] != TEXTOID)
-			elog(ERROR, "column %d of index cscp.%s is not text", i + 1, indexname);
+		RegProcedure eq;
+
+		switch (idx->rd_opcintype[i])
+		{
+			case TEXTOID:
+				eq = F_TEXTEQ;
+				break;
+			case UUIDOID:
+				eq = F_UUID_EQ;
+				break;
+			default:
+				elog(ERROR, "column %d of index cscp.%s is neither text nor uuid", i + 1, indexname);
+		}
 		ScanKeyEntryInitialize(&key[i], 0, idx->rd_index->indkey.values[i], BTEqualStrategyNumber,
-							   InvalidOid, idx->rd_indcollation[i], F_TEXTEQ, keys[i]);
+							   InvalidOid, idx->rd_indcollation[i], eq, keys[i]);
 	}
 
 	if (fresh)
@@ -169,11 +184,30 @@ cscp_key_read(Relation rel, const char *indexname, int nkeys, const Datum *keys,
 	else
 		snap = RegisterSnapshot(GetActiveSnapshot());
 	scan = systable_beginscan_ordered(rel, idx, snap, nkeys, key);
-	tup = systable_getnext_ordered(scan, ForwardScanDirection);
-	if (HeapTupleIsValid(tup))
-		tup = heap_copytuple(tup);
+	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
+	{
+		rows = lappend(rows, heap_copytuple(tup));
+		if (unique)
+			break;
+	}
 	systable_endscan_ordered(scan);
 	UnregisterSnapshot(snap);
 	index_close(idx, AccessShareLock);
-	return tup;
+	return rows;
+}
+
+/* The row of rel whose unique index cscp.indexname holds the key; NULL when there is none. */
+HeapTuple
+cscp_key_read(Relation rel, const char *indexname, int nkeys, const Datum *keys, bool fresh)
+{
+	List	   *rows = key_rows(rel, indexname, nkeys, keys, fresh, true);
+
+	return rows == NIL ? NULL : (HeapTuple) linitial(rows);
+}
+
+/* Every row of rel whose index cscp.indexname (unique or not) holds the key. */
+List *
+cscp_key_rows(Relation rel, const char *indexname, int nkeys, const Datum *keys, bool fresh)
+{
+	return key_rows(rel, indexname, nkeys, keys, fresh, false);
 }
