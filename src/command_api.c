@@ -345,8 +345,8 @@ no_command(Datum command_id)
  * naming the command that is written into the context after the read is
  * ordered after the whole step, as if the step had committed first.  The
  * command is found through command_id_idx, which can hold one id for
- * several tenants (row-level security is not applied to this read); every
- * row found must qualify, and none found means no.
+ * several tenants (seen together by a role row-level security does not
+ * bind); every row found must qualify, and none found means no.
  */
 static bool
 authorize_alone(Datum command_id)
@@ -972,32 +972,56 @@ cscp_key_lock(text *tenant, const char *key, int keylen)
 bool
 cscp_context_for(text *tenant, text *conversation, text *actor, HeapTuple *ctx, TupleDesc *desc)
 {
-	static SPIPlanPtr live_plan = NULL;
 	static SPIPlanPtr plan = NULL;
 	static const Oid argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
 	Datum		args[3] = {PointerGetDatum(tenant), PointerGetDatum(conversation),
 	PointerGetDatum(actor)};
 	SPITupleTable *tt;
+	Relation	liverel;
+	HeapTuple	live;
 
 	/*
 	 * The live context first, through cscp.context_live, which holds at most
-	 * one (no sort, no limit); a row that stopped being live while we waited
-	 * for its lock is not returned.  Only without one, the latest of all.
+	 * one; both read by key, without a query.  A row that stopped being
+	 * live while we waited for its lock is not taken.  Only without one,
+	 * the latest of all.
 	 */
-	cscp_spi_plan(&live_plan,
-				  "SELECT * FROM cscp.context x"
-				  " WHERE x.tenant_id = $1"
-				  "   AND x.context_id = " CSCP_LIVE_CONTEXT_ID
-				  "   AND x.status IN ('active', 'pending', 'blocked')"
-				  " FOR UPDATE",
-				  3, argtypes);
-	tt = run(live_plan, args, NULL, false, SPI_OK_SELECT);
-	if (SPI_processed == 1)
+	liverel = table_open(cscp_relation_oid("context_live", false), AccessShareLock);
+	live = cscp_key_read(liverel, "context_live_key", 3, args, true);
+	if (live != NULL)
 	{
-		*ctx = tt->vals[0];
-		*desc = tt->tupdesc;
-		return true;
+		bool		isnull;
+		Datum		key[2];
+		Relation	ctxrel;
+		HeapTuple	row;
+
+		key[0] = PointerGetDatum(tenant);
+		key[1] = heap_getattr(live, cscp_column(RelationGetDescr(liverel), "cscp.context_live",
+												"context_id"),
+							  RelationGetDescr(liverel), &isnull);
+		ctxrel = table_open(cscp_relation_oid("context", false), RowShareLock);
+		row = isnull ? NULL : cscp_key_lock_row(ctxrel, "context_pkey", 2, key);
+		if (row != NULL)
+		{
+			TupleDesc	rowdesc = RelationGetDescr(ctxrel);
+			Datum		status = heap_getattr(row, cscp_column(rowdesc, "cscp.context", "status"),
+											  rowdesc, &isnull);
+			char	   *label = DatumGetCString(DirectFunctionCall1(enum_out, status));
+
+			if (strcmp(label, "active") == 0 || strcmp(label, "pending") == 0 ||
+				strcmp(label, "blocked") == 0)
+			{
+				*ctx = row;
+				*desc = CreateTupleDescCopy(rowdesc);
+				table_close(ctxrel, NoLock);
+				table_close(liverel, AccessShareLock);
+				return true;
+			}
+		}
+		table_close(ctxrel, NoLock);
 	}
+	table_close(liverel, AccessShareLock);
+
 	cscp_spi_plan(&plan,
 				  "SELECT * FROM cscp.context x"
 				  " WHERE x.tenant_id = $1 AND x.conversation_id = $2 AND x.actor_id = $3"

@@ -168,10 +168,9 @@ PG_FUNCTION_INFO_V1(cscp_confirm);
 Datum
 cscp_confirm(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr command_plan = NULL;
 	static SPIPlanPtr last_plan = NULL;
-	static SPIPlanPtr record_plan = NULL;
 	static const Oid command_types[2] = {TEXTOID, UUIDOID};
+	static SPIPlanPtr record_plan = NULL;
 	static const Oid record_types[7] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, UUIDOID,
 	UUIDOID};
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
@@ -268,18 +267,14 @@ cscp_confirm(PG_FUNCTION_ARGS)
 
 		if (id != NULL)
 		{
+			Relation	cmdrel = table_open(cscp_relation_oid("command", false), RowShareLock);
+
 			args[0] = col(ctx, ctxdesc, "cscp.context", "tenant_id", &isnull);
 			args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(id));
-			cscp_spi_plan(&command_plan,
-						  "SELECT * FROM cscp.command x"
-						  " WHERE x.tenant_id = $1 AND x.command_id = $2 FOR UPDATE",
-						  2, command_types);
-			run(command_plan, args, NULL, SPI_OK_SELECT);
-			if (SPI_processed == 1)
-			{
-				cmd = SPI_tuptable->vals[0];
-				cmddesc = SPI_tuptable->tupdesc;
-			}
+			cmd = cscp_key_lock_row(cmdrel, "command_pkey", 2, args);
+			if (cmd != NULL)
+				cmddesc = CreateTupleDescCopy(RelationGetDescr(cmdrel));
+			table_close(cmdrel, NoLock);
 		}
 	}
 

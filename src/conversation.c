@@ -278,79 +278,66 @@ cscp_conversation_guard(PG_FUNCTION_ARGS)
 }
 
 /*
- * Lock the conversation row FOR UPDATE with the caller's rights (so
- * row-level security applies) and read it into *conv, allocated in the
+ * Lock the conversation row FOR UPDATE with the caller's rights (a key
+ * read, cscp_key_lock_row) and read it into *conv, allocated in the
  * caller's memory context.  False when there is no such conversation.
  */
 bool
 cscp_conversation_lock(const char *tenant_id, const char *conversation_id,
 					   CscpConversation *conv)
 {
-	static SPIPlanPtr plan = NULL;
-	MemoryContext callerctx = CurrentMemoryContext;
-	Datum		args[2];
-	HeapTuple	tup;
+	Relation	rel;
 	TupleDesc	desc;
+	HeapTuple	tup;
+	Datum		keys[2];
 	bool		isnull;
 	Datum		d;
+	char	   *state;
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (plan == NULL)
+	keys[0] = CStringGetTextDatum(tenant_id);
+	keys[1] = CStringGetTextDatum(conversation_id);
+	rel = table_open(cscp_relation_oid("conversation", false), RowShareLock);
+	desc = RelationGetDescr(rel);
+	tup = cscp_key_lock_row(rel, "conversation_pkey", 2, keys);
+	if (tup == NULL)
 	{
-		Oid			argtypes[2] = {TEXTOID, TEXTOID};
-
-		plan = SPI_prepare("SELECT c.agent_id, c.state = 'closed', c.schema, c.timeout_ms,"
-						   " c.deadline, c.causation_id, c.next_turn_index, c.next_event_seq,"
-						   " c.close_reason"
-						   " FROM cscp.conversation c"
-						   " WHERE c.tenant_id = $1 AND c.conversation_id = $2 FOR UPDATE",
-						   2, argtypes);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-	}
-	args[0] = CStringGetTextDatum(tenant_id);
-	args[1] = CStringGetTextDatum(conversation_id);
-	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not lock conversation \"%s\"", conversation_id);
-	if (SPI_processed != 1)
-	{
-		SPI_finish();
+		table_close(rel, NoLock);
 		return false;
 	}
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
 
 	memset(conv, 0, sizeof(CscpConversation));
 	conv->generation = cscp_conversation_generation;
-	conv->tenant_id = MemoryContextStrdup(callerctx, tenant_id);
-	conv->conversation_id = MemoryContextStrdup(callerctx, conversation_id);
-	conv->agent_id = MemoryContextStrdup(callerctx, SPI_getvalue(tup, desc, 1));
-	conv->closed = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
-	d = SPI_getbinval(tup, desc, 3, &isnull);
+	conv->tenant_id = pstrdup(tenant_id);
+	conv->conversation_id = pstrdup(conversation_id);
+	conv->agent_id = TextDatumGetCString(heap_getattr(tup, cscp_column(desc, "cscp.conversation", "agent_id"),
+													  desc, &isnull));
+	state = SPI_getvalue(tup, desc, cscp_column(desc, "cscp.conversation", "state"));
+	conv->closed = state != NULL && strcmp(state, "closed") == 0;
+	d = heap_getattr(tup, cscp_column(desc, "cscp.conversation", "schema"), desc, &isnull);
 	if (!isnull)
-	{
-		MemoryContext old = MemoryContextSwitchTo(callerctx);
-
 		conv->schema = DatumGetJsonbPCopy(d);
-		MemoryContextSwitchTo(old);
-	}
-	d = SPI_getbinval(tup, desc, 4, &isnull);
+	d = heap_getattr(tup, cscp_column(desc, "cscp.conversation", "timeout_ms"), desc, &isnull);
 	if (!isnull)
 	{
 		conv->timeout_ms = DatumGetInt64(d);
-		conv->deadline = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
+		conv->deadline = DatumGetTimestampTz(heap_getattr(tup, cscp_column(desc, "cscp.conversation",
+																		   "deadline"),
+														  desc, &isnull));
 	}
-	d = SPI_getbinval(tup, desc, 6, &isnull);
+	d = heap_getattr(tup, cscp_column(desc, "cscp.conversation", "causation_id"), desc, &isnull);
 	if (!isnull)
-		conv->causation_id = MemoryContextStrdup(callerctx, TextDatumGetCString(d));
-	conv->next_turn_index = DatumGetInt32(SPI_getbinval(tup, desc, 7, &isnull));
-	conv->next_event_seq = DatumGetInt32(SPI_getbinval(tup, desc, 8, &isnull));
-	d = SPI_getbinval(tup, desc, 9, &isnull);
+		conv->causation_id = TextDatumGetCString(d);
+	conv->next_turn_index = DatumGetInt32(heap_getattr(tup, cscp_column(desc, "cscp.conversation",
+																		"next_turn_index"),
+													   desc, &isnull));
+	conv->next_event_seq = DatumGetInt32(heap_getattr(tup, cscp_column(desc, "cscp.conversation",
+																	   "next_event_seq"),
+													  desc, &isnull));
+	d = heap_getattr(tup, cscp_column(desc, "cscp.conversation", "close_reason"), desc, &isnull);
 	if (!isnull)
-		conv->close_reason = MemoryContextStrdup(callerctx, TextDatumGetCString(d));
-	SPI_finish();
+		conv->close_reason = TextDatumGetCString(d);
+	heap_freetuple(tup);
+	table_close(rel, NoLock);
 	return true;
 }
 

@@ -289,6 +289,8 @@ extern HeapTuple cscp_key_read(Relation rel, const char *indexname, int nkeys,
 							   const Datum *keys, bool fresh);
 extern List *cscp_key_rows(Relation rel, const char *indexname, int nkeys,
 						   const Datum *keys, bool fresh);
+extern HeapTuple cscp_key_lock_row(Relation rel, const char *indexname, int nkeys,
+								   const Datum *keys);
 
 /* jsonschema.c */
 extern void cscp_jsonschema_check(Jsonb *schema);

@@ -18,11 +18,15 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/stratnum.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/rls.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -121,13 +125,11 @@ cscp_relation_oid(const char *relname, bool missing_ok)
  *
  * The rows of rel whose index cscp.indexname holds the key
  * keys[0..nkeys-1] (its first nkeys columns, each text or uuid), copied
- * into the current memory context.  What a query's row-level security
- * would add is up to the caller: cscp_key_read's keys begin with
- * tenant_id, which every caller has held to the session's cscp.tenant_id
- * (cscp_check_tenant) for every role the policy binds; cscp_key_rows may
- * return other tenants' rows, which its callers use only to choose their
- * own course, never show.  The caller's SELECT privilege on rel is checked
- * as a query would.  rel is the caller's, open with at least
+ * into the current memory context.  The caller's SELECT privilege on rel
+ * is checked as a query would, and row-level security applied: where it
+ * binds the caller, only rows whose tenant_id is the session's
+ * cscp.tenant_id are returned, which is every policy of cscp's tables
+ * (security.sql).  rel is the caller's, open with at least
  * AccessShareLock; so is RelationGetDescr(rel), which describes the rows.
  *
  * fresh: read as a non-read-only SPI statement would, after a
@@ -136,20 +138,27 @@ cscp_relation_oid(const char *relname, bool missing_ok)
  * are the caller's own earlier writes.  Otherwise with the active snapshot.
  */
 static List *
-key_rows(Relation rel, const char *indexname, int nkeys, const Datum *keys, bool fresh,
+key_rows(Relation rel, const char *indexname, int nkeys, const Datum *keys, Snapshot snap,
 		 bool unique)
 {
 	ScanKeyData key[INDEX_MAX_KEYS];
 	AclResult	acl;
 	Relation	idx;
-	Snapshot	snap;
 	SysScanDesc scan;
 	HeapTuple	tup;
 	List	   *rows = NIL;
+	int			tenantcol = 0;
 
 	acl = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_SELECT);
 	if (acl != ACLCHECK_OK)
 		aclcheck_error(acl, OBJECT_TABLE, RelationGetRelationName(rel));
+	if (check_enable_rls(RelationGetRelid(rel), InvalidOid, true) == RLS_ENABLED)
+	{
+		/* tenant_id = current_setting('cscp.tenant_id', true): none without one */
+		if (cscp_tenant_setting == NULL || cscp_tenant_setting[0] == '\0')
+			return NIL;
+		tenantcol = cscp_column(RelationGetDescr(rel), RelationGetRelationName(rel), "tenant_id");
+	}
 
 	idx = index_open(cscp_relation_oid(indexname, false), AccessShareLock);
 	if (idx->rd_index->indrelid != RelationGetRelid(rel) ||
@@ -176,32 +185,46 @@ key_rows(Relation rel, const char *indexname, int nkeys, const Datum *keys, bool
 							   InvalidOid, idx->rd_indcollation[i], eq, keys[i]);
 	}
 
-	if (fresh)
-	{
-		CommandCounterIncrement();
-		snap = RegisterSnapshot(GetTransactionSnapshot());
-	}
-	else
-		snap = RegisterSnapshot(GetActiveSnapshot());
 	scan = systable_beginscan_ordered(rel, idx, snap, nkeys, key);
 	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
 	{
+		if (tenantcol != 0)
+		{
+			bool		isnull;
+			Datum		t = heap_getattr(tup, tenantcol, RelationGetDescr(rel), &isnull);
+
+			if (isnull || strcmp(TextDatumGetCString(t), cscp_tenant_setting) != 0)
+				continue;
+		}
 		rows = lappend(rows, heap_copytuple(tup));
 		if (unique)
 			break;
 	}
 	systable_endscan_ordered(scan);
-	UnregisterSnapshot(snap);
 	index_close(idx, AccessShareLock);
 	return rows;
+}
+
+/* The snapshot a key read uses (see above), registered. */
+static Snapshot
+key_snapshot(bool fresh)
+{
+	if (fresh)
+	{
+		CommandCounterIncrement();
+		return RegisterSnapshot(GetTransactionSnapshot());
+	}
+	return RegisterSnapshot(GetActiveSnapshot());
 }
 
 /* The row of rel whose unique index cscp.indexname holds the key; NULL when there is none. */
 HeapTuple
 cscp_key_read(Relation rel, const char *indexname, int nkeys, const Datum *keys, bool fresh)
 {
-	List	   *rows = key_rows(rel, indexname, nkeys, keys, fresh, true);
+	Snapshot	snap = key_snapshot(fresh);
+	List	   *rows = key_rows(rel, indexname, nkeys, keys, snap, true);
 
+	UnregisterSnapshot(snap);
 	return rows == NIL ? NULL : (HeapTuple) linitial(rows);
 }
 
@@ -209,5 +232,78 @@ cscp_key_read(Relation rel, const char *indexname, int nkeys, const Datum *keys,
 List *
 cscp_key_rows(Relation rel, const char *indexname, int nkeys, const Datum *keys, bool fresh)
 {
-	return key_rows(rel, indexname, nkeys, keys, fresh, false);
+	Snapshot	snap = key_snapshot(fresh);
+	List	   *rows = key_rows(rel, indexname, nkeys, keys, snap, false);
+
+	UnregisterSnapshot(snap);
+	return rows;
+}
+
+/*
+ * The row of rel whose unique index cscp.indexname holds the key, locked
+ * FOR UPDATE as SELECT ... FOR UPDATE would lock it, and read as
+ * cscp_key_read does with fresh; NULL when there is none, or when it was
+ * deleted while we waited for its lock.  The caller's UPDATE privilege is
+ * checked too, as FOR UPDATE asks.
+ *
+ * As in a query: in READ COMMITTED, a row that a transaction we waited
+ * for updated is locked and returned in its latest version, which the
+ * caller judges again (its key never changes; the rest may have), as the
+ * query's recheck would; under REPEATABLE READ or SERIALIZABLE, such an
+ * update is a serialization failure.
+ */
+HeapTuple
+cscp_key_lock_row(Relation rel, const char *indexname, int nkeys, const Datum *keys)
+{
+	AclResult	acl;
+	Snapshot	snap;
+	List	   *rows;
+	ItemPointerData tid;
+	TupleTableSlot *slot;
+	TM_FailureData tmfd;
+	TM_Result	res;
+	int			flags = TUPLE_LOCK_FLAG_LOCK_UPDATE_IN_PROGRESS;
+	HeapTuple	tup = NULL;
+
+	acl = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_UPDATE);
+	if (acl != ACLCHECK_OK)
+		aclcheck_error(acl, OBJECT_TABLE, RelationGetRelationName(rel));
+
+	snap = key_snapshot(true);
+	rows = key_rows(rel, indexname, nkeys, keys, snap, true);
+	if (rows == NIL)
+	{
+		UnregisterSnapshot(snap);
+		return NULL;
+	}
+	tid = ((HeapTuple) linitial(rows))->t_self;
+
+	if (!IsolationUsesXactSnapshot())
+		flags |= TUPLE_LOCK_FLAG_FIND_LAST_VERSION;
+	slot = table_slot_create(rel, NULL);
+	res = table_tuple_lock(rel, &tid, snap, slot, GetCurrentCommandId(true), LockTupleExclusive,
+						   LockWaitBlock, flags, &tmfd);
+	switch (res)
+	{
+		case TM_Ok:
+			tup = ExecCopySlotHeapTuple(slot);
+			break;
+		case TM_SelfModified:
+			/* changed by the current command: not returned, as in a query */
+			break;
+		case TM_Updated:
+		case TM_Deleted:
+			if (IsolationUsesXactSnapshot())
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not serialize access due to concurrent update")));
+			if (res == TM_Updated)
+				elog(ERROR, "unexpected table_tuple_lock status: %u", res);
+			break;				/* deleted: none */
+		default:
+			elog(ERROR, "unexpected table_tuple_lock status: %u", res);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	UnregisterSnapshot(snap);
+	return tup;
 }

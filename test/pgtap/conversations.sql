@@ -9,9 +9,10 @@ CREATE ROLE tap_conv;
 SELECT cscp.grant_app('tap_conv');
 SET cscp.clock = '2026-09-01 10:00:00+00';
 
--- Another tenant's conversation, made by the superuser.
+-- Another tenant's conversation, made by the superuser, with a timeout of one second: past its
+-- deadline by the time the timeout helper is tried on it below.
 SELECT cscp.conversation_start('globex', 'g-conv', 'g-agent',
-    '{"from": "g-agent", "role": "agent", "content": {"salary": 1}, "ts": 1}');
+    '{"from": "g-agent", "role": "agent", "content": {"salary": 1}, "ts": 1}', timeout_ms => 1000);
 CREATE TEMP TABLE globex_before AS
     SELECT (SELECT count(*) FROM cscp.turn WHERE tenant_id = 'globex') AS turns,
            (SELECT count(*) FROM cscp.event WHERE tenant_id = 'globex') AS events,
