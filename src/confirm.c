@@ -169,8 +169,8 @@ Datum
 cscp_confirm(PG_FUNCTION_ARGS)
 {
 	static SPIPlanPtr last_plan = NULL;
-	static const Oid command_types[2] = {TEXTOID, UUIDOID};
 	static SPIPlanPtr record_plan = NULL;
+	static const Oid command_types[2] = {TEXTOID, UUIDOID};
 	static const Oid record_types[7] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, UUIDOID,
 	UUIDOID};
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
