@@ -84,10 +84,7 @@ cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id, const char
 	Datum		args[6];
 	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 
-	if (status == NULL ||
-		(strcmp(status, "active") != 0 && strcmp(status, "pending") != 0 &&
-		 strcmp(status, "blocked") != 0) ||
-		DatumGetTimestampTz(expires) <= cscp_now())
+	if (!cscp_status_live(status) || DatumGetTimestampTz(expires) <= cscp_now())
 		return;
 
 	slots = DatumGetJsonbP(heap_getattr(ctx, cscp_column(desc, "cscp.context", "slots"),
@@ -1008,8 +1005,7 @@ cscp_context_for(text *tenant, text *conversation, text *actor, HeapTuple *ctx, 
 											  rowdesc, &isnull);
 			char	   *label = DatumGetCString(DirectFunctionCall1(enum_out, status));
 
-			if (strcmp(label, "active") == 0 || strcmp(label, "pending") == 0 ||
-				strcmp(label, "blocked") == 0)
+			if (cscp_status_live(label))
 			{
 				*ctx = row;
 				*desc = CreateTupleDescCopy(rowdesc);
@@ -1147,8 +1143,7 @@ conflict:
 	{
 		status = spi_text(ctx, ctxdesc, "cscp.context", "status");
 		context_id = spi_col(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
-		usable = (strcmp(status, "active") == 0 || strcmp(status, "pending") == 0 ||
-				  strcmp(status, "blocked") == 0) &&
+		usable = cscp_status_live(status) &&
 			DatumGetTimestampTz(spi_col(ctx, ctxdesc, "cscp.context", "expires_at", &isnull)) > now;
 	}
 
@@ -1160,8 +1155,7 @@ conflict:
 		{
 			reason = "context_expired";
 			/* The expiry invariant made durable, as cscp._context_record_expiry does. */
-			if (strcmp(status, "active") == 0 || strcmp(status, "pending") == 0 ||
-				strcmp(status, "blocked") == 0)
+			if (cscp_status_live(status))
 			{
 				args[0] = tenant;
 				args[1] = context_id;

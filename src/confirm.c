@@ -42,15 +42,6 @@ col(HeapTuple tuple, TupleDesc desc, const char *table, const char *name, bool *
 	return heap_getattr(tuple, cscp_column(desc, table, name), desc, isnull);
 }
 
-/* Whether a context status is live (active, pending or blocked). */
-static bool
-is_live(const char *status)
-{
-	return status != NULL &&
-		(strcmp(status, "active") == 0 || strcmp(status, "pending") == 0 ||
-		 strcmp(status, "blocked") == 0);
-}
-
 /* Run a saved plan that must give result code expected. */
 static void
 run(SPIPlanPtr plan, Datum *args, const char *nulls, int expected)
@@ -97,7 +88,7 @@ lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, const 
 	if (DatumGetTimestampTz(col(ctx, ctxdesc, "cscp.context", "expires_at", &isnull)) <= cscp_now())
 	{
 		/* The expiry invariant made durable, as cscp._context_record_expiry does. */
-		if (is_live(SPI_getvalue(ctx, ctxdesc, cscp_column(ctxdesc, "cscp.context", "status"))))
+		if (cscp_status_live(SPI_getvalue(ctx, ctxdesc, cscp_column(ctxdesc, "cscp.context", "status"))))
 		{
 			args[0] = col(ctx, ctxdesc, "cscp.context", "tenant_id", &isnull);
 			args[1] = col(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
@@ -280,7 +271,7 @@ cscp_confirm(PG_FUNCTION_ARGS)
 
 	if (ctx == NULL)
 		outcome = "no_context";
-	else if (!is_live(SPI_getvalue(ctx, ctxdesc, cscp_column(ctxdesc, "cscp.context", "status"))) ||
+	else if (!cscp_status_live(SPI_getvalue(ctx, ctxdesc, cscp_column(ctxdesc, "cscp.context", "status"))) ||
 			 DatumGetTimestampTz(col(ctx, ctxdesc, "cscp.context", "expires_at", &isnull)) <= now)
 	{
 		/*

@@ -247,8 +247,7 @@ cscp_context_view_datum(HeapTuple row, TupleDesc desc, TupleDesc rowdesc)
 		elog(ERROR, "cscp.context has %d columns, its row type %d", natts, rowdesc->natts);
 	heap_deform_tuple(row, desc, values, nulls);
 	label = DatumGetCString(DirectFunctionCall1(enum_out, values[status - 1]));
-	if ((strcmp(label, "active") == 0 || strcmp(label, "pending") == 0 ||
-		 strcmp(label, "blocked") == 0) &&
+	if (cscp_status_live(label) &&
 		DatumGetTimestampTz(values[expires - 1]) <= cscp_now())
 		values[status - 1] =
 			DirectFunctionCall2(enum_in, CStringGetDatum("expired"),

@@ -60,6 +60,7 @@ typedef struct CscpEnumCache
 
 extern int	cscp_enum_index(CscpEnumCache *cache, Oid typoid, Datum value);
 extern Datum cscp_enum_datum(CscpEnumCache *cache, Oid typoid, int index);
+extern bool cscp_status_live(const char *status);
 
 /*
  * rowguard.c: shared by the BEFORE ROW triggers.

@@ -52,3 +52,12 @@ cscp_enum_datum(CscpEnumCache *cache, Oid typoid, int index)
 	load(cache, typoid);
 	return ObjectIdGetDatum(cache->oids[index]);
 }
+
+/* Whether a context status label is live (active, pending or blocked). */
+bool
+cscp_status_live(const char *status)
+{
+	return status != NULL &&
+		(strcmp(status, "active") == 0 || strcmp(status, "pending") == 0 ||
+		 strcmp(status, "blocked") == 0);
+}
