@@ -415,6 +415,123 @@ authorize_alone(Datum command_id)
 	return alone;
 }
 
+/* What the step wrote: the RETURNING list of its UPDATE. */
+typedef struct MovedCommand
+{
+	char	   *reason_code;
+	char	   *recovery_kind;
+	Datum		target;			/* target_command_id */
+	bool		target_null;
+	Datum		tenant;			/* tenant_id */
+} MovedCommand;
+
+/*
+ * Move command command_id to state to, as
+ *
+ *	 UPDATE cscp.command x
+ *		SET state = to, reason_code = reason, detail = detail,
+ *			window_expires_at = window
+ *	  WHERE x.command_id = command_id
+ *	 RETURNING x.reason_code, x.recovery_kind, x.target_command_id, x.tenant_id
+ *
+ * would, and fill in *m from the row written.  reason and detail: (Datum)
+ * 0 or NULL for null.  Returns false when no row was written: none
+ * has the id (for the caller's tenant), or the trigger skipped it.
+ *
+ * The row is found by a key read (cscp_key_rows, which applies row-level
+ * security as the statement's policy would), locked by its primary key and
+ * updated by cscp_row_update, which fires the triggers as the statement
+ * would; no plan is started for one row.  Where cscp.command has a rule, a
+ * statement trigger or a transition table, the statement runs instead.
+ */
+static bool
+move_command(Datum command_id, CommandState to, Datum reason, Jsonb *detail, Datum window,
+			 bool window_null, MovedCommand *m)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[5] = {UUIDOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID};
+	Relation	rel = table_open(cscp_relation_oid("command", false), RowExclusiveLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	HeapTuple	row = NULL;
+	bool		isnull;
+
+	memset(m, 0, sizeof(*m));
+	if (cscp_row_update_direct(rel))
+	{
+		HeapTuple	old = cscp_key_lock_row(rel, "command_id_idx", 1, &command_id);
+
+		if (old != NULL)
+		{
+			Datum	   *values = palloc0(desc->natts * sizeof(Datum));
+			bool	   *nulls = palloc0(desc->natts * sizeof(bool));
+			bool	   *replace = palloc0(desc->natts * sizeof(bool));
+			Bitmapset  *cols = NULL;
+			int			set[4];
+
+			set[0] = cscp_column(desc, "cscp.command", "state");
+			set[1] = cscp_column(desc, "cscp.command", "reason_code");
+			set[2] = cscp_column(desc, "cscp.command", "detail");
+			set[3] = cscp_column(desc, "cscp.command", "window_expires_at");
+			values[set[0] - 1] = cscp_command_state_datum(TupleDescAttr(desc, set[0] - 1)->atttypid, to);
+			values[set[1] - 1] = reason;
+			nulls[set[1] - 1] = reason == (Datum) 0;
+			values[set[2] - 1] = PointerGetDatum(detail);
+			nulls[set[2] - 1] = detail == NULL;
+			values[set[3] - 1] = window;
+			nulls[set[3] - 1] = window_null;
+			for (int i = 0; i < 4; i++)
+			{
+				replace[set[i] - 1] = true;
+				cols = bms_add_member(cols, set[i] - FirstLowInvalidHeapAttributeNumber);
+			}
+			row = cscp_row_update(rel, old, heap_modify_tuple(old, desc, values, nulls, replace),
+								  cols);
+		}
+	}
+	else
+	{
+		Datum		args[5];
+		char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+
+		args[0] = command_id;
+		args[1] = CStringGetTextDatum(cscp_command_state_names[to]);
+		args[2] = reason;
+		nulls[2] = reason == (Datum) 0 ? 'n' : ' ';
+		args[3] = PointerGetDatum(detail);
+		nulls[3] = detail == NULL ? 'n' : ' ';
+		args[4] = window;
+		nulls[4] = window_null ? 'n' : ' ';
+		cscp_spi_plan(&plan,
+					  "UPDATE cscp.command x"
+					  "   SET state = $2::cscp.command_state, reason_code = $3, detail = $4,"
+					  "       window_expires_at = $5"
+					  " WHERE x.command_id = $1"
+					  " RETURNING x.*",
+					  5, types);
+		if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING ||
+			SPI_processed > 1)
+			elog(ERROR, "could not move a command");
+		if (SPI_processed == 1)
+		{
+			row = SPI_tuptable->vals[0];
+			desc = SPI_tuptable->tupdesc;
+		}
+	}
+	if (row != NULL)
+	{
+		Datum		d = heap_getattr(row, cscp_column(desc, "cscp.command", "reason_code"), desc, &isnull);
+
+		m->reason_code = isnull ? NULL : TextDatumGetCString(d);
+		d = heap_getattr(row, cscp_column(desc, "cscp.command", "recovery_kind"), desc, &isnull);
+		m->recovery_kind = isnull ? NULL : TextDatumGetCString(d);
+		m->target = heap_getattr(row, cscp_column(desc, "cscp.command", "target_command_id"), desc,
+								 &m->target_null);
+		m->tenant = heap_getattr(row, cscp_column(desc, "cscp.command", "tenant_id"), desc, &isnull);
+	}
+	table_close(rel, NoLock);
+	return row != NULL;
+}
+
 PG_FUNCTION_INFO_V1(cscp_command_transition);
 
 /*
@@ -433,9 +550,7 @@ Datum
 cscp_command_transition(PG_FUNCTION_ARGS)
 {
 	static SPIPlanPtr context_plan = NULL;
-	static SPIPlanPtr update_plan = NULL;
 	static const Oid find_types[1] = {UUIDOID};
-	static const Oid update_types[5] = {UUIDOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID};
 	MemoryContext callerctx = CurrentMemoryContext;
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			state_type;
@@ -449,10 +564,8 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 	bool		accepted = false;
 	const char *context_refusal = NULL;
 	bool		isnull;
-	Datum		args[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
-	Datum		tenant,
-				window = (Datum) 0;
+	Datum		args[1];
+	Datum		window = (Datum) 0;
 	HeapTuple	ctx = NULL;
 	TupleDesc	ctxdesc = NULL;
 	Datum		values[3];
@@ -533,55 +646,31 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 	{
 		/*
 		 * The step itself.  Every other step is judged by the command
-		 * trigger as the UPDATE locks the row: asked through
+		 * trigger as the update locks the row: asked through
 		 * cscp_transition_ask, it records a refusal and skips the row
-		 * instead of raising, so the UPDATE finds nothing and ask says why.
+		 * instead of raising, so the update finds nothing and ask says why.
 		 */
 		CscpTransitionAsk ask = {0};
-		HeapTuple	row;
-		TupleDesc	rowdesc;
-		char	   *kind;
-		int			rc;
+		MovedCommand m;
+		bool		moved;
 
 		ask.command_id = PG_GETARG_DATUM(0);
 		ask.refusal_detail = refusal_detail(reason_code, detail);
 		ask.context_refusal = context_refusal;
-		args[0] = PG_GETARG_DATUM(0);
-		args[1] = CStringGetTextDatum(cscp_command_state_names[to]);
-		if (reason_code != NULL)
-			args[2] = PG_GETARG_DATUM(2);
-		else
-			nulls[2] = 'n';
-		if (detail != NULL)
-			args[3] = JsonbPGetDatum(detail);
-		else
-			nulls[3] = 'n';
-		if (approval && context_refusal == NULL)
-			args[4] = window;
-		else
-			nulls[4] = 'n';
-		cscp_spi_plan(&update_plan,
-					  "UPDATE cscp.command x"
-					  "   SET state = $2::cscp.command_state, reason_code = $3, detail = $4,"
-					  "       window_expires_at = $5"
-					  " WHERE x.command_id = $1"
-					  " RETURNING x.reason_code, x.recovery_kind, x.target_command_id, x.tenant_id",
-					  5, update_types);
 		cscp_transition_ask = &ask;
 		PG_TRY();
 		{
-			rc = SPI_execute_plan(update_plan, args, nulls, false, 0);
+			moved = move_command(PG_GETARG_DATUM(0), to, PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2),
+								 detail, window, !(approval && context_refusal == NULL), &m);
 		}
 		PG_FINALLY();
 		{
 			cscp_transition_ask = NULL;
 		}
 		PG_END_TRY();
-		if (rc != SPI_OK_UPDATE_RETURNING || SPI_processed > 1)
-			elog(ERROR, "could not move a command");
-		if (SPI_processed == 0 && ask.refused == NULL)
+		if (!moved && ask.refused == NULL)
 			no_command(PG_GETARG_DATUM(0));
-		if (SPI_processed == 0)
+		if (!moved)
 		{
 			accepted = false;
 			result_state = ask.from;
@@ -589,13 +678,8 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 		}
 		else
 		{
-			row = SPI_tuptable->vals[0];
-			rowdesc = SPI_tuptable->tupdesc;
-			result_reason = SPI_getvalue(row, rowdesc, 1);
-			if (result_reason != NULL)
-				result_reason = MemoryContextStrdup(callerctx, result_reason);
-			kind = SPI_getvalue(row, rowdesc, 2);
-			tenant = SPI_getbinval(row, rowdesc, 4, &isnull);
+			if (m.reason_code != NULL)
+				result_reason = MemoryContextStrdup(callerctx, m.reason_code);
 
 			if (approval)
 				request_approval(ctx, ctxdesc, PG_GETARG_DATUM(0), approver, window);
@@ -603,13 +687,9 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 									 to == CMD_REJECTED || to == CMD_CANCELED))
 				cscp_context_release(ctx, ctxdesc, PG_GETARG_DATUM(0), NULL);
 
-			if (to == CMD_EXECUTED && kind != NULL && strcmp(kind, "compensate") == 0)
-			{
-				Datum		target = SPI_getbinval(row, rowdesc, 3, &isnull);
-
-				if (!isnull)
-					compensate_target(tenant, PG_GETARG_DATUM(0), target);
-			}
+			if (to == CMD_EXECUTED && m.recovery_kind != NULL &&
+				strcmp(m.recovery_kind, "compensate") == 0 && !m.target_null)
+				compensate_target(m.tenant, PG_GETARG_DATUM(0), m.target);
 			accepted = true;
 			result_state = to;
 		}

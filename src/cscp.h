@@ -292,6 +292,9 @@ extern List *cscp_key_rows(Relation rel, const char *indexname, int nkeys,
 						   const Datum *keys, bool fresh);
 extern HeapTuple cscp_key_lock_row(Relation rel, const char *indexname, int nkeys,
 								   const Datum *keys);
+extern bool cscp_row_update_direct(Relation rel);
+extern HeapTuple cscp_row_update(Relation rel, HeapTuple oldtup, HeapTuple newtup,
+								 Bitmapset *cols);
 
 /* jsonschema.c */
 extern void cscp_jsonschema_check(Jsonb *schema);

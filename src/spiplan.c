@@ -22,6 +22,9 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/executor.h"
+#include "executor/nodeModifyTable.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
@@ -197,7 +200,8 @@ key_rows(Relation rel, const char *indexname, int nkeys, const Datum *keys, Snap
 				continue;
 		}
 		rows = lappend(rows, heap_copytuple(tup));
-		if (unique)
+		/* a unique index holds one key once in a snapshot */
+		if (idx->rd_index->indisunique)
 			break;
 	}
 	systable_endscan_ordered(scan);
@@ -240,11 +244,12 @@ cscp_key_rows(Relation rel, const char *indexname, int nkeys, const Datum *keys,
 }
 
 /*
- * The row of rel whose unique index cscp.indexname holds the key, locked
- * FOR UPDATE as SELECT ... FOR UPDATE would lock it, and read as
- * cscp_key_read does with fresh; NULL when there is none, or when it was
- * deleted while we waited for its lock.  The caller's UPDATE privilege is
- * checked too, as FOR UPDATE asks.
+ * The row of rel whose index cscp.indexname holds the key, locked FOR
+ * UPDATE as SELECT ... FOR UPDATE would lock it, and read as cscp_key_read
+ * does with fresh; NULL when there is none, or when it was deleted while we
+ * waited for its lock.  The index need not be unique, but more than one row
+ * holding the key is an error.  The caller's UPDATE privilege is checked
+ * too, as FOR UPDATE asks.
  *
  * As in a query: in READ COMMITTED, a row that a transaction we waited
  * for updated is locked and returned in its latest version, which the
@@ -270,12 +275,18 @@ cscp_key_lock_row(Relation rel, const char *indexname, int nkeys, const Datum *k
 		aclcheck_error(acl, OBJECT_TABLE, RelationGetRelationName(rel));
 
 	snap = key_snapshot(true);
-	rows = key_rows(rel, indexname, nkeys, keys, snap, true);
+	rows = key_rows(rel, indexname, nkeys, keys, snap, false);
 	if (rows == NIL)
 	{
 		UnregisterSnapshot(snap);
 		return NULL;
 	}
+	if (list_length(rows) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_CARDINALITY_VIOLATION),
+				 errmsg("more than one row of table \"%s\" has the key looked for",
+						RelationGetRelationName(rel)),
+				 errdetail("The key is that of index \"%s\".", indexname)));
 	tid = ((HeapTuple) linitial(rows))->t_self;
 
 	if (!IsolationUsesXactSnapshot())
@@ -306,4 +317,136 @@ cscp_key_lock_row(Relation rel, const char *indexname, int nkeys, const Datum *k
 	ExecDropSingleTupleTableSlot(slot);
 	UnregisterSnapshot(snap);
 	return tup;
+}
+
+/*
+ * Whether cscp_row_update may stand in for an UPDATE statement on rel:
+ * not when rel has a rule (the statement would be rewritten), a
+ * statement-level UPDATE trigger or a transition table (which belong to a
+ * statement), or is not a plain table.  The caller then runs the statement.
+ */
+bool
+cscp_row_update_direct(Relation rel)
+{
+	TriggerDesc *td = rel->trigdesc;
+
+	if (rel->rd_rules != NULL || rel->rd_rel->relkind != RELKIND_RELATION ||
+		rel->rd_rel->relispartition)
+		return false;
+	return td == NULL ||
+		!(td->trig_update_before_statement || td->trig_update_after_statement ||
+		  td->trig_update_old_table || td->trig_update_new_table);
+}
+
+/*
+ * Update oldtup, a row of rel that the caller holds locked
+ * (cscp_key_lock_row, which checked the caller's privilege and applied
+ * row-level security), to newtup, which sets the columns cols (attribute
+ * numbers offset by FirstLowInvalidHeapAttributeNumber, as in an UPDATE's
+ * SET list), below the executor, as an UPDATE statement of that one row
+ * would, and as logical replication's apply does:
+ *
+ *	- after a CommandCounterIncrement and with a new snapshot, as a
+ *	  non-read-only SPI statement;
+ *	- BEFORE UPDATE row triggers fire (those with a column list or WHEN
+ *	  condition as for the statement); one that returns NULL skips the row,
+ *	  and NULL is returned;
+ *	- stored generated columns are computed, NOT NULL and CHECK constraints
+ *	  checked;
+ *	- the heap update and, unless it is HOT, the index entries (a unique
+ *	  index raising its 23505);
+ *	- AFTER UPDATE row triggers, foreign key checks among them, fire at the
+ *	  end of this update, as at the end of the statement.
+ *
+ * Row-level security: a policy that binds the caller binds tenant_id (see
+ * key_rows), so the new row must keep the old row's tenant_id.
+ *
+ * Only where cscp_row_update_direct(rel).  rel is open with
+ * RowExclusiveLock.  Returns the row as stored, after the triggers, copied
+ * into the caller's memory context.
+ */
+HeapTuple
+cscp_row_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, Bitmapset *cols)
+{
+	MemoryContext callerctx = CurrentMemoryContext;
+	ItemPointerData tid = oldtup->t_self;
+	EState	   *estate;
+	EPQState	epq;
+	RangeTblEntry *rte;
+	ResultRelInfo *rri;
+	TupleTableSlot *slot;
+	HeapTuple	result = NULL;
+
+	Assert(cscp_row_update_direct(rel));
+	CheckCmdReplicaIdentity(rel, CMD_UPDATE);
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+
+	estate = CreateExecutorState();
+	MemoryContextSwitchTo(estate->es_query_cxt);
+	rte = makeNode(RangeTblEntry);
+	rte->rtekind = RTE_RELATION;
+	rte->relid = RelationGetRelid(rel);
+	rte->relkind = rel->rd_rel->relkind;
+	rte->rellockmode = RowExclusiveLock;
+	rte->updatedCols = bms_copy(cols);
+	ExecInitRangeTable(estate, list_make1(rte));
+	estate->es_output_cid = GetCurrentCommandId(true);
+	estate->es_snapshot = GetActiveSnapshot();
+	rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(rri, rel, 1, NULL, 0);
+	/* where the AFTER triggers' queue finds it (ExecGetTriggerResultRel) */
+	estate->es_opened_result_relations = list_make1(rri);
+	ExecOpenIndices(rri, false);
+	EvalPlanQualInit(&epq, estate, NULL, NIL, -1);
+	slot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel), &TTSOpsHeapTuple);
+	ExecStoreHeapTuple(newtup, slot, false);
+
+	AfterTriggerBeginQuery();
+	if (rri->ri_TrigDesc == NULL || !rri->ri_TrigDesc->trig_update_before_row ||
+		ExecBRUpdateTriggers(estate, &epq, rri, &tid, NULL, slot, NULL))
+	{
+		TupleConstr *constr = RelationGetDescr(rel)->constr;
+		bool		update_indexes;
+		List	   *recheck = NIL;
+
+		if (constr != NULL && constr->has_generated_stored)
+			ExecComputeStoredGenerated(rri, estate, slot, CMD_UPDATE);
+		if (constr != NULL)
+			ExecConstraints(rri, slot, estate);
+		if (check_enable_rls(RelationGetRelid(rel), InvalidOid, true) == RLS_ENABLED)
+		{
+			int			tenantcol = cscp_column(RelationGetDescr(rel), RelationGetRelationName(rel),
+												"tenant_id");
+			bool		oldnull,
+						newnull;
+			Datum		o = heap_getattr(oldtup, tenantcol, RelationGetDescr(rel), &oldnull);
+			Datum		n = slot_getattr(slot, tenantcol, &newnull);
+
+			if (oldnull || newnull ||
+				strcmp(TextDatumGetCString(o), TextDatumGetCString(n)) != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						 errmsg("new row violates row-level security policy for table \"%s\"",
+								RelationGetRelationName(rel))));
+		}
+		simple_table_tuple_update(rel, &tid, slot, estate->es_snapshot, &update_indexes);
+		if (rri->ri_NumIndices > 0 && update_indexes)
+			recheck = ExecInsertIndexTuples(rri, slot, estate, true, false, NULL, NIL);
+		ExecARUpdateTriggers(estate, rri, NULL, NULL, &tid, NULL, slot, recheck, NULL, false);
+		MemoryContextSwitchTo(callerctx);
+		result = ExecCopySlotHeapTuple(slot);
+		MemoryContextSwitchTo(estate->es_query_cxt);
+	}
+	AfterTriggerEndQuery(estate);
+
+	EvalPlanQualEnd(&epq);
+	ExecCloseResultRelations(estate);
+	ExecResetTupleTable(estate->es_tupleTable, false);
+	MemoryContextSwitchTo(callerctx);
+	FreeExecutorState(estate);
+	PopActiveSnapshot();
+	/* visible to what follows, as after an SPI statement */
+	CommandCounterIncrement();
+	return result;
 }
