@@ -20,9 +20,12 @@
 #include "cscp.h"
 
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
 /* The attempts an open makes before it gives up (40001). */
@@ -304,6 +307,78 @@ cscp_context_open(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(result);
 }
 
+/*
+ * The expires_at a use of a context sets (cscp._context_touch): extended to
+ * now + ttl under a sliding TTL, kept under a fixed one (the tenant's
+ * policy, context_ttl_mode), and kept once passed.
+ */
+TimestampTz
+cscp_context_touch(const char *tenant_id, TimestampTz expires_at, Interval *ttl)
+{
+	TimestampTz now = cscp_now();
+	char	   *mode;
+	TimestampTz slid;
+
+	if (expires_at <= now)
+		return expires_at;
+	mode = cscp_jsonb_get_cstring(cscp_policy_get(tenant_id), "context_ttl_mode");
+	if (mode != NULL && strcmp(mode, "fixed") == 0)
+		return expires_at;
+	slid = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(now),
+												   IntervalPGetDatum(ttl)));
+	return Max(expires_at, slid);
+}
+
+PG_FUNCTION_INFO_V1(cscp_context_touch_sql);
+
+/* cscp._context_touch(c cscp.context) RETURNS timestamptz */
+Datum
+cscp_context_touch_sql(PG_FUNCTION_ARGS)
+{
+	HeapTupleHeader c = PG_GETARG_HEAPTUPLEHEADER(0);
+	bool		tnull,
+				enull,
+				inull;
+	Datum		tenant = GetAttributeByName(c, "tenant_id", &tnull);
+	Datum		expires = GetAttributeByName(c, "expires_at", &enull);
+	Datum		ttl = GetAttributeByName(c, "ttl", &inull);
+
+	if (enull)
+		PG_RETURN_NULL();
+	if (tnull || inull)
+		PG_RETURN_DATUM(expires);
+	PG_RETURN_TIMESTAMPTZ(cscp_context_touch(TextDatumGetCString(tenant), DatumGetTimestampTz(expires),
+											 DatumGetIntervalP(ttl)));
+}
+
+/*
+ * The slots of a context with slot set to value, or removed when value is
+ * NULL (as x.slots || jsonb_build_object(slot, value), x.slots - slot).
+ */
+static Jsonb *
+slots_with(Jsonb *slots, text *slot, Jsonb *value)
+{
+	JsonbParseState *st = NULL;
+	JsonbValue	k,
+				v;
+
+	if (value == NULL)
+		return DatumGetJsonbP(DirectFunctionCall2(jsonb_delete, JsonbPGetDatum(slots),
+												  PointerGetDatum(slot)));
+	k.type = jbvString;
+	k.val.string.val = VARDATA_ANY(slot);
+	k.val.string.len = VARSIZE_ANY_EXHDR(slot);
+	v.type = jbvBinary;
+	v.val.binary.data = &value->root;
+	v.val.binary.len = VARSIZE(value) - VARHDRSZ;
+	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+	pushJsonbValue(&st, WJB_KEY, &k);
+	pushJsonbValue(&st, WJB_VALUE, &v);
+	return DatumGetJsonbP(DirectFunctionCall2(jsonb_concat, JsonbPGetDatum(slots),
+											  JsonbPGetDatum(JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT,
+																							  NULL)))));
+}
+
 PG_FUNCTION_INFO_V1(cscp_slot_set);
 
 /*
@@ -324,6 +399,9 @@ cscp_slot_set(PG_FUNCTION_ARGS)
 	char		nulls[3] = {' ', ' ', ' '};
 	Datum		result;
 	MemoryContext spictx;
+	Relation	rel;
+	TupleDesc	desc;
+	HeapTuple	row = NULL;
 
 	cscp_check_id("slot", PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1));
 	if (PG_ARGISNULL(0))
@@ -341,25 +419,73 @@ cscp_slot_set(PG_FUNCTION_ARGS)
 	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plan,
-				  "UPDATE cscp.context x"
-				  "   SET slots = CASE WHEN $3 IS NULL THEN x.slots - $2"
-				  "                    ELSE x.slots || jsonb_build_object($2, $3) END,"
-				  "       expires_at = cscp._context_touch(x)"
-				  " WHERE x.context_id = $1"
-				  " RETURNING *",
-				  3, types);
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
-		elog(ERROR, "could not set a slot");
-	if (SPI_processed != 1)
+	rel = table_open(cscp_relation_oid("context", false), RowExclusiveLock);
+	desc = RelationGetDescr(rel);
+	if (cscp_row_update_direct(rel))
+	{
+		/*
+		 * The row locked by key and updated by cscp_row_update, without a
+		 * plan for one row (see move_command in command_api.c).
+		 */
+		HeapTuple	old = cscp_key_lock_row(rel, "context_id_idx", 1, &args[0]);
+
+		if (old != NULL)
+		{
+			int			slotscol = cscp_column(desc, "cscp.context", "slots");
+			int			expirescol = cscp_column(desc, "cscp.context", "expires_at");
+			Datum	   *values = palloc0(desc->natts * sizeof(Datum));
+			bool	   *isnull = palloc0(desc->natts * sizeof(bool));
+			bool	   *replace = palloc0(desc->natts * sizeof(bool));
+			bool		tnull,
+						inull;
+			Datum		tenant = heap_getattr(old, cscp_column(desc, "cscp.context", "tenant_id"), desc, &tnull);
+			Datum		ttl = heap_getattr(old, cscp_column(desc, "cscp.context", "ttl"), desc, &inull);
+			Datum		slots = heap_getattr(old, slotscol, desc, &isnull[slotscol - 1]);
+
+			if (!isnull[slotscol - 1])
+				values[slotscol - 1] = JsonbPGetDatum(slots_with(DatumGetJsonbP(slots), PG_GETARG_TEXT_PP(1),
+																 PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2)));
+			values[expirescol - 1] = heap_getattr(old, expirescol, desc, &isnull[expirescol - 1]);
+			if (!isnull[expirescol - 1] && !tnull && !inull)
+				values[expirescol - 1] =
+					TimestampTzGetDatum(cscp_context_touch(TextDatumGetCString(tenant),
+														   DatumGetTimestampTz(values[expirescol - 1]),
+														   DatumGetIntervalP(ttl)));
+			replace[slotscol - 1] = replace[expirescol - 1] = true;
+			row = cscp_row_update(rel, old, heap_modify_tuple(old, desc, values, isnull, replace),
+								  bms_add_member(bms_make_singleton(slotscol - FirstLowInvalidHeapAttributeNumber),
+												 expirescol - FirstLowInvalidHeapAttributeNumber));
+		}
+	}
+	else
+	{
+		cscp_spi_plan(&plan,
+					  "UPDATE cscp.context x"
+					  "   SET slots = CASE WHEN $3 IS NULL THEN x.slots - $2"
+					  "                    ELSE x.slots || jsonb_build_object($2, $3) END,"
+					  "       expires_at = cscp._context_touch(x)"
+					  " WHERE x.context_id = $1"
+					  " RETURNING *",
+					  3, types);
+		if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING ||
+			SPI_processed > 1)
+			elog(ERROR, "could not set a slot");
+		if (SPI_processed == 1)
+		{
+			row = SPI_tuptable->vals[0];
+			desc = SPI_tuptable->tupdesc;
+		}
+	}
+	if (row == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("context %s does not exist",
 						DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0)))),
 				 errhint("Check the id, and that cscp.tenant_id names the context's tenant.")));
 	spictx = MemoryContextSwitchTo(callerctx);
-	result = cscp_context_view_datum(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, rowdesc);
+	result = cscp_context_view_datum(row, desc, rowdesc);
 	MemoryContextSwitchTo(spictx);
+	table_close(rel, NoLock);
 	SPI_finish();
 	PG_RETURN_DATUM(result);
 }

@@ -134,6 +134,7 @@ extern HeapTuple cscp_context_open_row(text *tenant, text *conversation, text *a
 									   Jsonb *slots, Interval *ttl, text *correlation,
 									   TupleDesc *desc);
 extern Datum cscp_context_view_datum(HeapTuple row, TupleDesc desc, TupleDesc rowdesc);
+extern TimestampTz cscp_context_touch(const char *tenant_id, TimestampTz expires_at, Interval *ttl);
 extern Interval *cscp_lifetime(Jsonb *policy, Interval *requested, const char *policy_key,
 							   const char *argname);
 

@@ -150,17 +150,10 @@ $$;
 COMMENT ON FUNCTION cscp._context_lock(uuid) IS
   'Internal: the context with this id, locked FOR UPDATE; 22023 when not found';
 
--- The expires_at a use of context c sets: extended under a sliding TTL, kept under a fixed one.
+-- The expires_at a use of context c sets: extended under a sliding TTL, kept under a fixed one
+-- (the tenant's context_ttl_mode), kept once passed.  In C, where slot_set also uses it.
 CREATE FUNCTION cscp._context_touch(c cscp.context) RETURNS timestamptz
-LANGUAGE sql STABLE
-AS $$
-    SELECT CASE
-        WHEN c.expires_at <= cscp.now()
-          OR cscp.policy_effective(c.tenant_id) ->> 'context_ttl_mode' = 'fixed'
-        THEN c.expires_at
-        ELSE greatest(c.expires_at, cscp.now() + c.ttl)
-    END
-$$;
+    AS 'MODULE_PATHNAME', 'cscp_context_touch_sql' LANGUAGE C STABLE STRICT;
 COMMENT ON FUNCTION cscp._context_touch(cscp.context) IS
   'Internal: expires_at after a use of the context (sliding or fixed TTL per policy)';
 

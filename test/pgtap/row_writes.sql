@@ -10,8 +10,10 @@
 --   * a role without UPDATE on cscp.command is refused (42501);
 --   * two steps in one statement each see the one before.
 -- With a statement trigger on the table, the UPDATE statement runs: both triggers fire.
+-- slot_set writes the context's row the same way: a row trigger on cscp.context fires once per
+-- slot set, and with a statement trigger the statement runs.
 BEGIN;
-SELECT plan(24);
+SELECT plan(29);
 
 SET cscp.clock = '2026-08-01 10:00:00+00';
 CREATE ROLE tap_rw_app;
@@ -151,6 +153,34 @@ SELECT throws_ok(format('SELECT * FROM cscp.command_transition(%L, %L, %L)', :'c
 SELECT is((SELECT accepted FROM cscp.command_transition(:'c3', 'authorized', 'read_only')), true,
           'the next step is accepted');
 SELECT is((SELECT state::text FROM cscp.command WHERE command_id = :'c3'), 'authorized', 'and made');
+
+-- slot_set.
+RESET ROLE;
+CREATE FUNCTION public.rw_context() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO public.rw_log (kind, reason_code, version) VALUES (TG_ARGV[0], NEW.slots::text, NEW.version);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER rw_context AFTER UPDATE OF slots ON cscp.context
+    FOR EACH ROW EXECUTE FUNCTION public.rw_context('context');
+SET ROLE tap_rw_app;
+SELECT context_id AS ctx FROM cscp.context WHERE tenant_id = 'acme' AND conversation_id = 'rw-conv' \gset
+DELETE FROM public.rw_log;
+SELECT is((SELECT slots ->> 'x_rw_step' FROM cscp.slot_set(:'ctx', 'x_rw_step', '"one"')), 'one', 'slot_set sets the slot');
+SELECT results_eq($$SELECT kind, reason_code::jsonb ->> 'x_rw_step' FROM public.rw_log ORDER BY n$$,
+                  $$VALUES ('context', 'one')$$, 'a row trigger on cscp.context fired once, with the new slots');
+SELECT is((SELECT version FROM public.rw_log), (SELECT version FROM cscp.context WHERE context_id = :'ctx'),
+          'with the version as stored');
+RESET ROLE;
+CREATE TRIGGER rw_context_statement AFTER UPDATE ON cscp.context
+    FOR EACH STATEMENT EXECUTE FUNCTION public.rw_statement();
+SET ROLE tap_rw_app;
+DELETE FROM public.rw_log;
+SELECT ok((SELECT NOT slots ? 'x_rw_step' FROM cscp.slot_set(:'ctx', 'x_rw_step', NULL)),
+          'with a statement trigger, slot_set removes the slot');
+SELECT results_eq($$SELECT kind FROM public.rw_log ORDER BY n$$, $$VALUES ('context'), ('statement')$$,
+                  'the row trigger and the statement trigger fired');
 
 SELECT * FROM finish();
 ROLLBACK;
