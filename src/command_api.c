@@ -438,9 +438,10 @@ typedef struct MovedCommand
  * 0 or NULL for null.  Returns false when no row was written: none
  * has the id (for the caller's tenant), or the trigger skipped it.
  *
- * The row is found by a key read (cscp_key_rows, which applies row-level
- * security as the statement's policy would), locked by its primary key and
- * updated by cscp_row_update, which fires the triggers as the statement
+ * The row is found and locked through command_id_idx (cscp_key_lock_row,
+ * which applies row-level security as the statement's policy would, and
+ * follows the row to its latest version as the statement's recheck would)
+ * and updated by cscp_row_update, which fires the triggers as the statement
  * would; no plan is started for one row.  Where cscp.command has a rule, a
  * statement trigger or a transition table, the statement runs instead.
  */
