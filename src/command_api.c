@@ -509,14 +509,7 @@ move_command(Datum command_id, CommandState to, Datum reason, Jsonb *detail, Dat
 					  " WHERE x.command_id = $1"
 					  " RETURNING x.*",
 					  5, types);
-		if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING ||
-			SPI_processed > 1)
-			elog(ERROR, "could not move a command");
-		if (SPI_processed == 1)
-		{
-			row = SPI_tuptable->vals[0];
-			desc = SPI_tuptable->tupdesc;
-		}
+		row = cscp_spi_update_one(plan, args, nulls, &desc, "move a command");
 	}
 	if (row != NULL)
 	{

@@ -467,14 +467,7 @@ cscp_slot_set(PG_FUNCTION_ARGS)
 					  " WHERE x.context_id = $1"
 					  " RETURNING *",
 					  3, types);
-		if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING ||
-			SPI_processed > 1)
-			elog(ERROR, "could not set a slot");
-		if (SPI_processed == 1)
-		{
-			row = SPI_tuptable->vals[0];
-			desc = SPI_tuptable->tupdesc;
-		}
+		row = cscp_spi_update_one(plan, args, nulls, &desc, "set a slot");
 	}
 	if (row == NULL)
 		ereport(ERROR,

@@ -293,6 +293,8 @@ extern List *cscp_key_rows(Relation rel, const char *indexname, int nkeys,
 						   const Datum *keys, bool fresh);
 extern HeapTuple cscp_key_lock_row(Relation rel, const char *indexname, int nkeys,
 								   const Datum *keys);
+extern HeapTuple cscp_spi_update_one(SPIPlanPtr plan, Datum *args, const char *nulls,
+									 TupleDesc *desc, const char *what);
 extern bool cscp_row_update_direct(Relation rel);
 extern HeapTuple cscp_row_update(Relation rel, HeapTuple oldtup, HeapTuple newtup,
 								 Bitmapset *cols);

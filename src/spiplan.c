@@ -320,6 +320,25 @@ cscp_key_lock_row(Relation rel, const char *indexname, int nkeys, const Datum *k
 }
 
 /*
+ * Run plan, an UPDATE ... RETURNING * of at most one row (the statement
+ * cscp_row_update stands in for where it may not): the row written, in
+ * SPI's tuple table, with its descriptor in *desc; NULL when none was.
+ * what names the write in the error for more than one.
+ */
+HeapTuple
+cscp_spi_update_one(SPIPlanPtr plan, Datum *args, const char *nulls, TupleDesc *desc,
+					const char *what)
+{
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING ||
+		SPI_processed > 1)
+		elog(ERROR, "could not %s", what);
+	if (SPI_processed == 0)
+		return NULL;
+	*desc = SPI_tuptable->tupdesc;
+	return SPI_tuptable->vals[0];
+}
+
+/*
  * Whether cscp_row_update may stand in for an UPDATE statement on rel:
  * not when rel has a rule (the statement would be rewritten), a
  * statement-level UPDATE trigger or a transition table (which belong to a
