@@ -91,6 +91,26 @@ UPDATE cscp.context_live SET expires_at = expires_at + interval '1 day'
 SELECT * FROM pg_temp.found();
 ROLLBACK;
 
+-- unlisted_command: a finished command whose row in cscp.command_retired is gone; a command in
+-- its confirmation window whose row in cscp.command_window is gone; a row there naming no
+-- command; a row giving another time than the command's.
+BEGIN;
+DELETE FROM cscp.command_retired WHERE command_id = pg_temp.cmd('pay');
+SELECT * FROM pg_temp.found();
+ROLLBACK;
+BEGIN;
+SELECT state FROM cscp.command_submit('inv', 'conv-2', 'bob', 'win-1', 'transfer', true, '{m9}');
+SELECT * FROM pg_temp.found();
+DELETE FROM cscp.command_window WHERE command_id = pg_temp.cmd('win-1');
+SELECT * FROM pg_temp.found();
+ROLLBACK;
+BEGIN;
+INSERT INTO cscp.command_window VALUES ('inv', 'conv-1', cscp.routing_id('conv-1'), cscp.now());
+UPDATE cscp.command_retired SET retired_at = retired_at - interval '1 day'
+ WHERE command_id = pg_temp.cmd('ping-1');
+SELECT * FROM pg_temp.found();
+ROLLBACK;
+
 -- unexplained_command_state: a state changed without its transition (and so without evidence).
 BEGIN;
 SET LOCAL session_replication_role = replica;
@@ -103,6 +123,7 @@ ROLLBACK;
 BEGIN;
 SET LOCAL session_replication_role = replica;
 UPDATE cscp.command SET state = 'started' WHERE command_id = pg_temp.cmd('ping-1');
+DELETE FROM cscp.command_retired WHERE command_id = pg_temp.cmd('ping-1');
 WITH last AS (SELECT * FROM cscp.evidence WHERE command_id = pg_temp.cmd('ping-1') ORDER BY seq DESC LIMIT 1),
      fake AS (SELECT (row(l.tenant_id, 0, l.conversation_id, l.command_id, l.seq + 1, 'started',
                           'execution.started', 'failed', 'started', l.message_ids, l.context_ref,

@@ -90,6 +90,10 @@ LANGUAGE sql STABLE AS $$
     UNION ALL
     SELECT 'command', count(*), md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM cscp.command x
     UNION ALL
+    SELECT 'command_retired', count(*), md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM cscp.command_retired x
+    UNION ALL
+    SELECT 'command_window', count(*), md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM cscp.command_window x
+    UNION ALL
     SELECT 'context', count(*), md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM cscp.context x
     UNION ALL
     SELECT 'context_live', count(*), md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM cscp.context_live x

@@ -740,13 +740,189 @@ static const CscpRowGuard guard = {
 bool		cscp_command_asking = false;
 CscpTransitionAsk *cscp_transition_ask = NULL;
 
+/*
+ * Run one statement on cscp.command_window or cscp.command_retired as their
+ * owner (application roles only read them).
+ */
+static void
+due_exec(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes, Datum *args,
+		 int expect)
+{
+	CscpOwnerScope owner;
+
+	cscp_owner_enter("command_window", &owner);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(plan, sql, nargs, argtypes);
+	if (SPI_execute_plan(*plan, args, NULL, false, 0) != expect)
+		elog(ERROR, "could not keep the list of open windows and finished commands");
+	SPI_finish();
+	cscp_owner_leave(&owner);
+}
+
+/*
+ * The row of a command in cscp.command_window (window) or
+ * cscp.command_retired: its key into args[0..2] and its time into args[3].
+ * False when the command has no such row: not in a window (or with no end
+ * to it), or not finished; or a key column is null, which the NOT NULL
+ * constraints refuse.
+ */
+static bool
+due_row(HeapTuple row, TupleDesc desc, bool window, Datum *args)
+{
+	CommandState s;
+	bool		isnull;
+
+	if (is_null(row, desc, cols.state))
+		return false;
+	s = get_state(row, desc);
+	if (window ? (s != CMD_CONFIRMATION_REQUIRED && s != CMD_AUTHZ_PENDING) : !IS_TERMINAL(s))
+		return false;
+	args[0] = heap_getattr(row, cols.tenant_id, desc, &isnull);
+	if (isnull)
+		return false;
+	args[1] = heap_getattr(row, cols.conversation_id, desc, &isnull);
+	if (isnull)
+		return false;
+	args[2] = heap_getattr(row, cols.command_id, desc, &isnull);
+	if (isnull)
+		return false;
+	args[3] = heap_getattr(row, window ? cols.window_expires_at : cols.last_transition_at,
+						   desc, &isnull);
+	return !isnull;
+}
+
+static const Oid due_types[4] = {TEXTOID, TEXTOID, UUIDOID, TIMESTAMPTZOID};
+
+/* A command's row out of cscp.command_window (window) or cscp.command_retired. */
+static void
+due_release(bool window, Datum *args)
+{
+	static SPIPlanPtr window_plan = NULL;
+	static SPIPlanPtr retired_plan = NULL;
+
+	if (window)
+		due_exec(&window_plan,
+				 "DELETE FROM cscp.command_window w"
+				 " WHERE w.window_expires_at = $4 AND w.tenant_id = $1 AND w.command_id = $3",
+				 4, due_types, args, SPI_OK_DELETE);
+	else
+		due_exec(&retired_plan,
+				 "DELETE FROM cscp.command_retired r"
+				 " WHERE r.retired_at = $4 AND r.tenant_id = $1 AND r.command_id = $3",
+				 4, due_types, args, SPI_OK_DELETE);
+}
+
+/* A command's row into cscp.command_window (window) or cscp.command_retired. */
+static void
+due_take(bool window, Datum *args)
+{
+	static SPIPlanPtr window_plan = NULL;
+	static SPIPlanPtr retired_plan = NULL;
+
+	if (window)
+		due_exec(&window_plan,
+				 "INSERT INTO cscp.command_window"
+				 " (tenant_id, conversation_id, command_id, window_expires_at)"
+				 " VALUES ($1, $2, $3, $4)",
+				 4, due_types, args, SPI_OK_INSERT);
+	else
+		due_exec(&retired_plan,
+				 "INSERT INTO cscp.command_retired"
+				 " (tenant_id, conversation_id, command_id, retired_at)"
+				 " VALUES ($1, $2, $3, $4)",
+				 4, due_types, args, SPI_OK_INSERT);
+}
+
+/*
+ * Keep cscp.command_window and cscp.command_retired in step with a command
+ * written (oldtup NULL for an INSERT, newtup the version to be stored): for
+ * each list, a row that no longer matches goes, one the new version needs
+ * comes.  No index of cscp.command names the state or these times, so its
+ * transitions stay HOT updates; these short rows carry what the sweep
+ * finds commands by.
+ */
+static void
+due_follow(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc)
+{
+	for (int w = 0; w < 2; w++)
+	{
+		bool		window = (w == 0);
+		Datum		oldargs[4];
+		Datum		newargs[4];
+		bool		had = oldtup != NULL && due_row(oldtup, desc, window, oldargs);
+		bool		has = due_row(newtup, desc, window, newargs);
+
+		if (had && has && oldargs[3] == newargs[3])
+			continue;			/* same time (and key, which never changes) */
+		if (had)
+			due_release(window, oldargs);
+		if (has)
+			due_take(window, newargs);
+	}
+}
+
 PG_FUNCTION_INFO_V1(cscp_command_guard);
 
-/* Trigger cscp.command_guard(): BEFORE INSERT OR UPDATE FOR EACH ROW. */
+/*
+ * Trigger cscp.command_guard(): BEFORE INSERT OR UPDATE FOR EACH ROW.  The
+ * row it returns is the one stored (NULL: skipped), so the lists follow it.
+ */
 Datum
 cscp_command_guard(PG_FUNCTION_ARGS)
 {
-	return cscp_row_guard(fcinfo, &guard);
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	HeapTuple	row = (HeapTuple) DatumGetPointer(cscp_row_guard(fcinfo, &guard));
+
+	if (row != NULL)
+		due_follow(TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ? trigdata->tg_trigtuple : NULL,
+				   row, RelationGetDescr(trigdata->tg_relation));
+	return PointerGetDatum(row);
+}
+
+PG_FUNCTION_INFO_V1(cscp_command_unlist);
+
+/*
+ * Trigger cscp.command_unlist(): BEFORE DELETE FOR EACH ROW, a command
+ * deleted gives up its row in cscp.command_window or cscp.command_retired;
+ * BEFORE TRUNCATE, both are emptied.
+ */
+Datum
+cscp_command_unlist(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	HeapTuple	row;
+	TupleDesc	desc;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("cscp.command_unlist() must be a BEFORE trigger")));
+	if (TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
+	{
+		static SPIPlanPtr plan = NULL;
+
+		due_exec(&plan,
+				 "WITH gone AS (DELETE FROM cscp.command_window)"
+				 " DELETE FROM cscp.command_retired",
+				 0, NULL, NULL, SPI_OK_DELETE);
+		return PointerGetDatum(NULL);
+	}
+	if (!TRIGGER_FIRED_BY_DELETE(trigdata->tg_event) || !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("cscp.command_unlist() fires BEFORE DELETE FOR EACH ROW or BEFORE TRUNCATE")));
+	load_columns(trigdata->tg_relation);
+	row = trigdata->tg_trigtuple;
+	desc = RelationGetDescr(trigdata->tg_relation);
+	for (int w = 0; w < 2; w++)
+	{
+		Datum		args[4];
+
+		if (due_row(row, desc, w == 0, args))
+			due_release(w == 0, args);
+	}
+	return PointerGetDatum(row);
 }
 
 PG_FUNCTION_INFO_V1(cscp_command_transition_allowed);

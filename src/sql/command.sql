@@ -62,15 +62,50 @@ COMMENT ON COLUMN cscp.command.detail IS 'Detail of the latest transition (copie
 COMMENT ON COLUMN cscp.command.window_expires_at IS
   'End of the confirmation (confirmation_required) or approval (authz_pending) window';
 
+-- No index of cscp.command names a column that a transition changes (state, reason_code, detail,
+-- outcome, window_expires_at, the times, version), so every step is a HOT update: the new
+-- version goes on the same page and no index gains an entry.  Open windows and finished
+-- commands, which such an index would name (the sweep finds them by time), are listed in
+-- cscp.command_window and cscp.command_retired below.  A command is written five or six times
+-- within seconds of its insert; the fillfactor leaves room on its page for the next version while
+-- pruning reclaims the ones before.
+ALTER TABLE cscp.command SET (fillfactor = 50);
 CREATE INDEX command_id_idx ON cscp.command (command_id);
 CREATE INDEX command_frame_idx ON cscp.command (tenant_id, frame_id) WHERE frame_id IS NOT NULL;
 CREATE INDEX command_target_idx ON cscp.command (tenant_id, target_command_id)
     WHERE target_command_id IS NOT NULL;
--- The sweep: open confirmation and approval windows by their end.
-CREATE INDEX command_window_idx ON cscp.command (window_expires_at)
-    WHERE state IN ('confirmation_required', 'authz_pending') AND window_expires_at IS NOT NULL;
-CREATE INDEX command_retired_idx ON cscp.command (last_transition_at)
-    WHERE state IN ('rejected', 'executed', 'failed', 'canceled', 'compensated');
+
+-- The open confirmation and approval windows, for the sweep: a command in confirmation_required
+-- or authz_pending with a window_expires_at has one row here, with that time.  The guard trigger
+-- writes it as the owner, whoever writes the command: in with the step that opens the window,
+-- out with the step that leaves it; the command_unlist trigger takes it out when the command is
+-- deleted.  No key: the rows are found by time, and REPLICA IDENTITY FULL serves the
+-- publications that move partitions.
+CREATE TABLE cscp.command_window (
+    tenant_id          text        NOT NULL,
+    conversation_id    text        NOT NULL,
+    command_id         uuid        NOT NULL,
+    window_expires_at  timestamptz NOT NULL
+);
+ALTER TABLE cscp.command_window REPLICA IDENTITY FULL;
+COMMENT ON TABLE cscp.command_window IS
+  'Commands with an open confirmation or approval window, by its end; kept by the command triggers for the sweep';
+CREATE INDEX command_window_idx ON cscp.command_window (window_expires_at);
+
+-- The finished commands (rejected, executed, failed, canceled, compensated), for the sweep's
+-- purge: one row per command, retired_at its last_transition_at, which changes again only when
+-- an executed or failed command is compensated (the row follows).  Kept as cscp.command_window
+-- is.  Rows are appended in time order, so the index grows at its right edge.
+CREATE TABLE cscp.command_retired (
+    tenant_id        text        NOT NULL,
+    conversation_id  text        NOT NULL,
+    command_id       uuid        NOT NULL,
+    retired_at       timestamptz NOT NULL
+);
+ALTER TABLE cscp.command_retired REPLICA IDENTITY FULL;
+COMMENT ON TABLE cscp.command_retired IS
+  'Finished commands by the time of their last transition; kept by the command triggers for the sweep''s purge';
+CREATE INDEX command_retired_idx ON cscp.command_retired (retired_at);
 
 CREATE FUNCTION cscp.command_guard() RETURNS trigger
     AS 'MODULE_PATHNAME', 'cscp_command_guard' LANGUAGE C;
@@ -78,6 +113,15 @@ COMMENT ON FUNCTION cscp.command_guard() IS
   'Trigger: holds every INSERT and UPDATE of cscp.command to the lifecycle and its invariants, and records its evidence';
 CREATE TRIGGER command_guard BEFORE INSERT OR UPDATE ON cscp.command
     FOR EACH ROW EXECUTE FUNCTION cscp.command_guard();
+
+CREATE FUNCTION cscp.command_unlist() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'cscp_command_unlist' LANGUAGE C;
+COMMENT ON FUNCTION cscp.command_unlist() IS
+  'Trigger: a command deleted gives up its row in cscp.command_window or cscp.command_retired; TRUNCATE empties both';
+CREATE TRIGGER command_unlist BEFORE DELETE ON cscp.command
+    FOR EACH ROW EXECUTE FUNCTION cscp.command_unlist();
+CREATE TRIGGER command_unlist_all BEFORE TRUNCATE ON cscp.command
+    FOR EACH STATEMENT EXECUTE FUNCTION cscp.command_unlist();
 
 CREATE FUNCTION cscp.command_transition_allowed(from_state cscp.command_state,
                                                 to_state cscp.command_state) RETURNS boolean

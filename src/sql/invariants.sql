@@ -78,6 +78,53 @@ AS $$
            AND (c.context_id IS NULL OR c.status <> r.status OR c.updated_at <> r.retired_at
                 OR c.conversation_id <> r.conversation_id)
     ),
+    -- cscp.command_window and cscp.command_retired out of step with the commands: an open window
+    -- or a finished command without its row (with the window's end, or the last transition's
+    -- time), or a row naming a command that does not exist or differs.
+    windows AS (
+        SELECT 'unlisted_command'::text AS kind, m.tenant_id, m.command_id::text AS object_id,
+               CASE WHEN m.state IN ('confirmation_required', 'authz_pending')
+                    THEN format('command is %s until %s, but cscp.command_window has no row for it',
+                                m.state, m.window_expires_at)
+                    ELSE format('command is %s since %s, but cscp.command_retired has no row for it',
+                                m.state, m.last_transition_at) END AS detail
+          FROM cscp.command m
+         WHERE ($1 IS NULL OR m.tenant_id = $1)
+           AND CASE WHEN m.state IN ('confirmation_required', 'authz_pending')
+                    THEN m.window_expires_at IS NOT NULL
+                         AND NOT EXISTS (SELECT FROM cscp.command_window w
+                                          WHERE w.tenant_id = m.tenant_id AND w.command_id = m.command_id
+                                            AND w.window_expires_at = m.window_expires_at)
+                    WHEN m.state IN ('rejected', 'executed', 'failed', 'canceled', 'compensated')
+                    THEN NOT EXISTS (SELECT FROM cscp.command_retired r
+                                      WHERE r.tenant_id = m.tenant_id AND r.command_id = m.command_id
+                                        AND r.retired_at = m.last_transition_at)
+                    ELSE false END
+        UNION ALL
+        SELECT 'unlisted_command', w.tenant_id, w.command_id::text,
+               CASE WHEN m.command_id IS NULL THEN 'cscp.command_window names a command that does not exist'
+                    ELSE format('cscp.command_window has its window open until %s, the command is %s%s',
+                                w.window_expires_at, m.state,
+                                CASE WHEN m.window_expires_at IS NULL THEN ' with no window'
+                                     ELSE ' until ' || m.window_expires_at END) END
+          FROM cscp.command_window w
+          LEFT JOIN cscp.command m ON m.tenant_id = w.tenant_id AND m.command_id = w.command_id
+         WHERE ($1 IS NULL OR w.tenant_id = $1)
+           AND (m.command_id IS NULL OR m.state NOT IN ('confirmation_required', 'authz_pending')
+                OR m.window_expires_at IS DISTINCT FROM w.window_expires_at
+                OR m.conversation_id <> w.conversation_id)
+        UNION ALL
+        SELECT 'unlisted_command', r.tenant_id, r.command_id::text,
+               CASE WHEN m.command_id IS NULL THEN 'cscp.command_retired names a command that does not exist'
+                    ELSE format('cscp.command_retired has it finished at %s, the command is %s since %s',
+                                r.retired_at, m.state, m.last_transition_at) END
+          FROM cscp.command_retired r
+          LEFT JOIN cscp.command m ON m.tenant_id = r.tenant_id AND m.command_id = r.command_id
+         WHERE ($1 IS NULL OR r.tenant_id = $1)
+           AND (m.command_id IS NULL
+                OR m.state NOT IN ('rejected', 'executed', 'failed', 'canceled', 'compensated')
+                OR m.last_transition_at <> r.retired_at OR m.conversation_id <> r.conversation_id)
+    ),
     -- The evidence verifier's findings: a command whose state is not where its chain ends, or a
     -- chain that is broken (a row altered, missing or re-linked).
     verified AS (
@@ -258,6 +305,7 @@ AS $$
         SELECT * FROM live
         UNION ALL SELECT * FROM unlisted
         UNION ALL SELECT * FROM unretired
+        UNION ALL SELECT * FROM windows
         UNION ALL SELECT * FROM verified
         UNION ALL SELECT * FROM paths
         UNION ALL SELECT * FROM starts
@@ -270,4 +318,4 @@ AS $$
      ORDER BY f.kind, f.tenant_id COLLATE "C", f.object_id COLLATE "C", f.detail COLLATE "C";
 $$;
 COMMENT ON FUNCTION cscp.check_invariants(text) IS
-  'One row per violated invariant (of one tenant, or of all): multiple_live_contexts, unlisted_live_context, unlisted_retired_context, unexplained_command_state, start_without_confirmation, start_without_authorization, broken_evidence_chain, turn_index_gap, valid_fact_with_valid_successor, cyclic_fact_chain; empty when healthy';
+  'One row per violated invariant (of one tenant, or of all): multiple_live_contexts, unlisted_live_context, unlisted_retired_context, unlisted_command, unexplained_command_state, start_without_confirmation, start_without_authorization, broken_evidence_chain, turn_index_gap, valid_fact_with_valid_successor, cyclic_fact_chain; empty when healthy';

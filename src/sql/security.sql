@@ -34,6 +34,13 @@ CREATE POLICY tenant_read ON cscp.context_live FOR SELECT
 ALTER TABLE cscp.context_retired ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_read ON cscp.context_retired FOR SELECT
     USING (tenant_id = current_setting('cscp.tenant_id', true));
+-- Open windows and finished commands likewise (the command triggers write them as the owner).
+ALTER TABLE cscp.command_window ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_read ON cscp.command_window FOR SELECT
+    USING (tenant_id = current_setting('cscp.tenant_id', true));
+ALTER TABLE cscp.command_retired ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_read ON cscp.command_retired FOR SELECT
+    USING (tenant_id = current_setting('cscp.tenant_id', true));
 
 -- Evidence: application roles only ever read it (the owner writes it, see evidence.c).
 ALTER TABLE cscp.evidence ENABLE ROW LEVEL SECURITY;
@@ -149,6 +156,7 @@ BEGIN
     -- Commands change only by transitions (no DELETE); frames and answers are written once;
     -- evidence is read-only: the trigger and cscp._evidence_refusal write it as its owner.
     EXECUTE format('GRANT SELECT, INSERT, UPDATE ON cscp.command TO %s', r);
+    EXECUTE format('GRANT SELECT ON cscp.command_window, cscp.command_retired TO %s', r);
     EXECUTE format('GRANT SELECT, INSERT ON cscp.frame, cscp.answer TO %s', r);
     EXECUTE format('GRANT SELECT ON cscp.evidence TO %s', r);
     -- Conversations change only through their turns (the triggers see to it; UPDATE is needed
@@ -195,6 +203,8 @@ SELECT pg_catalog.pg_extension_config_dump('cscp.document', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.policy', 'WHERE tenant_id <> ''*''');
 SELECT pg_catalog.pg_extension_config_dump('cscp.inspection_log', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.command', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.command_window', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.command_retired', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.frame', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.answer', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.evidence', '');

@@ -124,6 +124,8 @@ AS $$
         UNION ALL SELECT 'context_live', pg_catalog.hashtext(x.conversation_id) FROM cscp.context_live x
         UNION ALL SELECT 'context_retired', pg_catalog.hashtext(x.conversation_id) FROM cscp.context_retired x
         UNION ALL SELECT 'command', pg_catalog.hashtext(x.conversation_id) FROM cscp.command x
+        UNION ALL SELECT 'command_window', pg_catalog.hashtext(x.conversation_id) FROM cscp.command_window x
+        UNION ALL SELECT 'command_retired', pg_catalog.hashtext(x.conversation_id) FROM cscp.command_retired x
         UNION ALL SELECT 'frame', pg_catalog.hashtext(x.conversation_id) FROM cscp.frame x
         UNION ALL SELECT 'answer', pg_catalog.hashtext(x.conversation_id) FROM cscp.answer x
         UNION ALL SELECT 'evidence', pg_catalog.hashtext(x.conversation_id) FROM cscp.evidence x

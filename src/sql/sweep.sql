@@ -78,13 +78,19 @@ BEGIN
                   HINT = 'Call cscp.sweep repeatedly with a moderate batch, such as 10000.';
     END IF;
 
-    -- Confirmation and approval windows that have passed: the command is rejected, the slot
-    -- cleared, the context back to active.  Context first, as everywhere; what a transaction
-    -- holds is skipped and left to the next sweep (a concurrent answer decides it anyway).
+    -- Confirmation and approval windows that have passed, found through cscp.command_window: the
+    -- command is rejected, the slot cleared, the context back to active.  Context first, as
+    -- everywhere; what a transaction holds is skipped and left to the next sweep (a concurrent
+    -- answer decides it anyway).  (The command's context is looked up in the select list of the
+    -- limited scan: one lookup by primary key per row, never a join the planner could make a scan
+    -- of the table.)
     FOR r IN
-        SELECT x.tenant_id, x.command_id, x.context_id FROM cscp.command x
-         WHERE x.state IN ('confirmation_required', 'authz_pending') AND x.window_expires_at <= v_now
-         ORDER BY x.window_expires_at
+        SELECT w.tenant_id, w.command_id,
+               (SELECT x.context_id FROM cscp.command x
+                 WHERE x.tenant_id = w.tenant_id AND x.command_id = w.command_id) AS context_id
+          FROM cscp.command_window w
+         WHERE w.window_expires_at <= v_now
+         ORDER BY w.window_expires_at
          LIMIT batch
     LOOP
         v_ctx := NULL;
@@ -107,6 +113,24 @@ BEGIN
             n_approvals := n_approvals + 1;
         END IF;
     END LOOP;
+    -- Rows naming a command that is gone or out of its window (written with the triggers off)
+    -- would hold the head of the queue for good: the owner's sweep drops those that are due.
+    IF pg_catalog.has_table_privilege('cscp.command_window', 'DELETE') THEN
+        DELETE FROM cscp.command_window w
+         WHERE w.ctid = ANY (ARRAY(
+                   SELECT d.ctid
+                     FROM (SELECT y.ctid,
+                                  EXISTS (SELECT FROM cscp.command z
+                                           WHERE z.tenant_id = y.tenant_id AND z.command_id = y.command_id
+                                             AND z.state IN ('confirmation_required', 'authz_pending')
+                                             AND z.window_expires_at = y.window_expires_at) AS present
+                             FROM cscp.command_window y
+                            WHERE y.window_expires_at <= v_now
+                            ORDER BY y.window_expires_at
+                            LIMIT batch
+                              FOR UPDATE SKIP LOCKED) d
+                    WHERE NOT d.present));
+    END IF;
 
     -- Open conversations past their deadline are closed: a system turn, a null outcome, their
     -- contexts closed (before the contexts' own expiry below, so that a context the conversation
@@ -207,14 +231,21 @@ BEGIN
     -- may neither delete commands nor evidence, and their sweep leaves them.
     IF pg_catalog.has_table_privilege('cscp.evidence', 'DELETE')
        AND pg_catalog.has_table_privilege('cscp.command', 'DELETE') THEN
+        -- They are found through cscp.command_retired, by the time they finished; the
+        -- command_unlist trigger takes each deleted command's row out of it.
         FOR r IN
-            SELECT x.tenant_id, x.command_id FROM cscp.command x
-             WHERE x.state IN ('rejected', 'executed', 'failed', 'canceled', 'compensated')
-               AND x.last_transition_at <= v_retired_evidence
-               AND x.last_transition_at + cscp._retention(x.tenant_id, 'retention_evidence') <= v_now
-             ORDER BY x.last_transition_at
-             LIMIT batch
-               FOR UPDATE SKIP LOCKED
+            SELECT d.tenant_id, d.command_id
+              FROM (SELECT y.tenant_id, y.command_id, y.retired_at FROM cscp.command_retired y
+                     WHERE y.retired_at <= v_retired_evidence
+                       AND y.retired_at + cscp._retention(y.tenant_id, 'retention_evidence') <= v_now
+                     ORDER BY y.retired_at
+                     LIMIT batch) d
+             CROSS JOIN LATERAL (
+                   SELECT FROM cscp.command x
+                    WHERE x.tenant_id = d.tenant_id AND x.command_id = d.command_id
+                      AND x.state IN ('rejected', 'executed', 'failed', 'canceled', 'compensated')
+                      AND x.last_transition_at = d.retired_at
+                      FOR UPDATE SKIP LOCKED) x
         LOOP
             DELETE FROM cscp.evidence e WHERE e.tenant_id = r.tenant_id AND e.command_id = r.command_id;
             GET DIAGNOSTICS n_other = ROW_COUNT;
@@ -222,6 +253,22 @@ BEGIN
             DELETE FROM cscp.command x WHERE x.tenant_id = r.tenant_id AND x.command_id = r.command_id;
             n_commands := n_commands + 1;
         END LOOP;
+        -- Rows naming a command that is gone (deleted with the triggers off) are dropped once due.
+        IF pg_catalog.has_table_privilege('cscp.command_retired', 'DELETE') THEN
+            DELETE FROM cscp.command_retired w
+             WHERE w.ctid = ANY (ARRAY(
+                       SELECT d.ctid
+                         FROM (SELECT y.ctid,
+                                      EXISTS (SELECT FROM cscp.command z
+                                               WHERE z.tenant_id = y.tenant_id
+                                                 AND z.command_id = y.command_id) AS present
+                                 FROM cscp.command_retired y
+                                WHERE y.retired_at <= v_retired_evidence
+                                  AND y.retired_at + cscp._retention(y.tenant_id, 'retention_evidence') <= v_now
+                                ORDER BY y.retired_at
+                                LIMIT batch) d
+                        WHERE NOT d.present));
+        END IF;
         DELETE FROM cscp.evidence e
          WHERE e.ctid = ANY (ARRAY(
                    SELECT x.ctid FROM cscp.evidence x
