@@ -761,21 +761,17 @@ due_exec(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes, Datu
 }
 
 /*
- * The row of a command in cscp.command_window (window) or
+ * The row of a command (in state s) in cscp.command_window (window) or
  * cscp.command_retired: its key into args[0..2] and its time into args[3].
  * False when the command has no such row: not in a window (or with no end
- * to it), or not finished; or a key column is null, which the NOT NULL
- * constraints refuse.
+ * to it), or not finished (row is not read then, and may be NULL); or a key
+ * column is null, which the NOT NULL constraints refuse.
  */
 static bool
-due_row(HeapTuple row, TupleDesc desc, bool window, Datum *args)
+due_row(HeapTuple row, TupleDesc desc, CommandState s, bool window, Datum *args)
 {
-	CommandState s;
 	bool		isnull;
 
-	if (is_null(row, desc, cols.state))
-		return false;
-	s = get_state(row, desc);
 	if (window ? (s != CMD_CONFIRMATION_REQUIRED && s != CMD_AUTHZ_PENDING) : !IS_TERMINAL(s))
 		return false;
 	args[0] = heap_getattr(row, cols.tenant_id, desc, &isnull);
@@ -790,6 +786,13 @@ due_row(HeapTuple row, TupleDesc desc, bool window, Datum *args)
 	args[3] = heap_getattr(row, window ? cols.window_expires_at : cols.last_transition_at,
 						   desc, &isnull);
 	return !isnull;
+}
+
+/* The state of a command row, or CMD_RECEIVED (listed nowhere) when null. */
+static CommandState
+due_state(HeapTuple row, TupleDesc desc)
+{
+	return is_null(row, desc, cols.state) ? CMD_RECEIVED : get_state(row, desc);
 }
 
 static const Oid due_types[4] = {TEXTOID, TEXTOID, UUIDOID, TIMESTAMPTZOID};
@@ -845,13 +848,16 @@ due_take(bool window, Datum *args)
 static void
 due_follow(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc)
 {
+	CommandState from = oldtup != NULL ? due_state(oldtup, desc) : CMD_RECEIVED;
+	CommandState to = due_state(newtup, desc);
+
 	for (int w = 0; w < 2; w++)
 	{
 		bool		window = (w == 0);
 		Datum		oldargs[4];
 		Datum		newargs[4];
-		bool		had = oldtup != NULL && due_row(oldtup, desc, window, oldargs);
-		bool		has = due_row(newtup, desc, window, newargs);
+		bool		had = due_row(oldtup, desc, from, window, oldargs);
+		bool		has = due_row(newtup, desc, to, window, newargs);
 
 		if (had && has && oldargs[3] == newargs[3])
 			continue;			/* same time (and key, which never changes) */
@@ -893,6 +899,7 @@ cscp_command_unlist(PG_FUNCTION_ARGS)
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	HeapTuple	row;
 	TupleDesc	desc;
+	CommandState state;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(trigdata->tg_event))
 		ereport(ERROR,
@@ -915,11 +922,12 @@ cscp_command_unlist(PG_FUNCTION_ARGS)
 	load_columns(trigdata->tg_relation);
 	row = trigdata->tg_trigtuple;
 	desc = RelationGetDescr(trigdata->tg_relation);
+	state = due_state(row, desc);
 	for (int w = 0; w < 2; w++)
 	{
 		Datum		args[4];
 
-		if (due_row(row, desc, w == 0, args))
+		if (due_row(row, desc, state, w == 0, args))
 			due_release(w == 0, args);
 	}
 	return PointerGetDatum(row);
