@@ -4,11 +4,13 @@
 -- generated column.  Loaded twice: as bench_floor, which the floor scripts (test/bench/*_floor.sql)
 -- write with plain SQL and no checks, and as bench_naive, on which test/bench/baseline_plpgsql.sql
 -- then adds the PL/pgSQL triggers and functions a user would hand-write.
--- One difference, on purpose: the context table keeps the indexes a user would write by hand (a
+-- Two differences, on purpose: the context table keeps the indexes a user would write by hand (a
 -- partial unique index for "one live context", on which the floor's and naive upserts arbitrate,
--- and two partial indexes for a sweep) and the default fillfactor.  cscp keeps liveness in
--- cscp.context_live instead, so that its context updates are HOT; a hand-written schema gets
--- that only by keeping such a table too, which is cscp's work, not the floor's.
+-- and two partial indexes for a sweep), and so does the command table (partial indexes on open
+-- windows and on finished commands), both with the default fillfactor.  cscp keeps these lists in
+-- tables of their own instead (cscp.context_live and context_retired, cscp.command_window and
+-- command_retired), so that its context and command updates are HOT; a hand-written schema gets
+-- that only by keeping such tables too, which is cscp's work, not the floor's.
 --   psql -v schema=bench_floor -v role=<the role pgbench connects as> -f floor_schema.sql
 
 CREATE SCHEMA :"schema";

@@ -60,6 +60,13 @@ want() { [[ ",$ONLY," == *",$1,"* ]]; }
 # a checkpoint (max_wal_size) during a run must not recycle the WAL pg_waldump reads after it.
 cluster_start fsync=on synchronous_commit=on max_wal_size=4GB wal_keep_size=4GB checkpoint_timeout=1h \
 	log_lock_waits=on deadlock_timeout=10ms
+# Likewise VACUUM, for the workloads that compare variants run by run (W1-W4, W6): autovacuum,
+# which visits the database once a minute and then works through every variant's tables for
+# half a minute, would land in whichever runs happen to be going then, with its CPU, its writes
+# and its WAL (counted in the run's WAL per transaction).  bench_run vacuums before each run
+# instead (and analyzes), as pgbench vacuums unless told -n.  W5 measures W1 beside the sweep with autovacuum on,
+# as an application would run.
+psql -X -q -c "ALTER SYSTEM SET autovacuum = off" -c "SELECT pg_reload_conf()" >/dev/null
 BENCH_OUT=$(mktemp -d "${TMPDIR:-/tmp}/cscp-bench.XXXXXX")
 export BENCH_OUT
 trap 'cluster_stop; rm -rf "$BENCH_OUT"' EXIT
@@ -285,6 +292,9 @@ if want W5; then
 	w5_part() { [[ " $W5_PARTS " == *" $1 "* ]]; }
 	w5_during_p99= w5_alone_p99= waits_on_sweep=
 	w5w_during_p99= w5w_alone_p99= ww_waits_on_sweep=
+	# W5 runs with autovacuum, and no VACUUM of bench_run's beside the sweep.
+	psql -X -q -c "ALTER SYSTEM SET autovacuum = on" -c "SELECT pg_reload_conf()" >/dev/null
+	export BENCH_VACUUM=off
 fi
 if want W5 && w5_part session; then
 	t0=$(date +%s.%N)

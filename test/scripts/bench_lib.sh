@@ -19,7 +19,8 @@
 # microseconds in the 3rd field, the script number in the 4th, its end time in the 5th and 6th);
 # WAL bytes are pg_current_wal_insert_lsn() after the run minus before it, and of those the bytes
 # of full-page images, from pg_waldump --stats over the same range, both divided by the
-# transactions.  Every run starts after a CHECKPOINT, so each pays for its own full-page images.
+# transactions.  Every run starts after a VACUUM and a CHECKPOINT, so each pays for its own
+# full-page images and none for another's dead rows.
 
 # The median of the numbers on stdin.
 bench_median() {
@@ -72,6 +73,10 @@ bench_run() {
 	local name=$1 sync=$2 secs=$3
 	shift 3
 	local out="$BENCH_OUT/$name" lsn0 lsn1 tps n wal fpi
+	# What the runs before left to vacuum and analyze is done now, not by autovacuum inside this run
+	# (bench.sh turns it off but for W5, which sets BENCH_VACUUM=off): pgbench itself vacuums
+	# before each run unless told -n.
+	[ "${BENCH_VACUUM:-on}" = off ] || psql -X -q -c "VACUUM (ANALYZE)"
 	psql -X -q -c CHECKPOINT
 	lsn0=$(psql -X -At -c 'SELECT pg_current_wal_insert_lsn()')
 	PGOPTIONS="-c cscp.tenant_id=$BENCH_TENANT -c synchronous_commit=$sync" \
