@@ -797,44 +797,39 @@ due_state(HeapTuple row, TupleDesc desc)
 
 static const Oid due_types[4] = {TEXTOID, TEXTOID, UUIDOID, TIMESTAMPTZOID};
 
+/*
+ * The statements on each list, [1] cscp.command_window and [0]
+ * cscp.command_retired, with due_row's arguments.
+ */
+static const char *const due_delete_sql[2] = {
+	"DELETE FROM cscp.command_retired r"
+	" WHERE r.retired_at = $4 AND r.tenant_id = $1 AND r.command_id = $3",
+	"DELETE FROM cscp.command_window w"
+	" WHERE w.window_expires_at = $4 AND w.tenant_id = $1 AND w.command_id = $3",
+};
+static const char *const due_insert_sql[2] = {
+	"INSERT INTO cscp.command_retired (tenant_id, conversation_id, command_id, retired_at)"
+	" VALUES ($1, $2, $3, $4)",
+	"INSERT INTO cscp.command_window (tenant_id, conversation_id, command_id, window_expires_at)"
+	" VALUES ($1, $2, $3, $4)",
+};
+
 /* A command's row out of cscp.command_window (window) or cscp.command_retired. */
 static void
 due_release(bool window, Datum *args)
 {
-	static SPIPlanPtr window_plan = NULL;
-	static SPIPlanPtr retired_plan = NULL;
+	static SPIPlanPtr plans[2] = {NULL, NULL};
 
-	if (window)
-		due_exec(&window_plan,
-				 "DELETE FROM cscp.command_window w"
-				 " WHERE w.window_expires_at = $4 AND w.tenant_id = $1 AND w.command_id = $3",
-				 4, due_types, args, SPI_OK_DELETE);
-	else
-		due_exec(&retired_plan,
-				 "DELETE FROM cscp.command_retired r"
-				 " WHERE r.retired_at = $4 AND r.tenant_id = $1 AND r.command_id = $3",
-				 4, due_types, args, SPI_OK_DELETE);
+	due_exec(&plans[window], due_delete_sql[window], 4, due_types, args, SPI_OK_DELETE);
 }
 
 /* A command's row into cscp.command_window (window) or cscp.command_retired. */
 static void
 due_take(bool window, Datum *args)
 {
-	static SPIPlanPtr window_plan = NULL;
-	static SPIPlanPtr retired_plan = NULL;
+	static SPIPlanPtr plans[2] = {NULL, NULL};
 
-	if (window)
-		due_exec(&window_plan,
-				 "INSERT INTO cscp.command_window"
-				 " (tenant_id, conversation_id, command_id, window_expires_at)"
-				 " VALUES ($1, $2, $3, $4)",
-				 4, due_types, args, SPI_OK_INSERT);
-	else
-		due_exec(&retired_plan,
-				 "INSERT INTO cscp.command_retired"
-				 " (tenant_id, conversation_id, command_id, retired_at)"
-				 " VALUES ($1, $2, $3, $4)",
-				 4, due_types, args, SPI_OK_INSERT);
+	due_exec(&plans[window], due_insert_sql[window], 4, due_types, args, SPI_OK_INSERT);
 }
 
 /*
