@@ -69,6 +69,84 @@ slot_pending(Jsonb *slots, const char *key)
  * becomes its last one.  Expired or closed contexts stay as they are.
  * The caller is connected to SPI and holds the context's row lock.
  */
+static const char *const edit_status_names[2] = {"active", "pending"};
+static CscpEnumCache edit_status = {.n = 2, .names = edit_status_names};
+
+/*
+ * What a command's submit or release sets on its context (context_edit),
+ * as the statements beside each use of it say.
+ */
+typedef struct ContextEdit
+{
+	bool		set_slots;		/* slots = slots */
+	Jsonb	   *slots;
+	Jsonb	   *pending;		/* slots = x.slots || pending (when not set_slots) */
+	bool		release;		/* status: pending -> active */
+	bool		ask;			/* status: active -> pending */
+	bool		set_reason;		/* reason = coalesce(reason, x.reason) */
+	Datum		reason;			/* (Datum) 0 for null */
+	Datum		command_id;		/* last_command_id = command_id */
+	bool		set_last_message;	/* last_message_id = coalesce(last_message,
+									 * x.last_message_id) */
+	text	   *last_message;
+} ContextEdit;
+
+static bool
+context_edit(HeapTuple old, TupleDesc desc, Datum *values, bool *nulls, bool *replace, void *arg)
+{
+	ContextEdit *e = (ContextEdit *) arg;
+	int			c;
+
+	if (e->set_slots || e->pending != NULL)
+	{
+		c = cscp_column(desc, "cscp.context", "slots");
+		if (e->set_slots)
+			values[c - 1] = JsonbPGetDatum(e->slots);
+		else
+		{
+			values[c - 1] = heap_getattr(old, c, desc, &nulls[c - 1]);
+			if (!nulls[c - 1])
+				values[c - 1] = DirectFunctionCall2(jsonb_concat, values[c - 1],
+													JsonbPGetDatum(e->pending));
+		}
+		replace[c - 1] = true;
+	}
+	if (e->release || e->ask)
+	{
+		Oid			typoid;
+
+		c = cscp_column(desc, "cscp.context", "status");
+		typoid = TupleDescAttr(desc, c - 1)->atttypid;
+		values[c - 1] = heap_getattr(old, c, desc, &nulls[c - 1]);
+		/* CASE WHEN x.status = <from> THEN <to> ELSE x.status END */
+		if (!nulls[c - 1] && values[c - 1] == cscp_enum_datum(&edit_status, typoid, e->ask ? 0 : 1))
+			values[c - 1] = cscp_enum_datum(&edit_status, typoid, e->ask ? 1 : 0);
+		replace[c - 1] = true;
+	}
+	if (e->set_reason)
+	{
+		c = cscp_column(desc, "cscp.context", "reason");
+		if (e->reason != (Datum) 0)
+			values[c - 1] = e->reason;
+		else
+			values[c - 1] = heap_getattr(old, c, desc, &nulls[c - 1]);
+		replace[c - 1] = true;
+	}
+	c = cscp_column(desc, "cscp.context", "last_command_id");
+	values[c - 1] = e->command_id;
+	replace[c - 1] = true;
+	if (e->set_last_message)
+	{
+		c = cscp_column(desc, "cscp.context", "last_message_id");
+		if (e->last_message != NULL)
+			values[c - 1] = PointerGetDatum(e->last_message);
+		else
+			values[c - 1] = heap_getattr(old, c, desc, &nulls[c - 1]);
+		replace[c - 1] = true;
+	}
+	return true;
+}
+
 void
 cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id, const char *why)
 {
@@ -83,6 +161,7 @@ cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id, const char
 	bool		changed = false;
 	Datum		args[6];
 	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	Relation	rel;
 
 	if (!cscp_status_live(status) || DatumGetTimestampTz(expires) <= cscp_now())
 		return;
@@ -115,18 +194,40 @@ cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id, const char
 	else
 		nulls[4] = 'n';
 	args[5] = command_id;
-	cscp_spi_plan(&plan,
-				  "UPDATE cscp.context x"
-				  "   SET slots = $3,"
-				  "       status = CASE WHEN x.status = 'pending' AND NOT $4"
-				  "                     THEN 'active'::cscp.context_status ELSE x.status END,"
-				  "       reason = coalesce($5, x.reason),"
-				  "       last_command_id = $6,"
-				  "       expires_at = cscp._context_touch(x)"
-				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
-				  6, argtypes);
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not release context slots of command %s", id);
+	rel = table_open(cscp_relation_oid("context", false), RowExclusiveLock);
+	if (cscp_row_update_direct(rel))
+	{
+		/*
+		 * The row locked again by key (the caller's copy may be older than a
+		 * write of this transaction's) and written without a plan for one
+		 * row; none when row-level security hides it.
+		 */
+		ContextEdit e = {0};
+
+		e.slots = slots;
+		e.set_slots = true;
+		e.release = !DatumGetBool(args[3]);
+		e.set_reason = true;
+		e.reason = why != NULL ? args[4] : (Datum) 0;
+		e.command_id = command_id;
+		cscp_context_update(rel, "context_pkey", 2, args, context_edit, &e);
+	}
+	else
+	{
+		cscp_spi_plan(&plan,
+					  "UPDATE cscp.context x"
+					  "   SET slots = $3,"
+					  "       status = CASE WHEN x.status = 'pending' AND NOT $4"
+					  "                     THEN 'active'::cscp.context_status ELSE x.status END,"
+					  "       reason = coalesce($5, x.reason),"
+					  "       last_command_id = $6,"
+					  "       expires_at = cscp._context_touch(x)"
+					  " WHERE x.tenant_id = $1 AND x.context_id = $2",
+					  6, argtypes);
+		if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not release context slots of command %s", id);
+	}
+	table_close(rel, NoLock);
 }
 
 PG_FUNCTION_INFO_V1(cscp_context_release_sql);
@@ -1165,6 +1266,8 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	char	   *tenant_c = text_to_cstring(q->tenant_id);
 	char	   *name_c = text_to_cstring(q->command_name);
 	text	   *last_message = last_message_id(q->message_ids);
+	Relation	ctxrel;
+
 	memset(nulls, ' ', sizeof(nulls));
 
 	/* Every submit of one key is serialised. */
@@ -1441,6 +1544,51 @@ conflict:
 						  3, supersede_types);
 			run(supersede_plan, args, NULL, false, SPI_OK_UPDATE);
 		}
+	}
+
+	/*
+	 * The command becomes its context's last (a use: its TTL slides); one
+	 * that asks for confirmation makes the context pending with it.  Below
+	 * the executor (cscp_context_update), or by the statements where
+	 * cscp.context has a rule or a statement trigger.
+	 */
+	ctxrel = table_open(cscp_relation_oid("context", false), RowExclusiveLock);
+	if (cscp_row_update_direct(ctxrel))
+	{
+		ContextEdit e = {0};
+
+		args[0] = tenant;
+		args[1] = context_id;
+		e.command_id = spi_col(cmd, cmddesc, "cscp.command", "command_id", &isnull);
+		e.set_last_message = true;
+		e.last_message = last_message;
+		if (asking)
+		{
+			JsonbParseState *st = NULL;
+			JsonbValue	k;
+
+			/* {"pending_confirmation": {command_id, idempotency_key, target_fingerprint, expires_at}} */
+			pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+			k.type = jbvString;
+			k.val.string.val = "pending_confirmation";
+			k.val.string.len = strlen("pending_confirmation");
+			pushJsonbValue(&st, WJB_KEY, &k);
+			pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+			cscp_jsonb_push_text(&st, "command_id",
+								 DatumGetCString(DirectFunctionCall1(uuid_out, e.command_id)));
+			cscp_jsonb_push_text(&st, "idempotency_key", text_to_cstring(q->idempotency_key));
+			cscp_jsonb_push_text(&st, "target_fingerprint",
+								 q->target_fingerprint ? text_to_cstring(q->target_fingerprint) : NULL);
+			cscp_jsonb_push_text(&st, "expires_at", cscp_utc_iso(DatumGetTimestampTz(window)));
+			pushJsonbValue(&st, WJB_END_OBJECT, NULL);
+			e.pending = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
+			e.ask = true;
+		}
+		cscp_context_update(ctxrel, "context_pkey", 2, args, context_edit, &e);
+	}
+	else if (asking)
+	{
+		Datum		command_id = spi_col(cmd, cmddesc, "cscp.command", "command_id", &isnull);
 
 		args[0] = tenant;
 		args[1] = context_id;
@@ -1482,6 +1630,7 @@ conflict:
 					  4, use_types);
 		run(use_plan, args, nulls, false, SPI_OK_UPDATE);
 	}
+	table_close(ctxrel, NoLock);
 	command_result(cmd, cmddesc, false, r, callerctx);
 }
 

@@ -107,29 +107,84 @@ lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, const 
 /*
  * An answer that moves the pending command: to_state with reason why, the
  * answer's message id appended to the command's, the context's slot
- * released.
+ * released.  cmd is the command's row as locked (its latest version).
+ *
+ * The command is updated below the executor (cscp_row_update, which fires
+ * its triggers as the statement would), or by the statement where
+ * cscp.command has a rule, a statement trigger or a transition table.
  */
 static void
 apply(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, text *message_id,
-	  const char *to_state, const char *why)
+	  CommandState to_state, const char *why)
 {
 	static SPIPlanPtr plan = NULL;
 	static const Oid argtypes[5] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, TEXTOID};
 	bool		isnull;
 	Datum		args[5];
+	Relation	rel = table_open(cscp_relation_oid("command", false), RowExclusiveLock);
 
 	args[0] = col(cmd, cmddesc, "cscp.command", "tenant_id", &isnull);
 	args[1] = col(cmd, cmddesc, "cscp.command", "command_id", &isnull);
-	args[2] = CStringGetTextDatum(to_state);
+	args[2] = CStringGetTextDatum(cscp_command_state_names[to_state]);
 	args[3] = CStringGetTextDatum(why);
 	args[4] = PointerGetDatum(message_id);
-	cscp_spi_plan(&plan,
-				  "UPDATE cscp.command x"
-				  "   SET state = $3::cscp.command_state, reason_code = $4, detail = NULL,"
-				  "       message_ids = x.message_ids || $5"
-				  " WHERE x.tenant_id = $1 AND x.command_id = $2",
-				  5, argtypes);
-	run(plan, args, NULL, SPI_OK_UPDATE);
+	if (cscp_row_update_direct(rel))
+	{
+		TupleDesc	desc = RelationGetDescr(rel);
+		Datum	   *values = palloc0(desc->natts * sizeof(Datum));
+		bool	   *nulls = palloc0(desc->natts * sizeof(bool));
+		bool	   *replace = palloc0(desc->natts * sizeof(bool));
+		Bitmapset  *cols = NULL;
+		int			set[4];
+		Datum		ids = heap_getattr(cmd, cscp_column(desc, "cscp.command", "message_ids"), desc,
+									   &isnull);
+		Datum	   *elems = NULL;
+		bool	   *elemnulls = NULL;
+		int			n = 0;
+
+		/* message_ids || message_id, as array_append: a null array gives one of one */
+		if (!isnull)
+			deconstruct_array(DatumGetArrayTypeP(ids), TEXTOID, -1, false, TYPALIGN_INT,
+							  &elems, &elemnulls, &n);
+		elems = elems ? repalloc(elems, (n + 1) * sizeof(Datum)) : palloc(sizeof(Datum));
+		elemnulls = elemnulls ? repalloc(elemnulls, (n + 1) * sizeof(bool)) : palloc(sizeof(bool));
+		elems[n] = args[4];
+		elemnulls[n] = false;
+
+		set[0] = cscp_column(desc, "cscp.command", "state");
+		set[1] = cscp_column(desc, "cscp.command", "reason_code");
+		set[2] = cscp_column(desc, "cscp.command", "detail");
+		set[3] = cscp_column(desc, "cscp.command", "message_ids");
+		values[set[0] - 1] = cscp_command_state_datum(TupleDescAttr(desc, set[0] - 1)->atttypid,
+													  to_state);
+		values[set[1] - 1] = args[3];
+		nulls[set[2] - 1] = true;
+		{
+			int			dims[1] = {n + 1};
+			int			lbs[1] = {1};
+
+			values[set[3] - 1] = PointerGetDatum(construct_md_array(elems, elemnulls, 1, dims, lbs,
+																	TEXTOID, -1, false,
+																	TYPALIGN_INT));
+		}
+		for (int i = 0; i < 4; i++)
+		{
+			replace[set[i] - 1] = true;
+			cols = bms_add_member(cols, set[i] - FirstLowInvalidHeapAttributeNumber);
+		}
+		cscp_row_update(rel, cmd, heap_modify_tuple(cmd, desc, values, nulls, replace), cols);
+	}
+	else
+	{
+		cscp_spi_plan(&plan,
+					  "UPDATE cscp.command x"
+					  "   SET state = $3::cscp.command_state, reason_code = $4, detail = NULL,"
+					  "       message_ids = x.message_ids || $5"
+					  " WHERE x.tenant_id = $1 AND x.command_id = $2",
+					  5, argtypes);
+		run(plan, args, NULL, SPI_OK_UPDATE);
+	}
+	table_close(rel, NoLock);
 	cscp_context_release(ctx, ctxdesc, args[1], why);
 }
 
@@ -145,6 +200,12 @@ object_string(JsonbValue *obj, const char *key)
 		return pnstrdup(v->val.string.val, v->val.string.len);
 	return cscp_jsonb_value_to_cstring(v);
 }
+
+/* The columns of cscp.answer that cscp_confirm writes, in its order. */
+static const char *const answer_columns[9] = {
+	"tenant_id", "conversation_id", "kind", "message_id", "answered_by", "outcome",
+	"command_id", "context_id", "created_at",
+};
 
 PG_FUNCTION_INFO_V1(cscp_confirm);
 
@@ -162,8 +223,8 @@ cscp_confirm(PG_FUNCTION_ARGS)
 	static SPIPlanPtr last_plan = NULL;
 	static SPIPlanPtr record_plan = NULL;
 	static const Oid command_types[2] = {TEXTOID, UUIDOID};
-	static const Oid record_types[7] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, UUIDOID,
-	UUIDOID};
+	static const Oid record_types[9] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+	UUIDOID, UUIDOID, TIMESTAMPTZOID};
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	MemoryContext callerctx = CurrentMemoryContext;
 	text	   *tenant = PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0);
@@ -183,8 +244,8 @@ cscp_confirm(PG_FUNCTION_ARGS)
 	const char *outcome;
 	bool		moved = false;
 	bool		isnull;
-	Datum		args[7];
-	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		args[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	Datum		values[3];
 	bool		result_nulls[3] = {false, true, true};
 	Datum		command_id = (Datum) 0,
@@ -330,13 +391,13 @@ cscp_confirm(PG_FUNCTION_ARGS)
 		else if (answer)
 		{
 			outcome = "confirmed";
-			apply(ctx, ctxdesc, cmd, cmddesc, message_id, "confirmed", "confirmed_by_user");
+			apply(ctx, ctxdesc, cmd, cmddesc, message_id, CMD_CONFIRMED, "confirmed_by_user");
 			moved = true;
 		}
 		else
 		{
 			outcome = "declined";
-			apply(ctx, ctxdesc, cmd, cmddesc, message_id, "rejected", "declined");
+			apply(ctx, ctxdesc, cmd, cmddesc, message_id, CMD_REJECTED, "declined");
 			moved = true;
 		}
 	}
@@ -390,22 +451,49 @@ cscp_confirm(PG_FUNCTION_ARGS)
 		cscp_evidence_refuse(&e, command_id, !result_nulls[1]);
 	}
 
-	/* The outcome replayed for the message from now on. */
+	/*
+	 * The outcome replayed for the message from now on: inserted below the
+	 * executor with the caller's rights (cscp_row_insert), or by the
+	 * statement where cscp.answer has a rule or a statement trigger.
+	 */
 	args[0] = PointerGetDatum(tenant);
 	args[1] = PointerGetDatum(conversation);
-	args[2] = PointerGetDatum(message_id);
-	args[3] = PointerGetDatum(actor);
-	args[4] = CStringGetTextDatum(outcome);
-	args[5] = command_id;
-	nulls[5] = result_nulls[1] ? 'n' : ' ';
-	args[6] = context_id;
-	nulls[6] = result_nulls[2] ? 'n' : ' ';
-	cscp_spi_plan(&record_plan,
-				  "INSERT INTO cscp.answer (tenant_id, conversation_id, kind, message_id,"
-				  "                         answered_by, outcome, command_id, context_id, created_at)"
-				  " VALUES ($1, $2, 'confirm', $3, $4, $5, $6, $7, cscp.now())",
-				  7, record_types);
-	run(record_plan, args, nulls, SPI_OK_INSERT);
+	args[2] = CStringGetTextDatum("confirm");
+	args[3] = PointerGetDatum(message_id);
+	args[4] = PointerGetDatum(actor);
+	args[5] = CStringGetTextDatum(outcome);
+	args[6] = command_id;
+	nulls[6] = result_nulls[1] ? 'n' : ' ';
+	args[7] = context_id;
+	nulls[7] = result_nulls[2] ? 'n' : ' ';
+	args[8] = TimestampTzGetDatum(now);
+	ansrel = table_open(cscp_relation_oid("answer", false), RowExclusiveLock);
+	if (cscp_row_insert_direct(ansrel))
+	{
+		TupleDesc	adesc = RelationGetDescr(ansrel);
+		Datum	   *row = palloc0(adesc->natts * sizeof(Datum));
+		bool	   *rownulls = palloc(adesc->natts * sizeof(bool));
+
+		memset(rownulls, true, adesc->natts * sizeof(bool));
+		for (int i = 0; i < 9; i++)
+		{
+			int			c = cscp_column(adesc, "cscp.answer", answer_columns[i]);
+
+			row[c - 1] = args[i];
+			rownulls[c - 1] = (nulls[i] == 'n');
+		}
+		cscp_row_insert(ansrel, heap_form_tuple(adesc, row, rownulls), true);
+	}
+	else
+	{
+		cscp_spi_plan(&record_plan,
+					  "INSERT INTO cscp.answer (tenant_id, conversation_id, kind, message_id,"
+					  "                         answered_by, outcome, command_id, context_id, created_at)"
+					  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+					  9, record_types);
+		run(record_plan, args, nulls, SPI_OK_INSERT);
+	}
+	table_close(ansrel, NoLock);
 
 	{
 		MemoryContext old = MemoryContextSwitchTo(callerctx);

@@ -7,8 +7,9 @@
  *	  holds every write to its rules; this file only finds, extends and
  *	  inserts.
  *
- *	  The common case, a live context in use, is one UPDATE that finds,
- *	  locks and extends it.  Only when there is none (or it is past its TTL)
+ *	  The common case, a live context in use, is found, locked and
+ *	  extended by key, below the executor (use_live; one UPDATE where the
+ *	  table has a rule or a statement trigger).  Only when there is none (or it is past its TTL)
  *	  does the open look further: record the expiry, then insert a new one.
  *	  The live context is found through cscp.context_live, whose primary key
  *	  allows one per triple.  A concurrent open may insert the live context
@@ -105,6 +106,138 @@ insert_opening(SPIPlanPtr plan, Datum *args, const char *nulls)
 }
 
 /*
+ * Update the context row of rel whose index cscp.indexname holds keys,
+ * below the executor, as
+ *
+ *	 UPDATE cscp.context x SET <edit's columns>, expires_at = cscp._context_touch(x)
+ *	  WHERE <the index's columns> = <keys>
+ *
+ * would, without a plan for one row: the row found and locked by key
+ * (cscp_key_lock_row: the caller's UPDATE privilege, row-level security,
+ * and the latest version, as the statement's recheck would take it), edit
+ * called with it, its TTL slid (a use of the context), and the row
+ * written by cscp_row_update, which fires the context trigger and the
+ * user's as the statement would.  Returns the row as stored; NULL when
+ * there is none, when edit declined it, or when a BEFORE trigger skipped
+ * it.  Only where cscp_row_update_direct(rel), which the caller checks,
+ * running the statement otherwise.
+ */
+HeapTuple
+cscp_context_update(Relation rel, const char *indexname, int nkeys, const Datum *keys,
+					CscpContextEdit edit, void *arg)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	HeapTuple	old = cscp_key_lock_row(rel, indexname, nkeys, keys);
+	int			expirescol = cscp_column(desc, "cscp.context", "expires_at");
+	Datum	   *values;
+	bool	   *nulls;
+	bool	   *replace;
+	Bitmapset  *cols = NULL;
+	bool		tnull,
+				inull;
+	Datum		tenant,
+				ttl;
+
+	if (old == NULL)
+		return NULL;
+	values = palloc0(desc->natts * sizeof(Datum));
+	nulls = palloc0(desc->natts * sizeof(bool));
+	replace = palloc0(desc->natts * sizeof(bool));
+	if (!edit(old, desc, values, nulls, replace, arg))
+		return NULL;
+
+	/* expires_at = cscp._context_touch(x) */
+	values[expirescol - 1] = heap_getattr(old, expirescol, desc, &nulls[expirescol - 1]);
+	tenant = heap_getattr(old, cscp_column(desc, "cscp.context", "tenant_id"), desc, &tnull);
+	ttl = heap_getattr(old, cscp_column(desc, "cscp.context", "ttl"), desc, &inull);
+	if (!nulls[expirescol - 1] && !tnull && !inull)
+		values[expirescol - 1] =
+			TimestampTzGetDatum(cscp_context_touch(TextDatumGetCString(tenant),
+												   DatumGetTimestampTz(values[expirescol - 1]),
+												   DatumGetIntervalP(ttl)));
+	replace[expirescol - 1] = true;
+	for (int i = 0; i < desc->natts; i++)
+		if (replace[i])
+			cols = bms_add_member(cols, i + 1 - FirstLowInvalidHeapAttributeNumber);
+	return cscp_row_update(rel, old, heap_modify_tuple(old, desc, values, nulls, replace), cols);
+}
+
+static const char *const live_status_names[3] = {"active", "pending", "blocked"};
+static CscpEnumCache live_status = {.n = 3, .names = live_status_names};
+
+/* What the open's use of the live context sets (use_edit). */
+typedef struct UseEdit
+{
+	Jsonb	   *slots;
+	text	   *correlation;
+	TimestampTz now;
+} UseEdit;
+
+/*
+ * The open's use of a live context: only one still live and within its TTL
+ * (x.status IN ('active', 'pending', 'blocked') AND x.expires_at > now);
+ * slots = x.slots || slots, correlation_id = coalesce(correlation,
+ * x.correlation_id).
+ */
+static bool
+use_edit(HeapTuple old, TupleDesc desc, Datum *values, bool *nulls, bool *replace, void *arg)
+{
+	UseEdit    *u = (UseEdit *) arg;
+	int			statuscol = cscp_column(desc, "cscp.context", "status");
+	int			slotscol = cscp_column(desc, "cscp.context", "slots");
+	int			corrcol = cscp_column(desc, "cscp.context", "correlation_id");
+	bool		isnull;
+	Datum		d = heap_getattr(old, statuscol, desc, &isnull);
+	bool		is_live = false;
+
+	for (int i = 0; i < 3 && !isnull; i++)
+		is_live |= (d == cscp_enum_datum(&live_status, TupleDescAttr(desc, statuscol - 1)->atttypid, i));
+	d = heap_getattr(old, cscp_column(desc, "cscp.context", "expires_at"), desc, &isnull);
+	if (!is_live || isnull || DatumGetTimestampTz(d) <= u->now)
+		return false;
+
+	values[slotscol - 1] = heap_getattr(old, slotscol, desc, &nulls[slotscol - 1]);
+	if (!nulls[slotscol - 1])
+		values[slotscol - 1] = DirectFunctionCall2(jsonb_concat, values[slotscol - 1],
+												   JsonbPGetDatum(u->slots));
+	if (u->correlation != NULL)
+		values[corrcol - 1] = PointerGetDatum(u->correlation);
+	else
+		values[corrcol - 1] = heap_getattr(old, corrcol, desc, &nulls[corrcol - 1]);
+	replace[slotscol - 1] = replace[corrcol - 1] = true;
+	return true;
+}
+
+/*
+ * The use of the live context, below the executor: what the open's UPDATE
+ * (use_plan in cscp_context_open_row) does.  The triple's row in
+ * cscp.context_live names the context, which cscp_context_update locks
+ * and, when still live and within its TTL, extends.  NULL when there is no
+ * context in use.  Only where cscp_row_update_direct(rel).
+ */
+static HeapTuple
+use_live(Relation rel, Datum *key, Jsonb *slots, text *correlation, TimestampTz now)
+{
+	Relation	liverel;
+	HeapTuple	live;
+	Datum		ctxkey[2];
+	bool		isnull = true;
+	UseEdit		u = {slots, correlation, now};
+
+	liverel = table_open(cscp_relation_oid("context_live", false), AccessShareLock);
+	live = cscp_key_read(liverel, "context_live_key", 3, key, true);
+	if (live != NULL)
+		ctxkey[1] = heap_getattr(live, cscp_column(RelationGetDescr(liverel), "cscp.context_live",
+												   "context_id"),
+								 RelationGetDescr(liverel), &isnull);
+	table_close(liverel, AccessShareLock);
+	if (isnull)
+		return NULL;
+	ctxkey[0] = key[0];
+	return cscp_context_update(rel, "context_pkey", 2, ctxkey, use_edit, &u);
+}
+
+/*
  * Open (or reuse) the context of (tenant, conversation, actor) with slots
  * merged in; see the file header.  Connected to SPI by the caller; returns
  * the row as stored (in SPI memory), with its descriptor in *desc.
@@ -140,31 +273,53 @@ cscp_context_open_row(text *tenant, text *conversation, text *actor, Jsonb *slot
 	for (int attempt = 0; attempt < OPEN_ATTEMPTS; attempt++)
 	{
 		bool		isnull;
+		Relation	rel;
 
-		/* The live context in use: found, locked and extended in one. */
+		/*
+		 * The live context in use: found, locked and extended in one, below
+		 * the executor (use_live), or by one UPDATE where cscp.context has a
+		 * rule or a statement trigger.
+		 */
 		args[0] = PointerGetDatum(tenant);
 		args[1] = PointerGetDatum(conversation);
 		args[2] = PointerGetDatum(actor);
-		args[3] = JsonbPGetDatum(slots);
-		args[4] = PointerGetDatum(correlation);
-		nulls[4] = correlation ? ' ' : 'n';
-		args[5] = TimestampTzGetDatum(now);
-		cscp_spi_plan(&use_plan,
-					  "UPDATE cscp.context x"
-					  "   SET slots = x.slots || $4,"
-					  "       expires_at = cscp._context_touch(x),"
-					  "       correlation_id = coalesce($5, x.correlation_id)"
-					  " WHERE x.tenant_id = $1"
-					  "   AND x.context_id = " CSCP_LIVE_CONTEXT_ID
-					  "   AND x.status IN ('active', 'pending', 'blocked') AND x.expires_at > $6"
-					  " RETURNING *",
-					  6, use_types);
-		if (SPI_execute_plan(use_plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
-			elog(ERROR, "could not extend a context");
-		if (SPI_processed == 1)
+		rel = table_open(cscp_relation_oid("context", false), RowExclusiveLock);
+		if (cscp_row_update_direct(rel))
 		{
-			*desc = SPI_tuptable->tupdesc;
-			return SPI_tuptable->vals[0];
+			HeapTuple	row = use_live(rel, args, slots, correlation, now);
+
+			if (row != NULL)
+			{
+				*desc = CreateTupleDescCopy(RelationGetDescr(rel));
+				table_close(rel, NoLock);
+				return row;
+			}
+			table_close(rel, NoLock);
+		}
+		else
+		{
+			table_close(rel, NoLock);
+			args[3] = JsonbPGetDatum(slots);
+			args[4] = PointerGetDatum(correlation);
+			nulls[4] = correlation ? ' ' : 'n';
+			args[5] = TimestampTzGetDatum(now);
+			cscp_spi_plan(&use_plan,
+						  "UPDATE cscp.context x"
+						  "   SET slots = x.slots || $4,"
+						  "       expires_at = cscp._context_touch(x),"
+						  "       correlation_id = coalesce($5, x.correlation_id)"
+						  " WHERE x.tenant_id = $1"
+						  "   AND x.context_id = " CSCP_LIVE_CONTEXT_ID
+						  "   AND x.status IN ('active', 'pending', 'blocked') AND x.expires_at > $6"
+						  " RETURNING *",
+						  6, use_types);
+			if (SPI_execute_plan(use_plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+				elog(ERROR, "could not extend a context");
+			if (SPI_processed == 1)
+			{
+				*desc = SPI_tuptable->tupdesc;
+				return SPI_tuptable->vals[0];
+			}
 		}
 
 		/* None in use: a live one past its TTL is recorded expired first. */
@@ -379,6 +534,28 @@ slots_with(Jsonb *slots, text *slot, Jsonb *value)
 																							  NULL)))));
 }
 
+/* The slot slot_set sets (slot_edit). */
+typedef struct SlotEdit
+{
+	text	   *slot;
+	Jsonb	   *value;			/* NULL: remove it */
+} SlotEdit;
+
+/* slot_set's edit: the slots with the slot set or removed (slots_with). */
+static bool
+slot_edit(HeapTuple old, TupleDesc desc, Datum *values, bool *nulls, bool *replace, void *arg)
+{
+	SlotEdit   *e = (SlotEdit *) arg;
+	int			slotscol = cscp_column(desc, "cscp.context", "slots");
+
+	values[slotscol - 1] = heap_getattr(old, slotscol, desc, &nulls[slotscol - 1]);
+	if (!nulls[slotscol - 1])
+		values[slotscol - 1] = JsonbPGetDatum(slots_with(DatumGetJsonbP(values[slotscol - 1]),
+														 e->slot, e->value));
+	replace[slotscol - 1] = true;
+	return true;
+}
+
 PG_FUNCTION_INFO_V1(cscp_slot_set);
 
 /*
@@ -423,39 +600,10 @@ cscp_slot_set(PG_FUNCTION_ARGS)
 	desc = RelationGetDescr(rel);
 	if (cscp_row_update_direct(rel))
 	{
-		/*
-		 * The row locked by key and updated by cscp_row_update, without a
-		 * plan for one row (see move_command in command_api.c).
-		 */
-		HeapTuple	old = cscp_key_lock_row(rel, "context_id_idx", 1, &args[0]);
+		/* The row locked by key and written without a plan for one row. */
+		SlotEdit	e = {PG_GETARG_TEXT_PP(1), PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2)};
 
-		if (old != NULL)
-		{
-			int			slotscol = cscp_column(desc, "cscp.context", "slots");
-			int			expirescol = cscp_column(desc, "cscp.context", "expires_at");
-			Datum	   *values = palloc0(desc->natts * sizeof(Datum));
-			bool	   *isnull = palloc0(desc->natts * sizeof(bool));
-			bool	   *replace = palloc0(desc->natts * sizeof(bool));
-			bool		tnull,
-						inull;
-			Datum		tenant = heap_getattr(old, cscp_column(desc, "cscp.context", "tenant_id"), desc, &tnull);
-			Datum		ttl = heap_getattr(old, cscp_column(desc, "cscp.context", "ttl"), desc, &inull);
-			Datum		slots = heap_getattr(old, slotscol, desc, &isnull[slotscol - 1]);
-
-			if (!isnull[slotscol - 1])
-				values[slotscol - 1] = JsonbPGetDatum(slots_with(DatumGetJsonbP(slots), PG_GETARG_TEXT_PP(1),
-																 PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2)));
-			values[expirescol - 1] = heap_getattr(old, expirescol, desc, &isnull[expirescol - 1]);
-			if (!isnull[expirescol - 1] && !tnull && !inull)
-				values[expirescol - 1] =
-					TimestampTzGetDatum(cscp_context_touch(TextDatumGetCString(tenant),
-														   DatumGetTimestampTz(values[expirescol - 1]),
-														   DatumGetIntervalP(ttl)));
-			replace[slotscol - 1] = replace[expirescol - 1] = true;
-			row = cscp_row_update(rel, old, heap_modify_tuple(old, desc, values, isnull, replace),
-								  bms_add_member(bms_make_singleton(slotscol - FirstLowInvalidHeapAttributeNumber),
-												 expirescol - FirstLowInvalidHeapAttributeNumber));
-		}
+		row = cscp_context_update(rel, "context_id_idx", 1, &args[0], slot_edit, &e);
 	}
 	else
 	{

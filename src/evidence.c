@@ -286,10 +286,6 @@ cscp_evidence_append(CscpEvidence *e)
 	Datum	   *row;
 	bool	   *rownulls;
 	HeapTuple	tuple;
-	EState	   *estate;
-	ResultRelInfo *rri;
-	TupleTableSlot *slot;
-	MemoryContext oldctx;
 
 	e->seq = 1;
 	e->prev_hash = NULL;
@@ -332,17 +328,17 @@ cscp_evidence_append(CscpEvidence *e)
 	values[15] = text_or_null(e->hash, &nulls[15]);
 
 	/*
-	 * The row is inserted below the executor: a heap insert and its index
-	 * entries, as logical replication's apply does, without planning or
-	 * starting a statement for one row.  What a statement would do is done:
-	 * BEFORE INSERT row triggers fire (shard_guard; evidence_guard is for
-	 * UPDATE, DELETE and TRUNCATE), evidence_id is drawn from its identity
-	 * sequence as its default would, NOT NULL is checked here, and the
-	 * unique indexes (the chain's seq among them) raise their 23505 as an
-	 * INSERT would.  The table has no CHECK constraint, foreign key, rule or
-	 * AFTER INSERT trigger, and its owner, whose row this is, is not bound
-	 * by its row-level security; the caller's privileges are not consulted,
-	 * as before, when the row went in with the owner's.
+	 * The row is inserted below the executor (cscp_row_insert): a heap
+	 * insert and its index entries, as logical replication's apply does,
+	 * without planning or starting a statement for one row.  What a
+	 * statement would do is done: BEFORE INSERT row triggers fire
+	 * (shard_guard; evidence_guard is for UPDATE, DELETE and TRUNCATE),
+	 * evidence_id is drawn from its identity sequence as its default would,
+	 * NOT NULL is checked, and the unique indexes (the chain's seq among
+	 * them) raise their 23505 as an INSERT would.  The table has no rule and
+	 * no statement trigger for INSERT, and its owner, whose row this is, is
+	 * not bound by its row-level security; the caller's privileges are not
+	 * consulted, as before, when the row went in with the owner's.
 	 */
 	rel = table_open(er->relid, RowExclusiveLock);
 	desc = RelationGetDescr(rel);
@@ -356,42 +352,8 @@ cscp_evidence_append(CscpEvidence *e)
 	}
 	row[er->id_attnum - 1] = Int64GetDatum(nextval_internal(er->id_sequence, false));
 	rownulls[er->id_attnum - 1] = false;
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		if (att->attnotnull && rownulls[i] && !att->attisdropped)
-			ereport(ERROR,
-					(errcode(ERRCODE_NOT_NULL_VIOLATION),
-					 errmsg("null value in column \"%s\" of relation \"%s\" violates not-null constraint",
-							NameStr(att->attname), RelationGetRelationName(rel)),
-					 errtablecol(rel, i + 1)));
-	}
 	tuple = heap_form_tuple(desc, row, rownulls);
-
-	/*
-	 * Everything the insert allocates lives in the executor state's memory
-	 * and goes with it: a trigger appending a row for each of many commands
-	 * (a sweep lapsing a batch) must not grow its caller's context.
-	 */
-	estate = CreateExecutorState();
-	oldctx = MemoryContextSwitchTo(estate->es_query_cxt);
-	rri = makeNode(ResultRelInfo);
-	InitResultRelInfo(rri, rel, 1, NULL, 0);
-	ExecOpenIndices(rri, false);
-	slot = ExecInitExtraTupleSlot(estate, desc, &TTSOpsHeapTuple);
-	ExecStoreHeapTuple(tuple, slot, false);
-	/* BEFORE INSERT row triggers (the shard guard) fire as for an INSERT. */
-	if (rri->ri_TrigDesc == NULL || !rri->ri_TrigDesc->trig_insert_before_row ||
-		ExecBRInsertTriggers(estate, rri, slot))
-	{
-		simple_table_tuple_insert(rel, slot);
-		ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL);
-	}
-	ExecCloseIndices(rri);
-	ExecResetTupleTable(estate->es_tupleTable, false);
-	MemoryContextSwitchTo(oldctx);
-	FreeExecutorState(estate);
+	cscp_row_insert(rel, tuple, false);
 	table_close(rel, NoLock);
 	heap_freetuple(tuple);
 	pfree(row);

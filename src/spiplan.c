@@ -123,16 +123,44 @@ cscp_relation_oid(const char *relname, bool missing_ok)
 }
 
 /*
+ * Scan key i of index idx (cscp.indexname): its column equal to value, a
+ * text, uuid or timestamptz.
+ */
+static void
+key_init(ScanKey key, Relation idx, int i, const char *indexname, Datum value)
+{
+	RegProcedure eq;
+
+	switch (idx->rd_opcintype[i])
+	{
+		case TEXTOID:
+			eq = F_TEXTEQ;
+			break;
+		case UUIDOID:
+			eq = F_UUID_EQ;
+			break;
+		case TIMESTAMPTZOID:
+			eq = F_TIMESTAMPTZ_EQ;
+			break;
+		default:
+			elog(ERROR, "column %d of index cscp.%s is not text, uuid or timestamptz", i + 1,
+				 indexname);
+	}
+	ScanKeyEntryInitialize(key, 0, idx->rd_index->indkey.values[i], BTEqualStrategyNumber,
+						   InvalidOid, idx->rd_indcollation[i], eq, value);
+}
+
+/*
  * Reads by key without a query, for the hot paths, where the executor's
  * start and end would cost more than the read.
  *
  * The rows of rel whose index cscp.indexname holds the key
- * keys[0..nkeys-1] (its first nkeys columns, each text or uuid), copied
- * into the current memory context.  The caller's SELECT privilege on rel
- * is checked as a query would, and row-level security applied: where it
- * binds the caller, only rows whose tenant_id is the session's
- * cscp.tenant_id are returned, which is every policy of cscp's tables
- * (security.sql).  rel is the caller's, open with at least
+ * keys[0..nkeys-1] (its first nkeys columns, each text, uuid or
+ * timestamptz), copied into the current memory context.  The caller's
+ * SELECT privilege on rel is checked as a query would, and row-level
+ * security applied: where it binds the caller, only rows whose tenant_id
+ * is the session's cscp.tenant_id are returned, which is every policy of
+ * cscp's tables (security.sql).  rel is the caller's, open with at least
  * AccessShareLock; so is RelationGetDescr(rel), which describes the rows.
  *
  * fresh: read as a non-read-only SPI statement would, after a
@@ -170,23 +198,7 @@ key_rows(Relation rel, const char *indexname, int nkeys, const Datum *keys, Snap
 		elog(ERROR, "cscp.%s is not a%s index of %d columns on %s", indexname,
 			 unique ? " unique" : "n", nkeys, RelationGetRelationName(rel));
 	for (int i = 0; i < nkeys; i++)
-	{
-		RegProcedure eq;
-
-		switch (idx->rd_opcintype[i])
-		{
-			case TEXTOID:
-				eq = F_TEXTEQ;
-				break;
-			case UUIDOID:
-				eq = F_UUID_EQ;
-				break;
-			default:
-				elog(ERROR, "column %d of index cscp.%s is neither text nor uuid", i + 1, indexname);
-		}
-		ScanKeyEntryInitialize(&key[i], 0, idx->rd_index->indkey.values[i], BTEqualStrategyNumber,
-							   InvalidOid, idx->rd_indcollation[i], eq, keys[i]);
-	}
+		key_init(&key[i], idx, i, indexname, keys[i]);
 
 	scan = systable_beginscan_ordered(rel, idx, snap, nkeys, key);
 	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
@@ -468,4 +480,249 @@ cscp_row_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, Bitmapset *col
 	/* visible to what follows, as after an SPI statement */
 	CommandCounterIncrement();
 	return result;
+}
+
+/*
+ * Whether cscp_row_insert may stand in for an INSERT of one row into rel:
+ * as cscp_row_update_direct, not when rel has a rule, a statement-level
+ * INSERT trigger or a transition table, or is not a plain table.
+ */
+bool
+cscp_row_insert_direct(Relation rel)
+{
+	TriggerDesc *td = rel->trigdesc;
+
+	if (rel->rd_rules != NULL || rel->rd_rel->relkind != RELKIND_RELATION ||
+		rel->rd_rel->relispartition)
+		return false;
+	return td == NULL ||
+		!(td->trig_insert_before_statement || td->trig_insert_after_statement ||
+		  td->trig_insert_new_table);
+}
+
+/*
+ * Insert tuple, a row of rel formed by the caller with the value of every
+ * column (no default is applied), below the executor, as an INSERT
+ * statement of that one row would, and as logical replication's apply
+ * does:
+ *
+ *	- BEFORE INSERT row triggers fire; one that returns NULL skips the row,
+ *	  and false is returned;
+ *	- stored generated columns are computed, NOT NULL and CHECK constraints
+ *	  checked;
+ *	- the heap insert and its index entries (a unique index raising its
+ *	  23505);
+ *	- AFTER INSERT row triggers, foreign key checks among them, fire at the
+ *	  end of this insert, as at the end of the statement.
+ *
+ * as_caller: the caller's INSERT privilege is checked, and row-level
+ * security as a policy of cscp's binds (see key_rows): where it binds the
+ * caller, the row's tenant_id must be the session's cscp.tenant_id.
+ * Otherwise the row goes in as its owner would write it, whom row-level
+ * security does not bind (the evidence, the lists the triggers keep).
+ *
+ * Where not cscp_row_insert_direct(rel), the statement's rules and
+ * statement triggers would be skipped; the callers run the statement
+ * then (but for the evidence, whose own triggers are row triggers).  rel is
+ * open with RowExclusiveLock.  Everything the insert allocates lives in an executor
+ * state freed before the return: a trigger adding a row for each of many
+ * commands (a sweep lapsing a batch) does not grow its caller's memory.
+ */
+bool
+cscp_row_insert(Relation rel, HeapTuple tuple, bool as_caller)
+{
+	MemoryContext callerctx = CurrentMemoryContext;
+	TupleDesc	desc = RelationGetDescr(rel);
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TupleTableSlot *slot;
+	bool		inserted = false;
+
+	if (as_caller)
+	{
+		AclResult	acl = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_INSERT);
+
+		if (acl != ACLCHECK_OK)
+			aclcheck_error(acl, OBJECT_TABLE, RelationGetRelationName(rel));
+	}
+	CheckCmdReplicaIdentity(rel, CMD_INSERT);
+
+	estate = CreateExecutorState();
+	MemoryContextSwitchTo(estate->es_query_cxt);
+	estate->es_output_cid = GetCurrentCommandId(true);
+
+	/*
+	 * No range table: the result relation's index is 0, as for a partition
+	 * a row is routed to, and a constraint's error shows the failing row
+	 * only to a role that may read the table.
+	 */
+	rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(rri, rel, 0, NULL, 0);
+	/* where the AFTER triggers' queue finds it (ExecGetTriggerResultRel) */
+	estate->es_opened_result_relations = list_make1(rri);
+	ExecOpenIndices(rri, false);
+	slot = ExecInitExtraTupleSlot(estate, desc, &TTSOpsHeapTuple);
+	ExecStoreHeapTuple(tuple, slot, false);
+
+	AfterTriggerBeginQuery();
+	if (rri->ri_TrigDesc == NULL || !rri->ri_TrigDesc->trig_insert_before_row ||
+		ExecBRInsertTriggers(estate, rri, slot))
+	{
+		TupleConstr *constr = desc->constr;
+		List	   *recheck = NIL;
+
+		if (constr != NULL && constr->has_generated_stored)
+			ExecComputeStoredGenerated(rri, estate, slot, CMD_INSERT);
+		if (constr != NULL)
+			ExecConstraints(rri, slot, estate);
+		if (as_caller && check_enable_rls(RelationGetRelid(rel), InvalidOid, true) == RLS_ENABLED)
+		{
+			bool		isnull;
+			Datum		t = slot_getattr(slot, cscp_column(desc, RelationGetRelationName(rel),
+														   "tenant_id"), &isnull);
+
+			if (isnull || cscp_tenant_setting == NULL ||
+				strcmp(TextDatumGetCString(t), cscp_tenant_setting) != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						 errmsg("new row violates row-level security policy for table \"%s\"",
+								RelationGetRelationName(rel))));
+		}
+		simple_table_tuple_insert(rel, slot);
+		if (rri->ri_NumIndices > 0)
+			recheck = ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL);
+		ExecARInsertTriggers(estate, rri, slot, recheck, NULL);
+		inserted = true;
+	}
+	AfterTriggerEndQuery(estate);
+
+	ExecCloseResultRelations(estate);
+	ExecResetTupleTable(estate->es_tupleTable, false);
+	MemoryContextSwitchTo(callerctx);
+	FreeExecutorState(estate);
+	return inserted;
+}
+
+/*
+ * Whether cscp_row_delete may stand in for a DELETE on rel: a plain table
+ * with no rule and no DELETE trigger of any kind.
+ */
+bool
+cscp_row_delete_direct(Relation rel)
+{
+	TriggerDesc *td = rel->trigdesc;
+
+	if (rel->rd_rules != NULL || rel->rd_rel->relkind != RELKIND_RELATION ||
+		rel->rd_rel->relispartition)
+		return false;
+	return td == NULL ||
+		!(td->trig_delete_before_row || td->trig_delete_after_row ||
+		  td->trig_delete_instead_row || td->trig_delete_before_statement ||
+		  td->trig_delete_after_statement || td->trig_delete_old_table);
+}
+
+/* Whether column attnum of row (text or uuid) equals value. */
+static bool
+column_equals(HeapTuple row, TupleDesc desc, AttrNumber attnum, Datum value)
+{
+	bool		isnull;
+	Datum		d = heap_getattr(row, attnum, desc, &isnull);
+
+	if (isnull)
+		return false;
+	switch (TupleDescAttr(desc, attnum - 1)->atttypid)
+	{
+		case TEXTOID:
+			{
+				text	   *a = DatumGetTextPP(d);
+				text	   *b = DatumGetTextPP(value);
+
+				return VARSIZE_ANY_EXHDR(a) == VARSIZE_ANY_EXHDR(b) &&
+					memcmp(VARDATA_ANY(a), VARDATA_ANY(b), VARSIZE_ANY_EXHDR(a)) == 0;
+			}
+		case UUIDOID:
+			return memcmp(DatumGetUUIDP(d), DatumGetUUIDP(value), UUID_LEN) == 0;
+		default:
+			elog(ERROR, "column \"%s\" is neither text nor uuid",
+				 NameStr(TupleDescAttr(desc, attnum - 1)->attname));
+	}
+	return false;				/* keep compiler quiet */
+}
+
+/*
+ * Delete, below the executor and as rel's owner would, the rows of rel
+ * whose index cscp.indexname has key as its first column and whose columns
+ * cols[0..ncols-1] (text or uuid) equal vals[0..ncols-1]: what
+ *
+ *	 DELETE FROM rel WHERE <the index's column> = key AND <cols> = <vals>
+ *
+ * deletes (text compared byte by byte, as under a deterministic
+ * collation).  Rows are read as a non-read-only SPI statement reads, after
+ * a CommandCounterIncrement and with a new snapshot.  A row that another
+ * transaction deleted while we waited for it is gone already in READ
+ * COMMITTED, a serialization failure under REPEATABLE READ or
+ * SERIALIZABLE; so is one it updated (the statement would have rechecked
+ * its new version; cscp's lists are never updated).  Returns the number of
+ * rows deleted.
+ *
+ * Only where cscp_row_delete_direct(rel).  rel is open with
+ * RowExclusiveLock.
+ */
+int
+cscp_row_delete(Relation rel, const char *indexname, Datum key, int ncols,
+				const AttrNumber *cols, const Datum *vals)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	ScanKeyData skey;
+	Relation	idx;
+	Snapshot	snap;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	int			deleted = 0;
+
+	Assert(cscp_row_delete_direct(rel));
+	CheckCmdReplicaIdentity(rel, CMD_DELETE);
+	idx = index_open(cscp_relation_oid(indexname, false), AccessShareLock);
+	if (idx->rd_index->indrelid != RelationGetRelid(rel))
+		elog(ERROR, "cscp.%s is not an index on %s", indexname, RelationGetRelationName(rel));
+	key_init(&skey, idx, 0, indexname, key);
+	snap = key_snapshot(true);
+	scan = systable_beginscan_ordered(rel, idx, snap, 1, &skey);
+	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
+	{
+		ItemPointerData tid = tup->t_self;
+		TM_FailureData tmfd;
+		TM_Result	res;
+		bool		match = true;
+
+		for (int i = 0; i < ncols && match; i++)
+			match = column_equals(tup, desc, cols[i], vals[i]);
+		if (!match)
+			continue;
+		res = table_tuple_delete(rel, &tid, GetCurrentCommandId(true), snap, InvalidSnapshot,
+								 true, &tmfd, false);
+		switch (res)
+		{
+			case TM_Ok:
+				deleted++;
+				break;
+			case TM_SelfModified:
+				/* deleted by the current command already: as in a DELETE */
+				break;
+			case TM_Updated:
+			case TM_Deleted:
+				if (IsolationUsesXactSnapshot() || res == TM_Updated)
+					ereport(ERROR,
+							(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+							 errmsg("could not serialize access due to concurrent %s",
+									res == TM_Updated ? "update" : "delete")));
+				break;			/* gone */
+			default:
+				elog(ERROR, "unexpected table_tuple_delete status: %u", res);
+		}
+	}
+	systable_endscan_ordered(scan);
+	index_close(idx, AccessShareLock);
+	UnregisterSnapshot(snap);
+	return deleted;
 }

@@ -11,9 +11,14 @@
 --   * two steps in one statement each see the one before.
 -- With a statement trigger on the table, the UPDATE statement runs: both triggers fire.
 -- slot_set writes the context's row the same way: a row trigger on cscp.context fires once per
--- slot set, and with a statement trigger the statement runs.
+-- slot set, and with a statement trigger the statement runs.  So do context_open (the live
+-- context in use) and confirm (the command, the context's slot, and cscp.answer, inserted
+-- without an INSERT statement: a row trigger, a CHECK constraint, the INSERT privilege and a
+-- statement trigger on cscp.answer as for the statement).  The command's list rows
+-- (cscp.command_window) are inserted and deleted without statements too; a row trigger there
+-- fires for the insert, and with a DELETE trigger the DELETE statement runs.
 BEGIN;
-SELECT plan(29);
+SELECT plan(52);
 
 SET cscp.clock = '2026-08-01 10:00:00+00';
 CREATE ROLE tap_rw_app;
@@ -181,6 +186,141 @@ SELECT ok((SELECT NOT slots ? 'x_rw_step' FROM cscp.slot_set(:'ctx', 'x_rw_step'
           'with a statement trigger, slot_set removes the slot');
 SELECT results_eq($$SELECT kind FROM public.rw_log ORDER BY n$$, $$VALUES ('context'), ('statement')$$,
                   'the row trigger and the statement trigger fired');
+
+
+-- context_open, with the statement trigger still on cscp.context: the UPDATE statement runs.
+DELETE FROM public.rw_log;
+SELECT is((SELECT slots ->> 'x_rw_open' FROM cscp.context_open('acme', 'rw-conv', 'rw-user', '{"x_rw_open": "a"}')),
+          'a', 'with a statement trigger, context_open merges the slots');
+SELECT results_eq($$SELECT kind FROM public.rw_log ORDER BY n$$, $$VALUES ('context'), ('statement')$$,
+                  'the row trigger and the statement trigger fired');
+RESET ROLE;
+DROP TRIGGER rw_context_statement ON cscp.context;
+
+-- context_open without it: the row written below the executor.
+SET cscp.clock = '2026-08-01 10:10:00+00';
+SET ROLE tap_rw_app;
+DELETE FROM public.rw_log;
+SELECT results_eq($$SELECT context_id, slots ->> 'x_rw_open', expires_at
+                     FROM cscp.context_open('acme', 'rw-conv', 'rw-user', '{"x_rw_open": "b"}', NULL, 'rw-corr')$$,
+                  format($$VALUES (%L::uuid, 'b', '2026-08-01 10:40:00+00'::timestamptz)$$, :'ctx'),
+                  'context_open uses the live context: slots merged, its TTL slid from now');
+SELECT results_eq($$SELECT kind, reason_code::jsonb ->> 'x_rw_open', version FROM public.rw_log ORDER BY n$$,
+                  format('VALUES (%L, %L, %s::bigint)', 'context', 'b',
+                         (SELECT version FROM cscp.context WHERE context_id = :'ctx')),
+                  'a row trigger on cscp.context fired once, with the row as stored');
+SELECT is((SELECT correlation_id FROM cscp.context WHERE context_id = :'ctx'), 'rw-corr',
+          'and the correlation id given was kept');
+SELECT is((SELECT correlation_id FROM cscp.context_open('acme', 'rw-conv', 'rw-user')), 'rw-corr',
+          'an open without one keeps it');
+
+-- confirm: the command, the context's slot and the answer, each a row trigger's once.
+RESET ROLE;
+DROP TRIGGER rw_statement ON cscp.command;
+CREATE FUNCTION public.rw_other() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        INSERT INTO public.rw_log (kind, command_id, reason_code) VALUES (TG_ARGV[0], OLD.command_id, TG_OP);
+    ELSIF TG_LEVEL = 'STATEMENT' THEN
+        INSERT INTO public.rw_log (kind, reason_code) VALUES (TG_ARGV[0], TG_OP);
+    ELSIF TG_TABLE_NAME = 'answer' THEN
+        INSERT INTO public.rw_log (kind, command_id, reason_code) VALUES (TG_ARGV[0], NEW.command_id, NEW.outcome);
+    ELSE
+        INSERT INTO public.rw_log (kind, command_id, reason_code) VALUES (TG_ARGV[0], NEW.command_id, TG_OP);
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER rw_answer AFTER INSERT ON cscp.answer
+    FOR EACH ROW EXECUTE FUNCTION public.rw_other('answer');
+CREATE TRIGGER rw_context_status AFTER UPDATE OF status ON cscp.context
+    FOR EACH ROW EXECUTE FUNCTION public.rw_context('status');
+CREATE TRIGGER rw_window AFTER INSERT ON cscp.command_window
+    FOR EACH ROW EXECUTE FUNCTION public.rw_other('window');
+SET ROLE tap_rw_app;
+SELECT command_id AS c4
+  FROM cscp.command_submit('acme', 'rw-conv', 'rw-user', 'rw-k4', 'cancel_order', true, ARRAY['rw-m4'],
+                           '{}', 'order:4') \gset
+SELECT results_eq($$SELECT kind, command_id, reason_code FROM public.rw_log WHERE kind = 'window'$$,
+                  format('VALUES (%L, %L::uuid, %L)', 'window', :'c4', 'INSERT'),
+                  'a row trigger on cscp.command_window fired for the open window');
+DELETE FROM public.rw_log;
+SELECT results_eq($$SELECT outcome, command_id FROM cscp.confirm('acme', 'rw-conv', 'rw-user', 'rw-yes4', true)$$,
+                  format('VALUES (%L, %L::uuid)', 'confirmed', :'c4'), 'a yes confirms the command');
+SELECT results_eq($$SELECT kind, coalesce(new_state, CASE WHEN kind = 'answer' THEN reason_code END)
+                     FROM public.rw_log ORDER BY n$$,
+                  $$VALUES ('row', 'confirmed'), ('context', NULL), ('status', NULL),
+                           ('answer', 'confirmed')$$,
+                  'the command''s, the context''s (slots, status) and the answer''s row triggers fired once each');
+SELECT results_eq(format($$SELECT state::text, message_ids, reason_code FROM cscp.command WHERE command_id = %L$$, :'c4'),
+                  $$VALUES ('confirmed', ARRAY['rw-m4', 'rw-yes4'], 'confirmed_by_user')$$,
+                  'the command: confirmed, the answer''s message id appended');
+SELECT results_eq(format($$SELECT status::text, slots ? 'pending_confirmation', last_command_id
+                            FROM cscp.context WHERE context_id = %L$$, :'ctx'),
+                  format($$VALUES ('active', false, %L::uuid)$$, :'c4'),
+                  'the context: active again, the slot cleared, the command its last');
+SELECT results_eq($$SELECT outcome, command_id, answered_by, created_at FROM cscp.answer
+                     WHERE conversation_id = 'rw-conv' AND message_id = 'rw-yes4'$$,
+                  format($$VALUES ('confirmed', %L::uuid, 'rw-user', '2026-08-01 10:10:00+00'::timestamptz)$$, :'c4'),
+                  'the answer kept, at cscp.now()');
+SELECT is((SELECT count(*) FROM cscp.command_window WHERE command_id = :'c4'), 0::bigint,
+          'and the window''s row is gone');
+DELETE FROM public.rw_log;
+SELECT results_eq($$SELECT outcome FROM cscp.confirm('acme', 'rw-conv', 'rw-user', 'rw-yes4', true)$$,
+                  $$VALUES ('confirmed')$$, 'the same yes again replays');
+SELECT is((SELECT count(*) FROM public.rw_log), 0::bigint, 'and writes nothing');
+
+-- A CHECK constraint on cscp.answer, and a role without INSERT on it: refused, nothing changes.
+SELECT command_id AS c5
+  FROM cscp.command_submit('acme', 'rw-conv', 'rw-user', 'rw-k5', 'cancel_order', true, ARRAY['rw-m5'],
+                           '{}', 'order:5') \gset
+RESET ROLE;
+ALTER TABLE cscp.answer ADD CONSTRAINT rw_no_decline CHECK (outcome <> 'declined');
+SET ROLE tap_rw_app;
+CREATE TEMP TABLE rw_c5 AS
+    SELECT (SELECT ROW(c.state, c.message_ids, c.version)::text FROM cscp.command c WHERE c.command_id = :'c5') AS cmd,
+           (SELECT ROW(x.status, x.slots, x.version)::text FROM cscp.context x WHERE x.context_id = :'ctx') AS ctx,
+           (SELECT count(*) FROM cscp.evidence WHERE command_id = :'c5') AS evidence,
+           (SELECT count(*) FROM cscp.answer WHERE conversation_id = 'rw-conv') AS answers,
+           (SELECT count(*) FROM cscp.command_window WHERE command_id = :'c5') AS windows;
+DELETE FROM public.rw_log;
+SELECT throws_ok($$SELECT * FROM cscp.confirm('acme', 'rw-conv', 'rw-user', 'rw-no5', false)$$,
+                 '23514', NULL, 'a CHECK constraint on cscp.answer refuses the answer');
+RESET ROLE;
+ALTER TABLE cscp.answer DROP CONSTRAINT rw_no_decline;
+REVOKE INSERT ON cscp.answer FROM tap_rw_app;
+SET ROLE tap_rw_app;
+SELECT throws_ok($$SELECT * FROM cscp.confirm('acme', 'rw-conv', 'rw-user', 'rw-no5', false)$$,
+                 '42501', NULL, 'a role without INSERT on cscp.answer cannot answer');
+SELECT is((SELECT ROW((SELECT ROW(c.state, c.message_ids, c.version)::text FROM cscp.command c WHERE c.command_id = :'c5'),
+                      (SELECT ROW(x.status, x.slots, x.version)::text FROM cscp.context x WHERE x.context_id = :'ctx'),
+                      (SELECT count(*) FROM cscp.evidence WHERE command_id = :'c5'),
+                      (SELECT count(*) FROM cscp.answer WHERE conversation_id = 'rw-conv'),
+                      (SELECT count(*) FROM cscp.command_window WHERE command_id = :'c5'))::text),
+          (SELECT ROW(cmd, ctx, evidence, answers, windows)::text FROM rw_c5),
+          'and neither the command, the context, the evidence, the answers nor the window changed');
+SELECT is((SELECT count(*) FROM public.rw_log), 0::bigint, 'nor did any trigger''s write stay');
+RESET ROLE;
+GRANT INSERT ON cscp.answer TO tap_rw_app;
+
+-- With a statement trigger on cscp.answer, and a DELETE trigger on cscp.command_window, their
+-- statements run.
+CREATE TRIGGER rw_answer_statement AFTER INSERT ON cscp.answer
+    FOR EACH STATEMENT EXECUTE FUNCTION public.rw_other('answer_statement');
+CREATE TRIGGER rw_window_delete AFTER DELETE ON cscp.command_window
+    FOR EACH ROW EXECUTE FUNCTION public.rw_other('window');
+SET ROLE tap_rw_app;
+SELECT results_eq($$SELECT outcome FROM cscp.confirm('acme', 'rw-conv', 'rw-user', 'rw-no5', false)$$,
+                  $$VALUES ('declined')$$, 'with them, a no declines the command');
+SELECT results_eq($$SELECT kind, reason_code FROM public.rw_log WHERE kind IN ('window', 'answer', 'answer_statement') ORDER BY n$$,
+                  $$VALUES ('window', 'DELETE'), ('answer', 'declined'), ('answer_statement', 'INSERT')$$,
+                  'the window''s DELETE trigger, the answer''s row and statement triggers fired');
+SELECT results_eq(format($$SELECT state::text, reason_code, message_ids FROM cscp.command WHERE command_id = %L$$, :'c5'),
+                  $$VALUES ('rejected', 'declined', ARRAY['rw-m5', 'rw-no5'])$$,
+                  'the command: rejected as declined, the message id appended');
+SELECT results_eq(format($$SELECT (SELECT count(*) FROM cscp.command_window WHERE command_id = %1$L),
+                                  (SELECT count(*) FROM cscp.command_retired WHERE command_id = %1$L)$$, :'c5'),
+                  $$VALUES (0::bigint, 1::bigint)$$, 'its window row gone, its finished row listed');
 
 SELECT * FROM finish();
 ROLLBACK;
