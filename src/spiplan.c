@@ -351,6 +351,17 @@ cscp_spi_update_one(SPIPlanPtr plan, Datum *args, const char *nulls, TupleDesc *
 }
 
 /*
+ * Whether a row of rel may be written below the executor at all: a plain
+ * table (not a partition) with no rule, which would rewrite the statement.
+ */
+static bool
+plain_table(Relation rel)
+{
+	return rel->rd_rules == NULL && rel->rd_rel->relkind == RELKIND_RELATION &&
+		!rel->rd_rel->relispartition;
+}
+
+/*
  * Whether cscp_row_update may stand in for an UPDATE statement on rel:
  * not when rel has a rule (the statement would be rewritten), a
  * statement-level UPDATE trigger or a transition table (which belong to a
@@ -361,8 +372,7 @@ cscp_row_update_direct(Relation rel)
 {
 	TriggerDesc *td = rel->trigdesc;
 
-	if (rel->rd_rules != NULL || rel->rd_rel->relkind != RELKIND_RELATION ||
-		rel->rd_rel->relispartition)
+	if (!plain_table(rel))
 		return false;
 	return td == NULL ||
 		!(td->trig_update_before_statement || td->trig_update_after_statement ||
@@ -492,8 +502,7 @@ cscp_row_insert_direct(Relation rel)
 {
 	TriggerDesc *td = rel->trigdesc;
 
-	if (rel->rd_rules != NULL || rel->rd_rel->relkind != RELKIND_RELATION ||
-		rel->rd_rel->relispartition)
+	if (!plain_table(rel))
 		return false;
 	return td == NULL ||
 		!(td->trig_insert_before_statement || td->trig_insert_after_statement ||
@@ -612,8 +621,7 @@ cscp_row_delete_direct(Relation rel)
 {
 	TriggerDesc *td = rel->trigdesc;
 
-	if (rel->rd_rules != NULL || rel->rd_rel->relkind != RELKIND_RELATION ||
-		rel->rd_rel->relispartition)
+	if (!plain_table(rel))
 		return false;
 	return td == NULL ||
 		!(td->trig_delete_before_row || td->trig_delete_after_row ||
