@@ -362,6 +362,72 @@ plain_table(Relation rel)
 }
 
 /*
+ * The executor state of one row written below the executor: what an
+ * INSERT or UPDATE statement of that row would set up, with rel as its
+ * result relation, its indexes open, the row in a slot and the AFTER
+ * triggers' query begun.  Everything is allocated in the state's own
+ * memory context, which one_row_end frees.
+ */
+typedef struct OneRow
+{
+	MemoryContext callerctx;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TupleTableSlot *slot;
+} OneRow;
+
+/*
+ * Begin writing tuple into rel.  An UPDATE has a range table naming rel
+ * and the updated columns (for triggers with a column list) and runs under
+ * the active snapshot; an INSERT has none: its result relation's index is
+ * 0, as for a partition a row is routed to, and a constraint's error shows
+ * the failing row only to a role that may read the table.
+ */
+static void
+one_row_begin(OneRow *o, Relation rel, HeapTuple tuple, CmdType cmd, Bitmapset *updatedcols)
+{
+	EState	   *estate;
+	Index		rtindex = 0;
+
+	o->callerctx = CurrentMemoryContext;
+	o->estate = estate = CreateExecutorState();
+	MemoryContextSwitchTo(estate->es_query_cxt);
+	if (cmd == CMD_UPDATE)
+	{
+		RangeTblEntry *rte = makeNode(RangeTblEntry);
+
+		rte->rtekind = RTE_RELATION;
+		rte->relid = RelationGetRelid(rel);
+		rte->relkind = rel->rd_rel->relkind;
+		rte->rellockmode = RowExclusiveLock;
+		rte->updatedCols = bms_copy(updatedcols);
+		ExecInitRangeTable(estate, list_make1(rte));
+		estate->es_snapshot = GetActiveSnapshot();
+		rtindex = 1;
+	}
+	estate->es_output_cid = GetCurrentCommandId(true);
+	o->rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(o->rri, rel, rtindex, NULL, 0);
+	/* where the AFTER triggers' queue finds it (ExecGetTriggerResultRel) */
+	estate->es_opened_result_relations = list_make1(o->rri);
+	ExecOpenIndices(o->rri, false);
+	o->slot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel), &TTSOpsHeapTuple);
+	ExecStoreHeapTuple(tuple, o->slot, false);
+	AfterTriggerBeginQuery();
+}
+
+/* Fire the AFTER triggers queued, free the state, back to the caller's context. */
+static void
+one_row_end(OneRow *o)
+{
+	AfterTriggerEndQuery(o->estate);
+	ExecCloseResultRelations(o->estate);
+	ExecResetTupleTable(o->estate->es_tupleTable, false);
+	MemoryContextSwitchTo(o->callerctx);
+	FreeExecutorState(o->estate);
+}
+
+/*
  * Whether cscp_row_update may stand in for an UPDATE statement on rel:
  * not when rel has a rule (the statement would be rewritten), a
  * statement-level UPDATE trigger or a transition table (which belong to a
@@ -409,11 +475,9 @@ cscp_row_update_direct(Relation rel)
 HeapTuple
 cscp_row_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, Bitmapset *cols)
 {
-	MemoryContext callerctx = CurrentMemoryContext;
 	ItemPointerData tid = oldtup->t_self;
-	EState	   *estate;
+	OneRow		o;
 	EPQState	epq;
-	RangeTblEntry *rte;
 	ResultRelInfo *rri;
 	TupleTableSlot *slot;
 	HeapTuple	result = NULL;
@@ -423,69 +487,47 @@ cscp_row_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, Bitmapset *col
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetTransactionSnapshot());
 
-	estate = CreateExecutorState();
-	MemoryContextSwitchTo(estate->es_query_cxt);
-	rte = makeNode(RangeTblEntry);
-	rte->rtekind = RTE_RELATION;
-	rte->relid = RelationGetRelid(rel);
-	rte->relkind = rel->rd_rel->relkind;
-	rte->rellockmode = RowExclusiveLock;
-	rte->updatedCols = bms_copy(cols);
-	ExecInitRangeTable(estate, list_make1(rte));
-	estate->es_output_cid = GetCurrentCommandId(true);
-	estate->es_snapshot = GetActiveSnapshot();
-	rri = makeNode(ResultRelInfo);
-	InitResultRelInfo(rri, rel, 1, NULL, 0);
-	/* where the AFTER triggers' queue finds it (ExecGetTriggerResultRel) */
-	estate->es_opened_result_relations = list_make1(rri);
-	ExecOpenIndices(rri, false);
-	EvalPlanQualInit(&epq, estate, NULL, NIL, -1);
-	slot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel), &TTSOpsHeapTuple);
-	ExecStoreHeapTuple(newtup, slot, false);
-
-	AfterTriggerBeginQuery();
+	one_row_begin(&o, rel, newtup, CMD_UPDATE, cols);
+	rri = o.rri;
+	slot = o.slot;
+	EvalPlanQualInit(&epq, o.estate, NULL, NIL, -1);
 	if (rri->ri_TrigDesc == NULL || !rri->ri_TrigDesc->trig_update_before_row ||
-		ExecBRUpdateTriggers(estate, &epq, rri, &tid, NULL, slot, NULL))
+		ExecBRUpdateTriggers(o.estate, &epq, rri, &tid, NULL, slot, NULL))
 	{
 		TupleConstr *constr = RelationGetDescr(rel)->constr;
 		bool		update_indexes;
 		List	   *recheck = NIL;
 
 		if (constr != NULL && constr->has_generated_stored)
-			ExecComputeStoredGenerated(rri, estate, slot, CMD_UPDATE);
+			ExecComputeStoredGenerated(rri, o.estate, slot, CMD_UPDATE);
 		if (constr != NULL)
-			ExecConstraints(rri, slot, estate);
+			ExecConstraints(rri, slot, o.estate);
 		if (check_enable_rls(RelationGetRelid(rel), InvalidOid, true) == RLS_ENABLED)
 		{
 			int			tenantcol = cscp_column(RelationGetDescr(rel), RelationGetRelationName(rel),
 												"tenant_id");
 			bool		oldnull,
 						newnull;
-			Datum		o = heap_getattr(oldtup, tenantcol, RelationGetDescr(rel), &oldnull);
-			Datum		n = slot_getattr(slot, tenantcol, &newnull);
+			Datum		od = heap_getattr(oldtup, tenantcol, RelationGetDescr(rel), &oldnull);
+			Datum		nd = slot_getattr(slot, tenantcol, &newnull);
 
 			if (oldnull || newnull ||
-				strcmp(TextDatumGetCString(o), TextDatumGetCString(n)) != 0)
+				strcmp(TextDatumGetCString(od), TextDatumGetCString(nd)) != 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 						 errmsg("new row violates row-level security policy for table \"%s\"",
 								RelationGetRelationName(rel))));
 		}
-		simple_table_tuple_update(rel, &tid, slot, estate->es_snapshot, &update_indexes);
+		simple_table_tuple_update(rel, &tid, slot, o.estate->es_snapshot, &update_indexes);
 		if (rri->ri_NumIndices > 0 && update_indexes)
-			recheck = ExecInsertIndexTuples(rri, slot, estate, true, false, NULL, NIL);
-		ExecARUpdateTriggers(estate, rri, NULL, NULL, &tid, NULL, slot, recheck, NULL, false);
-		MemoryContextSwitchTo(callerctx);
+			recheck = ExecInsertIndexTuples(rri, slot, o.estate, true, false, NULL, NIL);
+		ExecARUpdateTriggers(o.estate, rri, NULL, NULL, &tid, NULL, slot, recheck, NULL, false);
+		MemoryContextSwitchTo(o.callerctx);
 		result = ExecCopySlotHeapTuple(slot);
-		MemoryContextSwitchTo(estate->es_query_cxt);
+		MemoryContextSwitchTo(o.estate->es_query_cxt);
 	}
-	AfterTriggerEndQuery(estate);
-
 	EvalPlanQualEnd(&epq);
-	ExecCloseResultRelations(estate);
-	ExecResetTupleTable(estate->es_tupleTable, false);
-	MemoryContextSwitchTo(callerctx);
-	FreeExecutorState(estate);
+	one_row_end(&o);
 	PopActiveSnapshot();
 	/* visible to what follows, as after an SPI statement */
 	CommandCounterIncrement();
@@ -540,9 +582,8 @@ cscp_row_insert_direct(Relation rel)
 bool
 cscp_row_insert(Relation rel, HeapTuple tuple, bool as_caller)
 {
-	MemoryContext callerctx = CurrentMemoryContext;
 	TupleDesc	desc = RelationGetDescr(rel);
-	EState	   *estate;
+	OneRow		o;
 	ResultRelInfo *rri;
 	TupleTableSlot *slot;
 	bool		inserted = false;
@@ -556,34 +597,19 @@ cscp_row_insert(Relation rel, HeapTuple tuple, bool as_caller)
 	}
 	CheckCmdReplicaIdentity(rel, CMD_INSERT);
 
-	estate = CreateExecutorState();
-	MemoryContextSwitchTo(estate->es_query_cxt);
-	estate->es_output_cid = GetCurrentCommandId(true);
-
-	/*
-	 * No range table: the result relation's index is 0, as for a partition
-	 * a row is routed to, and a constraint's error shows the failing row
-	 * only to a role that may read the table.
-	 */
-	rri = makeNode(ResultRelInfo);
-	InitResultRelInfo(rri, rel, 0, NULL, 0);
-	/* where the AFTER triggers' queue finds it (ExecGetTriggerResultRel) */
-	estate->es_opened_result_relations = list_make1(rri);
-	ExecOpenIndices(rri, false);
-	slot = ExecInitExtraTupleSlot(estate, desc, &TTSOpsHeapTuple);
-	ExecStoreHeapTuple(tuple, slot, false);
-
-	AfterTriggerBeginQuery();
+	one_row_begin(&o, rel, tuple, CMD_INSERT, NULL);
+	rri = o.rri;
+	slot = o.slot;
 	if (rri->ri_TrigDesc == NULL || !rri->ri_TrigDesc->trig_insert_before_row ||
-		ExecBRInsertTriggers(estate, rri, slot))
+		ExecBRInsertTriggers(o.estate, rri, slot))
 	{
 		TupleConstr *constr = desc->constr;
 		List	   *recheck = NIL;
 
 		if (constr != NULL && constr->has_generated_stored)
-			ExecComputeStoredGenerated(rri, estate, slot, CMD_INSERT);
+			ExecComputeStoredGenerated(rri, o.estate, slot, CMD_INSERT);
 		if (constr != NULL)
-			ExecConstraints(rri, slot, estate);
+			ExecConstraints(rri, slot, o.estate);
 		if (as_caller && check_enable_rls(RelationGetRelid(rel), InvalidOid, true) == RLS_ENABLED)
 		{
 			bool		isnull;
@@ -599,16 +625,11 @@ cscp_row_insert(Relation rel, HeapTuple tuple, bool as_caller)
 		}
 		simple_table_tuple_insert(rel, slot);
 		if (rri->ri_NumIndices > 0)
-			recheck = ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL);
-		ExecARInsertTriggers(estate, rri, slot, recheck, NULL);
+			recheck = ExecInsertIndexTuples(rri, slot, o.estate, false, false, NULL, NIL);
+		ExecARInsertTriggers(o.estate, rri, slot, recheck, NULL);
 		inserted = true;
 	}
-	AfterTriggerEndQuery(estate);
-
-	ExecCloseResultRelations(estate);
-	ExecResetTupleTable(estate->es_tupleTable, false);
-	MemoryContextSwitchTo(callerctx);
-	FreeExecutorState(estate);
+	one_row_end(&o);
 	return inserted;
 }
 
