@@ -32,11 +32,18 @@
  * The walkers read the primary key index directly (one index probe per
  * step, no SPI), with the statement's snapshot; a chain that breaks these
  * invariants anyway (triggers disabled) is refused with XX001, never
- * followed round a loop.
+ * followed round a loop.  The key carries is_valid, superseded_by and
+ * supersedes (INCLUDE), so fact_current reads a step from the index entry
+ * alone where the visibility map says the row's heap page is all-visible,
+ * as an index-only scan does, and reads the heap for the head only.
  *
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
+
+#include "access/visibilitymap.h"
+#include "storage/bufmgr.h"
+#include "storage/predicate.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -724,7 +731,11 @@ typedef struct ChainReader
 	Relation	rel;
 	Relation	index;
 	IndexScanDesc scan;
-	TupleTableSlot *slot;
+	TupleTableSlot *slot;		/* a fact read from the heap */
+	TupleTableSlot *islot;		/* a fact's key and links read from its index entry */
+	TupleTableSlot *cur;		/* the one of the two holding the current fact */
+	bool		index_only;		/* read steps from index entries where possible */
+	Buffer		vmbuffer;		/* the visibility map page last read */
 	ScanKeyData keys[3];
 	MemoryContext scancxt;		/* where the scan lives, and what it allocates */
 	MemoryContext stepcxt;		/* reset before each step */
@@ -737,9 +748,13 @@ typedef struct SeenEntry
 	char		fact_id[CSCP_MAX_ID_BYTES + 1];
 } SeenEntry;
 
-/* Open cscp.fact for walking the chains of (tenant, subject); checks privileges. */
+/*
+ * Open cscp.fact for walking the chains of (tenant, subject); checks
+ * privileges.  index_only: steps may be read from the primary key's index
+ * entries (see chain_fetch) when the key includes the three link columns.
+ */
 static void
-chain_open(ChainReader *r, text *tenant, text *subject, const char *start)
+chain_open(ChainReader *r, text *tenant, text *subject, const char *start, bool index_only)
 {
 	Oid			nsp = get_namespace_oid("cscp", false);
 	Oid			relid = get_relname_relid("fact", nsp);
@@ -775,6 +790,27 @@ chain_open(ChainReader *r, text *tenant, text *subject, const char *start)
 	r->scancxt = CurrentMemoryContext;
 	r->scan = index_beginscan(r->rel, r->index, GetActiveSnapshot(), 3, 0);
 	r->slot = table_slot_create(r->rel, NULL);
+	r->cur = r->slot;
+	r->vmbuffer = InvalidBuffer;
+	r->islot = NULL;
+	r->index_only = false;
+	if (index_only)
+	{
+		int			links = 0;
+
+		for (int i = r->index->rd_index->indnkeyatts; i < r->index->rd_index->indnatts; i++)
+		{
+			AttrNumber	a = r->index->rd_index->indkey.values[i];
+
+			links += (a == cols.is_valid || a == cols.superseded_by || a == cols.supersedes);
+		}
+		if (links == 3)
+		{
+			r->index_only = true;
+			r->scan->xs_want_itup = true;
+			r->islot = MakeSingleTupleTableSlot(RelationGetDescr(r->rel), &TTSOpsVirtual);
+		}
+	}
 	r->stepcxt = AllocSetContextCreate(CurrentMemoryContext, "cscp chain walk",
 									   ALLOCSET_SMALL_SIZES);
 	ctl.keysize = CSCP_MAX_ID_BYTES + 1;
@@ -789,6 +825,10 @@ static void
 chain_close(ChainReader *r)
 {
 	ExecDropSingleTupleTableSlot(r->slot);
+	if (r->islot != NULL)
+		ExecDropSingleTupleTableSlot(r->islot);
+	if (BufferIsValid(r->vmbuffer))
+		ReleaseBuffer(r->vmbuffer);
 	index_endscan(r->scan);
 	index_close(r->index, AccessShareLock);
 	table_close(r->rel, AccessShareLock);
@@ -797,7 +837,42 @@ chain_close(ChainReader *r)
 }
 
 /*
- * Position r->slot on fact fact_id; false when there is none.
+ * The index entry r->scan returned, as a fact in r->islot: its key and
+ * links, every other column null.  The values point into the scan's copy
+ * of the entry, good until the next probe.
+ */
+static void
+itup_to_slot(ChainReader *r)
+{
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+	TupleTableSlot *slot = r->islot;
+	int			natts = r->index->rd_index->indnatts;
+
+	index_deform_tuple(r->scan->xs_itup, r->scan->xs_itupdesc, values, isnull);
+	ExecClearTuple(slot);
+	for (int i = 0; i < slot->tts_tupleDescriptor->natts; i++)
+		slot->tts_isnull[i] = true;
+	for (int i = 0; i < natts; i++)
+	{
+		AttrNumber	a = r->index->rd_index->indkey.values[i];
+
+		slot->tts_values[a - 1] = values[i];
+		slot->tts_isnull[a - 1] = isnull[i];
+	}
+	ExecStoreVirtualTuple(slot);
+}
+
+/*
+ * Position r->cur on fact fact_id; false when there is none.
+ *
+ * With r->index_only, as an index-only scan does (nodeIndexonlyscan.c):
+ * where the visibility map says the heap page of an entry's row is
+ * all-visible, the row is visible to every snapshot and the entry's
+ * values are the row's, so the fact comes from the entry (r->islot, with
+ * a page-level predicate lock for SERIALIZABLE, the row's xmin being
+ * unknown); otherwise from the heap (r->slot), skipping versions the
+ * snapshot does not see.
  *
  * The scan runs in the context it was begun in: the index AM allocates
  * state on first use that must last until index_endscan (btree's list of
@@ -814,17 +889,43 @@ chain_fetch(ChainReader *r, const char *fact_id)
 
 	r->keys[2].sk_argument = PointerGetDatum(id);
 	index_rescan(r->scan, r->keys, 3, NULL, 0);
-	found = index_getnext_slot(r->scan, ForwardScanDirection, r->slot);
+	r->cur = r->slot;
+	if (!r->index_only)
+		found = index_getnext_slot(r->scan, ForwardScanDirection, r->slot);
+	else
+	{
+		ItemPointer tid;
+
+		found = false;
+		while ((tid = index_getnext_tid(r->scan, ForwardScanDirection)) != NULL)
+		{
+			BlockNumber block = ItemPointerGetBlockNumber(tid);
+
+			CHECK_FOR_INTERRUPTS();
+			if (!VM_ALL_VISIBLE(r->rel, block, &r->vmbuffer))
+			{
+				if (!index_fetch_heap(r->scan, r->slot))
+					continue;
+				found = true;
+				break;
+			}
+			itup_to_slot(r);
+			PredicateLockPage(r->rel, block, r->scan->xs_snapshot);
+			r->cur = r->islot;
+			found = true;
+			break;
+		}
+	}
 	MemoryContextSwitchTo(old);
 	return found;
 }
 
-/* A text column of the fact in r->slot, as a C string in the step context, or NULL. */
+/* A text column of the current fact, as a C string in the step context, or NULL. */
 static char *
 slot_text(ChainReader *r, int attnum)
 {
 	bool		isnull;
-	Datum		d = slot_getattr(r->slot, attnum, &isnull);
+	Datum		d = slot_getattr(r->cur, attnum, &isnull);
 
 	return isnull ? NULL : TextDatumGetCString(d);
 }
@@ -857,7 +958,7 @@ chain_visit(ChainReader *r, const char *fact_id)
  * Follow the chain from the fact in r->slot in one direction (forward:
  * superseded_by, backward: supersedes) to its end, checking that each link
  * is mirrored; with out, every fact passed (the first one included) is put
- * into it.  The fact at the end is left in r->slot; its id is returned
+ * into it.  The fact at the end is left in r->cur; its id is returned
  * (palloc'd in the caller's context).
  */
 static char *
@@ -878,11 +979,14 @@ chain_follow(ChainReader *r, const char *from, bool forward, Tuplestorestate *ou
 
 		CHECK_FOR_INTERRUPTS();
 		if (out != NULL)
+		{
+			Assert(r->cur == r->slot);
 			tuplestore_puttupleslot(out, r->slot);
+		}
 		MemoryContextReset(r->stepcxt);
 		old = MemoryContextSwitchTo(r->stepcxt);
 		next = slot_text(r, next_col);
-		valid = DatumGetBool(slot_getattr(r->slot, cols.is_valid, &isnull));
+		valid = DatumGetBool(slot_getattr(r->cur, cols.is_valid, &isnull));
 		if (forward && (valid != (next == NULL)))
 			chain_broken(r, cur, valid ? "it is valid but names a successor." :
 						 "it is superseded but names no successor.");
@@ -905,7 +1009,7 @@ chain_follow(ChainReader *r, const char *from, bool forward, Tuplestorestate *ou
 
 /* Check the arguments of the walkers and open a reader positioned on fact_id. */
 static void
-chain_start(FunctionCallInfo fcinfo, ChainReader *r, char **fact_id)
+chain_start(FunctionCallInfo fcinfo, ChainReader *r, char **fact_id, bool index_only)
 {
 	text	   *tenant = PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0);
 	text	   *subject = PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1);
@@ -915,7 +1019,7 @@ chain_start(FunctionCallInfo fcinfo, ChainReader *r, char **fact_id)
 	cscp_check_id("subject_id", subject);
 	cscp_check_id("fact_id", id);
 	*fact_id = text_to_cstring(id);
-	chain_open(r, tenant, subject, *fact_id);
+	chain_open(r, tenant, subject, *fact_id, index_only);
 	if (!chain_fetch(r, *fact_id))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -943,10 +1047,18 @@ cscp_fact_current(PG_FUNCTION_ARGS)
 {
 	ChainReader r;
 	char	   *fact_id;
+	char	   *head;
 	Datum		result;
 
-	chain_start(fcinfo, &r, &fact_id);
-	chain_follow(&r, fact_id, true, NULL);
+	chain_start(fcinfo, &r, &fact_id, true);
+	head = chain_follow(&r, fact_id, true, NULL);
+	if (r.cur != r.slot)
+	{
+		/* the head read from its index entry: its whole row from the heap */
+		r.index_only = false;
+		if (!chain_fetch(&r, head))
+			elog(ERROR, "fact \"%s\" vanished under the walk", head);
+	}
 	result = slot_datum(&r);
 	chain_close(&r);
 	PG_RETURN_DATUM(result);
@@ -966,7 +1078,7 @@ cscp_fact_history(PG_FUNCTION_ARGS)
 	SeenEntry  *entry;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	chain_start(fcinfo, &r, &fact_id);
+	chain_start(fcinfo, &r, &fact_id, false);
 
 	/* Back to the oldest fact, then forward to the head, emitting each. */
 	root = chain_follow(&r, fact_id, false, NULL);

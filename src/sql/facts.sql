@@ -121,7 +121,9 @@ CREATE TABLE cscp.fact (
                         setweight(to_tsvector('english'::regconfig, translate(key, '_-.', '   ')), 'A')
                         || setweight(jsonb_to_tsvector('english'::regconfig, value, '["string", "numeric"]'), 'B')
                     ) STORED,
-    PRIMARY KEY (tenant_id, subject_id, fact_id),
+    -- The key carries the links, so that fact_current reads a step of a chain from the index
+    -- entry alone where the row's heap page is all-visible (see facts.c).
+    PRIMARY KEY (tenant_id, subject_id, fact_id) INCLUDE (is_valid, superseded_by, supersedes),
     -- Chains stay within one subject and never point at a fact that is not there.
     FOREIGN KEY (tenant_id, subject_id, supersedes) REFERENCES cscp.fact (tenant_id, subject_id, fact_id),
     FOREIGN KEY (tenant_id, subject_id, superseded_by) REFERENCES cscp.fact (tenant_id, subject_id, fact_id),
