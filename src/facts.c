@@ -41,16 +41,13 @@
  */
 #include "cscp.h"
 
-#include "access/visibilitymap.h"
-#include "storage/bufmgr.h"
-#include "storage/predicate.h"
-
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/relscan.h"
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/visibilitymap.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
@@ -59,6 +56,8 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/predicate.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -955,7 +954,7 @@ chain_visit(ChainReader *r, const char *fact_id)
 }
 
 /*
- * Follow the chain from the fact in r->slot in one direction (forward:
+ * Follow the chain from the current fact (r->cur) in one direction (forward:
  * superseded_by, backward: supersedes) to its end, checking that each link
  * is mirrored; with out, every fact passed (the first one included) is put
  * into it.  The fact at the end is left in r->cur; its id is returned
