@@ -428,6 +428,40 @@ one_row_end(OneRow *o)
 }
 
 /*
+ * Row-level security on a row written below the executor, as a policy of
+ * cscp's binds (see key_rows): where a policy binds the caller, the new
+ * row in slot must keep oldtup's tenant_id (an update) or, with no
+ * oldtup, carry the session's cscp.tenant_id (an insert), as the
+ * policies' WITH CHECK says.
+ */
+static void
+check_row_tenant(Relation rel, TupleTableSlot *slot, HeapTuple oldtup)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			col;
+	bool		isnull;
+	Datum		d;
+	const char *want;
+
+	if (check_enable_rls(RelationGetRelid(rel), InvalidOid, true) != RLS_ENABLED)
+		return;
+	col = cscp_column(desc, RelationGetRelationName(rel), "tenant_id");
+	if (oldtup == NULL)
+		want = cscp_tenant_setting;
+	else
+	{
+		d = heap_getattr(oldtup, col, desc, &isnull);
+		want = isnull ? NULL : TextDatumGetCString(d);
+	}
+	d = slot_getattr(slot, col, &isnull);
+	if (isnull || want == NULL || strcmp(TextDatumGetCString(d), want) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("new row violates row-level security policy for table \"%s\"",
+						RelationGetRelationName(rel))));
+}
+
+/*
  * Whether cscp_row_update may stand in for an UPDATE statement on rel:
  * not when rel has a rule (the statement would be rewritten), a
  * statement-level UPDATE trigger or a transition table (which belong to a
@@ -502,22 +536,7 @@ cscp_row_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, Bitmapset *col
 			ExecComputeStoredGenerated(rri, o.estate, slot, CMD_UPDATE);
 		if (constr != NULL)
 			ExecConstraints(rri, slot, o.estate);
-		if (check_enable_rls(RelationGetRelid(rel), InvalidOid, true) == RLS_ENABLED)
-		{
-			int			tenantcol = cscp_column(RelationGetDescr(rel), RelationGetRelationName(rel),
-												"tenant_id");
-			bool		oldnull,
-						newnull;
-			Datum		od = heap_getattr(oldtup, tenantcol, RelationGetDescr(rel), &oldnull);
-			Datum		nd = slot_getattr(slot, tenantcol, &newnull);
-
-			if (oldnull || newnull ||
-				strcmp(TextDatumGetCString(od), TextDatumGetCString(nd)) != 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-						 errmsg("new row violates row-level security policy for table \"%s\"",
-								RelationGetRelationName(rel))));
-		}
+		check_row_tenant(rel, slot, oldtup);
 		simple_table_tuple_update(rel, &tid, slot, o.estate->es_snapshot, &update_indexes);
 		if (rri->ri_NumIndices > 0 && update_indexes)
 			recheck = ExecInsertIndexTuples(rri, slot, o.estate, true, false, NULL, NIL);
@@ -610,19 +629,8 @@ cscp_row_insert(Relation rel, HeapTuple tuple, bool as_caller)
 			ExecComputeStoredGenerated(rri, o.estate, slot, CMD_INSERT);
 		if (constr != NULL)
 			ExecConstraints(rri, slot, o.estate);
-		if (as_caller && check_enable_rls(RelationGetRelid(rel), InvalidOid, true) == RLS_ENABLED)
-		{
-			bool		isnull;
-			Datum		t = slot_getattr(slot, cscp_column(desc, RelationGetRelationName(rel),
-														   "tenant_id"), &isnull);
-
-			if (isnull || cscp_tenant_setting == NULL ||
-				strcmp(TextDatumGetCString(t), cscp_tenant_setting) != 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-						 errmsg("new row violates row-level security policy for table \"%s\"",
-								RelationGetRelationName(rel))));
-		}
+		if (as_caller)
+			check_row_tenant(rel, slot, NULL);
 		simple_table_tuple_insert(rel, slot);
 		if (rri->ri_NumIndices > 0)
 			recheck = ExecInsertIndexTuples(rri, slot, o.estate, false, false, NULL, NIL);
