@@ -112,7 +112,7 @@ $(OBJS): src/cscp.h
 $(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS) cscp.control
 	cat $(SQL_PARTS) > $@
 
-.PHONY: deps build demo test bench bench-facts statebench check-all
+.PHONY: deps build demo test bench bench-facts bench-aa statebench check-all
 # Install what is missing from Debian's packages (PostgreSQL 15 server and headers, pgTAP, pg_prove).
 deps:
 	@bash test/scripts/deps.sh
@@ -131,7 +131,7 @@ test: build
 	@bash test/scripts/run-tests.sh
 
 # Issue 6's workloads W1-W6 through cscp against plain SQL (the floor) and hand-written PL/pgSQL
-# (naive) on a throwaway cluster (pgbench; about 30 minutes); not part of `make test`.
+# (naive) on a throwaway cluster (pgbench; about 40 minutes); not part of `make test`.
 # BENCH_ONLY=W1,W3 runs a subset, BENCH_SECONDS and BENCH_RUNS shorten it (test/scripts/bench.sh).
 bench: build
 	@bash test/scripts/bench.sh
@@ -140,6 +140,11 @@ bench: build
 # fact_current on a chain of 101 (about 4 minutes).
 bench-facts: build
 	@BENCH_ONLY=W4 bash test/scripts/bench.sh
+
+# An A/A test of the benchmark's pairs: two identical W1 runs in a row, six times; the ratios
+# show the noise and the cost of coming second (about 3 minutes).
+bench-aa: build
+	@bash test/scripts/bench_aa.sh
 
 # StateBench timelines replayed through cscp on a throwaway cluster, reported per track
 # (test/statebench/); not part of `make test`: the data is not part of the project.

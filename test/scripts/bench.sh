@@ -19,8 +19,9 @@
 # Baselines (W1-W3): the floor, the same row reads and writes as plain SQL on plain tables
 # (test/bench/floor_schema.sql) in the same number of round trips; and naive, the same statements
 # with the rules hand-written as PL/pgSQL triggers and functions (test/bench/baseline_plpgsql.sql).
-# The variants alternate (floor, naive, cscp), BENCH_RUNS times each, for synchronous_commit on
-# and off; the table shows medians over the runs of TPS, of each run's p50/p99 latency (per
+# The variants alternate, BENCH_RUNS times each, for synchronous_commit on and off, each
+# repetition in another order (floor naive cscp, then naive cscp floor, then cscp floor naive:
+# see in_turn); the table shows medians over the runs of TPS, of each run's p50/p99 latency (per
 # transaction = per whole turn or cycle, from pgbench's per-transaction logs), and of WAL bytes
 # per transaction (test/scripts/bench_lib.sh says how each is measured).
 #
@@ -55,6 +56,12 @@ for w in ${ONLY//,/ }; do
 	esac
 done
 want() { [[ ",$ONLY," == *",$1,"* ]]; }
+# in_turn I V1 V2 ...: the variants in the order of repetition I, rotated by I - 1, so that each
+# runs first, second and third alike.  Runs later in a sequence are slower for reasons of their
+# own (the tables grow run by run; an A/A test, test/scripts/bench_aa.sh, gave the second of two
+# identical runs 0.95 of the first's TPS as the median of six pairs): a fixed order charges that
+# to whichever variant always comes last.
+in_turn() { local i=$1 n k; shift; n=$#; local v=("$@"); for k in $(seq 0 $((n - 1))); do echo "${v[$(((k + i - 1) % n))]}"; done; }
 
 # Checkpoints come before each run (bench_run), not on a timer in the middle of one; wal_keep_size:
 # a checkpoint (max_wal_size) during a run must not recycle the WAL pg_waldump reads after it.
@@ -117,7 +124,7 @@ if want W1; then
 	done
 	for sync in $SYNCS; do
 		for i in $(seq 1 "$RUNS"); do
-			for impl in floor naive cscp; do
+			for impl in $(in_turn "$i" floor naive cscp); do
 				conversations "w1-$sync-$impl-$i" $impl
 				bench_run "W1.$sync.$impl.r$i" "$sync" "$SECS" -D conv="w1-$sync-$impl-$i" -f "test/bench/message_turn_$impl.sql"
 			done
@@ -127,7 +134,7 @@ if want W1; then
 		echo "== W1 through the single call (5 round trips: message_turn, 4 transitions)"
 		for sync in $SYNCS; do
 			for i in $(seq 1 "$RUNS"); do
-				for impl in floor cscp; do
+				for impl in $(in_turn "$i" floor cscp); do
 					conversations "w1s-$sync-$impl-$i" $impl
 					bench_run "W1s.$sync.$impl.r$i" "$sync" "$SECS" -D conv="w1s-$sync-$impl-$i" \
 						-f "test/bench/message_turn_single_$impl.sql"
@@ -147,7 +154,7 @@ if want W2; then
 	done
 	for sync in $SYNCS; do
 		for i in $(seq 1 "$RUNS"); do
-			for impl in floor naive cscp; do
+			for impl in $(in_turn "$i" floor naive cscp); do
 				bench_run "W2.$sync.$impl.r$i" "$sync" "$SECS" -f "test/bench/command_cycle_$impl.sql"
 			done
 		done
@@ -199,7 +206,7 @@ if want W3; then
 	done
 	for sync in $SYNCS; do
 		for i in $(seq 1 "$RUNS"); do
-			for impl in floor naive cscp; do
+			for impl in $(in_turn "$i" floor naive cscp); do
 				bench_run "W3.$sync.$impl.r$i" "$sync" "$SECS" \
 					-f "test/bench/doc_get_$impl.sql@8" -f "test/bench/doc_put_$impl.sql@2"
 			done
@@ -235,9 +242,14 @@ SQL
 	psql -X -q -c "VACUUM (ANALYZE) cscp.conversation, cscp.turn, cscp.event"
 	awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "setup: %.1f s\n", b - a }'
 	for i in $(seq 1 "$RUNS"); do
-		conversations "w6-new-$i" cscp
-		bench_run "W6.on.new.r$i" on "$SECS" -D conv="w6-new-$i" -f test/bench/message_turn_cscp.sql
-		bench_run "W6.on.long.r$i" on "$SECS" -D conv=long -f test/bench/message_turn_cscp.sql
+		for kind in $(in_turn "$i" new long); do
+			if [ "$kind" = new ]; then
+				conversations "w6-new-$i" cscp
+				bench_run "W6.on.new.r$i" on "$SECS" -D conv="w6-new-$i" -f test/bench/message_turn_cscp.sql
+			else
+				bench_run "W6.on.long.r$i" on "$SECS" -D conv=long -f test/bench/message_turn_cscp.sql
+			fi
+		done
 	done
 	read -r lmin lmax <<<"$(psql -X -At -F ' ' -c "SELECT min(next_turn_index), max(next_turn_index) FROM cscp.conversation WHERE conversation_id LIKE 'long-%'")"
 	echo "check: the long conversations now hold $lmin to $lmax turns"
@@ -256,7 +268,7 @@ if want W4; then
 		bench_run "warmup.W4.$subj" on 5 -f "test/bench/build_context_$subj.sql" >/dev/null
 	done
 	for i in $(seq 1 "$RUNS"); do
-		for subj in valid superseded; do
+		for subj in $(in_turn "$i" valid superseded); do
 			bench_run "W4.on.$subj.r$i" on "$SECS" -f "test/bench/build_context_$subj.sql"
 		done
 	done
@@ -451,7 +463,7 @@ row() {
 echo
 echo "Medians of $RUNS runs of ${SECS}s, $BENCH_CLIENTS clients, $BENCH_THREADS threads, -M prepared; latency per transaction (a whole turn or cycle)."
 echo "×floor, ×naive: cscp's TPS over the baseline's (for W3's get and put rows: the baseline's mean latency over cscp's),"
-echo "the median over the repetitions of the ratio of two runs made one after the other (not the ratio of the medians shown)."
+echo "the median over the repetitions of the ratio of the two runs of one repetition (not the ratio of the medians shown)."
 echo
 echo "| workload                               | sync | impl       |      TPS |  p50 ms |  p99 ms | WAL B/tx | FPI B/tx | ×floor | ×naive |"
 echo "| -------------------------------------- | ---- | ---------- | -------: | ------: | ------: | -------: | -------: | -----: | -----: |"
@@ -483,7 +495,7 @@ target() { # DESCRIPTION VALUE OP LIMIT
 }
 have() { [ -f "$BENCH_OUT/$1.r1${2:-}.res" ]; }
 echo
-echo "Targets (each ratio the median over the repetitions of the ratio of two runs made one after the other):"
+echo "Targets (each ratio the median over the repetitions of the ratio of the two runs of one repetition):"
 pair() { bench_pair_ratio "$1" "$2" "$3" "$4" "$RUNS" "${5:-}"; }
 for sync in $SYNCS; do
 	lim=0.85; [ "$sync" = off ] && lim=0.75
