@@ -48,6 +48,19 @@ bench_pair_ratio() {
 	done | bench_median | awk '{ if ($1 == "nan") print "-"; else printf "%.3f\n", $1 }'
 }
 
+# bench_bracket_ratio FA A FB B RUNS: the median over i = 1..RUNS of field FA of run i of A over
+# the mean of field FB of runs i and i + 1 of B (B ran before and after each run of A).
+bench_bracket_ratio() {
+	local fa=$1 a=$2 fb=$3 b=$4 runs=$5 i x y z
+	for i in $(seq 1 "$runs"); do
+		[ -f "$BENCH_OUT/$a.r$i.res" ] && [ -f "$BENCH_OUT/$b.r$i.res" ] && [ -f "$BENCH_OUT/$b.r$((i + 1)).res" ] || continue
+		x=$(awk -v f="$fa" '{ print $f }' "$BENCH_OUT/$a.r$i.res")
+		y=$(awk -v f="$fb" '{ print $f }' "$BENCH_OUT/$b.r$i.res")
+		z=$(awk -v f="$fb" '{ print $f }' "$BENCH_OUT/$b.r$((i + 1)).res")
+		awk -v x="$x" -v y="$y" -v z="$z" 'BEGIN { if (x != "nan" && y != "nan" && z != "nan" && y + z != 0) print x / ((y + z) / 2) }'
+	done | bench_median | awk '{ if ($1 == "nan") print "-"; else printf "%.3f\n", $1 }'
+}
+
 # bench_latency LOG [SCRIPT] [FROM TO]: "p50_ms p99_ms count mean_ms" of the transactions in a
 # pgbench log, those of script number SCRIPT only (empty or "-": all), ending between the epoch
 # times FROM and TO only (when given).
