@@ -67,54 +67,15 @@ want() { [[ ",$ONLY," == *",$1,"* ]]; }
 # of those two (bench_bracket_ratio), which takes out a drift that is steady over the three.
 in_turn() { local i=$1 n k; shift; n=$#; local v=("$@"); for k in $(seq 0 $((n - 1))); do echo "${v[$(((k + i - 1) % n))]}"; done; }
 
-# Checkpoints come before each run (bench_run), not on a timer in the middle of one; wal_keep_size:
-# a checkpoint (max_wal_size) during a run must not recycle the WAL pg_waldump reads after it.
-cluster_start fsync=on synchronous_commit=on max_wal_size=4GB wal_keep_size=4GB checkpoint_timeout=1h \
-	log_lock_waits=on deadlock_timeout=10ms
-# Likewise VACUUM, for the workloads that compare variants run by run (W1-W4, W6): autovacuum,
-# which visits the database once a minute and then works through every variant's tables for
-# half a minute, would land in whichever runs happen to be going then, with its CPU, its writes
-# and its WAL (counted in the run's WAL per transaction).  bench_run vacuums before each run
-# instead (and analyzes), as pgbench vacuums unless told -n.  W5 measures W1 beside the sweep with autovacuum on,
-# as an application would run.
-psql -X -q -c "ALTER SYSTEM SET autovacuum = off" -c "SELECT pg_reload_conf()" >/dev/null
-BENCH_OUT=$(mktemp -d "${TMPDIR:-/tmp}/cscp-bench.XXXXXX")
-export BENCH_OUT
-trap 'cluster_stop; rm -rf "$BENCH_OUT"' EXIT
+bench_cluster_start
 started=$(date +%s)
 echo "cscp bench: $ONLY; throwaway cluster in $CSCP_TMP (fsync=on); $BENCH_CLIENTS clients, $BENCH_THREADS threads," \
      "-M prepared, ${SECS}s per run, $RUNS runs per variant and setting"
-
-psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<SQL
-CREATE EXTENSION cscp;
-CREATE ROLE $BENCH_ROLE LOGIN;
-SELECT cscp.grant_app('$BENCH_ROLE');
-SQL
 for s in bench_floor bench_naive; do
 	psql -X -q -v ON_ERROR_STOP=1 -v schema=$s -v role=$BENCH_ROLE -f test/bench/floor_schema.sql
 done
 psql -X -q -v ON_ERROR_STOP=1 -v role=$BENCH_ROLE -f test/bench/baseline_plpgsql.sql
 psql -X -q -v ON_ERROR_STOP=1 -v role=$BENCH_ROLE -f test/bench/message_turn_single_floor_fn.sql
-as_app() { PGOPTIONS="-c cscp.tenant_id=$BENCH_TENANT -c synchronous_commit=off" psql -X -q -v ON_ERROR_STOP=1 -U "$BENCH_ROLE" "$@"; }
-
-# conversations PREFIX IMPL: conversations PREFIX-0 .. PREFIX-<clients-1>, one per pgbench
-# client, started with an agent's first turn (through cscp, or as the same rows on the plain tables).
-conversations() {
-	local prefix=$1 impl=$2 c
-	for c in $(seq 0 $((BENCH_CLIENTS - 1))); do
-		if [ "$impl" = cscp ]; then
-			echo "SELECT FROM cscp.conversation_start('$BENCH_TENANT', '$prefix-$c', 'agent',
-			      '{\"from\": \"agent\", \"role\": \"agent\", \"content\": {\"text\": \"How can I help?\"}, \"ts\": 0}');"
-		else
-			echo "INSERT INTO bench_$impl.conversation (tenant_id, conversation_id, agent_id, next_turn_index, next_event_seq)
-			      VALUES ('$BENCH_TENANT', '$prefix-$c', 'agent', 1, 1);
-			      INSERT INTO bench_$impl.turn VALUES ('$BENCH_TENANT', '$prefix-$c', 0, '$prefix-$c:0:agent', 'agent', 'agent',
-			          '{\"text\": \"How can I help?\"}', md5('{\"text\":\"How can I help?\"}'), 26, 0, '$prefix-$c:e0');
-			      INSERT INTO bench_$impl.event (tenant_id, conversation_id, event_id, seq, type, turn_index, created_at)
-			      VALUES ('$BENCH_TENANT', '$prefix-$c', '$prefix-$c:e0', 0, 'conversation.opened', 0, now());"
-		fi
-	done | as_app >/dev/null
-}
 
 # Does the cluster's cscp have the single-call path?
 has_message_turn=$(psql -X -At -c "SELECT to_regprocedure('cscp.message_turn(text, text, text, jsonb, jsonb, jsonb)') IS NOT NULL")

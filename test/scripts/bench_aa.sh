@@ -17,33 +17,14 @@ PAIRS=${BENCH_PAIRS:-6}
 export BENCH_CLIENTS=${BENCH_CLIENTS:-4} BENCH_THREADS=${BENCH_THREADS:-2}
 export BENCH_ROLE=bench_app BENCH_TENANT=bench
 
-cluster_start fsync=on synchronous_commit=on max_wal_size=4GB wal_keep_size=4GB checkpoint_timeout=1h \
-	log_lock_waits=on deadlock_timeout=10ms
-psql -X -q -c "ALTER SYSTEM SET autovacuum = off" -c "SELECT pg_reload_conf()" >/dev/null
-BENCH_OUT=$(mktemp -d "${TMPDIR:-/tmp}/cscp-bench-aa.XXXXXX")
-export BENCH_OUT
-trap 'cluster_stop; rm -rf "$BENCH_OUT"' EXIT
-psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<SQL
-CREATE EXTENSION cscp;
-CREATE ROLE $BENCH_ROLE LOGIN;
-SELECT cscp.grant_app('$BENCH_ROLE');
-SQL
-
-# conversations PREFIX: PREFIX-0 .. PREFIX-<clients-1>, each started with an agent's first turn.
-conversations() {
-	local c
-	for c in $(seq 0 $((BENCH_CLIENTS - 1))); do
-		echo "SELECT FROM cscp.conversation_start('$BENCH_TENANT', '$1-$c', 'agent',
-		      '{\"from\": \"agent\", \"role\": \"agent\", \"content\": {\"text\": \"How can I help?\"}, \"ts\": 0}');"
-	done | PGOPTIONS="-c cscp.tenant_id=$BENCH_TENANT" psql -X -q -v ON_ERROR_STOP=1 -U "$BENCH_ROLE" >/dev/null
-}
+bench_cluster_start
 
 echo "cscp bench A/A: $PAIRS pairs of two identical W1 runs (cscp, synchronous_commit=on), ${SECS}s each"
-conversations warm
+conversations warm cscp
 bench_run warmup on 5 -D conv=warm -f test/bench/message_turn_cscp.sql >/dev/null
 for i in $(seq 1 "$PAIRS"); do
 	for ab in A B; do
-		conversations "$ab-$i"
+		conversations "$ab-$i" cscp
 		bench_run "$ab.r$i" on "$SECS" -D conv="$ab-$i" -f test/bench/message_turn_cscp.sql
 	done
 	awk -v i="$i" 'NR == FNR { a = $1; next } { printf "pair %d: second / first %.3f\n", i, $1 / a }' \

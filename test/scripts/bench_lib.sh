@@ -12,6 +12,9 @@
 #   bench_pair_ratio FA A FB B RUNS [SUFFIX]      the median over runs i of A.r<i>'s field FA
 #                                                 over B.r<i>'s field FB
 #   bench_expired_contexts TENANT N               N contexts of TENANT, expired (for W5)
+#   bench_cluster_start                           the cluster, BENCH_OUT, cscp and BENCH_ROLE
+#   as_app PSQL_ARGS...                           psql as BENCH_ROLE for BENCH_TENANT
+#   conversations PREFIX IMPL                     one new conversation per pgbench client
 #
 # A .res file holds one line: tps p50_ms p99_ms transactions mean_ms wal_bytes_per_tx
 # fpi_bytes_per_tx wal_bytes_per_tx_without_fpi.  TPS is pgbench's (without the initial connection time); the latencies are
@@ -145,4 +148,52 @@ END
 \$\$;
 VACUUM (ANALYZE) cscp.context;
 SQL
+}
+
+# bench_cluster_start: the throwaway cluster as every benchmark here runs it, BENCH_OUT (a new
+# directory, removed with the cluster on exit), cscp installed and BENCH_ROLE an application
+# role of it.
+# Checkpoints come before each run (bench_run), not on a timer in the middle of one; wal_keep_size:
+# a checkpoint (max_wal_size) during a run must not recycle the WAL pg_waldump reads after it.
+# Likewise VACUUM, for the workloads that compare variants run by run (W1-W4, W6): autovacuum,
+# which visits the database once a minute and then works through every variant's tables for
+# half a minute, would land in whichever runs happen to be going then, with its CPU, its writes
+# and its WAL (counted in the run's WAL per transaction).  bench_run vacuums before each run
+# instead (and analyzes), as pgbench vacuums unless told -n.  W5 turns autovacuum on again: it
+# measures W1 beside the sweep as an application would run it.
+bench_cluster_start() {
+	cluster_start fsync=on synchronous_commit=on max_wal_size=4GB wal_keep_size=4GB checkpoint_timeout=1h \
+		log_lock_waits=on deadlock_timeout=10ms
+	psql -X -q -c "ALTER SYSTEM SET autovacuum = off" -c "SELECT pg_reload_conf()" >/dev/null
+	BENCH_OUT=$(mktemp -d "${TMPDIR:-/tmp}/cscp-bench.XXXXXX")
+	export BENCH_OUT
+	trap 'cluster_stop; rm -rf "$BENCH_OUT"' EXIT
+	psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<SQL
+CREATE EXTENSION cscp;
+CREATE ROLE $BENCH_ROLE LOGIN;
+SELECT cscp.grant_app('$BENCH_ROLE');
+SQL
+}
+
+# as_app PSQL_ARGS...: psql as the application role, for the benchmark's tenant.
+as_app() { PGOPTIONS="-c cscp.tenant_id=$BENCH_TENANT -c synchronous_commit=off" psql -X -q -v ON_ERROR_STOP=1 -U "$BENCH_ROLE" "$@"; }
+
+# conversations PREFIX IMPL: conversations PREFIX-0 .. PREFIX-<clients-1>, one per pgbench
+# client, started with an agent's first turn (through cscp, or as the same rows on the plain
+# tables of schema bench_IMPL).
+conversations() {
+	local prefix=$1 impl=$2 c
+	for c in $(seq 0 $((BENCH_CLIENTS - 1))); do
+		if [ "$impl" = cscp ]; then
+			echo "SELECT FROM cscp.conversation_start('$BENCH_TENANT', '$prefix-$c', 'agent',
+			      '{\"from\": \"agent\", \"role\": \"agent\", \"content\": {\"text\": \"How can I help?\"}, \"ts\": 0}');"
+		else
+			echo "INSERT INTO bench_$impl.conversation (tenant_id, conversation_id, agent_id, next_turn_index, next_event_seq)
+			      VALUES ('$BENCH_TENANT', '$prefix-$c', 'agent', 1, 1);
+			      INSERT INTO bench_$impl.turn VALUES ('$BENCH_TENANT', '$prefix-$c', 0, '$prefix-$c:0:agent', 'agent', 'agent',
+			          '{\"text\": \"How can I help?\"}', md5('{\"text\":\"How can I help?\"}'), 26, 0, '$prefix-$c:e0');
+			      INSERT INTO bench_$impl.event (tenant_id, conversation_id, event_id, seq, type, turn_index, created_at)
+			      VALUES ('$BENCH_TENANT', '$prefix-$c', '$prefix-$c:e0', 0, 'conversation.opened', 0, now());"
+		fi
+	done | as_app >/dev/null
 }

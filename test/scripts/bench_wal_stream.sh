@@ -16,13 +16,11 @@ CREATE EXTENSION cscp;
 CREATE ROLE $BENCH_ROLE LOGIN;
 SELECT cscp.grant_app('$BENCH_ROLE');
 SQL
-as_app() { PGOPTIONS="-c cscp.tenant_id=$BENCH_TENANT -c synchronous_commit=off" psql -X -q -v ON_ERROR_STOP=1 -U "$BENCH_ROLE" "$@"; }
-conv() { for c in 0 1 2 3; do echo "SELECT FROM cscp.conversation_start('bench', '$1-$c', 'agent', '{\"from\": \"agent\", \"role\": \"agent\", \"content\": {\"text\": \"hi\"}, \"ts\": 0}');"; done | as_app >/dev/null; }
 SECS=${SECS:-30}
-conv warm; bench_run warm on 10 -D conv=warm -f test/bench/message_turn_cscp.sql >/dev/null
+conversations warm cscp; bench_run warm on 10 -D conv=warm -f test/bench/message_turn_cscp.sql >/dev/null
 for rate in ${RATES:-0 1000000 4000000 16000000 0}; do
 	c="w-$rate-$RANDOM"
-	conv "$c"
+	conversations "$c" cscp
 	if [ "$rate" != 0 ]; then
 		psql -X -q >/dev/null 2>&1 <<SQL &
 DO \$\$
