@@ -2,8 +2,8 @@
  *
  * document.c
  *	  TTL'd namespace documents per session (Conversational Context API):
- *	  cscp.doc_put, cscp.doc_get and cscp.doc_delete in C, each one saved
- *	  SPI statement.  Absent or expired is "not found": readers filter on
+ *	  cscp.doc_put, cscp.doc_get and cscp.doc_delete in C, on saved SPI
+ *	  statements and a direct primary-key read.  Absent or expired is "not found": readers filter on
  *	  expires_at, and a put into an expired document starts from an empty
  *	  object, so expired data never comes back, sweep or no sweep.
  *
@@ -40,6 +40,7 @@ Datum
 cscp_doc_put(PG_FUNCTION_ARGS)
 {
 	static SPIPlanPtr plan = NULL;
+	static SPIPlanPtr update_plan = NULL;
 	static const Oid types[6] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
 	Jsonb	   *payload = PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3);
 	TimestampTz now = cscp_now();
@@ -79,19 +80,41 @@ cscp_doc_put(PG_FUNCTION_ARGS)
 								  IntervalPGetDatum(ttl));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plan,
-				  "INSERT INTO cscp.document AS d (tenant_id, session_id, namespace, payload,"
-				  "    created_at, updated_at, expires_at)"
-				  " VALUES ($1, $2, $3, $4, $5, $5, $6)"
-				  " ON CONFLICT (tenant_id, session_id, namespace) DO UPDATE"
-				  "    SET payload = CASE WHEN d.expires_at <= $5 THEN excluded.payload"
-				  "                       ELSE d.payload || excluded.payload END,"
+	/*
+	 * Update first: a session's document is written again and again, and an
+	 * UPDATE of the existing row skips what an INSERT ... ON CONFLICT pays
+	 * before it finds the conflict (the BEFORE INSERT triggers, among them
+	 * the tombstone check and its lock).  Only a new document, or one that a
+	 * concurrent doc_delete removed first, falls through to the upsert, which
+	 * also settles a race between two first puts.
+	 */
+	cscp_spi_plan(&update_plan,
+				  "UPDATE cscp.document AS d"
+				  "    SET payload = CASE WHEN d.expires_at <= $5 THEN $4"
+				  "                       ELSE d.payload || $4 END,"
 				  "        created_at = CASE WHEN d.expires_at <= $5 THEN $5 ELSE d.created_at END,"
 				  "        updated_at = $5,"
-				  "        expires_at = excluded.expires_at",
+				  "        expires_at = $6"
+				  "  WHERE d.tenant_id = $1 AND d.session_id = $2 AND d.namespace = $3",
 				  6, types);
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_INSERT)
+	if (SPI_execute_plan(update_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not write a document");
+	if (SPI_processed == 0)
+	{
+		cscp_spi_plan(&plan,
+					  "INSERT INTO cscp.document AS d (tenant_id, session_id, namespace, payload,"
+					  "    created_at, updated_at, expires_at)"
+					  " VALUES ($1, $2, $3, $4, $5, $5, $6)"
+					  " ON CONFLICT (tenant_id, session_id, namespace) DO UPDATE"
+					  "    SET payload = CASE WHEN d.expires_at <= $5 THEN excluded.payload"
+					  "                       ELSE d.payload || excluded.payload END,"
+					  "        created_at = CASE WHEN d.expires_at <= $5 THEN $5 ELSE d.created_at END,"
+					  "        updated_at = $5,"
+					  "        expires_at = excluded.expires_at",
+					  6, types);
+		if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not write a document");
+	}
 	SPI_finish();
 
 	session = PG_GETARG_TEXT_PP(1);
