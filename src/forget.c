@@ -191,8 +191,10 @@ cscp_forgotten_guard(PG_FUNCTION_ARGS)
 	Trigger    *trigger;
 	HeapTuple	newtup;
 	TupleDesc	desc;
-	char	   *tenant;
+	char	   *tenant = NULL;
+	int			tenant_att;
 	bool		is_update;
+	bool		tenant_kept;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
 		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
@@ -210,23 +212,24 @@ cscp_forgotten_guard(PG_FUNCTION_ARGS)
 	is_update = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event);
 	newtup = is_update ? trigdata->tg_newtuple : trigdata->tg_trigtuple;
 	desc = RelationGetDescr(trigdata->tg_relation);
-	tenant = SPI_getvalue(newtup, desc, cscp_column(desc, "cscp table", "tenant_id"));
-	if (tenant == NULL)
+	tenant_att = cscp_column(desc, "cscp table", "tenant_id");
+	if (heap_attisnull(newtup, tenant_att, desc))
 		return PointerGetDatum(newtup);
+	/* An UPDATE that keeps the tenant and an id needs no look for that id. */
+	tenant_kept = is_update && cscp_same_value(trigdata->tg_trigtuple, newtup, desc, tenant_att);
 
 	for (int i = 0; i < trigger->tgnargs; i += 2)
 	{
 		const char *kind = trigger->tgargs[i];
 		int			attnum = cscp_column(desc, "cscp table", trigger->tgargs[i + 1]);
-		char	   *id = SPI_getvalue(newtup, desc, attnum);
 
-		if (id == NULL)
+		if (heap_attisnull(newtup, attnum, desc))
 			continue;
-		if (is_update && cscp_same_value(trigdata->tg_trigtuple, newtup, desc, attnum) &&
-			cscp_same_value(trigdata->tg_trigtuple, newtup, desc,
-							cscp_column(desc, "cscp table", "tenant_id")))
+		if (tenant_kept && cscp_same_value(trigdata->tg_trigtuple, newtup, desc, attnum))
 			continue;
-		cscp_refuse_forgotten(tenant, kind, id);
+		if (tenant == NULL)
+			tenant = SPI_getvalue(newtup, desc, tenant_att);
+		cscp_refuse_forgotten(tenant, kind, SPI_getvalue(newtup, desc, attnum));
 	}
 	return PointerGetDatum(newtup);
 }
