@@ -3,9 +3,10 @@
  * document.c
  *	  TTL'd namespace documents per session (Conversational Context API):
  *	  cscp.doc_put, cscp.doc_get and cscp.doc_delete in C, on saved SPI
- *	  statements and a direct primary-key read.  Absent or expired is "not found": readers filter on
- *	  expires_at, and a put into an expired document starts from an empty
- *	  object, so expired data never comes back, sweep or no sweep.
+ *	  statements and a direct primary-key read.  Absent or expired is "not
+ *	  found": readers filter on expires_at, and a put into an expired
+ *	  document starts from an empty object, so expired data never comes
+ *	  back, sweep or no sweep.
  *
  *-------------------------------------------------------------------------
  */
