@@ -16,9 +16,13 @@
 -- without an INSERT statement: a row trigger, a CHECK constraint, the INSERT privilege and a
 -- statement trigger on cscp.answer as for the statement).  The command's list rows
 -- (cscp.command_window) are inserted and deleted without statements too; a row trigger there
--- fires for the insert, and with a DELETE trigger the DELETE statement runs.
+-- fires for the insert, and with a DELETE trigger the DELETE statement runs.  doc_put updates
+-- an existing document the same way: a row trigger and a column-list trigger fire once per put,
+-- a BEFORE trigger that returns NULL leaves the document as it was, a CHECK constraint and a
+-- role without UPDATE are refused with nothing changed, two puts in one statement both merge,
+-- and with a statement trigger on cscp.document the UPDATE statement runs.
 BEGIN;
-SELECT plan(52);
+SELECT plan(68);
 
 SET cscp.clock = '2026-08-01 10:00:00+00';
 CREATE ROLE tap_rw_app;
@@ -321,6 +325,102 @@ SELECT results_eq(format($$SELECT state::text, reason_code, message_ids FROM csc
 SELECT results_eq(format($$SELECT (SELECT count(*) FROM cscp.command_window WHERE command_id = %1$L),
                                   (SELECT count(*) FROM cscp.command_retired WHERE command_id = %1$L)$$, :'c5'),
                   $$VALUES (0::bigint, 1::bigint)$$, 'its window row gone, its finished row listed');
+
+-- doc_put of an existing document.
+RESET ROLE;
+CREATE FUNCTION public.rw_doc() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_LEVEL = 'STATEMENT' THEN
+        INSERT INTO public.rw_log (kind, reason_code) VALUES (TG_ARGV[0], TG_OP);
+    ELSE
+        INSERT INTO public.rw_log (kind, reason_code) VALUES (TG_ARGV[0], NEW.payload::text);
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE FUNCTION public.rw_doc_skip() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN CASE WHEN NEW.payload ? 'skip_me' THEN NULL ELSE NEW END;
+END
+$$;
+CREATE TRIGGER rw_doc AFTER UPDATE ON cscp.document
+    FOR EACH ROW EXECUTE FUNCTION public.rw_doc('doc');
+CREATE TRIGGER rw_doc_expires AFTER UPDATE OF expires_at ON cscp.document
+    FOR EACH ROW EXECUTE FUNCTION public.rw_doc('doc_expires');
+CREATE TRIGGER rw_doc_tenant AFTER UPDATE OF tenant_id ON cscp.document
+    FOR EACH ROW EXECUTE FUNCTION public.rw_doc('doc_tenant');
+CREATE TRIGGER rw_doc_skip BEFORE UPDATE ON cscp.document
+    FOR EACH ROW EXECUTE FUNCTION public.rw_doc_skip();
+SET ROLE tap_rw_app;
+SELECT cscp.doc_put('acme', 'rw-s', 'prefs', '{"lang": "en"}', 600);
+DELETE FROM public.rw_log;
+SELECT is(cscp.doc_put('acme', 'rw-s', 'prefs', '{"tz": "UTC"}', 600), 'rw-s:prefs',
+          'doc_put of an existing document returns its key');
+SELECT results_eq($$SELECT kind, reason_code::jsonb FROM public.rw_log ORDER BY n$$,
+                  $$VALUES ('doc', '{"lang": "en", "tz": "UTC"}'::jsonb),
+                           ('doc_expires', '{"lang": "en", "tz": "UTC"}'::jsonb)$$,
+                  'a row trigger and UPDATE OF expires_at fired once, with the merged payload; UPDATE OF tenant_id never');
+DELETE FROM public.rw_log;
+SELECT is(cscp.doc_put('acme', 'rw-s', 'prefs', '{"skip_me": true}', 600), 'rw-s:prefs',
+          'a put a BEFORE trigger skips returns the key');
+SELECT is(cscp.doc_get('acme', 'rw-s', 'prefs'), '{"lang": "en", "tz": "UTC"}'::jsonb,
+          'and leaves the document as it was');
+SELECT is((SELECT count(*) FROM public.rw_log), 0::bigint, 'and fires no AFTER trigger');
+RESET ROLE;
+ALTER TABLE cscp.document ADD CONSTRAINT rw_no_forbidden CHECK (NOT payload ? 'forbidden');
+SET cscp.clock = '2026-08-01 10:11:00+00';
+SET ROLE tap_rw_app;
+CREATE TEMP TABLE rw_doc_before AS
+    SELECT payload, created_at, updated_at, expires_at FROM cscp.document
+     WHERE tenant_id = 'acme' AND session_id = 'rw-s' AND namespace = 'prefs';
+SELECT throws_ok($$SELECT cscp.doc_put('acme', 'rw-s', 'prefs', '{"forbidden": 1}', 600)$$,
+                 '23514', NULL, 'a CHECK constraint on cscp.document refuses the put');
+RESET ROLE;
+ALTER TABLE cscp.document DROP CONSTRAINT rw_no_forbidden;
+REVOKE UPDATE ON cscp.document FROM tap_rw_app;
+SET ROLE tap_rw_app;
+SELECT throws_ok($$SELECT cscp.doc_put('acme', 'rw-s', 'prefs', '{"other": 1}', 600)$$,
+                 '42501', NULL, 'a role without UPDATE on cscp.document cannot put into a document');
+SELECT results_eq($$SELECT payload, created_at, updated_at, expires_at FROM cscp.document
+                     WHERE tenant_id = 'acme' AND session_id = 'rw-s' AND namespace = 'prefs'$$,
+                  $$SELECT * FROM rw_doc_before$$, 'and neither refused put changed the document');
+RESET ROLE;
+GRANT UPDATE ON cscp.document TO tap_rw_app;
+SET ROLE tap_rw_app;
+SELECT results_eq($$SELECT cscp.doc_put('acme', 'rw-s', 'prefs', jsonb_build_object('k' || i, i), 600)
+                      FROM generate_series(1, 2) i$$,
+                  $$VALUES ('rw-s:prefs'), ('rw-s:prefs')$$, 'two puts in one statement');
+SELECT is(cscp.doc_get('acme', 'rw-s', 'prefs'), '{"lang": "en", "tz": "UTC", "k1": 1, "k2": 2}'::jsonb,
+          'the second merged into what the first wrote');
+SELECT results_eq($$SELECT created_at, updated_at, expires_at FROM cscp.document
+                     WHERE tenant_id = 'acme' AND session_id = 'rw-s' AND namespace = 'prefs'$$,
+                  $$VALUES ('2026-08-01 10:10:00+00'::timestamptz, '2026-08-01 10:11:00+00'::timestamptz,
+                            '2026-08-01 10:21:00+00'::timestamptz)$$,
+                  'created_at kept, updated_at now, the TTL reset from now');
+RESET ROLE;
+SET cscp.clock = '2026-08-01 10:30:00+00';
+SET ROLE tap_rw_app;
+DELETE FROM public.rw_log;
+SELECT is(cscp.doc_put('acme', 'rw-s', 'prefs', '{"fresh": true}', 600), 'rw-s:prefs',
+          'a put into the expired document');
+SELECT results_eq($$SELECT payload, created_at, expires_at FROM cscp.document
+                     WHERE tenant_id = 'acme' AND session_id = 'rw-s' AND namespace = 'prefs'$$,
+                  $$VALUES ('{"fresh": true}'::jsonb, '2026-08-01 10:30:00+00'::timestamptz,
+                            '2026-08-01 10:40:00+00'::timestamptz)$$,
+                  'starts it again from the payload, created now');
+SELECT results_eq($$SELECT kind FROM public.rw_log ORDER BY n$$, $$VALUES ('doc'), ('doc_expires')$$,
+                  'as an update of the row: its row triggers fired once');
+RESET ROLE;
+CREATE TRIGGER rw_doc_statement AFTER UPDATE ON cscp.document
+    FOR EACH STATEMENT EXECUTE FUNCTION public.rw_doc('doc_statement');
+SET ROLE tap_rw_app;
+DELETE FROM public.rw_log;
+SELECT is(cscp.doc_put('acme', 'rw-s', 'prefs', '{"more": 1}', 600), 'rw-s:prefs',
+          'with a statement trigger, doc_put puts');
+SELECT results_eq($$SELECT kind, reason_code FROM public.rw_log ORDER BY n$$,
+                  $$VALUES ('doc', '{"more": 1, "fresh": true}'), ('doc_expires', '{"more": 1, "fresh": true}'),
+                           ('doc_statement', 'UPDATE')$$,
+                  'the UPDATE statement ran: the row triggers and the statement trigger fired');
 
 SELECT * FROM finish();
 ROLLBACK;
