@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# W5 research (README "W5 through the worker"): W1's p99 alone and beside a synthetic WAL stream
+# W5 research (doc/performance-history.md, "W5 through the worker"): W1's p99 alone and beside a synthetic WAL stream
 # of R bytes a second (transactional logical messages committed every 10 ms with
 # synchronous_commit = on): how much WAL beside it does W1 stand?
 # Usage: RATES="0 1000000 4000000 16000000 0" SECS=30 bash test/scripts/bench_wal_stream.sh (bytes a second; 0: alone)

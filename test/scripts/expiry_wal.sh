@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# W5 research (README "W5 through the worker"): the WAL one cscp.sweep(B) writes right after a
+# W5 research (doc/performance-history.md, "W5 through the worker"): the WAL one cscp.sweep(B) writes right after a
 # checkpoint, over N bulk-loaded expired contexts, by record type (pg_waldump --stats=record).
 # Usage: N=100000 B=10000 bash test/scripts/expiry_wal.sh
 set -euo pipefail
