@@ -35,7 +35,7 @@ char	   *cscp_tenant_setting = NULL;
 bool		cscp_notify_setting = false;
 int			cscp_sweep_interval = 60000;
 int			cscp_sweep_batch = 10000;
-int			cscp_sweep_backlog_delay = 3000;
+int			cscp_sweep_backlog_delay = 6000;
 char	   *cscp_sweep_database = NULL;
 
 void		_PG_init(void);
@@ -142,7 +142,7 @@ _PG_init(void)
 							"sweeps again after this long (at most cscp.sweep_interval), until "
 							"the backlog is gone.",
 							&cscp_sweep_backlog_delay,
-							3000,
+							6000,
 							0,
 							INT_MAX,
 							PGC_SIGHUP,

@@ -13,7 +13,7 @@
 #       facts against one with the 1,000 valid facts alone; fact_current on a chain of 101
 #   W5  sweep under load: cscp.sweep through 1,000,000 expired contexts while W1 runs, called
 #       back to back by one session; then another 1,000,000 through the background worker
-#       (cluster restarted with cscp preloaded), which paces a backlog (cscp.sweep_backlog_delay)
+#       (cluster restarted with cscp preloaded), which paces a backlog (cscp.sweep_backlog_delay, 6 s)
 #   W6  long conversations: W1 on conversations that already hold 10,000 turns against new ones
 #
 # Baselines (W1-W3): the floor, the same row reads and writes as plain SQL on plain tables
@@ -331,6 +331,9 @@ SQL
 	     "during the sweep: p50 $w5_during_p50 ms, p99 $w5_during_p99 ms ($w5_during_n turns that ended while it ran)"
 	echo "lock waits over 10 ms while the sweep ran: $waits in all, $waits_on_sweep on a lock the sweep (pid $sweep_pid) held;" \
 	     "longest wait logged: ${longest_wait:-none} ms"
+	echo "WAL while W1 ran beside the sweep, the most by record type (alone, the same run's types, below):"
+	bench_walstats W5.on.sweep.r1 | sed 's/^/  /'
+	bench_walstats W5.on.alone.r1 5 | sed 's/^/  alone: /'
 	left=$(psql -X -At -c "SELECT count(*) FROM cscp.context WHERE tenant_id = 'sweep' AND status <> 'expired'")
 	echo "check: contexts of tenant sweep not expired after the sweep: $left"
 	[ "$left" = 0 ] || { echo "cscp bench: the sweep left contexts" >&2; exit 1; }
@@ -389,6 +392,9 @@ SQL
 	echo "W1 alone: p50 $w5w_alone_p50 ms, p99 $w5w_alone_p99 ms ($w5w_alone_n turns);" \
 	     "while the worker works through the backlog: p50 $w5w_during_p50 ms, p99 $w5w_during_p99 ms ($w5w_during_n turns)"
 	echo "lock waits over 10 ms on a lock the worker (pid $ww_pid) held: $ww_waits_on_sweep"
+	echo "WAL while W1 ran beside the worker, the most by record type (alone, the same run's types, below):"
+	bench_walstats W5w.on.sweep.r1 | sed 's/^/  /'
+	bench_walstats W5w.on.alone.r1 5 | sed 's/^/  alone: /'
 fi
 
 # ---------------------------------------------------------------------------------------------

@@ -21,7 +21,8 @@
 # exact, from pgbench's per-transaction log (-l: one line per transaction, its latency in
 # microseconds in the 3rd field, the script number in the 4th, its end time in the 5th and 6th);
 # WAL bytes are pg_current_wal_insert_lsn() after the run minus before it, and of those the bytes
-# of full-page images, from pg_waldump --stats over the same range, both divided by the
+# of full-page images, from pg_waldump --stats=record over the same range (kept, by record type,
+# in $BENCH_OUT/NAME.walstats), both divided by the
 # transactions.  Every run starts after a VACUUM and a CHECKPOINT, so each pays for its own
 # full-page images and none for another's dead rows.
 
@@ -62,6 +63,19 @@ bench_bracket_ratio() {
 		z=$(awk -v f="$fb" '{ print $f }' "$BENCH_OUT/$b.r$((i + 1)).res")
 		awk -v x="$x" -v y="$y" -v z="$z" 'BEGIN { if (x != "nan" && y != "nan" && z != "nan" && y + z != 0) print x / ((y + z) / 2) }'
 	done | bench_median | awk '{ if ($1 == "nan") print "-"; else printf "%.3f\n", $1 }'
+}
+
+# bench_walstats NAME [N]: the N (8) record types that wrote the most WAL in run NAME, records and
+# full-page images together, with their count and bytes per transaction of the run.
+bench_walstats() {
+	local name=$1 top=${2:-8} n
+	n=$(awk '{ print $4 }' "$BENCH_OUT/$name.res")
+	[ -s "$BENCH_OUT/$name.walstats" ] || return 0
+	awk -v n="$n" '/^[A-Za-z0-9_]+\/[A-Z0-9_+]+ / {
+		gsub(/[()\[\]%]/, " ")
+		split($0, f, " +")
+		printf "%12.0f  %-28s %9d records  %7.0f B/tx (FPI %6.0f)\n", f[8], f[1], f[2], f[8] / n, f[6] / n
+	}' "$BENCH_OUT/$name.walstats" | sort -rn | head -n "$top" | cut -c15-
 }
 
 # bench_latency LOG [SCRIPT] [FROM TO]: "p50_ms p99_ms count mean_ms" of the transactions in a
@@ -111,8 +125,8 @@ bench_run() {
 	# recycle the segment the run began in)
 	until [ "$(psql -X -At -c "SELECT pg_current_wal_flush_lsn() >= '$lsn1'")" = t ]; do sleep 0.1; done
 	wal=$(psql -X -At -c "SELECT pg_wal_lsn_diff('$lsn1', '$lsn0')")
-	[ "$wal" = 0 ] && fpi=0 || fpi=$("$PG_BINDIR/pg_waldump" --stats -p "$CSCP_TMP/data/pg_wal" -s "$lsn0" -e "$lsn1" 2>"$out.waldump" |
-		awk '/^Total/ { print $5 }') || { echo "cscp bench: pg_waldump: $(head -1 "$out.waldump")" >&2; fpi=nan; }
+	[ "$wal" = 0 ] && fpi=0 || fpi=$("$PG_BINDIR/pg_waldump" --stats=record -p "$CSCP_TMP/data/pg_wal" -s "$lsn0" -e "$lsn1" 2>"$out.waldump" |
+		tee "$out.walstats" | awk '/^Total/ { print $5 }') || { echo "cscp bench: pg_waldump: $(head -1 "$out.waldump")" >&2; fpi=nan; }
 	tps=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)$/\1/p' "$out.txt")
 	read -r p50 p99 n mean <<<"$(bench_latency "$out.log")"
 	awk -v tps="$tps" -v p50="$p50" -v p99="$p99" -v n="$n" -v mean="$mean" -v wal="$wal" -v fpi="${fpi:-nan}" \
