@@ -266,6 +266,17 @@ fi
 if want W5; then
 	echo "== W5 sweep under load ($W5_CONTEXTS expired contexts; W1 through cscp, synchronous_commit=on, ${W5_SECONDS}s)"
 	w5_part() { [[ " $W5_PARTS " == *" $1 "* ]]; }
+	# w5_alone_again KEY CONV: W1 alone once more (KEY.r2) once the sweep is done, after a VACUUM
+	# as the first run alone came after one (bench_expired_contexts); each part compares the p99
+	# beside the sweep with the mean of its two runs alone, as W4 and W6 compare theirs (one 30 s
+	# run's p99 moves by half from one run to the next).  Prints "p50 p99 turns" of the run.
+	w5_alone_again() {
+		psql -X -q -c "VACUUM (ANALYZE)" >&2
+		conversations "$2" cscp >&2
+		bench_run "$1.r2" on "$W5_SECONDS" -D conv="$2" -f test/bench/message_turn_cscp.sql >&2
+		bench_latency "$BENCH_OUT/$1.r2.log"
+	}
+	mean2() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (a + b) / 2 }'; }
 	w5_during_p99= w5_ref_p99= waits_on_sweep=
 	w5w_during_p99= w5w_ref_p99= ww_waits_on_sweep=
 	# W5 runs with autovacuum, and no VACUUM of bench_run's beside the sweep.
@@ -338,14 +349,8 @@ SQL
 	left=$(psql -X -At -c "SELECT count(*) FROM cscp.context WHERE tenant_id = 'sweep' AND status <> 'expired'")
 	echo "check: contexts of tenant sweep not expired after the sweep: $left"
 	[ "$left" = 0 ] || { echo "cscp bench: the sweep left contexts" >&2; exit 1; }
-	# W1 alone again once the sweep is done, after a VACUUM as the first run alone came after
-	# one: the p99 beside the sweep is compared with the mean of the two runs alone around it,
-	# as W4 and W6 compare theirs (one 30 s run's p99 moves by half from one run to the next).
-	psql -X -q -c "VACUUM (ANALYZE)"
-	conversations w5-after cscp
-	bench_run W5.on.alone.r2 on "$W5_SECONDS" -D conv=w5-after -f test/bench/message_turn_cscp.sql
-	read -r w5_after_p50 w5_after_p99 w5_after_n _ <<<"$(bench_latency "$BENCH_OUT/W5.on.alone.r2.log")"
-	w5_ref_p99=$(awk -v a="$w5_alone_p99" -v b="$w5_after_p99" 'BEGIN { printf "%.3f", (a + b) / 2 }')
+	read -r w5_after_p50 w5_after_p99 w5_after_n _ <<<"$(w5_alone_again W5.on.alone w5-after)"
+	w5_ref_p99=$(mean2 "$w5_alone_p99" "$w5_after_p99")
 	echo "W1 alone after the sweep: p50 $w5_after_p50 ms, p99 $w5_after_p99 ms ($w5_after_n turns); reference p99 (the mean of the two runs alone) $w5_ref_p99 ms"
 fi
 if want W5 && w5_part worker; then
@@ -392,11 +397,7 @@ SQL
 	wait "$ww_watch"
 	ww_end=$(cat "$BENCH_OUT/worker_end.txt")
 	psql -X -q -c "ALTER SYSTEM SET cscp.sweep_interval = 0" -c "SELECT pg_reload_conf()" >/dev/null
-	# W1 alone again once the backlog is gone, after a VACUUM (see the session's part).
-	psql -X -q -c "VACUUM (ANALYZE)"
-	conversations w5w-after cscp
-	bench_run W5w.on.alone.r2 on "$W5_SECONDS" -D conv=w5w-after -f test/bench/message_turn_cscp.sql
-	read -r w5w_after_p50 w5w_after_p99 w5w_after_n _ <<<"$(bench_latency "$BENCH_OUT/W5w.on.alone.r2.log")"
+	read -r w5w_after_p50 w5w_after_p99 w5w_after_n _ <<<"$(w5_alone_again W5w.on.alone w5w-after)"
 	read -r w5w_alone_p50 w5w_alone_p99 w5w_alone_n _ <<<"$(bench_latency "$BENCH_OUT/W5w.on.alone.r1.log")"
 	read -r w5w_during_p50 w5w_during_p99 w5w_during_n _ <<<"$(bench_latency "$BENCH_OUT/W5w.on.sweep.r1.log" - "$ww_start" "$ww_end")"
 	tail -n +"$((loglines + 1))" "$CSCP_TMP/postgres.log" >"$BENCH_OUT/w5w_server.log"
@@ -406,7 +407,7 @@ SQL
 		'BEGIN { printf "worker: %d contexts expired in %.1f s (%.0f per s)\n", n, b - a, n / (b - a) }'
 	echo "W1 alone: p50 $w5w_alone_p50 ms, p99 $w5w_alone_p99 ms ($w5w_alone_n turns);" \
 	     "while the worker works through the backlog: p50 $w5w_during_p50 ms, p99 $w5w_during_p99 ms ($w5w_during_n turns)"
-	w5w_ref_p99=$(awk -v a="$w5w_alone_p99" -v b="$w5w_after_p99" 'BEGIN { printf "%.3f", (a + b) / 2 }')
+	w5w_ref_p99=$(mean2 "$w5w_alone_p99" "$w5w_after_p99")
 	echo "W1 alone after the backlog: p50 $w5w_after_p50 ms, p99 $w5w_after_p99 ms ($w5w_after_n turns); reference p99 (the mean of the two runs alone) $w5w_ref_p99 ms"
 	echo "lock waits over 10 ms on a lock the worker (pid $ww_pid) held: $ww_waits_on_sweep"
 	echo "WAL while W1 ran beside the worker, the record types that wrote the most (then W1 alone's five):"
