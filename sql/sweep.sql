@@ -14,10 +14,44 @@ SELECT cscp.ws_put('w', 'sess', 'item-' || i, '1', interval '1 minute') FROM gen
 SELECT cscp.sweep() AS nothing_due;
 
 SET cscp.clock = '2026-04-01 10:10:00+00';
+-- A backlog is paced in a session too: a call after one that left work behind (an action reached
+-- the batch), in a later transaction, first waits until cscp.sweep_backlog_delay has passed since
+-- that call ended.  The first two calls here each leave work behind, so the third ends at least
+-- two delays after the first began.
+SET cscp.sweep_backlog_delay = '300ms';
+SELECT clock_timestamp() AS before_first \gset
 SELECT cscp.sweep(2) AS first_batch;
 SELECT cscp.sweep(2) AS second_batch;
 SELECT cscp.sweep(2) AS third_batch;
+SELECT clock_timestamp() - :'before_first'::timestamptz >= interval '600 ms' AS paced_twice;
+-- The third left none behind (1 context of a batch of 2): the next call does not wait, although
+-- the delay is now an hour (if it did wait, the statement timeout would end it).
+SET cscp.sweep_backlog_delay = '1h';
+SET statement_timeout = '10s';
+SELECT cscp.sweep(2) ->> 'contexts_expired' AS after_nothing_left_behind;
 SELECT status, reason, count(*) FROM cscp.context WHERE tenant_id = 'w' GROUP BY 1, 2 ORDER BY 1;
+-- Calls within one transaction are not paced (a wait would hold the earlier calls' row locks),
+-- and a delay of 0 paces nothing.
+SELECT count(*) FROM (SELECT cscp.context_open('w', 'sw-pace-' || i, 'a', '{}', interval '1 minute')
+                        FROM generate_series(1, 4) i) s;
+SET cscp.clock = '2026-04-01 10:20:00+00';
+BEGIN;
+SELECT cscp.sweep(1) ->> 'contexts_expired' AS first_in_transaction,
+       cscp.sweep(1) ->> 'contexts_expired' AS second_in_statement;
+SELECT cscp.sweep(1) ->> 'contexts_expired' AS third_in_transaction;
+COMMIT;
+SET cscp.sweep_backlog_delay = 0;
+SELECT cscp.sweep(1) ->> 'contexts_expired' AS with_no_delay;
+SELECT cscp.sweep(1) ->> 'contexts_expired' AS nothing_left;
+RESET statement_timeout;
+RESET cscp.sweep_backlog_delay;
+DELETE FROM cscp.context WHERE tenant_id = 'w' AND conversation_id LIKE 'sw-pace-%';
+-- Only a superuser sets the pace in a session (an application role's sweep keeps the server's).
+CREATE ROLE sw_app;
+SET ROLE sw_app;
+SELECT try($$SET cscp.sweep_backlog_delay = 0$$);
+RESET ROLE;
+DROP ROLE sw_app;
 
 -- Retention: closed kept 7 days, expired 1 day by default; per tenant by policy.
 SET cscp.clock = '2026-04-02 10:10:00+00';

@@ -17,7 +17,8 @@
  *
  * cscp.sweep_interval, cscp.sweep_batch, cscp.sweep_backlog_delay and
  * cscp.sweep_database configure the optional
- * background worker (worker.c), registered here when cscp is preloaded.
+ * background worker (worker.c), registered here when cscp is preloaded;
+ * cscp.sweep_backlog_delay also paces a session's sweeps of a backlog.
  *
  *-------------------------------------------------------------------------
  */
@@ -136,16 +137,17 @@ _PG_init(void)
 							NULL);
 
 	DefineCustomIntVariable("cscp.sweep_backlog_delay",
-							"Time between two runs of cscp.sweep() by the background worker while "
-							"a backlog remains.",
-							"After a sweep in which an action reached cscp.sweep_batch, the worker "
-							"sweeps again after this long (at most cscp.sweep_interval), until "
-							"the backlog is gone.",
+							"Time between two sweeps of a backlog, by the background worker or "
+							"by one session.",
+							"After a sweep in which an action reached its batch, the worker "
+							"sweeps again after this long (at most cscp.sweep_interval), and a "
+							"session's next call of cscp.sweep() in a later transaction first "
+							"waits until this long has passed. 0 sweeps a backlog without pause.",
 							&cscp_sweep_backlog_delay,
 							6000,
 							0,
 							INT_MAX,
-							PGC_SIGHUP,
+							PGC_SUSET,
 							GUC_UNIT_MS,
 							NULL,
 							NULL,

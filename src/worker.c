@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * worker.c
- *	  The optional background worker that runs cscp.sweep() on a timer.
+ *	  The optional background worker that runs cscp.sweep() on a timer, and
+ *	  the pause between a session's sweeps of a backlog.
  *
  * Started only when cscp is in shared_preload_libraries.  It connects to
  * cscp.sweep_database as the bootstrap superuser (and restarts when that
@@ -16,6 +17,15 @@
  * the worker: readers treat anything past its time as expired, and the sweep
  * only records and tidies.  An error in a sweep is logged and the worker
  * waits for the next interval.
+ *
+ * A session that calls cscp.sweep() again after a call that left work behind
+ * is held to the same pace: the later call first waits until
+ * cscp.sweep_backlog_delay has passed since the earlier one ended
+ * (cscp._sweep_pause, cscp._sweep_record).  It waits before it has read or
+ * locked a row, so it holds no row lock and has written nothing; it does hold
+ * its statement's snapshot.  Calls within one transaction are not paced (a
+ * wait there would hold the earlier call's row locks), nor are the worker's,
+ * which pauses between its transactions.
  *
  *-------------------------------------------------------------------------
  */
@@ -34,11 +44,23 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 
 PGDLLEXPORT void cscp_sweep_worker_main(Datum arg);
 
 /* The database the worker connected to. */
 static char connected_database[NAMEDATALEN];
+
+/* Set in the worker, whose sweeps are paced by its own loop. */
+static bool in_sweep_worker = false;
+
+/*
+ * This backend's last cscp.sweep(): when it ended, in which transaction, and
+ * whether it left work behind.
+ */
+static TimestampTz last_sweep_end = 0;
+static LocalTransactionId last_sweep_lxid = InvalidLocalTransactionId;
+static bool last_sweep_backlog = false;
 
 /* Register the worker; called from _PG_init while preloading. */
 void
@@ -121,6 +143,7 @@ cscp_sweep_worker_main(Datum arg)
 	MemoryContext loopctx;
 	volatile bool warned = false;
 
+	in_sweep_worker = true;
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
@@ -194,4 +217,55 @@ cscp_sweep_worker_main(Datum arg)
 		if (rc & WL_LATCH_SET)
 			ResetLatch(MyLatch);
 	}
+}
+
+/*
+ * cscp._sweep_pause() RETURNS void: the first step of cscp.sweep().  When
+ * this backend's last sweep left work behind and ended in an earlier
+ * transaction, wait until cscp.sweep_backlog_delay has passed since it ended
+ * (never longer than the delay from now, should the clock have gone back).
+ * The wait can be cancelled, and shows as wait event Extension.
+ */
+PG_FUNCTION_INFO_V1(cscp_sweep_pause);
+Datum
+cscp_sweep_pause(PG_FUNCTION_ARGS)
+{
+	TimestampTz now;
+	TimestampTz until;
+
+	if (in_sweep_worker || !last_sweep_backlog || cscp_sweep_backlog_delay <= 0 ||
+		MyProc->lxid == last_sweep_lxid)
+		PG_RETURN_VOID();
+
+	now = GetCurrentTimestamp();
+	until = TimestampTzPlusMilliseconds(last_sweep_end, cscp_sweep_backlog_delay);
+	if (until > TimestampTzPlusMilliseconds(now, cscp_sweep_backlog_delay))
+		until = TimestampTzPlusMilliseconds(now, cscp_sweep_backlog_delay);
+
+	while (now < until)
+	{
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 TimestampDifferenceMilliseconds(now, until),
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		now = GetCurrentTimestamp();
+	}
+	PG_RETURN_VOID();
+}
+
+/*
+ * cscp._sweep_record(backlog boolean) RETURNS void: the last step of
+ * cscp.sweep(), noting when it ended, in which transaction, and whether one
+ * of its actions reached the batch.
+ */
+PG_FUNCTION_INFO_V1(cscp_sweep_record);
+Datum
+cscp_sweep_record(PG_FUNCTION_ARGS)
+{
+	last_sweep_end = GetCurrentTimestamp();
+	last_sweep_lxid = MyProc->lxid;
+	last_sweep_backlog = PG_GETARG_BOOL(0);
+	PG_RETURN_VOID();
 }

@@ -45,14 +45,25 @@ CREATE FUNCTION cscp._expire_contexts(batch int) RETURNS bigint
 COMMENT ON FUNCTION cscp._expire_contexts(int) IS
   'Internal: the sweep''s expiry of up to batch contexts past their TTL';
 
+-- The pace of a session's sweeps (worker.c): a call that follows, in a later transaction, a call
+-- that left work behind (one of its actions reached the batch) first waits until
+-- cscp.sweep_backlog_delay has passed since that call ended, before it reads or locks a row.
+CREATE FUNCTION cscp._sweep_pause() RETURNS void
+    AS 'MODULE_PATHNAME', 'cscp_sweep_pause' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION cscp._sweep_pause() IS
+  'Internal: the sweep''s pause after a call of this session that left work behind';
+CREATE FUNCTION cscp._sweep_record(backlog boolean) RETURNS void
+    AS 'MODULE_PATHNAME', 'cscp_sweep_record' LANGUAGE C VOLATILE STRICT;
+COMMENT ON FUNCTION cscp._sweep_record(boolean) IS
+  'Internal: notes the end of a sweep of this session, and whether it left work behind';
+
 CREATE FUNCTION cscp.sweep(batch int DEFAULT 10000) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    v_now timestamptz := cscp.now();
-    -- Nothing retired after these can be past its retention (see cscp._retention_floor).
-    v_retired_evidence timestamptz := v_now - cscp._retention_floor('retention_evidence');
-    v_retired_turns timestamptz := v_now - cscp._retention_floor('retention_turns');
+    v_now timestamptz;
+    v_retired_evidence timestamptz;
+    v_retired_turns timestamptz;
     n_expired bigint;
     n_docs bigint;
     n_ws bigint;
@@ -77,6 +88,13 @@ BEGIN
             USING ERRCODE = '22023', DETAIL = format('The batch given is %s.', coalesce(batch::text, 'null')),
                   HINT = 'Call cscp.sweep repeatedly with a moderate batch, such as 10000.';
     END IF;
+    -- After a call of this session that left work behind, the pause comes first, so that the
+    -- time and everything read below are taken after it.
+    PERFORM cscp._sweep_pause();
+    v_now := cscp.now();
+    -- Nothing retired after these can be past its retention (see cscp._retention_floor).
+    v_retired_evidence := v_now - cscp._retention_floor('retention_evidence');
+    v_retired_turns := v_now - cscp._retention_floor('retention_turns');
 
     -- Confirmation and approval windows that have passed, found through cscp.command_window: the
     -- command is rejected, the slot cleared, the context back to active.  Context first, as
@@ -328,6 +346,10 @@ BEGIN
         END LOOP;
     END IF;
 
+    PERFORM cscp._sweep_record(greatest(n_expired, n_docs, n_ws, n_purged, n_confirmations,
+                                        n_approvals, n_commands, n_evidence, n_timeouts,
+                                        n_conversations, n_turns, n_events, n_answers,
+                                        n_frames) >= batch);
     RETURN jsonb_build_object('contexts_expired', n_expired,
                               'documents_deleted', n_docs,
                               'working_set_deleted', n_ws,
