@@ -12,9 +12,11 @@
 #   W4  context assembly: build_context for a subject with 1,000 valid and 100,000 superseded
 #       facts against one with the 1,000 valid facts alone; fact_current on a chain of 101
 #   W5  sweep under load: cscp.sweep through 1,000,000 expired contexts while W1 runs, called
-#       back to back by one session; then another 1,000,000 through the background worker
-#       (cluster restarted with cscp preloaded), which paces a backlog (cscp.sweep_backlog_delay,
-#       6 s); W1's p99 beside each against the mean of two W1 runs alone, before and after
+#       back to back by one session, whose calls the sweep paces (cscp.sweep_backlog_delay, 6 s);
+#       the same with the pause off (cscp.sweep_backlog_delay = 0 in that session, no target);
+#       then another 1,000,000 through the background worker (cluster restarted with cscp
+#       preloaded), which paces a backlog the same way; W1's p99 beside each against the mean of
+#       two W1 runs alone, before and after
 #   W6  long conversations: W1 on conversations that already hold 10,000 turns against new ones
 #
 # Baselines (W1-W3): the floor, the same row reads and writes as plain SQL on plain tables
@@ -28,8 +30,8 @@
 #
 # Settings: BENCH_SECONDS (12) per run, BENCH_RUNS (3), BENCH_ONLY (W1,W2,W3,W4,W5,W6: a
 # comma-separated subset), BENCH_SYNC ("on off"), BENCH_CLIENTS (4), BENCH_THREADS (2),
-# BENCH_W5_CONTEXTS (1000000), BENCH_W5_SECONDS (30), BENCH_W5_PARTS ("session worker": which of
-# W5's two parts run), BENCH_W5_WORKER_SETTINGS (none: extra settings for the worker's part,
+# BENCH_W5_CONTEXTS (1000000), BENCH_W5_SECONDS (30), BENCH_W5_PARTS ("session unpaced worker":
+# which of W5's three parts run), BENCH_W5_WORKER_SETTINGS (none: extra settings for the worker's part,
 # e.g. "cscp.sweep_batch=1000 cscp.sweep_backlog_delay=300ms"), BENCH_W6_TURNS (10000),
 # BENCH_EXPLAINS (6).
 set -euo pipefail
@@ -43,7 +45,7 @@ ONLY=${BENCH_ONLY:-W1,W2,W3,W4,W5,W6}
 SYNCS=${BENCH_SYNC:-on off}
 W5_CONTEXTS=${BENCH_W5_CONTEXTS:-1000000}
 W5_SECONDS=${BENCH_W5_SECONDS:-30}
-W5_PARTS=${BENCH_W5_PARTS:-session worker}
+W5_PARTS=${BENCH_W5_PARTS:-session unpaced worker}
 W5_WORKER_SETTINGS=${BENCH_W5_WORKER_SETTINGS:-}
 W6_TURNS=${BENCH_W6_TURNS:-10000}
 EXPLAINS=${BENCH_EXPLAINS:-6}
@@ -278,23 +280,33 @@ if want W5; then
 	}
 	mean2() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (a + b) / 2 }'; }
 	w5_during_p99= w5_ref_p99= waits_on_sweep=
+	w5u_during_p99= w5u_ref_p99= w5u_waits=
 	w5w_during_p99= w5w_ref_p99= ww_waits_on_sweep=
 	# W5 runs with autovacuum, and no VACUUM of bench_run's beside the sweep.
 	psql -X -q -c "ALTER SYSTEM SET autovacuum = on" -c "SELECT pg_reload_conf()" >/dev/null
 	export BENCH_VACUUM=off
 fi
-if want W5 && w5_part session; then
+# w5_session KEY TENANT [SQL]: W5 with the sweep called by one session, over a backlog of
+# $W5_CONTEXTS expired contexts of TENANT, the sweep's session running SQL first (a setting);
+# runs KEY.on.alone.r1, KEY.on.sweep.r1 and KEY.on.alone.r2 and sets W5S_DURING (W1's p99 while
+# the sweep ran), W5S_REF (the mean of the p99s of the two runs alone) and W5S_WAITS (lock waits
+# over 10 ms on a lock the sweep held).
+w5_session() {
+	local key=$1 tenant=$2 pre=${3:-} conv t0 loglines sweep_job sweep_pid sw_start sw_end sw_calls sw_expired sw_maxms sw_avgms
+	local alone_p50 alone_p99 alone_n during_p50 during_p99 during_n after_p50 after_p99 after_n waits longest_wait left
+	conv=$(echo "$key" | tr '[:upper:]' '[:lower:]')
 	t0=$(date +%s.%N)
-	bench_expired_contexts sweep "$W5_CONTEXTS"
+	bench_expired_contexts "$tenant" "$W5_CONTEXTS"
 	awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "setup: %.1f s\n", b - a }'
-	conversations w5-alone cscp
-	bench_run W5.on.alone.r1 on "$W5_SECONDS" -D conv=w5-alone -f test/bench/message_turn_cscp.sql
+	conversations "$conv-alone" cscp
+	bench_run "$key.on.alone.r1" on "$W5_SECONDS" -D conv="$conv-alone" -f test/bench/message_turn_cscp.sql
 	loglines=$(wc -l <"$CSCP_TMP/postgres.log")
-	conversations w5-sweep cscp
+	conversations "$conv-sweep" cscp
 	# The sweep, in one session, batch by batch (its default batch), each call its own
 	# transaction, until nothing is left to expire; it reports its start, its end, the number of
-	# calls and the longest call (the longest any of its row locks was held).
-	PGAPPNAME=cscp_bench_sweep psql -X -At -v ON_ERROR_STOP=1 >"$BENCH_OUT/sweep.txt" 2>&1 <<'SQL' &
+	# calls and the longest call (its pause included: a call takes its row locks after the pause,
+	# and holds them for the rest of the call).
+	{ echo "$pre"; cat <<'SQL'; } | PGAPPNAME=cscp_bench_sweep psql -X -At -v ON_ERROR_STOP=1 >"$BENCH_OUT/$key.sweep.txt" 2>&1 &
 SELECT 'start', extract(epoch FROM clock_timestamp());
 CREATE TEMP TABLE sweep_calls (n bigint, ms double precision);
 DO $$
@@ -322,36 +334,49 @@ SQL
 		[ -n "$sweep_pid" ] && break
 		sleep 0.1
 	done
-	bench_run W5.on.sweep.r1 on "$W5_SECONDS" -D conv=w5-sweep -f test/bench/message_turn_cscp.sql
-	wait "$sweep_job" || { cat "$BENCH_OUT/sweep.txt" >&2; echo "cscp bench: the sweep failed" >&2; exit 1; }
-	sw_start=$(sed -n 's/^start|//p' "$BENCH_OUT/sweep.txt")
-	sw_end=$(sed -n 's/^end|//p' "$BENCH_OUT/sweep.txt")
-	IFS='|' read -r _ sw_calls sw_expired sw_maxms sw_avgms <<<"$(grep '^calls|' "$BENCH_OUT/sweep.txt")"
-	read -r w5_alone_p50 w5_alone_p99 w5_alone_n _ <<<"$(bench_latency "$BENCH_OUT/W5.on.alone.r1.log")"
-	read -r w5_during_p50 w5_during_p99 w5_during_n _ <<<"$(bench_latency "$BENCH_OUT/W5.on.sweep.r1.log" - "$sw_start" "$sw_end")"
+	bench_run "$key.on.sweep.r1" on "$W5_SECONDS" -D conv="$conv-sweep" -f test/bench/message_turn_cscp.sql
+	wait "$sweep_job" || { cat "$BENCH_OUT/$key.sweep.txt" >&2; echo "cscp bench: the sweep failed" >&2; exit 1; }
+	sw_start=$(sed -n 's/^start|//p' "$BENCH_OUT/$key.sweep.txt")
+	sw_end=$(sed -n 's/^end|//p' "$BENCH_OUT/$key.sweep.txt")
+	IFS='|' read -r _ sw_calls sw_expired sw_maxms sw_avgms <<<"$(grep '^calls|' "$BENCH_OUT/$key.sweep.txt")"
+	read -r alone_p50 alone_p99 alone_n _ <<<"$(bench_latency "$BENCH_OUT/$key.on.alone.r1.log")"
+	read -r during_p50 during_p99 during_n _ <<<"$(bench_latency "$BENCH_OUT/$key.on.sweep.r1.log" - "$sw_start" "$sw_end")"
 	# Lock waits longer than deadlock_timeout (10 ms) are in the server log (log_lock_waits):
 	# "still waiting" when a wait passes 10 ms, with the holder in the DETAIL line.
-	tail -n +"$((loglines + 1))" "$CSCP_TMP/postgres.log" >"$BENCH_OUT/w5_server.log"
-	waits=$(grep -c 'still waiting for' "$BENCH_OUT/w5_server.log" || true)
-	waits_on_sweep=$(grep -A1 'still waiting for' "$BENCH_OUT/w5_server.log" |
+	tail -n +"$((loglines + 1))" "$CSCP_TMP/postgres.log" >"$BENCH_OUT/$key.server.log"
+	waits=$(grep -c 'still waiting for' "$BENCH_OUT/$key.server.log" || true)
+	W5S_WAITS=$(grep -A1 'still waiting for' "$BENCH_OUT/$key.server.log" |
 		grep -Ec "Process(es)? holding the lock: ([0-9]+, )*$sweep_pid[.,]" || true)
-	longest_wait=$(sed -n 's/.* after \([0-9.]*\) ms.*/\1/p' "$BENCH_OUT/w5_server.log" | sort -g | tail -1)
+	longest_wait=$(sed -n 's/.* after \([0-9.]*\) ms.*/\1/p' "$BENCH_OUT/$key.server.log" | sort -g | tail -1)
 	awk -v a="$sw_start" -v b="$sw_end" -v n="$sw_expired" -v c="$sw_calls" -v m="$sw_maxms" -v v="$sw_avgms" \
 		'BEGIN { printf "sweep: %d contexts expired in %.1f s (%.0f per s), %d calls, longest call %.1f ms, mean %.1f ms\n",
 		         n, b - a, n / (b - a), c, m, v }'
-	echo "W1 alone: p50 $w5_alone_p50 ms, p99 $w5_alone_p99 ms ($w5_alone_n turns);" \
-	     "during the sweep: p50 $w5_during_p50 ms, p99 $w5_during_p99 ms ($w5_during_n turns that ended while it ran)"
-	echo "lock waits over 10 ms while the sweep ran: $waits in all, $waits_on_sweep on a lock the sweep (pid $sweep_pid) held;" \
+	echo "W1 alone: p50 $alone_p50 ms, p99 $alone_p99 ms ($alone_n turns);" \
+	     "during the sweep: p50 $during_p50 ms, p99 $during_p99 ms ($during_n turns that ended while it ran)"
+	echo "lock waits over 10 ms while the sweep ran: $waits in all, $W5S_WAITS on a lock the sweep (pid $sweep_pid) held;" \
 	     "longest wait logged: ${longest_wait:-none} ms"
 	echo "WAL while W1 ran beside the sweep, the record types that wrote the most (then W1 alone's five):"
-	bench_walstats W5.on.sweep.r1 | sed 's/^/  /'
-	bench_walstats W5.on.alone.r1 5 | sed 's/^/  alone: /'
-	left=$(psql -X -At -c "SELECT count(*) FROM cscp.context WHERE tenant_id = 'sweep' AND status <> 'expired'")
-	echo "check: contexts of tenant sweep not expired after the sweep: $left"
+	bench_walstats "$key.on.sweep.r1" | sed 's/^/  /'
+	bench_walstats "$key.on.alone.r1" 5 | sed 's/^/  alone: /'
+	left=$(psql -X -At -c "SELECT count(*) FROM cscp.context WHERE tenant_id = '$tenant' AND status <> 'expired'")
+	echo "check: contexts of tenant $tenant not expired after the sweep: $left"
 	[ "$left" = 0 ] || { echo "cscp bench: the sweep left contexts" >&2; exit 1; }
-	read -r w5_after_p50 w5_after_p99 w5_after_n _ <<<"$(w5_alone_again W5.on.alone w5-after)"
-	w5_ref_p99=$(mean2 "$w5_alone_p99" "$w5_after_p99")
-	echo "W1 alone after the sweep: p50 $w5_after_p50 ms, p99 $w5_after_p99 ms ($w5_after_n turns); reference p99 (the mean of the two runs alone) $w5_ref_p99 ms"
+	read -r after_p50 after_p99 after_n _ <<<"$(w5_alone_again "$key.on.alone" "$conv-after")"
+	W5S_DURING=$during_p99
+	W5S_REF=$(mean2 "$alone_p99" "$after_p99")
+	echo "W1 alone after the sweep: p50 $after_p50 ms, p99 $after_p99 ms ($after_n turns); reference p99 (the mean of the two runs alone) $W5S_REF ms"
+}
+if want W5 && w5_part session; then
+	echo "== W5, one session calling cscp.sweep() back to back (cscp.sweep_backlog_delay at its default)"
+	w5_session W5 sweep
+	w5_during_p99=$W5S_DURING w5_ref_p99=$W5S_REF waits_on_sweep=$W5S_WAITS
+fi
+if want W5 && w5_part unpaced; then
+	# The same with the pause turned off in the sweep's session: a catch-up at full speed, as a
+	# superuser may run it (no target; the lock rule holds all the same).
+	echo "== W5, one session calling cscp.sweep() back to back with cscp.sweep_backlog_delay = 0 (no pause)"
+	w5_session W5u sweepu "SET cscp.sweep_backlog_delay = 0;"
+	w5u_during_p99=$W5S_DURING w5u_ref_p99=$W5S_REF w5u_waits=$W5S_WAITS
 fi
 if want W5 && w5_part worker; then
 	# The same backlog through the background worker, the way the sweep is meant to run: the
@@ -469,6 +494,8 @@ row "W6 W1 on $W6_TURNS-turn conversations" W6.on.long
 if want W5; then
 	row "W5 W1 alone (before, after)" W5.on.alone
 	row "W5 W1 while the sweep runs (1 run)" W5.on.sweep
+	row "W5 W1 alone, for the unpaced part" W5u.on.alone
+	row "W5 W1 while the sweep runs unpaced" W5u.on.sweep
 	row "W5 W1 alone, preloaded (before, after)" W5w.on.alone
 	row "W5 W1 while the worker sweeps (1 run)" W5w.on.sweep
 fi
@@ -516,6 +543,11 @@ fi
 if want W5; then
 	target "W5 W1 p99 during the sweep / alone (before, after)" "$(ratio "$w5_during_p99" "$w5_ref_p99")" "<=" 2
 	target "W5 lock waits over 10 ms on a lock the sweep held" "$waits_on_sweep" "<=" 0
+	if [ -n "$w5u_during_p99" ]; then
+		printf '  %-58s %8.3f   (no target: cscp.sweep_backlog_delay = 0)\n' \
+			"W5 unpaced: W1 p99 during the sweep / alone" "$(ratio "$w5u_during_p99" "$w5u_ref_p99")"
+		target "W5 unpaced: lock waits over 10 ms on the sweep's locks" "$w5u_waits" "<=" 0
+	fi
 	target "W5 via the worker: p99 during its backlog / alone" "$(ratio "$w5w_during_p99" "$w5w_ref_p99")" "<=" 2
 	target "W5 via the worker: lock waits over 10 ms on its locks" "$ww_waits_on_sweep" "<=" 0
 fi
