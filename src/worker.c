@@ -105,21 +105,19 @@ sweep_once(bool *backlog)
 	{
 		Oid			argtypes[1] = {INT4OID};
 		Datum		args[1] = {Int32GetDatum(cscp_sweep_batch)};
-		bool		isnull;
 
 		/*
-		 * Every value of the sweep's result is a count of rows.  A count can
-		 * reach the batch with nothing left behind (the evidence purged with
-		 * its commands); that costs one more sweep, which finds no backlog.
+		 * Whether an action reached the batch is what the sweep noted at its
+		 * end (cscp._sweep_record).  A count can reach the batch with nothing
+		 * left behind (the evidence purged with its commands); that costs one
+		 * more sweep, which finds no backlog.
 		 */
-		if (SPI_execute_with_args("SELECT s::text, EXISTS (SELECT FROM pg_catalog.jsonb_each_text(s) e"
-								  "                       WHERE e.value::bigint >= $1)"
-								  "  FROM cscp.sweep($1) s",
+		last_sweep_backlog = false;
+		if (SPI_execute_with_args("SELECT cscp.sweep($1)::text",
 								  1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT ||
 			SPI_processed != 1)
 			elog(ERROR, "cscp.sweep() returned no row");
-		*backlog = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-											  2, &isnull)) && !isnull;
+		*backlog = last_sweep_backlog;
 		elog(DEBUG1, "cscp sweep: %s%s",
 			 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
 			 *backlog ? " (more to do)" : "");

@@ -279,6 +279,18 @@ if want W5; then
 		bench_latency "$BENCH_OUT/$1.r2.log"
 	}
 	mean2() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (a + b) / 2 }'; }
+	# w5_waits_on LOG PID: how many lock waits in server log LOG passed 10 ms (log_lock_waits,
+	# deadlock_timeout = 10ms: "still waiting", the holders in the DETAIL line) on a lock PID held.
+	w5_waits_on() {
+		grep -A1 'still waiting for' "$1" | grep -Ec "Process(es)? holding the lock: ([0-9]+, )*$2[.,]" || true
+	}
+	# w5_walstats KEY WHAT: the record types that wrote the most WAL beside the sweep (KEY.on.sweep.r1)
+	# and the five of W1 alone (KEY.on.alone.r1).
+	w5_walstats() {
+		echo "WAL while W1 ran beside $2, the record types that wrote the most (then W1 alone's five):"
+		bench_walstats "$1.on.sweep.r1" | sed 's/^/  /'
+		bench_walstats "$1.on.alone.r1" 5 | sed 's/^/  alone: /'
+	}
 	w5_during_p99= w5_ref_p99= waits_on_sweep=
 	w5u_during_p99= w5u_ref_p99= w5u_waits=
 	w5w_during_p99= w5w_ref_p99= ww_waits_on_sweep=
@@ -341,12 +353,9 @@ SQL
 	IFS='|' read -r _ sw_calls sw_expired sw_maxms sw_avgms <<<"$(grep '^calls|' "$BENCH_OUT/$key.sweep.txt")"
 	read -r alone_p50 alone_p99 alone_n _ <<<"$(bench_latency "$BENCH_OUT/$key.on.alone.r1.log")"
 	read -r during_p50 during_p99 during_n _ <<<"$(bench_latency "$BENCH_OUT/$key.on.sweep.r1.log" - "$sw_start" "$sw_end")"
-	# Lock waits longer than deadlock_timeout (10 ms) are in the server log (log_lock_waits):
-	# "still waiting" when a wait passes 10 ms, with the holder in the DETAIL line.
 	tail -n +"$((loglines + 1))" "$CSCP_TMP/postgres.log" >"$BENCH_OUT/$key.server.log"
 	waits=$(grep -c 'still waiting for' "$BENCH_OUT/$key.server.log" || true)
-	W5S_WAITS=$(grep -A1 'still waiting for' "$BENCH_OUT/$key.server.log" |
-		grep -Ec "Process(es)? holding the lock: ([0-9]+, )*$sweep_pid[.,]" || true)
+	W5S_WAITS=$(w5_waits_on "$BENCH_OUT/$key.server.log" "$sweep_pid")
 	longest_wait=$(sed -n 's/.* after \([0-9.]*\) ms.*/\1/p' "$BENCH_OUT/$key.server.log" | sort -g | tail -1)
 	awk -v a="$sw_start" -v b="$sw_end" -v n="$sw_expired" -v c="$sw_calls" -v m="$sw_maxms" -v v="$sw_avgms" \
 		'BEGIN { printf "sweep: %d contexts expired in %.1f s (%.0f per s), %d calls, longest call %.1f ms, mean %.1f ms\n",
@@ -355,9 +364,7 @@ SQL
 	     "during the sweep: p50 $during_p50 ms, p99 $during_p99 ms ($during_n turns that ended while it ran)"
 	echo "lock waits over 10 ms while the sweep ran: $waits in all, $W5S_WAITS on a lock the sweep (pid $sweep_pid) held;" \
 	     "longest wait logged: ${longest_wait:-none} ms"
-	echo "WAL while W1 ran beside the sweep, the record types that wrote the most (then W1 alone's five):"
-	bench_walstats "$key.on.sweep.r1" | sed 's/^/  /'
-	bench_walstats "$key.on.alone.r1" 5 | sed 's/^/  alone: /'
+	w5_walstats "$key" "the sweep"
 	left=$(psql -X -At -c "SELECT count(*) FROM cscp.context WHERE tenant_id = '$tenant' AND status <> 'expired'")
 	echo "check: contexts of tenant $tenant not expired after the sweep: $left"
 	[ "$left" = 0 ] || { echo "cscp bench: the sweep left contexts" >&2; exit 1; }
@@ -426,8 +433,7 @@ SQL
 	read -r w5w_alone_p50 w5w_alone_p99 w5w_alone_n _ <<<"$(bench_latency "$BENCH_OUT/W5w.on.alone.r1.log")"
 	read -r w5w_during_p50 w5w_during_p99 w5w_during_n _ <<<"$(bench_latency "$BENCH_OUT/W5w.on.sweep.r1.log" - "$ww_start" "$ww_end")"
 	tail -n +"$((loglines + 1))" "$CSCP_TMP/postgres.log" >"$BENCH_OUT/w5w_server.log"
-	ww_waits_on_sweep=$(grep -A1 'still waiting for' "$BENCH_OUT/w5w_server.log" |
-		grep -Ec "Process(es)? holding the lock: ([0-9]+, )*$ww_pid[.,]" || true)
+	ww_waits_on_sweep=$(w5_waits_on "$BENCH_OUT/w5w_server.log" "$ww_pid")
 	awk -v a="$ww_start" -v b="$ww_end" -v n="$W5_CONTEXTS" \
 		'BEGIN { printf "worker: %d contexts expired in %.1f s (%.0f per s)\n", n, b - a, n / (b - a) }'
 	echo "W1 alone: p50 $w5w_alone_p50 ms, p99 $w5w_alone_p99 ms ($w5w_alone_n turns);" \
@@ -435,9 +441,7 @@ SQL
 	w5w_ref_p99=$(mean2 "$w5w_alone_p99" "$w5w_after_p99")
 	echo "W1 alone after the backlog: p50 $w5w_after_p50 ms, p99 $w5w_after_p99 ms ($w5w_after_n turns); reference p99 (the mean of the two runs alone) $w5w_ref_p99 ms"
 	echo "lock waits over 10 ms on a lock the worker (pid $ww_pid) held: $ww_waits_on_sweep"
-	echo "WAL while W1 ran beside the worker, the record types that wrote the most (then W1 alone's five):"
-	bench_walstats W5w.on.sweep.r1 | sed 's/^/  /'
-	bench_walstats W5w.on.alone.r1 5 | sed 's/^/  alone: /'
+	w5_walstats W5w "the worker"
 fi
 
 # ---------------------------------------------------------------------------------------------
