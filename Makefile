@@ -146,6 +146,12 @@ bench-facts: build
 bench-aa: build
 	@bash test/scripts/bench_aa.sh
 
+# Instructions per transaction of W1 and W2 through cscp and the floor, counted by callgrind in
+# the backend that runs them: a cost that does not move with the machine's load (about 5 minutes).
+.PHONY: bench-instructions
+bench-instructions: build
+	@bash test/scripts/bench_instructions.sh
+
 # StateBench timelines replayed through cscp on a throwaway cluster, reported per track
 # (test/statebench/); not part of `make test`: the data is not part of the project.
 #   make statebench STATEBENCH=path/to/train.jsonl
