@@ -13,6 +13,8 @@ OBJS = \
 	src/cscp.o \
 	src/clock.o \
 	src/args.o \
+	src/tenancy.o \
+	src/inspect.o \
 	src/jsonutil.o \
 	src/jsonschema.o \
 	src/policy.o \
