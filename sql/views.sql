@@ -50,7 +50,9 @@ SELECT try($$SELECT * FROM cscp.command$$);
 SELECT try($$SELECT * FROM cscp.evidence$$);
 SELECT try($$SELECT cscp.context_open('full', 'x', 'y')$$);
 RESET ROLE;
-SELECT tenant_id, inspector, conversation_id, rows_shown FROM cscp.inspection_log;
+-- Every read of the operator's is recorded, one row per conversation shown, naming the role.
+SELECT tenant_id, inspector, conversation_id, rows_shown, source FROM cscp.inspection_log
+ WHERE inspector = 'ops_viewer' ORDER BY source, tenant_id, conversation_id;
 SELECT try($$SELECT cscp.grant_operator('no_such_role')$$);
 DROP OWNED BY ops_viewer;
 DROP ROLE ops_viewer;

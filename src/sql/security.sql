@@ -256,7 +256,10 @@ BEGIN
     EXECUTE format('GRANT SELECT ON cscp.active_context, cscp.command_lifecycle TO %s', r);
     EXECUTE format('GRANT EXECUTE ON FUNCTION cscp.show_active_context(text, text), '
                    'cscp.inspect_active_context(text, text), cscp.inspect_command_lifecycle(text, text), '
-                   'cscp.check_invariants(text), cscp.bound_tenants(text), cscp.now() TO %s', r);
+                   'cscp.check_invariants(text), cscp.bound_tenants(text), cscp.now(), '
+                   -- row-level security calls it before the table's privileges are checked:
+                   -- with it, a SELECT on a table is refused for want of that privilege
+                   'cscp.current_tenant() TO %s', r);
 END
 $$;
 COMMENT ON FUNCTION cscp._grant_operator_privileges(regrole) IS 'Internal: the privileges of an operator role';
