@@ -139,7 +139,9 @@ cscp_inspect(FunctionCallInfo fcinfo, SPIPlanPtr *plan, const char *source,
 	cscp_owner_leave(&scope);
 
 	ereport(LOG,
-			(errmsg("cscp: role \"%s\" read " UINT64_FORMAT " rows of cscp.%s", asker, n, what),
+			(errmsg_plural("cscp: role \"%s\" read %lu row of cscp.%s",
+						   "cscp: role \"%s\" read %lu rows of cscp.%s",
+						   (unsigned long) n, asker, (unsigned long) n, what),
 			 errdetail_log("Tenants shown: %s. Tenant asked: %s. Conversation asked: %s.",
 						   n > 0 ? tenants.data : "none",
 						   tenant ? text_to_cstring(tenant) : session ? session : "any",
