@@ -271,6 +271,14 @@ DECLARE
     r regrole := cscp._role(role);
     t text[] := cscp._tenant_list(tenants);
 BEGIN
+    -- Row-level security does not bind these: a binding would promise what nothing enforces.
+    IF t IS NOT NULL AND EXISTS (SELECT FROM pg_catalog.pg_roles a
+                                  WHERE a.oid = r::oid AND (a.rolsuper OR a.rolbypassrls)) THEN
+        RAISE EXCEPTION 'role "%" cannot be bound to tenants', role
+            USING ERRCODE = '22023',
+                  DETAIL = 'Superusers and roles with BYPASSRLS are not subject to row-level security.',
+                  HINT = 'Bind a role without SUPERUSER and BYPASSRLS, or grant this one without tenants.';
+    END IF;
     PERFORM cscp._grant_app_privileges(r);
     PERFORM cscp._bind(r, 'app', t);
 END
@@ -285,6 +293,11 @@ DECLARE
     r regrole := cscp._role(role);
     t text[] := cscp._tenant_list(tenants);
 BEGIN
+    IF t IS NOT NULL AND EXISTS (SELECT FROM pg_catalog.pg_roles a WHERE a.oid = r::oid AND a.rolsuper) THEN
+        RAISE EXCEPTION 'role "%" cannot be bound to tenants', role
+            USING ERRCODE = '22023', DETAIL = 'A superuser sees every tenant.',
+                  HINT = 'Bind a role without SUPERUSER, or grant this one without tenants.';
+    END IF;
     PERFORM cscp._grant_operator_privileges(r);
     PERFORM cscp._bind(r, 'operator', t);
 END

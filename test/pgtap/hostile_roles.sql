@@ -8,7 +8,7 @@
 -- in an open session.  Every operator read is filtered to its tenants and audited with the role
 -- that asked.
 BEGIN;
-SELECT plan(125);
+SELECT plan(127);
 SET cscp.clock = '2026-09-01 10:00:00+00';
 
 CREATE ROLE hr_a; CREATE ROLE hr_b; CREATE ROLE hr_svc; CREATE ROLE hr_old;
@@ -107,6 +107,11 @@ SELECT throws_ok($$SELECT cscp.grant_app('hr_a', '{ta,""}')$$, '22023', 'tenant 
 SELECT throws_ok($$SELECT cscp.grant_app('hr_a', ARRAY['ta', NULL])$$, '22023', 'tenant must not be null', 'grant_app with a NULL tenant id');
 SELECT throws_ok($$SELECT cscp.grant_operator('hr_ops_a', ARRAY[repeat('x', 300)])$$, '22023', 'tenant is too long', 'grant_operator with a tenant id too long');
 SELECT throws_ok($$SELECT cscp.grant_app('hr_nobody', '{ta}')$$, '22023', 'role "hr_nobody" does not exist', 'grant_app to no role');
+CREATE ROLE hr_bypass BYPASSRLS;
+SELECT throws_ok($$SELECT cscp.grant_app('hr_bypass', '{ta}')$$, '22023', 'role "hr_bypass" cannot be bound to tenants',
+                 'a role with BYPASSRLS cannot be bound (row-level security would not hold it)');
+SELECT throws_ok(format('SELECT cscp.grant_operator(%L, %L)', current_user, '{ta}'), '22023', NULL,
+                 'a superuser cannot be bound');
 SELECT is((SELECT tenants FROM cscp.tenant_binding WHERE role = 'hr_a'::regrole AND kind = 'app'), ARRAY['ta'],
           'a refused grant leaves the binding as it was');
 
