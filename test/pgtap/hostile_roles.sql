@@ -8,7 +8,7 @@
 -- in an open session.  Every operator read is filtered to its tenants and audited with the role
 -- that asked.
 BEGIN;
-SELECT plan(127);
+SELECT plan(136);
 SET cscp.clock = '2026-09-01 10:00:00+00';
 
 CREATE ROLE hr_a; CREATE ROLE hr_b; CREATE ROLE hr_svc; CREATE ROLE hr_old;
@@ -127,7 +127,10 @@ SELECT throws_ok(format('SELECT count(*) FROM cscp.%I', t), '42501', 'permission
 SELECT throws_ok(format('INSERT INTO cscp.%I (tenant_id) VALUES (%L)', t, 'tb'), '42501', NULL,
                  format('bound to ta, naming tb: INSERT into cscp.%s', t))
   FROM unnest(ARRAY['context', 'command', 'frame', 'answer', 'conversation', 'turn', 'document', 'policy',
-                    'identity', 'fact', 'working_set', 'environment', 'authority']) t;
+                    'identity', 'fact', 'working_set', 'environment', 'authority',
+                    -- and those it may only read, or not even that
+                    'context_live', 'context_retired', 'command_window', 'command_retired', 'evidence',
+                    'event', 'tombstone', 'inspection_log']) t;
 SELECT throws_ok(format('UPDATE cscp.%I SET tenant_id = tenant_id', t), '42501', 'permission denied for tenant "tb"',
                  format('bound to ta, naming tb: UPDATE of cscp.%s', t))
   FROM unnest(ARRAY['context', 'command', 'conversation', 'document', 'policy', 'identity', 'fact',
@@ -224,6 +227,10 @@ SELECT is((SELECT count(*) FROM cscp.context WHERE tenant_id = 'tb'), 0::bigint,
 SELECT throws_ok($$INSERT INTO cscp.context (tenant_id, conversation_id, actor_id, expires_at, ttl)
                    VALUES ('tb', 'conv', 'user', cscp.now() + interval '1 hour', interval '1 hour')$$,
                  '42501', 'permission denied for tenant "tb"', 'unbound, naming ta: a context naming tb''s live one gets 42501, not 23505');
+RESET cscp.tenant_id;
+SELECT throws_ok($$INSERT INTO cscp.document (tenant_id, session_id, namespace, payload, expires_at)
+                   VALUES ('tb', 'sess', 'ns', '{}', cscp.now() + interval '1 hour')$$,
+                 '42501', 'cscp.tenant_id is not set', 'unbound, naming no tenant: a row naming tb''s document gets 42501, not 23505');
 RESET ROLE;
 SET ROLE hr_old;
 SET cscp.tenant_id = 'tb';
