@@ -13,6 +13,8 @@ OBJS = \
 	src/cscp.o \
 	src/clock.o \
 	src/args.o \
+	src/tenancy.o \
+	src/inspect.o \
 	src/jsonutil.o \
 	src/jsonschema.o \
 	src/policy.o \
@@ -70,6 +72,7 @@ REGRESS = setup clock routing policy context_transitions context_expiry context_
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 ISOLATION = context_open_race sweep_vs_slot_set submit_same_key confirm_race sweep_vs_confirm confirm_vs_new_request notify policy_cache conversation_append_race conversation_same_message conversation_timeout_race fact_supersede_race
 ISOLATION += fact_chain_walk fact_same_key_race authorize_release transition_race doc_put_race
+ISOLATION += tenant_binding_cache
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=$(EXTENSION)
 
 PG_CPPFLAGS = -I$(srcdir)/src

@@ -80,7 +80,7 @@ LANGUAGE plproxy AS $f$
     SELECT * FROM cscp.active_context WHERE (SELECT cscp._proxy_session(_tenant, _clock, true));
 $f$;
 CREATE VIEW cscp.active_context AS SELECT * FROM cscp_proxy.active_context(cscp_proxy.tenant(), cscp_proxy.clock());
-COMMENT ON VIEW cscp.active_context IS 'cscp.active_context of every shard: Live contexts for operators, redacted per the tenant''s detail_level (no raw slot values, keys or fingerprints)';
+COMMENT ON VIEW cscp.active_context IS 'cscp.active_context of every shard: Live contexts for operators, redacted per the tenant''s detail_level (no raw slot values, keys or fingerprints); only the tenants the role may see; every read audited';
 CREATE TYPE cscp_proxy.command_lifecycle AS (tenant_id text, command_id uuid, conversation_id text, actor text, command_name text, mutating boolean, auto_confirm boolean, state cscp.command_state, terminal boolean, reason_code text, confirmed boolean, authorized boolean, recovery_kind text, target_command_id uuid, context_id uuid, created_at timestamp with time zone, last_transition_at timestamp with time zone, window_expires_at timestamp with time zone, detail_level text, events text[]);
 CREATE FUNCTION cscp_proxy.command_lifecycle(_tenant text, _clock text) RETURNS SETOF cscp_proxy.command_lifecycle
 LANGUAGE plproxy AS $f$
@@ -89,7 +89,7 @@ LANGUAGE plproxy AS $f$
     SELECT * FROM cscp.command_lifecycle WHERE (SELECT cscp._proxy_session(_tenant, _clock, true));
 $f$;
 CREATE VIEW cscp.command_lifecycle AS SELECT * FROM cscp_proxy.command_lifecycle(cscp_proxy.tenant(), cscp_proxy.clock());
-COMMENT ON VIEW cscp.command_lifecycle IS 'cscp.command_lifecycle of every shard: Commands for operators: state, reason and timing, redacted per detail_level (no keys, fingerprints, payloads or outcomes)';
+COMMENT ON VIEW cscp.command_lifecycle IS 'cscp.command_lifecycle of every shard: Commands for operators: state, reason and timing, redacted per detail_level (no keys, fingerprints, payloads or outcomes); only the tenants the role may see; every read audited';
 
 -- Functions: cscp_proxy.<name> runs on the shards (PL/Proxy); cscp.<name> passes the caller's
 -- settings to it.
@@ -763,7 +763,7 @@ BEGIN
     RETURN QUERY SELECT * FROM cscp_proxy.show_active_context(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2);
 END
 $f$;
-COMMENT ON FUNCTION cscp.show_active_context(tenant_id text, conversation_id text) IS 'Operators: the redacted live contexts of one conversation; each call is recorded in cscp.inspection_log (through the proxy: conversation)';
+COMMENT ON FUNCTION cscp.show_active_context(tenant_id text, conversation_id text) IS 'Operators: the redacted live contexts of one conversation; each call is recorded in cscp.inspection_log (also when it shows nothing) and the server log (through the proxy: conversation)';
 
 -- slot_set: id on context_id
 CREATE FUNCTION cscp_proxy.slot_set(_tenant text, _clock text, context_id uuid, slot text, value jsonb) RETURNS cscp.context

@@ -121,6 +121,7 @@ SELECT format(E'CREATE TYPE cscp_proxy.%1$I AS (%2$s);\n'
               'cscp.' || c.relname || ' of every shard: ' || coalesce(obj_description(c.oid, 'pg_class'), ''))
   FROM pg_class c
  WHERE c.relnamespace = 'cscp'::regnamespace AND c.relkind = 'v'
+   AND c.relname !~ '^_'  -- internal views are nobody's: operators read through the audited ones
  ORDER BY c.relname;
 
 \echo ''

@@ -49,8 +49,17 @@ SELECT try($$SELECT * FROM cscp.inspection_log$$);
 SELECT try($$SELECT * FROM cscp.command$$);
 SELECT try($$SELECT * FROM cscp.evidence$$);
 SELECT try($$SELECT cscp.context_open('full', 'x', 'y')$$);
+-- A read whose transaction rolls back leaves no audit row, but its LOG line is in the server
+-- log all the same (shown here by client_min_messages).
+SET client_min_messages = log;
+BEGIN;
+SELECT count(*) AS shown FROM cscp.show_active_context('full', 'conv-v');
+ROLLBACK;
+RESET client_min_messages;
 RESET ROLE;
-SELECT tenant_id, inspector, conversation_id, rows_shown FROM cscp.inspection_log;
+-- Every read of the operator's is recorded, one row per conversation shown, naming the role.
+SELECT tenant_id, inspector, conversation_id, rows_shown, source FROM cscp.inspection_log
+ WHERE inspector = 'ops_viewer' ORDER BY source, tenant_id, conversation_id;
 SELECT try($$SELECT cscp.grant_operator('no_such_role')$$);
 DROP OWNED BY ops_viewer;
 DROP ROLE ops_viewer;

@@ -4,10 +4,11 @@
  *	  Checks every API function makes on its arguments before touching data.
  *
  * Ids (tenant, conversation, actor, session, ...) are non-empty text of at
- * most CSCP_MAX_ID_BYTES bytes.  A tenant argument must also be the
- * session's cscp.tenant_id whenever the caller is bound by row-level
- * security on cscp's tables: row-level security alone would only hide the
- * other tenant's rows, and the caller deserves to be told why.
+ * most CSCP_MAX_ID_BYTES bytes.  A tenant argument must be one the current
+ * role may use (tenancy.c: a role bound to tenants may use only those), and
+ * also the session's cscp.tenant_id whenever the caller is bound by
+ * row-level security on cscp's tables: row-level security alone would only
+ * hide the other tenant's rows, and the caller deserves to be told why.
  *
  *-------------------------------------------------------------------------
  */
@@ -51,6 +52,7 @@ cscp_check_tenant(text *tenant_id)
 {
 	Oid			relid;
 	char	   *tenant;
+	const char *session;
 
 	cscp_check_id("tenant_id", tenant_id);
 	tenant = text_to_cstring(tenant_id);
@@ -61,22 +63,26 @@ cscp_check_tenant(text *tenant_id)
 				 errdetail("Tenant \"*\" holds the policy defaults of all tenants."),
 				 errhint("Use cscp.policy_set('*', ...) as a superuser to change defaults.")));
 
+	if (!cscp_tenancy_allows(tenant, strlen(tenant), CSCP_ROLE_APP))
+		cscp_tenancy_refuse(tenant, CSCP_ROLE_APP);
+
 	relid = cscp_relation_oid("context", true);
 	if (!OidIsValid(relid) || check_enable_rls(relid, InvalidOid, true) != RLS_ENABLED)
 		return;
 
-	if (cscp_tenant_setting == NULL || cscp_tenant_setting[0] == '\0')
+	session = cscp_session_tenant(CSCP_ROLE_APP);
+	if (session == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("cscp.tenant_id is not set"),
 				 errdetail("Role \"%s\" may act only for the tenant named in cscp.tenant_id.",
 						   GetUserNameFromId(GetUserId(), false)),
 				 errhint("Run SET cscp.tenant_id = '%s' first.", tenant)));
-	if (strcmp(cscp_tenant_setting, tenant) != 0)
+	if (strcmp(session, tenant) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for tenant \"%s\"", tenant),
-				 errdetail("This session acts for tenant \"%s\".", cscp_tenant_setting),
+				 errdetail("This session acts for tenant \"%s\".", session),
 				 errhint("Set cscp.tenant_id to the tenant you mean to act for.")));
 }
 

@@ -935,8 +935,10 @@ Datum
 cscp_command_guard(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	HeapTuple	row = (HeapTuple) DatumGetPointer(cscp_row_guard(fcinfo, &guard));
+	HeapTuple	row;
 
+	cscp_tenancy_check_trigger(fcinfo);
+	row = (HeapTuple) DatumGetPointer(cscp_row_guard(fcinfo, &guard));
 	if (row != NULL)
 		due_follow(TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ? trigdata->tg_trigtuple : NULL,
 				   row, RelationGetDescr(trigdata->tg_relation));
@@ -958,6 +960,7 @@ cscp_command_unlist(PG_FUNCTION_ARGS)
 	TupleDesc	desc;
 	CommandState state;
 
+	cscp_tenancy_check_trigger(fcinfo);
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(trigdata->tg_event))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),

@@ -696,9 +696,12 @@ Datum
 cscp_context_guard(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	HeapTuple	row = (HeapTuple) DatumGetPointer(cscp_row_guard(fcinfo, &guard));
-	TupleDesc	desc = RelationGetDescr(trigdata->tg_relation);
+	HeapTuple	row;
+	TupleDesc	desc;
 
+	cscp_tenancy_check_trigger(fcinfo);
+	row = (HeapTuple) DatumGetPointer(cscp_row_guard(fcinfo, &guard));
+	desc = RelationGetDescr(trigdata->tg_relation);
 	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
 	{
 		if (!live_claim(row, desc))
@@ -721,6 +724,7 @@ cscp_context_unlist(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 
+	cscp_tenancy_check_trigger(fcinfo);
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(trigdata->tg_event))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),

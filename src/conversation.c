@@ -274,6 +274,7 @@ PG_FUNCTION_INFO_V1(cscp_conversation_guard);
 Datum
 cscp_conversation_guard(PG_FUNCTION_ARGS)
 {
+	cscp_tenancy_check_trigger(fcinfo);
 	return cscp_row_guard(fcinfo, &guard);
 }
 

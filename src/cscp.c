@@ -167,6 +167,8 @@ _PG_init(void)
 
 	MarkGUCPrefixReserved("cscp");
 
+	cscp_tenancy_register();
+
 	if (process_shared_preload_libraries_in_progress)
 		cscp_worker_register();
 }

@@ -156,6 +156,22 @@ extern bool cscp_parse_timestamptz(const char *str, TimestampTz *result);
 extern void cscp_check_id(const char *argname, text *value);
 extern void cscp_check_tenant(text *tenant_id);
 
+/* tenancy.c: which tenants the current role may use (cscp.tenant_binding) */
+typedef enum CscpRoleKind
+{
+	CSCP_ROLE_APP,				/* cscp.grant_app */
+	CSCP_ROLE_OPERATOR			/* cscp.grant_operator */
+} CscpRoleKind;
+
+#define CSCP_ROLE_KINDS 2
+
+extern void cscp_tenancy_register(void);
+extern bool cscp_tenancy_allows(const char *tenant, int len, CscpRoleKind kind);
+extern ArrayType *cscp_tenancy_tenants(CscpRoleKind kind);
+extern void cscp_tenancy_refuse(const char *tenant, CscpRoleKind kind);
+extern const char *cscp_session_tenant(CscpRoleKind kind);
+extern void cscp_tenancy_check_trigger(FunctionCallInfo fcinfo);
+
 /* jsonutil.c */
 extern JsonbValue *cscp_jsonb_get(Jsonb *obj, const char *key);
 extern char *cscp_jsonb_get_cstring(Jsonb *obj, const char *key);

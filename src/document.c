@@ -332,5 +332,6 @@ PG_FUNCTION_INFO_V1(cscp_document_guard);
 Datum
 cscp_document_guard(PG_FUNCTION_ARGS)
 {
+	cscp_tenancy_check_trigger(fcinfo);
 	return cscp_row_guard(fcinfo, &document_guard);
 }

@@ -631,6 +631,7 @@ PG_FUNCTION_INFO_V1(cscp_fact_guard);
 Datum
 cscp_fact_guard(PG_FUNCTION_ARGS)
 {
+	cscp_tenancy_check_trigger(fcinfo);
 	return cscp_row_guard(fcinfo, &guard);
 }
 

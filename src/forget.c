@@ -196,6 +196,7 @@ cscp_forgotten_guard(PG_FUNCTION_ARGS)
 	bool		is_update;
 	bool		tenant_kept;
 
+	cscp_tenancy_check_trigger(fcinfo);
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
 		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
 		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||

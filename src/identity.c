@@ -236,5 +236,6 @@ PG_FUNCTION_INFO_V1(cscp_identity_guard);
 Datum
 cscp_identity_guard(PG_FUNCTION_ARGS)
 {
+	cscp_tenancy_check_trigger(fcinfo);
 	return cscp_row_guard(fcinfo, &guard);
 }

@@ -169,6 +169,7 @@ cscp_shard_guard(PG_FUNCTION_ARGS)
 	int32		hash;
 	int			partition;
 
+	cscp_tenancy_check_trigger(fcinfo);
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
 		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
 		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||

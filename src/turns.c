@@ -564,5 +564,6 @@ PG_FUNCTION_INFO_V1(cscp_turn_guard);
 Datum
 cscp_turn_guard(PG_FUNCTION_ARGS)
 {
+	cscp_tenancy_check_trigger(fcinfo);
 	return cscp_row_guard(fcinfo, &guard);
 }

@@ -3,14 +3,15 @@
 -- The C triggers keep every rule on every write; this function looks for what could only come
 -- from around them (triggers disabled, session_replication_role = replica, a restore without
 -- its rows, a storage fault): one row per violation, nothing on a healthy database.  It reads
--- every tenant's rows with its owner's rights, so operators (cscp.grant_operator) may call it;
+-- every tenant's rows with its owner's rights (cscp._check_invariants), so operators
+-- (cscp.grant_operator) may call it, and shows each only the tenants it may see (inspect.c);
 -- application roles may not (cscp.grant_app revokes it).  What it shows is ids and states,
 -- never slot values, payloads, idempotency keys or actor ids (an actor shows as a digest).
 --
 -- Set-based SQL, one pass per kind; the evidence chains are checked by
 -- cscp._evidence_problems, the verifier behind cscp.evidence_verify.
 
-CREATE FUNCTION cscp.check_invariants(tenant_id text DEFAULT NULL)
+CREATE FUNCTION cscp._check_invariants(tenant_id text DEFAULT NULL)
 RETURNS TABLE(kind text, tenant_id text, object_id text, detail text)
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -317,5 +318,12 @@ AS $$
       FROM found f
      ORDER BY f.kind, f.tenant_id COLLATE "C", f.object_id COLLATE "C", f.detail COLLATE "C";
 $$;
+COMMENT ON FUNCTION cscp._check_invariants(text) IS
+  'Internal: cscp.check_invariants for every tenant, or one';
+
+-- What an operator calls: the same rows, for the tenants the asking role may see (inspect.c).
+CREATE FUNCTION cscp.check_invariants(tenant_id text DEFAULT NULL)
+RETURNS TABLE(kind text, tenant_id text, object_id text, detail text)
+    AS 'MODULE_PATHNAME', 'cscp_check_invariants' LANGUAGE C STABLE;
 COMMENT ON FUNCTION cscp.check_invariants(text) IS
   'One row per violated invariant (of one tenant, or of all): multiple_live_contexts, unlisted_live_context, unlisted_retired_context, unlisted_command, unexplained_command_state, start_without_confirmation, start_without_authorization, broken_evidence_chain, turn_index_gap, valid_fact_with_valid_successor, cyclic_fact_chain; empty when healthy';

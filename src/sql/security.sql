@@ -1,127 +1,155 @@
--- security.sql: tenancy (row-level security), privileges, and what pg_dump keeps.
+-- security.sql: tenancy (roles bound to tenants, row-level security), privileges, and what
+-- pg_dump keeps.
 --
--- Every table is bound by row-level security on cscp.tenant_id: a role it binds sees and
--- writes only the rows of the tenant its session names, and nothing while none is named.
+-- Every table is bound by row-level security on cscp.current_tenant(): a role it binds sees
+-- and writes only the rows of the tenant its session names in cscp.tenant_id, nothing while
+-- none is named, and gets 42501 when it names a tenant its binding does not allow (tenancy.c).
 -- Superusers and the extension's owner are not bound (maintenance, the sweep).  Nothing is
--- granted to PUBLIC; cscp.grant_app and cscp.grant_operator hand out what each kind of role needs.
+-- granted to PUBLIC; cscp.grant_app and cscp.grant_operator hand out what each kind of role
+-- needs and record which tenants it may use in cscp.tenant_binding.
+
+-- Which tenants a role may use.  Not tenant data: its key is the role.
+CREATE TABLE cscp.tenant_binding (
+    role        regrole     NOT NULL,
+    kind        text        NOT NULL CHECK (kind IN ('app', 'operator')),
+    tenants     text[]      CHECK (cardinality(tenants) > 0),
+    granted_at  timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    granted_by  name        NOT NULL DEFAULT current_user,
+    PRIMARY KEY (role, kind)
+);
+COMMENT ON TABLE cscp.tenant_binding IS
+  'Roles granted by cscp.grant_app and cscp.grant_operator: NULL tenants for a trusted multi-tenant role, else the only tenants it may use';
+-- Every change reaches every backend's cache of bindings (tenancy.c) as a relcache invalidation.
+CREATE TRIGGER tenant_binding_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON cscp.tenant_binding
+    FOR EACH STATEMENT EXECUTE FUNCTION cscp.policy_changed();
+
+CREATE FUNCTION cscp.current_tenant() RETURNS text
+    AS 'MODULE_PATHNAME', 'cscp_current_tenant' LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION cscp.current_tenant() IS
+  'The tenant row-level security lets this session use: cscp.tenant_id, NULL when unset, 42501 when the role is bound to other tenants';
+
+CREATE FUNCTION cscp.bound_tenants(kind text DEFAULT 'app') RETURNS text[]
+    AS 'MODULE_PATHNAME', 'cscp_bound_tenants' LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION cscp.bound_tenants(text) IS
+  'The tenants the current role is bound to as an application (kind app) or operator (kind operator); NULL when it is not bound';
 
 ALTER TABLE cscp.context ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON cscp.context
-    USING (tenant_id = current_setting('cscp.tenant_id', true))
-    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+    USING (tenant_id = cscp.current_tenant())
+    WITH CHECK (tenant_id = cscp.current_tenant());
 
 ALTER TABLE cscp.command ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON cscp.command
-    USING (tenant_id = current_setting('cscp.tenant_id', true))
-    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+    USING (tenant_id = cscp.current_tenant())
+    WITH CHECK (tenant_id = cscp.current_tenant());
 
 ALTER TABLE cscp.frame ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON cscp.frame
-    USING (tenant_id = current_setting('cscp.tenant_id', true))
-    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+    USING (tenant_id = cscp.current_tenant())
+    WITH CHECK (tenant_id = cscp.current_tenant());
 
 ALTER TABLE cscp.answer ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON cscp.answer
-    USING (tenant_id = current_setting('cscp.tenant_id', true))
-    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+    USING (tenant_id = cscp.current_tenant())
+    WITH CHECK (tenant_id = cscp.current_tenant());
 
 -- Live contexts: application roles only ever read them (the guard trigger writes them as the
 -- owner, see context_fsm.c).
 ALTER TABLE cscp.context_live ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_read ON cscp.context_live FOR SELECT
-    USING (tenant_id = current_setting('cscp.tenant_id', true));
+    USING (tenant_id = cscp.current_tenant());
 -- Retired contexts likewise (the triggers write them as the owner).
 ALTER TABLE cscp.context_retired ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_read ON cscp.context_retired FOR SELECT
-    USING (tenant_id = current_setting('cscp.tenant_id', true));
+    USING (tenant_id = cscp.current_tenant());
 -- Open windows and finished commands likewise (the command triggers write them as the owner).
 ALTER TABLE cscp.command_window ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_read ON cscp.command_window FOR SELECT
-    USING (tenant_id = current_setting('cscp.tenant_id', true));
+    USING (tenant_id = cscp.current_tenant());
 ALTER TABLE cscp.command_retired ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_read ON cscp.command_retired FOR SELECT
-    USING (tenant_id = current_setting('cscp.tenant_id', true));
+    USING (tenant_id = cscp.current_tenant());
 
 -- Evidence: application roles only ever read it (the owner writes it, see evidence.c).
 ALTER TABLE cscp.evidence ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_read ON cscp.evidence FOR SELECT
-    USING (tenant_id = current_setting('cscp.tenant_id', true));
+    USING (tenant_id = cscp.current_tenant());
 
 ALTER TABLE cscp.conversation ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON cscp.conversation
-    USING (tenant_id = current_setting('cscp.tenant_id', true))
-    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+    USING (tenant_id = cscp.current_tenant())
+    WITH CHECK (tenant_id = cscp.current_tenant());
 
 ALTER TABLE cscp.turn ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON cscp.turn
-    USING (tenant_id = current_setting('cscp.tenant_id', true))
-    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+    USING (tenant_id = cscp.current_tenant())
+    WITH CHECK (tenant_id = cscp.current_tenant());
 
 -- Events: application roles only ever read them (cscp's C code writes them as the owner).
 ALTER TABLE cscp.event ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_read ON cscp.event FOR SELECT
-    USING (tenant_id = current_setting('cscp.tenant_id', true));
+    USING (tenant_id = cscp.current_tenant());
 
 ALTER TABLE cscp.document ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON cscp.document
-    USING (tenant_id = current_setting('cscp.tenant_id', true))
-    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+    USING (tenant_id = cscp.current_tenant())
+    WITH CHECK (tenant_id = cscp.current_tenant());
 
 -- Policies: a tenant reads its own and the defaults, and writes only its own.
 ALTER TABLE cscp.policy ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_read ON cscp.policy FOR SELECT
-    USING (tenant_id = current_setting('cscp.tenant_id', true) OR tenant_id = '*');
+    USING (tenant_id = cscp.current_tenant() OR tenant_id = '*');
 CREATE POLICY tenant_insert ON cscp.policy FOR INSERT
-    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true) AND tenant_id <> '*');
+    WITH CHECK (tenant_id = cscp.current_tenant() AND tenant_id <> '*');
 CREATE POLICY tenant_update ON cscp.policy FOR UPDATE
-    USING (tenant_id = current_setting('cscp.tenant_id', true) AND tenant_id <> '*')
-    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true) AND tenant_id <> '*');
+    USING (tenant_id = cscp.current_tenant() AND tenant_id <> '*')
+    WITH CHECK (tenant_id = cscp.current_tenant() AND tenant_id <> '*');
 CREATE POLICY tenant_delete ON cscp.policy FOR DELETE
-    USING (tenant_id = current_setting('cscp.tenant_id', true) AND tenant_id <> '*');
+    USING (tenant_id = cscp.current_tenant() AND tenant_id <> '*');
 
 ALTER TABLE cscp.inspection_log ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON cscp.inspection_log
-    USING (tenant_id = current_setting('cscp.tenant_id', true))
-    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+    USING (tenant_id = cscp.current_tenant())
+    WITH CHECK (tenant_id = cscp.current_tenant());
 
 -- Facts and the state layers around them (facts.sql).
 ALTER TABLE cscp.identity ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON cscp.identity
-    USING (tenant_id = current_setting('cscp.tenant_id', true))
-    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+    USING (tenant_id = cscp.current_tenant())
+    WITH CHECK (tenant_id = cscp.current_tenant());
 
 ALTER TABLE cscp.fact ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON cscp.fact
-    USING (tenant_id = current_setting('cscp.tenant_id', true))
-    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+    USING (tenant_id = cscp.current_tenant())
+    WITH CHECK (tenant_id = cscp.current_tenant());
 
 ALTER TABLE cscp.working_set ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON cscp.working_set
-    USING (tenant_id = current_setting('cscp.tenant_id', true))
-    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+    USING (tenant_id = cscp.current_tenant())
+    WITH CHECK (tenant_id = cscp.current_tenant());
 
 ALTER TABLE cscp.environment ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON cscp.environment
-    USING (tenant_id = current_setting('cscp.tenant_id', true))
-    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+    USING (tenant_id = cscp.current_tenant())
+    WITH CHECK (tenant_id = cscp.current_tenant());
 
 -- Tombstones: written and read by cscp.forget_* and the forgotten_guard trigger as the owner;
 -- application roles are granted nothing on them.
 ALTER TABLE cscp.tombstone ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_read ON cscp.tombstone FOR SELECT
-    USING (tenant_id = current_setting('cscp.tenant_id', true));
+    USING (tenant_id = cscp.current_tenant());
 
 -- Authority ranks: like policies, a tenant reads its own and the defaults, writes only its own.
 ALTER TABLE cscp.authority ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_read ON cscp.authority FOR SELECT
-    USING (tenant_id = current_setting('cscp.tenant_id', true) OR tenant_id = '*');
+    USING (tenant_id = cscp.current_tenant() OR tenant_id = '*');
 CREATE POLICY tenant_insert ON cscp.authority FOR INSERT
-    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true) AND tenant_id <> '*');
+    WITH CHECK (tenant_id = cscp.current_tenant() AND tenant_id <> '*');
 CREATE POLICY tenant_update ON cscp.authority FOR UPDATE
-    USING (tenant_id = current_setting('cscp.tenant_id', true) AND tenant_id <> '*')
-    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true) AND tenant_id <> '*');
+    USING (tenant_id = cscp.current_tenant() AND tenant_id <> '*')
+    WITH CHECK (tenant_id = cscp.current_tenant() AND tenant_id <> '*');
 CREATE POLICY tenant_delete ON cscp.authority FOR DELETE
-    USING (tenant_id = current_setting('cscp.tenant_id', true) AND tenant_id <> '*');
+    USING (tenant_id = cscp.current_tenant() AND tenant_id <> '*');
 
 -- Raise 22023 unless role names an existing role.
 CREATE FUNCTION cscp._role(role name) RETURNS regrole
@@ -143,11 +171,50 @@ END
 $$;
 COMMENT ON FUNCTION cscp._role(name) IS 'Internal: the role named, or 22023';
 
-CREATE FUNCTION cscp.grant_app(role name) RETURNS void
-LANGUAGE plpgsql VOLATILE
+-- Raise 22023 unless tenants is NULL or a non-empty list of tenant ids; the list sorted, once each.
+CREATE FUNCTION cscp._tenant_list(tenants text[]) RETURNS text[]
+LANGUAGE plpgsql IMMUTABLE
 AS $$
 DECLARE
-    r regrole := cscp._role(role);
+    t text;
+BEGIN
+    IF tenants IS NULL THEN
+        RETURN NULL;
+    END IF;
+    IF cardinality(tenants) = 0 THEN
+        RAISE EXCEPTION 'tenants must not be empty'
+            USING ERRCODE = '22023',
+                  HINT = 'Pass the tenants the role may use, or NULL for a role that names its tenant in cscp.tenant_id.';
+    END IF;
+    FOREACH t IN ARRAY tenants LOOP
+        PERFORM cscp._id('tenant', t);
+        IF t = '*' THEN
+            RAISE EXCEPTION 'tenant "*" is reserved'
+                USING ERRCODE = '22023', DETAIL = 'Tenant "*" holds the policy defaults of all tenants.',
+                      HINT = 'Bind the role to the tenants it serves.';
+        END IF;
+    END LOOP;
+    RETURN ARRAY(SELECT DISTINCT u FROM unnest(tenants) u ORDER BY 1);
+END
+$$;
+COMMENT ON FUNCTION cscp._tenant_list(text[]) IS 'Internal: a checked list of tenants for a binding';
+
+-- Record (or replace) the binding of role as kind.
+CREATE FUNCTION cscp._bind(r regrole, kind text, tenants text[]) RETURNS void
+LANGUAGE sql VOLATILE
+AS $$
+    INSERT INTO cscp.tenant_binding AS b (role, kind, tenants)
+    VALUES ($1, $2, $3)
+    ON CONFLICT (role, kind) DO UPDATE
+       SET tenants = excluded.tenants, granted_at = pg_catalog.now(), granted_by = current_user;
+$$;
+COMMENT ON FUNCTION cscp._bind(regrole, text, text[]) IS 'Internal: record the binding of a role';
+
+-- What an application role is granted (cscp.grant_app, and cscp.revoke_operator for a role
+-- that stays an application role).
+CREATE FUNCTION cscp._grant_app_privileges(r regrole) RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
 BEGIN
     EXECUTE format('GRANT USAGE ON SCHEMA cscp TO %s', r);
     EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.context, cscp.document, cscp.policy TO %s', r);
@@ -170,30 +237,113 @@ BEGIN
                    'cscp.environment TO %s', r);
     EXECUTE format('GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA cscp TO %s', r);
     -- Administration and operator inspection are not the application's.
-    EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.grant_app(name), cscp.grant_operator(name), '
-                   'cscp.show_active_context(text, text), cscp.check_invariants(text) FROM %s', r);
+    EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.grant_app(name, text[]), cscp.grant_operator(name, text[]), '
+                   'cscp.revoke_app(name), cscp.revoke_operator(name), '
+                   'cscp.show_active_context(text, text), cscp.inspect_active_context(text, text), '
+                   'cscp.inspect_command_lifecycle(text, text), cscp.check_invariants(text) FROM %s', r);
     -- Nor a shard's place in a scale-out deployment (shard.sql).
     EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.shard_set(int, int[]), cscp.shard_misplaced() FROM %s', r);
 END
 $$;
-COMMENT ON FUNCTION cscp.grant_app(name) IS
-  'Let a role use cscp for the tenant its sessions name in cscp.tenant_id: every API function, and its own rows';
+COMMENT ON FUNCTION cscp._grant_app_privileges(regrole) IS 'Internal: the privileges of an application role';
 
-CREATE FUNCTION cscp.grant_operator(role name) RETURNS void
+-- What an operator is granted: the views and the functions behind them, nothing else.
+CREATE FUNCTION cscp._grant_operator_privileges(r regrole) RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    EXECUTE format('GRANT USAGE ON SCHEMA cscp TO %s', r);
+    EXECUTE format('GRANT SELECT ON cscp.active_context, cscp.command_lifecycle TO %s', r);
+    EXECUTE format('GRANT EXECUTE ON FUNCTION cscp.show_active_context(text, text), '
+                   'cscp.inspect_active_context(text, text), cscp.inspect_command_lifecycle(text, text), '
+                   'cscp.check_invariants(text), cscp.bound_tenants(text), cscp.now(), '
+                   -- row-level security calls it before the table's privileges are checked:
+                   -- with it, a SELECT on a table is refused for want of that privilege
+                   'cscp.current_tenant() TO %s', r);
+END
+$$;
+COMMENT ON FUNCTION cscp._grant_operator_privileges(regrole) IS 'Internal: the privileges of an operator role';
+
+CREATE FUNCTION cscp.grant_app(role name, tenants text[] DEFAULT NULL) RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     r regrole := cscp._role(role);
+    t text[] := cscp._tenant_list(tenants);
 BEGIN
-    EXECUTE format('GRANT USAGE ON SCHEMA cscp TO %s', r);
-    EXECUTE format('GRANT SELECT ON cscp.active_context, cscp.command_lifecycle TO %s', r);
-    EXECUTE format('GRANT EXECUTE ON FUNCTION cscp.show_active_context(text, text), cscp.now(), '
-                   'cscp._redact_slots(jsonb, text), cscp._id(text, text), '
-                   'cscp.check_invariants(text) TO %s', r);
+    -- Row-level security does not bind these: a binding would promise what nothing enforces.
+    IF t IS NOT NULL AND EXISTS (SELECT FROM pg_catalog.pg_roles a
+                                  WHERE a.oid = r::oid AND (a.rolsuper OR a.rolbypassrls)) THEN
+        RAISE EXCEPTION 'role "%" cannot be bound to tenants', role
+            USING ERRCODE = '22023',
+                  DETAIL = 'Superusers and roles with BYPASSRLS are not subject to row-level security.',
+                  HINT = 'Bind a role without SUPERUSER and BYPASSRLS, or grant this one without tenants.';
+    END IF;
+    PERFORM cscp._grant_app_privileges(r);
+    PERFORM cscp._bind(r, 'app', t);
 END
 $$;
-COMMENT ON FUNCTION cscp.grant_operator(name) IS
-  'Let a role read the redacted operator views (cscp.active_context, cscp.command_lifecycle, cscp.show_active_context) and run cscp.check_invariants, and nothing else';
+COMMENT ON FUNCTION cscp.grant_app(name, text[]) IS
+  'Let a role use cscp: every API function, and its own rows; without tenants for the tenant its sessions name in cscp.tenant_id, with tenants for those only (a new call replaces the list)';
+
+CREATE FUNCTION cscp.grant_operator(role name, tenants text[] DEFAULT NULL) RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    r regrole := cscp._role(role);
+    t text[] := cscp._tenant_list(tenants);
+BEGIN
+    IF t IS NOT NULL AND EXISTS (SELECT FROM pg_catalog.pg_roles a WHERE a.oid = r::oid AND a.rolsuper) THEN
+        RAISE EXCEPTION 'role "%" cannot be bound to tenants', role
+            USING ERRCODE = '22023', DETAIL = 'A superuser sees every tenant.',
+                  HINT = 'Bind a role without SUPERUSER, or grant this one without tenants.';
+    END IF;
+    PERFORM cscp._grant_operator_privileges(r);
+    PERFORM cscp._bind(r, 'operator', t);
+END
+$$;
+COMMENT ON FUNCTION cscp.grant_operator(name, text[]) IS
+  'Let a role read the redacted operator views (cscp.active_context, cscp.command_lifecycle, cscp.show_active_context) and run cscp.check_invariants, and nothing else; with tenants, of those tenants only (a new call replaces the list)';
+
+-- Take back every privilege on cscp's objects; give back those of the role's other binding.
+CREATE FUNCTION cscp._revoke(r regrole, kind text) RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    DELETE FROM cscp.tenant_binding b WHERE b.role = r AND b.kind = _revoke.kind;
+    EXECUTE format('REVOKE ALL ON ALL TABLES IN SCHEMA cscp FROM %s', r);
+    EXECUTE format('REVOKE ALL ON ALL SEQUENCES IN SCHEMA cscp FROM %s', r);
+    EXECUTE format('REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA cscp FROM %s', r);
+    EXECUTE format('REVOKE USAGE ON SCHEMA cscp FROM %s', r);
+    IF EXISTS (SELECT FROM cscp.tenant_binding b WHERE b.role = r AND b.kind = 'app') THEN
+        PERFORM cscp._grant_app_privileges(r);
+    END IF;
+    IF EXISTS (SELECT FROM cscp.tenant_binding b WHERE b.role = r AND b.kind = 'operator') THEN
+        PERFORM cscp._grant_operator_privileges(r);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION cscp._revoke(regrole, text) IS 'Internal: what cscp.revoke_app and cscp.revoke_operator do';
+
+CREATE FUNCTION cscp.revoke_app(role name) RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    PERFORM cscp._revoke(cscp._role(role), 'app');
+END
+$$;
+COMMENT ON FUNCTION cscp.revoke_app(name) IS
+  'Take back what cscp.grant_app gave a role (its privileges on cscp and its tenants); an operator stays an operator';
+
+CREATE FUNCTION cscp.revoke_operator(role name) RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    PERFORM cscp._revoke(cscp._role(role), 'operator');
+END
+$$;
+COMMENT ON FUNCTION cscp.revoke_operator(name) IS
+  'Take back what cscp.grant_operator gave a role; an application role stays one';
 
 -- pg_dump keeps user data; the defaults of tenant '*' come back with CREATE EXTENSION.
 SELECT pg_catalog.pg_extension_config_dump('cscp.context', '');
@@ -217,6 +367,7 @@ SELECT pg_catalog.pg_extension_config_dump('cscp.fact', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.working_set', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.environment', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.tombstone', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.tenant_binding', '');
 -- The identity sequences of evidence and inspections: restored, new rows continue after the
 -- restored ones instead of colliding with them.
 SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('cscp.evidence', 'evidence_id'), '');

@@ -1,4 +1,4 @@
--- views.sql: redacted views for operators, and their audited lookup.
+-- views.sql: redacted views for operators, every read of them filtered and audited.
 --
 -- Operators see no idempotency keys, fingerprints, tokens or raw slot values.  What they do
 -- see follows the tenant's policy "detail_level":
@@ -11,8 +11,13 @@
 --            and each command's path through its evidence
 -- Whether a confirmation or approval is pending, and the last command's state, show at
 -- every level.
--- The views run with their owner's rights (cscp's tables stay closed to operators) and show
--- every tenant, or only the tenant in cscp.tenant_id when the operator sets it.
+-- The redacting views cscp._active_context and cscp._command_lifecycle are granted to nobody.
+-- Operators read them only through cscp.inspect_active_context and
+-- cscp.inspect_command_lifecycle (inspect.c), which the views cscp.active_context and
+-- cscp.command_lifecycle select from: each read shows the tenants the asking role may see (all,
+-- for an operator granted without tenants; only the tenant in cscp.tenant_id when it is set)
+-- and records one row of cscp.inspection_log per conversation shown, naming the role that asked
+-- (current_user), plus a LOG line that survives a rollback.
 
 CREATE FUNCTION cscp._redact_slots(slots jsonb, detail_level text) RETURNS jsonb
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -36,7 +41,7 @@ $$;
 COMMENT ON FUNCTION cscp._redact_slots(jsonb, text) IS
   'Internal: what an operator may see of a context''s slots at a detail level';
 
-CREATE VIEW cscp.active_context WITH (security_barrier) AS
+CREATE VIEW cscp._active_context WITH (security_barrier) AS
 SELECT c.tenant_id,
        c.context_id,
        c.conversation_id,
@@ -74,13 +79,11 @@ SELECT c.tenant_id,
                        (SELECT p.settings ->> 'detail_level' FROM cscp.policy p WHERE p.tenant_id = '*'),
                        'summary') AS level) d
   LEFT JOIN cscp.command m ON m.tenant_id = c.tenant_id AND m.command_id = c.last_command_id
- WHERE c.status IN ('active', 'pending', 'blocked')
-   AND (coalesce(current_setting('cscp.tenant_id', true), '') = ''
-        OR c.tenant_id = current_setting('cscp.tenant_id', true));
-COMMENT ON VIEW cscp.active_context IS
-  'Live contexts for operators, redacted per the tenant''s detail_level (no raw slot values, keys or fingerprints)';
+ WHERE c.status IN ('active', 'pending', 'blocked');
+COMMENT ON VIEW cscp._active_context IS
+  'Internal: every tenant''s live contexts, redacted per the tenant''s detail_level; read through cscp.inspect_active_context';
 
-CREATE VIEW cscp.command_lifecycle WITH (security_barrier) AS
+CREATE VIEW cscp._command_lifecycle WITH (security_barrier) AS
 SELECT m.tenant_id,
        m.command_id,
        m.conversation_id,
@@ -111,42 +114,47 @@ SELECT m.tenant_id,
   CROSS JOIN LATERAL (
        SELECT coalesce((SELECT p.settings ->> 'detail_level' FROM cscp.policy p WHERE p.tenant_id = m.tenant_id),
                        (SELECT p.settings ->> 'detail_level' FROM cscp.policy p WHERE p.tenant_id = '*'),
-                       'summary') AS level) d
- WHERE coalesce(current_setting('cscp.tenant_id', true), '') = ''
-    OR m.tenant_id = current_setting('cscp.tenant_id', true);
-COMMENT ON VIEW cscp.command_lifecycle IS
-  'Commands for operators: state, reason and timing, redacted per detail_level (no keys, fingerprints, payloads or outcomes)';
+                       'summary') AS level) d;
+COMMENT ON VIEW cscp._command_lifecycle IS
+  'Internal: every tenant''s commands, redacted per detail_level; read through cscp.inspect_command_lifecycle';
 
 CREATE TABLE cscp.inspection_log (
     tenant_id        text        NOT NULL,
     inspected_at     timestamptz NOT NULL DEFAULT cscp.now(),
     inspection_id    bigint      GENERATED ALWAYS AS IDENTITY,
-    inspector        name        NOT NULL DEFAULT session_user,
+    inspector        name        NOT NULL DEFAULT current_user,
     conversation_id  text        NOT NULL,
     rows_shown       int         NOT NULL,
+    source           text        NOT NULL DEFAULT 'show_active_context',
     PRIMARY KEY (tenant_id, inspection_id)
 );
-COMMENT ON TABLE cscp.inspection_log IS 'Every cscp.show_active_context call: who looked at which conversation, and when';
+COMMENT ON TABLE cscp.inspection_log IS
+  'Every operator read of live contexts or commands: which role (current_user) saw how many rows of which conversation, through which view or function, and when';
+
+CREATE FUNCTION cscp.inspect_active_context(tenant_id text DEFAULT NULL, conversation_id text DEFAULT NULL)
+RETURNS SETOF cscp._active_context
+    AS 'MODULE_PATHNAME', 'cscp_inspect_active_context' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION cscp.inspect_active_context(text, text) IS
+  'Operators: the redacted live contexts of the tenants the role may see (of one tenant or conversation when named); each read is recorded in cscp.inspection_log and the server log';
+
+CREATE FUNCTION cscp.inspect_command_lifecycle(tenant_id text DEFAULT NULL, conversation_id text DEFAULT NULL)
+RETURNS SETOF cscp._command_lifecycle
+    AS 'MODULE_PATHNAME', 'cscp_inspect_command_lifecycle' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION cscp.inspect_command_lifecycle(text, text) IS
+  'Operators: the redacted commands of the tenants the role may see (of one tenant or conversation when named); each read is recorded in cscp.inspection_log and the server log';
+
+CREATE VIEW cscp.active_context AS
+SELECT * FROM cscp.inspect_active_context();
+COMMENT ON VIEW cscp.active_context IS
+  'Live contexts for operators, redacted per the tenant''s detail_level (no raw slot values, keys or fingerprints); only the tenants the role may see; every read audited';
+
+CREATE VIEW cscp.command_lifecycle AS
+SELECT * FROM cscp.inspect_command_lifecycle();
+COMMENT ON VIEW cscp.command_lifecycle IS
+  'Commands for operators: state, reason and timing, redacted per detail_level (no keys, fingerprints, payloads or outcomes); only the tenants the role may see; every read audited';
 
 CREATE FUNCTION cscp.show_active_context(tenant_id text, conversation_id text)
 RETURNS SETOF cscp.active_context
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-#variable_conflict use_column
-DECLARE
-    n int;
-BEGIN
-    PERFORM cscp._id('tenant_id', show_active_context.tenant_id);
-    PERFORM cscp._id('conversation_id', show_active_context.conversation_id);
-    RETURN QUERY
-        SELECT * FROM cscp.active_context a
-         WHERE a.tenant_id = show_active_context.tenant_id
-           AND a.conversation_id = show_active_context.conversation_id;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    INSERT INTO cscp.inspection_log (tenant_id, inspector, conversation_id, rows_shown)
-    VALUES (show_active_context.tenant_id, session_user, show_active_context.conversation_id, n);
-END
-$$;
+    AS 'MODULE_PATHNAME', 'cscp_show_active_context' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION cscp.show_active_context(text, text) IS
-  'Operators: the redacted live contexts of one conversation; each call is recorded in cscp.inspection_log';
+  'Operators: the redacted live contexts of one conversation; each call is recorded in cscp.inspection_log (also when it shows nothing) and the server log';

@@ -54,3 +54,20 @@ EXCEPTION WHEN object_not_in_prerequisite_state THEN
 END
 $$;
 SELECT pg_temp.expect('evidence and invariant problems after use', pg_temp.problems(), 0::bigint);
+
+-- The bindings came back with the rest, and hold: the bound role acts for its tenant only.
+SET ROLE cscp_backup_app;
+SET cscp.tenant_id = 'bk';
+SELECT pg_temp.expect('a bound role after restore, its tenant',
+       (SELECT status::text FROM cscp.context_get('bk', 'c-3', 'cy')), 'expired');
+DO $$
+BEGIN
+    SET LOCAL cscp.tenant_id = 'bk2';
+    PERFORM count(*) FROM cscp.context;
+    RAISE EXCEPTION 'after restore: a bound role read another tenant';
+EXCEPTION WHEN insufficient_privilege THEN
+    RAISE NOTICE 'ok: the bound role is refused another tenant';
+END
+$$;
+RESET ROLE;
+RESET cscp.tenant_id;

@@ -45,3 +45,18 @@ SELECT cscp.forget_conversation('bk', 'c-gone') IS NOT NULL;
 -- A second tenant.
 SELECT (cscp.context_open('bk2', 'z-1', 'zoe')).status;
 SELECT cscp.doc_put('bk2', 'z-1', 'ns', '{"a": 1}', 3600);
+-- Roles bound to tenants (roles belong to the cluster: both databases see them).
+DO $$
+BEGIN
+    CREATE ROLE cscp_backup_app;
+EXCEPTION WHEN duplicate_object THEN NULL;
+END
+$$;
+DO $$
+BEGIN
+    CREATE ROLE cscp_backup_ops;
+EXCEPTION WHEN duplicate_object THEN NULL;
+END
+$$;
+SELECT cscp.grant_app('cscp_backup_app', ARRAY['bk']);
+SELECT cscp.grant_operator('cscp_backup_ops', ARRAY['bk', 'bk2']);

@@ -743,8 +743,13 @@ gen_arg(const char *type, const char *name)
 		return strdup(chance(90) ? PICK(context_states) : "open");
 	if (strcmp(type, "timestamp with time zone") == 0)
 		return strdup(PICK(((const char *const[]) {"now", "infinity", "-infinity", "4713-01-01 BC", "294276-12-31", "2026-02-30", "epoch"})));
+	/*
+	 * Not the application role itself: grant_app(role, tenants) and revoke_app
+	 * would bind it elsewhere or take its privileges, and every later call
+	 * as the application would only be refused.
+	 */
 	if (strcmp(type, "name") == 0)
-		return strdup(chance(70) ? PICK(((const char *const[]) {"fuzz_app", "postgres", "pg_monitor", "public"})) : gen_nasty_text());
+		return strdup(chance(70) ? PICK(((const char *const[]) {"fuzz_bystander", "postgres", "pg_monitor", "public"})) : gen_nasty_text());
 	if (strcmp(type, "cscp.context") == 0)
 		return gen_row(pool_context_row, n_context_row);
 	if (strcmp(type, "cscp.command") == 0)

@@ -120,7 +120,7 @@ SELECT throws_ok(format('UPDATE cscp.command SET state = %L WHERE command_id = %
 SELECT throws_ok(format('UPDATE cscp.command SET state = %L WHERE command_id = %L', 'started', :'acme_cmd'),
                  '55000', NULL, 'a direct UPDATE of a terminal command is refused');
 SELECT throws_ok(format('UPDATE cscp.command SET tenant_id = %L WHERE command_id = %L', 'globex', :'acme_cmd2'),
-                 '55000', NULL, 'a command''s tenant_id cannot be changed');
+                 '42501', NULL, 'a command''s tenant_id cannot be changed (42501 first: the tenant is checked before the lifecycle)');
 SELECT throws_ok(format('UPDATE cscp.command SET command_name = %L WHERE command_id = %L', 'wire', :'acme_cmd2'),
                  '55000', NULL, 'a command''s command_name cannot be changed');
 SELECT throws_ok(format('UPDATE cscp.command SET state = %L, command_name = %L WHERE command_id = %L',

@@ -131,7 +131,7 @@ SELECT is((SELECT count(*) FROM cscp.conversation WHERE tenant_id = 'globex'), 0
 SELECT is((SELECT count(*) FROM cscp.turn WHERE tenant_id = 'globex'), 0::bigint, 'direct SELECT of another tenant''s turns');
 SELECT is((SELECT count(*) FROM cscp.event WHERE tenant_id = 'globex'), 0::bigint, 'direct SELECT of another tenant''s events');
 SELECT throws_ok($$INSERT INTO cscp.turn (tenant_id, conversation_id, role, sender, content, ts) VALUES ('globex', 'g-conv', 'user', 'x', '1', 1)$$,
-                 '22023', 'conversation "g-conv" does not exist', 'direct INSERT of a turn into another tenant''s conversation');
+                 '42501', 'permission denied for tenant "globex"', 'direct INSERT of a turn into another tenant''s conversation');
 SELECT throws_ok($$INSERT INTO cscp.conversation (tenant_id, conversation_id, agent_id) VALUES ('globex', 'g-3', 'x')$$,
                  '42501', NULL, 'direct INSERT of a conversation for another tenant');
 WITH u AS (UPDATE cscp.conversation SET agent_id = 'x' WHERE tenant_id = 'globex' RETURNING 1)

@@ -77,7 +77,7 @@ SELECT throws_ok($$UPDATE cscp.policy SET settings = '{"context_ttl": "forever",
 SELECT is(cscp.doc_put('acme', 'a-sess-2', 'ns', '{"y": 2}', 600), 'a-sess-2:ns', 'a second document of its own');
 SELECT throws_ok($$UPDATE cscp.document SET tenant_id = 'globex' WHERE tenant_id = 'acme'$$, '42501', NULL,
                  'moving a document to another tenant is refused');
-SELECT throws_ok($$UPDATE cscp.context SET tenant_id = 'globex' WHERE tenant_id = 'acme'$$, '55000', NULL,
+SELECT throws_ok($$UPDATE cscp.context SET tenant_id = 'globex' WHERE tenant_id = 'acme'$$, '42501', NULL,
                  'moving a context to another tenant is refused');
 
 -- No clock, no administration, no operator views.

@@ -25,6 +25,8 @@ psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<SQL
 CREATE EXTENSION cscp;
 CREATE ROLE $ROLE LOGIN;
 SELECT cscp.grant_app('$ROLE');
+-- the role the fuzz grants and revokes (not $ROLE, which must keep its privileges)
+CREATE ROLE fuzz_bystander;
 SQL
 PGUSER=$ROLE PGOPTIONS="-c cscp.tenant_id=$TENANT" psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
 SELECT cscp.conversation_start('fuzz', 'c1', 'agent',
