@@ -28,7 +28,6 @@
 #include "cscp.h"
 
 #include "access/htup_details.h"
-#include "access/table.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
@@ -815,83 +814,28 @@ static const char *const due_insert_sql[2] = {
 	" VALUES ($1, $2, $3, $4)",
 };
 
-/* The list table: cscp.command_window (window) or cscp.command_retired. */
-static Relation
-due_open(bool window)
-{
-	return table_open(cscp_relation_oid(window ? "command_window" : "command_retired", false),
-					  RowExclusiveLock);
-}
-
 /*
  * A command's row out of cscp.command_window (window) or
- * cscp.command_retired: below the executor (cscp_row_delete), found through
- * the list's index on its time, as the owner; the statement where the list
- * has a trigger or a rule.
+ * cscp.command_retired, by its DELETE statement, as the owner.
  */
 static void
 due_release(bool window, Datum *args)
 {
 	static SPIPlanPtr plans[2] = {NULL, NULL};
-	Relation	rel = due_open(window);
 
-	if (cscp_row_delete_direct(rel))
-	{
-		TupleDesc	desc = RelationGetDescr(rel);
-		const char *name = window ? "cscp.command_window" : "cscp.command_retired";
-		AttrNumber	match[2];
-		Datum		vals[2] = {args[0], args[2]};
-
-		match[0] = cscp_column(desc, name, "tenant_id");
-		match[1] = cscp_column(desc, name, "command_id");
-		cscp_row_delete(rel, window ? "command_window_idx" : "command_retired_idx", args[3],
-						2, match, vals);
-	}
-	else
-		due_exec(&plans[window], due_delete_sql[window], 4, due_types, args, SPI_OK_DELETE);
-	table_close(rel, NoLock);
+	due_exec(&plans[window], due_delete_sql[window], 4, due_types, args, SPI_OK_DELETE);
 }
 
 /*
  * A command's row into cscp.command_window (window) or
- * cscp.command_retired: below the executor (cscp_row_insert) as the owner,
- * or the statement where the list has a statement trigger or a rule.
+ * cscp.command_retired, by its INSERT statement, as the owner.
  */
 static void
 due_take(bool window, Datum *args)
 {
 	static SPIPlanPtr plans[2] = {NULL, NULL};
-	Relation	rel = due_open(window);
 
-	if (cscp_row_insert_direct(rel))
-	{
-		TupleDesc	desc = RelationGetDescr(rel);
-		const char *name = window ? "cscp.command_window" : "cscp.command_retired";
-		Datum	   *values = palloc0(desc->natts * sizeof(Datum));
-		bool	   *nulls = palloc(desc->natts * sizeof(bool));
-		static const char *const colnames[2][4] = {
-			{"tenant_id", "conversation_id", "command_id", "retired_at"},
-			{"tenant_id", "conversation_id", "command_id", "window_expires_at"},
-		};
-		HeapTuple	tuple;
-
-		memset(nulls, true, desc->natts * sizeof(bool));
-		for (int i = 0; i < 4; i++)
-		{
-			int			c = cscp_column(desc, name, colnames[window][i]);
-
-			values[c - 1] = args[i];
-			nulls[c - 1] = false;
-		}
-		tuple = heap_form_tuple(desc, values, nulls);
-		cscp_row_insert(rel, tuple, false);
-		heap_freetuple(tuple);
-		pfree(values);
-		pfree(nulls);
-	}
-	else
-		due_exec(&plans[window], due_insert_sql[window], 4, due_types, args, SPI_OK_INSERT);
-	table_close(rel, NoLock);
+	due_exec(&plans[window], due_insert_sql[window], 4, due_types, args, SPI_OK_INSERT);
 }
 
 /*
