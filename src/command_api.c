@@ -985,15 +985,18 @@ cscp_context_for(text *tenant, text *conversation, text *actor, HeapTuple *ctx, 
 
 	/*
 	 * The live context first, through cscp.context_live, which holds at most
-	 * one per triple.  A row that stopped being live while we waited for its
-	 * lock is not taken.  Only without one, the latest of all.
+	 * one per triple (its id found first, so that both reads are by key
+	 * whatever the plan).  A row that stopped being live while we waited for
+	 * its lock is not taken.  Only without one, the latest of all.
 	 */
 	cscp_spi_plan(&live_plan,
-				  "SELECT x.* FROM cscp.context_live l JOIN cscp.context x"
-				  "    ON x.tenant_id = l.tenant_id AND x.context_id = l.context_id"
-				  " WHERE l.tenant_id = $1 AND l.conversation_id = $2 AND l.actor_id = $3"
+				  "SELECT * FROM cscp.context x"
+				  " WHERE x.tenant_id = $1"
+				  "   AND x.context_id = (SELECT l.context_id FROM cscp.context_live l"
+				  "                        WHERE l.tenant_id = $1 AND l.conversation_id = $2"
+				  "                          AND l.actor_id = $3)"
 				  "   AND x.status IN ('active', 'pending', 'blocked')"
-				  " FOR UPDATE OF x",
+				  " FOR UPDATE",
 				  3, argtypes);
 	tt = run(live_plan, args, NULL, false, SPI_OK_SELECT);
 	if (SPI_processed == 1)
