@@ -7,9 +7,10 @@
  *
  * The rules themselves are not here: the transition table and the ordering
  * invariants are command_fsm.c's, enforced by its trigger on every write.
- * command_transition asks the trigger (cscp_transition_ask) to record a
- * refused step as an invalid_transition_attempt and skip the row instead of
- * raising, so that the refusal is returned with accepted = false.
+ * command_transition locks the command's row, asks the same rules
+ * (cscp_command_step_refusal) whether the step is allowed, and records a
+ * refused step as an invalid_transition_attempt and returns it with
+ * accepted = false instead of running an UPDATE the trigger would refuse.
  *
  * Every query runs with the caller's rights, so row-level security keeps a
  * caller to its own tenant.  Locks, in the order used everywhere: the
@@ -35,6 +36,19 @@
 #include "utils/typcache.h"
 
 static void check_object(const char *argname, Jsonb *value);
+
+/*
+ * The columns of a context row that the functions here read (by name):
+ * the select list of every query that hands a context row to them.
+ */
+#define CONTEXT_COLUMNS \
+	"x.tenant_id, x.context_id, x.conversation_id, x.actor_id, x.status, x.expires_at," \
+	" x.slots, x.last_message_id, x.last_command_id, x.reason"
+
+/* The columns of a command row that a replay and an answer read. */
+#define COMMAND_RESULT_COLUMNS \
+	"x.command_id, x.state, x.outcome, x.last_transition_at"
+
 
 /* Whether slots holds a pending question under key (an object) naming command_id. */
 static bool
@@ -400,49 +414,82 @@ typedef struct MovedCommand
 } MovedCommand;
 
 /*
- * Move command command_id to state to by
+ * The row of command command_id, locked FOR UPDATE (as the caller: the
+ * row-level security of SELECT and UPDATE applies, and the UPDATE
+ * privilege is needed), with its descriptor in *desc; NULL when there is
+ * none.  An id held by more than one tenant's command (seen together by a
+ * role row-level security does not bind) is an error.
+ */
+static HeapTuple
+lock_command(Datum command_id, TupleDesc *desc)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[1] = {UUIDOID};
+
+	cscp_spi_plan(&plan,
+				  "SELECT x.tenant_id, x.command_id, x.conversation_id, x.state, x.mutating,"
+				  "       x.auto_confirm, x.confirmed_at, x.authorized_at, x.window_expires_at,"
+				  "       x.message_ids, x.context_ref"
+				  "  FROM cscp.command x WHERE x.command_id = $1 FOR UPDATE",
+				  1, argtypes);
+	if (SPI_execute_plan(plan, &command_id, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not lock command %s",
+			 DatumGetCString(DirectFunctionCall1(uuid_out, command_id)));
+	if (SPI_processed == 0)
+		return NULL;
+	if (SPI_processed > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_CARDINALITY_VIOLATION),
+				 errmsg("command id %s is held by more than one tenant's command",
+						DatumGetCString(DirectFunctionCall1(uuid_out, command_id))),
+				 errhint("Set cscp.tenant_id to the command's tenant.")));
+	*desc = SPI_tuptable->tupdesc;
+	return SPI_tuptable->vals[0];
+}
+
+/*
+ * Move command cmd (its row as lock_command returned it) to state to by
  *
  *	 UPDATE cscp.command x
  *		SET state = to, reason_code = reason, detail = detail,
  *			window_expires_at = window
- *	  WHERE x.command_id = command_id
- *	 RETURNING x.*
+ *	  WHERE x.tenant_id = <cmd's> AND x.command_id = <cmd's>
+ *	 RETURNING x.reason_code, x.recovery_kind, x.target_command_id, x.tenant_id
  *
- * and fill in *m from the row written.  reason and detail: (Datum)
- * 0 or NULL for null.  Returns false when no row was written: none
- * has the id (for the caller's tenant), or the trigger skipped it.
- *
- * The statement is run as it is, with the caller's rights: row-level
+ * and fill in *m from the row written.  reason and detail: (Datum) 0 or
+ * NULL for null.  Returns false when no row was written: a BEFORE trigger
+ * skipped it.  The statement runs with the caller's rights: row-level
  * security, privileges, rules and every trigger apply as to any UPDATE.
  */
 static bool
-move_command(Datum command_id, CommandState to, Datum reason, Jsonb *detail, Datum window,
-			 bool window_null, MovedCommand *m)
+move_command(HeapTuple cmd, TupleDesc cmddesc, CommandState to, Datum reason, Jsonb *detail,
+			 Datum window, bool window_null, MovedCommand *m)
 {
 	static SPIPlanPtr plan = NULL;
-	static const Oid types[5] = {UUIDOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID};
+	static const Oid types[6] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID};
 	TupleDesc	desc = NULL;
 	HeapTuple	row;
 	bool		isnull;
-	Datum		args[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Datum		args[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 
 	memset(m, 0, sizeof(*m));
-	args[0] = command_id;
-	args[1] = CStringGetTextDatum(cscp_command_state_names[to]);
-	args[2] = reason;
-	nulls[2] = reason == (Datum) 0 ? 'n' : ' ';
-	args[3] = PointerGetDatum(detail);
-	nulls[3] = detail == NULL ? 'n' : ' ';
-	args[4] = window;
-	nulls[4] = window_null ? 'n' : ' ';
+	args[0] = heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "tenant_id"), cmddesc, &isnull);
+	args[1] = heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "command_id"), cmddesc, &isnull);
+	args[2] = CStringGetTextDatum(cscp_command_state_names[to]);
+	args[3] = reason;
+	nulls[3] = reason == (Datum) 0 ? 'n' : ' ';
+	args[4] = PointerGetDatum(detail);
+	nulls[4] = detail == NULL ? 'n' : ' ';
+	args[5] = window;
+	nulls[5] = window_null ? 'n' : ' ';
 	cscp_spi_plan(&plan,
 				  "UPDATE cscp.command x"
-				  "   SET state = $2::cscp.command_state, reason_code = $3, detail = $4,"
-				  "       window_expires_at = $5"
-				  " WHERE x.command_id = $1"
-				  " RETURNING x.*",
-				  5, types);
+				  "   SET state = $3::cscp.command_state, reason_code = $4, detail = $5,"
+				  "       window_expires_at = $6"
+				  " WHERE x.tenant_id = $1 AND x.command_id = $2"
+				  " RETURNING x.reason_code, x.recovery_kind, x.target_command_id, x.tenant_id",
+				  6, types);
 	row = cscp_spi_update_one(plan, args, nulls, &desc, "move a command");
 	if (row == NULL)
 		return false;
@@ -495,6 +542,7 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 	Datum		window = (Datum) 0;
 	HeapTuple	ctx = NULL;
 	TupleDesc	ctxdesc = NULL;
+	TupleDesc	cmddesc = NULL;
 	Datum		values[3];
 	bool		result_nulls[3] = {false, false, false};
 
@@ -537,7 +585,7 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 		to == CMD_REJECTED || to == CMD_CANCELED)
 	{
 		cscp_spi_plan(&context_plan,
-					  "SELECT x.* FROM cscp.command c JOIN cscp.context x"
+					  "SELECT " CONTEXT_COLUMNS " FROM cscp.command c JOIN cscp.context x"
 					  "    ON x.tenant_id = c.tenant_id AND x.context_id = c.context_id"
 					  " WHERE c.command_id = $1 FOR UPDATE OF x",
 					  1, find_types);
@@ -551,8 +599,8 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 	}
 	/*
 	 * An approval request is refused also for its context's sake (not live,
-	 * blocked), which only this function knows; the trigger refuses with
-	 * that reason when its own rules allow the step.
+	 * blocked), which only this function knows: with that reason when the
+	 * command's own rules allow the step.
 	 */
 	if (approval)
 	{
@@ -572,37 +620,31 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 
 	{
 		/*
-		 * The step itself.  Every other step is judged by the command
-		 * trigger as the update locks the row: asked through
-		 * cscp_transition_ask, it records a refusal and skips the row
-		 * instead of raising, so the update finds nothing and ask says why.
+		 * The step itself.  The command's row is locked and judged by the
+		 * command trigger's own rules (cscp_command_step_refusal); a refused
+		 * step is recorded as an invalid_transition_attempt and returned, and
+		 * only an allowed one is written, by an UPDATE that the trigger
+		 * judges again and that RLS, privileges and triggers apply to.
 		 */
-		CscpTransitionAsk ask = {0};
+		HeapTuple	cmd = lock_command(PG_GETARG_DATUM(0), &cmddesc);
+		const char *why;
 		MovedCommand m;
-		bool		moved;
 
-		ask.command_id = PG_GETARG_DATUM(0);
-		ask.refusal_detail = refusal_detail(reason_code, detail);
-		ask.context_refusal = context_refusal;
-		cscp_transition_ask = &ask;
-		PG_TRY();
-		{
-			moved = move_command(PG_GETARG_DATUM(0), to, PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2),
-								 detail, window, !(approval && context_refusal == NULL), &m);
-		}
-		PG_FINALLY();
-		{
-			cscp_transition_ask = NULL;
-		}
-		PG_END_TRY();
-		if (!moved && ask.refused == NULL)
+		if (cmd == NULL)
 			no_command(PG_GETARG_DATUM(0));
-		if (!moved)
+		why = cscp_command_step_refusal(cmd, cmddesc, to, &result_state);
+		if (why == NULL)
+			why = context_refusal;
+		if (why != NULL)
 		{
+			cscp_command_record_refusal(cmd, cmddesc, result_state, to, why,
+										refusal_detail(reason_code, detail));
 			accepted = false;
-			result_state = ask.from;
-			result_reason = MemoryContextStrdup(callerctx, ask.refused);
+			result_reason = MemoryContextStrdup(callerctx, why);
 		}
+		else if (!move_command(cmd, cmddesc, to, PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2),
+							   detail, window, !approval, &m))
+			no_command(PG_GETARG_DATUM(0));
 		else
 		{
 			if (m.reason_code != NULL)
@@ -970,7 +1012,7 @@ cscp_key_lock(text *tenant, const char *key, int keylen)
 /*
  * The context of (tenant, conversation, actor) a command or an answer
  * works against -- the live one, else the latest -- locked FOR UPDATE, in
- * *ctx and *desc (valid until SPI_finish).  False when the triple never had
+ * *ctx (its CONTEXT_COLUMNS) and *desc (valid until SPI_finish).  False when the triple never had
  * a context.  The caller is connected to SPI.
  */
 bool
@@ -990,7 +1032,7 @@ cscp_context_for(text *tenant, text *conversation, text *actor, HeapTuple *ctx, 
 	 * its lock is not taken.  Only without one, the latest of all.
 	 */
 	cscp_spi_plan(&live_plan,
-				  "SELECT * FROM cscp.context x"
+				  "SELECT " CONTEXT_COLUMNS " FROM cscp.context x"
 				  " WHERE x.tenant_id = $1"
 				  "   AND x.context_id = (SELECT l.context_id FROM cscp.context_live l"
 				  "                        WHERE l.tenant_id = $1 AND l.conversation_id = $2"
@@ -1007,7 +1049,7 @@ cscp_context_for(text *tenant, text *conversation, text *actor, HeapTuple *ctx, 
 	}
 
 	cscp_spi_plan(&plan,
-				  "SELECT * FROM cscp.context x"
+				  "SELECT " CONTEXT_COLUMNS " FROM cscp.context x"
 				  " WHERE x.tenant_id = $1 AND x.conversation_id = $2 AND x.actor_id = $3"
 				  " ORDER BY x.status IN ('active', 'pending', 'blocked') DESC,"
 				  "          x.created_at DESC, x.version DESC"
@@ -1091,7 +1133,10 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	args[0] = tenant;
 	args[1] = PointerGetDatum(q->idempotency_key);
 	cscp_spi_plan(&key_plan,
-				  "SELECT * FROM cscp.command x WHERE x.tenant_id = $1 AND x.idempotency_key = $2",
+				  "SELECT " COMMAND_RESULT_COLUMNS ", x.conversation_id, x.actor_id, x.command_name,"
+				  "       x.mutating, x.payload, x.target_fingerprint, x.recovery_kind,"
+				  "       x.target_command_id"
+				  "  FROM cscp.command x WHERE x.tenant_id = $1 AND x.idempotency_key = $2",
 				  2, key_types);
 	tt = run(key_plan, args, NULL, false, SPI_OK_SELECT);
 	if (SPI_processed == 1)
@@ -1152,7 +1197,8 @@ conflict:
 				args[1] = context_id;
 				cscp_spi_plan(&expire_plan,
 							  "UPDATE cscp.context x SET status = 'expired', reason = 'ttl'"
-							  " WHERE x.tenant_id = $1 AND x.context_id = $2 RETURNING *",
+							  " WHERE x.tenant_id = $1 AND x.context_id = $2"
+							  " RETURNING " CONTEXT_COLUMNS,
 							  2, id_types);
 				tt = run(expire_plan, args, NULL, false, SPI_OK_UPDATE_RETURNING);
 				if (SPI_processed == 1)
@@ -1292,18 +1338,9 @@ conflict:
 				  "    target_command_id, recovery_kind, window_expires_at)"
 				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
 				  "         $16::cscp.command_state, $14, $15, $17)"
-				  " RETURNING *",
+				  " RETURNING " COMMAND_RESULT_COLUMNS,
 				  17, insert_types);
-	cscp_command_asking = asking;
-	PG_TRY();
-	{
-		tt = run(insert_plan, args, nulls, false, SPI_OK_INSERT_RETURNING);
-	}
-	PG_FINALLY();
-	{
-		cscp_command_asking = false;
-	}
-	PG_END_TRY();
+	tt = run(insert_plan, args, nulls, false, SPI_OK_INSERT_RETURNING);
 	cmd = tt->vals[0];
 	cmddesc = tt->tupdesc;
 	memset(nulls, ' ', sizeof(nulls));
@@ -1315,7 +1352,8 @@ conflict:
 		args[2] = CStringGetTextDatum(reason);
 		cscp_spi_plan(&reject_plan,
 					  "UPDATE cscp.command x SET state = 'rejected', reason_code = $3"
-					  " WHERE x.tenant_id = $1 AND x.command_id = $2 RETURNING *",
+					  " WHERE x.tenant_id = $1 AND x.command_id = $2"
+					  " RETURNING " COMMAND_RESULT_COLUMNS,
 					  3, reject_types);
 		tt = run(reject_plan, args, NULL, false, SPI_OK_UPDATE_RETURNING);
 		command_result(tt->vals[0], tt->tupdesc, false, r, callerctx);

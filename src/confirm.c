@@ -268,7 +268,7 @@ cscp_confirm(PG_FUNCTION_ARGS)
 			args[0] = col(ctx, ctxdesc, "cscp.context", "tenant_id", &isnull);
 			args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(id));
 			cscp_spi_plan(&lock_plan,
-						  "SELECT * FROM cscp.command x"
+						  "SELECT x.tenant_id, x.command_id, x.state FROM cscp.command x"
 						  " WHERE x.tenant_id = $1 AND x.command_id = $2 FOR UPDATE",
 						  2, command_types);
 			run(lock_plan, args, NULL, SPI_OK_SELECT);
@@ -308,7 +308,7 @@ cscp_confirm(PG_FUNCTION_ARGS)
 			if (!isnull)
 			{
 				cscp_spi_plan(&last_plan,
-							  "SELECT * FROM cscp.command x"
+							  "SELECT x.tenant_id, x.command_id, x.state FROM cscp.command x"
 							  " WHERE x.tenant_id = $1 AND x.command_id = $2",
 							  2, command_types);
 				run(last_plan, args, NULL, SPI_OK_SELECT);
