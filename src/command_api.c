@@ -442,7 +442,8 @@ lock_command(Datum command_id, TupleDesc *desc)
 				(errcode(ERRCODE_CARDINALITY_VIOLATION),
 				 errmsg("command id %s is held by more than one tenant's command",
 						DatumGetCString(DirectFunctionCall1(uuid_out, command_id))),
-				 errhint("Set cscp.tenant_id to the command's tenant.")));
+				 errdetail("A role that row-level security does not bind sees the commands of every tenant."),
+				 errhint("Move the command as a role bound to its tenant.")));
 	*desc = SPI_tuptable->tupdesc;
 	return SPI_tuptable->vals[0];
 }
