@@ -7,12 +7,14 @@
 --   * A user's row triggers fire once per row written (no more, no less) and see the row as
 --     stored; a rule on cscp.answer fires with confirm; a BEFORE trigger that skips the row,
 --     a CHECK constraint and a missing privilege refuse as for the statement.
+--   * command_submit's INSERT of a command born asking for confirmation is judged by the row
+--     alone, so the application role's own INSERT of such a row is held to the same rules.
 --   * After ALTER TABLE ADD/DROP COLUMN on cscp.command and cscp.context, every API call gives
 --     the same answers (row_writes_after_alter.sql does the same in a session whose first call
 --     comes after the ALTER).
 -- Everything runs as an application role set up with cscp.grant_app and SET cscp.tenant_id.
 BEGIN;
-SELECT plan(44);
+SELECT plan(49);
 
 SET cscp.clock = '2026-08-01 10:00:00+00';
 CREATE ROLE tap_rw_app;
@@ -446,7 +448,38 @@ END
 $$;
 DROP POLICY rw_not_blocked ON cscp.command;
 
--- 4. ALTER TABLE ADD and DROP COLUMN on cscp.command and cscp.context, in this session.
+-- 4. command_submit's INSERT of a command asking for confirmation is an ordinary statement: the
+-- application role's own INSERT of such a row is held to the same rules, with no flag set by
+-- the API: accepted when mutating, not auto-confirmed and with a window (both steps recorded,
+-- the window listed), refused with 55000 otherwise.
+SET ROLE tap_rw_app;
+SELECT lives_ok($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name,
+                                           mutating, payload, message_ids, state, window_expires_at)
+                  VALUES ('acme', 'direct-1', 'direct', 'u', 'cancel_order', true, '{}', ARRAY['d1'],
+                          'confirmation_required', cscp.now() + interval '5 minutes')$$,
+                'a direct INSERT of a mutating command asking for confirmation');
+SELECT results_eq($$SELECT c.version, (SELECT string_agg(e.event_type, ' ' ORDER BY e.evidence_id) FROM cscp.evidence e
+                                        WHERE e.command_id = c.command_id),
+                           (SELECT count(*) FROM cscp.command_window w WHERE w.command_id = c.command_id)
+                      FROM cscp.command c WHERE c.idempotency_key = 'direct-1'$$,
+                  $$VALUES (2::bigint, 'command.accepted command.confirmation.requested', 1::bigint)$$,
+                  'is recorded as command_submit''s is: two steps, two evidence rows, its window listed');
+SELECT throws_ok($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name,
+                                            mutating, payload, message_ids, state)
+                   VALUES ('acme', 'direct-2', 'direct', 'u', 'cancel_order', true, '{}', ARRAY['d2'],
+                           'confirmation_required')$$,
+                 '55000', 'a new command in confirmation_required must be mutating, not auto-confirmed, and have a window',
+                 'one without a window is refused');
+SELECT throws_ok($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name,
+                                            mutating, payload, message_ids, state, window_expires_at)
+                   VALUES ('acme', 'direct-3', 'direct', 'u', 'lookup', false, '{}', ARRAY['d3'],
+                           'confirmation_required', cscp.now() + interval '5 minutes')$$,
+                 '55000', NULL, 'and so is one that does not mutate');
+SELECT is((SELECT count(*) FROM cscp.command WHERE conversation_id = 'direct'), 1::bigint,
+          'neither was written');
+RESET ROLE;
+
+-- 5. ALTER TABLE ADD and DROP COLUMN on cscp.command and cscp.context, in this session.
 ALTER TABLE cscp.command ADD COLUMN rw_gone text, ADD COLUMN rw_note text DEFAULT 'note';
 ALTER TABLE cscp.command DROP COLUMN rw_gone;
 ALTER TABLE cscp.context ADD COLUMN rw_gone text, ADD COLUMN rw_note text DEFAULT 'note';
