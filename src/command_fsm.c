@@ -497,7 +497,7 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	{
 		/*
 		 * Born asking for confirmation (command_submit's insert of a mutating
-		 * command): the row says all the two steps need, and both are
+		 * command): the row says all that the two steps need, and both are
 		 * recorded, as an insert canonicalized and an update would.
 		 */
 		if (!get_bool(tuple, desc, cols.mutating) || get_bool(tuple, desc, cols.auto_confirm) ||
