@@ -7,9 +7,10 @@
  *
  * The rules themselves are not here: the transition table and the ordering
  * invariants are command_fsm.c's, enforced by its trigger on every write.
- * command_transition asks the trigger (cscp_transition_ask) to record a
- * refused step as an invalid_transition_attempt and skip the row instead of
- * raising, so that the refusal is returned with accepted = false.
+ * command_transition locks the command's row, asks the same rules
+ * (cscp_command_step_refusal) whether the step is allowed, and records a
+ * refused step as an invalid_transition_attempt and returns it with
+ * accepted = false instead of running an UPDATE the trigger would refuse.
  *
  * Every query runs with the caller's rights, so row-level security keeps a
  * caller to its own tenant.  Locks, in the order used everywhere: the
@@ -23,7 +24,6 @@
 #include "cscp.h"
 
 #include "access/htup_details.h"
-#include "access/table.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -36,6 +36,19 @@
 #include "utils/typcache.h"
 
 static void check_object(const char *argname, Jsonb *value);
+
+/*
+ * The columns of a context row that the functions here read (by name):
+ * the select list of every query that hands a context row to them.
+ */
+#define CONTEXT_COLUMNS \
+	"x.tenant_id, x.context_id, x.conversation_id, x.actor_id, x.status, x.expires_at," \
+	" x.slots, x.last_message_id, x.last_command_id, x.reason"
+
+/* The columns of a command row that a replay and an answer read. */
+#define COMMAND_RESULT_COLUMNS \
+	"x.command_id, x.state, x.outcome, x.last_transition_at"
+
 
 /* Whether slots holds a pending question under key (an object) naming command_id. */
 static bool
@@ -69,84 +82,6 @@ slot_pending(Jsonb *slots, const char *key)
  * becomes its last one.  Expired or closed contexts stay as they are.
  * The caller is connected to SPI and holds the context's row lock.
  */
-static const char *const edit_status_names[2] = {"active", "pending"};
-static CscpEnumCache edit_status = {.n = 2, .names = edit_status_names};
-
-/*
- * What a command's submit or release sets on its context (context_edit),
- * as the statements beside each use of it say.
- */
-typedef struct ContextEdit
-{
-	bool		set_slots;		/* slots = slots */
-	Jsonb	   *slots;
-	Jsonb	   *pending;		/* slots = x.slots || pending (when not set_slots) */
-	bool		release;		/* status: pending -> active */
-	bool		ask;			/* status: active -> pending */
-	bool		set_reason;		/* reason = coalesce(reason, x.reason) */
-	Datum		reason;			/* (Datum) 0 for null */
-	Datum		command_id;		/* last_command_id = command_id */
-	bool		set_last_message;	/* last_message_id = coalesce(last_message,
-									 * x.last_message_id) */
-	text	   *last_message;
-} ContextEdit;
-
-static bool
-context_edit(HeapTuple old, TupleDesc desc, Datum *values, bool *nulls, bool *replace, void *arg)
-{
-	ContextEdit *e = (ContextEdit *) arg;
-	int			c;
-
-	if (e->set_slots || e->pending != NULL)
-	{
-		c = cscp_column(desc, "cscp.context", "slots");
-		if (e->set_slots)
-			values[c - 1] = JsonbPGetDatum(e->slots);
-		else
-		{
-			values[c - 1] = heap_getattr(old, c, desc, &nulls[c - 1]);
-			if (!nulls[c - 1])
-				values[c - 1] = DirectFunctionCall2(jsonb_concat, values[c - 1],
-													JsonbPGetDatum(e->pending));
-		}
-		replace[c - 1] = true;
-	}
-	if (e->release || e->ask)
-	{
-		Oid			typoid;
-
-		c = cscp_column(desc, "cscp.context", "status");
-		typoid = TupleDescAttr(desc, c - 1)->atttypid;
-		values[c - 1] = heap_getattr(old, c, desc, &nulls[c - 1]);
-		/* CASE WHEN x.status = <from> THEN <to> ELSE x.status END */
-		if (!nulls[c - 1] && values[c - 1] == cscp_enum_datum(&edit_status, typoid, e->ask ? 0 : 1))
-			values[c - 1] = cscp_enum_datum(&edit_status, typoid, e->ask ? 1 : 0);
-		replace[c - 1] = true;
-	}
-	if (e->set_reason)
-	{
-		c = cscp_column(desc, "cscp.context", "reason");
-		if (e->reason != (Datum) 0)
-			values[c - 1] = e->reason;
-		else
-			values[c - 1] = heap_getattr(old, c, desc, &nulls[c - 1]);
-		replace[c - 1] = true;
-	}
-	c = cscp_column(desc, "cscp.context", "last_command_id");
-	values[c - 1] = e->command_id;
-	replace[c - 1] = true;
-	if (e->set_last_message)
-	{
-		c = cscp_column(desc, "cscp.context", "last_message_id");
-		if (e->last_message != NULL)
-			values[c - 1] = PointerGetDatum(e->last_message);
-		else
-			values[c - 1] = heap_getattr(old, c, desc, &nulls[c - 1]);
-		replace[c - 1] = true;
-	}
-	return true;
-}
-
 void
 cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id, const char *why)
 {
@@ -161,7 +96,6 @@ cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id, const char
 	bool		changed = false;
 	Datum		args[6];
 	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
-	Relation	rel;
 
 	if (!cscp_status_live(status) || DatumGetTimestampTz(expires) <= cscp_now())
 		return;
@@ -194,40 +128,18 @@ cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id, const char
 	else
 		nulls[4] = 'n';
 	args[5] = command_id;
-	rel = table_open(cscp_relation_oid("context", false), RowExclusiveLock);
-	if (cscp_row_update_direct(rel))
-	{
-		/*
-		 * The row locked again by key (the caller's copy may be older than a
-		 * write of this transaction's) and written without a plan for one
-		 * row; none when row-level security hides it.
-		 */
-		ContextEdit e = {0};
-
-		e.slots = slots;
-		e.set_slots = true;
-		e.release = !DatumGetBool(args[3]);
-		e.set_reason = true;
-		e.reason = why != NULL ? args[4] : (Datum) 0;
-		e.command_id = command_id;
-		cscp_context_update(rel, "context_pkey", 2, args, context_edit, &e);
-	}
-	else
-	{
-		cscp_spi_plan(&plan,
-					  "UPDATE cscp.context x"
-					  "   SET slots = $3,"
-					  "       status = CASE WHEN x.status = 'pending' AND NOT $4"
-					  "                     THEN 'active'::cscp.context_status ELSE x.status END,"
-					  "       reason = coalesce($5, x.reason),"
-					  "       last_command_id = $6,"
-					  "       expires_at = cscp._context_touch(x)"
-					  " WHERE x.tenant_id = $1 AND x.context_id = $2",
-					  6, argtypes);
-		if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "could not release context slots of command %s", id);
-	}
-	table_close(rel, NoLock);
+	cscp_spi_plan(&plan,
+				  "UPDATE cscp.context x"
+				  "   SET slots = $3,"
+				  "       status = CASE WHEN x.status = 'pending' AND NOT $4"
+				  "                     THEN 'active'::cscp.context_status ELSE x.status END,"
+				  "       reason = coalesce($5, x.reason),"
+				  "       last_command_id = $6,"
+				  "       expires_at = cscp._context_touch(x)"
+				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
+				  6, argtypes);
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not release context slots of command %s", id);
 }
 
 PG_FUNCTION_INFO_V1(cscp_context_release_sql);
@@ -437,82 +349,57 @@ no_command(Datum command_id)
  * approval window (no approval was asked for), and its context's slots
  * name it in no pending question, so that there is nothing to release.
  *
- * Both are read without locks.  The lifecycle has no way back into
- * authz_pending, so no later version of the command can come to wait for
- * an approval: from every later state, authorized is refused.  A question
- * naming the command that is written into the context after the read is
- * ordered after the whole step, as if the step had committed first.  The
- * command is found through command_id_idx, which can hold one id for
+ * Both are read without locks, by one query as the caller (row-level
+ * security applies as to any statement), after the writes of this
+ * transaction so far.  The lifecycle has no way back into authz_pending, so
+ * no later version of the command can come to wait for an approval: from
+ * every later state, authorized is refused.  A question naming the command
+ * that is written into the context after the read is ordered after the
+ * whole step, as if the step had committed first.  The id can be held by
  * several tenants (seen together by a role row-level security does not
  * bind); every row found must qualify, and none found means no.
  */
 static bool
 authorize_alone(Datum command_id)
 {
-	Relation	cmdrel = table_open(cscp_relation_oid("command", false), AccessShareLock);
-	TupleDesc	cmddesc = RelationGetDescr(cmdrel);
-	List	   *rows = cscp_key_rows(cmdrel, "command_id_idx", 1, &command_id, false);
-	int			statecol = cscp_column(cmddesc, "cscp.command", "state");
-	int			windowcol = cscp_column(cmddesc, "cscp.command", "window_expires_at");
-	int			tenantcol = cscp_column(cmddesc, "cscp.command", "tenant_id");
-	int			contextcol = cscp_column(cmddesc, "cscp.command", "context_id");
-	Relation	ctxrel = NULL;
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[1] = {UUIDOID};
 	char	   *id = NULL;
-	bool		alone = rows != NIL;
-	ListCell   *lc;
+	bool		alone;
 
-	foreach(lc, rows)
+	cscp_spi_plan(&plan,
+				  "SELECT c.state = 'authz_pending' AND c.window_expires_at IS NULL, x.slots"
+				  "  FROM cscp.command c LEFT JOIN cscp.context x"
+				  "    ON x.tenant_id = c.tenant_id AND x.context_id = c.context_id"
+				  " WHERE c.command_id = $1",
+				  1, argtypes);
+	if (SPI_execute_plan(plan, &command_id, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read command %s",
+			 DatumGetCString(DirectFunctionCall1(uuid_out, command_id)));
+	alone = SPI_processed > 0;
+	for (uint64 i = 0; i < SPI_processed && alone; i++)
 	{
-		HeapTuple	cmd = (HeapTuple) lfirst(lc);
+		HeapTuple	row = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
 		bool		isnull;
-		Datum		state = heap_getattr(cmd, statecol, cmddesc, &isnull);
-		Datum		key[2];
-		HeapTuple	ctx;
+		Datum		waiting = SPI_getbinval(row, desc, 1, &isnull);
+		Datum		slots;
 
-		if (isnull ||
-			cscp_command_state_of(TupleDescAttr(cmddesc, statecol - 1)->atttypid, state) != CMD_AUTHZ_PENDING)
+		if (isnull || !DatumGetBool(waiting))
 		{
 			alone = false;
 			break;
 		}
-		(void) heap_getattr(cmd, windowcol, cmddesc, &isnull);
-		if (!isnull)
-		{
-			alone = false;
-			break;
-		}
-		key[0] = heap_getattr(cmd, tenantcol, cmddesc, &isnull);
-		key[1] = heap_getattr(cmd, contextcol, cmddesc, &isnull);
+		slots = SPI_getbinval(row, desc, 2, &isnull);
 		if (isnull)
 			continue;
-		if (ctxrel == NULL)
-		{
-			ctxrel = table_open(cscp_relation_oid("context", false), AccessShareLock);
+		if (id == NULL)
 			id = DatumGetCString(DirectFunctionCall1(uuid_out, command_id));
-		}
-		ctx = cscp_key_read(ctxrel, "context_pkey", 2, key, false);
-		if (ctx != NULL)
-		{
-			TupleDesc	ctxdesc = RelationGetDescr(ctxrel);
-			Datum		slots = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "slots"),
-											 ctxdesc, &isnull);
-
-			if (!isnull)
-			{
-				Jsonb	   *j = DatumGetJsonbP(slots);
-
-				if (slot_names_command(j, "pending_confirmation", id) ||
-					slot_names_command(j, "pending_approval", id))
-				{
-					alone = false;
-					break;
-				}
-			}
-		}
+		if (slot_names_command(DatumGetJsonbP(slots), "pending_confirmation", id) ||
+			slot_names_command(DatumGetJsonbP(slots), "pending_approval", id))
+			alone = false;
 	}
-	if (ctxrel != NULL)
-		table_close(ctxrel, AccessShareLock);
-	table_close(cmdrel, AccessShareLock);
+	SPI_freetuptable(SPI_tuptable);
 	return alone;
 }
 
@@ -527,92 +414,86 @@ typedef struct MovedCommand
 } MovedCommand;
 
 /*
- * Move command command_id to state to, as
+ * The row of command command_id, locked FOR UPDATE (as the caller: the
+ * row-level security of SELECT and UPDATE applies, and the UPDATE
+ * privilege is needed), with its descriptor in *desc; NULL when there is
+ * none.  An id held by more than one tenant's command (seen together by a
+ * role row-level security does not bind) is an error.
+ */
+static HeapTuple
+lock_command(Datum command_id, TupleDesc *desc)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[1] = {UUIDOID};
+
+	cscp_spi_plan(&plan,
+				  "SELECT x.tenant_id, x.command_id, x.conversation_id, x.state, x.mutating,"
+				  "       x.auto_confirm, x.confirmed_at, x.authorized_at, x.window_expires_at,"
+				  "       x.message_ids, x.context_ref"
+				  "  FROM cscp.command x WHERE x.command_id = $1 FOR UPDATE",
+				  1, argtypes);
+	if (SPI_execute_plan(plan, &command_id, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not lock command %s",
+			 DatumGetCString(DirectFunctionCall1(uuid_out, command_id)));
+	if (SPI_processed == 0)
+		return NULL;
+	if (SPI_processed > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_CARDINALITY_VIOLATION),
+				 errmsg("command id %s is held by more than one tenant's command",
+						DatumGetCString(DirectFunctionCall1(uuid_out, command_id))),
+				 errdetail("A role that row-level security does not bind sees the commands of every tenant."),
+				 errhint("Move the command as a role bound to its tenant.")));
+	*desc = SPI_tuptable->tupdesc;
+	return SPI_tuptable->vals[0];
+}
+
+/*
+ * Move command cmd (its row as lock_command returned it) to state to by
  *
  *	 UPDATE cscp.command x
  *		SET state = to, reason_code = reason, detail = detail,
  *			window_expires_at = window
- *	  WHERE x.command_id = command_id
+ *	  WHERE x.tenant_id = <cmd's> AND x.command_id = <cmd's>
  *	 RETURNING x.reason_code, x.recovery_kind, x.target_command_id, x.tenant_id
  *
- * would, and fill in *m from the row written.  reason and detail: (Datum)
- * 0 or NULL for null.  Returns false when no row was written: none
- * has the id (for the caller's tenant), or the trigger skipped it.
- *
- * The row is found and locked through command_id_idx (cscp_key_lock_row,
- * which applies row-level security as the statement's policy would, and
- * follows the row to its latest version as the statement's recheck would)
- * and updated by cscp_row_update, which fires the triggers as the statement
- * would; no plan is started for one row.  Where cscp.command has a rule, a
- * statement trigger or a transition table, the statement runs instead.
+ * and fill in *m from the row written.  reason and detail: (Datum) 0 or
+ * NULL for null.  Returns false when no row was written: a BEFORE trigger
+ * skipped it.  The statement runs with the caller's rights: row-level
+ * security, privileges, rules and every trigger apply as to any UPDATE.
  */
 static bool
-move_command(Datum command_id, CommandState to, Datum reason, Jsonb *detail, Datum window,
-			 bool window_null, MovedCommand *m)
+move_command(HeapTuple cmd, TupleDesc cmddesc, CommandState to, Datum reason, Jsonb *detail,
+			 Datum window, bool window_null, MovedCommand *m)
 {
 	static SPIPlanPtr plan = NULL;
-	static const Oid types[5] = {UUIDOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID};
-	Relation	rel = table_open(cscp_relation_oid("command", false), RowExclusiveLock);
-	TupleDesc	desc = RelationGetDescr(rel);
-	HeapTuple	row = NULL;
+	static const Oid types[6] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID};
+	TupleDesc	desc = NULL;
+	HeapTuple	row;
 	bool		isnull;
+	Datum		args[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 
 	memset(m, 0, sizeof(*m));
-	if (cscp_row_update_direct(rel))
-	{
-		HeapTuple	old = cscp_key_lock_row(rel, "command_id_idx", 1, &command_id);
-
-		if (old != NULL)
-		{
-			Datum	   *values = palloc0(desc->natts * sizeof(Datum));
-			bool	   *nulls = palloc0(desc->natts * sizeof(bool));
-			bool	   *replace = palloc0(desc->natts * sizeof(bool));
-			Bitmapset  *cols = NULL;
-			int			set[4];
-
-			set[0] = cscp_column(desc, "cscp.command", "state");
-			set[1] = cscp_column(desc, "cscp.command", "reason_code");
-			set[2] = cscp_column(desc, "cscp.command", "detail");
-			set[3] = cscp_column(desc, "cscp.command", "window_expires_at");
-			values[set[0] - 1] = cscp_command_state_datum(TupleDescAttr(desc, set[0] - 1)->atttypid, to);
-			values[set[1] - 1] = reason;
-			nulls[set[1] - 1] = reason == (Datum) 0;
-			values[set[2] - 1] = PointerGetDatum(detail);
-			nulls[set[2] - 1] = detail == NULL;
-			values[set[3] - 1] = window;
-			nulls[set[3] - 1] = window_null;
-			for (int i = 0; i < 4; i++)
-			{
-				replace[set[i] - 1] = true;
-				cols = bms_add_member(cols, set[i] - FirstLowInvalidHeapAttributeNumber);
-			}
-			row = cscp_row_update(rel, old, heap_modify_tuple(old, desc, values, nulls, replace),
-								  cols);
-		}
-	}
-	else
-	{
-		Datum		args[5];
-		char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
-
-		args[0] = command_id;
-		args[1] = CStringGetTextDatum(cscp_command_state_names[to]);
-		args[2] = reason;
-		nulls[2] = reason == (Datum) 0 ? 'n' : ' ';
-		args[3] = PointerGetDatum(detail);
-		nulls[3] = detail == NULL ? 'n' : ' ';
-		args[4] = window;
-		nulls[4] = window_null ? 'n' : ' ';
-		cscp_spi_plan(&plan,
-					  "UPDATE cscp.command x"
-					  "   SET state = $2::cscp.command_state, reason_code = $3, detail = $4,"
-					  "       window_expires_at = $5"
-					  " WHERE x.command_id = $1"
-					  " RETURNING x.*",
-					  5, types);
-		row = cscp_spi_update_one(plan, args, nulls, &desc, "move a command");
-	}
-	if (row != NULL)
+	args[0] = heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "tenant_id"), cmddesc, &isnull);
+	args[1] = heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "command_id"), cmddesc, &isnull);
+	args[2] = CStringGetTextDatum(cscp_command_state_names[to]);
+	args[3] = reason;
+	nulls[3] = reason == (Datum) 0 ? 'n' : ' ';
+	args[4] = PointerGetDatum(detail);
+	nulls[4] = detail == NULL ? 'n' : ' ';
+	args[5] = window;
+	nulls[5] = window_null ? 'n' : ' ';
+	cscp_spi_plan(&plan,
+				  "UPDATE cscp.command x"
+				  "   SET state = $3::cscp.command_state, reason_code = $4, detail = $5,"
+				  "       window_expires_at = $6"
+				  " WHERE x.tenant_id = $1 AND x.command_id = $2"
+				  " RETURNING x.reason_code, x.recovery_kind, x.target_command_id, x.tenant_id",
+				  6, types);
+	row = cscp_spi_update_one(plan, args, nulls, &desc, "move a command");
+	if (row == NULL)
+		return false;
 	{
 		Datum		d = heap_getattr(row, cscp_column(desc, "cscp.command", "reason_code"), desc, &isnull);
 
@@ -623,8 +504,7 @@ move_command(Datum command_id, CommandState to, Datum reason, Jsonb *detail, Dat
 								 &m->target_null);
 		m->tenant = heap_getattr(row, cscp_column(desc, "cscp.command", "tenant_id"), desc, &isnull);
 	}
-	table_close(rel, NoLock);
-	return row != NULL;
+	return true;
 }
 
 PG_FUNCTION_INFO_V1(cscp_command_transition);
@@ -663,6 +543,7 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 	Datum		window = (Datum) 0;
 	HeapTuple	ctx = NULL;
 	TupleDesc	ctxdesc = NULL;
+	TupleDesc	cmddesc = NULL;
 	Datum		values[3];
 	bool		result_nulls[3] = {false, false, false};
 
@@ -705,7 +586,7 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 		to == CMD_REJECTED || to == CMD_CANCELED)
 	{
 		cscp_spi_plan(&context_plan,
-					  "SELECT x.* FROM cscp.command c JOIN cscp.context x"
+					  "SELECT " CONTEXT_COLUMNS " FROM cscp.command c JOIN cscp.context x"
 					  "    ON x.tenant_id = c.tenant_id AND x.context_id = c.context_id"
 					  " WHERE c.command_id = $1 FOR UPDATE OF x",
 					  1, find_types);
@@ -719,8 +600,8 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 	}
 	/*
 	 * An approval request is refused also for its context's sake (not live,
-	 * blocked), which only this function knows; the trigger refuses with
-	 * that reason when its own rules allow the step.
+	 * blocked), which only this function knows: with that reason when the
+	 * command's own rules allow the step.
 	 */
 	if (approval)
 	{
@@ -740,37 +621,31 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 
 	{
 		/*
-		 * The step itself.  Every other step is judged by the command
-		 * trigger as the update locks the row: asked through
-		 * cscp_transition_ask, it records a refusal and skips the row
-		 * instead of raising, so the update finds nothing and ask says why.
+		 * The step itself.  The command's row is locked and judged by the
+		 * command trigger's own rules (cscp_command_step_refusal); a refused
+		 * step is recorded as an invalid_transition_attempt and returned, and
+		 * only an allowed one is written, by an UPDATE that the trigger
+		 * judges again and that RLS, privileges and triggers apply to.
 		 */
-		CscpTransitionAsk ask = {0};
+		HeapTuple	cmd = lock_command(PG_GETARG_DATUM(0), &cmddesc);
+		const char *why;
 		MovedCommand m;
-		bool		moved;
 
-		ask.command_id = PG_GETARG_DATUM(0);
-		ask.refusal_detail = refusal_detail(reason_code, detail);
-		ask.context_refusal = context_refusal;
-		cscp_transition_ask = &ask;
-		PG_TRY();
-		{
-			moved = move_command(PG_GETARG_DATUM(0), to, PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2),
-								 detail, window, !(approval && context_refusal == NULL), &m);
-		}
-		PG_FINALLY();
-		{
-			cscp_transition_ask = NULL;
-		}
-		PG_END_TRY();
-		if (!moved && ask.refused == NULL)
+		if (cmd == NULL)
 			no_command(PG_GETARG_DATUM(0));
-		if (!moved)
+		why = cscp_command_step_refusal(cmd, cmddesc, to, &result_state);
+		if (why == NULL)
+			why = context_refusal;
+		if (why != NULL)
 		{
+			cscp_command_record_refusal(cmd, cmddesc, result_state, to, why,
+										refusal_detail(reason_code, detail));
 			accepted = false;
-			result_state = ask.from;
-			result_reason = MemoryContextStrdup(callerctx, ask.refused);
+			result_reason = MemoryContextStrdup(callerctx, why);
 		}
+		else if (!move_command(cmd, cmddesc, to, PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2),
+							   detail, window, !approval, &m))
+			no_command(PG_GETARG_DATUM(0));
 		else
 		{
 			if (m.reason_code != NULL)
@@ -1138,63 +1013,44 @@ cscp_key_lock(text *tenant, const char *key, int keylen)
 /*
  * The context of (tenant, conversation, actor) a command or an answer
  * works against -- the live one, else the latest -- locked FOR UPDATE, in
- * *ctx and *desc (valid until SPI_finish).  False when the triple never had
+ * *ctx (its CONTEXT_COLUMNS) and *desc (valid until SPI_finish).  False when the triple never had
  * a context.  The caller is connected to SPI.
  */
 bool
 cscp_context_for(text *tenant, text *conversation, text *actor, HeapTuple *ctx, TupleDesc *desc)
 {
+	static SPIPlanPtr live_plan = NULL;
 	static SPIPlanPtr plan = NULL;
 	static const Oid argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
 	Datum		args[3] = {PointerGetDatum(tenant), PointerGetDatum(conversation),
 	PointerGetDatum(actor)};
 	SPITupleTable *tt;
-	Relation	liverel;
-	HeapTuple	live;
 
 	/*
 	 * The live context first, through cscp.context_live, which holds at most
-	 * one; both read by key, without a query.  A row that stopped being
-	 * live while we waited for its lock is not taken.  Only without one,
-	 * the latest of all.
+	 * one per triple (its id found first, so that both reads are by key
+	 * whatever the plan).  A row that stopped being live while we waited for
+	 * its lock is not taken.  Only without one, the latest of all.
 	 */
-	liverel = table_open(cscp_relation_oid("context_live", false), AccessShareLock);
-	live = cscp_key_read(liverel, "context_live_key", 3, args, true);
-	if (live != NULL)
+	cscp_spi_plan(&live_plan,
+				  "SELECT " CONTEXT_COLUMNS " FROM cscp.context x"
+				  " WHERE x.tenant_id = $1"
+				  "   AND x.context_id = (SELECT l.context_id FROM cscp.context_live l"
+				  "                        WHERE l.tenant_id = $1 AND l.conversation_id = $2"
+				  "                          AND l.actor_id = $3)"
+				  "   AND x.status IN ('active', 'pending', 'blocked')"
+				  " FOR UPDATE",
+				  3, argtypes);
+	tt = run(live_plan, args, NULL, false, SPI_OK_SELECT);
+	if (SPI_processed == 1)
 	{
-		bool		isnull;
-		Datum		key[2];
-		Relation	ctxrel;
-		HeapTuple	row;
-
-		key[0] = PointerGetDatum(tenant);
-		key[1] = heap_getattr(live, cscp_column(RelationGetDescr(liverel), "cscp.context_live",
-												"context_id"),
-							  RelationGetDescr(liverel), &isnull);
-		ctxrel = table_open(cscp_relation_oid("context", false), RowShareLock);
-		row = isnull ? NULL : cscp_key_lock_row(ctxrel, "context_pkey", 2, key);
-		if (row != NULL)
-		{
-			TupleDesc	rowdesc = RelationGetDescr(ctxrel);
-			Datum		status = heap_getattr(row, cscp_column(rowdesc, "cscp.context", "status"),
-											  rowdesc, &isnull);
-			char	   *label = DatumGetCString(DirectFunctionCall1(enum_out, status));
-
-			if (cscp_status_live(label))
-			{
-				*ctx = row;
-				*desc = CreateTupleDescCopy(rowdesc);
-				table_close(ctxrel, NoLock);
-				table_close(liverel, AccessShareLock);
-				return true;
-			}
-		}
-		table_close(ctxrel, NoLock);
+		*ctx = tt->vals[0];
+		*desc = tt->tupdesc;
+		return true;
 	}
-	table_close(liverel, AccessShareLock);
 
 	cscp_spi_plan(&plan,
-				  "SELECT * FROM cscp.context x"
+				  "SELECT " CONTEXT_COLUMNS " FROM cscp.context x"
 				  " WHERE x.tenant_id = $1 AND x.conversation_id = $2 AND x.actor_id = $3"
 				  " ORDER BY x.status IN ('active', 'pending', 'blocked') DESC,"
 				  "          x.created_at DESC, x.version DESC"
@@ -1221,6 +1077,7 @@ cscp_context_for(text *tenant, text *conversation, text *actor, HeapTuple *ctx, 
 static void
 command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerctx)
 {
+	static SPIPlanPtr key_plan = NULL;
 	static SPIPlanPtr expire_plan = NULL;
 	static SPIPlanPtr frame_find_plan = NULL;
 	static SPIPlanPtr frame_insert_plan = NULL;
@@ -1229,6 +1086,7 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	static SPIPlanPtr supersede_plan = NULL;
 	static SPIPlanPtr pending_plan = NULL;
 	static SPIPlanPtr use_plan = NULL;
+	static const Oid key_types[2] = {TEXTOID, TEXTOID};
 	static const Oid id_types[2] = {TEXTOID, UUIDOID};
 	static const Oid frame_find_types[3] = {TEXTOID, UUIDOID, TEXTOID};
 	static const Oid frame_insert_types[6] = {TEXTOID, UUIDOID, TEXTOID, UUIDOID, JSONBOID,
@@ -1246,7 +1104,6 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	Datum		args[17];
 	char		nulls[17];
 	SPITupleTable *tt;
-	Relation	cmdrel;
 	HeapTuple	cmd,
 				ctx = NULL;
 	TupleDesc	cmddesc,
@@ -1266,7 +1123,6 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	char	   *tenant_c = text_to_cstring(q->tenant_id);
 	char	   *name_c = text_to_cstring(q->command_name);
 	text	   *last_message = last_message_id(q->message_ids);
-	Relation	ctxrel;
 
 	memset(nulls, ' ', sizeof(nulls));
 
@@ -1277,11 +1133,17 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	/* A command already under the key (committed while we waited for its lock, too) replays. */
 	args[0] = tenant;
 	args[1] = PointerGetDatum(q->idempotency_key);
-	cmdrel = table_open(cscp_relation_oid("command", false), AccessShareLock);
-	cmd = cscp_key_read(cmdrel, "command_tenant_id_idempotency_key_key", 2, args, true);
-	if (cmd != NULL)
+	cscp_spi_plan(&key_plan,
+				  "SELECT " COMMAND_RESULT_COLUMNS ", x.conversation_id, x.actor_id, x.command_name,"
+				  "       x.mutating, x.payload, x.target_fingerprint, x.recovery_kind,"
+				  "       x.target_command_id"
+				  "  FROM cscp.command x WHERE x.tenant_id = $1 AND x.idempotency_key = $2",
+				  2, key_types);
+	tt = run(key_plan, args, NULL, false, SPI_OK_SELECT);
+	if (SPI_processed == 1)
 	{
-		cmddesc = RelationGetDescr(cmdrel);
+		cmd = tt->vals[0];
+		cmddesc = tt->tupdesc;
 		if (text_differs(cmd, cmddesc, "conversation_id", q->conversation_id) ||
 			text_differs(cmd, cmddesc, "actor_id", q->actor_id) ||
 			text_differs(cmd, cmddesc, "command_name", q->command_name) ||
@@ -1300,7 +1162,6 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 				goto conflict;
 		}
 		command_result(cmd, cmddesc, true, r, callerctx);
-		table_close(cmdrel, AccessShareLock);
 		return;
 
 conflict:
@@ -1314,7 +1175,6 @@ conflict:
 						   spi_text(cmd, cmddesc, "cscp.command", "conversation_id")),
 				 errhint("Use a new idempotency key for a new command; resend the same request to replay it.")));
 	}
-	table_close(cmdrel, AccessShareLock);
 
 	if (cscp_context_for(q->tenant_id, q->conversation_id, q->actor_id, &ctx, &ctxdesc))
 	{
@@ -1338,7 +1198,8 @@ conflict:
 				args[1] = context_id;
 				cscp_spi_plan(&expire_plan,
 							  "UPDATE cscp.context x SET status = 'expired', reason = 'ttl'"
-							  " WHERE x.tenant_id = $1 AND x.context_id = $2 RETURNING *",
+							  " WHERE x.tenant_id = $1 AND x.context_id = $2"
+							  " RETURNING " CONTEXT_COLUMNS,
 							  2, id_types);
 				tt = run(expire_plan, args, NULL, false, SPI_OK_UPDATE_RETURNING);
 				if (SPI_processed == 1)
@@ -1478,18 +1339,9 @@ conflict:
 				  "    target_command_id, recovery_kind, window_expires_at)"
 				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
 				  "         $16::cscp.command_state, $14, $15, $17)"
-				  " RETURNING *",
+				  " RETURNING " COMMAND_RESULT_COLUMNS,
 				  17, insert_types);
-	cscp_command_asking = asking;
-	PG_TRY();
-	{
-		tt = run(insert_plan, args, nulls, false, SPI_OK_INSERT_RETURNING);
-	}
-	PG_FINALLY();
-	{
-		cscp_command_asking = false;
-	}
-	PG_END_TRY();
+	tt = run(insert_plan, args, nulls, false, SPI_OK_INSERT_RETURNING);
 	cmd = tt->vals[0];
 	cmddesc = tt->tupdesc;
 	memset(nulls, ' ', sizeof(nulls));
@@ -1501,7 +1353,8 @@ conflict:
 		args[2] = CStringGetTextDatum(reason);
 		cscp_spi_plan(&reject_plan,
 					  "UPDATE cscp.command x SET state = 'rejected', reason_code = $3"
-					  " WHERE x.tenant_id = $1 AND x.command_id = $2 RETURNING *",
+					  " WHERE x.tenant_id = $1 AND x.command_id = $2"
+					  " RETURNING " COMMAND_RESULT_COLUMNS,
 					  3, reject_types);
 		tt = run(reject_plan, args, NULL, false, SPI_OK_UPDATE_RETURNING);
 		command_result(tt->vals[0], tt->tupdesc, false, r, callerctx);
@@ -1548,45 +1401,9 @@ conflict:
 
 	/*
 	 * The command becomes its context's last (a use: its TTL slides); one
-	 * that asks for confirmation makes the context pending with it.  Below
-	 * the executor (cscp_context_update), or by the statements where
-	 * cscp.context has a rule or a statement trigger.
+	 * that asks for confirmation makes the context pending with it.
 	 */
-	ctxrel = table_open(cscp_relation_oid("context", false), RowExclusiveLock);
-	if (cscp_row_update_direct(ctxrel))
-	{
-		ContextEdit e = {0};
-
-		args[0] = tenant;
-		args[1] = context_id;
-		e.command_id = spi_col(cmd, cmddesc, "cscp.command", "command_id", &isnull);
-		e.set_last_message = true;
-		e.last_message = last_message;
-		if (asking)
-		{
-			JsonbParseState *st = NULL;
-			JsonbValue	k;
-
-			/* {"pending_confirmation": {command_id, idempotency_key, target_fingerprint, expires_at}} */
-			pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-			k.type = jbvString;
-			k.val.string.val = "pending_confirmation";
-			k.val.string.len = strlen("pending_confirmation");
-			pushJsonbValue(&st, WJB_KEY, &k);
-			pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-			cscp_jsonb_push_text(&st, "command_id",
-								 DatumGetCString(DirectFunctionCall1(uuid_out, e.command_id)));
-			cscp_jsonb_push_text(&st, "idempotency_key", text_to_cstring(q->idempotency_key));
-			cscp_jsonb_push_text(&st, "target_fingerprint",
-								 q->target_fingerprint ? text_to_cstring(q->target_fingerprint) : NULL);
-			cscp_jsonb_push_text(&st, "expires_at", cscp_utc_iso(DatumGetTimestampTz(window)));
-			pushJsonbValue(&st, WJB_END_OBJECT, NULL);
-			e.pending = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
-			e.ask = true;
-		}
-		cscp_context_update(ctxrel, "context_pkey", 2, args, context_edit, &e);
-	}
-	else if (asking)
+	if (asking)
 	{
 		Datum		command_id = spi_col(cmd, cmddesc, "cscp.command", "command_id", &isnull);
 
@@ -1630,7 +1447,6 @@ conflict:
 					  4, use_types);
 		run(use_plan, args, nulls, false, SPI_OK_UPDATE);
 	}
-	table_close(ctxrel, NoLock);
 	command_result(cmd, cmddesc, false, r, callerctx);
 }
 

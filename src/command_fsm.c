@@ -20,15 +20,15 @@
  *	- compensated needs an executed compensate recovery aimed at it;
  *	- each transition appends one evidence row (evidence.c) and, with
  *	  cscp.notify on, one notification.
- * command_transition uses cscp._command_refusal first, so that a refused
- * transition is returned, not raised.
+ * command_transition judges its step first with the same function
+ * (cscp_command_step_refusal), on the row it has locked, so that a refused
+ * transition is recorded and returned, not raised.
  *
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
 
 #include "access/htup_details.h"
-#include "access/table.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
@@ -493,12 +493,20 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	const char *reason = NULL;
 	const char *decision = NULL;
 
-	if (state == CMD_CONFIRMATION_REQUIRED && cscp_command_asking)
+	if (state == CMD_CONFIRMATION_REQUIRED)
 	{
-		/* command_submit's own insert; it has checked all of this */
+		/*
+		 * Born asking for confirmation (command_submit's insert of a mutating
+		 * command): the row says all that the two steps need, and both are
+		 * recorded, as an insert canonicalized and an update would.
+		 */
 		if (!get_bool(tuple, desc, cols.mutating) || get_bool(tuple, desc, cols.auto_confirm) ||
 			is_null(tuple, desc, cols.window_expires_at))
-			elog(ERROR, "a command born asking for confirmation must be mutating, not auto-confirmed, and have a window");
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("a new command in confirmation_required must be mutating, not auto-confirmed, and have a window"),
+					 errdetail("Only a mutating command goes through confirmation, and window_expires_at says until when."),
+					 errhint("Submit it with cscp.command_submit, then move it with cscp.command_transition.")));
 	}
 	else if (state != CMD_RECEIVED && state != CMD_CANONICALIZED)
 		ereport(ERROR,
@@ -600,38 +608,6 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("column \"%s\" of a command cannot be changed", fixed_columns[i]),
 					 errhint("Submit a new command, or a recovery with cscp.command_recover.")));
-	}
-
-	if (cscp_transition_ask != NULL &&
-		datumIsEqual(cscp_transition_ask->command_id, ROW_V(o, cols.command_id), false, UUID_LEN))
-	{
-		/* command_transition's step: a refusal is recorded and returned, not raised */
-		why = to == c.state ? "invalid_transition" : refusal(&c, to, &detail);
-		if (why == NULL)
-			why = cscp_transition_ask->context_refusal;
-		cscp_transition_ask->from = c.state;
-		if (why != NULL)
-		{
-			CscpEvidence e = {0};
-
-			e.tenant_id = row_text(o, cols.tenant_id);
-			e.conversation_id = row_text(o, cols.conversation_id);
-			e.command_id = id;
-			e.stage = e.to_state = cscp_command_state_names[to];
-			e.from_state = cscp_command_state_names[c.state];
-			e.event_type = "invalid_transition_attempt";
-			e.decision = "refused";
-			e.reason_code = why;
-			e.message_ids = ROW_N(o, cols.message_ids) ? NULL :
-				DatumGetArrayTypeP(ROW_V(o, cols.message_ids));
-			e.context_ref = ROW_N(o, cols.context_ref) ? NULL :
-				DatumGetJsonbP(ROW_V(o, cols.context_ref));
-			e.detail = cscp_transition_ask->refusal_detail;
-			e.created_at = now;
-			cscp_evidence_append(&e);
-			cscp_transition_ask->refused = why;
-			return NULL;
-		}
 	}
 
 	if (to == c.state)
@@ -738,9 +714,6 @@ static const CscpRowGuard guard = {
 	.update = guard_update,
 };
 
-bool		cscp_command_asking = false;
-CscpTransitionAsk *cscp_transition_ask = NULL;
-
 /*
  * Run one statement on cscp.command_window or cscp.command_retired as their
  * owner (application roles only read them).
@@ -815,83 +788,28 @@ static const char *const due_insert_sql[2] = {
 	" VALUES ($1, $2, $3, $4)",
 };
 
-/* The list table: cscp.command_window (window) or cscp.command_retired. */
-static Relation
-due_open(bool window)
-{
-	return table_open(cscp_relation_oid(window ? "command_window" : "command_retired", false),
-					  RowExclusiveLock);
-}
-
 /*
  * A command's row out of cscp.command_window (window) or
- * cscp.command_retired: below the executor (cscp_row_delete), found through
- * the list's index on its time, as the owner; the statement where the list
- * has a trigger or a rule.
+ * cscp.command_retired, by its DELETE statement, as the owner.
  */
 static void
 due_release(bool window, Datum *args)
 {
 	static SPIPlanPtr plans[2] = {NULL, NULL};
-	Relation	rel = due_open(window);
 
-	if (cscp_row_delete_direct(rel))
-	{
-		TupleDesc	desc = RelationGetDescr(rel);
-		const char *name = window ? "cscp.command_window" : "cscp.command_retired";
-		AttrNumber	match[2];
-		Datum		vals[2] = {args[0], args[2]};
-
-		match[0] = cscp_column(desc, name, "tenant_id");
-		match[1] = cscp_column(desc, name, "command_id");
-		cscp_row_delete(rel, window ? "command_window_idx" : "command_retired_idx", args[3],
-						2, match, vals);
-	}
-	else
-		due_exec(&plans[window], due_delete_sql[window], 4, due_types, args, SPI_OK_DELETE);
-	table_close(rel, NoLock);
+	due_exec(&plans[window], due_delete_sql[window], 4, due_types, args, SPI_OK_DELETE);
 }
 
 /*
  * A command's row into cscp.command_window (window) or
- * cscp.command_retired: below the executor (cscp_row_insert) as the owner,
- * or the statement where the list has a statement trigger or a rule.
+ * cscp.command_retired, by its INSERT statement, as the owner.
  */
 static void
 due_take(bool window, Datum *args)
 {
 	static SPIPlanPtr plans[2] = {NULL, NULL};
-	Relation	rel = due_open(window);
 
-	if (cscp_row_insert_direct(rel))
-	{
-		TupleDesc	desc = RelationGetDescr(rel);
-		const char *name = window ? "cscp.command_window" : "cscp.command_retired";
-		Datum	   *values = palloc0(desc->natts * sizeof(Datum));
-		bool	   *nulls = palloc(desc->natts * sizeof(bool));
-		static const char *const colnames[2][4] = {
-			{"tenant_id", "conversation_id", "command_id", "retired_at"},
-			{"tenant_id", "conversation_id", "command_id", "window_expires_at"},
-		};
-		HeapTuple	tuple;
-
-		memset(nulls, true, desc->natts * sizeof(bool));
-		for (int i = 0; i < 4; i++)
-		{
-			int			c = cscp_column(desc, name, colnames[window][i]);
-
-			values[c - 1] = args[i];
-			nulls[c - 1] = false;
-		}
-		tuple = heap_form_tuple(desc, values, nulls);
-		cscp_row_insert(rel, tuple, false);
-		heap_freetuple(tuple);
-		pfree(values);
-		pfree(nulls);
-	}
-	else
-		due_exec(&plans[window], due_insert_sql[window], 4, due_types, args, SPI_OK_INSERT);
-	table_close(rel, NoLock);
+	due_exec(&plans[window], due_insert_sql[window], 4, due_types, args, SPI_OK_INSERT);
 }
 
 /*
@@ -1038,6 +956,91 @@ facts_of_record(HeapTupleHeader rec, Oid *typoid)
 	c.tenant_id = GetAttributeByName(rec, "tenant_id", &isnull);
 	c.command_id = GetAttributeByName(rec, "command_id", &isnull);
 	return c;
+}
+
+/*
+ * Facts of a cscp.command row as a query returns it: columns found by name
+ * in desc, which need not number them as the table does (state, mutating,
+ * auto_confirm, confirmed_at, authorized_at, window_expires_at, tenant_id
+ * and command_id are needed).
+ */
+static CommandFacts
+facts_of_row(HeapTuple row, TupleDesc desc)
+{
+	CommandFacts c;
+	int			statecol = cscp_column(desc, "cscp.command", "state");
+	bool		isnull;
+	Datum		d;
+
+	d = heap_getattr(row, statecol, desc, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("state of a command must not be null")));
+	c.state = (CommandState) cscp_enum_index(&state_cache,
+											 TupleDescAttr(desc, statecol - 1)->atttypid, d);
+	d = heap_getattr(row, cscp_column(desc, "cscp.command", "mutating"), desc, &isnull);
+	c.mutating = !isnull && DatumGetBool(d);
+	d = heap_getattr(row, cscp_column(desc, "cscp.command", "auto_confirm"), desc, &isnull);
+	c.auto_confirm = !isnull && DatumGetBool(d);
+	(void) heap_getattr(row, cscp_column(desc, "cscp.command", "confirmed_at"), desc, &isnull);
+	c.confirmed = !isnull;
+	(void) heap_getattr(row, cscp_column(desc, "cscp.command", "authorized_at"), desc, &isnull);
+	c.authorized = !isnull;
+	d = heap_getattr(row, cscp_column(desc, "cscp.command", "window_expires_at"), desc, &isnull);
+	c.window_closed = !isnull && DatumGetTimestampTz(d) <= cscp_now();
+	c.tenant_id = heap_getattr(row, cscp_column(desc, "cscp.command", "tenant_id"), desc, &isnull);
+	c.command_id = heap_getattr(row, cscp_column(desc, "cscp.command", "command_id"), desc, &isnull);
+	return c;
+}
+
+/*
+ * Why the step of command row (as a query returns it, locked by the
+ * caller) to state to is refused, as a reason code, or NULL when it is
+ * allowed; *from gets the state it is in.  The trigger's own judgement
+ * (refusal), so that command_transition and a direct UPDATE answer alike.
+ */
+const char *
+cscp_command_step_refusal(HeapTuple row, TupleDesc desc, CommandState to, CommandState *from)
+{
+	CommandFacts c = facts_of_row(row, desc);
+	char	   *detail;
+
+	*from = c.state;
+	if (to == c.state)
+		return "invalid_transition";
+	return refusal(&c, to, &detail);
+}
+
+/*
+ * Record a refused step of command row (as a query returns it, with
+ * tenant_id, conversation_id, command_id, message_ids and context_ref) from
+ * state from to state to: an invalid_transition_attempt with reason code
+ * why and detail.
+ */
+void
+cscp_command_record_refusal(HeapTuple row, TupleDesc desc, CommandState from, CommandState to,
+							const char *why, Jsonb *detail)
+{
+	CscpEvidence e = {0};
+	bool		isnull;
+	Datum		d;
+
+	e.tenant_id = SPI_getvalue(row, desc, cscp_column(desc, "cscp.command", "tenant_id"));
+	e.conversation_id = SPI_getvalue(row, desc, cscp_column(desc, "cscp.command", "conversation_id"));
+	e.command_id = SPI_getvalue(row, desc, cscp_column(desc, "cscp.command", "command_id"));
+	e.stage = e.to_state = cscp_command_state_names[to];
+	e.from_state = cscp_command_state_names[from];
+	e.event_type = "invalid_transition_attempt";
+	e.decision = "refused";
+	e.reason_code = why;
+	d = heap_getattr(row, cscp_column(desc, "cscp.command", "message_ids"), desc, &isnull);
+	e.message_ids = isnull ? NULL : DatumGetArrayTypeP(d);
+	d = heap_getattr(row, cscp_column(desc, "cscp.command", "context_ref"), desc, &isnull);
+	e.context_ref = isnull ? NULL : DatumGetJsonbP(d);
+	e.detail = detail;
+	e.created_at = cscp_now();
+	cscp_evidence_append(&e);
 }
 
 /* The state a cscp.command_state value of type typoid names. */

@@ -27,7 +27,6 @@
 #include "cscp.h"
 
 #include "access/htup_details.h"
-#include "access/table.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
@@ -109,9 +108,9 @@ lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, const 
  * answer's message id appended to the command's, the context's slot
  * released.  cmd is the command's row as locked (its latest version).
  *
- * The command is updated below the executor (cscp_row_update, which fires
- * its triggers as the statement would), or by the statement where
- * cscp.command has a rule, a statement trigger or a transition table.
+ * The command is updated by its UPDATE statement, with the caller's
+ * rights, so that row-level security, privileges, rules and every trigger
+ * apply as to any UPDATE.
  */
 static void
 apply(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, text *message_id,
@@ -121,70 +120,19 @@ apply(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, text *
 	static const Oid argtypes[5] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, TEXTOID};
 	bool		isnull;
 	Datum		args[5];
-	Relation	rel = table_open(cscp_relation_oid("command", false), RowExclusiveLock);
 
 	args[0] = col(cmd, cmddesc, "cscp.command", "tenant_id", &isnull);
 	args[1] = col(cmd, cmddesc, "cscp.command", "command_id", &isnull);
 	args[2] = CStringGetTextDatum(cscp_command_state_names[to_state]);
 	args[3] = CStringGetTextDatum(why);
 	args[4] = PointerGetDatum(message_id);
-	if (cscp_row_update_direct(rel))
-	{
-		TupleDesc	desc = RelationGetDescr(rel);
-		Datum	   *values = palloc0(desc->natts * sizeof(Datum));
-		bool	   *nulls = palloc0(desc->natts * sizeof(bool));
-		bool	   *replace = palloc0(desc->natts * sizeof(bool));
-		Bitmapset  *cols = NULL;
-		int			set[4];
-		Datum		ids = heap_getattr(cmd, cscp_column(desc, "cscp.command", "message_ids"), desc,
-									   &isnull);
-		Datum	   *elems = NULL;
-		bool	   *elemnulls = NULL;
-		int			n = 0;
-
-		/* message_ids || message_id, as array_append: a null array gives one of one */
-		if (!isnull)
-			deconstruct_array(DatumGetArrayTypeP(ids), TEXTOID, -1, false, TYPALIGN_INT,
-							  &elems, &elemnulls, &n);
-		elems = elems ? repalloc(elems, (n + 1) * sizeof(Datum)) : palloc(sizeof(Datum));
-		elemnulls = elemnulls ? repalloc(elemnulls, (n + 1) * sizeof(bool)) : palloc(sizeof(bool));
-		elems[n] = args[4];
-		elemnulls[n] = false;
-
-		set[0] = cscp_column(desc, "cscp.command", "state");
-		set[1] = cscp_column(desc, "cscp.command", "reason_code");
-		set[2] = cscp_column(desc, "cscp.command", "detail");
-		set[3] = cscp_column(desc, "cscp.command", "message_ids");
-		values[set[0] - 1] = cscp_command_state_datum(TupleDescAttr(desc, set[0] - 1)->atttypid,
-													  to_state);
-		values[set[1] - 1] = args[3];
-		nulls[set[2] - 1] = true;
-		{
-			int			dims[1] = {n + 1};
-			int			lbs[1] = {1};
-
-			values[set[3] - 1] = PointerGetDatum(construct_md_array(elems, elemnulls, 1, dims, lbs,
-																	TEXTOID, -1, false,
-																	TYPALIGN_INT));
-		}
-		for (int i = 0; i < 4; i++)
-		{
-			replace[set[i] - 1] = true;
-			cols = bms_add_member(cols, set[i] - FirstLowInvalidHeapAttributeNumber);
-		}
-		cscp_row_update(rel, cmd, heap_modify_tuple(cmd, desc, values, nulls, replace), cols);
-	}
-	else
-	{
-		cscp_spi_plan(&plan,
-					  "UPDATE cscp.command x"
-					  "   SET state = $3::cscp.command_state, reason_code = $4, detail = NULL,"
-					  "       message_ids = x.message_ids || $5"
-					  " WHERE x.tenant_id = $1 AND x.command_id = $2",
-					  5, argtypes);
-		run(plan, args, NULL, SPI_OK_UPDATE);
-	}
-	table_close(rel, NoLock);
+	cscp_spi_plan(&plan,
+				  "UPDATE cscp.command x"
+				  "   SET state = $3::cscp.command_state, reason_code = $4, detail = NULL,"
+				  "       message_ids = x.message_ids || $5"
+				  " WHERE x.tenant_id = $1 AND x.command_id = $2",
+				  5, argtypes);
+	run(plan, args, NULL, SPI_OK_UPDATE);
 	cscp_context_release(ctx, ctxdesc, args[1], why);
 }
 
@@ -201,12 +149,6 @@ object_string(JsonbValue *obj, const char *key)
 	return cscp_jsonb_value_to_cstring(v);
 }
 
-/* The columns of cscp.answer that cscp_confirm writes, in its order. */
-static const char *const answer_columns[9] = {
-	"tenant_id", "conversation_id", "kind", "message_id", "answered_by", "outcome",
-	"command_id", "context_id", "created_at",
-};
-
 PG_FUNCTION_INFO_V1(cscp_confirm);
 
 /*
@@ -220,8 +162,11 @@ PG_FUNCTION_INFO_V1(cscp_confirm);
 Datum
 cscp_confirm(PG_FUNCTION_ARGS)
 {
+	static SPIPlanPtr answer_plan = NULL;
+	static SPIPlanPtr lock_plan = NULL;
 	static SPIPlanPtr last_plan = NULL;
 	static SPIPlanPtr record_plan = NULL;
+	static const Oid answer_types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 	static const Oid command_types[2] = {TEXTOID, UUIDOID};
 	static const Oid record_types[9] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 	UUIDOID, UUIDOID, TIMESTAMPTZOID};
@@ -234,10 +179,8 @@ cscp_confirm(PG_FUNCTION_ARGS)
 	bool		answer;
 	text	   *fingerprint = PG_ARGISNULL(5) ? NULL : PG_GETARG_TEXT_PP(5);
 	TimestampTz now = cscp_now();
-	Relation	ansrel;
 	HeapTuple	ctx = NULL,
-				cmd = NULL,
-				a;
+				cmd = NULL;
 	TupleDesc	ctxdesc = NULL,
 				cmddesc = NULL;
 	JsonbValue *pc = NULL;
@@ -283,27 +226,30 @@ cscp_confirm(PG_FUNCTION_ARGS)
 	args[1] = PointerGetDatum(conversation);
 	args[2] = CStringGetTextDatum("confirm");
 	args[3] = PointerGetDatum(message_id);
-	ansrel = table_open(cscp_relation_oid("answer", false), AccessShareLock);
-	a = cscp_key_read(ansrel, "answer_pkey", 4, args, true);
-	if (a != NULL)
+	cscp_spi_plan(&answer_plan,
+				  "SELECT a.outcome, a.command_id, a.context_id FROM cscp.answer a"
+				  " WHERE a.tenant_id = $1 AND a.conversation_id = $2 AND a.kind = $3"
+				  "   AND a.message_id = $4",
+				  4, answer_types);
+	run(answer_plan, args, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
 	{
-		TupleDesc	adesc = RelationGetDescr(ansrel);
+		HeapTuple	a = SPI_tuptable->vals[0];
+		TupleDesc	adesc = SPI_tuptable->tupdesc;
 		MemoryContext old = MemoryContextSwitchTo(callerctx);
 
-		values[0] = datumCopy(col(a, adesc, "cscp.answer", "outcome", &isnull), false, -1);
-		values[1] = col(a, adesc, "cscp.answer", "command_id", &result_nulls[1]);
+		values[0] = datumCopy(SPI_getbinval(a, adesc, 1, &isnull), false, -1);
+		values[1] = SPI_getbinval(a, adesc, 2, &result_nulls[1]);
 		if (!result_nulls[1])
 			values[1] = datumCopy(values[1], false, UUID_LEN);
-		values[2] = col(a, adesc, "cscp.answer", "context_id", &result_nulls[2]);
+		values[2] = SPI_getbinval(a, adesc, 3, &result_nulls[2]);
 		if (!result_nulls[2])
 			values[2] = datumCopy(values[2], false, UUID_LEN);
 		MemoryContextSwitchTo(old);
-		table_close(ansrel, AccessShareLock);
 		SPI_finish();
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, result_nulls);
 		return (Datum) 0;
 	}
-	table_close(ansrel, AccessShareLock);
 
 	if (ctx != NULL)
 	{
@@ -319,14 +265,18 @@ cscp_confirm(PG_FUNCTION_ARGS)
 
 		if (id != NULL)
 		{
-			Relation	cmdrel = table_open(cscp_relation_oid("command", false), RowShareLock);
-
 			args[0] = col(ctx, ctxdesc, "cscp.context", "tenant_id", &isnull);
 			args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(id));
-			cmd = cscp_key_lock_row(cmdrel, "command_pkey", 2, args);
-			if (cmd != NULL)
-				cmddesc = CreateTupleDescCopy(RelationGetDescr(cmdrel));
-			table_close(cmdrel, NoLock);
+			cscp_spi_plan(&lock_plan,
+						  "SELECT x.tenant_id, x.command_id, x.state FROM cscp.command x"
+						  " WHERE x.tenant_id = $1 AND x.command_id = $2 FOR UPDATE",
+						  2, command_types);
+			run(lock_plan, args, NULL, SPI_OK_SELECT);
+			if (SPI_processed == 1)
+			{
+				cmd = SPI_tuptable->vals[0];
+				cmddesc = SPI_tuptable->tupdesc;
+			}
 		}
 	}
 
@@ -358,7 +308,7 @@ cscp_confirm(PG_FUNCTION_ARGS)
 			if (!isnull)
 			{
 				cscp_spi_plan(&last_plan,
-							  "SELECT * FROM cscp.command x"
+							  "SELECT x.tenant_id, x.command_id, x.state FROM cscp.command x"
 							  " WHERE x.tenant_id = $1 AND x.command_id = $2",
 							  2, command_types);
 				run(last_plan, args, NULL, SPI_OK_SELECT);
@@ -451,11 +401,7 @@ cscp_confirm(PG_FUNCTION_ARGS)
 		cscp_evidence_refuse(&e, command_id, !result_nulls[1]);
 	}
 
-	/*
-	 * The outcome replayed for the message from now on: inserted below the
-	 * executor with the caller's rights (cscp_row_insert), or by the
-	 * statement where cscp.answer has a rule or a statement trigger.
-	 */
+	/* The outcome replayed for the message from now on, inserted with the caller's rights. */
 	args[0] = PointerGetDatum(tenant);
 	args[1] = PointerGetDatum(conversation);
 	args[2] = CStringGetTextDatum("confirm");
@@ -467,33 +413,12 @@ cscp_confirm(PG_FUNCTION_ARGS)
 	args[7] = context_id;
 	nulls[7] = result_nulls[2] ? 'n' : ' ';
 	args[8] = TimestampTzGetDatum(now);
-	ansrel = table_open(cscp_relation_oid("answer", false), RowExclusiveLock);
-	if (cscp_row_insert_direct(ansrel))
-	{
-		TupleDesc	adesc = RelationGetDescr(ansrel);
-		Datum	   *row = palloc0(adesc->natts * sizeof(Datum));
-		bool	   *rownulls = palloc(adesc->natts * sizeof(bool));
-
-		memset(rownulls, true, adesc->natts * sizeof(bool));
-		for (int i = 0; i < 9; i++)
-		{
-			int			c = cscp_column(adesc, "cscp.answer", answer_columns[i]);
-
-			row[c - 1] = args[i];
-			rownulls[c - 1] = (nulls[i] == 'n');
-		}
-		cscp_row_insert(ansrel, heap_form_tuple(adesc, row, rownulls), true);
-	}
-	else
-	{
-		cscp_spi_plan(&record_plan,
-					  "INSERT INTO cscp.answer (tenant_id, conversation_id, kind, message_id,"
-					  "                         answered_by, outcome, command_id, context_id, created_at)"
-					  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-					  9, record_types);
-		run(record_plan, args, nulls, SPI_OK_INSERT);
-	}
-	table_close(ansrel, NoLock);
+	cscp_spi_plan(&record_plan,
+				  "INSERT INTO cscp.answer (tenant_id, conversation_id, kind, message_id,"
+				  "                         answered_by, outcome, command_id, context_id, created_at)"
+				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+				  9, record_types);
+	run(record_plan, args, nulls, SPI_OK_INSERT);
 
 	{
 		MemoryContext old = MemoryContextSwitchTo(callerctx);

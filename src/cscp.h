@@ -249,30 +249,10 @@ extern void cscp_submit_command(text *tenant_id, text *conversation_id, text *ac
 extern const char *const cscp_command_state_names[CMD_NUM_STATES];
 extern CommandState cscp_command_state_of(Oid typoid, Datum value);
 extern Datum cscp_command_state_datum(Oid typoid, CommandState state);
-/*
- * Set by command_submit around its INSERT of a command that asks for
- * confirmation at once: the trigger then accepts a new row in
- * confirmation_required and records both of its steps.
- */
-extern bool cscp_command_asking;
-
-/*
- * Set by command_transition around its UPDATE: the trigger then records a
- * refused step of that command (invalid_transition_attempt, with
- * refusal_detail) and skips the row instead of raising, and says why here.
- */
-typedef struct CscpTransitionAsk
-{
-	Datum		command_id;		/* the command asked about (uuid) */
-	Jsonb	   *refusal_detail; /* the detail of the refusal's evidence */
-	const char *context_refusal;	/* refuse with this when the rules allow the
-									 * step (an approval request whose context
-									 * is not usable), or NULL */
-	const char *refused;		/* out: the reason code of a refusal, or NULL */
-	CommandState from;			/* out: the state the command was in */
-} CscpTransitionAsk;
-
-extern CscpTransitionAsk *cscp_transition_ask;
+extern const char *cscp_command_step_refusal(HeapTuple row, TupleDesc desc, CommandState to,
+											 CommandState *from);
+extern void cscp_command_record_refusal(HeapTuple row, TupleDesc desc, CommandState from,
+										CommandState to, const char *why, Jsonb *detail);
 
 /* command_api.c: the command functions on the hot path */
 extern void cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id,

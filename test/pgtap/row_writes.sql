@@ -1,426 +1,514 @@
--- command_transition writes the command's row without an UPDATE statement (spiplan.c,
--- cscp_row_update) where cscp.command has no rule, statement trigger or transition table.
--- Whatever an UPDATE statement of that row would do still happens:
---   * a user's AFTER UPDATE row trigger fires once per step, with the row as stored;
---   * a column-list trigger fires for the columns the step sets (state, with a WHEN condition),
---     not for those the guard trigger moves (version);
---   * a refused step fires nothing;
---   * a BEFORE UPDATE row trigger that returns NULL skips the step, which is then not found;
---   * a CHECK constraint added to the table refuses a step with 23514, and nothing changes;
---   * a role without UPDATE on cscp.command is refused (42501);
---   * two steps in one statement each see the one before.
--- With a statement trigger on the table, the UPDATE statement runs: both triggers fire.
--- slot_set writes the context's row the same way: a row trigger on cscp.context fires once per
--- slot set, and with a statement trigger the statement runs.  So do context_open (the live
--- context in use) and confirm (the command, the context's slot, and cscp.answer, inserted
--- without an INSERT statement: a row trigger, a CHECK constraint, the INSERT privilege and a
--- statement trigger on cscp.answer as for the statement).  The command's list rows
--- (cscp.command_window) are inserted and deleted without statements too; a row trigger there
--- fires for the insert, and with a DELETE trigger the DELETE statement runs.  doc_put updates
--- an existing document the same way: a row trigger and a column-list trigger fire once per put,
--- a BEFORE trigger that returns NULL leaves the document as it was, a CHECK constraint and a
--- role without UPDATE are refused with nothing changed, two puts in one statement both merge,
--- and with a statement trigger on cscp.document the UPDATE statement runs.
+-- One write path (issue 30, item 8): every API write goes through PostgreSQL's executor, so
+-- PostgreSQL's own rules hold for it exactly as for a plain statement by the application role.
+--   * A DBA's restrictive row-level policy on cscp.command refuses command_transition, confirm
+--     and approve of a blocked actor's command as it refuses a plain UPDATE of it (nothing
+--     changes, no evidence), and lets another actor's through.
+--   * An unrelated statement trigger on any table cscp writes changes no answer of any API call.
+--   * A user's row triggers fire once per row written (no more, no less) and see the row as
+--     stored; a rule on cscp.answer fires with confirm; a BEFORE trigger that skips the row,
+--     a CHECK constraint and a missing privilege refuse as for the statement.
+--   * command_submit's INSERT of a command born asking for confirmation is judged by the row
+--     alone, so the application role's own INSERT of such a row is held to the same rules.
+--   * After ALTER TABLE ADD/DROP COLUMN on cscp.command and cscp.context, every API call gives
+--     the same answers (row_writes_after_alter.sql does the same in a session whose first call
+--     comes after the ALTER).
+-- Everything runs as an application role set up with cscp.grant_app and SET cscp.tenant_id.
 BEGIN;
-SELECT plan(68);
+SELECT plan(49);
 
 SET cscp.clock = '2026-08-01 10:00:00+00';
 CREATE ROLE tap_rw_app;
 SELECT cscp.grant_app('tap_rw_app');
 
 CREATE TABLE public.rw_log (
-    n           serial PRIMARY KEY,
-    kind        text,
-    command_id  uuid,
-    old_state   text,
-    new_state   text,
-    reason_code text,
-    version     bigint
+    n       serial PRIMARY KEY,
+    tbl     text,
+    op      text,
+    level   text,
+    version bigint
 );
-GRANT SELECT, INSERT, DELETE ON public.rw_log TO tap_rw_app;
-GRANT USAGE ON SEQUENCE public.rw_log_n_seq TO tap_rw_app;
-CREATE FUNCTION public.rw_row() RETURNS trigger LANGUAGE plpgsql AS $$
+GRANT SELECT, INSERT, DELETE ON public.rw_log TO PUBLIC;
+GRANT USAGE ON SEQUENCE public.rw_log_n_seq TO PUBLIC;
+CREATE FUNCTION public.rw_log_row() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO public.rw_log (kind, command_id, old_state, new_state, reason_code, version)
-    VALUES (TG_ARGV[0], NEW.command_id, OLD.state, NEW.state, NEW.reason_code, NEW.version);
+    INSERT INTO public.rw_log (tbl, op, level, version)
+    VALUES (TG_TABLE_NAME, TG_OP, TG_LEVEL,
+            CASE WHEN TG_LEVEL = 'ROW' AND TG_OP <> 'DELETE' AND TG_TABLE_NAME IN ('command', 'context')
+                 THEN (to_jsonb(NEW) ->> 'version')::bigint END);
     RETURN NULL;
 END
 $$;
-CREATE FUNCTION public.rw_statement() RETURNS trigger LANGUAGE plpgsql AS $$
+
+-- The answers of the command calls (command_submit, confirm, command_transition, approve,
+-- command_recover, command_status) on the live context of ('acme', conv, 'u'), with keys and
+-- message ids made from k; ids left out, so that two runs compare.
+CREATE FUNCTION public.rw_commands(conv text, k text) RETURNS TABLE(step int, answer text)
+LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+    c1 uuid;
+    c2 uuid;
+    c3 uuid;
+    c4 uuid;
+    st text;
 BEGIN
-    INSERT INTO public.rw_log (kind) VALUES ('statement');
-    RETURN NULL;
+    step := 0;
+    SELECT * INTO r FROM cscp.command_submit('acme', conv, 'u', k || '-1', 'cancel_order', true,
+                                             ARRAY[k || '-m1'], '{"order": 1}', 'order:1');
+    c1 := r.command_id;
+    step := step + 1; answer := r.state || ' ' || r.replayed; RETURN NEXT;
+    SELECT * INTO r FROM cscp.command_submit('acme', conv, 'u', k || '-1', 'cancel_order', true,
+                                             ARRAY[k || '-m1'], '{"order": 1}', 'order:1');
+    step := step + 1; answer := r.state || ' ' || r.replayed || ' ' || (r.command_id = c1); RETURN NEXT;
+    SELECT * INTO r FROM cscp.confirm('acme', conv, 'u', k || '-y1', true, 'order:1');
+    step := step + 1; answer := r.outcome || ' ' || (r.command_id = c1); RETURN NEXT;
+    SELECT * INTO r FROM cscp.confirm('acme', conv, 'u', k || '-y1', true, 'order:1');
+    step := step + 1; answer := 'again ' || r.outcome; RETURN NEXT;
+    FOREACH st IN ARRAY ARRAY['started', 'authz_pending', 'authorized', 'authorized', 'started', 'executed'] LOOP
+        SELECT * INTO r FROM cscp.command_transition(c1, st::cscp.command_state,
+            CASE st WHEN 'authz_pending' THEN 'policy_check' WHEN 'executed' THEN 'done' END,
+            CASE st WHEN 'executed' THEN '{"refund": 42}'::jsonb END);
+        step := step + 1; answer := st || ': ' || r.accepted || ' ' || r.state || ' ' || coalesce(r.reason_code, '-');
+        RETURN NEXT;
+    END LOOP;
+    SELECT * INTO r FROM cscp.command_status(c1);
+    step := step + 1; answer := r.state || ' ' || r.terminal || ' ' || r.outcome::text; RETURN NEXT;
+
+    SELECT * INTO r FROM cscp.command_submit('acme', conv, 'u', k || '-2', 'cancel_order', true,
+                                             ARRAY[k || '-m2'], '{"order": 2}', 'order:2');
+    c2 := r.command_id;
+    SELECT * INTO r FROM cscp.confirm('acme', conv, 'u', k || '-n2', false);
+    step := step + 1; answer := r.outcome || ' ' || (r.command_id = c2); RETURN NEXT;
+    SELECT * INTO r FROM cscp.confirm('acme', conv, 'u', k || '-y2', true);
+    step := step + 1; answer := r.outcome; RETURN NEXT;
+
+    SELECT * INTO r FROM cscp.command_submit('acme', conv, 'u', k || '-3', 'refund', false,
+                                             ARRAY[k || '-m3']);
+    c3 := r.command_id;
+    SELECT * INTO r FROM cscp.command_transition(c3, 'authz_pending', 'approval_required',
+                                                 '{"approver_id": "boss"}');
+    step := step + 1; answer := r.accepted || ' ' || r.state; RETURN NEXT;
+    SELECT * INTO r FROM cscp.approve('acme', conv, 'boss', k || '-ok3', true);
+    step := step + 1; answer := r.outcome || ' ' || (r.command_id = c3); RETURN NEXT;
+
+    SELECT * INTO r FROM cscp.command_submit('acme', conv, 'u', k || '-4', 'lookup', false,
+                                             ARRAY[k || '-m4']);
+    c4 := r.command_id;
+    SELECT * INTO r FROM cscp.command_recover(c4, 'cancel', k || '-r4');
+    step := step + 1; answer := r.state || ' ' || r.replayed; RETURN NEXT;
+    SELECT * INTO r FROM cscp.command_transition(c4, 'canceled', 'user_left');
+    step := step + 1; answer := r.accepted || ' ' || r.state; RETURN NEXT;
+
+    step := step + 1;
+    SELECT string_agg(e.event_type || ':' || coalesce(e.reason_code, '-'), ' ' ORDER BY e.evidence_id)
+      INTO answer FROM cscp.evidence e WHERE e.conversation_id = conv;
+    RETURN NEXT;
+    step := step + 1;
+    SELECT x.status || ' ' || (x.slots ? 'pending_confirmation') || ' ' || (x.slots ? 'pending_approval')
+      INTO answer FROM cscp.context x WHERE x.conversation_id = conv;
+    RETURN NEXT;
 END
 $$;
+
+-- The answers of the other writing calls (context_open, slot_set, context_transition, doc_put,
+-- conversation_start/exchange, fact_write, ws_put), tag in every key, left out of the answers.
+CREATE FUNCTION public.rw_others(tag text) RETURNS TABLE(step int, answer text)
+LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+    ctx uuid;
+BEGIN
+    step := 0;
+    SELECT * INTO r FROM cscp.context_open('acme', 'o-' || tag, 'u', '{"x_a": 1}');
+    ctx := r.context_id;
+    step := step + 1; answer := r.status || ' ' || r.slots::text; RETURN NEXT;
+    SELECT * INTO r FROM cscp.slot_set(ctx, 'x_b', '2');
+    step := step + 1; answer := r.slots::text; RETURN NEXT;
+    SELECT * INTO r FROM cscp.context_open('acme', 'o-' || tag, 'u', '{"x_c": 3}');
+    step := step + 1; answer := (r.context_id = ctx) || ' ' || r.slots::text; RETURN NEXT;
+    SELECT * INTO r FROM cscp.context_transition(ctx, 'pending', 'asked');
+    step := step + 1; answer := r.status || ' ' || r.reason; RETURN NEXT;
+    step := step + 1;
+    answer := replace(cscp.doc_put('acme', 's-' || tag, 'ns', '{"a": 1}', 600), tag, '<t>'); RETURN NEXT;
+    step := step + 1;
+    answer := replace(cscp.doc_put('acme', 's-' || tag, 'ns', '{"b": 2}', 600), tag, '<t>'); RETURN NEXT;
+    step := step + 1; answer := cscp.doc_get('acme', 's-' || tag, 'ns')::text; RETURN NEXT;
+    SELECT * INTO r FROM cscp.conversation_start('acme', 'cv-' || tag, 'agent',
+        '{"from": "agent", "role": "agent", "content": "hi", "ts": 1}');
+    step := step + 1; answer := r.turn_index || ' ' || replace(r.message_id, tag, '<t>'); RETURN NEXT;
+    SELECT * INTO r FROM cscp.conversation_exchange('acme', 'cv-' || tag,
+        '{"messageId": "u-1", "from": "maria", "role": "user", "content": "yes", "ts": 2}');
+    step := step + 1; answer := r.turn_index || ' ' || r.outcome; RETURN NEXT;
+    SELECT * INTO r FROM cscp.conversation_exchange('acme', 'cv-' || tag,
+        '{"messageId": "u-1", "from": "maria", "role": "user", "content": "yes", "ts": 2}');
+    step := step + 1; answer := r.turn_index || ' ' || r.outcome; RETURN NEXT;
+    SELECT * INTO r FROM cscp.fact_write('acme', 'p-' || tag, 'f1', 'city', '"Lyon"');
+    step := step + 1; answer := r.value::text || ' ' || r.is_valid; RETURN NEXT;
+    SELECT * INTO r FROM cscp.fact_write('acme', 'p-' || tag, 'f2', 'city', '"Paris"', supersedes => 'f1');
+    step := step + 1; answer := r.value::text || ' ' || r.supersedes; RETURN NEXT;
+    SELECT * INTO r FROM cscp.fact_current('acme', 'p-' || tag, 'f1');
+    step := step + 1; answer := r.fact_id || ' ' || r.value::text; RETURN NEXT;
+    PERFORM cscp.ws_put('acme', 'w-' || tag, 'k', '{"v": 1}');
+    step := step + 1; answer := cscp.ws_get('acme', 'w-' || tag, 'k')::text; RETURN NEXT;
+END
+$$;
+
+-- The answers of the calls that write a command of actor 'blocked' in conversation conv (an
+-- error's SQLSTATE where one is raised).
+CREATE FUNCTION public.rw_blocked(conv text, k text) RETURNS TABLE(step int, answer text)
+LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+    c1 uuid;
+    c2 uuid;
+    st text;
+BEGIN
+    step := 0;
+    SELECT * INTO r FROM cscp.command_submit('acme', conv, 'blocked', k || '-1', 'lookup', false, ARRAY[k || '-m1']);
+    c1 := r.command_id;
+    step := step + 1; answer := r.state; RETURN NEXT;
+    FOREACH st IN ARRAY ARRAY['authz_pending', 'executed'] LOOP
+        BEGIN
+            SELECT * INTO r FROM cscp.command_transition(c1, st::cscp.command_state, 'policy_check');
+            answer := r.accepted || ' ' || r.state;
+        EXCEPTION WHEN OTHERS THEN
+            answer := SQLSTATE;
+        END;
+        step := step + 1; RETURN NEXT;
+    END LOOP;
+    SELECT * INTO r FROM cscp.command_submit('acme', conv, 'blocked', k || '-2', 'cancel_order', true,
+                                             ARRAY[k || '-m2'], '{}', 'order:2');
+    c2 := r.command_id;
+    step := step + 1; answer := r.state; RETURN NEXT;
+    SELECT * INTO r FROM cscp.confirm('acme', conv, 'blocked', k || '-y2', true, 'order:2');
+    step := step + 1; answer := r.outcome; RETURN NEXT;
+    step := step + 1;
+    SELECT string_agg(x.state::text, ' ' ORDER BY x.created_at, x.idempotency_key) INTO answer
+      FROM cscp.command x WHERE x.command_id IN (c1, c2);
+    RETURN NEXT;
+    step := step + 1;
+    SELECT string_agg(e.event_type || ':' || coalesce(e.reason_code, '-'), ' ' ORDER BY e.evidence_id)
+      INTO answer FROM cscp.evidence e WHERE e.conversation_id = conv;
+    RETURN NEXT;
+END
+$$;
+
+-- 'same' when a scenario's answers equal those recorded in rw_expected under its name, else
+-- what differs or the error it raised (in a subtransaction, undone either way).
+CREATE TABLE public.rw_expected (scenario text, step int, answer text);
+GRANT SELECT, INSERT ON public.rw_expected TO PUBLIC;
+CREATE FUNCTION public.rw_same(scenario text, q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    diff text;
+BEGIN
+    BEGIN
+        EXECUTE format($q$SELECT string_agg(coalesce(e.step, a.step) || ': ' || coalesce(e.answer, '(none)')
+                                            || ' <> ' || coalesce(a.answer, '(none)'), '; ')
+                            FROM (SELECT * FROM public.rw_expected WHERE scenario = %L) e
+                            FULL JOIN (%s) a ON a.step = e.step
+                           WHERE e.answer IS DISTINCT FROM a.answer$q$, scenario, q)
+           INTO diff;
+        RAISE EXCEPTION USING ERRCODE = 'P0004', MESSAGE = coalesce(diff, 'same');
+    EXCEPTION
+        WHEN assert_failure THEN
+            RETURN SQLERRM;
+        WHEN OTHERS THEN
+            RETURN SQLSTATE || ' ' || SQLERRM;
+    END;
+END
+$$;
+
+SET ROLE tap_rw_app;
+SET cscp.tenant_id = 'acme';
+SELECT count(*) AS contexts FROM unnest(ARRAY['cmd-plain', 'cmd-trig', 'cmd-alt', 'cmd-ev']) conv,
+     LATERAL cscp.context_open('acme', conv, 'u');
+
+-- 1. A DBA's restrictive policy: commands of actor 'blocked' cannot be updated.
+RESET ROLE;
+CREATE POLICY rw_not_blocked ON cscp.command AS RESTRICTIVE FOR UPDATE USING (actor_id <> 'blocked');
+CREATE FUNCTION public.rw_plain_update(id uuid, to_state cscp.command_state) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    n bigint;
+BEGIN
+    UPDATE cscp.command SET state = to_state, reason_code = 'policy_check' WHERE command_id = id;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+SET ROLE tap_rw_app;
+SELECT count(*) AS contexts FROM unnest(ARRAY['blocked', 'free']) actor, LATERAL cscp.context_open('acme', 'pol', actor);
+SELECT count(*) AS contexts FROM unnest(ARRAY['blk-plain', 'blk-trig']) conv,
+     LATERAL cscp.context_open('acme', conv, 'blocked');
+SELECT command_id AS blocked1 FROM cscp.command_submit('acme', 'pol', 'blocked', 'pol-b1', 'lookup', false, ARRAY['pb1']) \gset
+SELECT command_id AS free1 FROM cscp.command_submit('acme', 'pol', 'free', 'pol-f1', 'lookup', false, ARRAY['pf1']) \gset
+CREATE TEMP TABLE rw_pol_before AS
+    SELECT (SELECT ROW(state, version)::text FROM cscp.command WHERE command_id = :'blocked1') AS cmd,
+           (SELECT count(*) FROM cscp.evidence WHERE command_id = :'blocked1') AS evidence;
+
+SELECT is(public.rw_plain_update(:'blocked1', 'authz_pending'), 0::bigint,
+          'a plain UPDATE of the blocked actor''s command changes no row');
+SELECT throws_ok(format('SELECT * FROM cscp.command_transition(%L, %L, %L)', :'blocked1', 'authz_pending', 'policy_check'),
+                 '22023', NULL, 'command_transition of it is refused too: no command it may update has the id');
+SELECT throws_ok(format('SELECT * FROM cscp.command_transition(%L, %L)', :'blocked1', 'executed'),
+                 '22023', NULL, 'and so is a step the lifecycle refuses: nothing is judged or recorded');
+SELECT is((SELECT ROW((SELECT ROW(state, version)::text FROM cscp.command WHERE command_id = :'blocked1'),
+                      (SELECT count(*) FROM cscp.evidence WHERE command_id = :'blocked1'))::text),
+          (SELECT ROW(cmd, evidence)::text FROM rw_pol_before),
+          'the blocked command did not move and has no new evidence');
+SELECT results_eq(format('SELECT accepted, state::text FROM cscp.command_transition(%L, %L, %L)', :'free1', 'authz_pending', 'policy_check'),
+                  $$VALUES (true, 'authz_pending')$$, 'another actor''s command moves');
+SELECT is(public.rw_plain_update(:'free1', 'authorized'), 1::bigint, 'as a plain UPDATE of it does');
+
+SELECT command_id AS blocked2 FROM cscp.command_submit('acme', 'pol', 'blocked', 'pol-b2', 'cancel_order', true, ARRAY['pb2'], '{}', 'order:b2') \gset
+SELECT command_id AS free2 FROM cscp.command_submit('acme', 'pol', 'free', 'pol-f2', 'cancel_order', true, ARRAY['pf2'], '{}', 'order:f2') \gset
+SELECT results_eq($$SELECT outcome FROM cscp.confirm('acme', 'pol', 'blocked', 'pb2-yes', true)$$,
+                  $$VALUES ('nothing_pending')$$, 'a yes of the blocked actor finds no command it may confirm');
+SELECT results_eq($$SELECT outcome FROM cscp.confirm('acme', 'pol', 'free', 'pf2-yes', true)$$,
+                  $$VALUES ('confirmed')$$, 'the free actor''s yes confirms');
+SELECT results_eq(format($$SELECT state::text FROM cscp.command WHERE command_id IN (%L, %L) ORDER BY actor_id$$, :'blocked2', :'free2'),
+                  $$VALUES ('confirmation_required'), ('confirmed')$$,
+                  'the blocked command still waits; the free one is confirmed');
+
+SELECT command_id AS blocked3 FROM cscp.command_submit('acme', 'pol', 'blocked', 'pol-b3', 'lookup', false, ARRAY['pb3']) \gset
+RESET ROLE;
+-- the superuser, whom row-level security does not bind, asks for the approval
+SELECT accepted FROM cscp.command_transition(:'blocked3', 'authz_pending', 'approval_required', '{"approver_id": "boss"}');
+SET ROLE tap_rw_app;
+SELECT results_eq($$SELECT outcome FROM cscp.approve('acme', 'pol', 'boss', 'pb3-ok', true)$$,
+                  $$VALUES ('nothing_pending')$$, 'an approval of the blocked actor''s command finds none either');
+SELECT is((SELECT state::text FROM cscp.command WHERE command_id = :'blocked3'), 'authz_pending',
+          'and it still waits');
+
+-- 2. A user's row triggers fire once per row written, with the row as stored.
+RESET ROLE;
+CREATE TRIGGER rw_row AFTER INSERT OR UPDATE OR DELETE ON cscp.command FOR EACH ROW EXECUTE FUNCTION public.rw_log_row();
+CREATE TRIGGER rw_row AFTER INSERT OR UPDATE OR DELETE ON cscp.context FOR EACH ROW EXECUTE FUNCTION public.rw_log_row();
+CREATE TRIGGER rw_row AFTER INSERT ON cscp.answer FOR EACH ROW EXECUTE FUNCTION public.rw_log_row();
+CREATE TRIGGER rw_row AFTER INSERT ON cscp.frame FOR EACH ROW EXECUTE FUNCTION public.rw_log_row();
+CREATE TRIGGER rw_row AFTER INSERT OR DELETE ON cscp.command_window FOR EACH ROW EXECUTE FUNCTION public.rw_log_row();
+CREATE TRIGGER rw_row AFTER INSERT OR DELETE ON cscp.command_retired FOR EACH ROW EXECUTE FUNCTION public.rw_log_row();
+CREATE TRIGGER rw_row AFTER INSERT ON cscp.evidence FOR EACH ROW EXECUTE FUNCTION public.rw_log_row();
+SET ROLE tap_rw_app;
+CREATE TEMP VIEW rw_fired AS
+    SELECT string_agg(tbl || ' ' || op || ' ' || cnt, ', ' ORDER BY tbl, op) AS fired
+      FROM (SELECT tbl, op, count(*) AS cnt FROM public.rw_log GROUP BY tbl, op) s;
+
+SELECT status FROM cscp.context_open('acme', 'once', 'u');
+DELETE FROM public.rw_log;
+SELECT command_id AS once1 FROM cscp.command_submit('acme', 'once', 'u', 'once-1', 'cancel_order', true, ARRAY['o1'], '{}', 'order:o1') \gset
+SELECT is((SELECT fired FROM rw_fired),
+          'command INSERT 1, command_window INSERT 1, context UPDATE 1, evidence INSERT 2, frame INSERT 1',
+          'command_submit: one row trigger per row written (two steps, two evidence rows)');
+DELETE FROM public.rw_log;
+SELECT outcome FROM cscp.confirm('acme', 'once', 'u', 'o1-yes', true);
+SELECT is((SELECT fired FROM rw_fired),
+          'answer INSERT 1, command UPDATE 1, command_window DELETE 1, context UPDATE 1, evidence INSERT 1',
+          'confirm: the command, its window, the context, the answer and one evidence row');
+SELECT is((SELECT version FROM public.rw_log WHERE tbl = 'command'),
+          (SELECT version FROM cscp.command WHERE command_id = :'once1'),
+          'the command''s trigger saw the row as stored, with the version the guard set');
+DELETE FROM public.rw_log;
+SELECT results_eq(format('SELECT accepted FROM cscp.command_transition(%L, %L)', :'once1', 'started'),
+                  $$VALUES (false)$$, 'a refused step');
+SELECT is((SELECT fired FROM rw_fired), 'evidence INSERT 1', 'writes its evidence row and nothing else');
+DELETE FROM public.rw_log;
+SELECT accepted FROM cscp.command_transition(:'once1', 'authz_pending', 'policy_check');
+SELECT accepted FROM cscp.command_transition(:'once1', 'authorized');
+SELECT accepted FROM cscp.command_transition(:'once1', 'started');
+SELECT is((SELECT fired FROM rw_fired), 'command UPDATE 3, evidence INSERT 3',
+          'three steps: three updates of the command, three evidence rows');
+DELETE FROM public.rw_log;
+SELECT accepted FROM cscp.command_transition(:'once1', 'executed', 'done');
+SELECT is((SELECT fired FROM rw_fired), 'command UPDATE 1, command_retired INSERT 1, evidence INSERT 1',
+          'the last step lists the command as finished');
+DELETE FROM public.rw_log;
+SELECT outcome FROM cscp.confirm('acme', 'once', 'u', 'o1-yes', true);
+SELECT is((SELECT fired FROM rw_fired), NULL, 'a replayed answer writes nothing');
+
+-- A rule, a BEFORE trigger that skips the row, a CHECK constraint, a missing privilege.
+RESET ROLE;
+CREATE RULE rw_rule AS ON INSERT TO cscp.answer DO ALSO
+    INSERT INTO public.rw_log (tbl, op, level) VALUES ('answer', NEW.outcome, 'RULE');
 CREATE FUNCTION public.rw_skip() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     RETURN CASE WHEN NEW.reason_code = 'skip_me' THEN NULL ELSE NEW END;
 END
 $$;
-CREATE TRIGGER rw_after AFTER UPDATE ON cscp.command
-    FOR EACH ROW EXECUTE FUNCTION public.rw_row('row');
-CREATE TRIGGER rw_executed AFTER UPDATE OF state ON cscp.command
-    FOR EACH ROW WHEN (NEW.state = 'executed') EXECUTE FUNCTION public.rw_row('executed');
-CREATE TRIGGER rw_version AFTER UPDATE OF version ON cscp.command
-    FOR EACH ROW EXECUTE FUNCTION public.rw_row('version');
-CREATE TRIGGER rw_skip BEFORE UPDATE ON cscp.command
-    FOR EACH ROW EXECUTE FUNCTION public.rw_skip();
-
-SET ROLE tap_rw_app;
-SET cscp.tenant_id = 'acme';
-SELECT status FROM cscp.context_open('acme', 'rw-conv', 'rw-user');
-SELECT command_id AS c1
-  FROM cscp.command_submit('acme', 'rw-conv', 'rw-user', 'rw-k1', 'track_order', false, ARRAY['rw-m1']) \gset
-SELECT command_id AS c2
-  FROM cscp.command_submit('acme', 'rw-conv', 'rw-user', 'rw-k2', 'track_order', false, ARRAY['rw-m2']) \gset
-SELECT command_id AS c3
-  FROM cscp.command_submit('acme', 'rw-conv', 'rw-user', 'rw-k3', 'track_order', false, ARRAY['rw-m3']) \gset
-DELETE FROM public.rw_log;
-
--- A user's row triggers, through the steps to executed.
-SELECT is((SELECT accepted FROM cscp.command_transition(:'c1', 'authz_pending', 'policy_check')), true,
-          'the step to authz_pending is accepted');
-SELECT results_eq($$SELECT kind, old_state, new_state, reason_code FROM public.rw_log ORDER BY n$$,
-                  $$VALUES ('row', 'canonicalized', 'authz_pending', 'policy_check')$$,
-                  'an AFTER UPDATE row trigger fired once, with the old and the new state');
-SELECT is((SELECT version FROM public.rw_log), (SELECT version FROM cscp.command WHERE command_id = :'c1'),
-          'it saw the row as stored, the version the guard trigger set');
-SELECT is((SELECT accepted FROM cscp.command_transition(:'c1', 'authorized', 'read_only')), true,
-          'authorized');
-SELECT is((SELECT accepted FROM cscp.command_transition(:'c1', 'started')), true, 'started');
-SELECT is((SELECT accepted FROM cscp.command_transition(:'c1', 'executed', 'order_found', '{"status": "shipped"}')),
-          true, 'executed');
-SELECT results_eq($$SELECT kind, new_state FROM public.rw_log ORDER BY n$$,
-                  $$VALUES ('row', 'authz_pending'), ('row', 'authorized'), ('row', 'started'),
-                           ('row', 'executed'), ('executed', 'executed')$$,
-                  'one row trigger per step; UPDATE OF state WHEN executed fired once; UPDATE OF version never');
-
--- A refused step writes nothing and fires nothing.
-DELETE FROM public.rw_log;
-SELECT results_eq(format('SELECT accepted, state::text FROM cscp.command_transition(%L, %L)', :'c1', 'started'),
-                  $$VALUES (false, 'executed')$$, 'a refused step is returned');
-SELECT is((SELECT count(*) FROM public.rw_log), 0::bigint, 'and fired no trigger');
-SELECT is((SELECT count(*) FROM cscp.evidence WHERE command_id = :'c1' AND event_type = 'invalid_transition_attempt'),
-          1::bigint, 'and was recorded as evidence');
-
--- A BEFORE UPDATE row trigger that returns NULL skips the step.
-SELECT throws_ok(format('SELECT * FROM cscp.command_transition(%L, %L, %L)', :'c2', 'authz_pending', 'skip_me'),
-                 '22023', NULL, 'a step a BEFORE trigger skips finds no command');
-SELECT is((SELECT state::text FROM cscp.command WHERE command_id = :'c2'), 'canonicalized',
-          'and the command did not move');
-SELECT is((SELECT count(*) FROM public.rw_log), 0::bigint, 'nor fired its AFTER triggers');
-
--- A CHECK constraint of the table's.
-RESET ROLE;
+CREATE TRIGGER rw_skip BEFORE UPDATE ON cscp.command FOR EACH ROW EXECUTE FUNCTION public.rw_skip();
 ALTER TABLE cscp.command ADD CONSTRAINT rw_not_forbidden CHECK (reason_code IS DISTINCT FROM 'forbidden');
 SET ROLE tap_rw_app;
-CREATE TEMP TABLE rw_before AS
-    SELECT (SELECT count(*) FROM cscp.evidence WHERE command_id = :'c2') AS evidence,
-           (SELECT version FROM cscp.command WHERE command_id = :'c2') AS version;
-SELECT throws_ok(format('SELECT * FROM cscp.command_transition(%L, %L, %L)', :'c2', 'authz_pending', 'forbidden'),
-                 '23514', NULL, 'a CHECK constraint refuses the step');
-SELECT is((SELECT ROW(count(*), max(c.version))::text FROM cscp.evidence e JOIN cscp.command c USING (tenant_id, command_id)
-            WHERE e.command_id = :'c2'),
-          (SELECT ROW(evidence, version)::text FROM rw_before),
-          'and neither the command nor its evidence changed');
+SELECT command_id AS once2 FROM cscp.command_submit('acme', 'once', 'u', 'once-2', 'cancel_order', true, ARRAY['o2'], '{}', 'order:o2') \gset
+DELETE FROM public.rw_log;
+SELECT results_eq($$SELECT outcome FROM cscp.confirm('acme', 'once', 'u', 'o2-no', false)$$,
+                  $$VALUES ('declined')$$, 'with a rule on cscp.answer, a no declines');
+SELECT is((SELECT count(*) FROM public.rw_log WHERE level = 'RULE' AND op = 'declined'), 1::bigint,
+          'and the rule ran with the answer''s insert');
+SELECT command_id AS once3 FROM cscp.command_submit('acme', 'once', 'u', 'once-3', 'lookup', false, ARRAY['o3']) \gset
+CREATE TEMP TABLE rw_once3 AS
+    SELECT (SELECT ROW(state, version)::text FROM cscp.command WHERE command_id = :'once3') AS cmd,
+           (SELECT count(*) FROM cscp.evidence WHERE command_id = :'once3') AS evidence;
+SELECT throws_ok(format('SELECT * FROM cscp.command_transition(%L, %L, %L)', :'once3', 'authz_pending', 'skip_me'),
+                 '22023', NULL, 'a step a BEFORE trigger skips finds no command, as the UPDATE finds no row');
+SELECT throws_ok(format('SELECT * FROM cscp.command_transition(%L, %L, %L)', :'once3', 'authz_pending', 'forbidden'),
+                 '23514', NULL, 'a CHECK constraint refuses a step');
 RESET ROLE;
-ALTER TABLE cscp.command DROP CONSTRAINT rw_not_forbidden;
-
--- Without UPDATE on cscp.command.
 REVOKE UPDATE ON cscp.command FROM tap_rw_app;
 SET ROLE tap_rw_app;
-SELECT throws_ok(format('SELECT * FROM cscp.command_transition(%L, %L)', :'c2', 'authz_pending'),
+SELECT throws_ok(format('SELECT * FROM cscp.command_transition(%L, %L)', :'once3', 'authz_pending'),
                  '42501', NULL, 'a role without UPDATE on cscp.command cannot move a command');
+SELECT throws_ok(format('SELECT * FROM cscp.command_transition(%L, %L)', :'once3', 'executed'),
+                 '42501', NULL, 'nor have a refused step judged');
 RESET ROLE;
 GRANT UPDATE ON cscp.command TO tap_rw_app;
-SET ROLE tap_rw_app;
-
--- Two steps in one statement.
-DELETE FROM public.rw_log;
-SELECT results_eq(
-    format($$SELECT t.accepted FROM unnest(ARRAY['authz_pending', 'authorized']::cscp.command_state[])
-                     WITH ORDINALITY s(st, i),
-                   LATERAL cscp.command_transition(%L, s.st, 'read_only') t ORDER BY s.i$$, :'c2'),
-    $$VALUES (true), (true)$$, 'the second of two steps in one statement sees the first');
-SELECT is((SELECT state::text FROM cscp.command WHERE command_id = :'c2'), 'authorized', 'both were made');
-
--- With a statement trigger, the UPDATE statement runs.
-RESET ROLE;
-CREATE TRIGGER rw_statement AFTER UPDATE ON cscp.command
-    FOR EACH STATEMENT EXECUTE FUNCTION public.rw_statement();
-SET ROLE tap_rw_app;
-DELETE FROM public.rw_log;
-SELECT is((SELECT accepted FROM cscp.command_transition(:'c3', 'authz_pending', 'policy_check')), true,
-          'with a statement trigger, the step is accepted');
-SELECT results_eq($$SELECT kind, new_state FROM public.rw_log ORDER BY n$$,
-                  $$VALUES ('row', 'authz_pending'), ('statement', NULL)$$,
-                  'the row trigger and the statement trigger fired');
-SELECT results_eq(format('SELECT accepted, state::text FROM cscp.command_transition(%L, %L)', :'c3', 'executed'),
-                  $$VALUES (false, 'authz_pending')$$, 'a refused step is returned by the statement too');
-SELECT throws_ok(format('SELECT * FROM cscp.command_transition(%L, %L, %L)', :'c3', 'authorized', 'skip_me'),
-                 '22023', NULL, 'and a skipped one finds no command');
-SELECT is((SELECT accepted FROM cscp.command_transition(:'c3', 'authorized', 'read_only')), true,
-          'the next step is accepted');
-SELECT is((SELECT state::text FROM cscp.command WHERE command_id = :'c3'), 'authorized', 'and made');
-
--- slot_set.
-RESET ROLE;
-CREATE FUNCTION public.rw_context() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO public.rw_log (kind, reason_code, version) VALUES (TG_ARGV[0], NEW.slots::text, NEW.version);
-    RETURN NULL;
-END
-$$;
-CREATE TRIGGER rw_context AFTER UPDATE OF slots ON cscp.context
-    FOR EACH ROW EXECUTE FUNCTION public.rw_context('context');
-SET ROLE tap_rw_app;
-SELECT context_id AS ctx FROM cscp.context WHERE tenant_id = 'acme' AND conversation_id = 'rw-conv' \gset
-DELETE FROM public.rw_log;
-SELECT is((SELECT slots ->> 'x_rw_step' FROM cscp.slot_set(:'ctx', 'x_rw_step', '"one"')), 'one', 'slot_set sets the slot');
-SELECT results_eq($$SELECT kind, reason_code::jsonb ->> 'x_rw_step' FROM public.rw_log ORDER BY n$$,
-                  $$VALUES ('context', 'one')$$, 'a row trigger on cscp.context fired once, with the new slots');
-SELECT is((SELECT version FROM public.rw_log), (SELECT version FROM cscp.context WHERE context_id = :'ctx'),
-          'with the version as stored');
-RESET ROLE;
-CREATE TRIGGER rw_context_statement AFTER UPDATE ON cscp.context
-    FOR EACH STATEMENT EXECUTE FUNCTION public.rw_statement();
-SET ROLE tap_rw_app;
-DELETE FROM public.rw_log;
-SELECT ok((SELECT NOT slots ? 'x_rw_step' FROM cscp.slot_set(:'ctx', 'x_rw_step', NULL)),
-          'with a statement trigger, slot_set removes the slot');
-SELECT results_eq($$SELECT kind FROM public.rw_log ORDER BY n$$, $$VALUES ('context'), ('statement')$$,
-                  'the row trigger and the statement trigger fired');
-
-
--- context_open, with the statement trigger still on cscp.context: the UPDATE statement runs.
-DELETE FROM public.rw_log;
-SELECT is((SELECT slots ->> 'x_rw_open' FROM cscp.context_open('acme', 'rw-conv', 'rw-user', '{"x_rw_open": "a"}')),
-          'a', 'with a statement trigger, context_open merges the slots');
-SELECT results_eq($$SELECT kind FROM public.rw_log ORDER BY n$$, $$VALUES ('context'), ('statement')$$,
-                  'the row trigger and the statement trigger fired');
-RESET ROLE;
-DROP TRIGGER rw_context_statement ON cscp.context;
-
--- context_open without it: the row written below the executor.
-SET cscp.clock = '2026-08-01 10:10:00+00';
-SET ROLE tap_rw_app;
-DELETE FROM public.rw_log;
-SELECT results_eq($$SELECT context_id, slots ->> 'x_rw_open', expires_at
-                     FROM cscp.context_open('acme', 'rw-conv', 'rw-user', '{"x_rw_open": "b"}', NULL, 'rw-corr')$$,
-                  format($$VALUES (%L::uuid, 'b', '2026-08-01 10:40:00+00'::timestamptz)$$, :'ctx'),
-                  'context_open uses the live context: slots merged, its TTL slid from now');
-SELECT results_eq($$SELECT kind, reason_code::jsonb ->> 'x_rw_open', version FROM public.rw_log ORDER BY n$$,
-                  format('VALUES (%L, %L, %s::bigint)', 'context', 'b',
-                         (SELECT version FROM cscp.context WHERE context_id = :'ctx')),
-                  'a row trigger on cscp.context fired once, with the row as stored');
-SELECT is((SELECT correlation_id FROM cscp.context WHERE context_id = :'ctx'), 'rw-corr',
-          'and the correlation id given was kept');
-SELECT is((SELECT correlation_id FROM cscp.context_open('acme', 'rw-conv', 'rw-user')), 'rw-corr',
-          'an open without one keeps it');
-
--- confirm: the command, the context's slot and the answer, each a row trigger's once.
-RESET ROLE;
-DROP TRIGGER rw_statement ON cscp.command;
-CREATE FUNCTION public.rw_other() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF TG_OP = 'DELETE' THEN
-        INSERT INTO public.rw_log (kind, command_id, reason_code) VALUES (TG_ARGV[0], OLD.command_id, TG_OP);
-    ELSIF TG_LEVEL = 'STATEMENT' THEN
-        INSERT INTO public.rw_log (kind, reason_code) VALUES (TG_ARGV[0], TG_OP);
-    ELSIF TG_TABLE_NAME = 'answer' THEN
-        INSERT INTO public.rw_log (kind, command_id, reason_code) VALUES (TG_ARGV[0], NEW.command_id, NEW.outcome);
-    ELSE
-        INSERT INTO public.rw_log (kind, command_id, reason_code) VALUES (TG_ARGV[0], NEW.command_id, TG_OP);
-    END IF;
-    RETURN NULL;
-END
-$$;
-CREATE TRIGGER rw_answer AFTER INSERT ON cscp.answer
-    FOR EACH ROW EXECUTE FUNCTION public.rw_other('answer');
-CREATE TRIGGER rw_context_status AFTER UPDATE OF status ON cscp.context
-    FOR EACH ROW EXECUTE FUNCTION public.rw_context('status');
-CREATE TRIGGER rw_window AFTER INSERT ON cscp.command_window
-    FOR EACH ROW EXECUTE FUNCTION public.rw_other('window');
-SET ROLE tap_rw_app;
-SELECT command_id AS c4
-  FROM cscp.command_submit('acme', 'rw-conv', 'rw-user', 'rw-k4', 'cancel_order', true, ARRAY['rw-m4'],
-                           '{}', 'order:4') \gset
-SELECT results_eq($$SELECT kind, command_id, reason_code FROM public.rw_log WHERE kind = 'window'$$,
-                  format('VALUES (%L, %L::uuid, %L)', 'window', :'c4', 'INSERT'),
-                  'a row trigger on cscp.command_window fired for the open window');
-DELETE FROM public.rw_log;
-SELECT results_eq($$SELECT outcome, command_id FROM cscp.confirm('acme', 'rw-conv', 'rw-user', 'rw-yes4', true)$$,
-                  format('VALUES (%L, %L::uuid)', 'confirmed', :'c4'), 'a yes confirms the command');
-SELECT results_eq($$SELECT kind, coalesce(new_state, CASE WHEN kind = 'answer' THEN reason_code END)
-                     FROM public.rw_log ORDER BY n$$,
-                  $$VALUES ('row', 'confirmed'), ('context', NULL), ('status', NULL),
-                           ('answer', 'confirmed')$$,
-                  'the command''s, the context''s (slots, status) and the answer''s row triggers fired once each');
-SELECT results_eq(format($$SELECT state::text, message_ids, reason_code FROM cscp.command WHERE command_id = %L$$, :'c4'),
-                  $$VALUES ('confirmed', ARRAY['rw-m4', 'rw-yes4'], 'confirmed_by_user')$$,
-                  'the command: confirmed, the answer''s message id appended');
-SELECT results_eq(format($$SELECT status::text, slots ? 'pending_confirmation', last_command_id
-                            FROM cscp.context WHERE context_id = %L$$, :'ctx'),
-                  format($$VALUES ('active', false, %L::uuid)$$, :'c4'),
-                  'the context: active again, the slot cleared, the command its last');
-SELECT results_eq($$SELECT outcome, command_id, answered_by, created_at FROM cscp.answer
-                     WHERE conversation_id = 'rw-conv' AND message_id = 'rw-yes4'$$,
-                  format($$VALUES ('confirmed', %L::uuid, 'rw-user', '2026-08-01 10:10:00+00'::timestamptz)$$, :'c4'),
-                  'the answer kept, at cscp.now()');
-SELECT is((SELECT count(*) FROM cscp.command_window WHERE command_id = :'c4'), 0::bigint,
-          'and the window''s row is gone');
-DELETE FROM public.rw_log;
-SELECT results_eq($$SELECT outcome FROM cscp.confirm('acme', 'rw-conv', 'rw-user', 'rw-yes4', true)$$,
-                  $$VALUES ('confirmed')$$, 'the same yes again replays');
-SELECT is((SELECT count(*) FROM public.rw_log), 0::bigint, 'and writes nothing');
-
--- A CHECK constraint on cscp.answer, and a role without INSERT on it: refused, nothing changes.
-SELECT command_id AS c5
-  FROM cscp.command_submit('acme', 'rw-conv', 'rw-user', 'rw-k5', 'cancel_order', true, ARRAY['rw-m5'],
-                           '{}', 'order:5') \gset
-RESET ROLE;
-ALTER TABLE cscp.answer ADD CONSTRAINT rw_no_decline CHECK (outcome <> 'declined');
-SET ROLE tap_rw_app;
-CREATE TEMP TABLE rw_c5 AS
-    SELECT (SELECT ROW(c.state, c.message_ids, c.version)::text FROM cscp.command c WHERE c.command_id = :'c5') AS cmd,
-           (SELECT ROW(x.status, x.slots, x.version)::text FROM cscp.context x WHERE x.context_id = :'ctx') AS ctx,
-           (SELECT count(*) FROM cscp.evidence WHERE command_id = :'c5') AS evidence,
-           (SELECT count(*) FROM cscp.answer WHERE conversation_id = 'rw-conv') AS answers,
-           (SELECT count(*) FROM cscp.command_window WHERE command_id = :'c5') AS windows;
-DELETE FROM public.rw_log;
-SELECT throws_ok($$SELECT * FROM cscp.confirm('acme', 'rw-conv', 'rw-user', 'rw-no5', false)$$,
-                 '23514', NULL, 'a CHECK constraint on cscp.answer refuses the answer');
-RESET ROLE;
-ALTER TABLE cscp.answer DROP CONSTRAINT rw_no_decline;
 REVOKE INSERT ON cscp.answer FROM tap_rw_app;
 SET ROLE tap_rw_app;
-SELECT throws_ok($$SELECT * FROM cscp.confirm('acme', 'rw-conv', 'rw-user', 'rw-no5', false)$$,
+SELECT throws_ok($$SELECT * FROM cscp.confirm('acme', 'once', 'u', 'o3-yes', true)$$,
                  '42501', NULL, 'a role without INSERT on cscp.answer cannot answer');
-SELECT is((SELECT ROW((SELECT ROW(c.state, c.message_ids, c.version)::text FROM cscp.command c WHERE c.command_id = :'c5'),
-                      (SELECT ROW(x.status, x.slots, x.version)::text FROM cscp.context x WHERE x.context_id = :'ctx'),
-                      (SELECT count(*) FROM cscp.evidence WHERE command_id = :'c5'),
-                      (SELECT count(*) FROM cscp.answer WHERE conversation_id = 'rw-conv'),
-                      (SELECT count(*) FROM cscp.command_window WHERE command_id = :'c5'))::text),
-          (SELECT ROW(cmd, ctx, evidence, answers, windows)::text FROM rw_c5),
-          'and neither the command, the context, the evidence, the answers nor the window changed');
-SELECT is((SELECT count(*) FROM public.rw_log), 0::bigint, 'nor did any trigger''s write stay');
+SELECT is((SELECT ROW((SELECT ROW(state, version)::text FROM cscp.command WHERE command_id = :'once3'),
+                      (SELECT count(*) FROM cscp.evidence WHERE command_id = :'once3'))::text),
+          (SELECT ROW(cmd, evidence)::text FROM rw_once3),
+          'none of the refused calls changed the command or its evidence');
 RESET ROLE;
 GRANT INSERT ON cscp.answer TO tap_rw_app;
-
--- With a statement trigger on cscp.answer, and a DELETE trigger on cscp.command_window, their
--- statements run.
-CREATE TRIGGER rw_answer_statement AFTER INSERT ON cscp.answer
-    FOR EACH STATEMENT EXECUTE FUNCTION public.rw_other('answer_statement');
-CREATE TRIGGER rw_window_delete AFTER DELETE ON cscp.command_window
-    FOR EACH ROW EXECUTE FUNCTION public.rw_other('window');
+DROP RULE rw_rule ON cscp.answer;
+DROP TRIGGER rw_skip ON cscp.command;
+ALTER TABLE cscp.command DROP CONSTRAINT rw_not_forbidden;
+DROP TRIGGER rw_row ON cscp.command;
+DROP TRIGGER rw_row ON cscp.context;
+DROP TRIGGER rw_row ON cscp.answer;
+DROP TRIGGER rw_row ON cscp.frame;
+DROP TRIGGER rw_row ON cscp.command_window;
+DROP TRIGGER rw_row ON cscp.command_retired;
+DROP TRIGGER rw_row ON cscp.evidence;
 SET ROLE tap_rw_app;
-SELECT results_eq($$SELECT outcome FROM cscp.confirm('acme', 'rw-conv', 'rw-user', 'rw-no5', false)$$,
-                  $$VALUES ('declined')$$, 'with them, a no declines the command');
-SELECT results_eq($$SELECT kind, reason_code FROM public.rw_log WHERE kind IN ('window', 'answer', 'answer_statement') ORDER BY n$$,
-                  $$VALUES ('window', 'DELETE'), ('answer', 'declined'), ('answer_statement', 'INSERT')$$,
-                  'the window''s DELETE trigger, the answer''s row and statement triggers fired');
-SELECT results_eq(format($$SELECT state::text, reason_code, message_ids FROM cscp.command WHERE command_id = %L$$, :'c5'),
-                  $$VALUES ('rejected', 'declined', ARRAY['rw-m5', 'rw-no5'])$$,
-                  'the command: rejected as declined, the message id appended');
-SELECT results_eq(format($$SELECT (SELECT count(*) FROM cscp.command_window WHERE command_id = %1$L),
-                                  (SELECT count(*) FROM cscp.command_retired WHERE command_id = %1$L)$$, :'c5'),
-                  $$VALUES (0::bigint, 1::bigint)$$, 'its window row gone, its finished row listed');
 
--- doc_put of an existing document.
+-- 3. An unrelated statement trigger on every table cscp writes changes no answer, the DBA's
+-- policy still in place.
+INSERT INTO public.rw_expected SELECT 'commands', * FROM public.rw_commands('cmd-plain', 'plain');
+INSERT INTO public.rw_expected SELECT 'others', * FROM public.rw_others('plain');
+INSERT INTO public.rw_expected SELECT 'blocked', * FROM public.rw_blocked('blk-plain', 'blk-plain');
+SELECT results_eq($$SELECT answer FROM public.rw_expected WHERE scenario = 'blocked' ORDER BY step$$,
+                  $$VALUES ('canonicalized'), ('22023'), ('22023'), ('confirmation_required'), ('nothing_pending'),
+                           ('canonicalized confirmation_required'),
+                           ('command.accepted:- command.accepted:- command.confirmation.requested:- '
+                            'invalid_transition_attempt:nothing_pending')$$,
+                  'the blocked actor''s commands: no step taken, the yes finds nothing to confirm');
+SELECT ok((SELECT count(*) FROM public.rw_expected WHERE scenario = 'commands') = 19,
+          'the command calls answered, every one of them');
+SELECT ok((SELECT count(*) FROM public.rw_expected WHERE scenario = 'others') = 14,
+          'the other calls answered, every one of them');
+SELECT is((SELECT answer FROM public.rw_expected WHERE scenario = 'commands' AND step = 3), 'confirmed true',
+          'among them, the yes confirmed the command it answered');
 RESET ROLE;
-CREATE FUNCTION public.rw_doc() RETURNS trigger LANGUAGE plpgsql AS $$
+DO $$
+DECLARE
+    t text;
 BEGIN
-    IF TG_LEVEL = 'STATEMENT' THEN
-        INSERT INTO public.rw_log (kind, reason_code) VALUES (TG_ARGV[0], TG_OP);
-    ELSE
-        INSERT INTO public.rw_log (kind, reason_code) VALUES (TG_ARGV[0], NEW.payload::text);
-    END IF;
-    RETURN NULL;
+    FOREACH t IN ARRAY ARRAY['command', 'context', 'answer', 'frame', 'command_window', 'command_retired',
+                             'evidence', 'document', 'conversation', 'turn', 'event', 'fact', 'working_set']
+    LOOP
+        EXECUTE format('CREATE TRIGGER rw_statement AFTER INSERT OR UPDATE OR DELETE ON cscp.%I'
+                       ' FOR EACH STATEMENT EXECUTE FUNCTION public.rw_log_row()', t);
+    END LOOP;
 END
 $$;
-CREATE FUNCTION public.rw_doc_skip() RETURNS trigger LANGUAGE plpgsql AS $$
+SET ROLE tap_rw_app;
+DELETE FROM public.rw_log;
+SELECT is(public.rw_same('commands', $$SELECT * FROM public.rw_commands('cmd-trig', 'trig')$$), 'same',
+          'with statement triggers, the command calls give the same answers');
+SELECT ok((SELECT count(*) FROM public.rw_log WHERE level = 'STATEMENT' AND tbl = 'command') = 0,
+          'the comparison''s writes were undone');
+SELECT is(public.rw_same('others', $$SELECT * FROM public.rw_others('trig')$$), 'same',
+          'and so do the other calls');
+SELECT is(public.rw_same('blocked', $$SELECT * FROM public.rw_blocked('blk-trig', 'blk-trig')$$), 'same',
+          'and the blocked actor''s calls: the policy refuses them with or without the triggers');
+SELECT results_eq($$SELECT answer FROM public.rw_commands('cmd-trig', 'trig2') WHERE step = 3$$,
+                  $$VALUES ('confirmed true')$$, 'run for good: the yes confirms');
+SELECT results_eq($$SELECT tbl FROM public.rw_log
+                     WHERE level = 'STATEMENT' AND tbl IN ('answer', 'command', 'command_retired', 'command_window', 'context', 'frame')
+                     GROUP BY tbl ORDER BY tbl$$,
+                  $$VALUES ('answer'), ('command'), ('command_retired'), ('command_window'), ('context'), ('frame')$$,
+                  'the statement triggers fired: the writes were statements');
+-- needs A2: the evidence is appended below the executor (evidence.c).
+SELECT todo('needs A2: evidence.c through the executor', 1);
+SELECT ok(EXISTS (SELECT FROM public.rw_log WHERE level = 'STATEMENT' AND tbl = 'evidence'),
+          'so were the evidence rows');
+RESET ROLE;
+DO $$
+DECLARE
+    t text;
 BEGIN
-    RETURN CASE WHEN NEW.payload ? 'skip_me' THEN NULL ELSE NEW END;
+    FOREACH t IN ARRAY ARRAY['command', 'context', 'answer', 'frame', 'command_window', 'command_retired',
+                             'evidence', 'document', 'conversation', 'turn', 'event', 'fact', 'working_set']
+    LOOP
+        EXECUTE format('DROP TRIGGER rw_statement ON cscp.%I', t);
+    END LOOP;
 END
 $$;
-CREATE TRIGGER rw_doc AFTER UPDATE ON cscp.document
-    FOR EACH ROW EXECUTE FUNCTION public.rw_doc('doc');
-CREATE TRIGGER rw_doc_expires AFTER UPDATE OF expires_at ON cscp.document
-    FOR EACH ROW EXECUTE FUNCTION public.rw_doc('doc_expires');
-CREATE TRIGGER rw_doc_tenant AFTER UPDATE OF tenant_id ON cscp.document
-    FOR EACH ROW EXECUTE FUNCTION public.rw_doc('doc_tenant');
-CREATE TRIGGER rw_doc_skip BEFORE UPDATE ON cscp.document
-    FOR EACH ROW EXECUTE FUNCTION public.rw_doc_skip();
+DROP POLICY rw_not_blocked ON cscp.command;
+
+-- 4. command_submit's INSERT of a command asking for confirmation is an ordinary statement: the
+-- application role's own INSERT of such a row is held to the same rules, with no flag set by
+-- the API: accepted when mutating, not auto-confirmed and with a window (both steps recorded,
+-- the window listed), refused with 55000 otherwise.
 SET ROLE tap_rw_app;
-SELECT cscp.doc_put('acme', 'rw-s', 'prefs', '{"lang": "en"}', 600);
-DELETE FROM public.rw_log;
-SELECT is(cscp.doc_put('acme', 'rw-s', 'prefs', '{"tz": "UTC"}', 600), 'rw-s:prefs',
-          'doc_put of an existing document returns its key');
-SELECT results_eq($$SELECT kind, reason_code::jsonb FROM public.rw_log ORDER BY n$$,
-                  $$VALUES ('doc', '{"lang": "en", "tz": "UTC"}'::jsonb),
-                           ('doc_expires', '{"lang": "en", "tz": "UTC"}'::jsonb)$$,
-                  'a row trigger and UPDATE OF expires_at fired once, with the merged payload; UPDATE OF tenant_id never');
-DELETE FROM public.rw_log;
-SELECT is(cscp.doc_put('acme', 'rw-s', 'prefs', '{"skip_me": true}', 600), 'rw-s:prefs',
-          'a put a BEFORE trigger skips returns the key');
-SELECT is(cscp.doc_get('acme', 'rw-s', 'prefs'), '{"lang": "en", "tz": "UTC"}'::jsonb,
-          'and leaves the document as it was');
-SELECT is((SELECT count(*) FROM public.rw_log), 0::bigint, 'and fires no AFTER trigger');
+SELECT lives_ok($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name,
+                                           mutating, payload, message_ids, state, window_expires_at)
+                  VALUES ('acme', 'direct-1', 'direct', 'u', 'cancel_order', true, '{}', ARRAY['d1'],
+                          'confirmation_required', cscp.now() + interval '5 minutes')$$,
+                'a direct INSERT of a mutating command asking for confirmation');
+SELECT results_eq($$SELECT c.version, (SELECT string_agg(e.event_type, ' ' ORDER BY e.evidence_id) FROM cscp.evidence e
+                                        WHERE e.command_id = c.command_id),
+                           (SELECT count(*) FROM cscp.command_window w WHERE w.command_id = c.command_id)
+                      FROM cscp.command c WHERE c.idempotency_key = 'direct-1'$$,
+                  $$VALUES (2::bigint, 'command.accepted command.confirmation.requested', 1::bigint)$$,
+                  'is recorded as command_submit''s is: two steps, two evidence rows, its window listed');
+SELECT throws_ok($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name,
+                                            mutating, payload, message_ids, state)
+                   VALUES ('acme', 'direct-2', 'direct', 'u', 'cancel_order', true, '{}', ARRAY['d2'],
+                           'confirmation_required')$$,
+                 '55000', 'a new command in confirmation_required must be mutating, not auto-confirmed, and have a window',
+                 'one without a window is refused');
+SELECT throws_ok($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name,
+                                            mutating, payload, message_ids, state, window_expires_at)
+                   VALUES ('acme', 'direct-3', 'direct', 'u', 'lookup', false, '{}', ARRAY['d3'],
+                           'confirmation_required', cscp.now() + interval '5 minutes')$$,
+                 '55000', NULL, 'and so is one that does not mutate');
+SELECT is((SELECT count(*) FROM cscp.command WHERE conversation_id = 'direct'), 1::bigint,
+          'neither was written');
 RESET ROLE;
-ALTER TABLE cscp.document ADD CONSTRAINT rw_no_forbidden CHECK (NOT payload ? 'forbidden');
-SET cscp.clock = '2026-08-01 10:11:00+00';
+
+-- 5. ALTER TABLE ADD and DROP COLUMN on cscp.command and cscp.context, in this session.
+ALTER TABLE cscp.command ADD COLUMN rw_gone text, ADD COLUMN rw_note text DEFAULT 'note';
+ALTER TABLE cscp.command DROP COLUMN rw_gone;
+ALTER TABLE cscp.context ADD COLUMN rw_gone text, ADD COLUMN rw_note text DEFAULT 'note';
+ALTER TABLE cscp.context DROP COLUMN rw_gone;
 SET ROLE tap_rw_app;
-CREATE TEMP TABLE rw_doc_before AS
-    SELECT payload, created_at, updated_at, expires_at FROM cscp.document
-     WHERE tenant_id = 'acme' AND session_id = 'rw-s' AND namespace = 'prefs';
-SELECT throws_ok($$SELECT cscp.doc_put('acme', 'rw-s', 'prefs', '{"forbidden": 1}', 600)$$,
-                 '23514', NULL, 'a CHECK constraint on cscp.document refuses the put');
+SELECT is(public.rw_same('commands', $$SELECT * FROM public.rw_commands('cmd-alt', 'alt')$$), 'same',
+          'after ADD and DROP COLUMN, the command calls give the same answers');
+SELECT results_eq($$SELECT answer FROM public.rw_commands('cmd-alt', 'alt2') WHERE step = 3$$,
+                  $$VALUES ('confirmed true')$$, 'run for good: the yes confirms');
+SELECT is((SELECT count(*) FROM cscp.command WHERE conversation_id = 'cmd-alt' AND rw_note = 'note'), 5::bigint,
+          'the commands it formed have the new column''s default');
+-- needs A2: context_open and slot_set form cscp.context rows by attribute number (context_api.c).
+SELECT todo('needs A2: context_api.c, document.c, conversation.c, facts.c through the executor', 1);
+SELECT is(public.rw_same('others', $$SELECT * FROM public.rw_others('alt')$$), 'same',
+          'and so do the other calls');
 RESET ROLE;
-ALTER TABLE cscp.document DROP CONSTRAINT rw_no_forbidden;
-REVOKE UPDATE ON cscp.document FROM tap_rw_app;
+ALTER TABLE cscp.command DROP COLUMN rw_note;
+ALTER TABLE cscp.context DROP COLUMN rw_note;
+
+-- ALTER TABLE cscp.evidence ADD COLUMN: every write of a command appends evidence.
+ALTER TABLE cscp.evidence ADD COLUMN note text;
 SET ROLE tap_rw_app;
-SELECT throws_ok($$SELECT cscp.doc_put('acme', 'rw-s', 'prefs', '{"other": 1}', 600)$$,
-                 '42501', NULL, 'a role without UPDATE on cscp.document cannot put into a document');
-SELECT results_eq($$SELECT payload, created_at, updated_at, expires_at FROM cscp.document
-                     WHERE tenant_id = 'acme' AND session_id = 'rw-s' AND namespace = 'prefs'$$,
-                  $$SELECT * FROM rw_doc_before$$, 'and neither refused put changed the document');
-RESET ROLE;
-GRANT UPDATE ON cscp.document TO tap_rw_app;
-SET ROLE tap_rw_app;
-SELECT results_eq($$SELECT cscp.doc_put('acme', 'rw-s', 'prefs', jsonb_build_object('k' || i, i), 600)
-                      FROM generate_series(1, 2) i$$,
-                  $$VALUES ('rw-s:prefs'), ('rw-s:prefs')$$, 'two puts in one statement');
-SELECT is(cscp.doc_get('acme', 'rw-s', 'prefs'), '{"lang": "en", "tz": "UTC", "k1": 1, "k2": 2}'::jsonb,
-          'the second merged into what the first wrote');
-SELECT results_eq($$SELECT created_at, updated_at, expires_at FROM cscp.document
-                     WHERE tenant_id = 'acme' AND session_id = 'rw-s' AND namespace = 'prefs'$$,
-                  $$VALUES ('2026-08-01 10:10:00+00'::timestamptz, '2026-08-01 10:11:00+00'::timestamptz,
-                            '2026-08-01 10:21:00+00'::timestamptz)$$,
-                  'created_at kept, updated_at now, the TTL reset from now');
-RESET ROLE;
-SET cscp.clock = '2026-08-01 10:30:00+00';
-SET ROLE tap_rw_app;
-DELETE FROM public.rw_log;
-SELECT is(cscp.doc_put('acme', 'rw-s', 'prefs', '{"fresh": true}', 600), 'rw-s:prefs',
-          'a put into the expired document');
-SELECT results_eq($$SELECT payload, created_at, expires_at FROM cscp.document
-                     WHERE tenant_id = 'acme' AND session_id = 'rw-s' AND namespace = 'prefs'$$,
-                  $$VALUES ('{"fresh": true}'::jsonb, '2026-08-01 10:30:00+00'::timestamptz,
-                            '2026-08-01 10:40:00+00'::timestamptz)$$,
-                  'starts it again from the payload, created now');
-SELECT results_eq($$SELECT kind FROM public.rw_log ORDER BY n$$, $$VALUES ('doc'), ('doc_expires')$$,
-                  'as an update of the row: its row triggers fired once');
-RESET ROLE;
-CREATE TRIGGER rw_doc_statement AFTER UPDATE ON cscp.document
-    FOR EACH STATEMENT EXECUTE FUNCTION public.rw_doc('doc_statement');
-SET ROLE tap_rw_app;
-DELETE FROM public.rw_log;
-SELECT is(cscp.doc_put('acme', 'rw-s', 'prefs', '{"more": 1}', 600), 'rw-s:prefs',
-          'with a statement trigger, doc_put puts');
-SELECT results_eq($$SELECT kind, reason_code FROM public.rw_log ORDER BY n$$,
-                  $$VALUES ('doc', '{"more": 1, "fresh": true}'), ('doc_expires', '{"more": 1, "fresh": true}'),
-                           ('doc_statement', 'UPDATE')$$,
-                  'the UPDATE statement ran: the row triggers and the statement trigger fired');
+SELECT is(public.rw_same('commands', $$SELECT * FROM public.rw_commands('cmd-ev', 'ev')$$), 'same',
+          'after ALTER TABLE cscp.evidence ADD COLUMN note, the command calls give the same answers');
+-- needs A2: context_open forms cscp.context rows by attribute number (context_api.c), and
+-- the columns dropped above are still counted there.
+SELECT todo('needs A2: context_api.c through the executor', 1);
+SELECT is(public.rw_same('others', $$SELECT * FROM public.rw_others('ev')$$), 'same',
+          'and so do the other calls');
 
 SELECT * FROM finish();
 ROLLBACK;
