@@ -27,26 +27,15 @@
  */
 #include "cscp.h"
 
-#include "access/genam.h"
 #include "access/htup_details.h"
-#include "access/stratnum.h"
-#include "access/table.h"
-#include "access/tableam.h"
-#include "access/xact.h"
-#include "catalog/dependency.h"
 #include "catalog/pg_type.h"
-#include "commands/sequence.h"
 #include "commands/trigger.h"
-#include "executor/executor.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/fmgroids.h"
-#include "utils/lsyscache.h"
-#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 /* Append a nullable C string as JSON. */
