@@ -29,12 +29,13 @@
  *	  valid -> superseded step that the supersession itself makes;
  *	- the foreign keys on supersedes and superseded_by refuse deleting part
  *	  of a chain.
- * The walkers run one saved query per step (SPI, under the statement's
- * snapshot, with the caller's rights and row-level security); a chain that
- * breaks these invariants anyway (triggers disabled) is refused with XX001,
- * never followed round a loop.  The primary key carries is_valid,
- * superseded_by and supersedes (INCLUDE), so a step's query can be an
- * index-only scan where the row's heap page is all-visible.
+ * The walkers read a chain with one saved query (a recursive CTE, under
+ * the statement's snapshot, with the caller's rights and row-level
+ * security) and follow it in memory; a chain that breaks these invariants
+ * anyway (triggers disabled) is refused with XX001, never followed round a
+ * loop.  The primary key carries is_valid, superseded_by and supersedes
+ * (INCLUDE), so a step of the CTE can be an index-only scan where the
+ * row's heap page is all-visible.
  *
  *-------------------------------------------------------------------------
  */
@@ -714,21 +715,33 @@ cscp_fact_link(PG_FUNCTION_ARGS)
 }
 
 /*
- * Chain walking: one saved query per step, keyed by (tenant_id, subject_id,
- * fact_id), under the statement's snapshot.  A step reads the fact's links,
- * and with with_row its whole row (a cscp.fact datum) as well.
+ * Chain walking.  One saved query reads the facts a walk can reach from its
+ * start: a recursive CTE following superseded_by (fact_current, after a
+ * plain read of the start, which is most often the head), or both links
+ * (fact_history), with UNION, so that a chain corrupted into a loop still
+ * ends; it runs under the statement's snapshot, with the caller's rights
+ * and row-level security.  The walk itself then follows the links
+ * in memory, checking each step as before: a link must be mirrored, a
+ * valid fact names no successor and a superseded one does, no fact comes
+ * twice, and a fact named must be there.  Each step of the CTE is a
+ * LATERAL subquery with a LIMIT, so that it stays one probe of the primary
+ * key (a nested loop); joined plainly, the planner hashed all of the
+ * subject's facts at every step, 10 times the cost of a walk of 101.
  */
-typedef struct ChainReader
+typedef struct ChainFact
 {
-	Datum		tenant;			/* text */
-	Datum		subject;		/* text */
-	bool		with_row;		/* read every step's whole row */
-	/* the current fact, in stepcxt */
+	char		fact_id[CSCP_MAX_ID_BYTES + 1];
 	bool		is_valid;
 	char	   *superseded_by;
 	char	   *supersedes;
 	Datum		row;			/* cscp.fact, or 0 when not read */
-	MemoryContext stepcxt;		/* reset before each step */
+} ChainFact;
+
+typedef struct ChainReader
+{
+	MemoryContext cxt;			/* what the walk allocates */
+	HTAB	   *facts;			/* ChainFact by fact_id: what the query read */
+	ChainFact  *cur;			/* the current fact */
 	HTAB	   *seen;			/* fact ids visited, to refuse a loop */
 	const char *start;			/* the fact the walk began with, for messages */
 } ChainReader;
@@ -737,93 +750,6 @@ typedef struct SeenEntry
 {
 	char		fact_id[CSCP_MAX_ID_BYTES + 1];
 } SeenEntry;
-
-/* Begin walking the chains of (tenant, subject); connects to SPI. */
-static void
-chain_open(ChainReader *r, text *tenant, text *subject, const char *start)
-{
-	HASHCTL		ctl;
-
-	r->tenant = PointerGetDatum(tenant);
-	r->subject = PointerGetDatum(subject);
-	r->with_row = false;
-	r->row = (Datum) 0;
-	r->stepcxt = AllocSetContextCreate(CurrentMemoryContext, "cscp chain walk",
-									   ALLOCSET_SMALL_SIZES);
-	ctl.keysize = CSCP_MAX_ID_BYTES + 1;
-	ctl.entrysize = sizeof(SeenEntry);
-	ctl.hcxt = CurrentMemoryContext;
-	r->seen = hash_create("cscp chain walk", 64, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-	r->start = start;
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-}
-
-/* Close what chain_open opened. */
-static void
-chain_close(ChainReader *r)
-{
-	SPI_finish();
-	MemoryContextDelete(r->stepcxt);
-	hash_destroy(r->seen);
-}
-
-/*
- * Read fact fact_id into r (its links, and its row when with_row), in a
- * step context reset first; false when there is none.
- */
-static bool
-chain_fetch(ChainReader *r, const char *fact_id, bool with_row)
-{
-	static SPIPlanPtr links_plan = NULL;
-	static SPIPlanPtr row_plan = NULL;
-	static const Oid types[3] = {TEXTOID, TEXTOID, TEXTOID};
-	Datum		args[3];
-	bool		found;
-
-	MemoryContextReset(r->stepcxt);
-	r->row = (Datum) 0;
-	args[0] = r->tenant;
-	args[1] = r->subject;
-	{
-		MemoryContext old = MemoryContextSwitchTo(r->stepcxt);
-
-		args[2] = PointerGetDatum(cstring_to_text(fact_id));
-		MemoryContextSwitchTo(old);
-	}
-	if (with_row)
-		cscp_spi_plan(&row_plan,
-					  "SELECT f.is_valid, f.superseded_by, f.supersedes, f FROM cscp.fact f"
-					  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3",
-					  3, types);
-	else
-		cscp_spi_plan(&links_plan,
-					  "SELECT f.is_valid, f.superseded_by, f.supersedes FROM cscp.fact f"
-					  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3",
-					  3, types);
-	if (SPI_execute_plan(with_row ? row_plan : links_plan, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read a fact");
-	found = SPI_processed == 1;
-	if (found)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[0];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		MemoryContext old = MemoryContextSwitchTo(r->stepcxt);
-		bool		isnull;
-		Datum		d;
-
-		r->is_valid = DatumGetBool(SPI_getbinval(tup, desc, 1, &isnull)) && !isnull;
-		d = SPI_getbinval(tup, desc, 2, &isnull);
-		r->superseded_by = isnull ? NULL : TextDatumGetCString(d);
-		d = SPI_getbinval(tup, desc, 3, &isnull);
-		r->supersedes = isnull ? NULL : TextDatumGetCString(d);
-		if (with_row)
-			r->row = datumCopy(SPI_getbinval(tup, desc, 4, &isnull), false, -1);
-		MemoryContextSwitchTo(old);
-	}
-	SPI_freetuptable(SPI_tuptable);
-	return found;
-}
 
 /* Raise XX001 for a broken chain. */
 static void
@@ -849,16 +775,167 @@ chain_visit(ChainReader *r, const char *fact_id)
 		chain_broken(r, fact_id, "the chain comes back to this fact: it loops.");
 }
 
+/* Make fact fact_id current; false when the query did not read it. */
+static bool
+chain_fetch(ChainReader *r, const char *fact_id)
+{
+	ChainFact  *f = NULL;
+
+	if (strlen(fact_id) <= CSCP_MAX_ID_BYTES)
+		f = hash_search(r->facts, fact_id, HASH_FIND, NULL);
+	if (f == NULL)
+		return false;
+	r->cur = f;
+	return true;
+}
+
+/* Enter the facts SPI_tuptable holds (see chain_read) into r->facts. */
+static void
+chain_store(ChainReader *r)
+{
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext old;
+		ChainFact  *f;
+		char	   *id;
+		bool		isnull;
+		Datum		d;
+
+		CHECK_FOR_INTERRUPTS();
+		d = SPI_getbinval(tup, desc, 1, &isnull);
+		id = TextDatumGetCString(d);
+		/* an id this long is refused when the walk comes to it (chain_visit) */
+		if (strlen(id) > CSCP_MAX_ID_BYTES)
+			continue;
+		f = hash_search(r->facts, id, HASH_ENTER, NULL);
+		old = MemoryContextSwitchTo(r->cxt);
+		f->is_valid = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull)) && !isnull;
+		d = SPI_getbinval(tup, desc, 3, &isnull);
+		f->superseded_by = isnull ? NULL : TextDatumGetCString(d);
+		d = SPI_getbinval(tup, desc, 4, &isnull);
+		f->supersedes = isnull ? NULL : TextDatumGetCString(d);
+		d = SPI_getbinval(tup, desc, 5, &isnull);
+		f->row = isnull ? (Datum) 0 : datumCopy(d, false, -1);
+		MemoryContextSwitchTo(old);
+	}
+}
+
 /*
- * Put the current fact's row (r->row, a cscp.fact datum) into out, whose
+ * Read the facts reachable from start (forward only, or both ways with
+ * both) of (tenant, subject) into r->facts, with the whole row of each
+ * (both) or of the head only.  Forward, the start is read first on its
+ * own: most often it is the head, and one plain query costs half of what
+ * the CTE's setup does.
+ */
+static void
+chain_read(ChainReader *r, text *tenant, text *subject, const char *start, bool both)
+{
+	static SPIPlanPtr start_plan = NULL;
+	static SPIPlanPtr forward_plan = NULL;
+	static SPIPlanPtr both_plan = NULL;
+	static const Oid types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		args[3];
+	HASHCTL		ctl;
+
+	r->cxt = AllocSetContextCreate(CurrentMemoryContext, "cscp chain walk", ALLOCSET_DEFAULT_SIZES);
+	ctl.keysize = CSCP_MAX_ID_BYTES + 1;
+	ctl.entrysize = sizeof(ChainFact);
+	ctl.hcxt = r->cxt;
+	r->facts = hash_create("cscp chain facts", 64, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	ctl.entrysize = sizeof(SeenEntry);
+	r->seen = hash_create("cscp chain walk", 64, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	r->cur = NULL;
+	r->start = start;
+
+	args[0] = PointerGetDatum(tenant);
+	args[1] = PointerGetDatum(subject);
+	args[2] = CStringGetTextDatum(start);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (!both)
+	{
+		cscp_spi_plan(&start_plan,
+					  "SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes,"
+					  "       CASE WHEN f.superseded_by IS NULL THEN f END"
+					  "  FROM cscp.fact f"
+					  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3",
+					  3, types);
+		if (SPI_execute_plan(start_plan, args, NULL, true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read a fact");
+		if (SPI_processed == 0 || heap_attisnull(SPI_tuptable->vals[0], 3, SPI_tuptable->tupdesc))
+		{
+			/* none, or the head: nothing more to read */
+			chain_store(r);
+			SPI_finish();
+			return;
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	if (both)
+		cscp_spi_plan(&both_plan,
+					  "WITH RECURSIVE walk(fact_id, is_valid, superseded_by, supersedes) AS ("
+					  "  SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes FROM cscp.fact f"
+					  "   WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3"
+					  "  UNION"
+					  "  SELECT n.fact_id, n.is_valid, n.superseded_by, n.supersedes"
+					  "    FROM walk w CROSS JOIN LATERAL ("
+					  "         SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes"
+					  "           FROM cscp.fact f"
+					  "          WHERE f.tenant_id = $1 AND f.subject_id = $2"
+					  "            AND f.fact_id = ANY (ARRAY[w.superseded_by, w.supersedes])"
+					  "          LIMIT 2) n)"
+					  " SELECT w.fact_id, w.is_valid, w.superseded_by, w.supersedes,"
+					  "        (SELECT h FROM cscp.fact h"
+					  "          WHERE h.tenant_id = $1 AND h.subject_id = $2 AND h.fact_id = w.fact_id)"
+					  "   FROM walk w",
+					  3, types);
+	else
+		cscp_spi_plan(&forward_plan,
+					  "WITH RECURSIVE walk(fact_id, is_valid, superseded_by, supersedes) AS ("
+					  "  SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes FROM cscp.fact f"
+					  "   WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3"
+					  "  UNION"
+					  "  SELECT n.fact_id, n.is_valid, n.superseded_by, n.supersedes"
+					  "    FROM walk w CROSS JOIN LATERAL ("
+					  "         SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes"
+					  "           FROM cscp.fact f"
+					  "          WHERE f.tenant_id = $1 AND f.subject_id = $2"
+					  "            AND f.fact_id = w.superseded_by"
+					  "          LIMIT 1) n)"
+					  " SELECT w.fact_id, w.is_valid, w.superseded_by, w.supersedes,"
+					  "        CASE WHEN w.superseded_by IS NULL THEN"
+					  "        (SELECT h FROM cscp.fact h"
+					  "          WHERE h.tenant_id = $1 AND h.subject_id = $2 AND h.fact_id = w.fact_id) END"
+					  "   FROM walk w",
+					  3, types);
+	if (SPI_execute_plan(both ? both_plan : forward_plan, args, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read a supersession chain");
+	chain_store(r);
+	SPI_finish();
+}
+
+/* Free what chain_read allocated. */
+static void
+chain_close(ChainReader *r)
+{
+	MemoryContextDelete(r->cxt);
+}
+
+/*
+ * Put the current fact's row (a cscp.fact datum) into out, whose
  * descriptor is the row type's.
  */
 static void
 chain_emit(ChainReader *r, Tuplestorestate *out)
 {
-	HeapTupleHeader h = DatumGetHeapTupleHeader(r->row);
+	HeapTupleHeader h;
 	HeapTupleData tuple;
 
+	if (r->cur->row == (Datum) 0)
+		elog(ERROR, "fact \"%s\" was read without its row", r->cur->fact_id);
+	h = DatumGetHeapTupleHeader(r->cur->row);
 	tuple.t_len = HeapTupleHeaderGetDatumLength(h);
 	ItemPointerSetInvalid(&tuple.t_self);
 	tuple.t_tableOid = InvalidOid;
@@ -870,46 +947,43 @@ chain_emit(ChainReader *r, Tuplestorestate *out)
  * Follow the chain from the current fact in one direction (forward:
  * superseded_by, backward: supersedes) to its end, checking that each link
  * is mirrored; with out, every fact passed (the first one included) is put
- * into it.  The fact at the end is left current in r; its id is returned
- * (palloc'd in the caller's context).
+ * into it.  The fact at the end is left current; its id is returned.
  */
-static char *
-chain_follow(ChainReader *r, const char *from, bool forward, Tuplestorestate *out)
+static const char *
+chain_follow(ChainReader *r, bool forward, Tuplestorestate *out)
 {
-	char	   *cur = pstrdup(from);
-
 	for (;;)
 	{
-		char	   *next;
+		const char *cur = r->cur->fact_id;
+		const char *next;
 		const char *back;
+		bool		valid = r->cur->is_valid;
 
 		CHECK_FOR_INTERRUPTS();
 		if (out != NULL)
 			chain_emit(r, out);
-		next = forward ? r->superseded_by : r->supersedes;
-		if (forward && (r->is_valid != (next == NULL)))
-			chain_broken(r, cur, r->is_valid ? "it is valid but names a successor." :
+		next = forward ? r->cur->superseded_by : r->cur->supersedes;
+		if (forward && (valid != (next == NULL)))
+			chain_broken(r, cur, valid ? "it is valid but names a successor." :
 						 "it is superseded but names no successor.");
 		if (next == NULL)
 			return cur;
-		next = pstrdup(next);
 		chain_visit(r, next);
-		if (!chain_fetch(r, next, r->with_row))
+		if (!chain_fetch(r, next))
 			chain_broken(r, cur, psprintf("the fact it names, \"%s\", does not exist.", next));
-		back = forward ? r->supersedes : r->superseded_by;
+		back = forward ? r->cur->supersedes : r->cur->superseded_by;
 		if (back == NULL || strcmp(back, cur) != 0)
 			chain_broken(r, next, psprintf("it does not name fact \"%s\" back in %s.", cur,
 										   forward ? "supersedes" : "superseded_by"));
-		cur = next;
 	}
 }
 
 /*
- * Check the arguments of the walkers and begin a walk at fact_id, read with
- * its row; with_row: every later step's row is read too.
+ * Check the arguments of the walkers, read what the walk can reach (both
+ * ways with both) and make fact_id current.
  */
 static void
-chain_start(FunctionCallInfo fcinfo, ChainReader *r, char **fact_id, bool with_row)
+chain_start(FunctionCallInfo fcinfo, ChainReader *r, char **fact_id, bool both)
 {
 	text	   *tenant = PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0);
 	text	   *subject = PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1);
@@ -919,14 +993,13 @@ chain_start(FunctionCallInfo fcinfo, ChainReader *r, char **fact_id, bool with_r
 	cscp_check_id("subject_id", subject);
 	cscp_check_id("fact_id", id);
 	*fact_id = text_to_cstring(id);
-	chain_open(r, tenant, subject, *fact_id);
-	if (!chain_fetch(r, *fact_id, true))
+	chain_read(r, tenant, subject, *fact_id, both);
+	if (!chain_fetch(r, *fact_id))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("fact \"%s\" does not exist", *fact_id),
 				 errdetail("Subject \"%s\" has no such fact.", text_to_cstring(subject)),
 				 errhint("Check the id, and that cscp.tenant_id names the fact's tenant.")));
-	r->with_row = with_row;
 	chain_visit(r, *fact_id);
 }
 
@@ -938,15 +1011,13 @@ cscp_fact_current(PG_FUNCTION_ARGS)
 {
 	ChainReader r;
 	char	   *fact_id;
-	char	   *head;
 	Datum		result;
 
-	/* the links of each step only, then the head's whole row */
 	chain_start(fcinfo, &r, &fact_id, false);
-	head = chain_follow(&r, fact_id, true, NULL);
-	if (r.row == (Datum) 0 && !chain_fetch(&r, head, true))
-		elog(ERROR, "fact \"%s\" vanished under the walk", head);
-	result = SPI_datumTransfer(r.row, false, -1);
+	(void) chain_follow(&r, true, NULL);
+	if (r.cur->row == (Datum) 0)
+		elog(ERROR, "fact \"%s\" was read without its row", r.cur->fact_id);
+	result = datumCopy(r.cur->row, false, -1);
 	chain_close(&r);
 	PG_RETURN_DATUM(result);
 }
@@ -960,7 +1031,7 @@ cscp_fact_history(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ChainReader r;
 	char	   *fact_id;
-	char	   *root;
+	const char *root;
 	HASH_SEQ_STATUS seq;
 	SeenEntry  *entry;
 
@@ -968,12 +1039,12 @@ cscp_fact_history(PG_FUNCTION_ARGS)
 	chain_start(fcinfo, &r, &fact_id, true);
 
 	/* Back to the oldest fact, then forward to the head, emitting each. */
-	root = chain_follow(&r, fact_id, false, NULL);
+	root = chain_follow(&r, false, NULL);
 	hash_seq_init(&seq, r.seen);
 	while ((entry = hash_seq_search(&seq)) != NULL)
 		hash_search(r.seen, entry->fact_id, HASH_REMOVE, NULL);
 	chain_visit(&r, root);
-	chain_follow(&r, root, true, rsinfo->setResult);
+	chain_follow(&r, true, rsinfo->setResult);
 	chain_close(&r);
 	return (Datum) 0;
 }
