@@ -286,7 +286,8 @@ cscp_context_open_row(text *tenant, text *conversation, text *actor, Jsonb *slot
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 			 errmsg("could not open a context for conversation \"%s\" and actor \"%s\"",
 					text_to_cstring(conversation), text_to_cstring(actor)),
-			 errhint("Concurrent opens kept replacing it; retry the transaction.")));
+			 errdetail("The conversation and actor have a live context that this role could not lock, or concurrent opens kept replacing it."),
+			 errhint("Retry the transaction; if it fails again, look for a row-level security policy on cscp.context that keeps this role from updating the context.")));
 	return NULL;				/* keep compiler quiet */
 }
 
