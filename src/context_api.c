@@ -8,9 +8,11 @@
  *	  inserts.
  *
  *	  The common case, a live context in use, is found, locked and
- *	  extended by key, below the executor (use_live; one UPDATE where the
- *	  table has a rule or a statement trigger).  Only when there is none (or it is past its TTL)
- *	  does the open look further: record the expiry, then insert a new one.
+ *	  extended by one UPDATE.  Only when there is none (or it is past its
+ *	  TTL) does the open look further: record the expiry, then insert a new
+ *	  one.  Every read and write is a saved SPI statement, so row-level
+ *	  security, privileges, triggers, rules and ALTER TABLE apply as to any
+ *	  statement.
  *	  The live context is found through cscp.context_live, whose primary key
  *	  allows one per triple.  A concurrent open may insert the live context
  *	  between the look and the insert: the trigger then skips the insert
@@ -21,7 +23,6 @@
 #include "cscp.h"
 
 #include "access/htup_details.h"
-#include "access/table.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
@@ -106,6 +107,9 @@ insert_opening(SPIPlanPtr plan, Datum *args, const char *nulls)
 }
 
 /*
+ * Kept for command_api.c only, which still calls it; nothing in this file
+ * does.  To be removed with spiplan.c's row helpers.
+ *
  * Update the context row of rel whose index cscp.indexname holds keys,
  * below the executor, as
  *
@@ -162,81 +166,6 @@ cscp_context_update(Relation rel, const char *indexname, int nkeys, const Datum 
 	return cscp_row_update(rel, old, heap_modify_tuple(old, desc, values, nulls, replace), cols);
 }
 
-static const char *const live_status_names[3] = {"active", "pending", "blocked"};
-static CscpEnumCache live_status = {.n = 3, .names = live_status_names};
-
-/* What the open's use of the live context sets (use_edit). */
-typedef struct UseEdit
-{
-	Jsonb	   *slots;
-	text	   *correlation;
-	TimestampTz now;
-} UseEdit;
-
-/*
- * The open's use of a live context: only one still live and within its TTL
- * (x.status IN ('active', 'pending', 'blocked') AND x.expires_at > now);
- * slots = x.slots || slots, correlation_id = coalesce(correlation,
- * x.correlation_id).
- */
-static bool
-use_edit(HeapTuple old, TupleDesc desc, Datum *values, bool *nulls, bool *replace, void *arg)
-{
-	UseEdit    *u = (UseEdit *) arg;
-	int			statuscol = cscp_column(desc, "cscp.context", "status");
-	int			slotscol = cscp_column(desc, "cscp.context", "slots");
-	int			corrcol = cscp_column(desc, "cscp.context", "correlation_id");
-	bool		isnull;
-	Datum		d = heap_getattr(old, statuscol, desc, &isnull);
-	bool		is_live = false;
-
-	for (int i = 0; i < 3 && !isnull; i++)
-		is_live |= (d == cscp_enum_datum(&live_status, TupleDescAttr(desc, statuscol - 1)->atttypid, i));
-	d = heap_getattr(old, cscp_column(desc, "cscp.context", "expires_at"), desc, &isnull);
-	if (!is_live || isnull || DatumGetTimestampTz(d) <= u->now)
-		return false;
-
-	values[slotscol - 1] = heap_getattr(old, slotscol, desc, &nulls[slotscol - 1]);
-	if (!nulls[slotscol - 1])
-		values[slotscol - 1] = DirectFunctionCall2(jsonb_concat, values[slotscol - 1],
-												   JsonbPGetDatum(u->slots));
-	if (u->correlation != NULL)
-		values[corrcol - 1] = PointerGetDatum(u->correlation);
-	else
-		values[corrcol - 1] = heap_getattr(old, corrcol, desc, &nulls[corrcol - 1]);
-	replace[slotscol - 1] = replace[corrcol - 1] = true;
-	return true;
-}
-
-/*
- * The use of the live context, below the executor: what the open's UPDATE
- * (use_plan in cscp_context_open_row) does.  The triple's row in
- * cscp.context_live names the context, which cscp_context_update locks
- * and, when still live and within its TTL, extends.  NULL when there is no
- * context in use.  Only where cscp_row_update_direct(rel).
- */
-static HeapTuple
-use_live(Relation rel, Datum *key, Jsonb *slots, text *correlation, TimestampTz now)
-{
-	Relation	liverel;
-	HeapTuple	live;
-	Datum		ctxkey[2];
-	bool		isnull = true;
-	UseEdit		u = {slots, correlation, now};
-
-	liverel = table_open(cscp_relation_oid("context_live", false), AccessShareLock);
-	live = cscp_key_read(liverel, "context_live_key", 3, key, true);
-	if (live != NULL)
-		ctxkey[1] = heap_getattr(live, cscp_column(RelationGetDescr(liverel), "cscp.context_live",
-												   "context_id"),
-								 RelationGetDescr(liverel), &isnull);
-	table_close(liverel, AccessShareLock);
-	if (isnull)
-		return NULL;
-	ctxkey[0] = key[0];
-	return cscp_context_update(rel, "context_pkey", 2, ctxkey, use_edit, &u);
-}
-
 /*
  * Open (or reuse) the context of (tenant, conversation, actor) with slots
  * merged in; see the file header.  Connected to SPI by the caller; returns
@@ -273,53 +202,31 @@ cscp_context_open_row(text *tenant, text *conversation, text *actor, Jsonb *slot
 	for (int attempt = 0; attempt < OPEN_ATTEMPTS; attempt++)
 	{
 		bool		isnull;
-		Relation	rel;
 
-		/*
-		 * The live context in use: found, locked and extended in one, below
-		 * the executor (use_live), or by one UPDATE where cscp.context has a
-		 * rule or a statement trigger.
-		 */
+		/* The live context in use: found, locked and extended by one UPDATE. */
 		args[0] = PointerGetDatum(tenant);
 		args[1] = PointerGetDatum(conversation);
 		args[2] = PointerGetDatum(actor);
-		rel = table_open(cscp_relation_oid("context", false), RowExclusiveLock);
-		if (cscp_row_update_direct(rel))
+		args[3] = JsonbPGetDatum(slots);
+		args[4] = PointerGetDatum(correlation);
+		nulls[4] = correlation ? ' ' : 'n';
+		args[5] = TimestampTzGetDatum(now);
+		cscp_spi_plan(&use_plan,
+					  "UPDATE cscp.context x"
+					  "   SET slots = x.slots || $4,"
+					  "       expires_at = cscp._context_touch(x),"
+					  "       correlation_id = coalesce($5, x.correlation_id)"
+					  " WHERE x.tenant_id = $1"
+					  "   AND x.context_id = " CSCP_LIVE_CONTEXT_ID
+					  "   AND x.status IN ('active', 'pending', 'blocked') AND x.expires_at > $6"
+					  " RETURNING *",
+					  6, use_types);
+		if (SPI_execute_plan(use_plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+			elog(ERROR, "could not extend a context");
+		if (SPI_processed == 1)
 		{
-			HeapTuple	row = use_live(rel, args, slots, correlation, now);
-
-			if (row != NULL)
-			{
-				*desc = CreateTupleDescCopy(RelationGetDescr(rel));
-				table_close(rel, NoLock);
-				return row;
-			}
-			table_close(rel, NoLock);
-		}
-		else
-		{
-			table_close(rel, NoLock);
-			args[3] = JsonbPGetDatum(slots);
-			args[4] = PointerGetDatum(correlation);
-			nulls[4] = correlation ? ' ' : 'n';
-			args[5] = TimestampTzGetDatum(now);
-			cscp_spi_plan(&use_plan,
-						  "UPDATE cscp.context x"
-						  "   SET slots = x.slots || $4,"
-						  "       expires_at = cscp._context_touch(x),"
-						  "       correlation_id = coalesce($5, x.correlation_id)"
-						  " WHERE x.tenant_id = $1"
-						  "   AND x.context_id = " CSCP_LIVE_CONTEXT_ID
-						  "   AND x.status IN ('active', 'pending', 'blocked') AND x.expires_at > $6"
-						  " RETURNING *",
-						  6, use_types);
-			if (SPI_execute_plan(use_plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
-				elog(ERROR, "could not extend a context");
-			if (SPI_processed == 1)
-			{
-				*desc = SPI_tuptable->tupdesc;
-				return SPI_tuptable->vals[0];
-			}
+			*desc = SPI_tuptable->tupdesc;
+			return SPI_tuptable->vals[0];
 		}
 
 		/* None in use: a live one past its TTL is recorded expired first. */
@@ -379,7 +286,8 @@ cscp_context_open_row(text *tenant, text *conversation, text *actor, Jsonb *slot
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 			 errmsg("could not open a context for conversation \"%s\" and actor \"%s\"",
 					text_to_cstring(conversation), text_to_cstring(actor)),
-			 errhint("Concurrent opens kept replacing it; retry the transaction.")));
+			 errdetail("The conversation and actor have a live context that this role could not lock, or concurrent opens kept replacing it."),
+			 errhint("Retry the transaction; if it fails again, look for a row-level security policy on cscp.context that keeps this role from updating the context.")));
 	return NULL;				/* keep compiler quiet */
 }
 
@@ -401,15 +309,38 @@ cscp_context_view_datum(HeapTuple row, TupleDesc desc, TupleDesc rowdesc)
 	int			tenant = cscp_column(desc, "cscp.context", "tenant_id");
 	char	   *label;
 
-	if (rowdesc->natts != natts)
-		elog(ERROR, "cscp.context has %d columns, its row type %d", natts, rowdesc->natts);
-	heap_deform_tuple(row, desc, values, nulls);
+	if (rowdesc->natts == natts)
+		heap_deform_tuple(row, desc, values, nulls);
+	else
+	{
+		/*
+		 * The row type keeps the place of a dropped column, which RETURNING *
+		 * leaves out: the row's columns by name.
+		 */
+		natts = rowdesc->natts;
+		values = palloc(natts * sizeof(Datum));
+		nulls = palloc(natts * sizeof(bool));
+		for (int i = 0; i < natts; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(rowdesc, i);
+
+			nulls[i] = true;
+			if (!att->attisdropped)
+				values[i] = SPI_getbinval(row, desc,
+										  cscp_column(desc, "cscp.context", NameStr(att->attname)),
+										  &nulls[i]);
+		}
+		status = cscp_column(rowdesc, "cscp.context", "status");
+		expires = cscp_column(rowdesc, "cscp.context", "expires_at");
+		slots = cscp_column(rowdesc, "cscp.context", "slots");
+		tenant = cscp_column(rowdesc, "cscp.context", "tenant_id");
+	}
 	label = DatumGetCString(DirectFunctionCall1(enum_out, values[status - 1]));
 	if (cscp_status_live(label) &&
 		DatumGetTimestampTz(values[expires - 1]) <= cscp_now())
 		values[status - 1] =
 			DirectFunctionCall2(enum_in, CStringGetDatum("expired"),
-								ObjectIdGetDatum(TupleDescAttr(desc, status - 1)->atttypid));
+								ObjectIdGetDatum(TupleDescAttr(rowdesc, status - 1)->atttypid));
 	values[slots - 1] =
 		JsonbPGetDatum(cscp_slots_visible(DatumGetJsonbP(values[slots - 1]),
 										  cscp_policy_get(TextDatumGetCString(values[tenant - 1]))));
@@ -506,56 +437,6 @@ cscp_context_touch_sql(PG_FUNCTION_ARGS)
 											 DatumGetIntervalP(ttl)));
 }
 
-/*
- * The slots of a context with slot set to value, or removed when value is
- * NULL (as x.slots || jsonb_build_object(slot, value), x.slots - slot).
- */
-static Jsonb *
-slots_with(Jsonb *slots, text *slot, Jsonb *value)
-{
-	JsonbParseState *st = NULL;
-	JsonbValue	k,
-				v;
-
-	if (value == NULL)
-		return DatumGetJsonbP(DirectFunctionCall2(jsonb_delete, JsonbPGetDatum(slots),
-												  PointerGetDatum(slot)));
-	k.type = jbvString;
-	k.val.string.val = VARDATA_ANY(slot);
-	k.val.string.len = VARSIZE_ANY_EXHDR(slot);
-	v.type = jbvBinary;
-	v.val.binary.data = &value->root;
-	v.val.binary.len = VARSIZE(value) - VARHDRSZ;
-	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-	pushJsonbValue(&st, WJB_KEY, &k);
-	pushJsonbValue(&st, WJB_VALUE, &v);
-	return DatumGetJsonbP(DirectFunctionCall2(jsonb_concat, JsonbPGetDatum(slots),
-											  JsonbPGetDatum(JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT,
-																							  NULL)))));
-}
-
-/* The slot slot_set sets (slot_edit). */
-typedef struct SlotEdit
-{
-	text	   *slot;
-	Jsonb	   *value;			/* NULL: remove it */
-} SlotEdit;
-
-/* slot_set's edit: the slots with the slot set or removed (slots_with). */
-static bool
-slot_edit(HeapTuple old, TupleDesc desc, Datum *values, bool *nulls, bool *replace, void *arg)
-{
-	SlotEdit   *e = (SlotEdit *) arg;
-	int			slotscol = cscp_column(desc, "cscp.context", "slots");
-
-	values[slotscol - 1] = heap_getattr(old, slotscol, desc, &nulls[slotscol - 1]);
-	if (!nulls[slotscol - 1])
-		values[slotscol - 1] = JsonbPGetDatum(slots_with(DatumGetJsonbP(values[slotscol - 1]),
-														 e->slot, e->value));
-	replace[slotscol - 1] = true;
-	return true;
-}
-
 PG_FUNCTION_INFO_V1(cscp_slot_set);
 
 /*
@@ -576,9 +457,8 @@ cscp_slot_set(PG_FUNCTION_ARGS)
 	char		nulls[3] = {' ', ' ', ' '};
 	Datum		result;
 	MemoryContext spictx;
-	Relation	rel;
-	TupleDesc	desc;
-	HeapTuple	row = NULL;
+	TupleDesc	desc = NULL;
+	HeapTuple	row;
 
 	cscp_check_id("slot", PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1));
 	if (PG_ARGISNULL(0))
@@ -596,27 +476,15 @@ cscp_slot_set(PG_FUNCTION_ARGS)
 	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	rel = table_open(cscp_relation_oid("context", false), RowExclusiveLock);
-	desc = RelationGetDescr(rel);
-	if (cscp_row_update_direct(rel))
-	{
-		/* The row locked by key and written without a plan for one row. */
-		SlotEdit	e = {PG_GETARG_TEXT_PP(1), PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2)};
-
-		row = cscp_context_update(rel, "context_id_idx", 1, &args[0], slot_edit, &e);
-	}
-	else
-	{
-		cscp_spi_plan(&plan,
-					  "UPDATE cscp.context x"
-					  "   SET slots = CASE WHEN $3 IS NULL THEN x.slots - $2"
-					  "                    ELSE x.slots || jsonb_build_object($2, $3) END,"
-					  "       expires_at = cscp._context_touch(x)"
-					  " WHERE x.context_id = $1"
-					  " RETURNING *",
-					  3, types);
-		row = cscp_spi_update_one(plan, args, nulls, &desc, "set a slot");
-	}
+	cscp_spi_plan(&plan,
+				  "UPDATE cscp.context x"
+				  "   SET slots = CASE WHEN $3 IS NULL THEN x.slots - $2"
+				  "                    ELSE x.slots || jsonb_build_object($2, $3) END,"
+				  "       expires_at = cscp._context_touch(x)"
+				  " WHERE x.context_id = $1"
+				  " RETURNING *",
+				  3, types);
+	row = cscp_spi_update_one(plan, args, nulls, &desc, "set a slot");
 	if (row == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -626,7 +494,6 @@ cscp_slot_set(PG_FUNCTION_ARGS)
 	spictx = MemoryContextSwitchTo(callerctx);
 	result = cscp_context_view_datum(row, desc, rowdesc);
 	MemoryContextSwitchTo(spictx);
-	table_close(rel, NoLock);
 	SPI_finish();
 	PG_RETURN_DATUM(result);
 }

@@ -30,7 +30,6 @@
 #include "cscp.h"
 
 #include "access/htup_details.h"
-#include "access/table.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
@@ -279,66 +278,74 @@ cscp_conversation_guard(PG_FUNCTION_ARGS)
 }
 
 /*
- * Lock the conversation row FOR UPDATE with the caller's rights (a key
- * read, cscp_key_lock_row) and read it into *conv, allocated in the
- * caller's memory context.  False when there is no such conversation.
+ * Lock the conversation row FOR UPDATE with the caller's rights (a saved
+ * SELECT ... FOR UPDATE) and read it into *conv, allocated in the caller's
+ * memory context.  False when there is no such conversation.
  */
 bool
 cscp_conversation_lock(const char *tenant_id, const char *conversation_id,
 					   CscpConversation *conv)
 {
-	Relation	rel;
-	TupleDesc	desc;
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[2] = {TEXTOID, TEXTOID};
+	MemoryContext callerctx = CurrentMemoryContext;
+	MemoryContext spictx;
 	HeapTuple	tup;
-	Datum		keys[2];
+	TupleDesc	desc;
+	Datum		args[2];
 	bool		isnull;
 	Datum		d;
 	char	   *state;
 
-	keys[0] = CStringGetTextDatum(tenant_id);
-	keys[1] = CStringGetTextDatum(conversation_id);
-	rel = table_open(cscp_relation_oid("conversation", false), RowShareLock);
-	desc = RelationGetDescr(rel);
-	tup = cscp_key_lock_row(rel, "conversation_pkey", 2, keys);
-	if (tup == NULL)
+	args[0] = CStringGetTextDatum(tenant_id);
+	args[1] = CStringGetTextDatum(conversation_id);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "SELECT c.agent_id, c.state::text, c.schema, c.timeout_ms, c.deadline,"
+				  "       c.causation_id, c.next_turn_index, c.next_event_seq, c.close_reason"
+				  "  FROM cscp.conversation c"
+				  " WHERE c.tenant_id = $1 AND c.conversation_id = $2"
+				  "   FOR UPDATE",
+				  2, types);
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not lock conversation \"%s\"", conversation_id);
+	if (SPI_processed == 0)
 	{
-		table_close(rel, NoLock);
+		SPI_finish();
 		return false;
 	}
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
 
+	spictx = MemoryContextSwitchTo(callerctx);
 	memset(conv, 0, sizeof(CscpConversation));
 	conv->generation = cscp_conversation_generation;
 	conv->tenant_id = pstrdup(tenant_id);
 	conv->conversation_id = pstrdup(conversation_id);
-	conv->agent_id = TextDatumGetCString(heap_getattr(tup, cscp_column(desc, "cscp.conversation", "agent_id"),
-													  desc, &isnull));
-	state = SPI_getvalue(tup, desc, cscp_column(desc, "cscp.conversation", "state"));
+	conv->agent_id = TextDatumGetCString(SPI_getbinval(tup, desc, 1, &isnull));
+	d = SPI_getbinval(tup, desc, 2, &isnull);
+	state = isnull ? NULL : TextDatumGetCString(d);
 	conv->closed = state != NULL && strcmp(state, "closed") == 0;
-	d = heap_getattr(tup, cscp_column(desc, "cscp.conversation", "schema"), desc, &isnull);
+	d = SPI_getbinval(tup, desc, 3, &isnull);
 	if (!isnull)
 		conv->schema = DatumGetJsonbPCopy(d);
-	d = heap_getattr(tup, cscp_column(desc, "cscp.conversation", "timeout_ms"), desc, &isnull);
+	d = SPI_getbinval(tup, desc, 4, &isnull);
 	if (!isnull)
 	{
 		conv->timeout_ms = DatumGetInt64(d);
-		conv->deadline = DatumGetTimestampTz(heap_getattr(tup, cscp_column(desc, "cscp.conversation",
-																		   "deadline"),
-														  desc, &isnull));
+		conv->deadline = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
 	}
-	d = heap_getattr(tup, cscp_column(desc, "cscp.conversation", "causation_id"), desc, &isnull);
+	d = SPI_getbinval(tup, desc, 6, &isnull);
 	if (!isnull)
 		conv->causation_id = TextDatumGetCString(d);
-	conv->next_turn_index = DatumGetInt32(heap_getattr(tup, cscp_column(desc, "cscp.conversation",
-																		"next_turn_index"),
-													   desc, &isnull));
-	conv->next_event_seq = DatumGetInt32(heap_getattr(tup, cscp_column(desc, "cscp.conversation",
-																	   "next_event_seq"),
-													  desc, &isnull));
-	d = heap_getattr(tup, cscp_column(desc, "cscp.conversation", "close_reason"), desc, &isnull);
+	conv->next_turn_index = DatumGetInt32(SPI_getbinval(tup, desc, 7, &isnull));
+	conv->next_event_seq = DatumGetInt32(SPI_getbinval(tup, desc, 8, &isnull));
+	d = SPI_getbinval(tup, desc, 9, &isnull);
 	if (!isnull)
 		conv->close_reason = TextDatumGetCString(d);
-	heap_freetuple(tup);
-	table_close(rel, NoLock);
+	MemoryContextSwitchTo(spictx);
+	SPI_finish();
 	return true;
 }
 
@@ -524,33 +531,48 @@ typedef struct RecordedTurn
 	char	   *event_id;
 } RecordedTurn;
 
-/* Look up the turn with message_id in the conversation; false when there is none. */
+/*
+ * Look up the turn with message_id in the conversation; false when there is
+ * none.  A statement that is not read-only, so a turn committed while we
+ * waited for the conversation's lock is seen.
+ */
 static bool
 find_turn(const char *tenant_id, const char *conversation_id, const char *message_id,
 		  RecordedTurn *found)
 {
-	Datum		key[3];
-	Relation	rel;
-	HeapTuple	tup;
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	MemoryContext callerctx = CurrentMemoryContext;
+	Datum		args[3];
+	bool		exists;
 
-	key[0] = CStringGetTextDatum(tenant_id);
-	key[1] = CStringGetTextDatum(conversation_id);
-	key[2] = CStringGetTextDatum(message_id);
-	rel = table_open(cscp_relation_oid("turn", false), AccessShareLock);
-	/* Fresh: a turn committed while we waited for the conversation's lock is seen. */
-	tup = cscp_key_read(rel, "turn_tenant_id_conversation_id_message_id_key", 3, key, true);
-	if (tup != NULL)
+	args[0] = CStringGetTextDatum(tenant_id);
+	args[1] = CStringGetTextDatum(conversation_id);
+	args[2] = CStringGetTextDatum(message_id);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "SELECT t.turn_index, t.content_hash, t.event_id FROM cscp.turn t"
+				  " WHERE t.tenant_id = $1 AND t.conversation_id = $2 AND t.message_id = $3",
+				  3, types);
+	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up a turn");
+	exists = SPI_processed == 1;
+	if (exists)
 	{
-		TupleDesc	desc = RelationGetDescr(rel);
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext spictx;
 		bool		isnull;
 
-		found->turn_index = DatumGetInt32(heap_getattr(tup, cscp_column(desc, "cscp.turn", "turn_index"),
-													   desc, &isnull));
-		found->content_hash = SPI_getvalue(tup, desc, cscp_column(desc, "cscp.turn", "content_hash"));
-		found->event_id = SPI_getvalue(tup, desc, cscp_column(desc, "cscp.turn", "event_id"));
+		found->turn_index = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+		spictx = MemoryContextSwitchTo(callerctx);
+		found->content_hash = SPI_getvalue(tup, desc, 2);
+		found->event_id = SPI_getvalue(tup, desc, 3);
+		MemoryContextSwitchTo(spictx);
 	}
-	table_close(rel, AccessShareLock);
-	return tup != NULL;
+	SPI_finish();
+	return exists;
 }
 
 /* The message id a turn is (or would be) recorded under, or NULL when not yet known. */

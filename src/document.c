@@ -2,9 +2,9 @@
  *
  * document.c
  *	  TTL'd namespace documents per session (Conversational Context API):
- *	  cscp.doc_put, cscp.doc_get and cscp.doc_delete in C: a document's
- *	  row read, and an existing one updated, through its primary key below
- *	  the executor; saved SPI statements for the rest.  Absent or expired
+ *	  cscp.doc_put, cscp.doc_get and cscp.doc_delete in C, each a saved SPI
+ *	  statement or two, so that row-level security, privileges, triggers,
+ *	  rules and ALTER TABLE apply as to any statement.  Absent or expired
  *	  is "not found": readers filter on expires_at, and a put into an
  *	  expired document starts from an empty object, so expired data never
  *	  comes back, sweep or no sweep.
@@ -14,11 +14,8 @@
 #include "cscp.h"
 
 #include "access/htup_details.h"
-#include "access/table.h"
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
-#include "utils/lsyscache.h"
-#include "utils/rel.h"
 #include "utils/datum.h"
 #include "utils/timestamp.h"
 
@@ -29,70 +26,6 @@ doc_args(FunctionCallInfo fcinfo)
 	cscp_check_tenant(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0));
 	cscp_check_id("session_id", PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1));
 	cscp_check_id("namespace", PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2));
-}
-
-/*
- * doc_put's update of an existing document, below the executor: the row
- * of rel (cscp.document, open with RowExclusiveLock) with the key
- * args[0..2], locked (cscp_key_lock_row: the caller's privileges,
- * row-level security, the row's latest version in READ COMMITTED), set as
- * the statement in cscp_doc_put would set it: the payload merged with
- * args[3], or replaced by it and created_at reset when the document
- * expired at or before args[4], updated_at args[4], expires_at args[5].
- * cscp_row_update fires the triggers as the statement would.  Returns
- * whether there was a row to update.
- */
-static bool
-doc_update(Relation rel, Datum *args)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
-	HeapTuple	old = cscp_key_lock_row(rel, "document_pkey", 3, args);
-	Datum	   *values;
-	bool	   *nulls;
-	bool	   *replace;
-	Bitmapset  *cols = NULL;
-	int			set[4];
-	Datum		expires;
-	bool		isnull;
-	bool		expired;
-
-	if (old == NULL)
-		return false;
-	values = palloc0(desc->natts * sizeof(Datum));
-	nulls = palloc0(desc->natts * sizeof(bool));
-	replace = palloc0(desc->natts * sizeof(bool));
-	set[0] = cscp_column(desc, "cscp.document", "payload");
-	set[1] = cscp_column(desc, "cscp.document", "created_at");
-	set[2] = cscp_column(desc, "cscp.document", "updated_at");
-	set[3] = cscp_column(desc, "cscp.document", "expires_at");
-	expires = heap_getattr(old, set[3], desc, &isnull);
-	/* CASE WHEN d.expires_at <= $5: not when expires_at is null */
-	expired = !isnull && DatumGetTimestampTz(expires) <= DatumGetTimestampTz(args[4]);
-	if (expired)
-	{
-		values[set[0] - 1] = args[3];
-		values[set[1] - 1] = args[4];
-	}
-	else
-	{
-		Datum		payload = heap_getattr(old, set[0], desc, &isnull);
-
-		/* d.payload || $4, strict as the operator */
-		if (isnull)
-			nulls[set[0] - 1] = true;
-		else
-			values[set[0] - 1] = DirectFunctionCall2(jsonb_concat, payload, args[3]);
-		values[set[1] - 1] = heap_getattr(old, set[1], desc, &nulls[set[1] - 1]);
-	}
-	values[set[2] - 1] = args[4];
-	values[set[3] - 1] = args[5];
-	for (int i = 0; i < 4; i++)
-	{
-		replace[set[i] - 1] = true;
-		cols = bms_add_member(cols, set[i] - FirstLowInvalidHeapAttributeNumber);
-	}
-	cscp_row_update(rel, old, heap_modify_tuple(old, desc, values, nulls, replace), cols);
-	return true;
 }
 
 PG_FUNCTION_INFO_V1(cscp_doc_put);
@@ -114,7 +47,6 @@ cscp_doc_put(PG_FUNCTION_ARGS)
 	Datum		args[6];
 	text	   *session;
 	text	   *ns;
-	Relation	rel;
 	bool		found;
 
 	doc_args(fcinfo);
@@ -150,34 +82,24 @@ cscp_doc_put(PG_FUNCTION_ARGS)
 	 * Update first: a session's document is written again and again, and an
 	 * UPDATE of the existing row skips what an INSERT ... ON CONFLICT pays
 	 * before it finds the conflict (the BEFORE INSERT triggers, among them
-	 * the tombstone check and its lock).  The row is found and locked
-	 * through the primary key and updated below the executor (doc_update),
-	 * or by the statement where cscp.document has a rule, a statement
-	 * trigger or a transition table.  Only a new document, or one that a
+	 * the tombstone check and its lock).  Only a new document, or one that a
 	 * concurrent doc_delete removed first, falls through to the upsert, which
 	 * also settles a race between two first puts.
 	 */
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	rel = table_open(cscp_relation_oid("document", false), RowExclusiveLock);
-	if (cscp_row_update_direct(rel))
-		found = doc_update(rel, args);
-	else
-	{
-		cscp_spi_plan(&update_plan,
-					  "UPDATE cscp.document AS d"
-					  "    SET payload = CASE WHEN d.expires_at <= $5 THEN $4"
-					  "                       ELSE d.payload || $4 END,"
-					  "        created_at = CASE WHEN d.expires_at <= $5 THEN $5 ELSE d.created_at END,"
-					  "        updated_at = $5,"
-					  "        expires_at = $6"
-					  "  WHERE d.tenant_id = $1 AND d.session_id = $2 AND d.namespace = $3",
-					  6, types);
-		if (SPI_execute_plan(update_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "could not write a document");
-		found = SPI_processed > 0;
-	}
-	table_close(rel, NoLock);
+	cscp_spi_plan(&update_plan,
+				  "UPDATE cscp.document AS d"
+				  "    SET payload = CASE WHEN d.expires_at <= $5 THEN $4"
+				  "                       ELSE d.payload || $4 END,"
+				  "        created_at = CASE WHEN d.expires_at <= $5 THEN $5 ELSE d.created_at END,"
+				  "        updated_at = $5,"
+				  "        expires_at = $6"
+				  "  WHERE d.tenant_id = $1 AND d.session_id = $2 AND d.namespace = $3",
+				  6, types);
+	if (SPI_execute_plan(update_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not write a document");
+	found = SPI_processed > 0;
 	if (!found)
 	{
 		cscp_spi_plan(&plan,
@@ -206,42 +128,46 @@ PG_FUNCTION_INFO_V1(cscp_doc_get);
 
 /*
  * cscp.doc_get(tenant_id, session_id, namespace) RETURNS jsonb: NULL when
- * absent or expired.
- *
- * The hottest read of all (a bot reads its session on every message), so
- * it reads the primary key directly (cscp_key_read), with the statement's
- * snapshot, rather than run a query.
+ * absent or expired.  One saved query, read with the statement's snapshot
+ * (the function is STABLE).
  */
 Datum
 cscp_doc_get(PG_FUNCTION_ARGS)
 {
-	Datum		key[3];
-	Relation	rel;
-	HeapTuple	tup;
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[4] = {TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID};
+	MemoryContext callerctx = CurrentMemoryContext;
+	Datum		args[4];
 	Jsonb	   *result = NULL;
 
 	doc_args(fcinfo);
 	for (int i = 0; i < 3; i++)
-		key[i] = PG_GETARG_DATUM(i);
-	rel = table_open(cscp_relation_oid("document", false), AccessShareLock);
-	tup = cscp_key_read(rel, "document_pkey", 3, key, false);
-	if (tup != NULL)
+		args[i] = PG_GETARG_DATUM(i);
+	args[3] = TimestampTzGetDatum(cscp_now());
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "SELECT d.payload FROM cscp.document d"
+				  " WHERE d.tenant_id = $1 AND d.session_id = $2 AND d.namespace = $3"
+				  "   AND d.expires_at > $4",
+				  4, types);
+	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read a document");
+	if (SPI_processed == 1)
 	{
-		TupleDesc	desc = RelationGetDescr(rel);
 		bool		isnull;
-		Datum		expires = heap_getattr(tup, cscp_column(desc, "cscp.document", "expires_at"),
-										   desc, &isnull);
+		Datum		payload = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+											&isnull);
 
-		if (!isnull && DatumGetTimestampTz(expires) > cscp_now())
+		if (!isnull)
 		{
-			Datum		payload = heap_getattr(tup, cscp_column(desc, "cscp.document", "payload"),
-											   desc, &isnull);
+			MemoryContext spictx = MemoryContextSwitchTo(callerctx);
 
-			if (!isnull)
-				result = DatumGetJsonbPCopy(payload);
+			result = DatumGetJsonbPCopy(payload);
+			MemoryContextSwitchTo(spictx);
 		}
 	}
-	table_close(rel, AccessShareLock);
+	SPI_finish();
 	if (result == NULL)
 		PG_RETURN_NULL();
 	PG_RETURN_JSONB_P(result);

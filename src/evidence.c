@@ -2,7 +2,8 @@
  *
  * evidence.c
  *	  The evidence trail (RFC-WF-0018 section IX): append-only, hash
- *	  chained per command, written by this file alone, below the executor.
+ *	  chained per command, written by this file alone, with the rights of
+ *	  the owner of cscp.evidence, through saved SPI statements.
  *
  * Rows are added in two ways only:
  *	- by the command trigger (command_fsm.c), one row for every transition
@@ -10,8 +11,9 @@
  *	- by cscp._evidence_refusal, for a refused attempt (an invalid
  *	  transition, a "yes" that confirmed nothing): event type
  *	  invalid_transition_attempt, bound to a command the caller can see.
- * Both insert the row directly (cscp_evidence_append), so application
- * roles need (and get) no INSERT, UPDATE or DELETE privilege on it; the
+ * Both insert the row as the table's owner (cscp_evidence_append), so
+ * application roles need (and get) no INSERT, UPDATE or DELETE privilege
+ * on it; the
  * evidence_guard trigger refuses UPDATE and TRUNCATE from anyone, and
  * DELETE of a row still inside its tenant's retention_evidence (except by
  * cscp.forget_*, which erases whole chains; forget.c).
@@ -25,26 +27,15 @@
  */
 #include "cscp.h"
 
-#include "access/genam.h"
 #include "access/htup_details.h"
-#include "access/stratnum.h"
-#include "access/table.h"
-#include "access/tableam.h"
-#include "access/xact.h"
-#include "catalog/dependency.h"
 #include "catalog/pg_type.h"
-#include "commands/sequence.h"
 #include "commands/trigger.h"
-#include "executor/executor.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/fmgroids.h"
-#include "utils/lsyscache.h"
-#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 /* Append a nullable C string as JSON. */
@@ -132,128 +123,7 @@ cscp_evidence_hash(const CscpEvidence *e)
 	return cscp_sha256_hex(buf.data, buf.len);
 }
 
-/* The columns cscp_evidence_append writes, in the order of its values. */
-static const char *const evidence_columns[] = {
-	"tenant_id", "conversation_id", "command_id", "seq", "stage", "event_type", "from_state",
-	"to_state", "message_ids", "context_ref", "decision", "reason_code", "detail", "created_at",
-	"prev_hash", "hash"
-};
-
-#define EVIDENCE_NCOLS lengthof(evidence_columns)
-
-/*
- * cscp.evidence as the append path needs it: the table, its chain index, the
- * columns the chain is keyed by, every column's number and the identity
- * sequence of evidence_id.  Looked up again whenever the table's OID changes
- * (its OID is cached by cscp_relation_oid, which forgets it on a relcache
- * invalidation).
- */
-typedef struct EvidenceRel
-{
-	Oid			relid;			/* what the rest was looked up for */
-	Oid			chain_index;	/* evidence_chain_key (tenant_id, command_id, seq) */
-	AttrNumber	tenant_attnum;
-	AttrNumber	command_attnum;
-	AttrNumber	seq_attnum;
-	AttrNumber	hash_attnum;
-	AttrNumber	attnums[EVIDENCE_NCOLS];	/* of evidence_columns */
-	AttrNumber	id_attnum;		/* evidence_id, an identity column */
-	Oid			id_sequence;	/* its sequence */
-} EvidenceRel;
-
-static EvidenceRel evrel = {InvalidOid};
-
-static const EvidenceRel *
-evidence_rel(void)
-{
-	Oid			relid = cscp_relation_oid("evidence", false);
-	Oid			chain_index = cscp_relation_oid("evidence_chain_key", false);
-	Relation	rel;
-	TupleDesc	desc;
-	int			ncolumns = 0;
-
-	if (relid == evrel.relid && chain_index == evrel.chain_index)
-		return &evrel;
-	evrel.relid = InvalidOid;
-	evrel.tenant_attnum = get_attnum(relid, "tenant_id");
-	evrel.command_attnum = get_attnum(relid, "command_id");
-	evrel.seq_attnum = get_attnum(relid, "seq");
-	evrel.hash_attnum = get_attnum(relid, "hash");
-	evrel.id_attnum = get_attnum(relid, "evidence_id");
-	if (evrel.tenant_attnum == InvalidAttrNumber || evrel.command_attnum == InvalidAttrNumber ||
-		evrel.seq_attnum == InvalidAttrNumber || evrel.hash_attnum == InvalidAttrNumber ||
-		evrel.id_attnum == InvalidAttrNumber)
-		elog(ERROR, "table cscp.evidence lacks a chain column");
-	for (int i = 0; i < (int) EVIDENCE_NCOLS; i++)
-	{
-		evrel.attnums[i] = get_attnum(relid, evidence_columns[i]);
-		if (evrel.attnums[i] == InvalidAttrNumber)
-			elog(ERROR, "table cscp.evidence lacks column \"%s\"", evidence_columns[i]);
-	}
-
-	/*
-	 * Rows are formed here, not by the executor, so a column this file does
-	 * not know (and whose default it would not apply) is an error, not a
-	 * silent NULL.
-	 */
-	rel = table_open(relid, AccessShareLock);
-	desc = RelationGetDescr(rel);
-	for (int i = 0; i < desc->natts; i++)
-		if (!TupleDescAttr(desc, i)->attisdropped)
-			ncolumns++;
-	table_close(rel, AccessShareLock);
-	if (ncolumns != (int) EVIDENCE_NCOLS + 1)	/* and evidence_id */
-		elog(ERROR, "table cscp.evidence has columns cscp does not write");
-	evrel.id_sequence = getIdentitySequence(relid, evrel.id_attnum, false);
-	evrel.chain_index = chain_index;
-	evrel.relid = relid;
-	return &evrel;
-}
-
-/*
- * The last link of command_id's chain: its seq and hash (in ctx), or false
- * when the chain is empty.  Read straight from the chain index, backwards,
- * with a fresh snapshot after a command counter increment, so that rows the
- * caller appended earlier in the same statement are seen (as a non-read-only
- * SPI query would), without planning or running a query.
- */
-static bool
-chain_head(const EvidenceRel *er, Datum tenant, Datum command_id, int32 *seq, char **hash,
-		   MemoryContext ctx)
-{
-	Relation	rel = table_open(er->relid, AccessShareLock);
-	Relation	idx = index_open(er->chain_index, AccessShareLock);
-	ScanKeyData key[2];
-	SysScanDesc scan;
-	HeapTuple	tup;
-	bool		found = false;
-
-	CommandCounterIncrement();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	ScanKeyEntryInitialize(&key[0], 0, er->tenant_attnum, BTEqualStrategyNumber, InvalidOid,
-						   idx->rd_indcollation[0], F_TEXTEQ, tenant);
-	ScanKeyEntryInitialize(&key[1], 0, er->command_attnum, BTEqualStrategyNumber, InvalidOid,
-						   idx->rd_indcollation[1], F_UUID_EQ, command_id);
-	scan = systable_beginscan_ordered(rel, idx, GetActiveSnapshot(), 2, key);
-	tup = systable_getnext_ordered(scan, BackwardScanDirection);
-	if (HeapTupleIsValid(tup))
-	{
-		TupleDesc	desc = RelationGetDescr(rel);
-		bool		isnull;
-		Datum		d;
-
-		*seq = DatumGetInt32(heap_getattr(tup, er->seq_attnum, desc, &isnull));
-		d = heap_getattr(tup, er->hash_attnum, desc, &isnull);
-		*hash = isnull ? NULL : MemoryContextStrdup(ctx, TextDatumGetCString(d));
-		found = true;
-	}
-	systable_endscan_ordered(scan);
-	PopActiveSnapshot();
-	index_close(idx, AccessShareLock);
-	table_close(rel, AccessShareLock);
-	return found;
-}
-
+/* A nullable C string as a text datum, with its SPI null flag. */
 static Datum
 text_or_null(const char *s, char *nullflag)
 {
@@ -268,7 +138,12 @@ text_or_null(const char *s, char *nullflag)
 
 /*
  * Append e to the evidence trail: number it after the last row of its
- * command's chain, link and hash it, insert it (heap and indexes).
+ * command's chain, link and hash it, insert it.  Both the read of the
+ * chain's head and the INSERT are saved statements run as the owner of
+ * cscp.evidence (owner.c): application roles may read their tenant's
+ * evidence but not write it.  The INSERT names its columns, so a column
+ * added to the table takes its default, and the table's triggers, rules,
+ * constraints and the owner's privileges apply as to any INSERT.
  * The caller holds the command's row lock, so chains never fork (and the
  * unique index on (tenant_id, command_id, seq) would refuse a fork).
  * Fills in e->seq, e->prev_hash and e->hash.
@@ -276,30 +151,50 @@ text_or_null(const char *s, char *nullflag)
 void
 cscp_evidence_append(CscpEvidence *e)
 {
+	static SPIPlanPtr head_plan = NULL;
+	static SPIPlanPtr insert_plan = NULL;
+	static const Oid head_types[2] = {TEXTOID, UUIDOID};
+	static const Oid insert_types[16] = {TEXTOID, TEXTOID, UUIDOID, INT4OID, TEXTOID, TEXTOID,
+		TEXTOID, TEXTOID, TEXTARRAYOID, JSONBOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID,
+	TEXTOID, TEXTOID};
 	MemoryContext callerctx = CurrentMemoryContext;
-	const EvidenceRel *er = evidence_rel();
-	Datum		values[EVIDENCE_NCOLS];
-	char		nulls[EVIDENCE_NCOLS];
+	CscpOwnerScope owner;
+	Datum		values[16];
+	char		nulls[16];
 	Datum		uuid = (Datum) 0;
-	Relation	rel;
-	TupleDesc	desc;
-	Datum	   *row;
-	bool	   *rownulls;
-	HeapTuple	tuple;
+
+	cscp_owner_enter("evidence", &owner);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
 
 	e->seq = 1;
 	e->prev_hash = NULL;
 	if (e->command_id != NULL)
 	{
-		int32		last_seq;
-		char	   *last_hash;
-
+		/*
+		 * Not read-only: after a command counter increment and with a fresh
+		 * snapshot, so rows appended earlier in the same statement are seen.
+		 */
 		uuid = DirectFunctionCall1(uuid_in, CStringGetDatum(e->command_id));
-		if (chain_head(er, CStringGetTextDatum(e->tenant_id), uuid, &last_seq, &last_hash,
-					   callerctx))
+		values[0] = CStringGetTextDatum(e->tenant_id);
+		values[1] = uuid;
+		cscp_spi_plan(&head_plan,
+					  "SELECT e.seq, e.hash FROM cscp.evidence e"
+					  " WHERE e.tenant_id = $1 AND e.command_id = $2"
+					  " ORDER BY e.seq DESC LIMIT 1",
+					  2, head_types);
+		if (SPI_execute_plan(head_plan, values, NULL, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read the evidence chain of command %s", e->command_id);
+		if (SPI_processed == 1)
 		{
-			e->seq = last_seq + 1;
-			e->prev_hash = last_hash;
+			HeapTuple	tup = SPI_tuptable->vals[0];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+			Datum		d;
+
+			e->seq = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull)) + 1;
+			d = SPI_getbinval(tup, desc, 2, &isnull);
+			e->prev_hash = isnull ? NULL : MemoryContextStrdup(callerctx, TextDatumGetCString(d));
 		}
 	}
 	e->hash = MemoryContextStrdup(callerctx, cscp_evidence_hash(e));
@@ -327,37 +222,16 @@ cscp_evidence_append(CscpEvidence *e)
 	values[14] = text_or_null(e->prev_hash, &nulls[14]);
 	values[15] = text_or_null(e->hash, &nulls[15]);
 
-	/*
-	 * The row is inserted below the executor (cscp_row_insert): a heap
-	 * insert and its index entries, as logical replication's apply does,
-	 * without planning or starting a statement for one row.  What a
-	 * statement would do is done: BEFORE INSERT row triggers fire
-	 * (shard_guard; evidence_guard is for UPDATE, DELETE and TRUNCATE),
-	 * evidence_id is drawn from its identity sequence as its default would,
-	 * NOT NULL is checked, and the unique indexes (the chain's seq among
-	 * them) raise their 23505 as an INSERT would.  The table has no rule and
-	 * no statement trigger for INSERT, and its owner, whose row this is, is
-	 * not bound by its row-level security; the caller's privileges are not
-	 * consulted, as before, when the row went in with the owner's.
-	 */
-	rel = table_open(er->relid, RowExclusiveLock);
-	desc = RelationGetDescr(rel);
-	row = palloc0(desc->natts * sizeof(Datum));
-	rownulls = palloc(desc->natts * sizeof(bool));
-	memset(rownulls, true, desc->natts * sizeof(bool));
-	for (int i = 0; i < (int) EVIDENCE_NCOLS; i++)
-	{
-		row[er->attnums[i] - 1] = values[i];
-		rownulls[er->attnums[i] - 1] = (nulls[i] == 'n');
-	}
-	row[er->id_attnum - 1] = Int64GetDatum(nextval_internal(er->id_sequence, false));
-	rownulls[er->id_attnum - 1] = false;
-	tuple = heap_form_tuple(desc, row, rownulls);
-	cscp_row_insert(rel, tuple, false);
-	table_close(rel, NoLock);
-	heap_freetuple(tuple);
-	pfree(row);
-	pfree(rownulls);
+	cscp_spi_plan(&insert_plan,
+				  "INSERT INTO cscp.evidence (tenant_id, conversation_id, command_id, seq, stage,"
+				  "    event_type, from_state, to_state, message_ids, context_ref, decision,"
+				  "    reason_code, detail, created_at, prev_hash, hash)"
+				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+				  16, insert_types);
+	if (SPI_execute_plan(insert_plan, values, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not append evidence");
+	SPI_finish();
+	cscp_owner_leave(&owner);
 }
 
 /* Field of a composite as a C string, or NULL. */

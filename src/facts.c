@@ -29,38 +29,31 @@
  *	  valid -> superseded step that the supersession itself makes;
  *	- the foreign keys on supersedes and superseded_by refuse deleting part
  *	  of a chain.
- * The walkers read the primary key index directly (one index probe per
- * step, no SPI), with the statement's snapshot; a chain that breaks these
- * invariants anyway (triggers disabled) is refused with XX001, never
- * followed round a loop.  The key carries is_valid, superseded_by and
- * supersedes (INCLUDE), so fact_current reads a step from the index entry
- * alone where the visibility map says the row's heap page is all-visible,
- * as an index-only scan does, and reads the heap for the head only.
+ * The walkers read a chain with one saved query (a recursive CTE, under
+ * the statement's snapshot, with the caller's rights and row-level
+ * security) and follow it in memory; a chain that breaks these invariants
+ * anyway (triggers disabled) is refused with XX001, never followed round a
+ * loop.  The primary key carries is_valid, superseded_by and supersedes
+ * (INCLUDE), so a step of the CTE can be an index-only scan where the
+ * row's heap page is all-visible.
  *
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
 
-#include "access/genam.h"
 #include "access/htup_details.h"
-#include "access/relscan.h"
-#include "access/stratnum.h"
 #include "access/table.h"
-#include "access/tableam.h"
-#include "access/visibilitymap.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
-#include "executor/tuptable.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "storage/bufmgr.h"
-#include "storage/predicate.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
@@ -723,22 +716,33 @@ cscp_fact_link(PG_FUNCTION_ARGS)
 }
 
 /*
- * Chain walking: probes of cscp.fact's primary key index (tenant_id,
- * subject_id, fact_id), one per step, under the statement's snapshot.
+ * Chain walking.  One saved query reads the facts a walk can reach from its
+ * start: a recursive CTE following superseded_by (fact_current, after a
+ * plain read of the start, which is most often the head), or both links
+ * (fact_history), with UNION, so that a chain corrupted into a loop still
+ * ends; it runs under the statement's snapshot, with the caller's rights
+ * and row-level security.  The walk itself then follows the links
+ * in memory, checking each step as before: a link must be mirrored, a
+ * valid fact names no successor and a superseded one does, no fact comes
+ * twice, and a fact named must be there.  Each step of the CTE is a
+ * LATERAL subquery with a LIMIT, so that it stays one probe of the primary
+ * key (a nested loop); joined plainly, the planner hashed all of the
+ * subject's facts at every step, 10 times the cost of a walk of 101.
  */
+typedef struct ChainFact
+{
+	char		fact_id[CSCP_MAX_ID_BYTES + 1];
+	bool		is_valid;
+	char	   *superseded_by;
+	char	   *supersedes;
+	Datum		row;			/* cscp.fact, or 0 when not read */
+} ChainFact;
+
 typedef struct ChainReader
 {
-	Relation	rel;
-	Relation	index;
-	IndexScanDesc scan;
-	TupleTableSlot *slot;		/* a fact read from the heap */
-	TupleTableSlot *islot;		/* a fact's key and links read from its index entry */
-	TupleTableSlot *cur;		/* the one of the two holding the current fact */
-	bool		index_only;		/* read steps from index entries where possible */
-	Buffer		vmbuffer;		/* the visibility map page last read */
-	ScanKeyData keys[3];
-	MemoryContext scancxt;		/* where the scan lives, and what it allocates */
-	MemoryContext stepcxt;		/* reset before each step */
+	MemoryContext cxt;			/* what the walk allocates */
+	HTAB	   *facts;			/* ChainFact by fact_id: what the query read */
+	ChainFact  *cur;			/* the current fact */
 	HTAB	   *seen;			/* fact ids visited, to refuse a loop */
 	const char *start;			/* the fact the walk began with, for messages */
 } ChainReader;
@@ -747,188 +751,6 @@ typedef struct SeenEntry
 {
 	char		fact_id[CSCP_MAX_ID_BYTES + 1];
 } SeenEntry;
-
-/*
- * Open cscp.fact for walking the chains of (tenant, subject); checks
- * privileges.  index_only: steps may be read from the primary key's index
- * entries (see chain_fetch) when the key includes the three link columns.
- */
-static void
-chain_open(ChainReader *r, text *tenant, text *subject, const char *start, bool index_only)
-{
-	Oid			nsp = get_namespace_oid("cscp", false);
-	Oid			relid = get_relname_relid("fact", nsp);
-	Oid			indexid;
-	AclResult	aclresult;
-	HASHCTL		ctl;
-
-	if (!OidIsValid(relid))
-		elog(ERROR, "table cscp.fact does not exist");
-	aclresult = pg_class_aclcheck(relid, GetUserId(), ACL_SELECT);
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, OBJECT_TABLE, "fact");
-
-	r->rel = table_open(relid, AccessShareLock);
-	load_columns(r->rel);
-	indexid = RelationGetPrimaryKeyIndex(r->rel);
-	if (!OidIsValid(indexid))
-		elog(ERROR, "cscp.fact has no primary key");
-	r->index = index_open(indexid, AccessShareLock);
-	if (r->index->rd_index->indnkeyatts != 3 ||
-		r->index->rd_index->indkey.values[0] != cols.tenant_id ||
-		r->index->rd_index->indkey.values[1] != cols.subject_id ||
-		r->index->rd_index->indkey.values[2] != cols.fact_id)
-		elog(ERROR, "the primary key of cscp.fact is not (tenant_id, subject_id, fact_id)");
-
-	/* Row-level security: cscp_check_tenant made sure tenant is the session's own. */
-	ScanKeyEntryInitialize(&r->keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
-						   r->index->rd_indcollation[0], F_TEXTEQ, PointerGetDatum(tenant));
-	ScanKeyEntryInitialize(&r->keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid,
-						   r->index->rd_indcollation[1], F_TEXTEQ, PointerGetDatum(subject));
-	ScanKeyEntryInitialize(&r->keys[2], 0, 3, BTEqualStrategyNumber, InvalidOid,
-						   r->index->rd_indcollation[2], F_TEXTEQ, (Datum) 0);
-	r->scancxt = CurrentMemoryContext;
-	r->scan = index_beginscan(r->rel, r->index, GetActiveSnapshot(), 3, 0);
-	r->slot = table_slot_create(r->rel, NULL);
-	r->cur = r->slot;
-	r->vmbuffer = InvalidBuffer;
-	r->islot = NULL;
-	r->index_only = false;
-	if (index_only)
-	{
-		int			links = 0;
-
-		for (int i = r->index->rd_index->indnkeyatts; i < r->index->rd_index->indnatts; i++)
-		{
-			AttrNumber	a = r->index->rd_index->indkey.values[i];
-
-			links += (a == cols.is_valid || a == cols.superseded_by || a == cols.supersedes);
-		}
-		if (links == 3)
-		{
-			r->index_only = true;
-			r->scan->xs_want_itup = true;
-			r->islot = MakeSingleTupleTableSlot(RelationGetDescr(r->rel), &TTSOpsVirtual);
-		}
-	}
-	r->stepcxt = AllocSetContextCreate(CurrentMemoryContext, "cscp chain walk",
-									   ALLOCSET_SMALL_SIZES);
-	ctl.keysize = CSCP_MAX_ID_BYTES + 1;
-	ctl.entrysize = sizeof(SeenEntry);
-	ctl.hcxt = CurrentMemoryContext;
-	r->seen = hash_create("cscp chain walk", 64, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-	r->start = start;
-}
-
-/* Close what chain_open opened. */
-static void
-chain_close(ChainReader *r)
-{
-	ExecDropSingleTupleTableSlot(r->slot);
-	if (r->islot != NULL)
-		ExecDropSingleTupleTableSlot(r->islot);
-	if (BufferIsValid(r->vmbuffer))
-		ReleaseBuffer(r->vmbuffer);
-	index_endscan(r->scan);
-	index_close(r->index, AccessShareLock);
-	table_close(r->rel, AccessShareLock);
-	MemoryContextDelete(r->stepcxt);
-	hash_destroy(r->seen);
-}
-
-/*
- * The index entry r->scan returned, as a fact in r->islot: its key and
- * links, every other column null.  The values point into the scan's copy
- * of the entry, good until the next probe.
- */
-static void
-itup_to_slot(ChainReader *r)
-{
-	Datum		values[INDEX_MAX_KEYS];
-	bool		isnull[INDEX_MAX_KEYS];
-	TupleTableSlot *slot = r->islot;
-	int			natts = r->index->rd_index->indnatts;
-
-	index_deform_tuple(r->scan->xs_itup, r->scan->xs_itupdesc, values, isnull);
-	ExecClearTuple(slot);
-	for (int i = 0; i < slot->tts_tupleDescriptor->natts; i++)
-		slot->tts_isnull[i] = true;
-	for (int i = 0; i < natts; i++)
-	{
-		AttrNumber	a = r->index->rd_index->indkey.values[i];
-
-		slot->tts_values[a - 1] = values[i];
-		slot->tts_isnull[a - 1] = isnull[i];
-	}
-	ExecStoreVirtualTuple(slot);
-}
-
-/*
- * Position r->cur on fact fact_id; false when there is none.
- *
- * With r->index_only, as an index-only scan does (nodeIndexonlyscan.c):
- * where the visibility map says the heap page of an entry's row is
- * all-visible, the row is visible to every snapshot and the entry's
- * values are the row's, so the fact comes from the entry (r->islot, with
- * a page-level predicate lock for SERIALIZABLE, the row's xmin being
- * unknown); otherwise from the heap (r->slot), skipping versions the
- * snapshot does not see.
- *
- * The scan runs in the context it was begun in: the index AM allocates
- * state on first use that must last until index_endscan (btree's list of
- * killed items, when a probe meets a dead row version), so it must not
- * land in the step context.  The key's text may: it is only read by the
- * probe, and replaced by the next rescan.
- */
-static bool
-chain_fetch(ChainReader *r, const char *fact_id)
-{
-	text	   *id = cstring_to_text(fact_id);
-	MemoryContext old = MemoryContextSwitchTo(r->scancxt);
-	bool		found;
-
-	r->keys[2].sk_argument = PointerGetDatum(id);
-	index_rescan(r->scan, r->keys, 3, NULL, 0);
-	r->cur = r->slot;
-	if (!r->index_only)
-		found = index_getnext_slot(r->scan, ForwardScanDirection, r->slot);
-	else
-	{
-		ItemPointer tid;
-
-		found = false;
-		while ((tid = index_getnext_tid(r->scan, ForwardScanDirection)) != NULL)
-		{
-			BlockNumber block = ItemPointerGetBlockNumber(tid);
-
-			CHECK_FOR_INTERRUPTS();
-			if (!VM_ALL_VISIBLE(r->rel, block, &r->vmbuffer))
-			{
-				if (!index_fetch_heap(r->scan, r->slot))
-					continue;
-				found = true;
-				break;
-			}
-			itup_to_slot(r);
-			PredicateLockPage(r->rel, block, r->scan->xs_snapshot);
-			r->cur = r->islot;
-			found = true;
-			break;
-		}
-	}
-	MemoryContextSwitchTo(old);
-	return found;
-}
-
-/* A text column of the current fact, as a C string in the step context, or NULL. */
-static char *
-slot_text(ChainReader *r, int attnum)
-{
-	bool		isnull;
-	Datum		d = slot_getattr(r->cur, attnum, &isnull);
-
-	return isnull ? NULL : TextDatumGetCString(d);
-}
 
 /* Raise XX001 for a broken chain. */
 static void
@@ -954,62 +776,215 @@ chain_visit(ChainReader *r, const char *fact_id)
 		chain_broken(r, fact_id, "the chain comes back to this fact: it loops.");
 }
 
+/* Make fact fact_id current; false when the query did not read it. */
+static bool
+chain_fetch(ChainReader *r, const char *fact_id)
+{
+	ChainFact  *f = NULL;
+
+	if (strlen(fact_id) <= CSCP_MAX_ID_BYTES)
+		f = hash_search(r->facts, fact_id, HASH_FIND, NULL);
+	if (f == NULL)
+		return false;
+	r->cur = f;
+	return true;
+}
+
+/* Enter the facts SPI_tuptable holds (see chain_read) into r->facts. */
+static void
+chain_store(ChainReader *r)
+{
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext old;
+		ChainFact  *f;
+		char	   *id;
+		bool		isnull;
+		Datum		d;
+
+		CHECK_FOR_INTERRUPTS();
+		d = SPI_getbinval(tup, desc, 1, &isnull);
+		id = TextDatumGetCString(d);
+		/* an id this long is refused when the walk comes to it (chain_visit) */
+		if (strlen(id) > CSCP_MAX_ID_BYTES)
+			continue;
+		f = hash_search(r->facts, id, HASH_ENTER, NULL);
+		old = MemoryContextSwitchTo(r->cxt);
+		f->is_valid = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull)) && !isnull;
+		d = SPI_getbinval(tup, desc, 3, &isnull);
+		f->superseded_by = isnull ? NULL : TextDatumGetCString(d);
+		d = SPI_getbinval(tup, desc, 4, &isnull);
+		f->supersedes = isnull ? NULL : TextDatumGetCString(d);
+		d = SPI_getbinval(tup, desc, 5, &isnull);
+		f->row = isnull ? (Datum) 0 : datumCopy(d, false, -1);
+		MemoryContextSwitchTo(old);
+	}
+}
+
 /*
- * Follow the chain from the current fact (r->cur) in one direction (forward:
+ * Read the facts reachable from start (forward only, or both ways with
+ * both) of (tenant, subject) into r->facts, with the whole row of each
+ * (both) or of the head only.  Forward, the start is read first on its
+ * own: most often it is the head, and one plain query costs half of what
+ * the CTE's setup does.
+ */
+static void
+chain_read(ChainReader *r, text *tenant, text *subject, const char *start, bool both)
+{
+	static SPIPlanPtr start_plan = NULL;
+	static SPIPlanPtr forward_plan = NULL;
+	static SPIPlanPtr both_plan = NULL;
+	static const Oid types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		args[3];
+	HASHCTL		ctl;
+
+	r->cxt = AllocSetContextCreate(CurrentMemoryContext, "cscp chain walk", ALLOCSET_DEFAULT_SIZES);
+	ctl.keysize = CSCP_MAX_ID_BYTES + 1;
+	ctl.entrysize = sizeof(ChainFact);
+	ctl.hcxt = r->cxt;
+	r->facts = hash_create("cscp chain facts", 64, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	ctl.entrysize = sizeof(SeenEntry);
+	r->seen = hash_create("cscp chain walk", 64, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	r->cur = NULL;
+	r->start = start;
+
+	args[0] = PointerGetDatum(tenant);
+	args[1] = PointerGetDatum(subject);
+	args[2] = CStringGetTextDatum(start);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (!both)
+	{
+		cscp_spi_plan(&start_plan,
+					  "SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes,"
+					  "       CASE WHEN f.superseded_by IS NULL THEN f END"
+					  "  FROM cscp.fact f"
+					  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3",
+					  3, types);
+		if (SPI_execute_plan(start_plan, args, NULL, true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read a fact");
+		if (SPI_processed == 0 || heap_attisnull(SPI_tuptable->vals[0], 3, SPI_tuptable->tupdesc))
+		{
+			/* none, or the head: nothing more to read */
+			chain_store(r);
+			SPI_finish();
+			return;
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	if (both)
+		cscp_spi_plan(&both_plan,
+					  "WITH RECURSIVE walk(fact_id, is_valid, superseded_by, supersedes) AS ("
+					  "  SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes FROM cscp.fact f"
+					  "   WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3"
+					  "  UNION"
+					  "  SELECT n.fact_id, n.is_valid, n.superseded_by, n.supersedes"
+					  "    FROM walk w CROSS JOIN LATERAL ("
+					  "         SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes"
+					  "           FROM cscp.fact f"
+					  "          WHERE f.tenant_id = $1 AND f.subject_id = $2"
+					  "            AND f.fact_id = ANY (ARRAY[w.superseded_by, w.supersedes])"
+					  "          LIMIT 2) n)"
+					  " SELECT w.fact_id, w.is_valid, w.superseded_by, w.supersedes,"
+					  "        (SELECT h FROM cscp.fact h"
+					  "          WHERE h.tenant_id = $1 AND h.subject_id = $2 AND h.fact_id = w.fact_id)"
+					  "   FROM walk w",
+					  3, types);
+	else
+		cscp_spi_plan(&forward_plan,
+					  "WITH RECURSIVE walk(fact_id, is_valid, superseded_by, supersedes) AS ("
+					  "  SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes FROM cscp.fact f"
+					  "   WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3"
+					  "  UNION"
+					  "  SELECT n.fact_id, n.is_valid, n.superseded_by, n.supersedes"
+					  "    FROM walk w CROSS JOIN LATERAL ("
+					  "         SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes"
+					  "           FROM cscp.fact f"
+					  "          WHERE f.tenant_id = $1 AND f.subject_id = $2"
+					  "            AND f.fact_id = w.superseded_by"
+					  "          LIMIT 1) n)"
+					  " SELECT w.fact_id, w.is_valid, w.superseded_by, w.supersedes,"
+					  "        CASE WHEN w.superseded_by IS NULL THEN"
+					  "        (SELECT h FROM cscp.fact h"
+					  "          WHERE h.tenant_id = $1 AND h.subject_id = $2 AND h.fact_id = w.fact_id) END"
+					  "   FROM walk w",
+					  3, types);
+	if (SPI_execute_plan(both ? both_plan : forward_plan, args, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read a supersession chain");
+	chain_store(r);
+	SPI_finish();
+}
+
+/* Free what chain_read allocated. */
+static void
+chain_close(ChainReader *r)
+{
+	MemoryContextDelete(r->cxt);
+}
+
+/*
+ * Put the current fact's row (a cscp.fact datum) into out, whose
+ * descriptor is the row type's.
+ */
+static void
+chain_emit(ChainReader *r, Tuplestorestate *out)
+{
+	HeapTupleHeader h;
+	HeapTupleData tuple;
+
+	if (r->cur->row == (Datum) 0)
+		elog(ERROR, "fact \"%s\" was read without its row", r->cur->fact_id);
+	h = DatumGetHeapTupleHeader(r->cur->row);
+	tuple.t_len = HeapTupleHeaderGetDatumLength(h);
+	ItemPointerSetInvalid(&tuple.t_self);
+	tuple.t_tableOid = InvalidOid;
+	tuple.t_data = h;
+	tuplestore_puttuple(out, &tuple);
+}
+
+/*
+ * Follow the chain from the current fact in one direction (forward:
  * superseded_by, backward: supersedes) to its end, checking that each link
  * is mirrored; with out, every fact passed (the first one included) is put
- * into it.  The fact at the end is left in r->cur; its id is returned
- * (palloc'd in the caller's context).
+ * into it.  The fact at the end is left current; its id is returned.
  */
-static char *
-chain_follow(ChainReader *r, const char *from, bool forward, Tuplestorestate *out)
+static const char *
+chain_follow(ChainReader *r, bool forward, Tuplestorestate *out)
 {
-	MemoryContext callerctx = CurrentMemoryContext;
-	int			next_col = forward ? cols.superseded_by : cols.supersedes;
-	int			back_col = forward ? cols.supersedes : cols.superseded_by;
-	char	   *cur = pstrdup(from);
-
 	for (;;)
 	{
-		MemoryContext old;
-		char	   *next;
-		char	   *back;
-		bool		valid;
-		bool		isnull;
+		const char *cur = r->cur->fact_id;
+		const char *next;
+		const char *back;
+		bool		valid = r->cur->is_valid;
 
 		CHECK_FOR_INTERRUPTS();
 		if (out != NULL)
-		{
-			Assert(r->cur == r->slot);
-			tuplestore_puttupleslot(out, r->slot);
-		}
-		MemoryContextReset(r->stepcxt);
-		old = MemoryContextSwitchTo(r->stepcxt);
-		next = slot_text(r, next_col);
-		valid = DatumGetBool(slot_getattr(r->cur, cols.is_valid, &isnull));
+			chain_emit(r, out);
+		next = forward ? r->cur->superseded_by : r->cur->supersedes;
 		if (forward && (valid != (next == NULL)))
 			chain_broken(r, cur, valid ? "it is valid but names a successor." :
 						 "it is superseded but names no successor.");
 		if (next == NULL)
-		{
-			MemoryContextSwitchTo(old);
 			return cur;
-		}
 		chain_visit(r, next);
 		if (!chain_fetch(r, next))
 			chain_broken(r, cur, psprintf("the fact it names, \"%s\", does not exist.", next));
-		back = slot_text(r, back_col);
+		back = forward ? r->cur->supersedes : r->cur->superseded_by;
 		if (back == NULL || strcmp(back, cur) != 0)
 			chain_broken(r, next, psprintf("it does not name fact \"%s\" back in %s.", cur,
 										   forward ? "supersedes" : "superseded_by"));
-		MemoryContextSwitchTo(old);
-		cur = MemoryContextStrdup(callerctx, next);
 	}
 }
 
-/* Check the arguments of the walkers and open a reader positioned on fact_id. */
+/*
+ * Check the arguments of the walkers, read what the walk can reach (both
+ * ways with both) and make fact_id current.
+ */
 static void
-chain_start(FunctionCallInfo fcinfo, ChainReader *r, char **fact_id, bool index_only)
+chain_start(FunctionCallInfo fcinfo, ChainReader *r, char **fact_id, bool both)
 {
 	text	   *tenant = PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0);
 	text	   *subject = PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1);
@@ -1019,7 +994,7 @@ chain_start(FunctionCallInfo fcinfo, ChainReader *r, char **fact_id, bool index_
 	cscp_check_id("subject_id", subject);
 	cscp_check_id("fact_id", id);
 	*fact_id = text_to_cstring(id);
-	chain_open(r, tenant, subject, *fact_id, index_only);
+	chain_read(r, tenant, subject, *fact_id, both);
 	if (!chain_fetch(r, *fact_id))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -1027,16 +1002,6 @@ chain_start(FunctionCallInfo fcinfo, ChainReader *r, char **fact_id, bool index_
 				 errdetail("Subject \"%s\" has no such fact.", text_to_cstring(subject)),
 				 errhint("Check the id, and that cscp.tenant_id names the fact's tenant.")));
 	chain_visit(r, *fact_id);
-}
-
-/* The fact in r->slot as a cscp.fact datum in the caller's context. */
-static Datum
-slot_datum(ChainReader *r)
-{
-	bool		shouldfree;
-	HeapTuple	tuple = ExecFetchSlotHeapTuple(r->slot, false, &shouldfree);
-
-	return heap_copy_tuple_as_datum(tuple, RelationGetDescr(r->rel));
 }
 
 PG_FUNCTION_INFO_V1(cscp_fact_current);
@@ -1047,19 +1012,13 @@ cscp_fact_current(PG_FUNCTION_ARGS)
 {
 	ChainReader r;
 	char	   *fact_id;
-	char	   *head;
 	Datum		result;
 
-	chain_start(fcinfo, &r, &fact_id, true);
-	head = chain_follow(&r, fact_id, true, NULL);
-	if (r.cur != r.slot)
-	{
-		/* the head read from its index entry: its whole row from the heap */
-		r.index_only = false;
-		if (!chain_fetch(&r, head))
-			elog(ERROR, "fact \"%s\" vanished under the walk", head);
-	}
-	result = slot_datum(&r);
+	chain_start(fcinfo, &r, &fact_id, false);
+	(void) chain_follow(&r, true, NULL);
+	if (r.cur->row == (Datum) 0)
+		elog(ERROR, "fact \"%s\" was read without its row", r.cur->fact_id);
+	result = datumCopy(r.cur->row, false, -1);
 	chain_close(&r);
 	PG_RETURN_DATUM(result);
 }
@@ -1073,20 +1032,20 @@ cscp_fact_history(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ChainReader r;
 	char	   *fact_id;
-	char	   *root;
+	const char *root;
 	HASH_SEQ_STATUS seq;
 	SeenEntry  *entry;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	chain_start(fcinfo, &r, &fact_id, false);
+	chain_start(fcinfo, &r, &fact_id, true);
 
 	/* Back to the oldest fact, then forward to the head, emitting each. */
-	root = chain_follow(&r, fact_id, false, NULL);
+	root = chain_follow(&r, false, NULL);
 	hash_seq_init(&seq, r.seen);
 	while ((entry = hash_seq_search(&seq)) != NULL)
 		hash_search(r.seen, entry->fact_id, HASH_REMOVE, NULL);
 	chain_visit(&r, root);
-	chain_follow(&r, root, true, rsinfo->setResult);
+	chain_follow(&r, true, rsinfo->setResult);
 	chain_close(&r);
 	return (Datum) 0;
 }

@@ -30,10 +30,8 @@
  */
 #include "cscp.h"
 
-#include "access/heapam.h"
 #include "access/htup_details.h"
-#include "access/table.h"
-#include "access/tableam.h"
+#include "catalog/pg_type.h"
 #include "catalog/namespace.h"
 #include "commands/trigger.h"
 #include "common/hashfn.h"
@@ -41,7 +39,6 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/snapmgr.h"
 
 /* Partitions: at most this many (PL/Proxy needs a power of two). */
 #define SHARD_MAX_PARTITIONS 65536
@@ -64,14 +61,15 @@ shard_inval(Datum arg, Oid relid)
 	}
 }
 
-/* Read cscp.shard (with the table owner's view: no permission check). */
+/*
+ * Read cscp.shard, with a saved query run as the table's owner (an
+ * application role need not read it).
+ */
 static void
 shard_load(void)
 {
+	static SPIPlanPtr plan = NULL;
 	Oid			nsp;
-	Relation	rel;
-	TableScanDesc scan;
-	HeapTuple	tuple;
 	int			count = 0;
 	bool	   *held = NULL;
 	uint64		generation;
@@ -86,11 +84,18 @@ shard_load(void)
 	shard_relid = OidIsValid(nsp) ? get_relname_relid("shard", nsp) : InvalidOid;
 	if (OidIsValid(shard_relid))
 	{
-		rel = table_open(shard_relid, AccessShareLock);
-		scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
-		while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
+		CscpOwnerScope owner;
+
+		cscp_owner_enter("shard", &owner);
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		cscp_spi_plan(&plan, "SELECT s.partition_count, s.partitions FROM cscp.shard s", 0, NULL);
+		if (SPI_execute_plan(plan, NULL, NULL, true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not read cscp.shard");
+		for (uint64 row = 0; row < SPI_processed; row++)
 		{
-			TupleDesc	desc = RelationGetDescr(rel);
+			HeapTuple	tuple = SPI_tuptable->vals[row];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
 			bool		isnull;
 			Datum		d;
 			ArrayType  *arr;
@@ -98,16 +103,16 @@ shard_load(void)
 			bool	   *nulls;
 			int			n;
 
-			d = heap_getattr(tuple, cscp_column(desc, "cscp.shard", "partition_count"),
-							 desc, &isnull);
+			d = SPI_getbinval(tuple, desc, 1, &isnull);
 			if (isnull)
 				continue;
 			count = DatumGetInt32(d);
 			if (count <= 0 || count > SHARD_MAX_PARTITIONS)
 				elog(ERROR, "cscp.shard holds an invalid partition count %d", count);
+			if (held != NULL)
+				pfree(held);
 			held = MemoryContextAllocZero(TopMemoryContext, count * sizeof(bool));
-			d = heap_getattr(tuple, cscp_column(desc, "cscp.shard", "partitions"),
-							 desc, &isnull);
+			d = SPI_getbinval(tuple, desc, 2, &isnull);
 			if (!isnull)
 			{
 				arr = DatumGetArrayTypeP(d);
@@ -119,8 +124,8 @@ shard_load(void)
 						held[DatumGetInt32(elems[i])] = true;
 			}
 		}
-		table_endscan(scan);
-		table_close(rel, AccessShareLock);
+		SPI_finish();
+		cscp_owner_leave(&owner);
 	}
 	if (shard_held != NULL)
 		pfree(shard_held);
