@@ -107,66 +107,6 @@ insert_opening(SPIPlanPtr plan, Datum *args, const char *nulls)
 }
 
 /*
- * Kept for command_api.c only, which still calls it; nothing in this file
- * does.  To be removed with spiplan.c's row helpers.
- *
- * Update the context row of rel whose index cscp.indexname holds keys,
- * below the executor, as
- *
- *	 UPDATE cscp.context x SET <edit's columns>, expires_at = cscp._context_touch(x)
- *	  WHERE <the index's columns> = <keys>
- *
- * would, without a plan for one row: the row found and locked by key
- * (cscp_key_lock_row: the caller's UPDATE privilege, row-level security,
- * and the latest version, as the statement's recheck would take it), edit
- * called with it, its TTL slid (a use of the context), and the row
- * written by cscp_row_update, which fires the context trigger and the
- * user's as the statement would.  Returns the row as stored; NULL when
- * there is none, when edit declined it, or when a BEFORE trigger skipped
- * it.  Only where cscp_row_update_direct(rel), which the caller checks,
- * running the statement otherwise.
- */
-HeapTuple
-cscp_context_update(Relation rel, const char *indexname, int nkeys, const Datum *keys,
-					CscpContextEdit edit, void *arg)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
-	HeapTuple	old = cscp_key_lock_row(rel, indexname, nkeys, keys);
-	int			expirescol = cscp_column(desc, "cscp.context", "expires_at");
-	Datum	   *values;
-	bool	   *nulls;
-	bool	   *replace;
-	Bitmapset  *cols = NULL;
-	bool		tnull,
-				inull;
-	Datum		tenant,
-				ttl;
-
-	if (old == NULL)
-		return NULL;
-	values = palloc0(desc->natts * sizeof(Datum));
-	nulls = palloc0(desc->natts * sizeof(bool));
-	replace = palloc0(desc->natts * sizeof(bool));
-	if (!edit(old, desc, values, nulls, replace, arg))
-		return NULL;
-
-	/* expires_at = cscp._context_touch(x) */
-	values[expirescol - 1] = heap_getattr(old, expirescol, desc, &nulls[expirescol - 1]);
-	tenant = heap_getattr(old, cscp_column(desc, "cscp.context", "tenant_id"), desc, &tnull);
-	ttl = heap_getattr(old, cscp_column(desc, "cscp.context", "ttl"), desc, &inull);
-	if (!nulls[expirescol - 1] && !tnull && !inull)
-		values[expirescol - 1] =
-			TimestampTzGetDatum(cscp_context_touch(TextDatumGetCString(tenant),
-												   DatumGetTimestampTz(values[expirescol - 1]),
-												   DatumGetIntervalP(ttl)));
-	replace[expirescol - 1] = true;
-	for (int i = 0; i < desc->natts; i++)
-		if (replace[i])
-			cols = bms_add_member(cols, i + 1 - FirstLowInvalidHeapAttributeNumber);
-	return cscp_row_update(rel, old, heap_modify_tuple(old, desc, values, nulls, replace), cols);
-}
-
-/*
  * Open (or reuse) the context of (tenant, conversation, actor) with slots
  * merged in; see the file header.  Connected to SPI by the caller; returns
  * the row as stored (in SPI memory), with its descriptor in *desc.

@@ -138,16 +138,6 @@ extern TimestampTz cscp_context_touch(const char *tenant_id, TimestampTz expires
 extern Interval *cscp_lifetime(Jsonb *policy, Interval *requested, const char *policy_key,
 							   const char *argname);
 
-/*
- * An edit of a context row for cscp_context_update: fill values, nulls and
- * replace (in the row's descriptor) for the columns it sets, from old, the
- * row as locked; false leaves the row as it is.
- */
-typedef bool (*CscpContextEdit) (HeapTuple old, TupleDesc desc, Datum *values, bool *nulls,
-								 bool *replace, void *arg);
-extern HeapTuple cscp_context_update(Relation rel, const char *indexname, int nkeys,
-									 const Datum *keys, CscpContextEdit edit, void *arg);
-
 /* clock.c */
 extern TimestampTz cscp_now(void);
 extern bool cscp_parse_timestamptz(const char *str, TimestampTz *result);
@@ -293,22 +283,8 @@ extern void cscp_refuse_forgotten(const char *tenant_id, const char *kind, const
 extern Oid	cscp_relation_oid(const char *relname, bool missing_ok);
 extern SPIPlanPtr cscp_spi_plan(SPIPlanPtr *plan, const char *sql, int nargs,
 								const Oid *argtypes);
-extern HeapTuple cscp_key_read(Relation rel, const char *indexname, int nkeys,
-							   const Datum *keys, bool fresh);
-extern List *cscp_key_rows(Relation rel, const char *indexname, int nkeys,
-						   const Datum *keys, bool fresh);
-extern HeapTuple cscp_key_lock_row(Relation rel, const char *indexname, int nkeys,
-								   const Datum *keys);
 extern HeapTuple cscp_spi_update_one(SPIPlanPtr plan, Datum *args, const char *nulls,
 									 TupleDesc *desc, const char *what);
-extern bool cscp_row_update_direct(Relation rel);
-extern HeapTuple cscp_row_update(Relation rel, HeapTuple oldtup, HeapTuple newtup,
-								 Bitmapset *cols);
-extern bool cscp_row_insert_direct(Relation rel);
-extern bool cscp_row_insert(Relation rel, HeapTuple tuple, bool as_caller);
-extern bool cscp_row_delete_direct(Relation rel);
-extern int	cscp_row_delete(Relation rel, const char *indexname, Datum key, int ncols,
-							const AttrNumber *cols, const Datum *vals);
 
 /* jsonschema.c */
 extern void cscp_jsonschema_check(Jsonb *schema);

@@ -430,8 +430,6 @@ SELECT results_eq($$SELECT tbl FROM public.rw_log
                      GROUP BY tbl ORDER BY tbl$$,
                   $$VALUES ('answer'), ('command'), ('command_retired'), ('command_window'), ('context'), ('frame')$$,
                   'the statement triggers fired: the writes were statements');
--- needs A2: the evidence is appended below the executor (evidence.c).
-SELECT todo('needs A2: evidence.c through the executor', 1);
 SELECT ok(EXISTS (SELECT FROM public.rw_log WHERE level = 'STATEMENT' AND tbl = 'evidence'),
           'so were the evidence rows');
 RESET ROLE;
@@ -491,8 +489,6 @@ SELECT results_eq($$SELECT answer FROM public.rw_commands('cmd-alt', 'alt2') WHE
                   $$VALUES ('confirmed true')$$, 'run for good: the yes confirms');
 SELECT is((SELECT count(*) FROM cscp.command WHERE conversation_id = 'cmd-alt' AND rw_note = 'note'), 5::bigint,
           'the commands it formed have the new column''s default');
--- needs A2: context_open and slot_set form cscp.context rows by attribute number (context_api.c).
-SELECT todo('needs A2: context_api.c, document.c, conversation.c, facts.c through the executor', 1);
 SELECT is(public.rw_same('others', $$SELECT * FROM public.rw_others('alt')$$), 'same',
           'and so do the other calls');
 RESET ROLE;
@@ -504,9 +500,6 @@ ALTER TABLE cscp.evidence ADD COLUMN note text;
 SET ROLE tap_rw_app;
 SELECT is(public.rw_same('commands', $$SELECT * FROM public.rw_commands('cmd-ev', 'ev')$$), 'same',
           'after ALTER TABLE cscp.evidence ADD COLUMN note, the command calls give the same answers');
--- needs A2: context_open forms cscp.context rows by attribute number (context_api.c), and
--- the columns dropped above are still counted there.
-SELECT todo('needs A2: context_api.c through the executor', 1);
 SELECT is(public.rw_same('others', $$SELECT * FROM public.rw_others('ev')$$), 'same',
           'and so do the other calls');
 

@@ -66,8 +66,6 @@ SELECT results_eq($$SELECT outcome FROM cscp.confirm('acme', 'alt', 'u', 'n3', f
 SELECT results_eq(format('SELECT state::text, replayed FROM cscp.command_recover(%L, %L, %L)', :'c3', 'reprocess', 'alt-3r'),
                   $$VALUES ('confirmation_required', false)$$, 'command_recover forms the recovery');
 
--- needs A2: context_open forms cscp.context rows by attribute number (context_api.c).
-SELECT todo('needs A2: context_api.c through the executor', 1);
 SELECT lives_ok($$SELECT cscp.context_open('acme', 'alt-open', 'u')$$, 'context_open after the ALTER');
 
 SELECT * FROM finish();

@@ -13,8 +13,6 @@ SET ROLE tap_rwe_app;
 SET cscp.tenant_id = 'acme';
 
 SELECT lives_ok($$SELECT cscp.context_open('acme', 'ev', 'u')$$, 'context_open');
--- needs A2: cscp.evidence is appended below the executor (evidence.c).
-SELECT todo('needs A2: evidence.c through the executor', 3);
 SELECT lives_ok($$SELECT cscp.command_submit('acme', 'ev', 'u', 'ev-1', 'cancel_order', true, ARRAY['m1'], '{}', 'order:1')$$,
                 'command_submit');
 SELECT lives_ok($$SELECT cscp.confirm('acme', 'ev', 'u', 'y1', true, 'order:1')$$, 'confirm');
