@@ -9,6 +9,11 @@
  * security on cscp's tables: row-level security alone would only hide the
  * other tenant's rows, and the caller deserves to be told why.
  *
+ * Functions that take a row of one of cscp's tables (cscp.command,
+ * cscp.context, ...) take it from a caller that may have built it by hand:
+ * cscp_record_arg and cscp_record_require refuse a null row, or a row whose
+ * fields the function reads are null, before any of them is read.
+ *
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
@@ -16,6 +21,7 @@
 #include "catalog/namespace.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rls.h"
@@ -78,6 +84,40 @@ cscp_check_tenant(text *tenant_id)
 				 errmsg("permission denied for tenant \"%s\"", tenant),
 				 errdetail("This session acts for tenant \"%s\".", cscp_tenant_setting),
 				 errhint("Set cscp.tenant_id to the tenant you mean to act for.")));
+}
+
+/* Argument argno of fcinfo, a row of a table (named argname); 22004 when null. */
+HeapTupleHeader
+cscp_record_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", argname),
+				 errhint("Pass a row of %s.",
+						 format_type_be(get_fn_expr_argtype(fcinfo->flinfo, argno)))));
+	return PG_GETARG_HEAPTUPLEHEADER(argno);
+}
+
+/*
+ * Raise 22004 unless every field named in fields (a NULL-terminated list)
+ * of rec, a row passed as argument argname, is set.
+ */
+void
+cscp_record_require(HeapTupleHeader rec, const char *argname, const char *const *fields)
+{
+	for (int i = 0; fields[i] != NULL; i++)
+	{
+		bool		isnull;
+
+		(void) GetAttributeByName(rec, fields[i], &isnull);
+		if (isnull)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("field \"%s\" of argument \"%s\" must not be null", fields[i], argname),
+					 errhint("Pass a row read from %s.",
+							 format_type_be(HeapTupleHeaderGetTypeId(rec)))));
+	}
 }
 
 PG_FUNCTION_INFO_V1(cscp_arg_id);

@@ -239,6 +239,7 @@ PG_FUNCTION_INFO_V1(cscp_context_release_sql);
 Datum
 cscp_context_release_sql(PG_FUNCTION_ARGS)
 {
+	static const char *const release_reads[] = {"tenant_id", "status", "expires_at", "slots", NULL};
 	HeapTupleHeader rec;
 	HeapTupleData tuple;
 	TupleDesc	desc;
@@ -258,6 +259,7 @@ cscp_context_release_sql(PG_FUNCTION_ARGS)
 		ReleaseTupleDesc(desc);
 		PG_RETURN_VOID();
 	}
+	cscp_record_require(rec, "c", release_reads);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	cscp_context_release(&tuple, desc, PG_GETARG_DATUM(1),

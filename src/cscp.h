@@ -155,6 +155,9 @@ extern bool cscp_parse_timestamptz(const char *str, TimestampTz *result);
 /* args.c */
 extern void cscp_check_id(const char *argname, text *value);
 extern void cscp_check_tenant(text *tenant_id);
+extern HeapTupleHeader cscp_record_arg(FunctionCallInfo fcinfo, int argno, const char *argname);
+extern void cscp_record_require(HeapTupleHeader rec, const char *argname,
+								const char *const *fields);
 
 /* jsonutil.c */
 extern JsonbValue *cscp_jsonb_get(Jsonb *obj, const char *key);
