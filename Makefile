@@ -28,6 +28,7 @@ OBJS = \
 	src/command_fsm.o \
 	src/command_api.o \
 	src/confirm.o \
+	src/approve.o \
 	src/spiplan.o \
 	src/events.o \
 	src/context_link.o \
@@ -39,6 +40,7 @@ OBJS = \
 	src/assemble.o \
 	src/owner.o \
 	src/forget.o \
+	src/sweep.o \
 	src/worker.o \
 	src/shard.o
 

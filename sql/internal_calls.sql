@@ -16,10 +16,10 @@ SELECT try($$SELECT cscp._command_refusal(NULL::cscp.command, 'started')$$);
 SELECT cscp._command_refusal(jsonb_populate_record(NULL::cscp.command,
          '{"state": "executed", "tenant_id": "t", "command_id": "00000000-0000-0000-0000-000000000001"}'),
          'compensated');
-SELECT try($$SELECT cscp._command_next_allowed(jsonb_populate_record(NULL::cscp.command, '{"state": "executed"}'))$$);
-SELECT try($$SELECT cscp._command_next_allowed(row(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT try($$SELECT cscp.command_next_allowed(jsonb_populate_record(NULL::cscp.command, '{"state": "executed"}'))$$);
+SELECT try($$SELECT cscp.command_next_allowed(row(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
               NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)::cscp.command)$$);
-SELECT cscp._command_next_allowed(jsonb_populate_record(NULL::cscp.command,
+SELECT cscp.command_next_allowed(jsonb_populate_record(NULL::cscp.command,
          '{"state": "executed", "tenant_id": "t", "command_id": "00000000-0000-0000-0000-000000000001"}'));
 
 -- Releasing a context's pending slot reads its tenant, status, expiry and slots.
@@ -39,8 +39,8 @@ SELECT try($$SELECT cscp._context_release(NULL::cscp.context, NULL)$$);
 SELECT try($$SELECT cscp._context_release(jsonb_populate_record(NULL::cscp.context, '{}'), NULL, NULL)$$);
 
 -- Pure functions of a row answer for any row.
-SELECT cscp._context_touch(jsonb_populate_record(NULL::cscp.context, '{}')) AS touch_nothing;
-SELECT cscp._context_touch(jsonb_populate_record(NULL::cscp.context,
+SELECT cscp.context_touch(jsonb_populate_record(NULL::cscp.context, '{}')) AS touch_nothing;
+SELECT cscp.context_touch(jsonb_populate_record(NULL::cscp.context,
          '{"tenant_id": "t", "expires_at": "infinity", "ttl": "-1 mon 30 days 1 hour"}')) AS touch_infinity;
 SELECT cscp._frame_state(jsonb_populate_record(NULL::cscp.context, '{"slots": "x", "expires_at": "infinity"}'),
                          '{NULL, NULL}');
@@ -48,8 +48,8 @@ SELECT cscp._frame_state(jsonb_populate_record(NULL::cscp.context, '{"slots": {"
                          '{{a}, {b}}');
 SELECT cscp._frame_state(jsonb_populate_record(NULL::cscp.context, '{}'), '{}');
 SELECT cscp._frame_state(NULL, NULL) IS NULL AS frame_of_nothing;
-SELECT cscp._evidence_hash(jsonb_populate_record(NULL::cscp.evidence, '{}')) IS NULL AS hash_without_time;
-SELECT cscp._evidence_hash(jsonb_populate_record(NULL::cscp.evidence,
+SELECT cscp.evidence_hash(jsonb_populate_record(NULL::cscp.evidence, '{}')) IS NULL AS hash_without_time;
+SELECT cscp.evidence_hash(jsonb_populate_record(NULL::cscp.evidence,
          '{"created_at": "2026-01-01 00:00:00+00", "message_ids": [null], "context_ref": "x"}')) ~ '^sha256:' AS hash_of_odd_row;
 
 -- Internal functions of plain arguments: nulls and odd values refused or answered.
@@ -57,31 +57,30 @@ SELECT try($$SELECT cscp._id(NULL, NULL)$$);
 SELECT try($$SELECT cscp._tenant(NULL)$$);
 SELECT try($$SELECT cscp._tenant('*')$$);
 SELECT cscp._utc('infinity') AS utc_infinity;
-SELECT try($$SELECT cscp._ttl(NULL, NULL, NULL, NULL)$$);
-SELECT try($$SELECT cscp._ttl('{"context_ttl": "-1 mon 30 days 1 hour"}', NULL, 'context_ttl', 'ttl')$$);
-SELECT try($$SELECT cscp._json_object(NULL, '[1]')$$);
-SELECT try($$SELECT cscp._command_create(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)$$);
-SELECT try($$SELECT cscp._command_create('t', 'c', 'a', 'k', 'n', true, '{NULL}', '[]', NULL, NULL, NULL, NULL, true)$$);
--- A superuser may form a command this way (the trigger holds it to the table's rules).
-BEGIN;
-SELECT state, replayed FROM cscp._command_create('t', 'c', 'a', 'k', 'n', false, '{{a}, {b}}', '{}', NULL, NULL,
-                                                 NULL, NULL, false);
-ROLLBACK;
+SELECT try($$SELECT cscp.check_lifetime(NULL, NULL, NULL, NULL)$$);
+SELECT try($$SELECT cscp.check_lifetime(NULL, NULL, 'context_ttl', 'ttl')$$);
+SELECT try($$SELECT cscp.check_lifetime('{"context_ttl": []}', NULL, 'context_ttl', 'ttl')$$);
+SELECT try($$SELECT cscp.check_lifetime('"not an object"', '-1 hour', 'context_ttl', 'ttl')$$);
+SELECT cscp.check_lifetime('{"max_ttl": "1 day"}', '1 hour', 'context_ttl', 'ttl') AS lifetime;
+SELECT try($$SELECT cscp.check_command(NULL, NULL)$$);
+SELECT try($$SELECT cscp.check_command('t', '00000000-0000-0000-0000-000000000001')$$);
+SELECT try($$SELECT * FROM cscp.evidence_problems(NULL, NULL)$$);
+SELECT try($$SELECT cscp.retention_floor(NULL)$$);
+SELECT try($$SELECT cscp.proxy_session(NULL, NULL, NULL::text)$$);
 SELECT try($$SELECT cscp._evidence_refusal(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)$$);
 SELECT try($$SELECT cscp._evidence_refusal('t', 'c', '00000000-0000-0000-0000-000000000001', 'started', 'x',
               '{NULL}', '"not an object"', '[1]')$$);
-SELECT try($$SELECT cscp._build_context_given(NULL, NULL, NULL, NULL, NULL, NULL, NULL)$$);
-SELECT try($$SELECT cscp._build_context_given('t', 's', 'x', NULL, -1, NULL, '[1, 2]')$$);
+SELECT try($$SELECT cscp.build_context_given(NULL, NULL, NULL, NULL, NULL, NULL, NULL)$$);
+SELECT try($$SELECT cscp.build_context_given('t', 's', 'x', NULL, -1, NULL, '[1, 2]')$$);
 SELECT try($$SELECT cscp._conversation_timeout('t', 'no such conversation')$$);
 SELECT try($$SELECT cscp._expire_contexts(-1)$$);
-SELECT try($$SELECT cscp._context_view(NULL)$$);
-SELECT try($$SELECT cscp._context_lock(NULL)$$);
-SELECT try($$SELECT cscp._command_lock(NULL)$$);
-SELECT try($$SELECT cscp._command_outcome(NULL, NULL)$$);
-SELECT try($$SELECT cscp._lapse(NULL, NULL, NULL)$$);
-SELECT try($$SELECT cscp._answer_apply(NULL, NULL, NULL, NULL, NULL, NULL)$$);
-SELECT try($$SELECT cscp._fact_args(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)$$);
-SELECT try($$SELECT cscp._session_state(NULL, NULL)$$);
+SELECT try($$SELECT cscp.session_state(NULL, NULL)$$);
+SELECT try($$SELECT cscp._approve(NULL, NULL, NULL, NULL, NULL, NULL)$$);
+BEGIN;
+SELECT o_outcome, o_refusal FROM cscp._approve('t', 'c', 'a', 'm', true, NULL);
+ROLLBACK;
+SELECT try($$SELECT cscp._sweep_purge(NULL, NULL)$$);
+SELECT try($$SELECT cscp._frame_state(jsonb_populate_record(NULL::cscp.context, '{"slots": [null]}'), '{NULL}')$$);
 
 -- The server is still up, and nothing was written.
 SELECT count(*) = :contexts_before AS contexts_unchanged FROM cscp.context;

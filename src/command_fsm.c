@@ -1078,7 +1078,7 @@ cscp_command_refusal(PG_FUNCTION_ARGS)
 PG_FUNCTION_INFO_V1(cscp_command_next_allowed);
 
 /*
- * cscp._command_next_allowed(c cscp.command) RETURNS cscp.command_state[]:
+ * cscp.command_next_allowed(c cscp.command) RETURNS cscp.command_state[]:
  * the states the command may move to now, invariants included.
  */
 Datum
