@@ -85,4 +85,11 @@ SELECT try($$SELECT cscp._frame_state(jsonb_populate_record(NULL::cscp.context, 
 -- The server is still up, and nothing was written.
 SELECT count(*) = :contexts_before AS contexts_unchanged FROM cscp.context;
 SELECT count(*) = :commands_before AS commands_unchanged FROM cscp.command;
+
+-- A direct UPDATE that sets a column a trigger reads to NULL is refused (23502), not an internal
+-- error (the context trigger read the NULL status as an enum label).
+SELECT ctx_in('ic-null', 'active') AS ic_ctx \gset
+SELECT try(format('UPDATE cscp.context SET status = NULL WHERE context_id = %L', :'ic_ctx'));
+SELECT command_id AS ic_cmd FROM cscp.command_submit('t', 'ic-null', 'actor', 'ic-k', 'lookup', false, '{ic-m}') \gset
+SELECT try(format('UPDATE cscp.command SET state = NULL WHERE command_id = %L', :'ic_cmd'));
 RESET cscp.tenant_id;

@@ -6,7 +6,7 @@
 -- evidence_verify, fact_write, ws_put); and the functions that take a row of a table refuse a
 -- row with null fields (22004) instead of crashing, whoever calls them.
 BEGIN;
-SELECT plan(37);
+SELECT plan(38);
 
 CREATE ROLE tap_int_app;
 CREATE ROLE tap_int_old;
@@ -110,6 +110,8 @@ SELECT is((SELECT cscp.command_next_allowed(x) FROM cscp.command x WHERE x.comma
           'command_next_allowed of a row of cscp.command is what command_status reports');
 SELECT is(cscp.context_touch(jsonb_populate_record(NULL::cscp.context, '{}')), NULL::timestamptz,
           'context_touch of a row without an expiry is null');
+SELECT throws_ok(format('UPDATE cscp.context SET status = NULL WHERE context_id = %L', :'it_ctx'), '23502',
+                 'status of a context must not be null', 'a direct UPDATE of a context''s status to NULL is refused');
 
 -- approve: its decisions, the slot released, the evidence written as the owner.
 SELECT is((SELECT row(outcome, command_id = :'it_appr')::text FROM cscp.approve('it', 'i-conv', 'eve', 'i:a0', true)),
