@@ -6,13 +6,13 @@ CREATE FUNCTION cscp_proxy._session_state(_tenant text, _clock text, tenant_id t
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(cscp.routing_key_hash(tenant_id, session_id), 0);
-    SELECT * FROM cscp._session_state(cscp._proxy_session(_tenant, _clock, tenant_id), session_id);
+    SELECT * FROM cscp.session_state(cscp.proxy_session(_tenant, _clock, tenant_id), session_id);
 $f$;
 CREATE FUNCTION cscp_proxy.build_context(_tenant text, _clock text, tenant_id text, subject_id text, session_id text, query text, token_budget integer, task_id text, session_state jsonb) RETURNS jsonb
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(cscp.routing_key_hash(tenant_id, subject_id), 0);
-    SELECT * FROM cscp._build_context_given(cscp._proxy_session(_tenant, _clock, tenant_id), subject_id, session_id, query, token_budget, task_id, session_state);
+    SELECT * FROM cscp.build_context_given(cscp.proxy_session(_tenant, _clock, tenant_id), subject_id, session_id, query, token_budget, task_id, session_state);
 $f$;
 CREATE FUNCTION cscp.build_context(tenant_id text, subject_id text, session_id text, query text DEFAULT NULL::text, token_budget integer DEFAULT NULL::integer, task_id text DEFAULT NULL::text) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE AS $f$

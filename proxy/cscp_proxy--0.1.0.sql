@@ -9,7 +9,7 @@
 --   CREATE SERVER cscp FOREIGN DATA WRAPPER plproxy OPTIONS (p0 'host=... dbname=...', p1 '...');
 --   CREATE USER MAPPING FOR app SERVER cscp OPTIONS (user 'app', password '...');
 -- Each call runs on the shard as the mapped user, with the caller's cscp.tenant_id (and, for a
--- superuser caller, cscp.clock) set for that call (cscp._proxy_session on the shard).
+-- superuser caller, cscp.clock) set for that call (cscp.proxy_session on the shard).
 CREATE SCHEMA cscp;
 COMMENT ON SCHEMA cscp IS 'cscp through PL/Proxy: the API of the shards, routed by conversation, subject, session or id';
 CREATE SCHEMA cscp_proxy;
@@ -77,7 +77,7 @@ CREATE FUNCTION cscp_proxy.active_context(_tenant text, _clock text) RETURNS SET
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ALL;
-    SELECT * FROM cscp.active_context WHERE (SELECT cscp._proxy_session(_tenant, _clock, true));
+    SELECT * FROM cscp.active_context WHERE (SELECT cscp.proxy_session(_tenant, _clock, true));
 $f$;
 CREATE VIEW cscp.active_context AS SELECT * FROM cscp_proxy.active_context(cscp_proxy.tenant(), cscp_proxy.clock());
 COMMENT ON VIEW cscp.active_context IS 'cscp.active_context of every shard: Live contexts for operators, redacted per the tenant''s detail_level (no raw slot values, keys or fingerprints); only the tenants the role may see; every read audited';
@@ -86,7 +86,7 @@ CREATE FUNCTION cscp_proxy.command_lifecycle(_tenant text, _clock text) RETURNS 
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ALL;
-    SELECT * FROM cscp.command_lifecycle WHERE (SELECT cscp._proxy_session(_tenant, _clock, true));
+    SELECT * FROM cscp.command_lifecycle WHERE (SELECT cscp.proxy_session(_tenant, _clock, true));
 $f$;
 CREATE VIEW cscp.command_lifecycle AS SELECT * FROM cscp_proxy.command_lifecycle(cscp_proxy.tenant(), cscp_proxy.clock());
 COMMENT ON VIEW cscp.command_lifecycle IS 'cscp.command_lifecycle of every shard: Commands for operators: state, reason and timing, redacted per detail_level (no keys, fingerprints, payloads or outcomes); only the tenants the role may see; every read audited';
@@ -99,7 +99,7 @@ CREATE FUNCTION cscp_proxy.approve(_tenant text, _clock text, tenant_id text, co
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(hashtext(conversation_id), 0);
-    SELECT * FROM cscp.approve(cscp._proxy_session(_tenant, _clock, tenant_id), conversation_id, approver_id, message_id, decision, command_id);
+    SELECT * FROM cscp.approve(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id, approver_id, message_id, decision, command_id);
 $f$;
 CREATE FUNCTION cscp.approve(tenant_id text, conversation_id text, approver_id text, message_id text, decision boolean, command_id uuid DEFAULT NULL::uuid) RETURNS TABLE(outcome text, command_id uuid, context_id uuid)
 LANGUAGE sql VOLATILE AS $f$
@@ -112,7 +112,7 @@ CREATE FUNCTION cscp_proxy.authority_rank(_tenant text, _clock text, tenant_id t
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ANY;
-    SELECT * FROM cscp.authority_rank(cscp._proxy_session(_tenant, _clock, tenant_id), authority);
+    SELECT * FROM cscp.authority_rank(cscp.proxy_session(_tenant, _clock, tenant_id), authority);
 $f$;
 CREATE FUNCTION cscp.authority_rank(tenant_id text, authority text) RETURNS integer
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -127,7 +127,7 @@ CREATE FUNCTION cscp_proxy.authority_set(_tenant text, _clock text, tenant_id te
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ALL;
-    SELECT * FROM cscp.authority_set(cscp._proxy_session(_tenant, _clock, tenant_id), authority, rank);
+    SELECT * FROM cscp.authority_set(cscp.proxy_session(_tenant, _clock, tenant_id), authority, rank);
 $f$;
 CREATE FUNCTION cscp.authority_set(tenant_id text, authority text, rank integer) RETURNS void
 LANGUAGE sql VOLATILE AS $f$
@@ -140,7 +140,7 @@ CREATE FUNCTION cscp_proxy.canonical_hash(_tenant text, _clock text, value jsonb
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ANY;
-    SELECT * FROM cscp.canonical_hash(cscp._proxy_session(_tenant, _clock, value));
+    SELECT * FROM cscp.canonical_hash(cscp.proxy_session(_tenant, _clock, value));
 $f$;
 CREATE FUNCTION cscp.canonical_hash(value jsonb) RETURNS text
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -155,7 +155,7 @@ CREATE FUNCTION cscp_proxy.canonical_json(_tenant text, _clock text, value jsonb
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ANY;
-    SELECT * FROM cscp.canonical_json(cscp._proxy_session(_tenant, _clock, value));
+    SELECT * FROM cscp.canonical_json(cscp.proxy_session(_tenant, _clock, value));
 $f$;
 CREATE FUNCTION cscp.canonical_json(value jsonb) RETURNS text
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -170,7 +170,7 @@ CREATE FUNCTION cscp_proxy.capabilities(_tenant text, _clock text) RETURNS jsonb
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ANY;
-    SELECT * FROM cscp.capabilities() WHERE (SELECT cscp._proxy_session(_tenant, _clock, true));
+    SELECT * FROM cscp.capabilities() WHERE (SELECT cscp.proxy_session(_tenant, _clock, true));
 $f$;
 CREATE FUNCTION cscp.capabilities() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -185,7 +185,7 @@ CREATE FUNCTION cscp_proxy.check_invariants(_tenant text, _clock text, tenant_id
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ALL;
-    SELECT * FROM cscp.check_invariants(cscp._proxy_session(_tenant, _clock, tenant_id));
+    SELECT * FROM cscp.check_invariants(cscp.proxy_session(_tenant, _clock, tenant_id));
 $f$;
 CREATE FUNCTION cscp.check_invariants(tenant_id text DEFAULT NULL::text) RETURNS TABLE(kind text, tenant_id text, object_id text, detail text)
 LANGUAGE sql VOLATILE AS $f$
@@ -198,7 +198,7 @@ CREATE FUNCTION cscp_proxy.command_recover(_tenant text, _clock text, target_com
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(cscp.routing_hash(target_command_id), 0);
-    SELECT * FROM cscp.command_recover(cscp._proxy_session(_tenant, _clock, target_command_id), kind, idempotency_key, payload);
+    SELECT * FROM cscp.command_recover(cscp.proxy_session(_tenant, _clock, target_command_id), kind, idempotency_key, payload);
 $f$;
 CREATE FUNCTION cscp.command_recover(target_command_id uuid, kind text, idempotency_key text, payload jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(command_id uuid, state cscp.command_state, replayed boolean, outcome jsonb)
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -213,7 +213,7 @@ CREATE FUNCTION cscp_proxy.command_status(_tenant text, _clock text, command_id 
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(cscp.routing_hash(command_id), 0);
-    SELECT * FROM cscp.command_status(cscp._proxy_session(_tenant, _clock, command_id));
+    SELECT * FROM cscp.command_status(cscp.proxy_session(_tenant, _clock, command_id));
 $f$;
 CREATE FUNCTION cscp.command_status(command_id uuid) RETURNS TABLE(state cscp.command_state, last_transition_at timestamp with time zone, terminal boolean, outcome jsonb, reason_code text, next_allowed cscp.command_state[], recovery_options text[])
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -228,7 +228,7 @@ CREATE FUNCTION cscp_proxy.command_submit(_tenant text, _clock text, tenant_id t
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(hashtext(conversation_id), 0);
-    SELECT * FROM cscp.command_submit(cscp._proxy_session(_tenant, _clock, tenant_id), conversation_id, actor_id, idempotency_key, command_name, mutating, message_ids, payload, target_fingerprint);
+    SELECT * FROM cscp.command_submit(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id, actor_id, idempotency_key, command_name, mutating, message_ids, payload, target_fingerprint);
 $f$;
 CREATE FUNCTION cscp.command_submit(tenant_id text, conversation_id text, actor_id text, idempotency_key text, command_name text, mutating boolean, message_ids text[], payload jsonb DEFAULT '{}'::jsonb, target_fingerprint text DEFAULT NULL::text) RETURNS TABLE(command_id uuid, state cscp.command_state, replayed boolean, outcome jsonb)
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -243,7 +243,7 @@ CREATE FUNCTION cscp_proxy.command_transition(_tenant text, _clock text, command
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(cscp.routing_hash(command_id), 0);
-    SELECT * FROM cscp.command_transition(cscp._proxy_session(_tenant, _clock, command_id), to_state, reason_code, detail);
+    SELECT * FROM cscp.command_transition(cscp.proxy_session(_tenant, _clock, command_id), to_state, reason_code, detail);
 $f$;
 CREATE FUNCTION cscp.command_transition(command_id uuid, to_state cscp.command_state, reason_code text DEFAULT NULL::text, detail jsonb DEFAULT NULL::jsonb) RETURNS TABLE(accepted boolean, state cscp.command_state, reason_code text)
 LANGUAGE sql VOLATILE AS $f$
@@ -256,7 +256,7 @@ CREATE FUNCTION cscp_proxy.command_transition_allowed(_tenant text, _clock text,
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ANY;
-    SELECT * FROM cscp.command_transition_allowed(cscp._proxy_session(_tenant, _clock, from_state), to_state);
+    SELECT * FROM cscp.command_transition_allowed(cscp.proxy_session(_tenant, _clock, from_state), to_state);
 $f$;
 CREATE FUNCTION cscp.command_transition_allowed(from_state cscp.command_state, to_state cscp.command_state) RETURNS boolean
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -271,7 +271,7 @@ CREATE FUNCTION cscp_proxy.confirm(_tenant text, _clock text, tenant_id text, co
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(hashtext(conversation_id), 0);
-    SELECT * FROM cscp.confirm(cscp._proxy_session(_tenant, _clock, tenant_id), conversation_id, actor_id, message_id, answer, target_fingerprint);
+    SELECT * FROM cscp.confirm(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id, actor_id, message_id, answer, target_fingerprint);
 $f$;
 CREATE FUNCTION cscp.confirm(tenant_id text, conversation_id text, actor_id text, message_id text, answer boolean, target_fingerprint text DEFAULT NULL::text) RETURNS TABLE(outcome text, command_id uuid, context_id uuid)
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -286,7 +286,7 @@ CREATE FUNCTION cscp_proxy.context_get(_tenant text, _clock text, tenant_id text
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(hashtext(conversation_id), 0);
-    SELECT * FROM cscp.context_get(cscp._proxy_session(_tenant, _clock, tenant_id), conversation_id, actor_id);
+    SELECT * FROM cscp.context_get(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id, actor_id);
 $f$;
 CREATE FUNCTION cscp.context_get(tenant_id text, conversation_id text, actor_id text) RETURNS SETOF cscp.context
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -301,7 +301,7 @@ CREATE FUNCTION cscp_proxy.context_open(_tenant text, _clock text, tenant_id tex
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(hashtext(conversation_id), 0);
-    SELECT * FROM cscp.context_open(cscp._proxy_session(_tenant, _clock, tenant_id), conversation_id, actor_id, slots, ttl, correlation_id);
+    SELECT * FROM cscp.context_open(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id, actor_id, slots, ttl, correlation_id);
 $f$;
 CREATE FUNCTION cscp.context_open(tenant_id text, conversation_id text, actor_id text, slots jsonb DEFAULT '{}'::jsonb, ttl interval DEFAULT NULL::interval, correlation_id text DEFAULT NULL::text) RETURNS cscp.context
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -316,7 +316,7 @@ CREATE FUNCTION cscp_proxy.context_transition(_tenant text, _clock text, context
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(cscp.routing_hash(context_id), 0);
-    SELECT * FROM cscp.context_transition(cscp._proxy_session(_tenant, _clock, context_id), to_status, reason);
+    SELECT * FROM cscp.context_transition(cscp.proxy_session(_tenant, _clock, context_id), to_status, reason);
 $f$;
 CREATE FUNCTION cscp.context_transition(context_id uuid, to_status cscp.context_status, reason text DEFAULT NULL::text) RETURNS cscp.context
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -331,7 +331,7 @@ CREATE FUNCTION cscp_proxy.context_transition_allowed(_tenant text, _clock text,
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ANY;
-    SELECT * FROM cscp.context_transition_allowed(cscp._proxy_session(_tenant, _clock, from_status), to_status);
+    SELECT * FROM cscp.context_transition_allowed(cscp.proxy_session(_tenant, _clock, from_status), to_status);
 $f$;
 CREATE FUNCTION cscp.context_transition_allowed(from_status cscp.context_status, to_status cscp.context_status) RETURNS boolean
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -346,7 +346,7 @@ CREATE FUNCTION cscp_proxy.conversation_close(_tenant text, _clock text, tenant_
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(hashtext(conversation_id), 0);
-    SELECT * FROM cscp.conversation_close(cscp._proxy_session(_tenant, _clock, tenant_id), conversation_id, turn, outcome);
+    SELECT * FROM cscp.conversation_close(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id, turn, outcome);
 $f$;
 CREATE FUNCTION cscp.conversation_close(tenant_id text, conversation_id text, turn jsonb, outcome jsonb DEFAULT NULL::jsonb) RETURNS TABLE(event_id text, turn_index integer, message_id text, result text)
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -361,7 +361,7 @@ CREATE FUNCTION cscp_proxy.conversation_events(_tenant text, _clock text, tenant
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(hashtext(conversation_id), 0);
-    SELECT * FROM cscp.conversation_events(cscp._proxy_session(_tenant, _clock, tenant_id), conversation_id);
+    SELECT * FROM cscp.conversation_events(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id);
 $f$;
 CREATE FUNCTION cscp.conversation_events(tenant_id text, conversation_id text) RETURNS SETOF cscp.event
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -376,7 +376,7 @@ CREATE FUNCTION cscp_proxy.conversation_exchange(_tenant text, _clock text, tena
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(hashtext(conversation_id), 0);
-    SELECT * FROM cscp.conversation_exchange(cscp._proxy_session(_tenant, _clock, tenant_id), conversation_id, turn);
+    SELECT * FROM cscp.conversation_exchange(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id, turn);
 $f$;
 CREATE FUNCTION cscp.conversation_exchange(tenant_id text, conversation_id text, turn jsonb) RETURNS TABLE(event_id text, turn_index integer, message_id text, outcome text)
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -391,7 +391,7 @@ CREATE FUNCTION cscp_proxy.conversation_start(_tenant text, _clock text, tenant_
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(hashtext(conversation_id), 0);
-    SELECT * FROM cscp.conversation_start(cscp._proxy_session(_tenant, _clock, tenant_id), conversation_id, agent_id, initial_turn, schema, timeout_ms, causation_id);
+    SELECT * FROM cscp.conversation_start(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id, agent_id, initial_turn, schema, timeout_ms, causation_id);
 $f$;
 CREATE FUNCTION cscp.conversation_start(tenant_id text, conversation_id text, agent_id text, initial_turn jsonb, schema jsonb DEFAULT NULL::jsonb, timeout_ms bigint DEFAULT NULL::bigint, causation_id text DEFAULT NULL::text) RETURNS TABLE(event_id text, turn_index integer, message_id text)
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -406,7 +406,7 @@ CREATE FUNCTION cscp_proxy.conversation_turns(_tenant text, _clock text, tenant_
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(hashtext(conversation_id), 0);
-    SELECT * FROM cscp.conversation_turns(cscp._proxy_session(_tenant, _clock, tenant_id), conversation_id, last);
+    SELECT * FROM cscp.conversation_turns(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id, last);
 $f$;
 CREATE FUNCTION cscp.conversation_turns(tenant_id text, conversation_id text, last integer DEFAULT NULL::integer) RETURNS SETOF cscp.turn
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -421,7 +421,7 @@ CREATE FUNCTION cscp_proxy.doc_delete(_tenant text, _clock text, tenant_id text,
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(cscp.routing_key_hash(tenant_id, session_id), 0);
-    SELECT * FROM cscp.doc_delete(cscp._proxy_session(_tenant, _clock, tenant_id), session_id, namespace);
+    SELECT * FROM cscp.doc_delete(cscp.proxy_session(_tenant, _clock, tenant_id), session_id, namespace);
 $f$;
 CREATE FUNCTION cscp.doc_delete(tenant_id text, session_id text, namespace text) RETURNS boolean
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -436,7 +436,7 @@ CREATE FUNCTION cscp_proxy.doc_get(_tenant text, _clock text, tenant_id text, se
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(cscp.routing_key_hash(tenant_id, session_id), 0);
-    SELECT * FROM cscp.doc_get(cscp._proxy_session(_tenant, _clock, tenant_id), session_id, namespace);
+    SELECT * FROM cscp.doc_get(cscp.proxy_session(_tenant, _clock, tenant_id), session_id, namespace);
 $f$;
 CREATE FUNCTION cscp.doc_get(tenant_id text, session_id text, namespace text) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -451,7 +451,7 @@ CREATE FUNCTION cscp_proxy.doc_put(_tenant text, _clock text, tenant_id text, se
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(cscp.routing_key_hash(tenant_id, session_id), 0);
-    SELECT * FROM cscp.doc_put(cscp._proxy_session(_tenant, _clock, tenant_id), session_id, namespace, payload, ttl_seconds);
+    SELECT * FROM cscp.doc_put(cscp.proxy_session(_tenant, _clock, tenant_id), session_id, namespace, payload, ttl_seconds);
 $f$;
 CREATE FUNCTION cscp.doc_put(tenant_id text, session_id text, namespace text, payload jsonb, ttl_seconds integer) RETURNS text
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -466,7 +466,7 @@ CREATE FUNCTION cscp_proxy.env_set(_tenant text, _clock text, tenant_id text, se
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(cscp.routing_key_hash(tenant_id, session_id), 0);
-    SELECT * FROM cscp.env_set(cscp._proxy_session(_tenant, _clock, tenant_id), session_id, environment);
+    SELECT * FROM cscp.env_set(cscp.proxy_session(_tenant, _clock, tenant_id), session_id, environment);
 $f$;
 CREATE FUNCTION cscp.env_set(tenant_id text, session_id text, environment jsonb) RETURNS void
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -481,13 +481,13 @@ CREATE FUNCTION cscp_proxy.evidence_verify(_tenant text, _clock text, tenant_id 
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(cscp.routing_hash(command_id), 0);
-    SELECT * FROM cscp.evidence_verify(cscp._proxy_session(_tenant, _clock, tenant_id), command_id);
+    SELECT * FROM cscp.evidence_verify(cscp.proxy_session(_tenant, _clock, tenant_id), command_id);
 $f$;
 CREATE FUNCTION cscp_proxy.evidence_verify_all(_tenant text, _clock text, tenant_id text, command_id uuid) RETURNS TABLE(command_id uuid, seq integer, evidence_id bigint, problem text)
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ALL;
-    SELECT * FROM cscp.evidence_verify(cscp._proxy_session(_tenant, _clock, tenant_id), command_id);
+    SELECT * FROM cscp.evidence_verify(cscp.proxy_session(_tenant, _clock, tenant_id), command_id);
 $f$;
 CREATE FUNCTION cscp.evidence_verify(tenant_id text, command_id uuid DEFAULT NULL::uuid) RETURNS TABLE(command_id uuid, seq integer, evidence_id bigint, problem text)
 LANGUAGE sql VOLATILE AS $f$
@@ -502,7 +502,7 @@ CREATE FUNCTION cscp_proxy.fact_current(_tenant text, _clock text, tenant_id tex
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(cscp.routing_key_hash(tenant_id, subject_id), 0);
-    SELECT * FROM cscp.fact_current(cscp._proxy_session(_tenant, _clock, tenant_id), subject_id, fact_id);
+    SELECT * FROM cscp.fact_current(cscp.proxy_session(_tenant, _clock, tenant_id), subject_id, fact_id);
 $f$;
 CREATE FUNCTION cscp.fact_current(tenant_id text, subject_id text, fact_id text) RETURNS cscp.fact
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -517,7 +517,7 @@ CREATE FUNCTION cscp_proxy.fact_history(_tenant text, _clock text, tenant_id tex
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(cscp.routing_key_hash(tenant_id, subject_id), 0);
-    SELECT * FROM cscp.fact_history(cscp._proxy_session(_tenant, _clock, tenant_id), subject_id, fact_id);
+    SELECT * FROM cscp.fact_history(cscp.proxy_session(_tenant, _clock, tenant_id), subject_id, fact_id);
 $f$;
 CREATE FUNCTION cscp.fact_history(tenant_id text, subject_id text, fact_id text) RETURNS SETOF cscp.fact
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -532,7 +532,7 @@ CREATE FUNCTION cscp_proxy.fact_write(_tenant text, _clock text, tenant_id text,
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(cscp.routing_key_hash(tenant_id, subject_id), 0);
-    SELECT * FROM cscp.fact_write(cscp._proxy_session(_tenant, _clock, tenant_id), subject_id, fact_id, key, value, source, supersedes, scope, scope_id, depends_on, is_constraint, constraint_type, memory_type);
+    SELECT * FROM cscp.fact_write(cscp.proxy_session(_tenant, _clock, tenant_id), subject_id, fact_id, key, value, source, supersedes, scope, scope_id, depends_on, is_constraint, constraint_type, memory_type);
 $f$;
 CREATE FUNCTION cscp.fact_write(tenant_id text, subject_id text, fact_id text, key text, value jsonb, source jsonb DEFAULT '{"type": "conversation"}'::jsonb, supersedes text DEFAULT NULL::text, scope text DEFAULT 'global'::text, scope_id text DEFAULT NULL::text, depends_on text[] DEFAULT '{}'::text[], is_constraint boolean DEFAULT false, constraint_type text DEFAULT NULL::text, memory_type text DEFAULT NULL::text) RETURNS cscp.fact
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -547,7 +547,7 @@ CREATE FUNCTION cscp_proxy.forget_conversation(_tenant text, _clock text, tenant
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ALL;
-    SELECT * FROM cscp.forget_conversation(cscp._proxy_session(_tenant, _clock, tenant_id), conversation_id);
+    SELECT * FROM cscp.forget_conversation(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id);
 $f$;
 CREATE FUNCTION cscp.forget_conversation(tenant_id text, conversation_id text) RETURNS jsonb
 LANGUAGE sql VOLATILE AS $f$
@@ -562,7 +562,7 @@ CREATE FUNCTION cscp_proxy.forget_hash(_tenant text, _clock text, tenant_id text
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ANY;
-    SELECT * FROM cscp.forget_hash(cscp._proxy_session(_tenant, _clock, tenant_id), kind, id);
+    SELECT * FROM cscp.forget_hash(cscp.proxy_session(_tenant, _clock, tenant_id), kind, id);
 $f$;
 CREATE FUNCTION cscp.forget_hash(tenant_id text, kind text, id text) RETURNS text
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -577,7 +577,7 @@ CREATE FUNCTION cscp_proxy.forget_subject(_tenant text, _clock text, tenant_id t
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ALL;
-    SELECT * FROM cscp.forget_subject(cscp._proxy_session(_tenant, _clock, tenant_id), subject_id);
+    SELECT * FROM cscp.forget_subject(cscp.proxy_session(_tenant, _clock, tenant_id), subject_id);
 $f$;
 CREATE FUNCTION cscp.forget_subject(tenant_id text, subject_id text) RETURNS jsonb
 LANGUAGE sql VOLATILE AS $f$
@@ -592,7 +592,7 @@ CREATE FUNCTION cscp_proxy.identity_check(_tenant text, _clock text, identity js
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ANY;
-    SELECT * FROM cscp.identity_check(cscp._proxy_session(_tenant, _clock, identity));
+    SELECT * FROM cscp.identity_check(cscp.proxy_session(_tenant, _clock, identity));
 $f$;
 CREATE FUNCTION cscp.identity_check(identity jsonb) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -607,7 +607,7 @@ CREATE FUNCTION cscp_proxy.identity_replace(_tenant text, _clock text, tenant_id
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(cscp.routing_key_hash(tenant_id, subject_id), 0);
-    SELECT * FROM cscp.identity_replace(cscp._proxy_session(_tenant, _clock, tenant_id), subject_id, identity, reason);
+    SELECT * FROM cscp.identity_replace(cscp.proxy_session(_tenant, _clock, tenant_id), subject_id, identity, reason);
 $f$;
 CREATE FUNCTION cscp.identity_replace(tenant_id text, subject_id text, identity jsonb, reason text) RETURNS void
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -622,7 +622,7 @@ CREATE FUNCTION cscp_proxy.identity_set(_tenant text, _clock text, tenant_id tex
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(cscp.routing_key_hash(tenant_id, subject_id), 0);
-    SELECT * FROM cscp.identity_set(cscp._proxy_session(_tenant, _clock, tenant_id), subject_id, identity);
+    SELECT * FROM cscp.identity_set(cscp.proxy_session(_tenant, _clock, tenant_id), subject_id, identity);
 $f$;
 CREATE FUNCTION cscp.identity_set(tenant_id text, subject_id text, identity jsonb) RETURNS void
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -637,7 +637,7 @@ CREATE FUNCTION cscp_proxy.jsonschema_check(_tenant text, _clock text, schema js
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ANY;
-    SELECT * FROM cscp.jsonschema_check(cscp._proxy_session(_tenant, _clock, schema));
+    SELECT * FROM cscp.jsonschema_check(cscp.proxy_session(_tenant, _clock, schema));
 $f$;
 CREATE FUNCTION cscp.jsonschema_check(schema jsonb) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -652,7 +652,7 @@ CREATE FUNCTION cscp_proxy.jsonschema_validate(_tenant text, _clock text, schema
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ANY;
-    SELECT * FROM cscp.jsonschema_validate(cscp._proxy_session(_tenant, _clock, schema), instance);
+    SELECT * FROM cscp.jsonschema_validate(cscp.proxy_session(_tenant, _clock, schema), instance);
 $f$;
 CREATE FUNCTION cscp.jsonschema_validate(schema jsonb, instance jsonb) RETURNS text
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -667,7 +667,7 @@ CREATE FUNCTION cscp_proxy.message_turn(_tenant text, _clock text, tenant_id tex
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(hashtext(conversation_id), 0);
-    SELECT * FROM cscp.message_turn(cscp._proxy_session(_tenant, _clock, tenant_id), conversation_id, actor_id, turn, slots, command);
+    SELECT * FROM cscp.message_turn(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id, actor_id, turn, slots, command);
 $f$;
 CREATE FUNCTION cscp.message_turn(tenant_id text, conversation_id text, actor_id text, turn jsonb, slots jsonb DEFAULT '{}'::jsonb, command jsonb DEFAULT NULL::jsonb) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -682,7 +682,7 @@ CREATE FUNCTION cscp_proxy.now(_tenant text, _clock text) RETURNS timestamp with
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ANY;
-    SELECT * FROM cscp.now() WHERE (SELECT cscp._proxy_session(_tenant, _clock, true));
+    SELECT * FROM cscp.now() WHERE (SELECT cscp.proxy_session(_tenant, _clock, true));
 $f$;
 CREATE FUNCTION cscp.now() RETURNS timestamp with time zone
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -697,7 +697,7 @@ CREATE FUNCTION cscp_proxy.policy_effective(_tenant text, _clock text, tenant_id
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ANY;
-    SELECT * FROM cscp.policy_effective(cscp._proxy_session(_tenant, _clock, tenant_id));
+    SELECT * FROM cscp.policy_effective(cscp.proxy_session(_tenant, _clock, tenant_id));
 $f$;
 CREATE FUNCTION cscp.policy_effective(tenant_id text) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -712,7 +712,7 @@ CREATE FUNCTION cscp_proxy.policy_set(_tenant text, _clock text, tenant_id text,
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ALL;
-    SELECT * FROM cscp.policy_set(cscp._proxy_session(_tenant, _clock, tenant_id), settings);
+    SELECT * FROM cscp.policy_set(cscp.proxy_session(_tenant, _clock, tenant_id), settings);
 $f$;
 CREATE FUNCTION cscp.policy_set(tenant_id text, settings jsonb) RETURNS jsonb
 LANGUAGE sql VOLATILE AS $f$
@@ -725,7 +725,7 @@ CREATE FUNCTION cscp_proxy.policy_validate(_tenant text, _clock text, settings j
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ANY;
-    SELECT * FROM cscp.policy_validate(cscp._proxy_session(_tenant, _clock, settings), allow_null);
+    SELECT * FROM cscp.policy_validate(cscp.proxy_session(_tenant, _clock, settings), allow_null);
 $f$;
 CREATE FUNCTION cscp.policy_validate(settings jsonb, allow_null boolean DEFAULT false) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -740,7 +740,7 @@ CREATE FUNCTION cscp_proxy.routing_id(_tenant text, _clock text, conversation_id
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ANY;
-    SELECT * FROM cscp.routing_id(cscp._proxy_session(_tenant, _clock, conversation_id));
+    SELECT * FROM cscp.routing_id(cscp.proxy_session(_tenant, _clock, conversation_id));
 $f$;
 CREATE FUNCTION cscp.routing_id(conversation_id text) RETURNS uuid
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -755,7 +755,7 @@ CREATE FUNCTION cscp_proxy.show_active_context(_tenant text, _clock text, tenant
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(hashtext(conversation_id), 0);
-    SELECT * FROM cscp.show_active_context(cscp._proxy_session(_tenant, _clock, tenant_id), conversation_id);
+    SELECT * FROM cscp.show_active_context(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id);
 $f$;
 CREATE FUNCTION cscp.show_active_context(tenant_id text, conversation_id text) RETURNS SETOF cscp.active_context
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -770,7 +770,7 @@ CREATE FUNCTION cscp_proxy.slot_set(_tenant text, _clock text, context_id uuid, 
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(cscp.routing_hash(context_id), 0);
-    SELECT * FROM cscp.slot_set(cscp._proxy_session(_tenant, _clock, context_id), slot, value);
+    SELECT * FROM cscp.slot_set(cscp.proxy_session(_tenant, _clock, context_id), slot, value);
 $f$;
 CREATE FUNCTION cscp.slot_set(context_id uuid, slot text, value jsonb) RETURNS cscp.context
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -785,7 +785,7 @@ CREATE FUNCTION cscp_proxy.slots_visible(_tenant text, _clock text, tenant_id te
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ANY;
-    SELECT * FROM cscp.slots_visible(cscp._proxy_session(_tenant, _clock, tenant_id), slots);
+    SELECT * FROM cscp.slots_visible(cscp.proxy_session(_tenant, _clock, tenant_id), slots);
 $f$;
 CREATE FUNCTION cscp.slots_visible(tenant_id text, slots jsonb) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -800,7 +800,7 @@ CREATE FUNCTION cscp_proxy.sweep(_tenant text, _clock text, batch integer) RETUR
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ALL;
-    SELECT * FROM cscp.sweep(cscp._proxy_session(_tenant, _clock, batch));
+    SELECT * FROM cscp.sweep(cscp.proxy_session(_tenant, _clock, batch));
 $f$;
 CREATE FUNCTION cscp.sweep(batch integer DEFAULT 10000) RETURNS jsonb
 LANGUAGE sql VOLATILE AS $f$
@@ -815,7 +815,7 @@ CREATE FUNCTION cscp_proxy.token_count(_tenant text, _clock text, txt text) RETU
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ANY;
-    SELECT * FROM cscp.token_count(cscp._proxy_session(_tenant, _clock, txt));
+    SELECT * FROM cscp.token_count(cscp.proxy_session(_tenant, _clock, txt));
 $f$;
 CREATE FUNCTION cscp.token_count(txt text) RETURNS integer
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -830,7 +830,7 @@ CREATE FUNCTION cscp_proxy.ws_get(_tenant text, _clock text, tenant_id text, ses
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(cscp.routing_key_hash(tenant_id, session_id), 0);
-    SELECT * FROM cscp.ws_get(cscp._proxy_session(_tenant, _clock, tenant_id), session_id, key);
+    SELECT * FROM cscp.ws_get(cscp.proxy_session(_tenant, _clock, tenant_id), session_id, key);
 $f$;
 CREATE FUNCTION cscp.ws_get(tenant_id text, session_id text, key text) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -845,7 +845,7 @@ CREATE FUNCTION cscp_proxy.ws_put(_tenant text, _clock text, tenant_id text, ses
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(cscp.routing_key_hash(tenant_id, session_id), 0);
-    SELECT * FROM cscp.ws_put(cscp._proxy_session(_tenant, _clock, tenant_id), session_id, key, value, ttl);
+    SELECT * FROM cscp.ws_put(cscp.proxy_session(_tenant, _clock, tenant_id), session_id, key, value, ttl);
 $f$;
 CREATE FUNCTION cscp.ws_put(tenant_id text, session_id text, key text, value jsonb, ttl interval DEFAULT NULL::interval) RETURNS void
 LANGUAGE plpgsql VOLATILE AS $f$
@@ -866,13 +866,13 @@ CREATE FUNCTION cscp_proxy._session_state(_tenant text, _clock text, tenant_id t
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(cscp.routing_key_hash(tenant_id, session_id), 0);
-    SELECT * FROM cscp._session_state(cscp._proxy_session(_tenant, _clock, tenant_id), session_id);
+    SELECT * FROM cscp.session_state(cscp.proxy_session(_tenant, _clock, tenant_id), session_id);
 $f$;
 CREATE FUNCTION cscp_proxy.build_context(_tenant text, _clock text, tenant_id text, subject_id text, session_id text, query text, token_budget integer, task_id text, session_state jsonb) RETURNS jsonb
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(cscp.routing_key_hash(tenant_id, subject_id), 0);
-    SELECT * FROM cscp._build_context_given(cscp._proxy_session(_tenant, _clock, tenant_id), subject_id, session_id, query, token_budget, task_id, session_state);
+    SELECT * FROM cscp.build_context_given(cscp.proxy_session(_tenant, _clock, tenant_id), subject_id, session_id, query, token_budget, task_id, session_state);
 $f$;
 CREATE FUNCTION cscp.build_context(tenant_id text, subject_id text, session_id text, query text DEFAULT NULL::text, token_budget integer DEFAULT NULL::integer, task_id text DEFAULT NULL::text) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE AS $f$

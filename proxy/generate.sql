@@ -61,13 +61,13 @@ CREATE FUNCTION pg_temp.run_on(kind text, route text[]) RETURNS text LANGUAGE sq
         ELSE 'ALL' END
 $$;
 
--- The call on the shard: the first argument passes through cscp._proxy_session, which sets
+-- The call on the shard: the first argument passes through cscp.proxy_session, which sets
 -- the caller's tenant (and clock) before the function runs; without arguments, an InitPlan
 -- gates the call.
 CREATE FUNCTION pg_temp.remote(name text, in_names text[]) RETURNS text LANGUAGE sql AS $$
     SELECT CASE WHEN cardinality(in_names) = 0
-        THEN format('SELECT * FROM cscp.%I() WHERE (SELECT cscp._proxy_session(_tenant, _clock, true))', name)
-        ELSE format('SELECT * FROM cscp.%I(cscp._proxy_session(_tenant, _clock, %I)%s)', name, in_names[1],
+        THEN format('SELECT * FROM cscp.%I() WHERE (SELECT cscp.proxy_session(_tenant, _clock, true))', name)
+        ELSE format('SELECT * FROM cscp.%I(cscp.proxy_session(_tenant, _clock, %I)%s)', name, in_names[1],
                     (SELECT string_agg(', ' || quote_ident(n), '' ORDER BY i)
                        FROM unnest(in_names) WITH ORDINALITY u(n, i) WHERE i > 1))
         END
@@ -111,7 +111,7 @@ SELECT format(E'CREATE TYPE cscp_proxy.%1$I AS (%2$s);\n'
               'LANGUAGE plproxy AS $f$\n'
               '    CLUSTER ''cscp'';\n'
               '    RUN ON ALL;\n'
-              '    SELECT * FROM cscp.%1$I WHERE (SELECT cscp._proxy_session(_tenant, _clock, true));\n'
+              '    SELECT * FROM cscp.%1$I WHERE (SELECT cscp.proxy_session(_tenant, _clock, true));\n'
               '$f$;\n'
               'CREATE VIEW cscp.%1$I AS SELECT * FROM cscp_proxy.%1$I(cscp_proxy.tenant(), cscp_proxy.clock());\n'
               'COMMENT ON VIEW cscp.%1$I IS %3$L;',

@@ -9,7 +9,7 @@
 --   CREATE SERVER cscp FOREIGN DATA WRAPPER plproxy OPTIONS (p0 'host=... dbname=...', p1 '...');
 --   CREATE USER MAPPING FOR app SERVER cscp OPTIONS (user 'app', password '...');
 -- Each call runs on the shard as the mapped user, with the caller's cscp.tenant_id (and, for a
--- superuser caller, cscp.clock) set for that call (cscp._proxy_session on the shard).
+-- superuser caller, cscp.clock) set for that call (cscp.proxy_session on the shard).
 CREATE SCHEMA cscp;
 COMMENT ON SCHEMA cscp IS 'cscp through PL/Proxy: the API of the shards, routed by conversation, subject, session or id';
 CREATE SCHEMA cscp_proxy;

@@ -131,7 +131,7 @@ SELECT count(*) AS bad_ends FROM cscp.command c
 -- before it by hash (the first links nothing); the hash is the recomputed one.
 SELECT count(*) AS rows, count(*) FILTER (WHERE seq <> n) AS bad_seq,
        count(*) FILTER (WHERE prev_hash IS DISTINCT FROM prev_row_hash) AS bad_links,
-       count(*) FILTER (WHERE hash <> cscp._evidence_hash(e)) AS bad_hashes,
+       count(*) FILTER (WHERE hash <> cscp.evidence_hash(e)) AS bad_hashes,
        count(*) FILTER (WHERE hash !~ '^sha256:[0-9a-f]{64}$') AS bad_format
   FROM (SELECT e, e.seq, e.hash, e.prev_hash,
                row_number() OVER w AS n, lag(e.hash) OVER w AS prev_row_hash
@@ -232,7 +232,7 @@ UPDATE cscp.evidence e
  WHERE e.tenant_id = 'te-v' AND p.tenant_id = 'te-v' AND e.command_id = p.command_id
    AND e.seq = 3 AND p.seq = 1
    AND e.command_id = (SELECT command_id FROM cscp.command WHERE tenant_id = 'te-v' AND idempotency_key = 'relinked');
-UPDATE cscp.evidence e SET hash = cscp._evidence_hash(e)
+UPDATE cscp.evidence e SET hash = cscp.evidence_hash(e)
  WHERE e.tenant_id = 'te-v' AND e.seq = 3
    AND e.command_id = (SELECT command_id FROM cscp.command WHERE tenant_id = 'te-v' AND idempotency_key = 'relinked');
 RESET session_replication_role;

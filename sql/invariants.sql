@@ -132,7 +132,7 @@ INSERT INTO cscp.evidence (tenant_id, conversation_id, command_id, seq, stage, e
                            to_state, message_ids, context_ref, created_at, prev_hash, hash)
 SELECT (f.e).tenant_id, (f.e).conversation_id, (f.e).command_id, (f.e).seq, (f.e).stage,
        (f.e).event_type, (f.e).from_state, (f.e).to_state, (f.e).message_ids, (f.e).context_ref,
-       (f.e).created_at, (f.e).prev_hash, cscp._evidence_hash(f.e)
+       (f.e).created_at, (f.e).prev_hash, cscp.evidence_hash(f.e)
   FROM fake f;
 SELECT count(*) AS evidence_problems FROM cscp.evidence_verify('inv');
 SELECT * FROM pg_temp.found();

@@ -67,16 +67,16 @@ SELECT cscp.sweep() AS per_tenant_retention;
 DELETE FROM cscp.policy WHERE tenant_id = 'w2';
 
 -- The sweep's scans by age stop at the shortest time any policy's retention can span
--- (cscp._retention_floor): a month counts 28 days less 2 hours, a day 22 hours, a period with a
+-- (cscp.retention_floor): a month counts 28 days less 2 hours, a day 22 hours, a period with a
 -- negative part nothing; no policy with the key, NULL.
-SELECT cscp._retention_floor('retention_expired') AS default_expired,
-       cscp._retention_floor('retention_closed') AS default_closed,
-       cscp._retention_floor('no_such_key') AS no_key;
+SELECT cscp.retention_floor('retention_expired') AS default_expired,
+       cscp.retention_floor('retention_closed') AS default_closed,
+       cscp.retention_floor('no_such_key') AS no_key;
 BEGIN;
 SELECT cscp.policy_set('*', '{"retention_closed": "1 mon 2 days 03:00"}') IS NOT NULL AS policy;
-SELECT cscp._retention_floor('retention_closed') AS with_months;
+SELECT cscp.retention_floor('retention_closed') AS with_months;
 SELECT cscp.policy_set('w3', '{"retention_closed": "1 mon -1 day"}') IS NOT NULL AS policy;
-SELECT cscp._retention_floor('retention_closed') AS with_a_negative_part;
+SELECT cscp.retention_floor('retention_closed') AS with_a_negative_part;
 ROLLBACK;
 -- The bound never keeps a due row: a month after January 31st is February 28th, 28 days.
 SELECT cscp.policy_set('w3', '{"retention_closed": "1 mon"}') IS NOT NULL AS policy;

@@ -316,7 +316,7 @@ add_ws_item(Assembly *a, const char *key, const char *value_text, StringInfo ws_
 
 /*
  * build_context's body.  With given, the session's environment and working
- * set are given_env and given_ws (as cscp._session_state returns them, read
+ * set are given_env and given_ws (as cscp.session_state returns them, read
  * on the session's node of a scale-out deployment) instead of read here.
  *
  * {"text", "tokens", "budget", "fact_budget", "fact_ids", "needs_review",
@@ -631,11 +631,11 @@ cscp_build_context(PG_FUNCTION_ARGS)
 PG_FUNCTION_INFO_V1(cscp_build_context_given);
 
 /*
- * cscp._build_context_given(tenant_id, subject_id, session_id, query, token_budget, task_id,
+ * cscp.build_context_given(tenant_id, subject_id, session_id, query, token_budget, task_id,
  *                           session_state jsonb) RETURNS jsonb
  *
  * build_context on the subject's node of a scale-out deployment, with the session's
- * environment and working set as cscp._session_state read them on the session's node.
+ * environment and working set as cscp.session_state read them on the session's node.
  */
 Datum
 cscp_build_context_given(PG_FUNCTION_ARGS)

@@ -135,7 +135,7 @@ cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id, const char
 				  "                     THEN 'active'::cscp.context_status ELSE x.status END,"
 				  "       reason = coalesce($5, x.reason),"
 				  "       last_command_id = $6,"
-				  "       expires_at = cscp._context_touch(x)"
+				  "       expires_at = cscp.context_touch(x)"
 				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
 				  6, argtypes);
 	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE)
@@ -151,6 +151,7 @@ PG_FUNCTION_INFO_V1(cscp_context_release_sql);
 Datum
 cscp_context_release_sql(PG_FUNCTION_ARGS)
 {
+	static const char *const release_reads[] = {"tenant_id", "status", "expires_at", "slots", NULL};
 	HeapTupleHeader rec;
 	HeapTupleData tuple;
 	TupleDesc	desc;
@@ -170,6 +171,7 @@ cscp_context_release_sql(PG_FUNCTION_ARGS)
 		ReleaseTupleDesc(desc);
 		PG_RETURN_VOID();
 	}
+	cscp_record_require(rec, "c", release_reads);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	cscp_context_release(&tuple, desc, PG_GETARG_DATUM(1),
@@ -226,21 +228,24 @@ spi_text(HeapTuple tuple, TupleDesc desc, const char *table, const char *name)
 	return SPI_getvalue(tuple, desc, cscp_column(desc, table, name));
 }
 
+/*
+ * The end of a window opened now: cscp.now() + the tenant's interval under
+ * policy key, held to the policy's rules (cscp_lifetime).
+ */
+static Datum
+policy_window(Datum tenant, const char *key)
+{
+	Interval   *ttl = cscp_lifetime(cscp_policy_get(TextDatumGetCString(tenant)), NULL, key, key);
+
+	return DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(cscp_now()),
+							   IntervalPGetDatum(ttl));
+}
+
 /* The end of an approval window opened now: cscp.now() + the tenant's approval_ttl. */
 static Datum
 approval_window(Datum tenant)
 {
-	static SPIPlanPtr plan = NULL;
-	static const Oid argtypes[1] = {TEXTOID};
-	bool		isnull;
-
-	cscp_spi_plan(&plan,
-				  "SELECT cscp.now() + cscp._ttl(cscp.policy_effective($1), NULL,"
-				  "                              'approval_ttl', 'approval_ttl')",
-				  1, argtypes);
-	if (SPI_execute_plan(plan, &tenant, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not compute an approval window");
-	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return policy_window(tenant, "approval_ttl");
 }
 
 /*
@@ -256,7 +261,7 @@ request_approval(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, const char 
 	static SPIPlanPtr supersede_plan = NULL;
 	static SPIPlanPtr context_plan = NULL;
 	static const Oid supersede_types[3] = {TEXTOID, UUIDOID, UUIDOID};
-	static const Oid context_types[5] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID, TIMESTAMPTZOID};
+	static const Oid context_types[5] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID};
 	bool		isnull;
 	Datum		tenant = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"),
 									  ctxdesc, &isnull);
@@ -297,13 +302,13 @@ request_approval(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, const char 
 		args[3] = CStringGetTextDatum(approver);
 	else
 		nulls[3] = 'n';
-	args[4] = window;
+	args[4] = CStringGetTextDatum(cscp_utc_iso(DatumGetTimestampTz(window)));
 	cscp_spi_plan(&context_plan,
 				  "UPDATE cscp.context x"
 				  "   SET status = 'pending',"
 				  "       slots = x.slots || jsonb_build_object('pending_approval', jsonb_build_object("
-				  "                   'command_id', $3, 'approver_id', $4, 'expires_at', cscp._utc($5))),"
-				  "       expires_at = cscp._context_touch(x)"
+				  "                   'command_id', $3, 'approver_id', $4, 'expires_at', $5)),"
+				  "       expires_at = cscp.context_touch(x)"
 				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
 				  5, context_types);
 	if (SPI_execute_plan(context_plan, args, nulls, false, 0) != SPI_OK_UPDATE)
@@ -947,22 +952,6 @@ command_result(HeapTuple cmd, TupleDesc desc, bool replayed, CommandResult *r,
 	MemoryContextSwitchTo(old);
 }
 
-/* The end of a window opened now: cscp.now() + the tenant's interval under policy key. */
-static Datum
-policy_window(Datum tenant, const char *key)
-{
-	static SPIPlanPtr plan = NULL;
-	static const Oid argtypes[2] = {TEXTOID, TEXTOID};
-	Datum		args[2] = {tenant, CStringGetTextDatum(key)};
-	bool		isnull;
-
-	cscp_spi_plan(&plan,
-				  "SELECT cscp.now() + cscp._ttl(cscp.policy_effective($1), NULL, $2, $2)",
-				  2, argtypes);
-	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not compute the window of \"%s\"", key);
-	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-}
 
 /* The last message id of an array, or NULL. */
 static text *
@@ -1097,7 +1086,7 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	static const Oid reject_types[3] = {TEXTOID, UUIDOID, TEXTOID};
 	static const Oid supersede_types[3] = {TEXTOID, UUIDOID, UUIDOID};
 	static const Oid pending_types[7] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID,
-	TIMESTAMPTZOID, TEXTOID};
+	TEXTOID, TEXTOID};
 	static const Oid use_types[4] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID};
 	TimestampTz now = cscp_now();
 	Datum		tenant = PointerGetDatum(q->tenant_id);
@@ -1191,7 +1180,7 @@ conflict:
 		else if (!usable)
 		{
 			reason = "context_expired";
-			/* The expiry invariant made durable, as cscp._context_record_expiry does. */
+			/* The expiry invariant made durable: recorded expired, by TTL. */
 			if (cscp_status_live(status))
 			{
 				args[0] = tenant;
@@ -1413,7 +1402,7 @@ conflict:
 		args[3] = PointerGetDatum(q->idempotency_key);
 		args[4] = PointerGetDatum(q->target_fingerprint);
 		nulls[4] = q->target_fingerprint ? ' ' : 'n';
-		args[5] = window;
+		args[5] = CStringGetTextDatum(cscp_utc_iso(DatumGetTimestampTz(window)));
 		args[6] = PointerGetDatum(last_message);
 		nulls[6] = last_message ? ' ' : 'n';
 		cscp_spi_plan(&pending_plan,
@@ -1423,10 +1412,10 @@ conflict:
 					  "       slots = x.slots || jsonb_build_object('pending_confirmation',"
 					  "                   jsonb_build_object('command_id', $3, 'idempotency_key', $4,"
 					  "                                      'target_fingerprint', $5,"
-					  "                                      'expires_at', cscp._utc($6))),"
+					  "                                      'expires_at', $6)),"
 					  "       last_command_id = $3,"
 					  "       last_message_id = coalesce($7, x.last_message_id),"
-					  "       expires_at = cscp._context_touch(x)"
+					  "       expires_at = cscp.context_touch(x)"
 					  " WHERE x.tenant_id = $1 AND x.context_id = $2",
 					  7, pending_types);
 		run(pending_plan, args, nulls, false, SPI_OK_UPDATE);
@@ -1442,7 +1431,7 @@ conflict:
 					  "UPDATE cscp.context x"
 					  "   SET last_command_id = $3,"
 					  "       last_message_id = coalesce($4, x.last_message_id),"
-					  "       expires_at = cscp._context_touch(x)"
+					  "       expires_at = cscp.context_touch(x)"
 					  " WHERE x.tenant_id = $1 AND x.context_id = $2",
 					  4, use_types);
 		run(use_plan, args, nulls, false, SPI_OK_UPDATE);
@@ -1450,7 +1439,7 @@ conflict:
 	command_result(cmd, cmddesc, false, r, callerctx);
 }
 
-/* Return r as the one row of a command_submit or _command_create call. */
+/* Return r as the one row of a command_submit or command_recover call. */
 static Datum
 return_result(FunctionCallInfo fcinfo, const CommandResult *r)
 {
@@ -1492,8 +1481,8 @@ check_message_ids(ArrayType *message_ids)
 }
 
 /*
- * The arguments command_submit and _command_create share (the first nine),
- * unchecked; the rest of the request empty.
+ * The arguments of command_submit, unchecked; the rest of the request
+ * empty.
  */
 static void
 request_args(FunctionCallInfo fcinfo, CommandRequest *q)
@@ -1609,38 +1598,239 @@ cscp_submit_command(text *tenant_id, text *conversation_id, text *actor_id,
 	result->outcome = r.outcome;
 }
 
-PG_FUNCTION_INFO_V1(cscp_command_create);
+/*
+ * The cancellation a cancel recovery carries out itself, once its command
+ * recovery_id is formed: the target (target_id, of tenant) is canceled, its
+ * context's slot released, and the recovery command run through its
+ * lifecycle to executed.  Locks: the target's context, then the target.
+ * Returns the recovery command's row as it ends (state and outcome).
+ */
+static HeapTuple
+recover_cancel(Datum tenant, Datum target_id, Datum recovery_id, TupleDesc *desc)
+{
+	static SPIPlanPtr target_plan = NULL;
+	static SPIPlanPtr context_plan = NULL;
+	static SPIPlanPtr lock_plan = NULL;
+	static SPIPlanPtr cancel_plan = NULL;
+	static SPIPlanPtr step_plan = NULL;
+	static const Oid key_types[2] = {TEXTOID, UUIDOID};
+	static const Oid cancel_types[3] = {TEXTOID, UUIDOID, UUIDOID};
+	static const Oid step_types[3] = {TEXTOID, UUIDOID, TEXTOID};
+	static const char *const steps[] = {"authz_pending", "authorized", "started", "executed"};
+	Datum		args[3] = {tenant, target_id, recovery_id};
+	HeapTuple	ctx = NULL;
+	TupleDesc	ctxdesc = NULL;
+	HeapTuple	row = NULL;
+	bool		isnull;
+	Datum		context_id;
+
+	/* The target's context first, as everywhere; then the target. */
+	cscp_spi_plan(&target_plan,
+				  "SELECT x.context_id FROM cscp.command x WHERE x.tenant_id = $1 AND x.command_id = $2",
+				  2, key_types);
+	run(target_plan, args, NULL, false, SPI_OK_SELECT);
+	context_id = SPI_processed == 1 ? SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+													&isnull) : (Datum) 0;
+	if (SPI_processed == 1 && !isnull)
+	{
+		Datum		cargs[2] = {tenant, context_id};
+
+		cscp_spi_plan(&context_plan,
+					  "SELECT * FROM cscp.context x WHERE x.tenant_id = $1 AND x.context_id = $2"
+					  "   FOR UPDATE",
+					  2, key_types);
+		run(context_plan, cargs, NULL, false, SPI_OK_SELECT);
+		if (SPI_processed == 1)
+		{
+			ctx = SPI_copytuple(SPI_tuptable->vals[0]);
+			ctxdesc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
+		}
+	}
+	cscp_spi_plan(&lock_plan,
+				  "SELECT 1 FROM cscp.command x WHERE x.tenant_id = $1 AND x.command_id = $2 FOR UPDATE",
+				  2, key_types);
+	run(lock_plan, args, NULL, false, SPI_OK_SELECT);
+
+	cscp_spi_plan(&cancel_plan,
+				  "UPDATE cscp.command x"
+				  "   SET state = 'canceled', reason_code = 'canceled_by_recovery',"
+				  "       detail = jsonb_build_object('recovery_command_id', $3)"
+				  " WHERE x.tenant_id = $1 AND x.command_id = $2",
+				  3, cancel_types);
+	run(cancel_plan, args, NULL, false, SPI_OK_UPDATE);
+	if (ctx != NULL)
+		cscp_context_release(ctx, ctxdesc, target_id, NULL);
+
+	cscp_spi_plan(&step_plan,
+				  "UPDATE cscp.command x SET state = $3::cscp.command_state, reason_code = 'cancel_' || $3"
+				  " WHERE x.tenant_id = $1 AND x.command_id = $2"
+				  " RETURNING x.state, x.outcome",
+				  3, step_types);
+	for (int i = 0; i < (int) lengthof(steps); i++)
+	{
+		Datum		sargs[3] = {tenant, recovery_id, CStringGetTextDatum(steps[i])};
+
+		run(step_plan, sargs, NULL, false, SPI_OK_UPDATE_RETURNING);
+		if (SPI_processed == 1)
+		{
+			row = SPI_tuptable->vals[0];
+			*desc = SPI_tuptable->tupdesc;
+		}
+	}
+	if (row == NULL)
+		elog(ERROR, "could not carry out the cancellation of a recovery");
+	return row;
+}
+
+/* The text value of column name of a SPI row of cscp.command, or NULL. */
+static text *
+command_text(HeapTuple t, TupleDesc desc, const char *name)
+{
+	bool		isnull;
+	Datum		d = spi_col(t, desc, "cscp.command", name, &isnull);
+
+	return isnull ? NULL : DatumGetTextPCopy(d);
+}
+
+PG_FUNCTION_INFO_V1(cscp_command_recover);
 
 /*
- * cscp._command_create(tenant_id, conversation_id, actor_id, idempotency_key,
- *                      command_name, mutating, message_ids, payload,
- *                      target_fingerprint, target_command_id, recovery_kind,
- *                      refuse_reason, context_required)
+ * cscp.command_recover(target_command_id uuid, kind text, idempotency_key
+ *                      text, payload jsonb)
  * RETURNS TABLE(command_id uuid, state cscp.command_state, replayed boolean,
  *               outcome jsonb)
  *
- * command_submit's work for command_recover, whose arguments it has
- * checked: refuse_reason rejects the new command at once with that reason
- * (a recovery that does not apply); context_required = false forms it
- * without a usable context (a cancel).
+ * A new command aimed at the target, formed as command_submit forms one
+ * (replayed by its idempotency key): retry and reprocess repeat the target
+ * with payload merged over its own, cancel and compensate are commands
+ * "<name>:<kind>".  A recovery that does not apply to the target's state is
+ * rejected at once (recovery_not_applicable); a cancel that applies is
+ * carried out here: the target canceled, the recovery command executed.
  */
 Datum
-cscp_command_create(PG_FUNCTION_ARGS)
+cscp_command_recover(PG_FUNCTION_ARGS)
 {
-	CommandRequest q;
+	static SPIPlanPtr target_plan = NULL;
+	static const Oid target_types[1] = {UUIDOID};
+	MemoryContext callerctx = CurrentMemoryContext;
+	CommandRequest q = {0};
+	CommandResult r;
+	char	   *kind;
+	Jsonb	   *payload;
+	HeapTuple	t;
+	TupleDesc	tdesc;
+	Oid			state_type;
+	CommandState target_state;
+	bool		applies;
+	bool		isnull;
+	Datum		target_id;
 
-	/* internal, but an application role can call it: a NULL is bad input, not a bug */
-	for (int i = 0; i <= 7; i++)
-		if (PG_ARGISNULL(i))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("argument %d of cscp._command_create must not be null", i + 1),
-					 errhint("Call cscp.command_submit or cscp.command_recover.")));
-	request_args(fcinfo, &q);
-	q.has_target = !PG_ARGISNULL(9);
-	q.target_command_id = q.has_target ? PG_GETARG_DATUM(9) : (Datum) 0;
-	q.recovery_kind = PG_ARGISNULL(10) ? NULL : PG_GETARG_TEXT_PP(10);
-	q.refuse_reason = PG_ARGISNULL(11) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(11));
-	q.context_required = PG_ARGISNULL(12) || PG_GETARG_BOOL(12);
-	return form_command(fcinfo, &q);
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("target_command_id must not be null"),
+				 errhint("Pass the id of the command to recover.")));
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("kind must not be null"),
+				 errhint("Use retry, cancel, reprocess or compensate.")));
+	kind = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (strcmp(kind, "retry") != 0 && strcmp(kind, "cancel") != 0 &&
+		strcmp(kind, "reprocess") != 0 && strcmp(kind, "compensate") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown recovery kind \"%s\"", kind),
+				 errhint("Use retry, cancel, reprocess or compensate.")));
+	cscp_check_id("idempotency_key", PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2));
+	if (PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("payload must not be null"),
+				 errhint("Pass '{}'.")));
+	payload = PG_GETARG_JSONB_P(3);
+	check_object("payload", payload);
+	target_id = PG_GETARG_DATUM(0);
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	state_type = TupleDescAttr(((ReturnSetInfo *) fcinfo->resultinfo)->setDesc, 1)->atttypid;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+
+	/* The target, as the caller may see it (row-level security). */
+	cscp_spi_plan(&target_plan, "SELECT * FROM cscp.command x WHERE x.command_id = $1",
+				  1, target_types);
+	run(target_plan, &target_id, NULL, true, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("command %s does not exist",
+						DatumGetCString(DirectFunctionCall1(uuid_out, target_id))),
+				 errhint("Check the id, and that cscp.tenant_id names the command's tenant.")));
+	t = SPI_copytuple(SPI_tuptable->vals[0]);
+	tdesc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
+	q.tenant_id = command_text(t, tdesc, "tenant_id");
+	cscp_check_tenant(q.tenant_id);
+	target_state = cscp_command_state_of(state_type, spi_col(t, tdesc, "cscp.command", "state", &isnull));
+
+	if (strcmp(kind, "retry") == 0)
+		applies = target_state == CMD_FAILED;
+	else if (strcmp(kind, "reprocess") == 0)
+		applies = target_state == CMD_REJECTED || target_state == CMD_FAILED ||
+			target_state == CMD_CANCELED;
+	else if (strcmp(kind, "cancel") == 0)
+		applies = target_state == CMD_RECEIVED || target_state == CMD_CANONICALIZED ||
+			target_state == CMD_CONFIRMATION_REQUIRED || target_state == CMD_CONFIRMED ||
+			target_state == CMD_AUTHZ_PENDING || target_state == CMD_AUTHORIZED;
+	else
+		applies = target_state == CMD_EXECUTED || target_state == CMD_FAILED;
+
+	q.conversation_id = command_text(t, tdesc, "conversation_id");
+	q.actor_id = command_text(t, tdesc, "actor_id");
+	q.idempotency_key = PG_GETARG_TEXT_PP(2);
+	q.message_ids = DatumGetArrayTypeP(spi_col(t, tdesc, "cscp.command", "message_ids", &isnull));
+	if (strcmp(kind, "retry") == 0 || strcmp(kind, "reprocess") == 0)
+	{
+		Datum		own = spi_col(t, tdesc, "cscp.command", "payload", &isnull);
+
+		q.command_name = command_text(t, tdesc, "command_name");
+		q.mutating = DatumGetBool(spi_col(t, tdesc, "cscp.command", "mutating", &isnull));
+		q.payload = DatumGetJsonbP(DirectFunctionCall2(jsonb_concat, own, JsonbPGetDatum(payload)));
+		q.target_fingerprint = command_text(t, tdesc, "target_fingerprint");
+	}
+	else
+	{
+		q.command_name = cstring_to_text(psprintf("%s:%s",
+												  text_to_cstring(command_text(t, tdesc, "command_name")),
+												  kind));
+		q.mutating = strcmp(kind, "compensate") == 0;
+		q.payload = payload;
+	}
+	q.has_target = true;
+	q.target_command_id = spi_col(t, tdesc, "cscp.command", "command_id", &isnull);
+	q.recovery_kind = cstring_to_text(kind);
+	q.refuse_reason = applies ? NULL : "recovery_not_applicable";
+	q.context_required = strcmp(kind, "cancel") != 0;
+	command_create(&q, &r, callerctx);
+
+	if (!r.replayed && applies && strcmp(kind, "cancel") == 0 && r.state == CMD_CANONICALIZED)
+	{
+		TupleDesc	rdesc;
+		HeapTuple	rc = recover_cancel(PointerGetDatum(q.tenant_id), q.target_command_id,
+										r.command_id, &rdesc);
+		Datum		outcome;
+
+		r.state = cscp_command_state_of(state_type, SPI_getbinval(rc, rdesc, 1, &isnull));
+		r.outcome = NULL;
+		outcome = SPI_getbinval(rc, rdesc, 2, &isnull);
+		if (!isnull)
+		{
+			MemoryContext old = MemoryContextSwitchTo(callerctx);
+
+			r.outcome = DatumGetJsonbPCopy(outcome);
+			MemoryContextSwitchTo(old);
+		}
+	}
+	SPI_finish();
+	return return_result(fcinfo, &r);
 }

@@ -923,10 +923,14 @@ cscp_command_transition_allowed(PG_FUNCTION_ARGS)
 					   [cscp_enum_index(&state_cache, typoid, PG_GETARG_DATUM(1))]);
 }
 
-/* Facts of a cscp.command row passed as a composite. */
+/*
+ * Facts of a cscp.command row passed as a composite (named argname); its
+ * key and state must be set (22004): the invariants query by the key.
+ */
 static CommandFacts
-facts_of_record(HeapTupleHeader rec, Oid *typoid)
+facts_of_record(HeapTupleHeader rec, const char *argname, Oid *typoid)
 {
+	static const char *const required[] = {"tenant_id", "command_id", "state", NULL};
 	CommandFacts c;
 	bool		isnull;
 	Datum		d;
@@ -937,11 +941,8 @@ facts_of_record(HeapTupleHeader rec, Oid *typoid)
 	*typoid = TupleDescAttr(desc, SPI_fnumber(desc, "state") - 1)->atttypid;
 	ReleaseTupleDesc(desc);
 
+	cscp_record_require(rec, argname, required);
 	d = GetAttributeByName(rec, "state", &isnull);
-	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("state of a command must not be null")));
 	c.state = (CommandState) cscp_enum_index(&state_cache, *typoid, d);
 	d = GetAttributeByName(rec, "mutating", &isnull);
 	c.mutating = !isnull && DatumGetBool(d);
@@ -1067,7 +1068,7 @@ Datum
 cscp_command_refusal(PG_FUNCTION_ARGS)
 {
 	Oid			typoid;
-	CommandFacts c = facts_of_record(PG_GETARG_HEAPTUPLEHEADER(0), &typoid);
+	CommandFacts c = facts_of_record(cscp_record_arg(fcinfo, 0, "c"), "c", &typoid);
 	CommandState to = (CommandState) cscp_enum_index(&state_cache, typoid, PG_GETARG_DATUM(1));
 	char	   *detail;
 	const char *why;
@@ -1083,14 +1084,14 @@ cscp_command_refusal(PG_FUNCTION_ARGS)
 PG_FUNCTION_INFO_V1(cscp_command_next_allowed);
 
 /*
- * cscp._command_next_allowed(c cscp.command) RETURNS cscp.command_state[]:
+ * cscp.command_next_allowed(c cscp.command) RETURNS cscp.command_state[]:
  * the states the command may move to now, invariants included.
  */
 Datum
 cscp_command_next_allowed(PG_FUNCTION_ARGS)
 {
 	Oid			typoid;
-	CommandFacts c = facts_of_record(PG_GETARG_HEAPTUPLEHEADER(0), &typoid);
+	CommandFacts c = facts_of_record(cscp_record_arg(fcinfo, 0, "c"), "c", &typoid);
 	Datum		elems[CMD_NUM_STATES];
 	int			n = 0;
 	int16		typlen;

@@ -52,12 +52,13 @@ run(SPIPlanPtr plan, Datum *args, const char *nulls, int expected)
 }
 
 /*
- * A question that lapsed (why: context_expired, confirmation_expired): the
- * command, if still waiting, is rejected; the context's expiry is recorded
- * when it has expired, else its slot naming the command is cleared.
+ * A question that lapsed (why: context_expired, confirmation_expired,
+ * approval_expired; the sweep's too, sweep.c): the command, if still
+ * waiting, is rejected; the context's expiry is recorded when it has
+ * expired, else its slot naming the command is cleared.  ctx may be NULL.
  */
-static void
-lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, const char *why)
+void
+cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, const char *why)
 {
 	static SPIPlanPtr reject_plan = NULL;
 	static SPIPlanPtr expire_plan = NULL;
@@ -86,7 +87,7 @@ lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, const 
 		return;
 	if (DatumGetTimestampTz(col(ctx, ctxdesc, "cscp.context", "expires_at", &isnull)) <= cscp_now())
 	{
-		/* The expiry invariant made durable, as cscp._context_record_expiry does. */
+		/* The expiry invariant made durable: recorded expired, by TTL. */
 		if (cscp_status_live(SPI_getvalue(ctx, ctxdesc, cscp_column(ctxdesc, "cscp.context", "status"))))
 		{
 			args[0] = col(ctx, ctxdesc, "cscp.context", "tenant_id", &isnull);
@@ -290,7 +291,7 @@ cscp_confirm(PG_FUNCTION_ARGS)
 		 * no.  The question it held dies with it, swept or not.
 		 */
 		outcome = "expired";
-		lapse(ctx, ctxdesc, cmd, cmddesc, "context_expired");
+		cscp_lapse(ctx, ctxdesc, cmd, cmddesc, "context_expired");
 	}
 	else if (pc == NULL || cmd == NULL ||
 			 strcmp(SPI_getvalue(cmd, cmddesc, cscp_column(cmddesc, "cscp.command", "state")),
@@ -333,7 +334,7 @@ cscp_confirm(PG_FUNCTION_ARGS)
 													Int32GetDatum(-1))) <= now)
 		{
 			outcome = "confirmation_expired";
-			lapse(ctx, ctxdesc, cmd, cmddesc, "confirmation_expired");
+			cscp_lapse(ctx, ctxdesc, cmd, cmddesc, "confirmation_expired");
 		}
 		else if (fingerprint != NULL &&
 				 (asked == NULL || strcmp(asked, text_to_cstring(fingerprint)) != 0))

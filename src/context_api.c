@@ -42,8 +42,8 @@ interval_text(Interval *iv)
 
 /*
  * A lifetime: requested, or the policy's policy_key; refused (22023, naming
- * argname) unless positive and within the policy's max_ttl.  The rules of
- * cscp._ttl.
+ * argname) unless positive and within the policy's max_ttl; SQL callers
+ * reach it as cscp.check_lifetime.
  */
 Interval *
 cscp_lifetime(Jsonb *policy, Interval *requested, const char *policy_key, const char *argname)
@@ -57,7 +57,10 @@ cscp_lifetime(Jsonb *policy, Interval *requested, const char *policy_key, const 
 		s = cscp_jsonb_get_cstring(policy, policy_key);
 		ttl = palloc(sizeof(Interval));
 		if (s == NULL || !cscp_parse_interval(s, ttl))
-			elog(ERROR, "the policy has no valid %s", policy_key);
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("the policy has no valid \"%s\"", policy_key),
+					 errhint("Pass %s, or set \"%s\" with cscp.policy_set.", argname, policy_key)));
 	}
 	if (DatumGetInt32(DirectFunctionCall2(interval_cmp, IntervalPGetDatum(ttl),
 										  IntervalPGetDatum(zero))) <= 0)
@@ -154,7 +157,7 @@ cscp_context_open_row(text *tenant, text *conversation, text *actor, Jsonb *slot
 		cscp_spi_plan(&use_plan,
 					  "UPDATE cscp.context x"
 					  "   SET slots = x.slots || $4,"
-					  "       expires_at = cscp._context_touch(x),"
+					  "       expires_at = cscp.context_touch(x),"
 					  "       correlation_id = coalesce($5, x.correlation_id)"
 					  " WHERE x.tenant_id = $1"
 					  "   AND x.context_id = " CSCP_LIVE_CONTEXT_ID
@@ -233,7 +236,7 @@ cscp_context_open_row(text *tenant, text *conversation, text *actor, Jsonb *slot
 
 /*
  * The context row (as SPI read it, described by desc) as readers see it,
- * like cscp._context_view: its effective status (expired once past
+ * like cscp.context_get: its effective status (expired once past
  * expires_at) and the slots the policy lets them see; a datum of the
  * composite type cscp.context described by rowdesc.
  */
@@ -334,7 +337,7 @@ cscp_context_open(PG_FUNCTION_ARGS)
 }
 
 /*
- * The expires_at a use of a context sets (cscp._context_touch): extended to
+ * The expires_at a use of a context sets (cscp.context_touch): extended to
  * now + ttl under a sliding TTL, kept under a fixed one (the tenant's
  * policy, context_ttl_mode), and kept once passed.
  */
@@ -357,7 +360,7 @@ cscp_context_touch(const char *tenant_id, TimestampTz expires_at, Interval *ttl)
 
 PG_FUNCTION_INFO_V1(cscp_context_touch_sql);
 
-/* cscp._context_touch(c cscp.context) RETURNS timestamptz */
+/* cscp.context_touch(c cscp.context) RETURNS timestamptz */
 Datum
 cscp_context_touch_sql(PG_FUNCTION_ARGS)
 {
@@ -420,7 +423,7 @@ cscp_slot_set(PG_FUNCTION_ARGS)
 				  "UPDATE cscp.context x"
 				  "   SET slots = CASE WHEN $3 IS NULL THEN x.slots - $2"
 				  "                    ELSE x.slots || jsonb_build_object($2, $3) END,"
-				  "       expires_at = cscp._context_touch(x)"
+				  "       expires_at = cscp.context_touch(x)"
 				  " WHERE x.context_id = $1"
 				  " RETURNING *",
 				  3, types);

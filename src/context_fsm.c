@@ -270,6 +270,7 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 		"tenant_id", "context_id", "conversation_id", "actor_id", "created_at"
 	};
 	bool		isnull;
+	Datum		d;
 	ContextStatus from,
 				to;
 	TimestampTz expires_at;
@@ -283,7 +284,13 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 					 errhint("Open a new context with cscp.context_open.")));
 
 	from = status_of(typoid, heap_getattr(oldtup, cols.status, desc, &isnull));
-	to = status_of(typoid, heap_getattr(newtup, cols.status, desc, &isnull));
+	d = heap_getattr(newtup, cols.status, desc, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("status of a context must not be null"),
+				 errhint("Move a context with cscp.context_transition.")));
+	to = status_of(typoid, d);
 	expires_at = DatumGetTimestampTz(heap_getattr(oldtup, cols.expires_at, desc, &isnull));
 
 	if (!IS_LIVE(from))

@@ -38,8 +38,10 @@ extern int	cscp_sweep_batch;
 extern int	cscp_sweep_backlog_delay;
 extern char *cscp_sweep_database;
 
-/* worker.c: the optional sweep worker */
+/* worker.c: the optional sweep worker, and the pace of a session's sweeps */
 extern void cscp_worker_register(void);
+extern void cscp_sweep_pause(void);
+extern void cscp_sweep_record(bool backlog);
 
 /* Channel of cscp.notify's notifications. */
 #define CSCP_NOTIFY_CHANNEL "cscp_events"
@@ -145,6 +147,9 @@ extern bool cscp_parse_timestamptz(const char *str, TimestampTz *result);
 /* args.c */
 extern void cscp_check_id(const char *argname, text *value);
 extern void cscp_check_tenant(text *tenant_id);
+extern HeapTupleHeader cscp_record_arg(FunctionCallInfo fcinfo, int argno, const char *argname);
+extern void cscp_record_require(HeapTupleHeader rec, const char *argname,
+								const char *const *fields);
 
 /* tenancy.c: which tenants the current role may use (cscp.tenant_binding) */
 typedef enum CscpRoleKind
@@ -250,6 +255,14 @@ extern void cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id
 extern void cscp_key_lock(text *tenant, const char *key, int keylen);
 extern bool cscp_context_for(text *tenant, text *conversation, text *actor,
 							 HeapTuple *ctx, TupleDesc *desc);
+
+/* conversation.c, context_fsm.c: steps of the sweep that sweep.c calls directly */
+extern PGDLLEXPORT Datum cscp_conversation_timeout(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum cscp_expire_contexts(PG_FUNCTION_ARGS);
+
+/* confirm.c: a confirmation or approval question that lapsed */
+extern void cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc,
+					   const char *why);
 
 /* owner.c: a section of C code run as the owner of cscp's tables */
 typedef struct CscpOwnerScope

@@ -255,7 +255,7 @@ record_jsonb(HeapTupleHeader rec, const char *name)
 
 PG_FUNCTION_INFO_V1(cscp_evidence_hash_sql);
 
-/* cscp._evidence_hash(e cscp.evidence) RETURNS text: the hash the row should have. */
+/* cscp.evidence_hash(e cscp.evidence) RETURNS text: the hash the row should have. */
 Datum
 cscp_evidence_hash_sql(PG_FUNCTION_ARGS)
 {

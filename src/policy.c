@@ -365,7 +365,11 @@ policy_read(const char *tenant_id, MemoryContext cxt)
 	{
 		Oid			argtypes[1] = {TEXTOID};
 
-		plan = SPI_prepare("SELECT cscp._policy_read($1)", 1, argtypes);
+		plan = SPI_prepare("SELECT coalesce((SELECT p.settings FROM cscp.policy p"
+						   "                  WHERE p.tenant_id = '*'), '{}'::jsonb)"
+						   "    || coalesce((SELECT p.settings FROM cscp.policy p"
+						   "                  WHERE p.tenant_id = $1), '{}'::jsonb)",
+						   1, argtypes);
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 		SPI_keepplan(plan);

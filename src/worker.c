@@ -21,11 +21,11 @@
  * A session that calls cscp.sweep() again after a call that left work behind
  * is held to the same pace: the later call first waits until
  * cscp.sweep_backlog_delay has passed since the earlier one ended
- * (cscp._sweep_pause, cscp._sweep_record).  It waits before it has read or
- * locked a row, so it holds no row lock and has written nothing; it does hold
- * its statement's snapshot.  Calls within one transaction are not paced (a
- * wait there would hold the earlier call's row locks), nor are the worker's,
- * which pauses between its transactions.
+ * (cscp_sweep_pause, cscp_sweep_record, called by sweep.c).  It waits before
+ * it has read or locked a row, so it holds no row lock and has written
+ * nothing; it does hold its statement's snapshot.  Calls within one
+ * transaction are not paced (a wait there would hold the earlier call's row
+ * locks), nor are the worker's, which pauses between its transactions.
  *
  *-------------------------------------------------------------------------
  */
@@ -108,7 +108,7 @@ sweep_once(bool *backlog)
 
 		/*
 		 * Whether an action reached the batch is what the sweep noted at its
-		 * end (cscp._sweep_record).  A count can reach the batch with nothing
+		 * end (cscp_sweep_record).  A count can reach the batch with nothing
 		 * left behind (the evidence purged with its commands); that costs one
 		 * more sweep, which finds no backlog.
 		 */
@@ -218,22 +218,21 @@ cscp_sweep_worker_main(Datum arg)
 }
 
 /*
- * cscp._sweep_pause() RETURNS void: the first step of cscp.sweep().  When
- * this backend's last sweep left work behind and ended in an earlier
- * transaction, wait until cscp.sweep_backlog_delay has passed since it ended
- * (never longer than the delay from now, should the clock have gone back).
- * The wait can be cancelled, and shows as wait event Extension.
+ * The first step of cscp.sweep().  When this backend's last sweep left work
+ * behind and ended in an earlier transaction, wait until
+ * cscp.sweep_backlog_delay has passed since it ended (never longer than the
+ * delay from now, should the clock have gone back).  The wait can be
+ * cancelled, and shows as wait event Extension.
  */
-PG_FUNCTION_INFO_V1(cscp_sweep_pause);
-Datum
-cscp_sweep_pause(PG_FUNCTION_ARGS)
+void
+cscp_sweep_pause(void)
 {
 	TimestampTz now;
 	TimestampTz until;
 
 	if (in_sweep_worker || !last_sweep_backlog || cscp_sweep_backlog_delay <= 0 ||
 		MyProc->lxid == last_sweep_lxid)
-		PG_RETURN_VOID();
+		return;
 
 	now = GetCurrentTimestamp();
 	until = TimestampTzPlusMilliseconds(last_sweep_end, cscp_sweep_backlog_delay);
@@ -250,20 +249,16 @@ cscp_sweep_pause(PG_FUNCTION_ARGS)
 		CHECK_FOR_INTERRUPTS();
 		now = GetCurrentTimestamp();
 	}
-	PG_RETURN_VOID();
 }
 
 /*
- * cscp._sweep_record(backlog boolean) RETURNS void: the last step of
- * cscp.sweep(), noting when it ended, in which transaction, and whether one
- * of its actions reached the batch.
+ * The last step of cscp.sweep(): note when it ended, in which transaction,
+ * and whether one of its actions reached the batch.
  */
-PG_FUNCTION_INFO_V1(cscp_sweep_record);
-Datum
-cscp_sweep_record(PG_FUNCTION_ARGS)
+void
+cscp_sweep_record(bool backlog)
 {
 	last_sweep_end = GetCurrentTimestamp();
 	last_sweep_lxid = MyProc->lxid;
-	last_sweep_backlog = PG_GETARG_BOOL(0);
-	PG_RETURN_VOID();
+	last_sweep_backlog = backlog;
 }

@@ -134,10 +134,11 @@ CREATE FUNCTION cscp._command_refusal(c cscp.command, to_state cscp.command_stat
 COMMENT ON FUNCTION cscp._command_refusal(cscp.command, cscp.command_state) IS
   'Internal: the reason code refusing c -> to_state (table and invariants), or NULL when allowed';
 
-CREATE FUNCTION cscp._command_next_allowed(c cscp.command) RETURNS cscp.command_state[]
+-- Public: cscp.command_status, which runs with its caller's rights, reads it.
+CREATE FUNCTION cscp.command_next_allowed(c cscp.command) RETURNS cscp.command_state[]
     AS 'MODULE_PATHNAME', 'cscp_command_next_allowed' LANGUAGE C STABLE STRICT;
-COMMENT ON FUNCTION cscp._command_next_allowed(cscp.command) IS
-  'Internal: the states c may move to now, invariants included';
+COMMENT ON FUNCTION cscp.command_next_allowed(cscp.command) IS
+  'The states a command (a row of cscp.command) may move to now, invariants included';
 
 -- The canonical state a frame records: ids of pending commands left out (they are random, and
 -- the same calls must give the same hash on every database); times in UTC.
@@ -157,63 +158,6 @@ RETURNS void
 COMMENT ON FUNCTION cscp._context_release(cscp.context, uuid, text) IS
   'Internal: clear the pending slots naming a command; the context goes back to active when none is left';
 
--- What a submit or recovery answers about cmd: the recorded outcome when terminal, an
--- in-progress view while it runs, NULL for a command just formed.
-CREATE FUNCTION cscp._command_outcome(cmd cscp.command, replayed boolean) RETURNS jsonb
-LANGUAGE plpgsql IMMUTABLE
-AS $$
-BEGIN
-    IF cmd.state IN ('rejected', 'executed', 'failed', 'canceled', 'compensated') THEN
-        RETURN cmd.outcome;
-    ELSIF replayed THEN
-        RETURN jsonb_build_object('state', cmd.state,
-                                  'in_progress', cmd.state = 'started',
-                                  'last_transition_at', cscp._utc(cmd.last_transition_at));
-    END IF;
-    RETURN NULL;
-END
-$$;
-COMMENT ON FUNCTION cscp._command_outcome(cscp.command, boolean) IS
-  'Internal: the outcome command_submit and command_recover return for a command';
-
--- The advisory lock that serialises every submit of one idempotency key.
-CREATE FUNCTION cscp._key_lock(tenant_id text, idempotency_key text) RETURNS void
-LANGUAGE sql VOLATILE
-AS $$
-    SELECT pg_catalog.pg_advisory_xact_lock(1668506480,   -- 'cscp'
-                                            pg_catalog.hashtext($1 || chr(1) || $2))
-$$;
-COMMENT ON FUNCTION cscp._key_lock(text, text) IS
-  'Internal: a transaction advisory lock on (tenant, idempotency key), taken before a command is formed';
-
--- Form a command, or replay the one its idempotency key already names (C, src/command_api.c;
--- command_submit's body).  refuse_reason, when given, rejects the new command at once with that
--- reason (a recovery that does not apply); context_required = false forms it without a usable
--- context (a cancel).  Locks: the key (advisory), the context, then command rows.
-CREATE FUNCTION cscp._command_create(
-    tenant_id text, conversation_id text, actor_id text, idempotency_key text,
-    command_name text, mutating boolean, message_ids text[], payload jsonb,
-    target_fingerprint text, target_command_id uuid, recovery_kind text,
-    refuse_reason text, context_required boolean)
-RETURNS TABLE(command_id uuid, state cscp.command_state, replayed boolean, outcome jsonb)
-    AS 'MODULE_PATHNAME', 'cscp_command_create' LANGUAGE C VOLATILE ROWS 1;
-COMMENT ON FUNCTION cscp._command_create(text, text, text, text, text, boolean, text[], jsonb, text, uuid, text, text, boolean) IS
-  'Internal: form a command (frame, confirmation request) or replay the one its idempotency key names';
-
-CREATE FUNCTION cscp._json_object(argname text, value jsonb) RETURNS jsonb
-LANGUAGE plpgsql IMMUTABLE
-AS $$
-BEGIN
-    IF value IS NOT NULL AND jsonb_typeof(value) <> 'object' THEN
-        RAISE EXCEPTION '% must be a JSON object', argname
-            USING ERRCODE = '22023', DETAIL = format('The value given is a JSON %s.', jsonb_typeof(value)),
-                  HINT = 'Pass an object such as ''{}''.';
-    END IF;
-    RETURN value;
-END
-$$;
-COMMENT ON FUNCTION cscp._json_object(text, jsonb) IS 'Internal: raise 22023 unless value is null or a JSON object';
-
 CREATE FUNCTION cscp.command_submit(tenant_id text, conversation_id text, actor_id text,
                                     idempotency_key text, command_name text, mutating boolean,
                                     message_ids text[], payload jsonb DEFAULT '{}',
@@ -222,37 +166,6 @@ RETURNS TABLE(command_id uuid, state cscp.command_state, replayed boolean, outco
     AS 'MODULE_PATHNAME', 'cscp_command_submit' LANGUAGE C VOLATILE ROWS 1;
 COMMENT ON FUNCTION cscp.command_submit(text, text, text, text, text, boolean, text[], jsonb, text) IS
   'Form a command against the live context (frame, confirmation request when mutating), or replay the one its idempotency key names';
-
--- Lock a command by id (after its context, to keep the lock order), or raise 22023.
-CREATE FUNCTION cscp._command_lock(command_id uuid, OUT cmd cscp.command, OUT ctx cscp.context)
-LANGUAGE plpgsql VOLATILE
-AS $$
-#variable_conflict use_variable
-DECLARE
-    v_tenant text;
-    v_context uuid;
-BEGIN
-    IF command_id IS NULL THEN
-        RAISE EXCEPTION 'command_id must not be null'
-            USING ERRCODE = '22023', HINT = 'Pass the command_id returned by cscp.command_submit.';
-    END IF;
-    SELECT x.tenant_id, x.context_id INTO v_tenant, v_context
-      FROM cscp.command x WHERE x.command_id = command_id;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'command % does not exist', command_id
-            USING ERRCODE = '22023',
-                  HINT = 'Check the id, and that cscp.tenant_id names the command''s tenant.';
-    END IF;
-    IF v_context IS NOT NULL THEN
-        SELECT * INTO ctx FROM cscp.context x
-         WHERE x.tenant_id = v_tenant AND x.context_id = v_context FOR UPDATE;
-    END IF;
-    SELECT * INTO cmd FROM cscp.command x
-     WHERE x.tenant_id = v_tenant AND x.command_id = command_id FOR UPDATE;
-END
-$$;
-COMMENT ON FUNCTION cscp._command_lock(uuid) IS
-  'Internal: the command with this id and its context, both locked (context first); 22023 when not found';
 
 -- C (src/command_api.c): the refusal checks of the trigger asked first, so that a refused
 -- transition is returned and recorded rather than raised; then the update, the context's slot
@@ -264,97 +177,12 @@ RETURNS TABLE(accepted boolean, state cscp.command_state, reason_code text)
 COMMENT ON FUNCTION cscp.command_transition(uuid, cscp.command_state, text, jsonb) IS
   'Move a command along its lifecycle; a refused transition returns accepted = false and leaves invalid_transition_attempt evidence';
 
+-- C (src/command_api.c): the target read and checked, the recovery formed as command_submit
+-- forms a command, a cancel that applies carried out.
 CREATE FUNCTION cscp.command_recover(target_command_id uuid, kind text, idempotency_key text,
                                      payload jsonb DEFAULT '{}')
 RETURNS TABLE(command_id uuid, state cscp.command_state, replayed boolean, outcome jsonb)
-LANGUAGE plpgsql VOLATILE
-AS $$
-#variable_conflict use_variable
-DECLARE
-    t cscp.command;
-    r record;
-    v_applies boolean;
-    v_name text;
-    v_mutating boolean;
-    v_payload jsonb;
-    v_fp text;
-    s cscp.command_state;
-    c cscp.context;
-    rc cscp.command;
-BEGIN
-    IF target_command_id IS NULL THEN
-        RAISE EXCEPTION 'target_command_id must not be null'
-            USING ERRCODE = '22023', HINT = 'Pass the id of the command to recover.';
-    END IF;
-    IF kind IS NULL THEN
-        RAISE EXCEPTION 'kind must not be null'
-            USING ERRCODE = '22023', HINT = 'Use retry, cancel, reprocess or compensate.';
-    END IF;
-    IF kind NOT IN ('retry', 'cancel', 'reprocess', 'compensate') THEN
-        RAISE EXCEPTION 'unknown recovery kind "%"', kind
-            USING ERRCODE = '22023', HINT = 'Use retry, cancel, reprocess or compensate.';
-    END IF;
-    PERFORM cscp._id('idempotency_key', idempotency_key);
-    IF payload IS NULL THEN
-        RAISE EXCEPTION 'payload must not be null' USING ERRCODE = '22023', HINT = 'Pass ''{}''.';
-    END IF;
-    PERFORM cscp._json_object('payload', payload);
-
-    SELECT * INTO t FROM cscp.command x WHERE x.command_id = target_command_id;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'command % does not exist', target_command_id
-            USING ERRCODE = '22023',
-                  HINT = 'Check the id, and that cscp.tenant_id names the command''s tenant.';
-    END IF;
-    PERFORM cscp._tenant(t.tenant_id);
-
-    v_applies := CASE kind
-        WHEN 'retry' THEN t.state = 'failed'
-        WHEN 'reprocess' THEN t.state IN ('rejected', 'failed', 'canceled')
-        WHEN 'cancel' THEN t.state IN ('received', 'canonicalized', 'confirmation_required',
-                                       'confirmed', 'authz_pending', 'authorized')
-        WHEN 'compensate' THEN t.state IN ('executed', 'failed')
-    END;
-    IF kind IN ('retry', 'reprocess') THEN
-        v_name := t.command_name;
-        v_mutating := t.mutating;
-        v_payload := t.payload || payload;
-        v_fp := t.target_fingerprint;
-    ELSE
-        v_name := t.command_name || ':' || kind;
-        v_mutating := kind = 'compensate';
-        v_payload := payload;
-    END IF;
-
-    SELECT * INTO r FROM cscp._command_create(t.tenant_id, t.conversation_id, t.actor_id,
-        idempotency_key, v_name, v_mutating, t.message_ids, v_payload, v_fp, t.command_id, kind,
-        CASE WHEN NOT v_applies THEN 'recovery_not_applicable' END, kind <> 'cancel');
-    command_id := r.command_id;
-    state := r.state;
-    replayed := r.replayed;
-    outcome := r.outcome;
-    IF NOT r.replayed AND v_applies AND kind = 'cancel' AND r.state = 'canonicalized' THEN
-        -- The cancellation is cscp's own to carry out: cancel the target, then record the
-        -- recovery command's run through its lifecycle.
-        SELECT (l.ctx).* INTO c FROM cscp._command_lock(t.command_id) l;
-        UPDATE cscp.command x
-           SET state = 'canceled', reason_code = 'canceled_by_recovery',
-               detail = jsonb_build_object('recovery_command_id', r.command_id)
-         WHERE x.tenant_id = t.tenant_id AND x.command_id = t.command_id;
-        IF c.context_id IS NOT NULL THEN
-            PERFORM cscp._context_release(c, t.command_id);
-        END IF;
-        FOREACH s IN ARRAY ARRAY['authz_pending', 'authorized', 'started', 'executed']::cscp.command_state[] LOOP
-            UPDATE cscp.command x SET state = s, reason_code = 'cancel_' || s
-             WHERE x.tenant_id = t.tenant_id AND x.command_id = r.command_id
-            RETURNING * INTO rc;
-        END LOOP;
-        state := rc.state;
-        outcome := cscp._command_outcome(rc, false);
-    END IF;
-    RETURN NEXT;
-END
-$$;
+    AS 'MODULE_PATHNAME', 'cscp_command_recover' LANGUAGE C VOLATILE ROWS 1;
 COMMENT ON FUNCTION cscp.command_recover(uuid, text, text, jsonb) IS
   'Recover a command with a new one aimed at it: retry (failed), reprocess (rejected, failed, canceled), cancel (before started), compensate (executed, failed)';
 
@@ -383,7 +211,7 @@ BEGIN
     terminal := cmd.state IN ('rejected', 'executed', 'failed', 'canceled', 'compensated');
     outcome := cmd.outcome;
     reason_code := cmd.reason_code;
-    next_allowed := cscp._command_next_allowed(cmd);
+    next_allowed := cscp.command_next_allowed(cmd);
     recovery_options := CASE
         WHEN cmd.state = 'failed' THEN ARRAY['retry', 'reprocess', 'compensate']
         WHEN cmd.state = 'executed' THEN ARRAY['compensate']

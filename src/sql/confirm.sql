@@ -19,89 +19,6 @@ CREATE TABLE cscp.answer (
 COMMENT ON TABLE cscp.answer IS
   'The first outcome of each confirmation or approval message, replayed when the message comes again';
 
--- Lapse the pending question of cmd for reason (confirmation_expired, approval_expired,
--- context_expired): the command is rejected and the context's slot cleared, or, when the
--- context itself has expired, its expiry recorded.  cmd may be null (nothing was pending).
-CREATE FUNCTION cscp._lapse(c cscp.context, cmd cscp.command, why text) RETURNS void
-LANGUAGE plpgsql VOLATILE
-AS $$
-BEGIN
-    IF cmd.state IN ('confirmation_required', 'authz_pending') THEN
-        UPDATE cscp.command x SET state = 'rejected', reason_code = why
-         WHERE x.tenant_id = cmd.tenant_id AND x.command_id = cmd.command_id;
-    END IF;
-    IF c.context_id IS NOT NULL THEN
-        IF c.expires_at <= cscp.now() THEN
-            PERFORM cscp._context_record_expiry(c);
-        ELSE
-            PERFORM cscp._context_release(c, cmd.command_id, why);
-        END IF;
-    END IF;
-END
-$$;
-COMMENT ON FUNCTION cscp._lapse(cscp.context, cscp.command, text) IS
-  'Internal: reject a command whose confirmation or approval window (or context) has lapsed, and clear its slot';
-
--- Apply an answer that moves the pending command: to_state with reason (and detail), the
--- answer's message id appended, the context's slot released.
-CREATE FUNCTION cscp._answer_apply(c cscp.context, cmd cscp.command, message_id text,
-                                   to_state cscp.command_state, why text, detail jsonb) RETURNS void
-LANGUAGE plpgsql VOLATILE
-AS $$
-BEGIN
-    UPDATE cscp.command x
-       SET state = to_state, reason_code = why, detail = _answer_apply.detail,
-           message_ids = x.message_ids || message_id
-     WHERE x.tenant_id = cmd.tenant_id AND x.command_id = cmd.command_id;
-    PERFORM cscp._context_release(c, cmd.command_id, why);
-END
-$$;
-COMMENT ON FUNCTION cscp._answer_apply(cscp.context, cscp.command, text, cscp.command_state, text, jsonb) IS
-  'Internal: move the command an answer decided, and release its context slot';
-
--- Record an answer: the evidence of an outcome that moved nothing (the transitions of one that
--- did are the trigger's), then the outcome replayed for the message from now on.
-CREATE FUNCTION cscp._answer_record(kind text, c cscp.context, tenant_id text, conversation_id text,
-                                    message_id text, who text, outcome text, moved boolean,
-                                    command_id uuid, to_state text, detail jsonb) RETURNS void
-LANGUAGE plpgsql VOLATILE
-AS $$
-BEGIN
-    IF NOT moved THEN
-        PERFORM cscp._evidence_refusal(tenant_id, conversation_id, command_id, to_state, outcome,
-                                       ARRAY[message_id],
-                                       CASE WHEN c.context_id IS NOT NULL THEN
-                                           jsonb_build_object('context_id', c.context_id,
-                                                              'expires_at', cscp._utc(c.expires_at)) END,
-                                       detail);
-    END IF;
-    INSERT INTO cscp.answer (tenant_id, conversation_id, kind, message_id, answered_by, outcome,
-                             command_id, context_id, created_at)
-    VALUES (tenant_id, conversation_id, kind, message_id, who, outcome, command_id, c.context_id,
-            cscp.now());
-END
-$$;
-COMMENT ON FUNCTION cscp._answer_record(text, cscp.context, text, text, text, text, text, boolean, uuid, text, jsonb) IS
-  'Internal: the evidence and the replay record of a confirm or approve answer';
-
-CREATE FUNCTION cscp._answer_args(tenant_id text, conversation_id text, who_arg text, who text,
-                                  message_id text, answer_arg text, answer boolean) RETURNS void
-LANGUAGE plpgsql STABLE
-AS $$
-BEGIN
-    PERFORM cscp._tenant(tenant_id);
-    PERFORM cscp._id('conversation_id', conversation_id);
-    PERFORM cscp._id(who_arg, who);
-    PERFORM cscp._id('message_id', message_id);
-    IF answer IS NULL THEN
-        RAISE EXCEPTION '% must not be null', answer_arg
-            USING ERRCODE = '22023', HINT = 'Pass true for yes, false for no.';
-    END IF;
-END
-$$;
-COMMENT ON FUNCTION cscp._answer_args(text, text, text, text, text, text, boolean) IS
-  'Internal: argument checks shared by confirm and approve';
-
 -- C (src/confirm.c): the rules of a yes, the evidence of every outcome, the answer kept.
 CREATE FUNCTION cscp.confirm(tenant_id text, conversation_id text, actor_id text, message_id text,
                              answer boolean, target_fingerprint text DEFAULT NULL)
@@ -110,10 +27,17 @@ RETURNS TABLE(outcome text, command_id uuid, context_id uuid)
 COMMENT ON FUNCTION cscp.confirm(text, text, text, text, boolean, text) IS
   'Answer the pending confirmation of a conversation''s actor: confirmed, declined, no_context, expired, nothing_pending, confirmation_expired or target_mismatch';
 
--- The body of cscp.approve, whose output column command_id has the name of an argument.
+-- The decisions of cscp.approve (C, src/approve.c, which calls this directly): the outcome, and
+-- what the answer changes as the caller (the command's transition, an expired context
+-- recorded, the answer kept).  What is left to the C caller: the context's slot released
+-- (o_release_command, o_release_why) and the evidence of an outcome that moved nothing
+-- (o_refusal, with o_context_expires_at and o_detail), which cscp's owner writes.
 CREATE FUNCTION cscp._approve(tenant_id text, conversation_id text, approver_id text, message_id text,
                               decision boolean, command_id uuid,
-                              OUT o_outcome text, OUT o_command_id uuid, OUT o_context_id uuid)
+                              OUT o_outcome text, OUT o_command_id uuid, OUT o_context_id uuid,
+                              OUT o_release_command uuid, OUT o_release_why text,
+                              OUT o_refusal boolean, OUT o_context_expires_at timestamptz,
+                              OUT o_detail jsonb)
 LANGUAGE plpgsql VOLATILE
 AS $$
 #variable_conflict use_variable
@@ -125,10 +49,25 @@ DECLARE
     pa jsonb;
     v_context uuid;
     n int;
+    v_lapse boolean := false;       -- the question lapses (v_lapse_cmd, v_lapse_why)
+    v_lapse_cmd cscp.command;
+    v_lapse_why text;
+    v_apply cscp.command_state;     -- the answer moves the pending command to this state
+    v_apply_why text;
 BEGIN
-    PERFORM cscp._answer_args(tenant_id, conversation_id, 'approver_id', approver_id, message_id,
-                              'decision', decision);
-    PERFORM cscp._key_lock(tenant_id, 'approve' || chr(1) || conversation_id || chr(1) || message_id);
+    o_refusal := false;
+    PERFORM cscp.check_tenant(tenant_id);
+    PERFORM cscp.check_id('conversation_id', conversation_id);
+    PERFORM cscp.check_id('approver_id', approver_id);
+    PERFORM cscp.check_id('message_id', message_id);
+    IF decision IS NULL THEN
+        RAISE EXCEPTION 'decision must not be null'
+            USING ERRCODE = '22023', HINT = 'Pass true for yes, false for no.';
+    END IF;
+    -- One answer per message: the advisory lock of (tenant, 'approve', conversation, message).
+    PERFORM pg_catalog.pg_advisory_xact_lock(1668506480,   -- 'cscp'
+                pg_catalog.hashtext(tenant_id || chr(1) || 'approve' || chr(1) || conversation_id
+                                    || chr(1) || message_id));
 
     IF command_id IS NOT NULL THEN
         SELECT x.context_id INTO v_context FROM cscp.command x
@@ -194,7 +133,9 @@ BEGIN
                 SELECT * INTO cmd FROM cscp.command x
                  WHERE x.tenant_id = c.tenant_id AND x.command_id = (pa ->> 'command_id')::uuid FOR UPDATE;
             END IF;
-            PERFORM cscp._lapse(c, cmd, 'context_expired');
+            v_lapse := true;
+            v_lapse_cmd := cmd;
+            v_lapse_why := 'context_expired';
         ELSIF c.reason = 'approval_expired' THEN
             o_outcome := 'approval_expired';
             SELECT * INTO cmd FROM cscp.command x
@@ -205,7 +146,9 @@ BEGIN
     ELSIF c.status NOT IN ('active', 'pending', 'blocked') OR c.expires_at <= v_now THEN
         o_outcome := 'expired';
         -- Only the pending approval dies with the context; a named command that was not it stays.
-        PERFORM cscp._lapse(c, CASE WHEN pa IS NOT NULL THEN cmd END, 'context_expired');
+        v_lapse := true;
+        v_lapse_cmd := CASE WHEN pa IS NOT NULL THEN cmd END;
+        v_lapse_why := 'context_expired';
     ELSIF pa IS NULL OR cmd.command_id::text IS DISTINCT FROM pa ->> 'command_id' THEN
         o_outcome := CASE
             WHEN command_id IS NOT NULL AND cmd.reason_code = 'approval_expired' THEN 'approval_expired'
@@ -220,35 +163,70 @@ BEGIN
         o_outcome := 'nothing_pending';
     ELSIF (pa ->> 'expires_at')::timestamptz <= v_now THEN
         o_outcome := 'approval_expired';
-        PERFORM cscp._lapse(c, cmd, 'approval_expired');
+        v_lapse := true;
+        v_lapse_cmd := cmd;
+        v_lapse_why := 'approval_expired';
     ELSIF pa ->> 'approver_id' IS NOT NULL AND pa ->> 'approver_id' <> approver_id THEN
         o_outcome := 'approver_mismatch';
     ELSIF decision THEN
         o_outcome := 'approved';
-        PERFORM cscp._answer_apply(c, cmd, message_id, 'authorized', 'approved',
-                                   jsonb_build_object('approver_id', approver_id));
+        v_apply := 'authorized';
+        v_apply_why := 'approved';
     ELSE
         o_outcome := 'denied';
-        PERFORM cscp._answer_apply(c, cmd, message_id, 'rejected', 'denied',
-                                   jsonb_build_object('approver_id', approver_id));
+        v_apply := 'rejected';
+        v_apply_why := 'denied';
+    END IF;
+
+    IF v_lapse THEN
+        -- The question lapsed: the command, if still waiting, is rejected; the context's expiry
+        -- is recorded when it has expired, else its slot naming the command is released.
+        IF v_lapse_cmd.state IN ('confirmation_required', 'authz_pending') THEN
+            UPDATE cscp.command x SET state = 'rejected', reason_code = v_lapse_why
+             WHERE x.tenant_id = v_lapse_cmd.tenant_id AND x.command_id = v_lapse_cmd.command_id;
+        END IF;
+        IF c.context_id IS NOT NULL AND c.expires_at <= cscp.now() THEN
+            IF c.status IN ('active', 'pending', 'blocked') THEN
+                UPDATE cscp.context x SET status = 'expired', reason = 'ttl'
+                 WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id;
+            END IF;
+        ELSIF c.context_id IS NOT NULL THEN
+            o_release_command := v_lapse_cmd.command_id;
+            o_release_why := v_lapse_why;
+        END IF;
+    ELSIF v_apply IS NOT NULL THEN
+        -- The answer moves the pending command; its slot is released.
+        UPDATE cscp.command x
+           SET state = v_apply, reason_code = v_apply_why,
+               detail = jsonb_build_object('approver_id', approver_id),
+               message_ids = x.message_ids || message_id
+         WHERE x.tenant_id = cmd.tenant_id AND x.command_id = cmd.command_id;
+        o_release_command := cmd.command_id;
+        o_release_why := v_apply_why;
     END IF;
 
     o_command_id := cmd.command_id;
     o_context_id := c.context_id;
-    PERFORM cscp._answer_record('approve', c, tenant_id, conversation_id, message_id, approver_id,
-                                o_outcome, o_outcome IN ('approved', 'denied'), o_command_id, 'authorized',
-                                jsonb_build_object('decision', decision, 'approver_id', approver_id));
+    -- An outcome that moved nothing leaves an invalid_transition_attempt (written by the caller).
+    IF o_outcome NOT IN ('approved', 'denied') THEN
+        o_refusal := true;
+        o_context_expires_at := c.expires_at;
+        o_detail := jsonb_build_object('decision', decision, 'approver_id', approver_id);
+    END IF;
+    INSERT INTO cscp.answer (tenant_id, conversation_id, kind, message_id, answered_by, outcome,
+                             command_id, context_id, created_at)
+    VALUES (tenant_id, conversation_id, 'approve', message_id, approver_id, o_outcome, o_command_id,
+            c.context_id, cscp.now());
 END
 $$;
-COMMENT ON FUNCTION cscp._approve(text, text, text, text, boolean, uuid) IS 'Internal: the body of cscp.approve';
+COMMENT ON FUNCTION cscp._approve(text, text, text, text, boolean, uuid) IS
+  'Internal: the decisions of cscp.approve, called by its C half';
 
+-- C (src/approve.c): the decisions above, then the slot released and the evidence written.
 CREATE FUNCTION cscp.approve(tenant_id text, conversation_id text, approver_id text, message_id text,
                              decision boolean, command_id uuid DEFAULT NULL)
 RETURNS TABLE(outcome text, command_id uuid, context_id uuid)
-LANGUAGE sql VOLATILE
-AS $$
-    SELECT a.o_outcome, a.o_command_id, a.o_context_id FROM cscp._approve($1, $2, $3, $4, $5, $6) a
-$$;
+    AS 'MODULE_PATHNAME', 'cscp_approve' LANGUAGE C VOLATILE ROWS 1;
 
 COMMENT ON FUNCTION cscp.approve(text, text, text, text, boolean, uuid) IS
   'Decide the pending approval of a conversation: approved, denied, no_context, expired, nothing_pending, approval_expired, approver_mismatch, command_mismatch or ambiguous';

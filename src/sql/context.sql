@@ -110,69 +110,13 @@ CREATE FUNCTION cscp.slots_visible(tenant_id text, slots jsonb) RETURNS jsonb
 COMMENT ON FUNCTION cscp.slots_visible(text, jsonb) IS
   'The slots readers see: names outside the minimum set, x_* and the policy''s extension_slots left out';
 
--- A stored context as readers see it: effective status, visible slots.
-CREATE FUNCTION cscp._context_view(c cscp.context) RETURNS cscp.context
-LANGUAGE plpgsql STABLE
-AS $$
-BEGIN
-    IF c.status IN ('active', 'pending', 'blocked') AND c.expires_at <= cscp.now() THEN
-        c.status := 'expired';
-    END IF;
-    c.slots := cscp.slots_visible(c.tenant_id, c.slots);
-    RETURN c;
-END
-$$;
-COMMENT ON FUNCTION cscp._context_view(cscp.context) IS
-  'Internal: a context with its effective status (expired once past expires_at) and visible slots';
-
--- Lock a context by id, or raise 22023 when there is none (for this tenant). Row-level security
--- already hides other tenants' contexts from a bound role, so no tenant check is needed after it.
-CREATE FUNCTION cscp._context_lock(context_id uuid) RETURNS cscp.context
-LANGUAGE plpgsql VOLATILE
-AS $$
-#variable_conflict use_column
-DECLARE
-    c cscp.context;
-BEGIN
-    IF _context_lock.context_id IS NULL THEN
-        RAISE EXCEPTION 'context_id must not be null'
-            USING ERRCODE = '22023', HINT = 'Pass the context_id returned by cscp.context_open.';
-    END IF;
-    SELECT * INTO c FROM cscp.context x WHERE x.context_id = _context_lock.context_id FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'context % does not exist', _context_lock.context_id
-            USING ERRCODE = '22023',
-                  HINT = 'Check the id, and that cscp.tenant_id names the context''s tenant.';
-    END IF;
-    RETURN c;
-END
-$$;
-COMMENT ON FUNCTION cscp._context_lock(uuid) IS
-  'Internal: the context with this id, locked FOR UPDATE; 22023 when not found';
-
 -- The expires_at a use of context c sets: extended under a sliding TTL, kept under a fixed one
--- (the tenant's context_ttl_mode), kept once passed.  In C, where slot_set also uses it.
-CREATE FUNCTION cscp._context_touch(c cscp.context) RETURNS timestamptz
+-- (the tenant's context_ttl_mode), kept once passed.  In C, where slot_set also uses it; public,
+-- because the API's statements that use a context run with their caller's rights.
+CREATE FUNCTION cscp.context_touch(c cscp.context) RETURNS timestamptz
     AS 'MODULE_PATHNAME', 'cscp_context_touch_sql' LANGUAGE C STABLE STRICT;
-COMMENT ON FUNCTION cscp._context_touch(cscp.context) IS
-  'Internal: expires_at after a use of the context (sliding or fixed TTL per policy)';
-
--- The expiry invariant made durable: a live context past expires_at is recorded expired (the
--- one write the trigger accepts for it).  Returns the context as it now stands.
-CREATE FUNCTION cscp._context_record_expiry(c cscp.context) RETURNS cscp.context
-LANGUAGE plpgsql VOLATILE
-AS $$
-BEGIN
-    IF c.status IN ('active', 'pending', 'blocked') AND c.expires_at <= cscp.now() THEN
-        UPDATE cscp.context x SET status = 'expired', reason = 'ttl'
-         WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id
-        RETURNING * INTO c;
-    END IF;
-    RETURN c;
-END
-$$;
-COMMENT ON FUNCTION cscp._context_record_expiry(cscp.context) IS
-  'Internal: record a live context past expires_at as expired; the context as it now stands';
+COMMENT ON FUNCTION cscp.context_touch(cscp.context) IS
+  'The expires_at a use of the context sets: extended under a sliding TTL, kept under a fixed one or once passed';
 
 CREATE FUNCTION cscp.context_open(tenant_id text, conversation_id text, actor_id text,
                                   slots jsonb DEFAULT '{}', ttl interval DEFAULT NULL,
@@ -190,9 +134,9 @@ AS $$
 DECLARE
     c cscp.context;
 BEGIN
-    PERFORM cscp._tenant(context_get.tenant_id);
-    PERFORM cscp._id('conversation_id', context_get.conversation_id);
-    PERFORM cscp._id('actor_id', context_get.actor_id);
+    PERFORM cscp.check_tenant(context_get.tenant_id);
+    PERFORM cscp.check_id('conversation_id', context_get.conversation_id);
+    PERFORM cscp.check_id('actor_id', context_get.actor_id);
     SELECT * INTO c FROM cscp.context x
      WHERE x.tenant_id = context_get.tenant_id
        AND x.conversation_id = context_get.conversation_id
@@ -200,7 +144,12 @@ BEGIN
      ORDER BY x.status IN ('active', 'pending', 'blocked') DESC, x.created_at DESC, x.version DESC
      LIMIT 1;
     IF FOUND THEN
-        RETURN NEXT cscp._context_view(c);
+        -- As readers see it: the effective status (expired once past expires_at), visible slots.
+        IF c.status IN ('active', 'pending', 'blocked') AND c.expires_at <= cscp.now() THEN
+            c.status := 'expired';
+        END IF;
+        c.slots := cscp.slots_visible(c.tenant_id, c.slots);
+        RETURN NEXT c;
     END IF;
 END
 $$;
@@ -225,7 +174,17 @@ BEGIN
         RAISE EXCEPTION 'to_status must not be null'
             USING ERRCODE = '22023', HINT = 'Pass one of active, pending, blocked, expired, closed.';
     END IF;
-    c := cscp._context_lock(context_transition.context_id);
+    IF context_transition.context_id IS NULL THEN
+        RAISE EXCEPTION 'context_id must not be null'
+            USING ERRCODE = '22023', HINT = 'Pass the context_id returned by cscp.context_open.';
+    END IF;
+    -- Row-level security hides other tenants' contexts, so no tenant check is needed after it.
+    SELECT * INTO c FROM cscp.context x WHERE x.context_id = context_transition.context_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'context % does not exist', context_transition.context_id
+            USING ERRCODE = '22023',
+                  HINT = 'Check the id, and that cscp.tenant_id names the context''s tenant.';
+    END IF;
     IF c.status = context_transition.to_status THEN
         RAISE EXCEPTION 'invalid context transition from "%" to "%"', c.status, c.status
             USING ERRCODE = '55000',
@@ -236,10 +195,12 @@ BEGIN
        SET status = context_transition.to_status,
            reason = coalesce(context_transition.reason, x.reason),
            expires_at = CASE WHEN context_transition.to_status IN ('active', 'pending', 'blocked')
-                             THEN cscp._context_touch(c) ELSE x.expires_at END
+                             THEN cscp.context_touch(c) ELSE x.expires_at END
      WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id
     RETURNING * INTO c;
-    RETURN cscp._context_view(c);
+    -- The context is live (the trigger refuses any use of an expired one): visible slots only.
+    c.slots := cscp.slots_visible(c.tenant_id, c.slots);
+    RETURN c;
 END
 $$;
 COMMENT ON FUNCTION cscp.context_transition(uuid, cscp.context_status, text) IS

@@ -136,8 +136,8 @@ RETURNS SETOF cscp.turn
 LANGUAGE sql STABLE
 AS $$
     SELECT t.* FROM cscp.turn t
-     WHERE t.tenant_id = cscp._tenant($1)
-       AND t.conversation_id = cscp._id('conversation_id', $2)
+     WHERE t.tenant_id = cscp.check_tenant($1)
+       AND t.conversation_id = cscp.check_id('conversation_id', $2)
        AND t.turn_index >= CASE WHEN $3 IS NULL THEN 0
                                 ELSE (SELECT c.next_turn_index FROM cscp.conversation c
                                        WHERE c.tenant_id = $1 AND c.conversation_id = $2) - greatest($3, 0)
@@ -152,8 +152,8 @@ RETURNS SETOF cscp.event
 LANGUAGE sql STABLE
 AS $$
     SELECT e.* FROM cscp.event e
-     WHERE e.tenant_id = cscp._tenant($1)
-       AND e.conversation_id = cscp._id('conversation_id', $2)
+     WHERE e.tenant_id = cscp.check_tenant($1)
+       AND e.conversation_id = cscp.check_id('conversation_id', $2)
      ORDER BY e.seq
 $$;
 COMMENT ON FUNCTION cscp.conversation_events(text, text) IS

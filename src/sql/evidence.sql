@@ -41,10 +41,10 @@ CREATE TRIGGER evidence_guard BEFORE UPDATE OR DELETE ON cscp.evidence
 CREATE TRIGGER evidence_no_truncate BEFORE TRUNCATE ON cscp.evidence
     FOR EACH STATEMENT EXECUTE FUNCTION cscp.evidence_guard();
 
-CREATE FUNCTION cscp._evidence_hash(e cscp.evidence) RETURNS text
+CREATE FUNCTION cscp.evidence_hash(e cscp.evidence) RETURNS text
     AS 'MODULE_PATHNAME', 'cscp_evidence_hash_sql' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION cscp._evidence_hash(cscp.evidence) IS
-  'Internal: the hash an evidence row must carry, recomputed from its fields and prev_hash';
+COMMENT ON FUNCTION cscp.evidence_hash(cscp.evidence) IS
+  'The hash an evidence row must carry, recomputed from its fields and prev_hash';
 
 CREATE FUNCTION cscp._evidence_refusal(tenant_id text, conversation_id text, command_id uuid,
                                        to_state text, reason_code text, message_ids text[],
@@ -54,7 +54,7 @@ COMMENT ON FUNCTION cscp._evidence_refusal(text, text, uuid, text, text, text[],
   'Internal: record a refused attempt (invalid_transition_attempt) on a command the caller can see';
 
 -- Raise 22023 unless command_id (when given) is a command of the tenant the caller can see.
-CREATE FUNCTION cscp._command_visible(tenant_id text, command_id uuid) RETURNS void
+CREATE FUNCTION cscp.check_command(tenant_id text, command_id uuid) RETURNS void
 LANGUAGE plpgsql STABLE
 AS $$
 BEGIN
@@ -66,8 +66,8 @@ BEGIN
     END IF;
 END
 $$;
-COMMENT ON FUNCTION cscp._command_visible(text, uuid) IS
-  'Internal: raise 22023 unless the command exists for the tenant (and the caller may see it)';
+COMMENT ON FUNCTION cscp.check_command(text, uuid) IS
+  'Raise 22023 unless command_id (when given) is a command of the tenant the caller can see';
 
 -- The broken links of evidence chains: of one tenant (tenant_id given), of every tenant
 -- (tenant_id NULL), or of one command (command_id given).  The one chain verifier: both
@@ -75,13 +75,13 @@ COMMENT ON FUNCTION cscp._command_visible(text, uuid) IS
 -- operators, every tenant) read it.  A row's problem "chain ends in state ..." means the
 -- command's state is not the last transition its evidence records; every other problem is a
 -- broken chain.
-CREATE FUNCTION cscp._evidence_problems(tenant_id text, command_id uuid)
+CREATE FUNCTION cscp.evidence_problems(tenant_id text, command_id uuid)
 RETURNS TABLE(tenant_id text, command_id uuid, seq int, evidence_id bigint, problem text)
 LANGUAGE sql STABLE
 AS $$
     WITH chain AS (
         SELECT e.tenant_id, e.command_id, e.seq, e.evidence_id, e.hash, e.prev_hash, e.event_type,
-               e.to_state, cscp._evidence_hash(e) AS recomputed,
+               e.to_state, cscp.evidence_hash(e) AS recomputed,
                lag(e.seq) OVER w AS prev_seq,
                lag(e.hash) OVER w AS prev_row_hash
           FROM cscp.evidence e
@@ -89,7 +89,7 @@ AS $$
         WINDOW w AS (PARTITION BY e.tenant_id, e.command_id ORDER BY e.seq)
         UNION ALL
         SELECT e.tenant_id, e.command_id, e.seq, e.evidence_id, e.hash, e.prev_hash, e.event_type,
-               e.to_state, cscp._evidence_hash(e),
+               e.to_state, cscp.evidence_hash(e),
                lag(e.seq) OVER w,
                lag(e.hash) OVER w
           FROM cscp.evidence e
@@ -97,7 +97,7 @@ AS $$
         WINDOW w AS (PARTITION BY e.tenant_id, e.command_id ORDER BY e.seq)
         UNION ALL
         SELECT e.tenant_id, e.command_id, e.seq, e.evidence_id, e.hash, e.prev_hash, e.event_type,
-               e.to_state, cscp._evidence_hash(e),
+               e.to_state, cscp.evidence_hash(e),
                lag(e.seq) OVER w,
                lag(e.hash) OVER w
           FROM cscp.evidence e
@@ -141,17 +141,17 @@ AS $$
        AND m.state <> 'received'
        AND l.to_state IS DISTINCT FROM m.state::text
 $$;
-COMMENT ON FUNCTION cscp._evidence_problems(text, uuid) IS
-  'Internal: every broken link of the evidence chains of a tenant (NULL: of every tenant) or of one command, with the rights of the caller';
+COMMENT ON FUNCTION cscp.evidence_problems(text, uuid) IS
+  'Every broken link of the evidence chains of a tenant (NULL: of every tenant) or of one command, with the rights of the caller';
 
 CREATE FUNCTION cscp.evidence_verify(tenant_id text, command_id uuid DEFAULT NULL)
 RETURNS TABLE(command_id uuid, seq int, evidence_id bigint, problem text)
 LANGUAGE sql STABLE
 AS $$
-    SELECT cscp._tenant($1);
-    SELECT cscp._command_visible($1, $2);
+    SELECT cscp.check_tenant($1);
+    SELECT cscp.check_command($1, $2);
     SELECT p.command_id, p.seq, p.evidence_id, p.problem
-      FROM cscp._evidence_problems($1, $2) p
+      FROM cscp.evidence_problems($1, $2) p
      ORDER BY p.command_id, p.seq NULLS LAST, p.problem;
 $$;
 COMMENT ON FUNCTION cscp.evidence_verify(text, uuid) IS

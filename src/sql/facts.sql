@@ -73,9 +73,9 @@ AS $$
 #variable_conflict use_column
 BEGIN
     IF authority_set.tenant_id IS DISTINCT FROM '*' THEN
-        PERFORM cscp._tenant(authority_set.tenant_id);
+        PERFORM cscp.check_tenant(authority_set.tenant_id);
     END IF;
-    PERFORM cscp._id('authority', authority_set.authority);
+    PERFORM cscp.check_id('authority', authority_set.authority);
     IF authority_set.rank IS NULL OR authority_set.rank < 1 OR authority_set.rank > 1000000 THEN
         RAISE EXCEPTION 'rank must be between 1 and 1000000'
             USING ERRCODE = '22023',
@@ -169,79 +169,6 @@ CREATE FUNCTION cscp.fact_history(tenant_id text, subject_id text, fact_id text)
 COMMENT ON FUNCTION cscp.fact_history(text, text, text) IS
   'The whole supersession chain the fact belongs to, oldest first';
 
--- Checks of fact_write's arguments; returns the scope as its type.
-CREATE FUNCTION cscp._fact_args(key text, value jsonb, source jsonb, scope text, scope_id text,
-                                depends_on text[], is_constraint boolean, constraint_type text,
-                                memory_type text) RETURNS cscp.fact_scope
-LANGUAGE plpgsql IMMUTABLE
-AS $$
-BEGIN
-    PERFORM cscp._id('key', key);
-    IF value IS NULL THEN
-        RAISE EXCEPTION 'value must not be null'
-            USING ERRCODE = '22023', HINT = 'Pass a JSON value; JSON null (''null''::jsonb) is a value.';
-    END IF;
-    IF source IS NULL OR jsonb_typeof(source) <> 'object' OR jsonb_typeof(source -> 'type') IS DISTINCT FROM 'string' THEN
-        RAISE EXCEPTION 'source must be a JSON object with a string "type"'
-            USING ERRCODE = '22023',
-                  DETAIL = format('The source given is %s.', coalesce(source::text, 'null')),
-                  HINT = 'Pass a source such as ''{"type": "user", "authority": "employee"}''.';
-    END IF;
-    IF source ? 'authority' AND jsonb_typeof(source -> 'authority') <> 'string' THEN
-        RAISE EXCEPTION 'source authority must be a string'
-            USING ERRCODE = '22023', DETAIL = format('The source given is %s.', source),
-                  HINT = 'Name an authority registered with cscp.authority_set, such as "employee".';
-    END IF;
-    IF (source ? 'turn_index' AND jsonb_typeof(source -> 'turn_index') <> 'number')
-       OR (source ? 'event_index' AND jsonb_typeof(source -> 'event_index') <> 'number') THEN
-        RAISE EXCEPTION 'source turn_index and event_index must be numbers'
-            USING ERRCODE = '22023', DETAIL = format('The source given is %s.', source);
-    END IF;
-    IF scope IS NULL OR scope NOT IN ('global', 'task', 'hypothetical', 'draft', 'session') THEN
-        RAISE EXCEPTION 'unknown scope "%"', coalesce(scope, 'null')
-            USING ERRCODE = '22023',
-                  HINT = 'Use one of global, task, hypothetical, draft, session.';
-    END IF;
-    IF scope IN ('task', 'session') AND scope_id IS NULL THEN
-        RAISE EXCEPTION 'a % fact needs a scope_id', scope
-            USING ERRCODE = '22023', HINT = format('Pass the id of the %s the fact holds in.', scope);
-    END IF;
-    IF scope = 'global' AND scope_id IS NOT NULL THEN
-        RAISE EXCEPTION 'a global fact has no scope_id'
-            USING ERRCODE = '22023', HINT = 'Pass scope_id NULL, or use scope task or session.';
-    END IF;
-    IF scope_id IS NOT NULL THEN
-        PERFORM cscp._id('scope_id', scope_id);
-    END IF;
-    IF depends_on IS NULL THEN
-        RAISE EXCEPTION 'depends_on must not be null'
-            USING ERRCODE = '22023', HINT = 'Pass ''{}'' for a fact that depends on nothing.';
-    END IF;
-    IF array_ndims(depends_on) > 1 OR array_position(depends_on, NULL) IS NOT NULL
-       OR array_position(depends_on, '') IS NOT NULL THEN
-        RAISE EXCEPTION 'depends_on must be a one-dimensional array of fact ids'
-            USING ERRCODE = '22023', DETAIL = format('The depends_on given is %s.', depends_on),
-                  HINT = 'Pass the ids of the facts this one was derived from, such as ''{f-1,f-2}''.';
-    END IF;
-    IF is_constraint IS NULL THEN
-        RAISE EXCEPTION 'is_constraint must not be null'
-            USING ERRCODE = '22023', HINT = 'Pass true or false.';
-    END IF;
-    IF constraint_type IS NOT NULL AND NOT is_constraint THEN
-        RAISE EXCEPTION 'constraint_type is only for constraints'
-            USING ERRCODE = '22023', HINT = 'Pass is_constraint => true, or constraint_type NULL.';
-    END IF;
-    IF memory_type IS NOT NULL AND memory_type NOT IN ('user', 'capability', 'organizational') THEN
-        RAISE EXCEPTION 'unknown memory type "%"', memory_type
-            USING ERRCODE = '22023',
-                  HINT = 'Use one of user, capability, organizational, or NULL to classify from the source.';
-    END IF;
-    RETURN scope::cscp.fact_scope;
-END
-$$;
-COMMENT ON FUNCTION cscp._fact_args(text, jsonb, jsonb, text, text, text[], boolean, text, text) IS
-  'Internal: argument checks of cscp.fact_write (22023)';
-
 CREATE FUNCTION cscp.fact_write(tenant_id text, subject_id text, fact_id text, key text, value jsonb,
                                 source jsonb DEFAULT '{"type": "conversation"}', supersedes text DEFAULT NULL,
                                 scope text DEFAULT 'global', scope_id text DEFAULT NULL,
@@ -259,21 +186,80 @@ DECLARE
     v_by_key text;
     v_row cscp.fact;
 BEGIN
-    PERFORM cscp._tenant(fact_write.tenant_id);
-    PERFORM cscp._id('subject_id', fact_write.subject_id);
+    PERFORM cscp.check_tenant(fact_write.tenant_id);
+    PERFORM cscp.check_id('subject_id', fact_write.subject_id);
     IF v_id IS NULL THEN
         v_id := 'f-' || pg_catalog.gen_random_uuid();
     ELSE
-        PERFORM cscp._id('fact_id', v_id);
+        PERFORM cscp.check_id('fact_id', v_id);
     END IF;
-    v_scope := cscp._fact_args(fact_write.key, fact_write.value, fact_write.source, fact_write.scope,
-                               fact_write.scope_id, fact_write.depends_on, fact_write.is_constraint,
-                               fact_write.constraint_type, fact_write.memory_type);
+    -- The other arguments.
+    PERFORM cscp.check_id('key', fact_write.key);
+    IF fact_write.value IS NULL THEN
+        RAISE EXCEPTION 'value must not be null'
+            USING ERRCODE = '22023', HINT = 'Pass a JSON value; JSON null (''null''::jsonb) is a value.';
+    END IF;
+    IF fact_write.source IS NULL OR jsonb_typeof(fact_write.source) <> 'object' OR jsonb_typeof(fact_write.source -> 'type') IS DISTINCT FROM 'string' THEN
+        RAISE EXCEPTION 'source must be a JSON object with a string "type"'
+            USING ERRCODE = '22023',
+                  DETAIL = format('The source given is %s.', coalesce(fact_write.source::text, 'null')),
+                  HINT = 'Pass a source such as ''{"type": "user", "authority": "employee"}''.';
+    END IF;
+    IF fact_write.source ? 'authority' AND jsonb_typeof(fact_write.source -> 'authority') <> 'string' THEN
+        RAISE EXCEPTION 'source authority must be a string'
+            USING ERRCODE = '22023', DETAIL = format('The source given is %s.', fact_write.source),
+                  HINT = 'Name an authority registered with cscp.authority_set, such as "employee".';
+    END IF;
+    IF (fact_write.source ? 'turn_index' AND jsonb_typeof(fact_write.source -> 'turn_index') <> 'number')
+       OR (fact_write.source ? 'event_index' AND jsonb_typeof(fact_write.source -> 'event_index') <> 'number') THEN
+        RAISE EXCEPTION 'source turn_index and event_index must be numbers'
+            USING ERRCODE = '22023', DETAIL = format('The source given is %s.', fact_write.source);
+    END IF;
+    IF fact_write.scope IS NULL OR fact_write.scope NOT IN ('global', 'task', 'hypothetical', 'draft', 'session') THEN
+        RAISE EXCEPTION 'unknown scope "%"', coalesce(fact_write.scope, 'null')
+            USING ERRCODE = '22023',
+                  HINT = 'Use one of global, task, hypothetical, draft, session.';
+    END IF;
+    IF fact_write.scope IN ('task', 'session') AND fact_write.scope_id IS NULL THEN
+        RAISE EXCEPTION 'a % fact needs a scope_id', fact_write.scope
+            USING ERRCODE = '22023', HINT = format('Pass the id of the %s the fact holds in.', fact_write.scope);
+    END IF;
+    IF fact_write.scope = 'global' AND fact_write.scope_id IS NOT NULL THEN
+        RAISE EXCEPTION 'a global fact has no scope_id'
+            USING ERRCODE = '22023', HINT = 'Pass scope_id NULL, or use scope task or session.';
+    END IF;
+    IF fact_write.scope_id IS NOT NULL THEN
+        PERFORM cscp.check_id('scope_id', fact_write.scope_id);
+    END IF;
+    IF fact_write.depends_on IS NULL THEN
+        RAISE EXCEPTION 'depends_on must not be null'
+            USING ERRCODE = '22023', HINT = 'Pass ''{}'' for a fact that depends on nothing.';
+    END IF;
+    IF array_ndims(fact_write.depends_on) > 1 OR array_position(fact_write.depends_on, NULL) IS NOT NULL
+       OR array_position(fact_write.depends_on, '') IS NOT NULL THEN
+        RAISE EXCEPTION 'depends_on must be a one-dimensional array of fact ids'
+            USING ERRCODE = '22023', DETAIL = format('The depends_on given is %s.', fact_write.depends_on),
+                  HINT = 'Pass the ids of the facts this one was derived from, such as ''{f-1,f-2}''.';
+    END IF;
+    IF fact_write.is_constraint IS NULL THEN
+        RAISE EXCEPTION 'is_constraint must not be null'
+            USING ERRCODE = '22023', HINT = 'Pass true or false.';
+    END IF;
+    IF fact_write.constraint_type IS NOT NULL AND NOT fact_write.is_constraint THEN
+        RAISE EXCEPTION 'constraint_type is only for constraints'
+            USING ERRCODE = '22023', HINT = 'Pass is_constraint => true, or constraint_type NULL.';
+    END IF;
+    IF fact_write.memory_type IS NOT NULL AND fact_write.memory_type NOT IN ('user', 'capability', 'organizational') THEN
+        RAISE EXCEPTION 'unknown memory type "%"', fact_write.memory_type
+            USING ERRCODE = '22023',
+                  HINT = 'Use one of user, capability, organizational, or NULL to classify from the source.';
+    END IF;
+    v_scope := fact_write.scope::cscp.fact_scope;
 
     -- What this fact supersedes: a fact id, else the one valid fact with that key in this scope;
     -- with supersede_same_key, a write without supersedes replaces the valid fact of its own key.
     IF fact_write.supersedes IS NOT NULL THEN
-        PERFORM cscp._id('supersedes', fact_write.supersedes);
+        PERFORM cscp.check_id('supersedes', fact_write.supersedes);
         SELECT f.fact_id INTO v_target FROM cscp.fact f
          WHERE f.tenant_id = fact_write.tenant_id AND f.subject_id = fact_write.subject_id
            AND f.fact_id = fact_write.supersedes;
@@ -355,14 +341,14 @@ DECLARE
     v_now timestamptz := cscp.now();
     v_ttl interval;
 BEGIN
-    PERFORM cscp._tenant(ws_put.tenant_id);
-    PERFORM cscp._id('session_id', ws_put.session_id);
-    PERFORM cscp._id('key', ws_put.key);
+    PERFORM cscp.check_tenant(ws_put.tenant_id);
+    PERFORM cscp.check_id('session_id', ws_put.session_id);
+    PERFORM cscp.check_id('key', ws_put.key);
     IF ws_put.value IS NULL THEN
         RAISE EXCEPTION 'value must not be null'
             USING ERRCODE = '22023', HINT = 'Pass a JSON value; to forget an item, let it expire.';
     END IF;
-    v_ttl := cscp._ttl(cscp.policy_effective(ws_put.tenant_id), ws_put.ttl, 'context_ttl', 'ttl');
+    v_ttl := cscp.check_lifetime(cscp.policy_effective(ws_put.tenant_id), ws_put.ttl, 'context_ttl', 'ttl');
     INSERT INTO cscp.working_set AS w (tenant_id, session_id, key, value, created_at, updated_at, expires_at)
     VALUES (ws_put.tenant_id, ws_put.session_id, ws_put.key, ws_put.value, v_now, v_now, v_now + v_ttl)
     ON CONFLICT (tenant_id, session_id, key) DO UPDATE
@@ -382,9 +368,9 @@ AS $$
 DECLARE
     v jsonb;
 BEGIN
-    PERFORM cscp._tenant(ws_get.tenant_id);
-    PERFORM cscp._id('session_id', ws_get.session_id);
-    PERFORM cscp._id('key', ws_get.key);
+    PERFORM cscp.check_tenant(ws_get.tenant_id);
+    PERFORM cscp.check_id('session_id', ws_get.session_id);
+    PERFORM cscp.check_id('key', ws_get.key);
     SELECT w.value INTO v FROM cscp.working_set w
      WHERE w.tenant_id = ws_get.tenant_id AND w.session_id = ws_get.session_id AND w.key = ws_get.key
        AND w.expires_at > cscp.now();
@@ -410,8 +396,8 @@ LANGUAGE plpgsql VOLATILE
 AS $$
 #variable_conflict use_column
 BEGIN
-    PERFORM cscp._tenant(env_set.tenant_id);
-    PERFORM cscp._id('session_id', env_set.session_id);
+    PERFORM cscp.check_tenant(env_set.tenant_id);
+    PERFORM cscp.check_id('session_id', env_set.session_id);
     IF env_set.environment IS NULL OR jsonb_typeof(env_set.environment) <> 'object' THEN
         RAISE EXCEPTION 'environment must be a JSON object'
             USING ERRCODE = '22023',
@@ -434,8 +420,8 @@ AS $$
 DECLARE
     v_old jsonb;
 BEGIN
-    PERFORM cscp._tenant(identity_set.tenant_id);
-    PERFORM cscp._id('subject_id', identity_set.subject_id);
+    PERFORM cscp.check_tenant(identity_set.tenant_id);
+    PERFORM cscp.check_id('subject_id', identity_set.subject_id);
     PERFORM cscp.identity_check(identity_set.identity);
     INSERT INTO cscp.identity AS i (tenant_id, subject_id, identity)
     VALUES (identity_set.tenant_id, identity_set.subject_id, identity_set.identity)
@@ -462,8 +448,8 @@ LANGUAGE plpgsql VOLATILE
 AS $$
 #variable_conflict use_column
 BEGIN
-    PERFORM cscp._tenant(identity_replace.tenant_id);
-    PERFORM cscp._id('subject_id', identity_replace.subject_id);
+    PERFORM cscp.check_tenant(identity_replace.tenant_id);
+    PERFORM cscp.check_id('subject_id', identity_replace.subject_id);
     PERFORM cscp.identity_check(identity_replace.identity);
     IF identity_replace.reason IS NULL OR btrim(identity_replace.reason) = '' THEN
         RAISE EXCEPTION 'reason must not be empty'

@@ -15,6 +15,19 @@ CREATE FUNCTION cscp._tenant(tenant_id text) RETURNS text
 COMMENT ON FUNCTION cscp._tenant(text) IS
   'Internal: raise unless tenant_id is an id the current role may act for (cscp.tenant_id)';
 
+-- The same checks under public names: the argument checks of cscp's PL/pgSQL and SQL API
+-- functions, which run with their caller's rights and so may call only public functions.  Each
+-- reads nothing and changes nothing; an application may call them to check its input first.
+CREATE FUNCTION cscp.check_id(argname text, value text) RETURNS text
+    AS 'MODULE_PATHNAME', 'cscp_arg_id' LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION cscp.check_id(text, text) IS
+  'value when it is a usable id (non-empty, at most 256 bytes); 22023 naming argname otherwise';
+
+CREATE FUNCTION cscp.check_tenant(tenant_id text) RETURNS text
+    AS 'MODULE_PATHNAME', 'cscp_arg_tenant' LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION cscp.check_tenant(text) IS
+  'tenant_id when the current role may act for it (22023 for a bad id, 42501 for another tenant than the session''s)';
+
 CREATE FUNCTION cscp.routing_id(conversation_id text) RETURNS uuid
     AS 'MODULE_PATHNAME', 'cscp_routing_id' LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION cscp.routing_id(text) IS

@@ -9,7 +9,7 @@
 -- never slot values, payloads, idempotency keys or actor ids (an actor shows as a digest).
 --
 -- Set-based SQL, one pass per kind; the evidence chains are checked by
--- cscp._evidence_problems, the verifier behind cscp.evidence_verify.
+-- cscp.evidence_problems, the verifier behind cscp.evidence_verify.
 
 CREATE FUNCTION cscp._check_invariants(tenant_id text DEFAULT NULL)
 RETURNS TABLE(kind text, tenant_id text, object_id text, detail text)
@@ -136,7 +136,7 @@ AS $$
                p.problem || CASE WHEN p.evidence_id IS NOT NULL
                                  THEN format(' (seq %s, evidence_id %s)', p.seq, p.evidence_id)
                                  ELSE '' END AS detail
-          FROM cscp._evidence_problems($1, NULL) p
+          FROM cscp.evidence_problems($1, NULL) p
     ),
     -- A chain of transitions the lifecycle does not allow: each transition must start where the
     -- one before it ended (the first from received) and be an edge of the transition table.

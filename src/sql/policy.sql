@@ -36,15 +36,6 @@ INSERT INTO cscp.policy (tenant_id, settings) VALUES ('*', '{
     "supersede_same_key": false
 }');
 
-CREATE FUNCTION cscp._policy_read(tenant_id text) RETURNS jsonb
-LANGUAGE sql STABLE PARALLEL SAFE
-AS $$
-    SELECT coalesce((SELECT p.settings FROM cscp.policy p WHERE p.tenant_id = '*'), '{}'::jsonb)
-        || coalesce((SELECT p.settings FROM cscp.policy p WHERE p.tenant_id = $1), '{}'::jsonb)
-$$;
-COMMENT ON FUNCTION cscp._policy_read(text) IS
-  'Internal: the effective policy read from the table (cscp.policy_effective caches it)';
-
 -- Read through a per-backend cache that every change to cscp.policy drops (policy.c).
 CREATE FUNCTION cscp.policy_effective(tenant_id text) RETURNS jsonb
     AS 'MODULE_PATHNAME', 'cscp_policy_effective' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
@@ -64,7 +55,7 @@ AS $$
 #variable_conflict use_column
 BEGIN
     IF policy_set.tenant_id IS DISTINCT FROM '*' THEN
-        PERFORM cscp._tenant(policy_set.tenant_id);
+        PERFORM cscp.check_tenant(policy_set.tenant_id);
     END IF;
     PERFORM cscp.policy_validate(policy_set.settings, policy_set.tenant_id <> '*');
 
@@ -80,28 +71,10 @@ $$;
 COMMENT ON FUNCTION cscp.policy_set(text, jsonb) IS
   'Merge policy keys into a tenant''s policy (null removes a key); returns the effective policy';
 
--- The interval under a policy key, checked positive and within max_ttl when asked.
-CREATE FUNCTION cscp._ttl(policy jsonb, requested interval, policy_key text, argname text) RETURNS interval
-LANGUAGE plpgsql STABLE
-AS $$
-DECLARE
-    v interval := coalesce(requested, (policy ->> policy_key)::interval);
-    max_ttl interval := (policy ->> 'max_ttl')::interval;
-BEGIN
-    IF v <= interval '0' THEN
-        RAISE EXCEPTION '% must be positive', argname
-            USING ERRCODE = '22023',
-                  DETAIL = format('The lifetime given is %s.', v),
-                  HINT = format('Pass a positive interval, or NULL for the policy''s %s.', policy_key);
-    END IF;
-    IF v > max_ttl THEN
-        RAISE EXCEPTION '% is too long', argname
-            USING ERRCODE = '22023',
-                  DETAIL = format('The lifetime given is %s; the policy allows lifetimes up to %s (policy key "max_ttl").', v, max_ttl),
-                  HINT = 'Pass a shorter lifetime, or raise "max_ttl" with cscp.policy_set.';
-    END IF;
-    RETURN v;
-END
-$$;
-COMMENT ON FUNCTION cscp._ttl(jsonb, interval, text, text) IS
-  'Internal: the requested lifetime or the policy''s, refused (22023) unless positive and within max_ttl';
+-- The interval under a policy key, checked positive and within max_ttl (context_api.c, where
+-- the C API uses the same rules); public, for the PL/pgSQL API that runs with its caller's rights.
+CREATE FUNCTION cscp.check_lifetime(policy jsonb, requested interval, policy_key text, argname text)
+RETURNS interval
+    AS 'MODULE_PATHNAME', 'cscp_arg_lifetime' LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION cscp.check_lifetime(jsonb, interval, text, text) IS
+  'The requested lifetime or the policy''s (under policy_key), refused (22023, naming argname) unless positive and within max_ttl';

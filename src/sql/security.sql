@@ -235,7 +235,16 @@ BEGIN
     EXECUTE format('GRANT SELECT, INSERT, UPDATE ON cscp.fact, cscp.identity TO %s', r);
     EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.authority, cscp.working_set, '
                    'cscp.environment TO %s', r);
-    EXECUTE format('GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA cscp TO %s', r);
+    -- The public API only: no internal (_-prefixed) function, which an application could
+    -- otherwise call with arguments cscp never passes, and no trigger function.  A role
+    -- granted by an earlier version loses the internal ones.
+    EXECUTE (SELECT format('GRANT EXECUTE ON FUNCTION %s TO %s', string_agg(p.oid::regprocedure::text, ', '), r)
+               FROM pg_catalog.pg_proc p
+              WHERE p.pronamespace = 'cscp'::regnamespace AND p.proname !~ '^_'
+                AND p.prorettype <> 'pg_catalog.trigger'::regtype);
+    EXECUTE (SELECT format('REVOKE EXECUTE ON FUNCTION %s FROM %s', string_agg(p.oid::regprocedure::text, ', '), r)
+               FROM pg_catalog.pg_proc p
+              WHERE p.pronamespace = 'cscp'::regnamespace AND p.proname ~ '^_');
     -- Administration and operator inspection are not the application's.
     EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.grant_app(name, text[]), cscp.grant_operator(name, text[]), '
                    'cscp.revoke_app(name), cscp.revoke_operator(name), '

@@ -148,12 +148,13 @@ $$;
 COMMENT ON FUNCTION cscp.shard_misplaced() IS
   'Administration: rows kept here whose partition this node no longer holds, per table and partition';
 
--- Used by the proxy's remote calls (proxy/cscp_proxy): the proxy's caller's session settings,
+-- Used by the proxy's remote calls (proxy/cscp_proxy), as the role the proxy maps its caller to
+-- (an application role: so these are public): the proxy's caller's session settings,
 -- for the rest of this shard transaction (each remote call is one), then value unchanged.  The
 -- proxy passes its first argument through it, so they are set before the function runs.
 -- Naming a tenant is what SET cscp.tenant_id does; the clock stays superuser-only (cscp.clock
 -- refuses anyone else, 42501).
-CREATE FUNCTION cscp._proxy_session(tenant_id text, clock text, value anyelement) RETURNS anyelement
+CREATE FUNCTION cscp.proxy_session(tenant_id text, clock text, value anyelement) RETURNS anyelement
 LANGUAGE plpgsql VOLATILE
 AS $$
 BEGIN
@@ -164,16 +165,16 @@ BEGIN
     RETURN value;
 END
 $$;
-COMMENT ON FUNCTION cscp._proxy_session(text, text, anyelement) IS
-  'Internal: sets the proxy caller''s cscp.tenant_id (and, for a superuser, cscp.clock) for this transaction; returns value';
+COMMENT ON FUNCTION cscp.proxy_session(text, text, anyelement) IS
+  'For the proxy (cscp_proxy): sets the proxy caller''s cscp.tenant_id (and, for a superuser, cscp.clock) for this transaction; returns value';
 
 -- build_context through the proxy: the session's environment and working set are read on the
--- session's node (_session_state), then the context is assembled on the subject's node with them
--- (_build_context_given, the same C as cscp.build_context; assemble.c).
-CREATE FUNCTION cscp._session_state(tenant_id text, session_id text) RETURNS jsonb
+-- session's node (session_state), then the context is assembled on the subject's node with them
+-- (build_context_given, the same C as cscp.build_context; assemble.c).
+CREATE FUNCTION cscp.session_state(tenant_id text, session_id text) RETURNS jsonb
 LANGUAGE sql STABLE
 AS $$
-    SELECT cscp._tenant($1), cscp._id('session_id', $2);
+    SELECT cscp.check_tenant($1), cscp.check_id('session_id', $2);
     SELECT jsonb_build_object(
         'environment', (SELECT e.environment FROM cscp.environment e
                          WHERE e.tenant_id = $1 AND e.session_id = $2),
@@ -183,15 +184,15 @@ AS $$
                                   WHERE w.tenant_id = $1 AND w.session_id = $2
                                     AND w.expires_at > cscp.now()), '[]'))
 $$;
-COMMENT ON FUNCTION cscp._session_state(text, text) IS
-  'Internal: a session''s environment and live working set ([[key, value], ...], most recent first), for build_context through the proxy';
+COMMENT ON FUNCTION cscp.session_state(text, text) IS
+  'For the proxy (cscp_proxy): a session''s environment and live working set ([[key, value], ...], most recent first), for build_context through the proxy';
 
-CREATE FUNCTION cscp._build_context_given(tenant_id text, subject_id text, session_id text,
+CREATE FUNCTION cscp.build_context_given(tenant_id text, subject_id text, session_id text,
                                           query text, token_budget int, task_id text,
                                           session_state jsonb) RETURNS jsonb
     AS 'MODULE_PATHNAME', 'cscp_build_context_given' LANGUAGE C STABLE PARALLEL SAFE;
-COMMENT ON FUNCTION cscp._build_context_given(text, text, text, text, int, text, jsonb) IS
-  'Internal: build_context with the session''s state as cscp._session_state read it on another node';
+COMMENT ON FUNCTION cscp.build_context_given(text, text, text, text, int, text, jsonb) IS
+  'For the proxy (cscp_proxy): build_context with the session''s state as cscp.session_state read it on another node';
 
 -- pg_dump keeps a shard's place with its rows.
 SELECT pg_catalog.pg_extension_config_dump('cscp.shard', '');

@@ -16,15 +16,24 @@
  * names) with one part mutated, or adversarial ones (deep and huge JSON,
  * wrong JSON types, \u0000 and lone surrogates, RTL and combining marks,
  * invalid UTF-8, very long ids, 1e308, -0, huge integers, SQL
- * metacharacters, NULL).  Values travel as text parameters of a statement
- * whose text comes from the catalog only.  Calls run as APP_ROLE when it may
- * execute the function (with a tenth of them as the superuser instead),
- * else as the superuser.
+ * metacharacters, NULL).  An argument of a table's row type (cscp.context,
+ * cscp.command, cscp.evidence) is a row that exists, with fields set to
+ * NULL at random, others replaced by a value of the wrong shape (a JSON
+ * string for an object, an array holding NULL), or broken as text.  Values
+ * travel as text parameters of a statement whose text comes from the
+ * catalog only.  Every function is called both as APP_ROLE and as the
+ * superuser: a quarter of the calls of a function APP_ROLE may execute run
+ * as the superuser, and a third of the calls of one it may not (the
+ * internal functions, administration) run as APP_ROLE, where they must be
+ * refused with 42501 and nothing else.
  *
  * It fails (exit 1, the call written to FAIL_FILE as SQL one can paste) on:
  *	- a lost connection (the server crashed, or the backend died);
  *	- SQLSTATE class XX (internal error, data corrupted) or 58 (system error);
  *	- a statement timeout (57014): hostile input must not hang a call;
+ *	- a call as APP_ROLE of a function it may not execute that is not
+ *	  refused with 42501 (unless an argument is not even valid input of
+ *	  its type);
  *	- a refused call (one that raised) after which any row of any table of
  *	  schema cscp differs: the fingerprint (row count and sum of row hashes
  *	  per table) taken after every call must equal the one before;
@@ -50,6 +59,8 @@ typedef struct Func
 {
 	char	   *name;			/* quoted, schema-qualified */
 	char	   *label;			/* plain name */
+	char	   *oid;			/* pg_proc oid, as text */
+	int			strict;
 	int			nargs;
 	int			ndefaults;
 	char	   *argtype[MAX_ARGS];	/* format_type() of each IN argument */
@@ -73,6 +84,7 @@ static int	nfuncs;
 static PGconn *admin;
 static PGconn *app;
 static const char *tenant;
+static char *tenant_literal;	/* tenant as an SQL literal */
 static const char *app_role;
 static const char *fail_file;
 static char *fingerprint_sql;
@@ -85,12 +97,18 @@ static char *pool_context_id[POOL],
 		   *pool_context_row[POOL],
 		   *pool_command_row[POOL],
 		   *pool_evidence_row[POOL],
+		   *pool_context_json[POOL],
+		   *pool_command_json[POOL],
+		   *pool_evidence_json[POOL],
 		   *pool_fact_id[POOL];
 static int	n_context_id,
 			n_command_id,
 			n_context_row,
 			n_command_row,
 			n_evidence_row,
+			n_context_json,
+			n_command_json,
+			n_evidence_json,
 			n_fact_id;
 
 static void
@@ -708,6 +726,49 @@ gen_row(char **pool, int n)
 	return s;
 }
 
+/*
+ * A row of type (a table's row type) as text: one of the pool (as JSON) with
+ * each field, at random, kept, set to NULL, or given a value of the wrong
+ * shape (a JSON string for an object, an array holding one NULL for an
+ * array); built by the server (jsonb_populate_record) from a mask drawn here,
+ * so that the run still follows from the seed.  Now and then the row of
+ * gen_row instead: all NULL, or broken as text.
+ */
+static char *
+gen_row_fields(const char *type, char **pool, int n, char **textpool, int ntext)
+{
+	char		mask[128];
+	char		sql[512];
+	const char *params[2];
+	PGresult   *r;
+	char	   *s;
+	int			nulls = PICK(((const int[]) {5, 20, 50, 100}));
+
+	if (n == 0 || chance(15))
+		return gen_row(textpool, ntext);
+	for (size_t i = 0; i < sizeof(mask) - 1; i++)
+		mask[i] = chance(nulls) ? '1' : (chance(10) ? '2' : '0');
+	mask[sizeof(mask) - 1] = '\0';
+	snprintf(sql, sizeof(sql),
+			 "SELECT jsonb_populate_record(NULL::%s, (SELECT jsonb_object_agg(e.key, CASE substr($2::text, e.i::int, 1)"
+			 " WHEN '1' THEN 'null'::jsonb"
+			 " WHEN '2' THEN CASE jsonb_typeof(e.value) WHEN 'object' THEN '\"x\"'::jsonb"
+			 "               WHEN 'array' THEN '[null]'::jsonb ELSE e.value END"
+			 " ELSE e.value END) FROM jsonb_each($1::jsonb) WITH ORDINALITY e(key, value, i)))::text",
+			 type);
+	params[0] = pool[rnd(n)];
+	params[1] = mask;
+	r = PQexecParams(admin, sql, 2, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1 || PQgetisnull(r, 0, 0))
+	{
+		PQclear(r);
+		return gen_row(textpool, ntext);
+	}
+	s = strdup(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return s;
+}
+
 /* One argument's value as text, or NULL for SQL NULL. */
 static char *
 gen_arg(const char *type, const char *name)
@@ -751,11 +812,11 @@ gen_arg(const char *type, const char *name)
 	if (strcmp(type, "name") == 0)
 		return strdup(chance(70) ? PICK(((const char *const[]) {"fuzz_bystander", "postgres", "pg_monitor", "public"})) : gen_nasty_text());
 	if (strcmp(type, "cscp.context") == 0)
-		return gen_row(pool_context_row, n_context_row);
+		return gen_row_fields(type, pool_context_json, n_context_json, pool_context_row, n_context_row);
 	if (strcmp(type, "cscp.command") == 0)
-		return gen_row(pool_command_row, n_command_row);
+		return gen_row_fields(type, pool_command_json, n_command_json, pool_command_row, n_command_row);
 	if (strcmp(type, "cscp.evidence") == 0)
-		return gen_row(pool_evidence_row, n_evidence_row);
+		return gen_row_fields(type, pool_evidence_json, n_evidence_json, pool_evidence_row, n_evidence_row);
 	/* text, and anything else as text */
 	return chance(65) ? gen_plausible_text(name) : gen_nasty_text();
 }
@@ -776,7 +837,8 @@ load_functions(void)
 					 "       array_to_string(ARRAY(SELECT coalesce(nm, '') FROM unnest(coalesce(p.proallargtypes, p.proargtypes::oid[]), "
 					 "                                  coalesce(p.proargnames, array_fill(''::text, ARRAY[p.pronargs])), "
 					 "                                  coalesce(p.proargmodes, array_fill('i'::\"char\", ARRAY[p.pronargs]))) "
-					 "                             WITH ORDINALITY a(t, nm, m, i) WHERE m IN ('i', 'b', 'v') ORDER BY i), '|') "
+					 "                             WITH ORDINALITY a(t, nm, m, i) WHERE m IN ('i', 'b', 'v') ORDER BY i), '|'), "
+					 "       p.oid, p.proisstrict "
 					 "  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
 					 " WHERE n.nspname = 'cscp' AND p.prokind = 'f' AND p.prorettype <> 'trigger'::regtype "
 					 " ORDER BY p.oid",
@@ -796,6 +858,8 @@ load_functions(void)
 		f->label = strdup(PQgetvalue(r, i, 1));
 		f->ndefaults = atoi(PQgetvalue(r, i, 2));
 		f->app_may_execute = strcmp(PQgetvalue(r, i, 3), "t") == 0;
+		f->oid = strdup(PQgetvalue(r, i, 6));
+		f->strict = strcmp(PQgetvalue(r, i, 7), "t") == 0;
 		/* "|" splits; empty names are kept as empty strings */
 		t = types[0] ? strtok_r(types, "|", &tsave) : NULL;
 		nm = names;
@@ -858,9 +922,37 @@ fill_pool(char **pool, int *n, const char *sql)
 	PQclear(r);
 }
 
+/*
+ * New contexts and commands of the tenant, made by the superuser through the
+ * API: its own calls (a sweep far in the future, an erasure) may have
+ * removed the rows the pools draw from.
+ */
+static void
+replenish(void)
+{
+	static int	round = 0;
+	char		sql[1024];
+
+	round++;
+	snprintf(sql, sizeof(sql),
+			 "SELECT cscp.context_open(%s, 'r%d', a || '-%d', '{\"active_intent\": \"cancel_order\"}')"
+			 "  FROM unnest(ARRAY['user-1', 'user-2']) a;"
+			 "SELECT cscp.command_submit(%s, 'r%d', 'user-1-%d', 'rk-%d', 'cancel_order', true, '{m-r%d}',"
+			 "                           '{\"order_id\": %d}', 'order:%d');"
+			 "SELECT cscp.command_submit(%s, 'r%d', 'user-2-%d', 'rl-%d', 'lookup_order', false, '{m-s%d}')",
+			 tenant_literal, round, round, tenant_literal, round, round, round, round, round, round,
+			 tenant_literal, round, round, round, round);
+	PQclear(PQexec(admin, sql));	/* what fails (a policy the run set) is left out */
+}
+
 static void
 refresh_pools(void)
 {
+	PGresult   *r = query(admin, "SELECT count(*) < 4 FROM cscp.command");
+
+	if (strcmp(PQgetvalue(r, 0, 0), "t") == 0)
+		replenish();
+	PQclear(r);
 	fill_pool(pool_context_id, &n_context_id,
 			  "SELECT context_id FROM cscp.context ORDER BY updated_at DESC LIMIT 32");
 	fill_pool(pool_command_id, &n_command_id,
@@ -871,6 +963,12 @@ refresh_pools(void)
 			  "SELECT c::text FROM cscp.command c ORDER BY updated_at DESC LIMIT 16");
 	fill_pool(pool_evidence_row, &n_evidence_row,
 			  "SELECT e::text FROM cscp.evidence e ORDER BY evidence_id DESC LIMIT 16");
+	fill_pool(pool_context_json, &n_context_json,
+			  "SELECT to_jsonb(c)::text FROM cscp.context c ORDER BY updated_at DESC LIMIT 16");
+	fill_pool(pool_command_json, &n_command_json,
+			  "SELECT to_jsonb(c)::text FROM cscp.command c ORDER BY updated_at DESC LIMIT 16");
+	fill_pool(pool_evidence_json, &n_evidence_json,
+			  "SELECT to_jsonb(e)::text FROM cscp.evidence e ORDER BY evidence_id DESC LIMIT 16");
 	fill_pool(pool_fact_id, &n_fact_id,
 			  "SELECT fact_id FROM cscp.fact ORDER BY created_at DESC LIMIT 16");
 }
@@ -899,6 +997,56 @@ write_failure(const char *why, Func *f, int n, char **values, const char *as_rol
 	fprintf(stderr, "fuzz_sql: FAILED: %s in %s (as %s)%s%s; the call is in %s\n", why, f->label, as_role,
 			error ? ": " : "", error ? error : "", fail_file);
 	exit(1);
+}
+
+/*
+ * Whether APP_ROLE may execute f now: a superuser call (cscp.grant_operator
+ * of that role, ...) can have changed it since the catalog was read.
+ */
+static int
+app_may_execute_now(Func *f)
+{
+	const char *params[2] = {app_role, f->oid};
+	PGresult   *r = PQexecParams(admin, "SELECT has_function_privilege($1, $2::oid, 'EXECUTE')",
+								 2, NULL, params, NULL, NULL, 0);
+
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		die("has_function_privilege: %s", PQerrorMessage(admin));
+	f->app_may_execute = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	PQclear(r);
+	return f->app_may_execute;
+}
+
+/* Whether one of values is NULL. */
+static int
+has_null(int n, char **values)
+{
+	for (int i = 0; i < n; i++)
+		if (values[i] == NULL)
+			return 1;
+	return 0;
+}
+
+/*
+ * Whether values are valid input of f's argument types (cast by the
+ * superuser): when one is not, a call fails converting it, before any
+ * privilege is checked.
+ */
+static int
+args_valid(Func *f, int n, char **values)
+{
+	Buf			sql = {0};
+	PGresult   *r;
+	int			ok;
+
+	put(&sql, "SELECT 1");
+	for (int i = 0; i < n; i++)
+		putf(&sql, ", $%d::%s", i + 1, f->argtype[i]);
+	r = PQexecParams(admin, sql.data, n, NULL, (const char *const *) values, NULL, NULL, 0);
+	ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+	PQclear(r);
+	free(sql.data);
+	return ok;
 }
 
 /* Notices (a word too long to index, ...) are not findings. */
@@ -959,6 +1107,7 @@ main(int argc, char **argv)
 	PQclear(query(admin, "SET statement_timeout = '10s'"));
 	PQclear(query(app, "SET statement_timeout = '10s'"));
 
+	tenant_literal = PQescapeLiteral(admin, tenant, strlen(tenant));
 	load_functions();
 	build_fingerprint_sql();
 	refresh_pools();
@@ -970,7 +1119,7 @@ main(int argc, char **argv)
 		Func	   *f = &funcs[rnd(nfuncs)];
 		int			n = f->nargs - (f->ndefaults ? rnd(f->ndefaults + 1) : 0);
 		char	   *values[MAX_ARGS];
-		int			as_admin = !f->app_may_execute || chance(10);
+		int			as_admin = f->app_may_execute ? chance(25) : !chance(33);
 		PGconn	   *c = as_admin ? admin : app;
 		const char *as_role = as_admin ? "superuser" : app_role;
 		Buf			sql = {0};
@@ -1001,6 +1150,10 @@ main(int argc, char **argv)
 		if (PQstatus(c) != CONNECTION_OK)
 			write_failure("connection lost (server or backend crashed)", f, n, values, as_role,
 						  PQerrorMessage(c));
+		/* (a strict function given a NULL is not run: the planner folds the call to NULL) */
+		if ((st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) && !as_admin && !f->app_may_execute &&
+			!(f->strict && has_null(n, values)) && !app_may_execute_now(f))
+			write_failure("a function the role may not execute ran", f, n, values, as_role, NULL);
 		if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
 		{
 			accepted++;
@@ -1019,6 +1172,10 @@ main(int argc, char **argv)
 				strcmp(state, "57014") == 0)
 				write_failure(state ? state : "no SQLSTATE", f, n, values, as_role,
 							  PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY));
+			if (!as_admin && !f->app_may_execute && strcmp(state, "42501") != 0 &&
+				args_valid(f, n, values) && !app_may_execute_now(f))
+				write_failure("a function the role may not execute was not refused with 42501",
+							  f, n, values, as_role, PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY));
 		}
 		PQclear(r);
 
@@ -1031,7 +1188,12 @@ main(int argc, char **argv)
 			free(values[i]);
 		free(sql.data);
 		if (call % 50 == 49)
+		{
+			/* (refresh_pools may add rows: the next fingerprint starts after it) */
 			refresh_pools();
+			free(before);
+			before = fingerprint();
+		}
 	}
 
 	/* hostile input must not have broken an invariant */

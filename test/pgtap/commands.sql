@@ -99,8 +99,8 @@ SELECT throws_ok(format('SELECT cscp._evidence_refusal(%L, %L, %L, %L, %L, NULL,
                         'globex', 'g-conv', :'globex_cmd', 'confirmed', 'forged'), '42501', NULL,
                  '_evidence_refusal for another tenant''s command, naming that tenant');
 SELECT throws_ok(format('SELECT cscp._evidence_refusal(%L, %L, %L, %L, %L, NULL, NULL, NULL)',
-                        'acme', 'g-conv', :'globex_cmd', 'confirmed', 'forged'), '22023', NULL,
-                 '_evidence_refusal for another tenant''s command, naming its own tenant: no such command');
+                        'acme', 'g-conv', :'globex_cmd', 'confirmed', 'forged'), '42501', NULL,
+                 '_evidence_refusal is internal: not even for its own tenant');
 
 -- Evidence is read-only to the application.
 SELECT throws_ok($$INSERT INTO cscp.evidence (tenant_id, conversation_id, seq, stage, event_type, created_at, hash)

@@ -124,7 +124,8 @@ SELECT throws_ok($$SELECT * FROM cscp.conversation_turns('globex', 'g-conv')$$, 
 SELECT throws_ok($$SELECT * FROM cscp.conversation_events('globex', 'g-conv')$$, '42501', NULL, 'conversation_events for another tenant');
 SELECT throws_ok($$SELECT cscp.conversation_exchange('acme', 'g-conv', '{"from": "x", "role": "user", "content": 1, "ts": 1}')$$,
                  '22023', 'conversation "g-conv" does not exist', 'another tenant''s conversation id does not exist for this tenant');
-SELECT is(cscp._conversation_timeout('globex', 'g-conv'), false, 'the timeout helper cannot reach another tenant''s conversation');
+SELECT throws_ok($$SELECT cscp._conversation_timeout('globex', 'g-conv')$$, '42501', NULL,
+                 'the timeout helper is internal: the application cannot call it at all');
 
 -- Another tenant, through direct SQL.
 SELECT is((SELECT count(*) FROM cscp.conversation WHERE tenant_id = 'globex'), 0::bigint, 'direct SELECT of another tenant''s conversations');

@@ -40,7 +40,7 @@ SELECT throws_ok($$INSERT INTO cscp.event (tenant_id, conversation_id, seq, type
 SELECT throws_ok($$SELECT cscp._evidence_refusal('pv-other', 'o-conv', '$$ || :'other_cmd' || $$', 'started', 'forged', NULL, NULL, NULL)$$,
                  '42501', NULL, 'the application cannot add refusals to another tenant''s chain');
 SELECT throws_ok($$SELECT cscp._evidence_refusal('pv', 'o-conv', '$$ || :'other_cmd' || $$', 'started', 'forged', NULL, NULL, NULL)$$,
-                 '22023', NULL, 'nor pass another tenant''s command off as its own');
+                 '42501', NULL, 'nor for its own tenant: internal functions are not the application''s');
 SELECT throws_ok($$SET cscp.notify = off$$, '42501', NULL, 'the application cannot silence notifications');
 SELECT throws_ok($$SELECT set_config('cscp.clock', '2030-01-01 00:00:00+00', false)$$, '42501', NULL,
                  'the application cannot move the clock');

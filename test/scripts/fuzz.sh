@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # `make fuzz` (and a short form inside `make test`): every function of schema cscp called with
-# random and adversarial arguments by test/fuzz/fuzz_sql.c, on a throwaway cluster.
+# random and adversarial arguments by test/fuzz/fuzz_sql.c, on a throwaway cluster, both as an
+# application role (cscp.grant_app) and as the superuser; rows of cscp's tables passed as
+# arguments come with fields set to NULL or to values of the wrong shape.
 #
 # The database is first given some state through the API (conversations, one under a JSON Schema,
 # contexts, commands waiting and executed, identities, facts, documents), so that plausible
 # arguments reach past the first check. The run fails on a crash, an internal error (SQLSTATE
 # XX000, any XX or 58), a statement timeout, a refused call that changed any row of cscp's tables,
-# or invariants broken afterwards; the failing call is printed as SQL.
+# a function the application role may not execute (an internal one) that is not refused with
+# 42501, or invariants broken afterwards; the failing call is printed as SQL.
 # Settings: FUZZ_CALLS (3000), FUZZ_SEED (20261121; printed, so a run can be repeated).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
