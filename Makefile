@@ -16,6 +16,7 @@ OBJS = \
 	src/jsonutil.o \
 	src/jsonschema.o \
 	src/policy.o \
+	src/lifetime.o \
 	src/routing.o \
 	src/slots.o \
 	src/enums.o \

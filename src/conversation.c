@@ -100,13 +100,19 @@ load_columns(Relation rel)
 	cols.relid = RelationGetRelid(rel);
 }
 
-/* Raise 22023 unless timeout_ms is positive and within the tenant's max_ttl. */
-static void
-check_timeout(int64 timeout_ms, const char *tenant)
+/*
+ * The deadline of a conversation of tenant started at now with timeout_ms;
+ * 22023 unless timeout_ms is positive and the deadline within the tenant's
+ * max_ttl (lifetime.c), so that no deadline leaves the timestamp range.
+ */
+static TimestampTz
+timeout_deadline(int64 timeout_ms, const char *tenant, TimestampTz now)
 {
-	Jsonb	   *policy;
-	char	   *max_ttl;
-	Interval	iv;
+	/* More than any max_ttl allows; capped so that it converts to an interval. */
+	const int64 cap_ms = INT64CONST(CSCP_MAX_LIFETIME_YEARS + 1) * 366 * SECS_PER_DAY * 1000;
+	Interval	iv = {0};
+	TimestampTz deadline = 0;
+	char	   *max_text;
 
 	if (timeout_ms <= 0)
 		ereport(ERROR,
@@ -114,21 +120,15 @@ check_timeout(int64 timeout_ms, const char *tenant)
 				 errmsg("timeout_ms must be positive"),
 				 errdetail("The timeout given is %lld ms.", (long long) timeout_ms),
 				 errhint("Pass a positive number of milliseconds, or NULL for no timeout.")));
-	policy = cscp_policy_get(tenant);
-	max_ttl = cscp_jsonb_get_cstring(policy, "max_ttl");
-	if (max_ttl != NULL && cscp_parse_interval(max_ttl, &iv))
-	{
-		int64		max_ms = ((int64) iv.month * DAYS_PER_MONTH + iv.day) * (SECS_PER_DAY * INT64CONST(1000)) +
-			iv.time / 1000;
-
-		if (timeout_ms > max_ms)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("timeout_ms is too long"),
-					 errdetail("The timeout given is %lld ms; the policy allows lifetimes up to %s (policy key \"max_ttl\").",
-							   (long long) timeout_ms, max_ttl),
-					 errhint("Pass a shorter timeout, or raise \"max_ttl\" with cscp.policy_set.")));
-	}
+	iv.time = Min(timeout_ms, cap_ms) * 1000;
+	if (cscp_expiry_status(cscp_policy_get(tenant), now, &iv, &deadline, &max_text) != CSCP_EXPIRY_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("timeout_ms is too long"),
+				 errdetail("The timeout given is %lld ms; the policy allows lifetimes up to %s (policy key \"max_ttl\").",
+						   (long long) timeout_ms, max_text),
+				 errhint("Pass a shorter timeout, or raise \"max_ttl\" with cscp.policy_set.")));
+	return deadline;
 }
 
 /* The checks and defaults of INSERT; returns the tuple to store. */
@@ -162,8 +162,8 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	d = heap_getattr(tuple, cols.timeout_ms, desc, &isnull);
 	if (!isnull)
 	{
-		check_timeout(DatumGetInt64(d), tenant ? tenant : "*");
-		values[cols.deadline - 1] = TimestampTzGetDatum(now + DatumGetInt64(d) * 1000);
+		values[cols.deadline - 1] =
+			TimestampTzGetDatum(timeout_deadline(DatumGetInt64(d), tenant ? tenant : "*", now));
 	}
 	else
 		nulls[cols.deadline - 1] = true;

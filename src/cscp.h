@@ -326,6 +326,25 @@ extern bool cscp_parse_interval(const char *str, Interval *result);
 extern int64 cscp_policy_int(Jsonb *policy, const char *key, int64 fallback);
 extern bool cscp_policy_lists(Jsonb *policy, const char *key, const char *name);
 
+/* lifetime.c: every expiry cscp computes or stores */
+#define CSCP_MAX_LIFETIME_YEARS 10		/* max_ttl and the lifetimes */
+#define CSCP_MAX_RETENTION_YEARS 100	/* retention_* */
+typedef enum CscpExpiryStatus
+{
+	CSCP_EXPIRY_OK,
+	CSCP_EXPIRY_NOT_POSITIVE,	/* start + ttl is not later than start */
+	CSCP_EXPIRY_TOO_LONG		/* beyond start + max_ttl */
+} CscpExpiryStatus;
+extern bool cscp_time_plus(TimestampTz t, const Interval *iv, TimestampTz *result);
+extern CscpExpiryStatus cscp_expiry_status(Jsonb *policy, TimestampTz start, const Interval *ttl,
+										   TimestampTz *expiry, char **max_text);
+extern TimestampTz cscp_expiry(Jsonb *policy, TimestampTz start, const Interval *ttl,
+							   const char *policy_key, const char *argname);
+extern TimestampTz cscp_expiry_limit(Jsonb *policy, TimestampTz now);
+extern void cscp_check_stored_expiry(const char *tenant, const char *table, const char *column,
+									 TimestampTz expires_at, TimestampTz now);
+extern bool cscp_policy_interval_ok(const Interval *iv, bool retention);
+
 /* routing.c */
 extern int32 cscp_routing_hash_text(text *conversation_id);
 extern void cscp_routing_uuid(int32 hash, pg_uuid_t *uuid);
