@@ -661,6 +661,17 @@ cscp_conversation_start(PG_FUNCTION_ARGS)
 	conv_s = text_to_cstring(convid);
 	InitMaterializedSRF(fcinfo, 0);
 
+	/*
+	 * The schema checked and the first turn validated before the INSERT,
+	 * which a concurrent start of the same conversation waits for; the turn
+	 * trigger then finds the answer (cscp_turn_validate_early).
+	 */
+	if (!PG_ARGISNULL(4))
+	{
+		cscp_jsonschema_check(PG_GETARG_JSONB_P(4));
+		(void) cscp_jsonschema_validate_checked(PG_GETARG_JSONB_P(4), t.content);
+	}
+
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (plan == NULL)
@@ -722,8 +733,58 @@ cscp_conversation_start(PG_FUNCTION_ARGS)
 }
 
 /*
+ * Validate content against the schema of the open conversation before its
+ * row is locked.  The answer waits in jsonschema.c's memo of its last
+ * validation, where the turn trigger finds it when it validates the same
+ * content against the same schema under the lock, and raises it there: so
+ * a slow validation never holds the conversation's lock, and the verdict
+ * is still the trigger's, for the API and direct SQL alike.  A
+ * conversation's schema never changes once it is started, so the one read
+ * here without a lock is the one the trigger uses.  Nothing to do when the
+ * conversation is absent, closed, past its deadline or without a schema:
+ * the locked path answers those.
+ */
+void
+cscp_turn_validate_early(const char *tenant_id, const char *conversation_id, Jsonb *content,
+						 TimestampTz now)
+{
+	static SPIPlanPtr plan = NULL;
+	Datum		args[3];
+	bool		isnull;
+	Datum		d;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (plan == NULL)
+	{
+		Oid			argtypes[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
+
+		plan = SPI_prepare("SELECT c.schema FROM cscp.conversation c"
+						   " WHERE c.tenant_id = $1 AND c.conversation_id = $2"
+						   "   AND c.state = 'open' AND (c.deadline IS NULL OR c.deadline > $3)",
+						   3, argtypes);
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(plan);
+	}
+	args[0] = CStringGetTextDatum(tenant_id);
+	args[1] = CStringGetTextDatum(conversation_id);
+	args[2] = TimestampTzGetDatum(now);
+	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the schema of conversation \"%s\"", conversation_id);
+	if (SPI_processed == 1)
+	{
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		if (!isnull)
+			(void) cscp_jsonschema_validate_checked(DatumGetJsonbP(d), content);
+	}
+	SPI_finish();
+}
+
+/*
  * What exchange and close do first: check the arguments, parse the turn,
- * lock the conversation and refuse a closed one (55000).  Past its deadline
+ * validate its content (before the lock: cscp_turn_validate_early), lock
+ * the conversation and refuse a closed one (55000).  Past its deadline
  * the conversation is closed by timeout and the timed_out row returned:
  * the caller then returns at once (true).
  */
@@ -738,6 +799,7 @@ lock_for_turn(text *tenant, text *convid, Jsonb *turn, char **tenant_s, char **c
 	*conv_s = text_to_cstring(convid);
 	*now = cscp_now();
 
+	cscp_turn_validate_early(*tenant_s, *conv_s, t->content, *now);
 	if (!cscp_conversation_lock(*tenant_s, *conv_s, conv))
 		no_conversation(*tenant_s, *conv_s);
 	if (conv->closed)

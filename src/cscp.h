@@ -387,6 +387,8 @@ extern uint64 cscp_conversation_generation;
  */
 extern const CscpConversation *cscp_turn_conversation;
 
+extern void cscp_turn_validate_early(const char *tenant_id, const char *conversation_id,
+									 Jsonb *content, TimestampTz now);
 extern bool cscp_conversation_lock(const char *tenant_id, const char *conversation_id,
 								   CscpConversation *conv);
 extern void cscp_conversation_advance(const CscpConversation *conv,

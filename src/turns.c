@@ -399,11 +399,16 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	if (handed != NULL && handed->generation == cscp_conversation_generation &&
 		strcmp(handed->tenant_id, tenant) == 0 && strcmp(handed->conversation_id, convid) == 0)
 		conv = *handed;
-	else if (!cscp_conversation_lock(tenant, convid, &conv))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("conversation \"%s\" does not exist", convid),
-				 errhint("Start it with cscp.conversation_start, and check that cscp.tenant_id names its tenant.")));
+	else
+	{
+		/* Direct SQL: the content is validated before the lock here too. */
+		cscp_turn_validate_early(tenant, convid, content, now);
+		if (!cscp_conversation_lock(tenant, convid, &conv))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("conversation \"%s\" does not exist", convid),
+					 errhint("Start it with cscp.conversation_start, and check that cscp.tenant_id names its tenant.")));
+	}
 
 	if (cscp_close_intent != NULL &&
 		strcmp(cscp_close_intent->tenant_id, tenant) == 0 &&
