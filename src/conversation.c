@@ -663,13 +663,13 @@ cscp_conversation_start(PG_FUNCTION_ARGS)
 
 	/*
 	 * The schema checked and the first turn validated before the INSERT,
-	 * which a concurrent start of the same conversation waits for; the turn
-	 * trigger then finds the answer (cscp_turn_validate_early).
+	 * which a concurrent start of the same conversation waits for
+	 * (cscp_turn_validate_early).
 	 */
 	if (!PG_ARGISNULL(4))
 	{
 		cscp_jsonschema_check(PG_GETARG_JSONB_P(4));
-		(void) cscp_jsonschema_validate_checked(PG_GETARG_JSONB_P(4), t.content);
+		cscp_turn_check_schema(conv_s, PG_GETARG_JSONB_P(4), t.content);
 	}
 
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -733,16 +733,15 @@ cscp_conversation_start(PG_FUNCTION_ARGS)
 }
 
 /*
- * Validate content against the schema of the open conversation before its
- * row is locked.  The answer waits in jsonschema.c's memo of its last
- * validation, where the turn trigger finds it when it validates the same
- * content against the same schema under the lock, and raises it there: so
- * a slow validation never holds the conversation's lock, and the verdict
- * is still the trigger's, for the API and direct SQL alike.  A
- * conversation's schema never changes once it is started, so the one read
- * here without a lock is the one the trigger uses.  Nothing to do when the
- * conversation is absent, closed, past its deadline or without a schema:
- * the locked path answers those.
+ * Raise 22023 unless content obeys the schema of the open conversation
+ * (cscp_turn_check_schema), before its row is locked: a slow validation
+ * never holds the conversation's lock, and content the schema refuses is
+ * refused without waiting for it.  A conversation's schema never changes
+ * once it is started, so the one read here without a lock is the one the
+ * turn trigger checks again under the lock, where jsonschema.c's memo of
+ * its last validation gives the answer without the work.  Nothing to do
+ * when the conversation is absent, closed, past its deadline or without a
+ * schema: the locked path answers those.
  */
 void
 cscp_turn_validate_early(const char *tenant_id, const char *conversation_id, Jsonb *content,
@@ -776,7 +775,7 @@ cscp_turn_validate_early(const char *tenant_id, const char *conversation_id, Jso
 	{
 		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 		if (!isnull)
-			(void) cscp_jsonschema_validate_checked(DatumGetJsonbP(d), content);
+			cscp_turn_check_schema(conversation_id, DatumGetJsonbP(d), content);
 	}
 	SPI_finish();
 }

@@ -432,6 +432,7 @@ extern CscpCloseIntent *cscp_close_intent;
 #define CSCP_MAX_TURN_CONTENT_DEPTH 64
 
 extern void cscp_turn_parse(Jsonb *turn, const char *argname, CscpTurn *out);
+extern void cscp_turn_check_schema(const char *convid, Jsonb *schema, Jsonb *content);
 extern char *cscp_turn_content_hash(Jsonb *content, int32 *size);
 extern void cscp_check_json_limits(Jsonb *j, const char *what);
 
