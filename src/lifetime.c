@@ -133,11 +133,32 @@ cscp_expiry(Jsonb *policy, TimestampTz start, const Interval *ttl, const char *p
 		case CSCP_EXPIRY_OK:
 			break;
 		case CSCP_EXPIRY_NOT_POSITIVE:
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s must be positive", argname),
-					 errdetail("The lifetime given is %s.", interval_text(ttl)),
-					 errhint("Pass a positive interval, or NULL for the policy's %s.", policy_key)));
+			{
+				Interval	zero = {0};
+
+				/* One that looks positive field by field is shown where it lands. */
+				if (cscp_time_plus(start, ttl, &expiry) &&
+					DatumGetInt32(DirectFunctionCall2(interval_cmp, IntervalPGetDatum((Interval *) ttl),
+													  IntervalPGetDatum(&zero))) > 0)
+				{
+					/* timestamptz_to_str answers in one static buffer */
+					char	   *from = pstrdup(timestamptz_to_str(start));
+					char	   *to = pstrdup(timestamptz_to_str(expiry));
+
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							 errmsg("%s must be positive", argname),
+							 errdetail("The lifetime given is %s; from %s it ends at %s, which is not later.",
+									   interval_text(ttl), from, to),
+							 errhint("Pass an interval with no negative part, or NULL for the policy's %s.",
+									 policy_key)));
+				}
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("%s must be positive", argname),
+						 errdetail("The lifetime given is %s.", interval_text(ttl)),
+						 errhint("Pass a positive interval, or NULL for the policy's %s.", policy_key)));
+			}
 			break;
 		case CSCP_EXPIRY_TOO_LONG:
 			ereport(ERROR,
