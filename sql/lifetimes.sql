@@ -140,6 +140,12 @@ SELECT (cscp.sweep()) IS NOT NULL AS swept;
 
 RESET cscp.tenant_id;
 RESET cscp.clock;
+DELETE FROM cscp.turn WHERE tenant_id = 'lt';
+DELETE FROM cscp.event WHERE tenant_id = 'lt';
+DELETE FROM cscp.conversation WHERE tenant_id = 'lt';
+DELETE FROM cscp.context WHERE tenant_id = 'lt';
+DELETE FROM cscp.document WHERE tenant_id = 'lt';
+DELETE FROM cscp.working_set WHERE tenant_id = 'lt';
 DELETE FROM cscp.policy WHERE tenant_id = 'lt';
 DROP OWNED BY lt_app;
 DROP ROLE lt_app;
