@@ -8,10 +8,10 @@
  * window) is start + lifetime, and every one is decided here, by
  * cscp_expiry_status: the lifetime is judged by what it does, not by the
  * signs of its fields.  An interval such as '-1 mon 30 days 1 hour' is
- * "positive" to interval_cmp (it counts a month as 30 days) yet lands in the
- * past from the last day of a long month; so start + lifetime is computed
- * and must be later than start, and no later than start + the tenant's
- * max_ttl.  The arithmetic never leaves PostgreSQL's timestamp range (an
+ * "positive" to interval_cmp (it counts a month as 30 days), yet from April
+ * 15th (a month back is 31 days back) it lands 23 hours in the past; so
+ * start + lifetime is computed and must be later than start, and no later
+ * than start + the tenant's max_ttl.  The arithmetic never leaves PostgreSQL's timestamp range (an
  * interval whose parts could carry it out is refused before it is added),
  * so no stored time is one that pg_dump writes and pg_restore refuses.
  *
@@ -21,7 +21,8 @@
  * means the same on every date.  API arguments are checked here, at the
  * moment they are used, by cscp_lifetime and cscp._ttl; direct writes of an
  * expiry column are held to the same bound by the tables' guard triggers
- * (cscp_check_stored_expiry).
+ * (cscp_check_stored_expiry; cscp.working_set's guard is here, the others
+ * are the tables' own guards).
  *
  *-------------------------------------------------------------------------
  */

@@ -7,6 +7,10 @@
  * tenant's own keys merged over them (cscp.policy_effective).  Every key a
  * policy may hold is listed in policy_keys below with its type; anything
  * else is refused with 22023, so a typo never silently means "default".
+ * Interval keys are bounded where they are set (lifetime.c decides how):
+ * no negative part, greater than zero, at most 10 years (max_ttl and the
+ * lifetimes) or 100 years (retention_*), so that no time computed from
+ * them leaves PostgreSQL's timestamp range.
  *
  *-------------------------------------------------------------------------
  */
@@ -158,7 +162,10 @@ check_policy_value(const PolicyKey *k, JsonbValue *v)
 							 errmsg("policy key \"%s\" is out of range", k->name),
 							 errdetail("It is \"%s\"; it must be greater than zero with no negative part, and at most %d years.",
 									   s, retention ? CSCP_MAX_RETENTION_YEARS : CSCP_MAX_LIFETIME_YEARS),
-							 errhint("An interval with a negative part, such as \"-1 mon 30 days\", means a different span on different dates.")));
+							 (iv.month < 0 || iv.day < 0 || iv.time < 0) ?
+							 errhint("An interval with a negative part, such as \"-1 mon 30 days\", spans a different time on different dates.") :
+							 errhint("Lifetimes and \"max_ttl\" are at most %d years, retention periods at most %d years.",
+									 CSCP_MAX_LIFETIME_YEARS, CSCP_MAX_RETENTION_YEARS)));
 				break;
 			}
 		case POLICY_CHOICE:
