@@ -189,7 +189,10 @@ cscp_lifetime(Jsonb *policy, Interval *requested, const char *policy_key, const 
 
 		ttl = palloc(sizeof(Interval));
 		if (s == NULL || !cscp_parse_interval(s, ttl))
-			elog(ERROR, "the policy has no valid %s", policy_key);
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("the policy has no interval under key \"%s\"", policy_key),
+					 errhint("Pass %s, or set \"%s\" with cscp.policy_set.", argname, policy_key)));
 	}
 	(void) cscp_expiry(policy, cscp_now(), ttl, policy_key, argname);
 	return ttl;
