@@ -49,6 +49,23 @@ SELECT try(format($$INSERT INTO cscp.turn (tenant_id, conversation_id, role, sen
 SELECT count(*) AS turns FROM cscp.turn WHERE tenant_id = 'js';
 RESET statement_timeout;
 
+-- A conversation without a schema, removed and started again under its id with one: its turns
+-- are held to the new schema from the first (a backend remembers schema-less conversations only
+-- to skip a read, never to skip the check).
+SELECT turn_index FROM cscp.conversation_start('js', 'again', 'agent', '{"from": "agent", "role": "agent", "content": 1, "ts": 0}');
+SELECT outcome FROM cscp.conversation_exchange('js', 'again', '{"from": "maria", "role": "user", "content": "free text", "ts": 1}');
+RESET ROLE;
+DELETE FROM cscp.turn WHERE tenant_id = 'js' AND conversation_id = 'again';
+DELETE FROM cscp.event WHERE tenant_id = 'js' AND conversation_id = 'again';
+DELETE FROM cscp.conversation WHERE tenant_id = 'js' AND conversation_id = 'again';
+SET ROLE js_app;
+SELECT turn_index FROM cscp.conversation_start('js', 'again', 'agent', '{"from": "agent", "role": "agent", "content": 1, "ts": 0}',
+                                               '{"type": "integer"}');
+SELECT try($$SELECT cscp.conversation_exchange('js', 'again', '{"from": "maria", "role": "user", "content": "free text", "ts": 1}')$$) AS stale;
+SELECT outcome FROM cscp.conversation_exchange('js', 'again', '{"from": "maria", "role": "user", "content": 2, "ts": 1}');
+SELECT try($$SELECT cscp.conversation_exchange('js', 'again', '{"from": "maria", "role": "user", "content": "more text", "ts": 2}')$$) AS after;
+SELECT turn_index, content FROM cscp.conversation_turns('js', 'again');
+
 -- Patterns that need backtracking: refused where the schema is declared, with the path of the
 -- keyword, through conversation_start, a direct INSERT and jsonschema_check; nothing written.
 SELECT label, try(format($$SELECT cscp.conversation_start('js', 'p1', 'agent',

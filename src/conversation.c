@@ -37,6 +37,8 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
 #include "utils/numeric.h"
 #include "utils/timestamp.h"
 
@@ -733,6 +735,82 @@ cscp_conversation_start(PG_FUNCTION_ARGS)
 }
 
 /*
+ * The conversations this backend has read, under their row lock, without
+ * a schema: their turns need no read before the lock (a read costs about
+ * 1% of a message turn).  A conversation's schema never changes while it
+ * exists; only one deleted (forgotten, or purged after retention) and
+ * started again under the same id with a schema makes an entry wrong, and
+ * then for one turn only: that turn is validated under the lock, by the
+ * trigger, as every turn was before validation moved ahead of the lock,
+ * and the locked read drops the entry.  Never consulted for anything but
+ * skipping that read.
+ */
+#define SCHEMALESS_KEY_BYTES (2 * CSCP_MAX_ID_BYTES + 2)
+#define SCHEMALESS_MAX_ENTRIES 4096
+
+typedef struct SchemalessEntry
+{
+	char		key[SCHEMALESS_KEY_BYTES];	/* tenant_id, a 0x1f byte, conversation_id */
+} SchemalessEntry;
+
+static HTAB *schemaless = NULL;
+
+/* The key of a conversation in schemaless, into key; false when the ids are too long. */
+static bool
+schemaless_key(const char *tenant_id, const char *conversation_id, char *key)
+{
+	size_t		t = strlen(tenant_id),
+				c = strlen(conversation_id);
+
+	if (t + c + 2 > SCHEMALESS_KEY_BYTES)
+		return false;
+	memset(key, 0, SCHEMALESS_KEY_BYTES);
+	memcpy(key, tenant_id, t);
+	key[t] = '\x1f';
+	memcpy(key + t + 1, conversation_id, c);
+	return true;
+}
+
+/* Note what the locked read conv says about its schema. */
+static void
+schemaless_note(const CscpConversation *conv)
+{
+	char		key[SCHEMALESS_KEY_BYTES];
+
+	if (!schemaless_key(conv->tenant_id, conv->conversation_id, key))
+		return;
+	if (conv->schema != NULL)
+	{
+		if (schemaless != NULL)
+			(void) hash_search(schemaless, key, HASH_REMOVE, NULL);
+		return;
+	}
+	if (schemaless == NULL || hash_get_num_entries(schemaless) >= SCHEMALESS_MAX_ENTRIES)
+	{
+		HASHCTL		ctl;
+
+		if (schemaless != NULL)
+			hash_destroy(schemaless);
+		ctl.keysize = SCHEMALESS_KEY_BYTES;
+		ctl.entrysize = sizeof(SchemalessEntry);
+		ctl.hcxt = TopMemoryContext;
+		schemaless = hash_create("cscp conversations without a schema", 64, &ctl,
+								 HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	(void) hash_search(schemaless, key, HASH_ENTER, NULL);
+}
+
+/* Whether a locked read has shown the conversation without a schema. */
+static bool
+schemaless_known(const char *tenant_id, const char *conversation_id)
+{
+	char		key[SCHEMALESS_KEY_BYTES];
+
+	return schemaless != NULL && schemaless_key(tenant_id, conversation_id, key) &&
+		hash_search(schemaless, key, HASH_FIND, NULL) != NULL;
+}
+
+/*
  * Raise 22023 unless content obeys the schema of the open conversation
  * (cscp_turn_check_schema), before its row is locked: a slow validation
  * never holds the conversation's lock, and content the schema refuses is
@@ -752,6 +830,8 @@ cscp_turn_validate_early(const char *tenant_id, const char *conversation_id, Jso
 	bool		isnull;
 	Datum		d;
 
+	if (schemaless_known(tenant_id, conversation_id))
+		return;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (plan == NULL)
@@ -801,6 +881,7 @@ lock_for_turn(text *tenant, text *convid, Jsonb *turn, char **tenant_s, char **c
 	cscp_turn_validate_early(*tenant_s, *conv_s, t->content, *now);
 	if (!cscp_conversation_lock(*tenant_s, *conv_s, conv))
 		no_conversation(*tenant_s, *conv_s);
+	schemaless_note(conv);
 	if (conv->closed)
 		closed_conversation(conv);
 	if (!past_deadline(conv, *now))

@@ -83,12 +83,30 @@ cscp_time_plus(TimestampTz t, const Interval *iv, TimestampTz *result)
 static void
 policy_max_ttl(Jsonb *policy, Interval *max)
 {
-	char	   *s = cscp_jsonb_get_cstring(policy, "max_ttl");
+	/* The last text parsed and its interval: parsing costs more than the rest of a check. */
+	static char last_text[64] = "";
+	static Interval last_max;
+	JsonbValue *v = cscp_jsonb_get(policy, "max_ttl");
+	char	   *s;
 
+	if (v != NULL && v->type == jbvString && v->val.string.len < (int) sizeof(last_text) &&
+		v->val.string.len > 0 && strncmp(last_text, v->val.string.val, v->val.string.len) == 0 &&
+		last_text[v->val.string.len] == '\0')
+	{
+		*max = last_max;
+		return;
+	}
+	s = v != NULL && v->type == jbvString ? pnstrdup(v->val.string.val, v->val.string.len) : NULL;
 	if (s == NULL || !cscp_parse_interval(s, max) || !cscp_policy_interval_ok(max, false))
 	{
 		memset(max, 0, sizeof(Interval));
 		max->month = CSCP_MAX_LIFETIME_YEARS * MONTHS_PER_YEAR;
+		return;
+	}
+	if (strlen(s) < sizeof(last_text))
+	{
+		strcpy(last_text, s);
+		last_max = *max;
 	}
 }
 
