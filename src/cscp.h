@@ -335,7 +335,6 @@ typedef enum CscpExpiryStatus
 	CSCP_EXPIRY_NOT_POSITIVE,	/* start + ttl is not later than start */
 	CSCP_EXPIRY_TOO_LONG		/* beyond start + max_ttl */
 } CscpExpiryStatus;
-extern bool cscp_time_plus(TimestampTz t, const Interval *iv, TimestampTz *result);
 extern CscpExpiryStatus cscp_expiry_status(Jsonb *policy, TimestampTz start, const Interval *ttl,
 										   TimestampTz *expiry, char **max_text);
 extern TimestampTz cscp_expiry(Jsonb *policy, TimestampTz start, const Interval *ttl,

@@ -61,8 +61,8 @@ interval_parts_sane(const Interval *iv)
  * t + iv into *result, without raising: false when t is not a time far
  * enough inside the timestamp range, or iv has a part too large to add.
  */
-bool
-cscp_time_plus(TimestampTz t, const Interval *iv, TimestampTz *result)
+static bool
+time_plus(TimestampTz t, const Interval *iv, TimestampTz *result)
 {
 	/* Far enough from both ends that adding any sane interval stays inside. */
 	const int64 margin = (INT64CONST(2) * PART_YEARS + 2) * 366 * USECS_PER_DAY;
@@ -125,12 +125,12 @@ cscp_expiry_status(Jsonb *policy, TimestampTz start, const Interval *ttl,
 	policy_max_ttl(policy, &max);
 	if (max_text != NULL)
 		*max_text = interval_text(&max);
-	if (!cscp_time_plus(start, ttl, expiry))
+	if (!time_plus(start, ttl, expiry))
 		return ttl->month > 0 || ttl->day > 0 || ttl->time > 0 ?
 			CSCP_EXPIRY_TOO_LONG : CSCP_EXPIRY_NOT_POSITIVE;
 	if (*expiry <= start)
 		return CSCP_EXPIRY_NOT_POSITIVE;
-	if (!cscp_time_plus(start, &max, &limit) || *expiry > limit)
+	if (!time_plus(start, &max, &limit) || *expiry > limit)
 		return CSCP_EXPIRY_TOO_LONG;
 	return CSCP_EXPIRY_OK;
 }
@@ -156,7 +156,7 @@ cscp_expiry(Jsonb *policy, TimestampTz start, const Interval *ttl, const char *p
 				Interval	zero = {0};
 
 				/* One that looks positive field by field is shown where it lands. */
-				if (cscp_time_plus(start, ttl, &expiry) &&
+				if (time_plus(start, ttl, &expiry) &&
 					DatumGetInt32(DirectFunctionCall2(interval_cmp, IntervalPGetDatum((Interval *) ttl),
 													  IntervalPGetDatum(&zero))) > 0)
 				{
@@ -226,8 +226,11 @@ cscp_expiry_limit(Jsonb *policy, TimestampTz now)
 	TimestampTz limit;
 
 	policy_max_ttl(policy, &max);
-	if (!cscp_time_plus(now, &max, &limit))
-		elog(ERROR, "the clock is outside the range cscp computes expiries in");
+	if (!time_plus(now, &max, &limit))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("cscp.now() is too close to the end of the timestamp range to compute an expiry"),
+				 errhint("Reset cscp.clock.")));
 	return limit;
 }
 
