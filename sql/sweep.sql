@@ -75,8 +75,8 @@ SELECT cscp.retention_floor('retention_expired') AS default_expired,
 BEGIN;
 SELECT cscp.policy_set('*', '{"retention_closed": "1 mon 2 days 03:00"}') IS NOT NULL AS policy;
 SELECT cscp.retention_floor('retention_closed') AS with_months;
-SELECT cscp.policy_set('w3', '{"retention_closed": "1 mon -1 day"}') IS NOT NULL AS policy;
-SELECT cscp.retention_floor('retention_closed') AS with_a_negative_part;
+-- A period with a negative part spans different times on different dates: refused.
+SELECT try($$SELECT cscp.policy_set('w3', '{"retention_closed": "1 mon -1 day"}')$$) AS with_a_negative_part;
 ROLLBACK;
 -- The bound never keeps a due row: a month after January 31st is February 28th, 28 days.
 SELECT cscp.policy_set('w3', '{"retention_closed": "1 mon"}') IS NOT NULL AS policy;

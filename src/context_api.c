@@ -33,60 +33,6 @@
 /* The attempts an open makes before it gives up (40001). */
 #define OPEN_ATTEMPTS 3
 
-/* interval as text, for messages */
-static char *
-interval_text(Interval *iv)
-{
-	return DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(iv)));
-}
-
-/*
- * A lifetime: requested, or the policy's policy_key; refused (22023, naming
- * argname) unless positive and within the policy's max_ttl; SQL callers
- * reach it as cscp.check_lifetime.
- */
-Interval *
-cscp_lifetime(Jsonb *policy, Interval *requested, const char *policy_key, const char *argname)
-{
-	Interval   *ttl = requested;
-	Interval   *zero = palloc0(sizeof(Interval));
-	char	   *s;
-
-	if (ttl == NULL)
-	{
-		s = cscp_jsonb_get_cstring(policy, policy_key);
-		ttl = palloc(sizeof(Interval));
-		if (s == NULL || !cscp_parse_interval(s, ttl))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("the policy has no valid \"%s\"", policy_key),
-					 errhint("Pass %s, or set \"%s\" with cscp.policy_set.", argname, policy_key)));
-	}
-	if (DatumGetInt32(DirectFunctionCall2(interval_cmp, IntervalPGetDatum(ttl),
-										  IntervalPGetDatum(zero))) <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must be positive", argname),
-				 errdetail("The lifetime given is %s.", interval_text(ttl)),
-				 errhint("Pass a positive interval, or NULL for the policy's %s.", policy_key)));
-	s = cscp_jsonb_get_cstring(policy, "max_ttl");
-	if (s != NULL)
-	{
-		Interval	max_ttl;
-
-		if (cscp_parse_interval(s, &max_ttl) &&
-			DatumGetInt32(DirectFunctionCall2(interval_cmp, IntervalPGetDatum(ttl),
-											  IntervalPGetDatum(&max_ttl))) > 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s is too long", argname),
-					 errdetail("The lifetime given is %s; the policy allows lifetimes up to %s (policy key \"max_ttl\").",
-							   interval_text(ttl), interval_text(&max_ttl)),
-					 errhint("Pass a shorter lifetime, or raise \"max_ttl\" with cscp.policy_set.")));
-	}
-	return ttl;
-}
-
 /*
  * Run the open's INSERT with cscp_context_opening set: a triple that has a
  * live context already makes it insert nothing (context_fsm.c).
@@ -338,23 +284,34 @@ cscp_context_open(PG_FUNCTION_ARGS)
 
 /*
  * The expires_at a use of a context sets (cscp.context_touch): extended to
- * now + ttl under a sliding TTL, kept under a fixed one (the tenant's
- * policy, context_ttl_mode), and kept once passed.
+ * now + ttl under a sliding TTL (at most now + max_ttl), kept under a
+ * fixed one (the tenant's policy, context_ttl_mode), and kept once passed.
  */
 TimestampTz
 cscp_context_touch(const char *tenant_id, TimestampTz expires_at, Interval *ttl)
 {
 	TimestampTz now = cscp_now();
+	Jsonb	   *policy;
 	char	   *mode;
 	TimestampTz slid;
 
 	if (expires_at <= now)
 		return expires_at;
-	mode = cscp_jsonb_get_cstring(cscp_policy_get(tenant_id), "context_ttl_mode");
+	policy = cscp_policy_get(tenant_id);
+	mode = cscp_jsonb_get_cstring(policy, "context_ttl_mode");
 	if (mode != NULL && strcmp(mode, "fixed") == 0)
 		return expires_at;
-	slid = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(now),
-												   IntervalPGetDatum(ttl)));
+	/* Slid only as far as max_ttl allows, and never back (cscp_expiry_status). */
+	switch (cscp_expiry_status(policy, now, ttl, &slid, NULL))
+	{
+		case CSCP_EXPIRY_OK:
+			break;
+		case CSCP_EXPIRY_TOO_LONG:
+			slid = cscp_expiry_limit(policy, now);
+			break;
+		case CSCP_EXPIRY_NOT_POSITIVE:
+			return expires_at;
+	}
 	return Max(expires_at, slid);
 }
 

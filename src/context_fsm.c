@@ -126,6 +126,7 @@ typedef struct ContextColumns
 				created_at,
 				updated_at,
 				expires_at,
+				ttl,
 				slots,
 				version;
 } ContextColumns;
@@ -147,6 +148,7 @@ load_columns(Relation rel)
 	cols.created_at = cscp_column(desc, "cscp.context", "created_at");
 	cols.updated_at = cscp_column(desc, "cscp.context", "updated_at");
 	cols.expires_at = cscp_column(desc, "cscp.context", "expires_at");
+	cols.ttl = cscp_column(desc, "cscp.context", "ttl");
 	cols.slots = cscp_column(desc, "cscp.context", "slots");
 	cols.version = cscp_column(desc, "cscp.context", "version");
 	cols.relid = RelationGetRelid(rel);
@@ -175,6 +177,37 @@ check_transition(ContextStatus from, ContextStatus to, const char *context_id)
 			 IS_LIVE(from) ?
 			 errhint("Only the transitions of the context lifecycle are allowed.") :
 			 errhint("Open a new context with cscp.context_open.")));
+}
+
+/*
+ * Hold the expiry and the ttl of newtup, a row being inserted (oldtup NULL)
+ * or updated, to lifetime.c's bounds where they are new: expires_at finite
+ * and within max_ttl of now, now + ttl later than now and within max_ttl.
+ * A ttl not greater than zero is left to the column rule (23514).
+ */
+static void
+check_lifetime(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc, TimestampTz now)
+{
+	bool		isnull,
+				tnull;
+	Datum		tenant = heap_getattr(newtup, cols.tenant_id, desc, &tnull);
+	Datum		d;
+
+	if (tnull)
+		return;
+	d = heap_getattr(newtup, cols.expires_at, desc, &isnull);
+	if (!isnull && (oldtup == NULL || !cscp_same_value(oldtup, newtup, desc, cols.expires_at)))
+		cscp_check_stored_expiry(TextDatumGetCString(tenant), "cscp.context", "expires_at",
+								 DatumGetTimestampTz(d), now);
+	d = heap_getattr(newtup, cols.ttl, desc, &isnull);
+	if (!isnull && (oldtup == NULL || !cscp_same_value(oldtup, newtup, desc, cols.ttl)))
+	{
+		Interval	zero = {0};
+
+		if (DatumGetInt32(DirectFunctionCall2(interval_cmp, d, IntervalPGetDatum(&zero))) > 0)
+			(void) cscp_expiry(cscp_policy_get(TextDatumGetCString(tenant)), now,
+							   DatumGetIntervalP(d), "context_ttl", "ttl");
+	}
 }
 
 /* The checks and defaults of INSERT; returns the tuple to store. */
@@ -229,6 +262,7 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("expires_at of a new context must be in the future"),
 				 errhint("Give a positive ttl.")));
+	check_lifetime(NULL, tuple, desc, now);
 
 	d = heap_getattr(tuple, cols.slots, desc, &isnull);
 	if (!isnull && !tenantnull)
@@ -311,6 +345,8 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 				 errdetail("It expired at %s; its effective status is \"expired\".",
 						   timestamptz_to_str(expires_at)),
 				 errhint("Open a new context with cscp.context_open and ask the user again.")));
+
+	check_lifetime(oldtup, newtup, desc, now);
 
 	if (from != to)
 	{

@@ -36,6 +36,8 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
 #include "utils/numeric.h"
 #include "utils/timestamp.h"
 
@@ -99,13 +101,19 @@ load_columns(Relation rel)
 	cols.relid = RelationGetRelid(rel);
 }
 
-/* Raise 22023 unless timeout_ms is positive and within the tenant's max_ttl. */
-static void
-check_timeout(int64 timeout_ms, const char *tenant)
+/*
+ * The deadline of a conversation of tenant started at now with timeout_ms;
+ * 22023 unless timeout_ms is positive and the deadline within the tenant's
+ * max_ttl (lifetime.c), so that no deadline leaves the timestamp range.
+ */
+static TimestampTz
+timeout_deadline(int64 timeout_ms, const char *tenant, TimestampTz now)
 {
-	Jsonb	   *policy;
-	char	   *max_ttl;
-	Interval	iv;
+	/* More than any max_ttl allows; capped so that it converts to an interval. */
+	const int64 cap_ms = INT64CONST(CSCP_MAX_LIFETIME_YEARS + 1) * 366 * SECS_PER_DAY * 1000;
+	Interval	iv = {0};
+	TimestampTz deadline = 0;
+	char	   *max_text;
 
 	if (timeout_ms <= 0)
 		ereport(ERROR,
@@ -113,21 +121,15 @@ check_timeout(int64 timeout_ms, const char *tenant)
 				 errmsg("timeout_ms must be positive"),
 				 errdetail("The timeout given is %lld ms.", (long long) timeout_ms),
 				 errhint("Pass a positive number of milliseconds, or NULL for no timeout.")));
-	policy = cscp_policy_get(tenant);
-	max_ttl = cscp_jsonb_get_cstring(policy, "max_ttl");
-	if (max_ttl != NULL && cscp_parse_interval(max_ttl, &iv))
-	{
-		int64		max_ms = ((int64) iv.month * DAYS_PER_MONTH + iv.day) * (SECS_PER_DAY * INT64CONST(1000)) +
-			iv.time / 1000;
-
-		if (timeout_ms > max_ms)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("timeout_ms is too long"),
-					 errdetail("The timeout given is %lld ms; the policy allows lifetimes up to %s (policy key \"max_ttl\").",
-							   (long long) timeout_ms, max_ttl),
-					 errhint("Pass a shorter timeout, or raise \"max_ttl\" with cscp.policy_set.")));
-	}
+	iv.time = Min(timeout_ms, cap_ms) * 1000;
+	if (cscp_expiry_status(cscp_policy_get(tenant), now, &iv, &deadline, &max_text) != CSCP_EXPIRY_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("timeout_ms is too long"),
+				 errdetail("The timeout given is %lld ms; the policy allows lifetimes up to %s (policy key \"max_ttl\").",
+						   (long long) timeout_ms, max_text),
+				 errhint("Pass a shorter timeout, or raise \"max_ttl\" with cscp.policy_set.")));
+	return deadline;
 }
 
 /* The checks and defaults of INSERT; returns the tuple to store. */
@@ -161,8 +163,8 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	d = heap_getattr(tuple, cols.timeout_ms, desc, &isnull);
 	if (!isnull)
 	{
-		check_timeout(DatumGetInt64(d), tenant ? tenant : "*");
-		values[cols.deadline - 1] = TimestampTzGetDatum(now + DatumGetInt64(d) * 1000);
+		values[cols.deadline - 1] =
+			TimestampTzGetDatum(timeout_deadline(DatumGetInt64(d), tenant ? tenant : "*", now));
 	}
 	else
 		nulls[cols.deadline - 1] = true;
@@ -684,6 +686,17 @@ cscp_conversation_start(PG_FUNCTION_ARGS)
 	conv_s = text_to_cstring(convid);
 	InitMaterializedSRF(fcinfo, 0);
 
+	/*
+	 * The schema checked and the first turn validated before the INSERT,
+	 * which a concurrent start of the same conversation waits for
+	 * (cscp_turn_validate_early).
+	 */
+	if (!PG_ARGISNULL(4))
+	{
+		cscp_jsonschema_check(PG_GETARG_JSONB_P(4));
+		cscp_turn_check_schema(conv_s, PG_GETARG_JSONB_P(4), t.content);
+	}
+
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (plan == NULL)
@@ -745,8 +758,135 @@ cscp_conversation_start(PG_FUNCTION_ARGS)
 }
 
 /*
+ * The conversations this backend has read, under their row lock, without
+ * a schema: their turns need no read before the lock (a read costs about
+ * 1% of a message turn).  A conversation's schema never changes while it
+ * exists; only one deleted (forgotten, or purged after retention) and
+ * started again under the same id with a schema makes an entry wrong, and
+ * then for one turn only: that turn is validated under the lock, by the
+ * trigger, as every turn was before validation moved ahead of the lock,
+ * and the locked read drops the entry.  Never consulted for anything but
+ * skipping that read.
+ */
+#define SCHEMALESS_KEY_BYTES (2 * CSCP_MAX_ID_BYTES + 2)
+#define SCHEMALESS_MAX_ENTRIES 4096
+
+typedef struct SchemalessEntry
+{
+	char		key[SCHEMALESS_KEY_BYTES];	/* tenant_id, a 0x1f byte, conversation_id */
+} SchemalessEntry;
+
+static HTAB *schemaless = NULL;
+
+/* The key of a conversation in schemaless, into key; false when the ids are too long. */
+static bool
+schemaless_key(const char *tenant_id, const char *conversation_id, char *key)
+{
+	size_t		t = strlen(tenant_id),
+				c = strlen(conversation_id);
+
+	if (t + c + 2 > SCHEMALESS_KEY_BYTES)
+		return false;
+	memset(key, 0, SCHEMALESS_KEY_BYTES);
+	memcpy(key, tenant_id, t);
+	key[t] = '\x1f';
+	memcpy(key + t + 1, conversation_id, c);
+	return true;
+}
+
+/* Note what the locked read conv says about its schema. */
+static void
+schemaless_note(const CscpConversation *conv)
+{
+	char		key[SCHEMALESS_KEY_BYTES];
+
+	if (!schemaless_key(conv->tenant_id, conv->conversation_id, key))
+		return;
+	if (conv->schema != NULL)
+	{
+		if (schemaless != NULL)
+			(void) hash_search(schemaless, key, HASH_REMOVE, NULL);
+		return;
+	}
+	if (schemaless == NULL || hash_get_num_entries(schemaless) >= SCHEMALESS_MAX_ENTRIES)
+	{
+		HASHCTL		ctl;
+
+		if (schemaless != NULL)
+			hash_destroy(schemaless);
+		ctl.keysize = SCHEMALESS_KEY_BYTES;
+		ctl.entrysize = sizeof(SchemalessEntry);
+		ctl.hcxt = TopMemoryContext;
+		schemaless = hash_create("cscp conversations without a schema", 64, &ctl,
+								 HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	(void) hash_search(schemaless, key, HASH_ENTER, NULL);
+}
+
+/* Whether a locked read has shown the conversation without a schema. */
+static bool
+schemaless_known(const char *tenant_id, const char *conversation_id)
+{
+	char		key[SCHEMALESS_KEY_BYTES];
+
+	return schemaless != NULL && schemaless_key(tenant_id, conversation_id, key) &&
+		hash_search(schemaless, key, HASH_FIND, NULL) != NULL;
+}
+
+/*
+ * Raise 22023 unless content obeys the schema of the open conversation
+ * (cscp_turn_check_schema), before its row is locked: a slow validation
+ * never holds the conversation's lock, and content the schema refuses is
+ * refused without waiting for it.  A conversation's schema never changes
+ * once it is started, so the one read here without a lock is the one the
+ * turn trigger checks again under the lock, where jsonschema.c's memo of
+ * its last validation gives the answer without the work.  Nothing to do
+ * when the conversation is absent, closed, past its deadline or without a
+ * schema: the locked path answers those.
+ */
+void
+cscp_turn_validate_early(const char *tenant_id, const char *conversation_id, Jsonb *content,
+						 TimestampTz now)
+{
+	static SPIPlanPtr plan = NULL;
+	Datum		args[3];
+	bool		isnull;
+	Datum		d;
+
+	if (schemaless_known(tenant_id, conversation_id))
+		return;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (plan == NULL)
+	{
+		Oid			argtypes[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
+
+		plan = SPI_prepare("SELECT c.schema FROM cscp.conversation c"
+						   " WHERE c.tenant_id = $1 AND c.conversation_id = $2"
+						   "   AND c.state = 'open' AND (c.deadline IS NULL OR c.deadline > $3)",
+						   3, argtypes);
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(plan);
+	}
+	args[0] = CStringGetTextDatum(tenant_id);
+	args[1] = CStringGetTextDatum(conversation_id);
+	args[2] = TimestampTzGetDatum(now);
+	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the schema of conversation \"%s\"", conversation_id);
+	if (SPI_processed == 1)
+	{
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		if (!isnull)
+			cscp_turn_check_schema(conversation_id, DatumGetJsonbP(d), content);
+	}
+	SPI_finish();
+}
+
+/*
  * What exchange and close do first: check the arguments, parse the turn,
- * lock the conversation and refuse a closed one (55000).  Past its deadline
+ * validate its content (before the lock: cscp_turn_validate_early), lock
+ * the conversation and refuse a closed one (55000).  Past its deadline
  * the conversation is closed by timeout and the timed_out row returned:
  * the caller then returns at once (true).
  */
@@ -761,8 +901,10 @@ lock_for_turn(text *tenant, text *convid, Jsonb *turn, char **tenant_s, char **c
 	*conv_s = text_to_cstring(convid);
 	*now = cscp_now();
 
+	cscp_turn_validate_early(*tenant_s, *conv_s, t->content, *now);
 	if (!cscp_conversation_lock(*tenant_s, *conv_s, conv))
 		no_conversation(*tenant_s, *conv_s);
+	schemaless_note(conv);
 	if (conv->closed)
 		closed_conversation(conv);
 	if (!past_deadline(conv, *now))

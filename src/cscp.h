@@ -311,6 +311,24 @@ extern bool cscp_parse_interval(const char *str, Interval *result);
 extern int64 cscp_policy_int(Jsonb *policy, const char *key, int64 fallback);
 extern bool cscp_policy_lists(Jsonb *policy, const char *key, const char *name);
 
+/* lifetime.c: every expiry cscp computes or stores */
+#define CSCP_MAX_LIFETIME_YEARS 10		/* max_ttl and the lifetimes */
+#define CSCP_MAX_RETENTION_YEARS 100	/* retention_* */
+typedef enum CscpExpiryStatus
+{
+	CSCP_EXPIRY_OK,
+	CSCP_EXPIRY_NOT_POSITIVE,	/* start + ttl is not later than start */
+	CSCP_EXPIRY_TOO_LONG		/* beyond start + max_ttl */
+} CscpExpiryStatus;
+extern CscpExpiryStatus cscp_expiry_status(Jsonb *policy, TimestampTz start, const Interval *ttl,
+										   TimestampTz *expiry, char **max_text);
+extern TimestampTz cscp_expiry(Jsonb *policy, TimestampTz start, const Interval *ttl,
+							   const char *policy_key, const char *argname);
+extern TimestampTz cscp_expiry_limit(Jsonb *policy, TimestampTz now);
+extern void cscp_check_stored_expiry(const char *tenant, const char *table, const char *column,
+									 TimestampTz expires_at, TimestampTz now);
+extern bool cscp_policy_interval_ok(const Interval *iv, bool retention);
+
 /* routing.c */
 extern int32 cscp_routing_hash_text(text *conversation_id);
 extern void cscp_routing_uuid(int32 hash, pg_uuid_t *uuid);
@@ -353,6 +371,8 @@ extern uint64 cscp_conversation_generation;
  */
 extern const CscpConversation *cscp_turn_conversation;
 
+extern void cscp_turn_validate_early(const char *tenant_id, const char *conversation_id,
+									 Jsonb *content, TimestampTz now);
 extern bool cscp_conversation_lock(const char *tenant_id, const char *conversation_id,
 								   CscpConversation *conv);
 extern void cscp_conversation_advance(const CscpConversation *conv,
@@ -396,6 +416,7 @@ extern CscpCloseIntent *cscp_close_intent;
 #define CSCP_MAX_TURN_CONTENT_DEPTH 64
 
 extern void cscp_turn_parse(Jsonb *turn, const char *argname, CscpTurn *out);
+extern void cscp_turn_check_schema(const char *convid, Jsonb *schema, Jsonb *content);
 extern char *cscp_turn_content_hash(Jsonb *content, int32 *size);
 extern void cscp_check_json_limits(Jsonb *j, const char *what);
 

@@ -221,9 +221,26 @@ document_columns(Relation rel)
 {
 }
 
+/* A new expires_at of a document: finite and within its tenant's max_ttl (lifetime.c). */
+static void
+document_check_expiry(Relation rel, HeapTuple oldtup, HeapTuple newtup, TimestampTz now)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			col = cscp_column(desc, "cscp.document", "expires_at");
+	bool		isnull,
+				tnull;
+	Datum		d = heap_getattr(newtup, col, desc, &isnull);
+	Datum		t = heap_getattr(newtup, cscp_column(desc, "cscp.document", "tenant_id"), desc, &tnull);
+
+	if (!isnull && !tnull && (oldtup == NULL || !cscp_same_value(oldtup, newtup, desc, col)))
+		cscp_check_stored_expiry(TextDatumGetCString(t), "cscp.document", "expires_at",
+								 DatumGetTimestampTz(d), now);
+}
+
 static HeapTuple
 document_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 {
+	document_check_expiry(rel, NULL, tuple, now);
 	return tuple;
 }
 
@@ -231,6 +248,7 @@ static HeapTuple
 document_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *updatedcols,
 				TimestampTz now)
 {
+	document_check_expiry(rel, oldtup, newtup, now);
 	return newtup;
 }
 

@@ -14,14 +14,17 @@
  *						value, as jsonb's = operator says (1 equals 1.0)
  *	  minLength, maxLength	string length in characters, not bytes
  *	  pattern			a PostgreSQL advanced regular expression, searched
- *						for anywhere in the string (unanchored), C collation
+ *						for anywhere in the string (unanchored), C collation;
+ *						one that needs backtracking is refused (below)
  *	  minimum, maximum, exclusiveMinimum, exclusiveMaximum
  *						numbers; the exclusive ones are numbers too (draft
  *						2019-09 and later), not booleans
  *	  minItems, maxItems	array length
- *	  uniqueItems		no two elements equal as jsonb's = says; only
- *						elements with equal jsonb_hash are compared, so long
- *						arrays are not compared pair by pair
+ *	  uniqueItems		no two elements equal as jsonb's = says; the
+ *						elements are merge-sorted by a total order whose ties
+ *						are exactly jsonb's equality and neighbours compared,
+ *						O(n log n) comparisons whatever the elements (no hash
+ *						that crafted elements could make collide)
  *	  items				one schema, applied to every element (the array form
  *						of older drafts is refused)
  *	  required			an array of distinct property names
@@ -50,8 +53,33 @@
  * "properties" or "additionalProperties"; finally allOf (its first failing
  * schema's reason), anyOf, oneOf, not.
  *
+ * Bounded work for hostile input.  A turn's content comes from an end user,
+ * so validating it must cost at most about (schema size) x (content size),
+ * whatever the content:
+ *	- uniqueItems sorts (above), never compares pair by pair;
+ *	- a pattern is matched by PostgreSQL's regex engine, whose DFA runs in
+ *	  time linear in the string for a fixed pattern, except where the
+ *	  pattern forces it to backtrack: back-references (\1) are matched by
+ *	  trying every split of the string (exponential: ^((.+)\2)+$ takes
+ *	  seconds on 100 characters), lookahead and lookbehind constraints
+ *	  run a sub-match at every position (quadratic and worse when nested).
+ *	  Both are refused when the schema is checked, with 22023 and the path
+ *	  of the keyword, as is a pattern whose automaton has more than
+ *	  MAX_PATTERN_STATES states (each step of the DFA can cost that much);
+ *	- a schema is at most MAX_SCHEMA_BYTES and MAX_SCHEMA_DEPTH deep, and
+ *	  has no references ($ref is refused), so each schema object applies
+ *	  at most once to each value of the content;
+ *	- memory: the loops over elements and members reset a scratch memory
+ *	  context per value, and the alternatives of anyOf, oneOf and not are
+ *	  tried without formatting the messages nobody reads.
+ *
  * One validation (or check) runs in its own memory context, deleted at the
- * end; only the message is copied out.
+ * end; only the message is copied out.  The last validation's inputs and
+ * answer are remembered (cscp_jsonschema_validate_checked), so that the
+ * turn trigger, validating the content the API validated before it locked
+ * the conversation, gets the answer without doing the work again under
+ * the lock: a cache of a pure function keyed by its whole input, not a
+ * verdict handed from one to the other.
  *
  *-------------------------------------------------------------------------
  */
@@ -63,9 +91,17 @@
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "regex/regex.h"
+#include "regex/regexport.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/numeric.h"
+
+/* Largest schema, in bytes of its jsonb form, and deepest nesting of it. */
+#define MAX_SCHEMA_BYTES (64 * 1024)
+#define MAX_SCHEMA_DEPTH 32
+
+/* Most states a pattern's automaton may have (pg_reg_getnumstates). */
+#define MAX_PATTERN_STATES 300
 
 /* Keywords that validate, and annotations accepted and ignored. */
 static const char *const supported_keywords[] = {
@@ -281,6 +317,103 @@ malformed(const char *kw, const char *what, const JsonPathStep *path)
 			 errdetail("It appears at %s.", path_string(path))));
 }
 
+/* The rank of a value's JSON type, ordering values of different types. */
+static int
+type_rank(const JsonbValue *v)
+{
+	switch (v->type)
+	{
+		case jbvNull:
+			return 0;
+		case jbvBool:
+			return 1;
+		case jbvNumeric:
+			return 2;
+		case jbvString:
+			return 3;
+		default:
+			return JsonContainerIsArray(v->val.binary.data) ? 4 : 5;
+	}
+}
+
+/*
+ * A total order on jsonb values (scalars or containers) whose ties are
+ * exactly the values jsonb's = calls equal (1 and 1.0 tie), without copying
+ * them: by type, then numbers by value, strings by length and bytes (the
+ * database's collation is deterministic, so equal strings are equal
+ * bytes), containers by compareJsonbContainers, jsonb's btree order.  Each
+ * comparison costs at most the size of the smaller value.
+ */
+static int
+values_cmp(const JsonbValue *a, const JsonbValue *b)
+{
+	int			ra = type_rank(a),
+				rb = type_rank(b);
+
+	if (ra != rb)
+		return ra < rb ? -1 : 1;
+	switch (a->type)
+	{
+		case jbvNull:
+			return 0;
+		case jbvBool:
+			return (int) a->val.boolean - (int) b->val.boolean;
+		case jbvNumeric:
+			return DatumGetInt32(DirectFunctionCall2(numeric_cmp,
+													 NumericGetDatum(a->val.numeric),
+													 NumericGetDatum(b->val.numeric)));
+		case jbvString:
+			if (a->val.string.len != b->val.string.len)
+				return a->val.string.len < b->val.string.len ? -1 : 1;
+			return memcmp(a->val.string.val, b->val.string.val, a->val.string.len);
+		default:
+			return compareJsonbContainers(a->val.binary.data, b->val.binary.data);
+	}
+}
+
+/*
+ * Sort order[0..n-1], indexes into values, by values_cmp, stably (equal
+ * values keep their index order): a bottom-up merge sort, O(n log n)
+ * comparisons for every input, where a quicksort can be driven quadratic.
+ */
+static void
+sort_values(const JsonbValue *values, int *order, int n)
+{
+	int		   *tmp = palloc(sizeof(int) * Max(n, 1));
+	int		   *from = order,
+			   *to = tmp;
+
+	for (int width = 1; width < n; width *= 2)
+	{
+		CHECK_FOR_INTERRUPTS();
+		for (int lo = 0; lo < n; lo += 2 * width)
+		{
+			int			mid = Min(lo + width, n),
+						hi = Min(lo + 2 * width, n),
+						i = lo,
+						j = mid,
+						k = lo;
+
+			while (i < mid && j < hi)
+				to[k++] = values_cmp(&values[from[j]], &values[from[i]]) < 0 ? from[j++] : from[i++];
+			while (i < mid)
+				to[k++] = from[i++];
+			while (j < hi)
+				to[k++] = from[j++];
+		}
+		/* swap the roles of the two arrays */
+		{
+			int		   *t = from;
+
+			from = to;
+			to = t;
+		}
+	}
+	if (from != order)
+		memcpy(order, from, sizeof(int) * n);
+	pfree(tmp);
+}
+
 /* Whether v is a JSON string naming one of the seven types. */
 static bool
 is_type_name(JsonbValue *v)
@@ -302,6 +435,8 @@ is_string_set(JsonbValue *v, bool type_names_only, bool nonempty)
 {
 	JsonbContainer *c;
 	int			n;
+	JsonbValue *elems;
+	int		   *order;
 
 	if (!is_array(v))
 		return false;
@@ -309,16 +444,22 @@ is_string_set(JsonbValue *v, bool type_names_only, bool nonempty)
 	n = JsonContainerSize(c);
 	if (nonempty && n == 0)
 		return false;
+	elems = palloc(sizeof(JsonbValue) * Max(n, 1));
+	order = palloc(sizeof(int) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 	{
 		JsonbValue *e = getIthJsonbValueFromContainer(c, i);
 
 		if (e->type != jbvString || (type_names_only && !is_type_name(e)))
 			return false;
-		for (int j = 0; j < i; j++)
-			if (cscp_jsonb_values_equal(e, getIthJsonbValueFromContainer(c, j)))
-				return false;
+		elems[i] = *e;
+		order[i] = i;
 	}
+	/* Distinct: no two neighbours equal once sorted (O(n log n), not pair by pair). */
+	sort_values(elems, order, n);
+	for (int i = 1; i < n; i++)
+		if (values_cmp(&elems[order[i - 1]], &elems[order[i]]) == 0)
+			return false;
 	return true;
 }
 
@@ -330,7 +471,25 @@ is_count(JsonbValue *v)
 		num_cmp(v->val.numeric, int64_to_numeric(0)) >= 0;
 }
 
-/* Raise 22023 unless pattern (the value of "pattern" at path) compiles. */
+/* Raise 22023: the pattern at path would make matching backtrack or crawl. */
+static void pg_attribute_noreturn()
+slow_pattern(JsonbValue *pattern, const JsonPathStep *path, const char *what, const char *why)
+{
+	JsonPathStep here = member_step(path, "pattern", strlen("pattern"));
+
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("schema keyword \"pattern\" %s", what),
+			 errdetail("It appears at %s: \"%.*s\".", path_string(&here),
+					   pattern->val.string.len, pattern->val.string.val),
+			 errhint("%s", why)));
+}
+
+/*
+ * Raise 22023 unless pattern (the value of "pattern" in the schema object
+ * at path) compiles, and into one the regex engine matches without
+ * backtracking, in time linear in the string (see the file header).
+ */
 static void
 check_pattern(JsonbValue *pattern, const JsonPathStep *path)
 {
@@ -345,7 +504,22 @@ check_pattern(JsonbValue *pattern, const JsonPathStep *path)
 	rc = pg_regcomp(&re, wide, wlen, REG_ADVANCED, C_COLLATION_OID);
 	if (rc == REG_OKAY)
 	{
+		long		info = re.re_info;
+		int			nstates = pg_reg_getnumstates(&re);
+
 		pg_regfree(&re);
+		if (info & REG_UBACKREF)
+			slow_pattern(pattern, path, "must not use back-references",
+						 "A back-reference such as \\1 makes the regular expression engine backtrack, "
+						 "which can take exponential time; match the text without it.");
+		if (info & REG_ULOOKAROUND)
+			slow_pattern(pattern, path, "must not use lookahead or lookbehind constraints",
+						 "A constraint such as (?=...) or (?<=...) is matched again at every position "
+						 "of the string; match the text without it.");
+		if (nstates > MAX_PATTERN_STATES)
+			slow_pattern(pattern, path, "is too complex",
+						 psprintf("Its automaton has %d states; the limit is %d. Use smaller repetition counts.",
+								  nstates, MAX_PATTERN_STATES));
 		return;
 	}
 	/* An interrupt makes the regex library give up: not the pattern's fault. */
@@ -611,75 +785,76 @@ validate_number(JsonbContainer *s, JsonbValue *inst, const JsonPathStep *path)
 	return NULL;
 }
 
-/* An array element's jsonb hash and its index, for finding duplicates. */
-typedef struct HashedElement
-{
-	uint32		hash;
-	int			index;
-} HashedElement;
-
-/* qsort order of HashedElement: by hash, then by index. */
-static int
-hashed_element_cmp(const void *a, const void *b)
-{
-	const HashedElement *x = (const HashedElement *) a;
-	const HashedElement *y = (const HashedElement *) b;
-
-	if (x->hash != y->hash)
-		return x->hash < y->hash ? -1 : 1;
-	return x->index - y->index;
-}
-
 /*
  * Whether the array a (n elements) has two equal elements; if so, *second
  * is the lowest index equal to an earlier element and *first the lowest
- * such earlier index.  Elements are grouped by jsonb_hash (equal values
- * hash alike), so only elements with equal hashes are compared.
+ * such earlier index.  The elements are sorted (sort_values, stable: equal
+ * elements in index order) and neighbours compared: O(n log n)
+ * comparisons, each no dearer than the smaller element.
  */
 static bool
 find_duplicate(JsonbContainer *a, int n, int *first, int *second)
 {
-	HashedElement *h = palloc(sizeof(HashedElement) * Max(n, 1));
-	JsonbValue **elems = palloc(sizeof(JsonbValue *) * Max(n, 1));
+	JsonbValue *elems = palloc(sizeof(JsonbValue) * Max(n, 1));
+	int		   *order = palloc(sizeof(int) * Max(n, 1));
+	JsonbIterator *it = JsonbIteratorInit(a);
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	int			count = 0;
 	bool		found = false;
 
-	for (int i = 0; i < n; i++)
-	{
-		elems[i] = getIthJsonbValueFromContainer(a, i);
-		h[i].index = i;
-		h[i].hash = DatumGetUInt32(DirectFunctionCall1(jsonb_hash,
-													   JsonbPGetDatum(cscp_jsonb_value_to_jsonb(elems[i]))));
-	}
-	qsort(h, n, sizeof(HashedElement), hashed_element_cmp);
-	for (int g = 0; g < n;)
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+		if (tok == WJB_ELEM && count < n)
+		{
+			order[count] = count;
+			elems[count++] = v;
+		}
+	Assert(count == n);
+	sort_values(elems, order, count);
+	/* Each run of equal elements: its first two are its lowest indexes. */
+	for (int g = 0; g < count;)
 	{
 		int			end = g + 1;
 
-		CHECK_FOR_INTERRUPTS();
-		while (end < n && h[end].hash == h[g].hash)
+		while (end < count && values_cmp(&elems[order[g]], &elems[order[end]]) == 0)
 			end++;
-		for (int i = g + 1; i < end; i++)
+		if (end - g >= 2 && (!found || order[g + 1] < *second))
 		{
-			int			ii = h[i].index;
-
-			if (found && ii > *second)
-				break;
-			for (int j = g; j < i; j++)
-			{
-				if (cscp_jsonb_values_equal(elems[h[j].index], elems[ii]))
-				{
-					*first = h[j].index;
-					*second = ii;
-					found = true;
-					break;
-				}
-			}
-			if (found && *second == ii)
-				break;
+			*first = order[g];
+			*second = order[g + 1];
+			found = true;
 		}
 		g = end;
 	}
+	pfree(elems);
+	pfree(order);
 	return found;
+}
+
+/* A memory context for validating one value after another, reset in between. */
+static MemoryContext
+scratch_context(void)
+{
+	return AllocSetContextCreate(CurrentMemoryContext, "cscp jsonschema value",
+								 ALLOCSET_SMALL_SIZES);
+}
+
+/*
+ * validate() in scratch, reset afterwards: the violation copied into the
+ * caller's context, or NULL.  A loop over many values so needs the memory
+ * of one.
+ */
+static char *
+validate_in(MemoryContext scratch, JsonbValue *schema, JsonbValue *inst, const JsonPathStep *path)
+{
+	MemoryContext outer = MemoryContextSwitchTo(scratch);
+	char	   *msg = validate(schema, inst, path);
+
+	MemoryContextSwitchTo(outer);
+	if (msg != NULL)
+		msg = pstrdup(msg);
+	MemoryContextReset(scratch);
+	return msg;
 }
 
 /* NULL if the array inst satisfies minItems, maxItems, uniqueItems and items of s. */
@@ -708,14 +883,24 @@ validate_array(JsonbContainer *s, JsonbValue *inst, const JsonPathStep *path)
 	}
 	if ((k = keyword(s, "items")) != NULL)
 	{
-		for (int i = 0; i < n; i++)
-		{
-			JsonPathStep elem = element_step(path, i);
-			char	   *msg = validate(k, getIthJsonbValueFromContainer(a, i), &elem);
+		MemoryContext scratch = scratch_context();
+		JsonbIterator *it = JsonbIteratorInit(a);
+		JsonbValue	e;
+		JsonbIteratorToken tok;
+		int			i = 0;
+		char	   *msg = NULL;
 
-			if (msg != NULL)
-				return msg;
+		while (msg == NULL && (tok = JsonbIteratorNext(&it, &e, true)) != WJB_DONE)
+		{
+			JsonPathStep elem;
+
+			if (tok != WJB_ELEM)
+				continue;
+			elem = element_step(path, i++);
+			msg = validate_in(scratch, k, &e, &elem);
 		}
+		MemoryContextDelete(scratch);
+		return msg;
 	}
 	return NULL;
 }
@@ -732,6 +917,8 @@ validate_object(JsonbContainer *s, JsonbValue *inst, const JsonPathStep *path)
 	JsonbValue	v,
 				key = {0};
 	JsonbIteratorToken tok;
+	MemoryContext scratch;
+	char	   *msg = NULL;
 
 	if ((k = keyword(s, "required")) != NULL)
 	{
@@ -752,12 +939,13 @@ validate_object(JsonbContainer *s, JsonbValue *inst, const JsonPathStep *path)
 	extra = keyword(s, "additionalProperties");
 	if (props == NULL && extra == NULL)
 		return NULL;
+	scratch = scratch_context();
 	it = JsonbIteratorInit(o);
-	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	while (msg == NULL && (tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 	{
+		JsonbValue	found;
 		JsonbValue *sub = NULL;
 		JsonPathStep member;
-		char	   *msg;
 
 		if (tok == WJB_KEY)
 		{
@@ -769,21 +957,24 @@ validate_object(JsonbContainer *s, JsonbValue *inst, const JsonPathStep *path)
 		if (props != NULL)
 			sub = getKeyJsonValueFromContainer(props->val.binary.data,
 											   key.val.string.val,
-											   key.val.string.len, NULL);
+											   key.val.string.len, &found);
 		if (sub == NULL)
 		{
 			if (extra == NULL)
 				continue;
 			if (extra->type == jbvBool && !extra->val.boolean)
-				return violation(path, "additional property \"%.*s\" is not allowed",
-								 key.val.string.len, key.val.string.val);
+			{
+				msg = violation(path, "additional property \"%.*s\" is not allowed",
+								key.val.string.len, key.val.string.val);
+				break;
+			}
 			sub = extra;
 		}
 		member = member_step(path, key.val.string.val, key.val.string.len);
-		if ((msg = validate(sub, &v, &member)) != NULL)
-			return msg;
+		msg = validate_in(scratch, sub, &v, &member);
 	}
-	return NULL;
+	MemoryContextDelete(scratch);
+	return msg;
 }
 
 /*
@@ -814,12 +1005,11 @@ validate(JsonbValue *schema, JsonbValue *inst, const JsonPathStep *path)
 		bool		found = false;
 
 		for (int i = 0; i < n && !found; i++)
-			found = cscp_jsonb_values_equal(inst,
-											getIthJsonbValueFromContainer(k->val.binary.data, i));
+			found = values_cmp(inst, getIthJsonbValueFromContainer(k->val.binary.data, i)) == 0;
 		if (!found)
 			return violation(path, "value is not one of the \"enum\" values");
 	}
-	if ((k = keyword(s, "const")) != NULL && !cscp_jsonb_values_equal(inst, k))
+	if ((k = keyword(s, "const")) != NULL && values_cmp(inst, k) != 0)
 		return violation(path, "value is not equal to the \"const\" value");
 
 	if (inst->type == jbvString)
@@ -873,6 +1063,38 @@ validate(JsonbValue *schema, JsonbValue *inst, const JsonPathStep *path)
 	return NULL;
 }
 
+/* Raise 22023 unless the schema is within MAX_SCHEMA_BYTES and MAX_SCHEMA_DEPTH. */
+static void
+check_schema_size(Jsonb *schema)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	int			depth = 0;
+
+	if (VARSIZE(schema) > MAX_SCHEMA_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("schema is too large"),
+				 errdetail("It takes %zu bytes; the limit is %d bytes.",
+						   (size_t) VARSIZE(schema), MAX_SCHEMA_BYTES)));
+	it = JsonbIteratorInit(&schema->root);
+	while ((tok = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
+	{
+		if (tok == WJB_BEGIN_ARRAY || tok == WJB_BEGIN_OBJECT)
+		{
+			if (++depth > MAX_SCHEMA_DEPTH)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("schema is nested too deeply"),
+						 errdetail("Arrays and objects may be nested at most %d levels deep in a schema.",
+								   MAX_SCHEMA_DEPTH)));
+		}
+		else if (tok == WJB_END_ARRAY || tok == WJB_END_OBJECT)
+			depth--;
+	}
+}
+
 /* Raise 22023 unless schema is a usable schema of the supported subset. */
 void
 cscp_jsonschema_check(Jsonb *schema)
@@ -888,6 +1110,7 @@ cscp_jsonschema_check(Jsonb *schema)
 	ctx = AllocSetContextCreate(CurrentMemoryContext, "cscp jsonschema",
 								ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(ctx);
+	check_schema_size(schema);
 	jsonb_root_value(schema, &sv);
 	check_schema(&sv, NULL);
 	MemoryContextSwitchTo(old);
@@ -920,6 +1143,7 @@ cscp_jsonschema_validate(Jsonb *schema, Jsonb *instance)
 	ctx = AllocSetContextCreate(CurrentMemoryContext, "cscp jsonschema",
 								ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(ctx);
+	check_schema_size(schema);
 	jsonb_root_value(schema, &sv);
 	check_schema(&sv, NULL);
 	jsonb_root_value(instance, &iv);
@@ -929,6 +1153,52 @@ cscp_jsonschema_validate(Jsonb *schema, Jsonb *instance)
 		msg = pstrdup(msg);
 	MemoryContextDelete(ctx);
 	return msg;
+}
+
+/*
+ * The last validation of cscp_jsonschema_validate_checked: its schema and
+ * instance (copies, byte for byte) and its answer, in their own memory
+ * context.  Validation is a pure function of the two, so the answer
+ * stands for as long as the bytes are the same.
+ */
+static struct
+{
+	MemoryContext cxt;
+	Jsonb	   *schema;
+	Jsonb	   *instance;
+	char	   *violation;
+}			memo;
+
+/* Whether the memo holds the validation of instance against schema. */
+static bool
+memo_holds(Jsonb *schema, Jsonb *instance)
+{
+	return memo.schema != NULL &&
+		VARSIZE(memo.schema) == VARSIZE(schema) &&
+		VARSIZE(memo.instance) == VARSIZE(instance) &&
+		memcmp(memo.schema, schema, VARSIZE(schema)) == 0 &&
+		memcmp(memo.instance, instance, VARSIZE(instance)) == 0;
+}
+
+/* Remember the answer violation for instance against schema. */
+static void
+memo_keep(Jsonb *schema, Jsonb *instance, const char *violation)
+{
+	MemoryContext old;
+
+	if (memo.cxt == NULL)
+		memo.cxt = AllocSetContextCreate(TopMemoryContext, "cscp jsonschema memo",
+										 ALLOCSET_DEFAULT_SIZES);
+	else
+		MemoryContextReset(memo.cxt);
+	memo.schema = NULL;
+	old = MemoryContextSwitchTo(memo.cxt);
+	memo.instance = palloc(VARSIZE(instance));
+	memcpy(memo.instance, instance, VARSIZE(instance));
+	memo.violation = violation ? pstrdup(violation) : NULL;
+	memo.schema = palloc(VARSIZE(schema));
+	memcpy(memo.schema, schema, VARSIZE(schema));
+	MemoryContextSwitchTo(old);
 }
 
 /*
@@ -946,6 +1216,8 @@ cscp_jsonschema_validate_checked(Jsonb *schema, Jsonb *instance)
 	char	   *msg;
 
 	Assert(schema != NULL && instance != NULL);
+	if (memo_holds(schema, instance))
+		return memo.violation ? pstrdup(memo.violation) : NULL;
 	ctx = AllocSetContextCreate(CurrentMemoryContext, "cscp jsonschema",
 								ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(ctx);
@@ -956,6 +1228,7 @@ cscp_jsonschema_validate_checked(Jsonb *schema, Jsonb *instance)
 	if (msg != NULL)
 		msg = pstrdup(msg);
 	MemoryContextDelete(ctx);
+	memo_keep(schema, instance, msg);
 	return msg;
 }
 

@@ -7,6 +7,10 @@
  * tenant's own keys merged over them (cscp.policy_effective).  Every key a
  * policy may hold is listed in policy_keys below with its type; anything
  * else is refused with 22023, so a typo never silently means "default".
+ * Interval keys are bounded where they are set (lifetime.c decides how):
+ * no negative part, greater than zero, at most 10 years (max_ttl and the
+ * lifetimes) or 100 years (retention_*), so that no time computed from
+ * them leaves PostgreSQL's timestamp range.
  *
  *-------------------------------------------------------------------------
  */
@@ -30,7 +34,7 @@
 
 typedef enum PolicyKind
 {
-	POLICY_INTERVAL,			/* positive interval, as text */
+	POLICY_INTERVAL,			/* positive interval, as text, bounded (lifetime.c) */
 	POLICY_CHOICE,				/* one of a fixed set of strings */
 	POLICY_INTEGER,				/* integer within [min, max] */
 	POLICY_SHARE,				/* number in (0, 1] */
@@ -144,12 +148,24 @@ check_policy_value(const PolicyKey *k, JsonbValue *v)
 			{
 				Interval	iv;
 				char	   *s;
+				bool		retention;
 
 				if (v->type != jbvString)
 					policy_type_error(k->name, "a positive interval as a string, such as \"30 minutes\"");
 				s = pnstrdup(v->val.string.val, v->val.string.len);
 				if (!cscp_parse_interval(s, &iv) || !interval_is_positive(&iv))
 					policy_type_error(k->name, "a positive interval as a string, such as \"30 minutes\"");
+				retention = strncmp(k->name, "retention_", 10) == 0;
+				if (!cscp_policy_interval_ok(&iv, retention))
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							 errmsg("policy key \"%s\" is out of range", k->name),
+							 errdetail("It is \"%s\"; it must be greater than zero with no negative part, and at most %d years.",
+									   s, retention ? CSCP_MAX_RETENTION_YEARS : CSCP_MAX_LIFETIME_YEARS),
+							 (iv.month < 0 || iv.day < 0 || iv.time < 0) ?
+							 errhint("An interval with a negative part, such as \"-1 mon 30 days\", spans a different time on different dates.") :
+							 errhint("Lifetimes and \"max_ttl\" are at most %d years, retention periods at most %d years.",
+									 CSCP_MAX_LIFETIME_YEARS, CSCP_MAX_RETENTION_YEARS)));
 				break;
 			}
 		case POLICY_CHOICE:

@@ -255,6 +255,24 @@ cscp_turn_parse(Jsonb *turn, const char *argname, CscpTurn *out)
 	cscp_check_json_limits(out->content, "turn content");
 }
 
+/*
+ * Raise 22023 unless content obeys schema, the schema of conversation
+ * convid.  Called before the conversation is locked (cscp_turn_validate_early)
+ * and by the trigger under the lock, where the answer is remembered.
+ */
+void
+cscp_turn_check_schema(const char *convid, Jsonb *schema, Jsonb *content)
+{
+	char	   *violation = cscp_jsonschema_validate_checked(schema, content);
+
+	if (violation != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("turn content does not match the schema of conversation \"%s\"", convid),
+				 errdetail("%s.", violation),
+				 errhint("Send content the schema given at cscp.conversation_start accepts.")));
+}
+
 /* "sha256:<hex>" of the canonical JSON of content; *size its length in bytes. */
 char *
 cscp_turn_content_hash(Jsonb *content, int32 *size)
@@ -399,11 +417,16 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	if (handed != NULL && handed->generation == cscp_conversation_generation &&
 		strcmp(handed->tenant_id, tenant) == 0 && strcmp(handed->conversation_id, convid) == 0)
 		conv = *handed;
-	else if (!cscp_conversation_lock(tenant, convid, &conv))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("conversation \"%s\" does not exist", convid),
-				 errhint("Start it with cscp.conversation_start, and check that cscp.tenant_id names its tenant.")));
+	else
+	{
+		/* Direct SQL: the content is validated before the lock here too. */
+		cscp_turn_validate_early(tenant, convid, content, now);
+		if (!cscp_conversation_lock(tenant, convid, &conv))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("conversation \"%s\" does not exist", convid),
+					 errhint("Start it with cscp.conversation_start, and check that cscp.tenant_id names its tenant.")));
+	}
 
 	if (cscp_close_intent != NULL &&
 		strcmp(cscp_close_intent->tenant_id, tenant) == 0 &&
@@ -449,16 +472,7 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 				 errmsg("conversation \"%s\" has too many turns", convid)));
 
 	if (conv.schema != NULL && close != CSCP_CLOSE_BY_TIMEOUT)
-	{
-		char	   *violation = cscp_jsonschema_validate_checked(conv.schema, content);
-
-		if (violation != NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("turn content does not match the schema of conversation \"%s\"", convid),
-					 errdetail("%s.", violation),
-					 errhint("Send content the schema given at cscp.conversation_start accepts.")));
-	}
+		cscp_turn_check_schema(convid, conv.schema, content);
 
 	d = heap_getattr(tuple, cols.message_id, desc, &isnull);
 	if (isnull)

@@ -332,6 +332,13 @@ COMMENT ON TABLE cscp.working_set IS
   'Working-set items per (tenant, session, key): what the agent is holding right now; gone once expired';
 CREATE INDEX working_set_expiry_idx ON cscp.working_set (expires_at);
 
+CREATE FUNCTION cscp.working_set_guard() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'cscp_working_set_guard' LANGUAGE C;
+COMMENT ON FUNCTION cscp.working_set_guard() IS
+  'Trigger: a working-set item''s expires_at is finite and within its tenant''s max_ttl, whoever writes it';
+CREATE TRIGGER working_set_guard BEFORE INSERT OR UPDATE ON cscp.working_set
+    FOR EACH ROW EXECUTE FUNCTION cscp.working_set_guard();
+
 CREATE FUNCTION cscp.ws_put(tenant_id text, session_id text, key text, value jsonb,
                             ttl interval DEFAULT NULL) RETURNS void
 LANGUAGE plpgsql VOLATILE

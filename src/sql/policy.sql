@@ -71,8 +71,8 @@ $$;
 COMMENT ON FUNCTION cscp.policy_set(text, jsonb) IS
   'Merge policy keys into a tenant''s policy (null removes a key); returns the effective policy';
 
--- The interval under a policy key, checked positive and within max_ttl (context_api.c, where
--- the C API uses the same rules); public, for the PL/pgSQL API that runs with its caller's rights.
+-- The interval under a policy key, checked positive and within max_ttl (lifetime.c: checked by
+-- what it does, as the C API's lifetimes are); public, for the PL/pgSQL API that runs with its caller's rights.
 CREATE FUNCTION cscp.check_lifetime(policy jsonb, requested interval, policy_key text, argname text)
 RETURNS interval
     AS 'MODULE_PATHNAME', 'cscp_arg_lifetime' LANGUAGE C STABLE PARALLEL SAFE;

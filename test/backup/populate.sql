@@ -60,3 +60,49 @@ END
 $$;
 SELECT cscp.grant_app('cscp_backup_app', ARRAY['bk']);
 SELECT cscp.grant_operator('cscp_backup_ops', ARRAY['bk', 'bk2']);
+
+-- A hostile tenant (issue 30, finding 5) tries to store times beyond PostgreSQL's range, or in
+-- the past, through the API and direct SQL as its application role, so that pg_restore of every
+-- tenant's rows would fail: each attempt must be refused (22023), and the most extreme values
+-- allowed, stored instead, must dump and restore like any others.
+DO $$ BEGIN CREATE ROLE bk_evil; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
+SELECT cscp.grant_app('bk_evil');
+SET cscp.tenant_id = 'evil';
+SET ROLE bk_evil;
+DO $$
+DECLARE
+    attempt text;
+BEGIN
+    FOREACH attempt IN ARRAY ARRAY[
+        $a$SELECT cscp.policy_set('evil', '{"max_ttl": "178000000 years"}')$a$,
+        $a$SELECT cscp.policy_set('evil', '{"max_ttl": "2147483647 days"}')$a$,
+        $a$SELECT cscp.policy_set('evil', '{"retention_closed": "1000000 years"}')$a$,
+        $a$SELECT cscp.policy_set('evil', '{"context_ttl": "-1 mon 30 days 1 hour"}')$a$,
+        $a$INSERT INTO cscp.policy (tenant_id, settings) VALUES ('evil', '{"max_ttl": "178000000 years"}')$a$,
+        $a$SELECT cscp.conversation_start('evil', 'e-0', 'agent', '{"from": "agent", "role": "agent", "content": "q", "ts": 1}', NULL, 9223372036854775807)$a$,
+        $a$INSERT INTO cscp.conversation (tenant_id, conversation_id, agent_id, timeout_ms) VALUES ('evil', 'e-0', 'agent', 9223372036854775807)$a$,
+        $a$SELECT cscp.context_open('evil', 'e-0', 'mal', '{}', interval '178000000 years')$a$,
+        $a$SELECT cscp.ws_put('evil', 'e-0', 'k', '1', interval '2147483647 days')$a$,
+        $a$INSERT INTO cscp.context (tenant_id, conversation_id, actor_id, expires_at, ttl) VALUES ('evil', 'e-0', 'mal', '294276-12-31 23:59:59+00', '1 hour')$a$,
+        $a$INSERT INTO cscp.document (tenant_id, session_id, namespace, payload, expires_at) VALUES ('evil', 'e-0', 'ns', '{}', 'infinity')$a$,
+        $a$INSERT INTO cscp.working_set (tenant_id, session_id, key, value, expires_at) VALUES ('evil', 'e-0', 'k', '1', '294276-12-31 23:59:59+00')$a$
+    ] LOOP
+        BEGIN
+            EXECUTE attempt;
+            RAISE EXCEPTION 'a hostile value was not refused: %', attempt;
+        EXCEPTION WHEN invalid_parameter_value THEN
+            NULL;
+        END;
+    END LOOP;
+END
+$$;
+SELECT cscp.policy_set('evil', '{"max_ttl": "10 years", "context_ttl": "10 years", "confirmation_ttl": "10 years",
+                                 "retention_closed": "100 years", "retention_expired": "100 years",
+                                 "retention_turns": "100 years", "retention_evidence": "100 years"}') IS NOT NULL;
+SELECT (cscp.context_open('evil', 'e-1', 'mal', '{}', interval '10 years')).status;
+SELECT state FROM cscp.command_submit('evil', 'e-1', 'mal', 'evil-1', 'pay', true, '{e-1:m1}');
+SELECT turn_index FROM cscp.conversation_start('evil', 'e-1', 'agent', '{"from": "agent", "role": "agent", "content": "q", "ts": 1}', NULL, 315360000000);
+SELECT cscp.doc_put('evil', 'e-1', 'ns', '{"a": 1}', 315360000);
+SELECT cscp.ws_put('evil', 'e-1', 'k', '1', interval '10 years');
+RESET ROLE;
+RESET cscp.tenant_id;
