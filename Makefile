@@ -40,7 +40,8 @@ OBJS = \
 	src/owner.o \
 	src/forget.o \
 	src/worker.o \
-	src/shard.o
+	src/shard.o \
+	src/keys.o
 
 # The install script is concatenated from one file per concern, in this order.
 SQL_PARTS = \
@@ -49,6 +50,7 @@ SQL_PARTS = \
 	src/sql/helpers.sql \
 	src/sql/jsonschema.sql \
 	src/sql/policy.sql \
+	src/sql/keys.sql \
 	src/sql/context.sql \
 	src/sql/evidence.sql \
 	src/sql/command.sql \
