@@ -326,6 +326,9 @@ extern bool cscp_parse_interval(const char *str, Interval *result);
 extern int64 cscp_policy_int(Jsonb *policy, const char *key, int64 fallback);
 extern bool cscp_policy_lists(Jsonb *policy, const char *key, const char *name);
 
+/* evidence.c: ids of evidence and inspection rows */
+extern int64 cscp_row_id(void);
+
 /* keys.c: the database's secret key and the keyed hashes made with it */
 #define CSCP_KEY_MIN_BYTES 32
 #define CSCP_KEY_MAX_BYTES 64

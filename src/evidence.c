@@ -21,6 +21,12 @@
  * by seq.  Rows without a command (an answer to no pending question) are
  * chains of one.  cscp.evidence_verify recomputes the chain.
  *
+ * evidence_id (and cscp.inspection_log's inspection_id) is cscp_row_id():
+ * the microseconds since 2020 in its upper 51 bits and the writing
+ * backend's slot in its lower 12, not a number from a sequence every
+ * tenant shares, whose gaps would show a tenant how many rows the others
+ * write.  It orders rows by the time they were written.
+ *
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
@@ -31,13 +37,12 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
-#include "catalog/dependency.h"
 #include "catalog/pg_type.h"
-#include "commands/sequence.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "storage/backendid.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/array.h"
@@ -141,10 +146,44 @@ static const char *const evidence_columns[] = {
 
 #define EVIDENCE_NCOLS lengthof(evidence_columns)
 
+/* 2020-01-01 00:00:00 UTC in PostgreSQL's microseconds since 2000. */
+#define CSCP_ROW_ID_EPOCH INT64CONST(631152000000000)
+#define CSCP_ROW_ID_SLOT_BITS 12
+
+/*
+ * A new id for a row of cscp.evidence or cscp.inspection_log: microseconds
+ * since 2020 (enough for 71 years) shifted left by 12 bits, and the
+ * backend's slot (MyBackendId) modulo 4096 in the low bits.  Each backend
+ * hands out increasing ids (a microsecond later than its last one, when
+ * the clock has not moved or went back), so ids are unique while fewer
+ * than 4096 backends run; with more, two backends whose slots agree
+ * modulo 4096 would have to write in the same microsecond.
+ */
+int64
+cscp_row_id(void)
+{
+	static int64 last = 0;
+	int64		t = (int64) GetCurrentTimestamp() - CSCP_ROW_ID_EPOCH;
+
+	if (t <= last)
+		t = last + 1;
+	last = t;
+	return (t << CSCP_ROW_ID_SLOT_BITS) |
+		((int64) MyBackendId & ((1 << CSCP_ROW_ID_SLOT_BITS) - 1));
+}
+
+PG_FUNCTION_INFO_V1(cscp_row_id_sql);
+
+/* cscp._row_id() RETURNS bigint */
+Datum
+cscp_row_id_sql(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(cscp_row_id());
+}
+
 /*
  * cscp.evidence as the append path needs it: the table, its chain index, the
- * columns the chain is keyed by, every column's number and the identity
- * sequence of evidence_id.  Looked up again whenever the table's OID changes
+ * columns the chain is keyed by and every column's number.  Looked up again whenever the table's OID changes
  * (its OID is cached by cscp_relation_oid, which forgets it on a relcache
  * invalidation).
  */
@@ -157,8 +196,7 @@ typedef struct EvidenceRel
 	AttrNumber	seq_attnum;
 	AttrNumber	hash_attnum;
 	AttrNumber	attnums[EVIDENCE_NCOLS];	/* of evidence_columns */
-	AttrNumber	id_attnum;		/* evidence_id, an identity column */
-	Oid			id_sequence;	/* its sequence */
+	AttrNumber	id_attnum;		/* evidence_id, a cscp_row_id() */
 } EvidenceRel;
 
 static EvidenceRel evrel = {InvalidOid};
@@ -204,7 +242,6 @@ evidence_rel(void)
 	table_close(rel, AccessShareLock);
 	if (ncolumns != (int) EVIDENCE_NCOLS + 1)	/* and evidence_id */
 		elog(ERROR, "table cscp.evidence has columns cscp does not write");
-	evrel.id_sequence = getIdentitySequence(relid, evrel.id_attnum, false);
 	evrel.chain_index = chain_index;
 	evrel.relid = relid;
 	return &evrel;
@@ -333,7 +370,7 @@ cscp_evidence_append(CscpEvidence *e)
 	 * without planning or starting a statement for one row.  What a
 	 * statement would do is done: BEFORE INSERT row triggers fire
 	 * (shard_guard; evidence_guard is for UPDATE, DELETE and TRUNCATE),
-	 * evidence_id is drawn from its identity sequence as its default would,
+	 * evidence_id is cscp_row_id(), as its default would be,
 	 * NOT NULL is checked, and the unique indexes (the chain's seq among
 	 * them) raise their 23505 as an INSERT would.  The table has no rule and
 	 * no statement trigger for INSERT, and its owner, whose row this is, is
@@ -350,7 +387,7 @@ cscp_evidence_append(CscpEvidence *e)
 		row[er->attnums[i] - 1] = values[i];
 		rownulls[er->attnums[i] - 1] = (nulls[i] == 'n');
 	}
-	row[er->id_attnum - 1] = Int64GetDatum(nextval_internal(er->id_sequence, false));
+	row[er->id_attnum - 1] = Int64GetDatum(cscp_row_id());
 	rownulls[er->id_attnum - 1] = false;
 	tuple = heap_form_tuple(desc, row, rownulls);
 	cscp_row_insert(rel, tuple, false);
