@@ -33,6 +33,9 @@ CREATE TRIGGER secret_key_replace BEFORE INSERT ON cscp.secret_key
 -- Every backend caches the key; a change drops the caches (as for cscp.shard).
 CREATE TRIGGER secret_key_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON cscp.secret_key
     FOR EACH STATEMENT EXECUTE FUNCTION cscp.policy_changed();
+-- Both also during a restore, which runs with session_replication_role = replica.
+ALTER TABLE cscp.secret_key ENABLE ALWAYS TRIGGER secret_key_replace;
+ALTER TABLE cscp.secret_key ENABLE ALWAYS TRIGGER secret_key_changed;
 
 -- 244 bits from gen_random_uuid() (pg_strong_random), hashed to 32 bytes.
 INSERT INTO cscp.secret_key (key)
