@@ -181,8 +181,9 @@ _PG_init(void)
  * With cscp.notify on, queue {"tag", "kind"} on channel cscp_events: the
  * tenant's notification tag and the kind of row that changed.  NOTIFY
  * delivers it at commit, and not at all if the transaction rolls back;
- * identical payloads of one transaction are delivered once.  id, from and
- * to say what changed, for a caller that logs it; they are not sent.
+ * identical payloads of one transaction are delivered once.  The callers
+ * (the context and command triggers) also pass the id and the states;
+ * they are deliberately not sent (see the header).
  */
 void
 cscp_notify_transition(const char *tenant, const char *kind, const char *id,

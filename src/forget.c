@@ -69,8 +69,8 @@
 #include "utils/timestamp.h"
 
 /*
- * Lock tag classes (field4 of an advisory lock tag; PostgreSQL's SQL
- * advisory locks use 1 and 2, Citus 4 to 12) of an erased id and of its
+ * Lock tag classes (field4 of an advisory lock tag, pg_locks.objsubid;
+ * PostgreSQL's SQL advisory locks use 1 and 2) of an erased id and of its
  * tenant.
  */
 #define CSCP_LOCKTAG_FORGET_ID		0x6366	/* "cf" */
