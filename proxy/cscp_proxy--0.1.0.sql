@@ -15,18 +15,107 @@ COMMENT ON SCHEMA cscp IS 'cscp through PL/Proxy: the API of the shards, routed 
 CREATE SCHEMA cscp_proxy;
 COMMENT ON SCHEMA cscp_proxy IS 'cscp_proxy: the PL/Proxy functions behind schema cscp';
 
--- Computed here, by the same definitions as on the shards (routing.c, shard.sql).
+-- Computed here, by the same definitions as on the shards (routing.c, keys.c, shard.sql).
 CREATE FUNCTION cscp.routing_hash(id uuid) RETURNS integer
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 RETURN ('x' || pg_catalog.left(id::text, 8))::bit(32)::integer;
 COMMENT ON FUNCTION cscp.routing_hash(uuid) IS
-  'The routing hash a context or command id carries (its first 32 bits): equals hashtext(conversation_id)';
+  'The routing hash a context or command id carries (its first 32 bits): equals cscp.routing_conversation_hash(conversation_id)';
+
+-- The shards' secret key, which keys every routing hash: the same key on every shard
+-- (cscp.secret_key_set there) and here (cscp_proxy.secret_key_set).  Kept as RFC 2104's inner
+-- and outer pads, so that HMAC-SHA256 is two sha256() calls; readable only by the owner.
+CREATE TABLE cscp_proxy.secret_key (
+    singleton    boolean     PRIMARY KEY DEFAULT true CHECK (singleton),
+    inner_pad    bytea       NOT NULL CHECK (octet_length(inner_pad) = 64),
+    outer_pad    bytea       NOT NULL CHECK (octet_length(outer_pad) = 64),
+    fingerprint  text        NOT NULL,
+    set_at       timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE cscp_proxy.secret_key IS
+  'The shards'' secret key of routing hashes, as HMAC pads (one row; readable only by the owner)';
+REVOKE ALL ON cscp_proxy.secret_key FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('cscp_proxy.secret_key', '');
+
+CREATE FUNCTION cscp_proxy.secret_key_set(key bytea) RETURNS text
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_variable
+DECLARE
+    ipad bytea := '';
+    opad bytea := '';
+    b int;
+    fingerprint text;
+BEGIN
+    IF NOT coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = current_user), false) THEN
+        RAISE EXCEPTION 'permission denied to set cscp''s secret key'
+            USING ERRCODE = '42501', DETAIL = 'Only a superuser may set the key of routing hashes.';
+    END IF;
+    IF key IS NULL OR octet_length(key) NOT BETWEEN 32 AND 64 THEN
+        RAISE EXCEPTION 'a secret key must be 32 to 64 bytes long'
+            USING ERRCODE = '22023',
+                  DETAIL = format('The key given is %s bytes long.', coalesce(octet_length(key)::text, 'NULL')),
+                  HINT = 'Pass the key every shard was given with cscp.secret_key_set.';
+    END IF;
+    FOR i IN 0..63 LOOP
+        b := CASE WHEN i < octet_length(key) THEN get_byte(key, i) ELSE 0 END;
+        ipad := ipad || set_byte('\x00'::bytea, 0, b # 54);
+        opad := opad || set_byte('\x00'::bytea, 0, b # 92);
+    END LOOP;
+    fingerprint := 'sha256:' || left(encode(sha256(key), 'hex'), 16);
+    INSERT INTO cscp_proxy.secret_key AS k (inner_pad, outer_pad, fingerprint)
+    VALUES (ipad, opad, fingerprint)
+    ON CONFLICT (singleton) DO UPDATE
+        SET inner_pad = excluded.inner_pad, outer_pad = excluded.outer_pad,
+            fingerprint = excluded.fingerprint, set_at = pg_catalog.now();
+    RETURN fingerprint;
+END
+$$;
+COMMENT ON FUNCTION cscp_proxy.secret_key_set(bytea) IS
+  'Superuser: set the shards'' secret key of routing hashes (the key given to cscp.secret_key_set on every shard); returns its fingerprint, as there';
+
+-- HMAC-SHA256 under the key of "c" NUL conversation_id, and of "k" NUL tenant_id NUL key, as
+-- keys.c computes them (ids are taken in the database encoding, which must be the shards').
+-- SECURITY DEFINER, to read the key; each hashes only its own kind of message.
+CREATE FUNCTION cscp.routing_conversation_hash(conversation_id text) RETURNS integer
+LANGUAGE plpgsql STABLE STRICT PARALLEL RESTRICTED SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    k record;
+BEGIN
+    SELECT s.inner_pad, s.outer_pad INTO k FROM cscp_proxy.secret_key s;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'cscp_proxy has no secret key'
+            USING ERRCODE = '55000', HINT = 'A superuser sets it with cscp_proxy.secret_key_set(key): the key of every shard.';
+    END IF;
+    RETURN ('x' || encode(substr(sha256(k.outer_pad || sha256(k.inner_pad || '\x6300'::bytea
+                || convert_to(conversation_id, getdatabaseencoding()))), 1, 4), 'hex'))::bit(32)::integer;
+END
+$$;
+COMMENT ON FUNCTION cscp.routing_conversation_hash(text) IS
+  'The routing hash of a conversation: the first 32 bits of an HMAC-SHA256 of its id under cscp''s secret key';
 
 CREATE FUNCTION cscp.routing_key_hash(tenant_id text, key text) RETURNS integer
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-RETURN pg_catalog.hashtext(tenant_id || '/' || key);
+LANGUAGE plpgsql STABLE STRICT PARALLEL RESTRICTED SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    k record;
+BEGIN
+    SELECT s.inner_pad, s.outer_pad INTO k FROM cscp_proxy.secret_key s;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'cscp_proxy has no secret key'
+            USING ERRCODE = '55000', HINT = 'A superuser sets it with cscp_proxy.secret_key_set(key): the key of every shard.';
+    END IF;
+    RETURN ('x' || encode(substr(sha256(k.outer_pad || sha256(k.inner_pad || '\x6b00'::bytea
+                || convert_to(tenant_id, getdatabaseencoding()) || '\x00'::bytea
+                || convert_to(key, getdatabaseencoding()))), 1, 4), 'hex'))::bit(32)::integer;
+END
+$$;
 COMMENT ON FUNCTION cscp.routing_key_hash(text, text) IS
-  'The routing hash of a subject or a session: hashtext(tenant_id || ''/'' || key)';
+  'The routing hash of a subject or a session of a tenant: the first 32 bits of an HMAC-SHA256 under cscp''s secret key';
 
 -- The caller's settings, carried to the shard with every call.  cscp.clock only from a
 -- superuser: on the proxy it is a plain placeholder setting anyone could set.
@@ -51,7 +140,7 @@ BEGIN
     END IF;
     EXECUTE format('GRANT USAGE ON SCHEMA cscp, cscp_proxy TO %s', r);
     EXECUTE format('GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA cscp, cscp_proxy TO %s', r);
-    EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp_proxy.grant_app(name) FROM %s', r);
+    EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp_proxy.grant_app(name), cscp_proxy.secret_key_set(bytea) FROM %s', r);
     IF EXISTS (SELECT FROM pg_catalog.pg_foreign_server WHERE srvname = 'cscp') THEN
         EXECUTE format('GRANT USAGE ON FOREIGN SERVER cscp TO %s', r);
     END IF;
@@ -98,7 +187,7 @@ COMMENT ON VIEW cscp.command_lifecycle IS 'cscp.command_lifecycle of every shard
 CREATE FUNCTION cscp_proxy.approve(_tenant text, _clock text, tenant_id text, conversation_id text, approver_id text, message_id text, decision boolean, command_id uuid) RETURNS TABLE(outcome text, command_id uuid, context_id uuid)
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
-    RUN ON coalesce(hashtext(conversation_id), 0);
+    RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
     SELECT * FROM cscp.approve(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id, approver_id, message_id, decision, command_id);
 $f$;
 CREATE FUNCTION cscp.approve(tenant_id text, conversation_id text, approver_id text, message_id text, decision boolean, command_id uuid DEFAULT NULL::uuid) RETURNS TABLE(outcome text, command_id uuid, context_id uuid)
@@ -227,7 +316,7 @@ COMMENT ON FUNCTION cscp.command_status(command_id uuid) IS 'A command''s state,
 CREATE FUNCTION cscp_proxy.command_submit(_tenant text, _clock text, tenant_id text, conversation_id text, actor_id text, idempotency_key text, command_name text, mutating boolean, message_ids text[], payload jsonb, target_fingerprint text) RETURNS TABLE(command_id uuid, state cscp.command_state, replayed boolean, outcome jsonb)
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
-    RUN ON coalesce(hashtext(conversation_id), 0);
+    RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
     SELECT * FROM cscp.command_submit(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id, actor_id, idempotency_key, command_name, mutating, message_ids, payload, target_fingerprint);
 $f$;
 CREATE FUNCTION cscp.command_submit(tenant_id text, conversation_id text, actor_id text, idempotency_key text, command_name text, mutating boolean, message_ids text[], payload jsonb DEFAULT '{}'::jsonb, target_fingerprint text DEFAULT NULL::text) RETURNS TABLE(command_id uuid, state cscp.command_state, replayed boolean, outcome jsonb)
@@ -270,7 +359,7 @@ COMMENT ON FUNCTION cscp.command_transition_allowed(from_state cscp.command_stat
 CREATE FUNCTION cscp_proxy.confirm(_tenant text, _clock text, tenant_id text, conversation_id text, actor_id text, message_id text, answer boolean, target_fingerprint text) RETURNS TABLE(outcome text, command_id uuid, context_id uuid)
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
-    RUN ON coalesce(hashtext(conversation_id), 0);
+    RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
     SELECT * FROM cscp.confirm(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id, actor_id, message_id, answer, target_fingerprint);
 $f$;
 CREATE FUNCTION cscp.confirm(tenant_id text, conversation_id text, actor_id text, message_id text, answer boolean, target_fingerprint text DEFAULT NULL::text) RETURNS TABLE(outcome text, command_id uuid, context_id uuid)
@@ -285,7 +374,7 @@ COMMENT ON FUNCTION cscp.confirm(tenant_id text, conversation_id text, actor_id 
 CREATE FUNCTION cscp_proxy.context_get(_tenant text, _clock text, tenant_id text, conversation_id text, actor_id text) RETURNS SETOF cscp.context
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
-    RUN ON coalesce(hashtext(conversation_id), 0);
+    RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
     SELECT * FROM cscp.context_get(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id, actor_id);
 $f$;
 CREATE FUNCTION cscp.context_get(tenant_id text, conversation_id text, actor_id text) RETURNS SETOF cscp.context
@@ -300,7 +389,7 @@ COMMENT ON FUNCTION cscp.context_get(tenant_id text, conversation_id text, actor
 CREATE FUNCTION cscp_proxy.context_open(_tenant text, _clock text, tenant_id text, conversation_id text, actor_id text, slots jsonb, ttl interval, correlation_id text) RETURNS cscp.context
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
-    RUN ON coalesce(hashtext(conversation_id), 0);
+    RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
     SELECT * FROM cscp.context_open(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id, actor_id, slots, ttl, correlation_id);
 $f$;
 CREATE FUNCTION cscp.context_open(tenant_id text, conversation_id text, actor_id text, slots jsonb DEFAULT '{}'::jsonb, ttl interval DEFAULT NULL::interval, correlation_id text DEFAULT NULL::text) RETURNS cscp.context
@@ -345,7 +434,7 @@ COMMENT ON FUNCTION cscp.context_transition_allowed(from_status cscp.context_sta
 CREATE FUNCTION cscp_proxy.conversation_close(_tenant text, _clock text, tenant_id text, conversation_id text, turn jsonb, outcome jsonb) RETURNS TABLE(event_id text, turn_index integer, message_id text, result text)
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
-    RUN ON coalesce(hashtext(conversation_id), 0);
+    RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
     SELECT * FROM cscp.conversation_close(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id, turn, outcome);
 $f$;
 CREATE FUNCTION cscp.conversation_close(tenant_id text, conversation_id text, turn jsonb, outcome jsonb DEFAULT NULL::jsonb) RETURNS TABLE(event_id text, turn_index integer, message_id text, result text)
@@ -360,7 +449,7 @@ COMMENT ON FUNCTION cscp.conversation_close(tenant_id text, conversation_id text
 CREATE FUNCTION cscp_proxy.conversation_events(_tenant text, _clock text, tenant_id text, conversation_id text) RETURNS SETOF cscp.event
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
-    RUN ON coalesce(hashtext(conversation_id), 0);
+    RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
     SELECT * FROM cscp.conversation_events(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id);
 $f$;
 CREATE FUNCTION cscp.conversation_events(tenant_id text, conversation_id text) RETURNS SETOF cscp.event
@@ -375,7 +464,7 @@ COMMENT ON FUNCTION cscp.conversation_events(tenant_id text, conversation_id tex
 CREATE FUNCTION cscp_proxy.conversation_exchange(_tenant text, _clock text, tenant_id text, conversation_id text, turn jsonb) RETURNS TABLE(event_id text, turn_index integer, message_id text, outcome text)
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
-    RUN ON coalesce(hashtext(conversation_id), 0);
+    RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
     SELECT * FROM cscp.conversation_exchange(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id, turn);
 $f$;
 CREATE FUNCTION cscp.conversation_exchange(tenant_id text, conversation_id text, turn jsonb) RETURNS TABLE(event_id text, turn_index integer, message_id text, outcome text)
@@ -390,7 +479,7 @@ COMMENT ON FUNCTION cscp.conversation_exchange(tenant_id text, conversation_id t
 CREATE FUNCTION cscp_proxy.conversation_start(_tenant text, _clock text, tenant_id text, conversation_id text, agent_id text, initial_turn jsonb, schema jsonb, timeout_ms bigint, causation_id text) RETURNS TABLE(event_id text, turn_index integer, message_id text)
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
-    RUN ON coalesce(hashtext(conversation_id), 0);
+    RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
     SELECT * FROM cscp.conversation_start(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id, agent_id, initial_turn, schema, timeout_ms, causation_id);
 $f$;
 CREATE FUNCTION cscp.conversation_start(tenant_id text, conversation_id text, agent_id text, initial_turn jsonb, schema jsonb DEFAULT NULL::jsonb, timeout_ms bigint DEFAULT NULL::bigint, causation_id text DEFAULT NULL::text) RETURNS TABLE(event_id text, turn_index integer, message_id text)
@@ -405,7 +494,7 @@ COMMENT ON FUNCTION cscp.conversation_start(tenant_id text, conversation_id text
 CREATE FUNCTION cscp_proxy.conversation_turns(_tenant text, _clock text, tenant_id text, conversation_id text, last integer) RETURNS SETOF cscp.turn
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
-    RUN ON coalesce(hashtext(conversation_id), 0);
+    RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
     SELECT * FROM cscp.conversation_turns(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id, last);
 $f$;
 CREATE FUNCTION cscp.conversation_turns(tenant_id text, conversation_id text, last integer DEFAULT NULL::integer) RETURNS SETOF cscp.turn
@@ -666,7 +755,7 @@ COMMENT ON FUNCTION cscp.jsonschema_validate(schema jsonb, instance jsonb) IS 'N
 CREATE FUNCTION cscp_proxy.message_turn(_tenant text, _clock text, tenant_id text, conversation_id text, actor_id text, turn jsonb, slots jsonb, command jsonb) RETURNS jsonb
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
-    RUN ON coalesce(hashtext(conversation_id), 0);
+    RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
     SELECT * FROM cscp.message_turn(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id, actor_id, turn, slots, command);
 $f$;
 CREATE FUNCTION cscp.message_turn(tenant_id text, conversation_id text, actor_id text, turn jsonb, slots jsonb DEFAULT '{}'::jsonb, command jsonb DEFAULT NULL::jsonb) RETURNS jsonb
@@ -676,6 +765,21 @@ BEGIN
 END
 $f$;
 COMMENT ON FUNCTION cscp.message_turn(tenant_id text, conversation_id text, actor_id text, turn jsonb, slots jsonb, command jsonb) IS 'Record an inbound turn, open (or reuse) the actor''s context with slots, and submit the command the message asks for: one call (through the proxy: conversation)';
+
+-- notify_tag: any
+CREATE FUNCTION cscp_proxy.notify_tag(_tenant text, _clock text) RETURNS text
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON ANY;
+    SELECT * FROM cscp.notify_tag() WHERE (SELECT cscp.proxy_session(_tenant, _clock, true));
+$f$;
+CREATE FUNCTION cscp.notify_tag() RETURNS text
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.notify_tag(cscp_proxy.tenant(), cscp_proxy.clock());
+END
+$f$;
+COMMENT ON FUNCTION cscp.notify_tag() IS 'The tag that cscp.notify''s notifications carry for the session''s tenant (cscp.tenant_id): a keyed hash of the tenant (through the proxy: any)';
 
 -- now: any
 CREATE FUNCTION cscp_proxy.now(_tenant text, _clock text) RETURNS timestamp with time zone
@@ -748,13 +852,13 @@ BEGIN
     RETURN cscp_proxy.routing_id(cscp_proxy.tenant(), cscp_proxy.clock(), $1);
 END
 $f$;
-COMMENT ON FUNCTION cscp.routing_id(conversation_id text) IS 'A new random uuid whose first 32 bits are hashtext(conversation_id), for routing by id (through the proxy: any)';
+COMMENT ON FUNCTION cscp.routing_id(conversation_id text) IS 'A new random uuid whose first 32 bits are cscp.routing_conversation_hash(conversation_id), for routing by id (through the proxy: any)';
 
 -- show_active_context: conversation on conversation_id
 CREATE FUNCTION cscp_proxy.show_active_context(_tenant text, _clock text, tenant_id text, conversation_id text) RETURNS SETOF cscp.active_context
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
-    RUN ON coalesce(hashtext(conversation_id), 0);
+    RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
     SELECT * FROM cscp.show_active_context(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id);
 $f$;
 CREATE FUNCTION cscp.show_active_context(tenant_id text, conversation_id text) RETURNS SETOF cscp.active_context

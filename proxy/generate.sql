@@ -52,7 +52,7 @@ $$;
 -- whose cscp refuses it as it would on one node (22023).
 CREATE FUNCTION pg_temp.run_on(kind text, route text[]) RETURNS text LANGUAGE sql AS $$
     SELECT CASE kind
-        WHEN 'conversation' THEN format('coalesce(hashtext(%I), 0)', route[1])
+        WHEN 'conversation' THEN format('coalesce(cscp.routing_conversation_hash(%I), 0)', route[1])
         WHEN 'subject' THEN format('coalesce(cscp.routing_key_hash(%I, %I), 0)', route[1], route[2])
         WHEN 'session' THEN format('coalesce(cscp.routing_key_hash(%I, %I), 0)', route[1], route[2])
         WHEN 'id' THEN format('coalesce(cscp.routing_hash(%I), 0)', route[1])

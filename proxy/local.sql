@@ -15,18 +15,107 @@ COMMENT ON SCHEMA cscp IS 'cscp through PL/Proxy: the API of the shards, routed 
 CREATE SCHEMA cscp_proxy;
 COMMENT ON SCHEMA cscp_proxy IS 'cscp_proxy: the PL/Proxy functions behind schema cscp';
 
--- Computed here, by the same definitions as on the shards (routing.c, shard.sql).
+-- Computed here, by the same definitions as on the shards (routing.c, keys.c, shard.sql).
 CREATE FUNCTION cscp.routing_hash(id uuid) RETURNS integer
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 RETURN ('x' || pg_catalog.left(id::text, 8))::bit(32)::integer;
 COMMENT ON FUNCTION cscp.routing_hash(uuid) IS
-  'The routing hash a context or command id carries (its first 32 bits): equals hashtext(conversation_id)';
+  'The routing hash a context or command id carries (its first 32 bits): equals cscp.routing_conversation_hash(conversation_id)';
+
+-- The shards' secret key, which keys every routing hash: the same key on every shard
+-- (cscp.secret_key_set there) and here (cscp_proxy.secret_key_set).  Kept as RFC 2104's inner
+-- and outer pads, so that HMAC-SHA256 is two sha256() calls; readable only by the owner.
+CREATE TABLE cscp_proxy.secret_key (
+    singleton    boolean     PRIMARY KEY DEFAULT true CHECK (singleton),
+    inner_pad    bytea       NOT NULL CHECK (octet_length(inner_pad) = 64),
+    outer_pad    bytea       NOT NULL CHECK (octet_length(outer_pad) = 64),
+    fingerprint  text        NOT NULL,
+    set_at       timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE cscp_proxy.secret_key IS
+  'The shards'' secret key of routing hashes, as HMAC pads (one row; readable only by the owner)';
+REVOKE ALL ON cscp_proxy.secret_key FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('cscp_proxy.secret_key', '');
+
+CREATE FUNCTION cscp_proxy.secret_key_set(key bytea) RETURNS text
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_variable
+DECLARE
+    ipad bytea := '';
+    opad bytea := '';
+    b int;
+    fingerprint text;
+BEGIN
+    IF NOT coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = current_user), false) THEN
+        RAISE EXCEPTION 'permission denied to set cscp''s secret key'
+            USING ERRCODE = '42501', DETAIL = 'Only a superuser may set the key of routing hashes.';
+    END IF;
+    IF key IS NULL OR octet_length(key) NOT BETWEEN 32 AND 64 THEN
+        RAISE EXCEPTION 'a secret key must be 32 to 64 bytes long'
+            USING ERRCODE = '22023',
+                  DETAIL = format('The key given is %s bytes long.', coalesce(octet_length(key)::text, 'NULL')),
+                  HINT = 'Pass the key every shard was given with cscp.secret_key_set.';
+    END IF;
+    FOR i IN 0..63 LOOP
+        b := CASE WHEN i < octet_length(key) THEN get_byte(key, i) ELSE 0 END;
+        ipad := ipad || set_byte('\x00'::bytea, 0, b # 54);
+        opad := opad || set_byte('\x00'::bytea, 0, b # 92);
+    END LOOP;
+    fingerprint := 'sha256:' || left(encode(sha256(key), 'hex'), 16);
+    INSERT INTO cscp_proxy.secret_key AS k (inner_pad, outer_pad, fingerprint)
+    VALUES (ipad, opad, fingerprint)
+    ON CONFLICT (singleton) DO UPDATE
+        SET inner_pad = excluded.inner_pad, outer_pad = excluded.outer_pad,
+            fingerprint = excluded.fingerprint, set_at = pg_catalog.now();
+    RETURN fingerprint;
+END
+$$;
+COMMENT ON FUNCTION cscp_proxy.secret_key_set(bytea) IS
+  'Superuser: set the shards'' secret key of routing hashes (the key given to cscp.secret_key_set on every shard); returns its fingerprint, as there';
+
+-- HMAC-SHA256 under the key of "c" NUL conversation_id, and of "k" NUL tenant_id NUL key, as
+-- keys.c computes them (ids are taken in the database encoding, which must be the shards').
+-- SECURITY DEFINER, to read the key; each hashes only its own kind of message.
+CREATE FUNCTION cscp.routing_conversation_hash(conversation_id text) RETURNS integer
+LANGUAGE plpgsql STABLE STRICT PARALLEL RESTRICTED SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    k record;
+BEGIN
+    SELECT s.inner_pad, s.outer_pad INTO k FROM cscp_proxy.secret_key s;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'cscp_proxy has no secret key'
+            USING ERRCODE = '55000', HINT = 'A superuser sets it with cscp_proxy.secret_key_set(key): the key of every shard.';
+    END IF;
+    RETURN ('x' || encode(substr(sha256(k.outer_pad || sha256(k.inner_pad || '\x6300'::bytea
+                || convert_to(conversation_id, getdatabaseencoding()))), 1, 4), 'hex'))::bit(32)::integer;
+END
+$$;
+COMMENT ON FUNCTION cscp.routing_conversation_hash(text) IS
+  'The routing hash of a conversation: the first 32 bits of an HMAC-SHA256 of its id under cscp''s secret key';
 
 CREATE FUNCTION cscp.routing_key_hash(tenant_id text, key text) RETURNS integer
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-RETURN pg_catalog.hashtext(tenant_id || '/' || key);
+LANGUAGE plpgsql STABLE STRICT PARALLEL RESTRICTED SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    k record;
+BEGIN
+    SELECT s.inner_pad, s.outer_pad INTO k FROM cscp_proxy.secret_key s;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'cscp_proxy has no secret key'
+            USING ERRCODE = '55000', HINT = 'A superuser sets it with cscp_proxy.secret_key_set(key): the key of every shard.';
+    END IF;
+    RETURN ('x' || encode(substr(sha256(k.outer_pad || sha256(k.inner_pad || '\x6b00'::bytea
+                || convert_to(tenant_id, getdatabaseencoding()) || '\x00'::bytea
+                || convert_to(key, getdatabaseencoding()))), 1, 4), 'hex'))::bit(32)::integer;
+END
+$$;
 COMMENT ON FUNCTION cscp.routing_key_hash(text, text) IS
-  'The routing hash of a subject or a session: hashtext(tenant_id || ''/'' || key)';
+  'The routing hash of a subject or a session of a tenant: the first 32 bits of an HMAC-SHA256 under cscp''s secret key';
 
 -- The caller's settings, carried to the shard with every call.  cscp.clock only from a
 -- superuser: on the proxy it is a plain placeholder setting anyone could set.
@@ -51,7 +140,7 @@ BEGIN
     END IF;
     EXECUTE format('GRANT USAGE ON SCHEMA cscp, cscp_proxy TO %s', r);
     EXECUTE format('GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA cscp, cscp_proxy TO %s', r);
-    EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp_proxy.grant_app(name) FROM %s', r);
+    EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp_proxy.grant_app(name), cscp_proxy.secret_key_set(bytea) FROM %s', r);
     IF EXISTS (SELECT FROM pg_catalog.pg_foreign_server WHERE srvname = 'cscp') THEN
         EXECUTE format('GRANT USAGE ON FOREIGN SERVER cscp TO %s', r);
     END IF;

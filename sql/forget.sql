@@ -138,10 +138,20 @@ SELECT count(*) AS invariant_problems FROM cscp.check_invariants('fr');
 
 ---------------------------------------------------------------------------------------------------
 -- 4. A bulk load: one transaction writing 6,000 sessions' documents takes the erasure locks of
--- 64 stripes, not one per session (which ran out of the shared lock table at a few thousand).
+-- 64 ids, then one lock of its tenant, not one per session (which ran out of the shared lock
+-- table at a few thousand).  The locks are advisory lock tags of cscp's own classes (field4,
+-- pg_locks.objsubid): 25446 an id's, 25460 a tenant's; no SQL advisory lock (1 or 2) is taken.
 BEGIN;
 SELECT count(cscp.doc_put('fr-bulk', 's' || i, 'profile', '{"n": 1}', 3600)) AS documents
   FROM generate_series(1, 6000) i;
-SELECT count(*) <= 64 AS at_most_64_erasure_locks
-  FROM pg_locks WHERE locktype = 'advisory' AND classid = 1668506471 AND pid = pg_backend_pid();
+SELECT count(*) FILTER (WHERE objsubid = 25446) AS id_locks,
+       count(*) FILTER (WHERE objsubid = 25460 AND mode = 'RowExclusiveLock') AS tenant_locks,
+       count(*) FILTER (WHERE objsubid NOT IN (25446, 25460)) AS other_advisory_locks
+  FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();
+ROLLBACK;
+-- An erasure holds its id's lock exclusively and its tenant's in ShareLock mode, until commit.
+BEGIN;
+SELECT cscp.forget_conversation('fr-bulk', 'gone') ->> 'contexts' AS contexts_erased;
+SELECT objsubid, mode, count(*) FROM pg_locks
+ WHERE locktype = 'advisory' AND pid = pg_backend_pid() GROUP BY 1, 2 ORDER BY 1, 2;
 ROLLBACK;

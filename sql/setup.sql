@@ -1,4 +1,7 @@
 -- Helpers for the regression suite (the database has cscp loaded by pg_regress).
+-- A fixed secret key, so that routing hashes (and the ids and partitions made of them) are the
+-- same on every run: sha256('cscp regression key 25').
+SELECT cscp.secret_key_set(sha256('cscp regression key 25'));
 -- try(sql): 'ok', or the SQLSTATE, message and detail of the error sql raised (rolled back),
 -- with random ids masked as <uuid>.
 CREATE FUNCTION public.try(sql text) RETURNS text LANGUAGE plpgsql AS $$
@@ -30,7 +33,7 @@ $$;
 CREATE FUNCTION public.ctx_fixed(tenant text, conv text, st cscp.context_status DEFAULT 'active')
 RETURNS uuid LANGUAGE plpgsql AS $$
 DECLARE
-    id uuid := (lpad(to_hex(hashtext(conv)), 8, '0') || '-0000-4000-8000-000000000001')::uuid;
+    id uuid := (lpad(to_hex(cscp.routing_conversation_hash(conv)), 8, '0') || '-0000-4000-8000-000000000001')::uuid;
 BEGIN
     INSERT INTO cscp.context (tenant_id, context_id, conversation_id, actor_id, expires_at, ttl)
     VALUES (tenant, id, conv, 'actor', cscp.now() + interval '30 minutes', interval '30 minutes');

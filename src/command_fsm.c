@@ -533,7 +533,7 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("command id %s does not carry the routing hash of its conversation",
 							SPI_getvalue(tuple, desc, cols.command_id)),
-					 errdetail("The first 32 bits of a command id must be hashtext(conversation_id)."),
+					 errdetail("The first 32 bits of a command id must be cscp.routing_conversation_hash(conversation_id)."),
 					 errhint("Leave command_id null to have one generated.")));
 	}
 

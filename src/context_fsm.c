@@ -245,7 +245,7 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("context id %s does not carry the routing hash of its conversation",
 							SPI_getvalue(tuple, desc, cols.context_id)),
-					 errdetail("The first 32 bits of a context id must be hashtext(conversation_id)."),
+					 errdetail("The first 32 bits of a context id must be cscp.routing_conversation_hash(conversation_id)."),
 					 errhint("Leave context_id null to have one generated, or use cscp.routing_id(conversation_id).")));
 	}
 

@@ -13,7 +13,13 @@
  *
  * cscp.notify (superuser-only, so an application cannot silence what
  * operators listen for) makes every context and command transition send
- * a small JSON payload on channel cscp_events.
+ * a small JSON payload on channel cscp_events.  PostgreSQL lets any role
+ * that can connect LISTEN on any channel, and send any payload on it with
+ * pg_notify, so the payload carries nothing another tenant could use: the
+ * tenant's tag (a keyed hash of the tenant, keys.c; a listener learns its
+ * own with cscp.notify_tag()) and whether a context or a command changed,
+ * no ids, states or names.  It is a hint to re-read through row-level
+ * security, never data.
  *
  * cscp.sweep_interval, cscp.sweep_batch, cscp.sweep_backlog_delay and
  * cscp.sweep_database configure the optional
@@ -99,8 +105,8 @@ _PG_init(void)
 
 	DefineCustomBoolVariable("cscp.notify",
 							 "Sends a notification on channel cscp_events for each context and command transition.",
-							 "The payload is a JSON object with tenant, kind, id, from and to; "
-							 "it is delivered when the transaction commits.",
+							 "The payload is a JSON object with the tenant's tag (cscp.notify_tag()) "
+							 "and kind (context or command); it is delivered when the transaction commits.",
 							 &cscp_notify_setting,
 							 false,
 							 PGC_SUSET,
@@ -174,9 +180,12 @@ _PG_init(void)
 }
 
 /*
- * With cscp.notify on, queue {"tenant", "kind", "id", "from", "to"} on
- * channel cscp_events; NOTIFY delivers it at commit, and not at all if the
- * transaction rolls back.  from is NULL for a row born in its state.
+ * With cscp.notify on, queue {"tag", "kind"} on channel cscp_events: the
+ * tenant's notification tag and the kind of row that changed.  NOTIFY
+ * delivers it at commit, and not at all if the transaction rolls back;
+ * identical payloads of one transaction are delivered once.  The callers
+ * (the context and command triggers) also pass the id and the states;
+ * they are deliberately not sent (see the header).
  */
 void
 cscp_notify_transition(const char *tenant, const char *kind, const char *id,
@@ -187,19 +196,10 @@ cscp_notify_transition(const char *tenant, const char *kind, const char *id,
 	if (!cscp_notify_setting)
 		return;
 	initStringInfo(&buf);
-	appendStringInfoString(&buf, "{\"tenant\":");
-	cscp_canonical_string(&buf, tenant, strlen(tenant));
-	appendStringInfoString(&buf, ",\"kind\":");
+	appendStringInfoString(&buf, "{\"tag\":\"");
+	appendStringInfoString(&buf, cscp_notify_tag_of(tenant));
+	appendStringInfoString(&buf, "\",\"kind\":");
 	cscp_canonical_string(&buf, kind, strlen(kind));
-	appendStringInfoString(&buf, ",\"id\":");
-	cscp_canonical_string(&buf, id, strlen(id));
-	appendStringInfoString(&buf, ",\"from\":");
-	if (from)
-		cscp_canonical_string(&buf, from, strlen(from));
-	else
-		appendStringInfoString(&buf, "null");
-	appendStringInfoString(&buf, ",\"to\":");
-	cscp_canonical_string(&buf, to, strlen(to));
 	appendStringInfoChar(&buf, '}');
 	Async_Notify(CSCP_NOTIFY_CHANNEL, buf.data);
 }

@@ -329,8 +329,23 @@ extern void cscp_check_stored_expiry(const char *tenant, const char *table, cons
 									 TimestampTz expires_at, TimestampTz now);
 extern bool cscp_policy_interval_ok(const Interval *iv, bool retention);
 
+/* evidence.c: ids of evidence and inspection rows */
+extern int64 cscp_row_id(void);
+
+/* keys.c: the database's secret key and the keyed hashes made with it */
+#define CSCP_KEY_MIN_BYTES 32
+#define CSCP_KEY_MAX_BYTES 64
+#define CSCP_NOTIFY_TAG_BYTES 16
+extern void cscp_sha256(const void *data, size_t len, uint8 *digest);
+extern void cscp_keyed_hash(char use, const char *part1, int len1, const char *part2, int len2,
+							uint8 *digest);
+extern int32 cscp_keyed_hash32(char use, const char *part1, int len1, const char *part2,
+							   int len2);
+extern char *cscp_notify_tag_of(const char *tenant);
+
 /* routing.c */
 extern int32 cscp_routing_hash_text(text *conversation_id);
+extern int32 cscp_routing_hash_key(text *tenant_id, text *key);
 extern void cscp_routing_uuid(int32 hash, pg_uuid_t *uuid);
 extern int32 cscp_routing_hash_uuid(const pg_uuid_t *uuid);
 

@@ -23,6 +23,12 @@
  * by seq.  Rows without a command (an answer to no pending question) are
  * chains of one.  cscp.evidence_verify recomputes the chain.
  *
+ * evidence_id (and cscp.inspection_log's inspection_id) is cscp_row_id():
+ * the microseconds since 2020 in its upper 51 bits and the writing
+ * backend's slot in its lower 12, not a number from a sequence every
+ * tenant shares, whose gaps would show a tenant how many rows the others
+ * write.  It orders rows by the time they were written.
+ *
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
@@ -32,6 +38,7 @@
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "storage/backendid.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/array.h"
@@ -121,6 +128,41 @@ cscp_evidence_hash(const CscpEvidence *e)
 	append_text(&buf, e->to_state);
 	appendStringInfoChar(&buf, '}');
 	return cscp_sha256_hex(buf.data, buf.len);
+}
+
+/* 2020-01-01 00:00:00 UTC in PostgreSQL's microseconds since 2000. */
+#define CSCP_ROW_ID_EPOCH INT64CONST(631152000000000)
+#define CSCP_ROW_ID_SLOT_BITS 12
+
+/*
+ * A new id for a row of cscp.evidence or cscp.inspection_log: microseconds
+ * since 2020 (enough for 71 years) shifted left by 12 bits, and the
+ * backend's slot (MyBackendId) modulo 4096 in the low bits.  Each backend
+ * hands out increasing ids (a microsecond later than its last one, when
+ * the clock has not moved or went back), so ids are unique while fewer
+ * than 4096 backends run; with more, two backends whose slots agree
+ * modulo 4096 would have to write in the same microsecond.
+ */
+int64
+cscp_row_id(void)
+{
+	static int64 last = 0;
+	int64		t = (int64) GetCurrentTimestamp() - CSCP_ROW_ID_EPOCH;
+
+	if (t <= last)
+		t = last + 1;
+	last = t;
+	return (t << CSCP_ROW_ID_SLOT_BITS) |
+		((int64) MyBackendId & ((1 << CSCP_ROW_ID_SLOT_BITS) - 1));
+}
+
+PG_FUNCTION_INFO_V1(cscp_row_id_sql);
+
+/* cscp._row_id() RETURNS bigint */
+Datum
+cscp_row_id_sql(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(cscp_row_id());
 }
 
 /* A nullable C string as a text datum, with its SPI null flag. */

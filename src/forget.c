@@ -20,11 +20,29 @@
  * row, whose column names a forgotten conversation or subject, whoever
  * writes it and however: a late write never brings the data back.
  *
- * Locking: forget takes an exclusive transaction-level advisory lock on the
- * id's hash, the trigger a shared one before it looks for a tombstone.  A
- * write that began first commits before forget deletes (and is deleted with
- * the rest); a write that comes later waits for forget's commit and then
- * sees its tombstone (READ COMMITTED takes a new snapshot per statement).
+ * Locking: what is erased is locked, not a stripe shared with other ids
+ * or tenants.  The lock of an id is an advisory lock tag of cscp's own
+ * class (CSCP_LOCKTAG_FORGET_ID in field4, so that no SQL advisory lock
+ * shares it) whose 64-bit key is the first 8 bytes of the SHA-256 of kind,
+ * tenant and id: two different (kind, tenant, id) share a lock with
+ * probability 2^-64, and nobody can make his id collide with another's
+ * without about 2^64 hashes.  forget takes it in ExclusiveLock mode, the
+ * trigger in ShareLock mode before it looks for a tombstone, both until
+ * commit.  A write that began first commits before forget deletes (and is
+ * deleted with the rest); a write that comes later waits for forget's
+ * commit and then sees its tombstone (READ COMMITTED takes a new snapshot
+ * per statement).  An erasure therefore makes wait only the writes of the
+ * id it erases.
+ *
+ * A lock per id would let a transaction that writes many ids (the sweep
+ * closing timed-out conversations, a bulk load) fill the shared lock
+ * table.  So a transaction takes at most CSCP_FORGET_ID_LOCKS id locks;
+ * past that, a write takes instead the lock of its tenant (class
+ * CSCP_LOCKTAG_FORGET_TENANT, key from the SHA-256 of the tenant) in
+ * RowExclusiveLock mode, which writers share, and every erasure also takes
+ * its tenant's lock in ShareLock mode, which conflicts with it.  Such a
+ * bulk writer waits for the running erasures of the tenants it writes, and
+ * only of those.
  *
  * cscp_erasing is true only while forget_* runs its deletes; the evidence
  * trigger lets those deletes through (they take whole chains).
@@ -38,28 +56,35 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
-#include "common/hashfn.h"
+#include "common/sha2.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
+#include "storage/lock.h"
+#include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
-/* Advisory lock class of erasures (cscp_key_lock uses 1668506480). */
-#define CSCP_FORGET_LOCK_CLASS 1668506471
+/*
+ * Lock tag classes (field4 of an advisory lock tag, pg_locks.objsubid;
+ * PostgreSQL's SQL advisory locks use 1 and 2) of an erased id and of its
+ * tenant.
+ */
+#define CSCP_LOCKTAG_FORGET_ID		0x6366	/* "cf" */
+#define CSCP_LOCKTAG_FORGET_TENANT	0x6374	/* "ct" */
 
 /*
- * Ids share CSCP_FORGET_LOCK_STRIPES locks.  A lock per id would make a
- * transaction that writes many conversations or sessions (a bulk load) hold
- * one lock each, and run out of the shared lock table at a few thousand; a
- * stripe is taken once per transaction however many ids fall in it.  An
- * erasure holds one stripe exclusively while it runs, so writes of the ids
- * sharing it wait that long.
+ * Id locks a transaction takes before its writes fall back to their
+ * tenant's lock: the default max_locks_per_transaction.
  */
-#define CSCP_FORGET_LOCK_STRIPES 64
+#define CSCP_FORGET_ID_LOCKS 64
+
+/* Id locks taken by local transaction forget_id_locks_lxid. */
+static LocalTransactionId forget_id_locks_lxid = InvalidLocalTransactionId;
+static int	forget_id_locks = 0;
 
 bool		cscp_erasing = false;
 
@@ -85,28 +110,60 @@ cscp_forget_hash(const char *tenant_id, const char *kind, const char *id)
 	return cscp_sha256_hex(buf.data, buf.len);
 }
 
+/* Take, until commit, the advisory lock of class and the first 8 bytes of data's SHA-256. */
+static LockAcquireResult
+forget_lock_tag(uint16 class, const char *data, size_t len, LOCKMODE mode)
+{
+	uint8		digest[PG_SHA256_DIGEST_LENGTH];
+	LOCKTAG		tag;
+
+	cscp_sha256(data, len, digest);
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId,
+						 ((uint32) digest[0] << 24) | ((uint32) digest[1] << 16) |
+						 ((uint32) digest[2] << 8) | (uint32) digest[3],
+						 ((uint32) digest[4] << 24) | ((uint32) digest[5] << 16) |
+						 ((uint32) digest[6] << 8) | (uint32) digest[7],
+						 class);
+	return LockAcquire(&tag, mode, false, false);
+}
+
 /*
- * Take the transaction-level advisory lock of an id's stripe.  The stripe
- * comes from a plain hash of the same bytes as the tombstone key, so a write
- * takes it without computing a SHA-256 (needed only when tombstones exist).
+ * Take the lock of an id: exclusive for its erasure (with its tenant's in
+ * ShareLock mode), shared for a write of it; a write in a transaction that
+ * already holds CSCP_FORGET_ID_LOCKS id locks takes its tenant's lock
+ * instead.  Held until commit.
  */
 static void
 forget_lock(const char *tenant_id, const char *kind, const char *id, bool exclusive)
 {
 	StringInfoData buf;
-	int32		key;
-
-	forget_key(&buf, tenant_id, kind, id);
-	key = (int32) (hash_bytes((const unsigned char *) buf.data, buf.len) &
-				   (CSCP_FORGET_LOCK_STRIPES - 1));
-	pfree(buf.data);
 
 	if (exclusive)
-		DirectFunctionCall2(pg_advisory_xact_lock_int4,
-							Int32GetDatum(CSCP_FORGET_LOCK_CLASS), Int32GetDatum(key));
-	else
-		DirectFunctionCall2(pg_advisory_xact_lock_shared_int4,
-							Int32GetDatum(CSCP_FORGET_LOCK_CLASS), Int32GetDatum(key));
+	{
+		forget_key(&buf, tenant_id, kind, id);
+		(void) forget_lock_tag(CSCP_LOCKTAG_FORGET_ID, buf.data, buf.len, ExclusiveLock);
+		(void) forget_lock_tag(CSCP_LOCKTAG_FORGET_TENANT, tenant_id, strlen(tenant_id),
+							   ShareLock);
+		pfree(buf.data);
+		return;
+	}
+
+	if (forget_id_locks_lxid != MyProc->lxid)
+	{
+		forget_id_locks_lxid = MyProc->lxid;
+		forget_id_locks = 0;
+	}
+	if (forget_id_locks >= CSCP_FORGET_ID_LOCKS)
+	{
+		(void) forget_lock_tag(CSCP_LOCKTAG_FORGET_TENANT, tenant_id, strlen(tenant_id),
+							   RowExclusiveLock);
+		return;
+	}
+	forget_key(&buf, tenant_id, kind, id);
+	if (forget_lock_tag(CSCP_LOCKTAG_FORGET_ID, buf.data, buf.len, ShareLock) !=
+		LOCKACQUIRE_ALREADY_HELD)
+		forget_id_locks++;
+	pfree(buf.data);
 }
 
 /* Whether cscp.tombstone is empty on disk (then nothing was ever forgotten). */
@@ -125,8 +182,8 @@ tombstones_empty(void)
 
 /*
  * Raise 55000 when id (a conversation or subject, kind) of tenant_id was
- * forgotten.  Takes the shared lock of its hash, so that an erasure running
- * now is waited for.
+ * forgotten.  Takes the shared lock of the id (forget_lock), so that an
+ * erasure of it running now is waited for.
  */
 void
 cscp_refuse_forgotten(const char *tenant_id, const char *kind, const char *id)

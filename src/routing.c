@@ -1,29 +1,41 @@
 /*-------------------------------------------------------------------------
  *
  * routing.c
- *	  Routing-ready ids: the first 32 bits of a context or command id are the
- *	  routing hash of its conversation.
+ *	  Routing hashes, and routing-ready ids: the first 32 bits of a context
+ *	  or command id are the routing hash of its conversation.
  *
- * The routing hash is hashtext(conversation_id), PostgreSQL's own text hash,
- * so a PL/Proxy function can route by RUN ON hashtext(conversation_id) and,
- * for calls that carry only an id, by RUN ON cscp.routing_hash(id), without
- * a lookup.  The remaining 96 bits are random, with the version and variant
- * bits of a version 4 UUID.
+ * The routing hash of a conversation is a keyed hash of its id (the first
+ * 32 bits of an HMAC-SHA256 under the database's secret key, keys.c), and
+ * that of a subject or session one of its tenant and id, so that a PL/Proxy
+ * function can route by RUN ON cscp.routing_conversation_hash(conversation_id)
+ * and, for calls that carry only an id, by RUN ON cscp.routing_hash(id),
+ * without a lookup.  Keyed, the 32 bits an id shows say nothing about its
+ * conversation id to whoever lacks the key: with PostgreSQL's unkeyed
+ * hashtext, every phone number could be tried offline against an id in
+ * well under a second.  The remaining 96 bits are random, with the version
+ * and variant bits of a version 4 UUID.
  *
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
 
-#include "common/hashfn.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
 
-/* hashtext() of a conversation id (identical for deterministic collations). */
+/* The routing hash of a conversation id. */
 int32
 cscp_routing_hash_text(text *conversation_id)
 {
-	return DatumGetInt32(hash_any((unsigned char *) VARDATA_ANY(conversation_id),
-								  VARSIZE_ANY_EXHDR(conversation_id)));
+	return cscp_keyed_hash32('c', VARDATA_ANY(conversation_id),
+							 VARSIZE_ANY_EXHDR(conversation_id), NULL, 0);
+}
+
+/* The routing hash of a subject or session key of a tenant. */
+int32
+cscp_routing_hash_key(text *tenant_id, text *key)
+{
+	return cscp_keyed_hash32('k', VARDATA_ANY(tenant_id), VARSIZE_ANY_EXHDR(tenant_id),
+							 VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
 }
 
 /* A new uuid whose first 32 bits are hash, big-endian. */
@@ -76,4 +88,22 @@ Datum
 cscp_routing_hash(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_INT32(cscp_routing_hash_uuid(PG_GETARG_UUID_P(0)));
+}
+
+PG_FUNCTION_INFO_V1(cscp_routing_conversation_hash);
+
+/* cscp.routing_conversation_hash(conversation_id text) RETURNS integer */
+Datum
+cscp_routing_conversation_hash(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(cscp_routing_hash_text(PG_GETARG_TEXT_PP(0)));
+}
+
+PG_FUNCTION_INFO_V1(cscp_routing_key_hash);
+
+/* cscp.routing_key_hash(tenant_id text, key text) RETURNS integer */
+Datum
+cscp_routing_key_hash(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(cscp_routing_hash_key(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1)));
 }

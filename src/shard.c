@@ -5,13 +5,14 @@
  *	  whose routing hash falls in its partitions.
  *
  * A PL/Proxy proxy (proxy/, README "Scale-out") sends each call to partition
- * hash & (partition_count - 1).  The hash of a row is
- *	- hashtext(conversation_id) for the rows of a conversation (contexts,
- *	  commands, frames, answers, evidence, conversations, turns, events,
- *	  inspections), the hash its ids carry (routing.c);
- *	- hashtext(tenant_id || '/' || subject_id) for identities and facts;
- *	- hashtext(tenant_id || '/' || session_id) for documents, the working
- *	  set and environments;
+ * hash & (partition_count - 1).  The hash of a row is a keyed hash
+ * (routing.c, keys.c):
+ *	- cscp.routing_conversation_hash(conversation_id) for the rows of a
+ *	  conversation (contexts, commands, frames, answers, evidence,
+ *	  conversations, turns, events, inspections), the hash its ids carry;
+ *	- cscp.routing_key_hash(tenant_id, subject_id) for identities and facts;
+ *	- cscp.routing_key_hash(tenant_id, session_id) for documents, the
+ *	  working set and environments;
  * the trigger's arguments name the column or the (tenant, key) pair.  The
  * single row of cscp.shard says how many partitions there are and which this
  * node holds; with no row (one node, the default) every row is accepted.
@@ -34,7 +35,6 @@
 #include "catalog/pg_type.h"
 #include "catalog/namespace.h"
 #include "commands/trigger.h"
-#include "common/hashfn.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -135,30 +135,22 @@ shard_load(void)
 	shard_loaded = (generation == shard_generation);
 }
 
-/* hashtext(a), or hashtext(a || '/' || b) when b is given. */
+/* The routing hash of conversation a, or of key b of tenant a when b is given. */
 static int32
 shard_hash(text *a, text *b)
 {
-	StringInfoData buf;
-	int32		h;
-
 	if (b == NULL)
 		return cscp_routing_hash_text(a);
-	initStringInfo(&buf);
-	appendBinaryStringInfo(&buf, VARDATA_ANY(a), VARSIZE_ANY_EXHDR(a));
-	appendStringInfoChar(&buf, '/');
-	appendBinaryStringInfo(&buf, VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b));
-	h = DatumGetInt32(hash_any((unsigned char *) buf.data, buf.len));
-	pfree(buf.data);
-	return h;
+	return cscp_routing_hash_key(a, b);
 }
 
 PG_FUNCTION_INFO_V1(cscp_shard_guard);
 
 /*
  * Trigger cscp.shard_guard(column [, column]): BEFORE INSERT OR UPDATE OF the
- * key columns, FOR EACH ROW.  One argument: the row's hash is hashtext of
- * that column; two: hashtext(first || '/' || second).
+ * key columns, FOR EACH ROW.  One argument: the row's hash is the routing
+ * hash of the conversation that column names; two: that of the key the
+ * second names for the tenant the first names.
  */
 Datum
 cscp_shard_guard(PG_FUNCTION_ARGS)

@@ -4,9 +4,17 @@
 -- trigger, one per transition, and by cscp._evidence_refusal for refused attempts, both with the
 -- table owner's rights: application roles may read their tenant's rows and nothing else.
 
+-- A time-ordered id for evidence and inspections, not a counter shared by every tenant (whose
+-- gaps would show each tenant how many rows the others write): microseconds since 2020 in the
+-- upper 51 bits, the writing backend's slot in the lower 12 (src/evidence.c).
+CREATE FUNCTION cscp._row_id() RETURNS bigint
+    AS 'MODULE_PATHNAME', 'cscp_row_id_sql' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION cscp._row_id() IS
+  'Internal: a new id of an evidence or inspection row: microseconds since 2020 and the backend''s slot, increasing per backend';
+
 CREATE TABLE cscp.evidence (
     tenant_id        text        NOT NULL,
-    evidence_id      bigint      GENERATED ALWAYS AS IDENTITY,
+    evidence_id      bigint      NOT NULL DEFAULT cscp._row_id(),
     conversation_id  text        NOT NULL,
     command_id       uuid,
     seq              int         NOT NULL,   -- from 1; evidence_verify reports any other start

@@ -1,4 +1,4 @@
--- helpers.sql: C functions every other part uses (clock, argument checks, routing ids).
+-- helpers.sql: C functions every other part uses (clock, argument checks, routing ids and hashes).
 
 CREATE FUNCTION cscp.now() RETURNS timestamptz
     AS 'MODULE_PATHNAME', 'cscp_now_sql' LANGUAGE C STABLE PARALLEL SAFE;
@@ -29,14 +29,26 @@ COMMENT ON FUNCTION cscp.check_tenant(text) IS
   'tenant_id when the current role may act for it (22023 for a bad id, 42501 for another tenant than the session''s)';
 
 CREATE FUNCTION cscp.routing_id(conversation_id text) RETURNS uuid
-    AS 'MODULE_PATHNAME', 'cscp_routing_id' LANGUAGE C VOLATILE PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'cscp_routing_id' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION cscp.routing_id(text) IS
-  'A new random uuid whose first 32 bits are hashtext(conversation_id), for routing by id';
+  'A new random uuid whose first 32 bits are cscp.routing_conversation_hash(conversation_id), for routing by id';
+
+-- Routing hashes are keyed by the database's secret key (cscp.secret_key, keys.sql): the same
+-- on every node that shares the key, unknown to whoever lacks it.
+CREATE FUNCTION cscp.routing_conversation_hash(conversation_id text) RETURNS integer
+    AS 'MODULE_PATHNAME', 'cscp_routing_conversation_hash' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION cscp.routing_conversation_hash(text) IS
+  'The routing hash of a conversation: the first 32 bits of an HMAC-SHA256 of its id under cscp''s secret key';
+
+CREATE FUNCTION cscp.routing_key_hash(tenant_id text, key text) RETURNS integer
+    AS 'MODULE_PATHNAME', 'cscp_routing_key_hash' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION cscp.routing_key_hash(text, text) IS
+  'The routing hash of a subject or a session of a tenant: the first 32 bits of an HMAC-SHA256 under cscp''s secret key';
 
 CREATE FUNCTION cscp.routing_hash(id uuid) RETURNS integer
     AS 'MODULE_PATHNAME', 'cscp_routing_hash' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION cscp.routing_hash(uuid) IS
-  'The routing hash a context or command id carries: equals hashtext(conversation_id)';
+  'The routing hash a context or command id carries (its first 32 bits): equals cscp.routing_conversation_hash(conversation_id)';
 
 CREATE FUNCTION cscp.canonical_json(value jsonb) RETURNS text
     AS 'MODULE_PATHNAME', 'cscp_canonical_json' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;

@@ -377,10 +377,8 @@ SELECT pg_catalog.pg_extension_config_dump('cscp.working_set', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.environment', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.tombstone', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.tenant_binding', '');
--- The identity sequences of evidence and inspections: restored, new rows continue after the
--- restored ones instead of colliding with them.
-SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('cscp.evidence', 'evidence_id'), '');
-SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('cscp.inspection_log', 'inspection_id'), '');
+-- Evidence and inspection ids are time-ordered (cscp._row_id()), not drawn from a sequence:
+-- rows written after a restore get later ids than the restored ones.
 
 -- search_path: every PL/pgSQL function of cscp, and the SQL functions an operator's view or a
 -- verification runs, resolve names in pg_catalog (then pg_temp) whatever the caller's

@@ -1,8 +1,10 @@
 -- shard.sql: what a node of a scale-out deployment knows about its place (README "Scale-out").
 --
 -- A PL/Proxy proxy (proxy/cscp_proxy) routes every call by a 32-bit hash to partition
--- hash & (partition_count - 1), and each partition lives on one shard.  The hashes:
---   conversation-scoped rows and calls   hashtext(conversation_id)  (= cscp.routing_hash of their ids)
+-- hash & (partition_count - 1), and each partition lives on one shard.  The hashes, keyed by the
+-- secret key every node shares (cscp.secret_key, keys.sql):
+--   conversation-scoped rows and calls   cscp.routing_conversation_hash(conversation_id)
+--                                        (= cscp.routing_hash of their ids)
 --   subject-scoped (identity, fact)      cscp.routing_key_hash(tenant_id, subject_id)
 --   session-scoped (document, working set, environment)
 --                                        cscp.routing_key_hash(tenant_id, session_id)
@@ -24,12 +26,6 @@ COMMENT ON TABLE cscp.shard IS
 -- invalidation for the table it fires on, which is all the policy cache needs too).
 CREATE TRIGGER shard_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON cscp.shard
     FOR EACH STATEMENT EXECUTE FUNCTION cscp.policy_changed();
-
-CREATE FUNCTION cscp.routing_key_hash(tenant_id text, key text) RETURNS integer
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-RETURN pg_catalog.hashtext(tenant_id || '/' || key);
-COMMENT ON FUNCTION cscp.routing_key_hash(text, text) IS
-  'The routing hash of a subject or a session: hashtext(tenant_id || ''/'' || key)';
 
 CREATE FUNCTION cscp.shard_guard() RETURNS trigger
     AS 'MODULE_PATHNAME', 'cscp_shard_guard' LANGUAGE C;
@@ -120,19 +116,19 @@ LANGUAGE sql STABLE
 AS $$
     WITH cfg AS (SELECT s.partition_count AS n, s.partitions FROM cscp.shard s),
     h AS (
-        SELECT 'context' AS t, pg_catalog.hashtext(x.conversation_id) AS hash FROM cscp.context x
-        UNION ALL SELECT 'context_live', pg_catalog.hashtext(x.conversation_id) FROM cscp.context_live x
-        UNION ALL SELECT 'context_retired', pg_catalog.hashtext(x.conversation_id) FROM cscp.context_retired x
-        UNION ALL SELECT 'command', pg_catalog.hashtext(x.conversation_id) FROM cscp.command x
-        UNION ALL SELECT 'command_window', pg_catalog.hashtext(x.conversation_id) FROM cscp.command_window x
-        UNION ALL SELECT 'command_retired', pg_catalog.hashtext(x.conversation_id) FROM cscp.command_retired x
-        UNION ALL SELECT 'frame', pg_catalog.hashtext(x.conversation_id) FROM cscp.frame x
-        UNION ALL SELECT 'answer', pg_catalog.hashtext(x.conversation_id) FROM cscp.answer x
-        UNION ALL SELECT 'evidence', pg_catalog.hashtext(x.conversation_id) FROM cscp.evidence x
-        UNION ALL SELECT 'conversation', pg_catalog.hashtext(x.conversation_id) FROM cscp.conversation x
-        UNION ALL SELECT 'turn', pg_catalog.hashtext(x.conversation_id) FROM cscp.turn x
-        UNION ALL SELECT 'event', pg_catalog.hashtext(x.conversation_id) FROM cscp.event x
-        UNION ALL SELECT 'inspection_log', pg_catalog.hashtext(x.conversation_id) FROM cscp.inspection_log x
+        SELECT 'context' AS t, cscp.routing_conversation_hash(x.conversation_id) AS hash FROM cscp.context x
+        UNION ALL SELECT 'context_live', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.context_live x
+        UNION ALL SELECT 'context_retired', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.context_retired x
+        UNION ALL SELECT 'command', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.command x
+        UNION ALL SELECT 'command_window', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.command_window x
+        UNION ALL SELECT 'command_retired', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.command_retired x
+        UNION ALL SELECT 'frame', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.frame x
+        UNION ALL SELECT 'answer', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.answer x
+        UNION ALL SELECT 'evidence', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.evidence x
+        UNION ALL SELECT 'conversation', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.conversation x
+        UNION ALL SELECT 'turn', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.turn x
+        UNION ALL SELECT 'event', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.event x
+        UNION ALL SELECT 'inspection_log', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.inspection_log x
         UNION ALL SELECT 'identity', cscp.routing_key_hash(x.tenant_id, x.subject_id) FROM cscp.identity x
         UNION ALL SELECT 'fact', cscp.routing_key_hash(x.tenant_id, x.subject_id) FROM cscp.fact x
         UNION ALL SELECT 'document', cscp.routing_key_hash(x.tenant_id, x.session_id) FROM cscp.document x

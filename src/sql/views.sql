@@ -121,7 +121,7 @@ COMMENT ON VIEW cscp._command_lifecycle IS
 CREATE TABLE cscp.inspection_log (
     tenant_id        text        NOT NULL,
     inspected_at     timestamptz NOT NULL DEFAULT cscp.now(),
-    inspection_id    bigint      GENERATED ALWAYS AS IDENTITY,
+    inspection_id    bigint      NOT NULL DEFAULT cscp._row_id(),   -- time-ordered, no shared counter
     inspector        name        NOT NULL DEFAULT current_user,
     conversation_id  text        NOT NULL,
     rows_shown       int         NOT NULL,

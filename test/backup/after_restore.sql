@@ -40,6 +40,10 @@ SELECT pg_temp.expect('a turn appended',
        (SELECT turn_index FROM cscp.conversation_exchange('bk', 'c-1', '{"from": "ana", "role": "user", "content": {"text": "thanks"}, "ts": 3}')), 2);
 SELECT pg_temp.expect('head of a restored chain', (SELECT (cscp.fact_current('bk', 'ana', 'home-1')).value), '"Lisbon"'::jsonb);
 SELECT pg_temp.expect('a restored TTL', (SELECT status::text FROM cscp.context_get('bk', 'c-3', 'cy')), 'expired');
+SELECT pg_temp.expect('the restored key routes the restored ids',
+       (SELECT bool_and(cscp.routing_hash(x.context_id) = cscp.routing_conversation_hash(x.conversation_id))
+          FROM cscp.context x), true);
+SELECT pg_temp.expect('one key, the dumped one', (SELECT count(*) FROM cscp.secret_key), 1::bigint);
 SELECT pg_temp.expect('evidence rows after the restored ones',
        (SELECT min(evidence_id) > (SELECT max(e.evidence_id) FROM cscp.evidence e WHERE e.created_at < cscp.now())
           FROM cscp.evidence WHERE created_at = cscp.now()), true);

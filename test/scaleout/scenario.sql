@@ -133,7 +133,7 @@ SELECT cscp.jsonschema_validate('{"type": "integer"}', '"5"');
 SELECT cscp.command_transition_allowed('started', 'executed'), cscp.context_transition_allowed('blocked', 'pending');
 SELECT cscp.token_count('three little words');
 SELECT cscp.now();
-SELECT cscp.routing_hash(cscp.routing_id('wa:ana')) = hashtext('wa:ana') AS routed;
+SELECT cscp.routing_hash(cscp.routing_id('wa:ana')) = cscp.routing_conversation_hash('wa:ana') AS routed;
 SELECT cscp.slots_visible('acme', '{"x_a": 1, "legacy": 2}');
 
 \echo '== many conversations, each with a context and a command'

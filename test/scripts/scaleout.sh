@@ -12,7 +12,8 @@
 #   4. an error on a shard comes back through the proxy with its SQLSTATE and message, and
 #      tenancy holds through the proxy for an application role;
 #   5. a write that bypasses the proxy is refused by the wrong shard (55000);
-#   6. with shard1 stopped, only its conversations fail.
+#   6. with shard1 stopped, only its conversations fail;
+#   7. every node holds the same secret key (one fingerprint), which routing hashes need.
 # Everything is stopped and removed on exit, also on failure.  Sourced-cluster helpers come from
 # cluster.sh; bench_proxy.sh reuses the start-up below (SCALEOUT_SETUP_ONLY=1).
 set -uo pipefail
@@ -59,6 +60,9 @@ so_psql() {
 	psql -X -q -v ON_ERROR_STOP=1 -h "$SO_TMP/$node" -p 5432 -U "${SO_USER:-postgres}" -d "$db" "$@"
 }
 
+# The secret key of routing hashes, the same on every node (README "Scale-out").
+SO_KEY="\\x$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')"
+
 so_setup() {
 	local i
 	for i in 0 1; do
@@ -66,6 +70,7 @@ so_setup() {
 		so_psql "shard$i" postgres -c "CREATE DATABASE cscp" &&
 			so_psql "shard$i" cscp >/dev/null <<-SQL || return 1
 				CREATE EXTENSION cscp;
+				SELECT cscp.secret_key_set('$SO_KEY');
 				SELECT cscp.shard_set(2, '{$i}');
 				CREATE ROLE app LOGIN;
 				SELECT cscp.grant_app('app');
@@ -73,10 +78,11 @@ so_setup() {
 	done
 	so_start proxy || return 1
 	so_psql proxy postgres -c "CREATE DATABASE proxy" -c "CREATE DATABASE single" || return 1
-	so_psql proxy single -c "CREATE EXTENSION cscp" || return 1
+	so_psql proxy single -c "CREATE EXTENSION cscp" -c "SELECT cscp.secret_key_set('$SO_KEY')" >/dev/null || return 1
 	so_psql proxy proxy >/dev/null <<-SQL || return 1
 		CREATE EXTENSION plproxy;
 		CREATE EXTENSION cscp_proxy;
+		SELECT cscp_proxy.secret_key_set('$SO_KEY');
 		CREATE SERVER cscp FOREIGN DATA WRAPPER plproxy
 		    OPTIONS (p0 'host=$SO_TMP/shard0 port=5432 dbname=cscp',
 		             p1 'host=$SO_TMP/shard1 port=5432 dbname=cscp');
@@ -177,7 +183,7 @@ else
 fi
 
 # 5. A write that bypasses the proxy lands nowhere but on its own shard.
-conv=$(so_psql proxy proxy -At -c "SELECT c FROM generate_series(1, 50) i, LATERAL (SELECT 'direct-' || i AS c) s WHERE hashtext(c) & 1 = 1 LIMIT 1")
+conv=$(so_psql proxy proxy -At -c "SELECT c FROM generate_series(1, 50) i, LATERAL (SELECT 'direct-' || i AS c) s WHERE cscp.routing_conversation_hash(c) & 1 = 1 LIMIT 1")
 direct=$(so_psql shard0 cscp -c "SELECT cscp.context_open('acme', '$conv', 'x')" 2>&1)
 if grep -q 'this shard does not hold partition 1 of 2' <<<"$direct" &&
 	so_psql shard1 cscp -c "SELECT cscp.context_open('acme', '$conv', 'x')" >/dev/null; then
@@ -200,7 +206,7 @@ down=$(so_psql proxy proxy -At 2>&1 <<-'SQL'
 	    RETURN 'failed';
 	END
 	$$;
-	SELECT hashtext('bulk-' || i) & 1 AS partition, pg_temp.try('bulk-' || i) AS result, count(*)
+	SELECT cscp.routing_conversation_hash('bulk-' || i) & 1 AS partition, pg_temp.try('bulk-' || i) AS result, count(*)
 	  FROM generate_series(1, 40) i GROUP BY 1, 2 ORDER BY 1, 2;
 SQL
 )
@@ -210,6 +216,27 @@ if grep -qx '0|ok|[0-9]*' <<<"$down" && grep -qx '1|failed|[0-9]*' <<<"$down" &&
 	pass "with shard1 stopped, the conversations of partition 0 work and only those of partition 1 fail"
 else
 	fail "with shard1 stopped"
+fi
+
+# 7. One key everywhere: the fingerprint each node's key gives, and the hashes agree.
+fp_query="SELECT 'sha256:' || left(encode(sha256(key), 'hex'), 16) FROM cscp.secret_key"
+fp0=$(so_psql shard0 cscp -At -c "$fp_query")
+fpp=$(so_psql proxy proxy -At -c "SELECT fingerprint FROM cscp_proxy.secret_key")
+h0=$(so_psql shard0 cscp -At -c "SELECT cscp.routing_conversation_hash('wa:ana') || ' ' || cscp.routing_key_hash('acme', 'sess-1')")
+hp=$(so_psql proxy proxy -At -c "SELECT cscp.routing_conversation_hash('wa:ana') || ' ' || cscp.routing_key_hash('acme', 'sess-1')")
+hh=$(so_psql proxy proxy -At -c "SELECT hashtext('wa:ana')")
+if [ -n "$fp0" ] && [ "$fp0" = "$fpp" ] && [ "$h0" = "$hp" ] && [ "${h0%% *}" != "$hh" ]; then
+	pass "the shards and the proxy share one secret key ($fp0) and compute the same keyed routing hashes"
+else
+	fail "secret key or routing hashes differ between shard0 ($fp0: $h0) and the proxy ($fpp: $hp)"
+fi
+keyread=$(SO_USER=app so_psql proxy proxy -At -c "SELECT count(*) FROM cscp_proxy.secret_key" 2>&1)
+keyset=$(SO_USER=app so_psql proxy proxy -At -c "SELECT cscp_proxy.secret_key_set('$SO_KEY')" 2>&1)
+if grep -q 'permission denied for table secret_key' <<<"$keyread" && grep -q 'permission denied' <<<"$keyset"; then
+	pass "an application role on the proxy can neither read nor set the secret key"
+else
+	echo "$keyread"; echo "$keyset"
+	fail "an application role on the proxy reached the secret key"
 fi
 
 if [ $status -ne 0 ]; then
