@@ -9,8 +9,9 @@
 # row-level security, the floor's schema, one conversation per workload), then restarted under
 # callgrind (every process; autovacuum off, so the only busy process is the client's backend).
 # pgbench runs each script with one client for T1 and then T2 transactions, each run in a new
-# backend; a backend's count includes its start and its exit, which the difference of the two
-# runs takes out: instructions per transaction = (count(T2) - count(T1)) / (T2 - T1).
+# backend, after a VACUUM (ANALYZE), as `make bench` starts each run; a backend's count includes
+# its start and its exit, which the difference of the two runs takes out: instructions per
+# transaction = (count(T2) - count(T1)) / (T2 - T1).
 #
 # Settings: BENCH_INSTR_T1 (20), BENCH_INSTR_T2 (80), BENCH_ONLY (W1,W2).
 set -euo pipefail
@@ -60,6 +61,9 @@ psql -X -q -c 'SELECT 1' >/dev/null || { tail -n 20 "$CSCP_TMP/postgres.log" >&2
 count() {
 	local t=$1 script=$2 before after file
 	shift 2
+	# as make bench starts each run: the planner sees the tables as they are (autovacuum is off)
+	psql -X -q -c "VACUUM (ANALYZE)" >/dev/null
+	sleep 2
 	before=$(ls "$CG")
 	PGOPTIONS="-c cscp.tenant_id=$BENCH_TENANT -c synchronous_commit=off" \
 		pgbench -n -U "$BENCH_ROLE" -c 1 -j 1 -M prepared -t "$t" "$@" -f "$script" >"$CG/pgbench.out" 2>&1 ||
@@ -71,7 +75,9 @@ count() {
 		[ "$(echo "$after" | grep -c .)" -ge 2 ] && break
 		sleep 0.2
 	done
-	sleep 0.5
+	# and no other backend still writing its file (a late one would be counted in the next run)
+	sleep 2
+	after=$(comm -13 <(echo "$before") <(ls "$CG") | grep '^cg\.' || true)
 	[ -n "$after" ] || { echo "cscp bench-instructions: no callgrind output for $script" >&2; return 1; }
 	for file in $after; do
 		awk '/^totals:/ { print $2; exit }' "$CG/$file"
