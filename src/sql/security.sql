@@ -171,6 +171,7 @@ BEGIN
     EXECUTE format('GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA cscp TO %s', r);
     -- Administration and operator inspection are not the application's.
     EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.grant_app(name), cscp.grant_operator(name), '
+                   'cscp.grant_gateway(name), '
                    'cscp.show_active_context(text, text), cscp.check_invariants(text) FROM %s', r);
     -- Nor a shard's place in a scale-out deployment (shard.sql).
     EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.shard_set(int, int[]), cscp.shard_misplaced() FROM %s', r);

@@ -1,0 +1,485 @@
+-- gateway.sql: API keys, and what each endpoint of the HTTPS gateway (gateway/) means.
+--
+-- The gateway maps each (method, path) to one call of a cscp.http_* function and sends back
+-- the status, headers and body that call returns; the meaning of every endpoint lives here, so
+-- that pg_regress tests it without a network and a proxy routes it like any other call (each
+-- takes the session it acts on).  The gateway's own role (cscp.grant_gateway) may call these
+-- functions and nothing else: it holds no tenant's rights.
+--
+-- Each cscp.http_* function is SECURITY DEFINER.  It looks the bearer key up by its SHA-256
+-- (the key itself is never stored), binds cscp.tenant_id to the key's tenant for that call
+-- only (the function's own SET clause restores the caller's value when it returns), and calls
+-- the API function for that tenant, whose rules hold as for any caller.  A key of another
+-- tenant finds nothing: another tenant's document answers 404, as an absent one does.
+-- Errors are answered, not raised: {"error": {"code", "message", "sqlstate"}} with the HTTP
+-- status of the table in cscp._http_failure; an error it does not know is raised, and the
+-- gateway answers 500.
+
+-- The scopes a key can be limited to; a key without scopes has them all.
+CREATE FUNCTION cscp.api_scopes() RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT ARRAY['documents:read', 'documents:write']::text[]
+$$;
+COMMENT ON FUNCTION cscp.api_scopes() IS
+  'The scopes an API key can be limited to: documents:read (GET), documents:write (POST, DELETE)';
+
+CREATE TABLE cscp.api_key (
+    tenant_id    text        NOT NULL CHECK (tenant_id <> '' AND tenant_id <> '*'),
+    label        text        NOT NULL CHECK (label <> '' AND octet_length(label) <= 256),
+    -- SHA-256 of the key's text; the key is shown once, by cscp.api_key_create.
+    key_hash     bytea       NOT NULL CHECK (octet_length(key_hash) = 32),
+    -- NULL: every scope.
+    scopes       text[]      CHECK (cardinality(scopes) > 0 AND scopes <@ cscp.api_scopes()),
+    created_at   timestamptz NOT NULL DEFAULT cscp.now(),
+    expires_at   timestamptz,
+    revoked_at   timestamptz,
+    -- Written at most once a minute per key (cscp._http_auth).
+    last_used_at timestamptz,
+    PRIMARY KEY (tenant_id, label)
+);
+COMMENT ON TABLE cscp.api_key IS
+  'API keys of the HTTPS gateway: a SHA-256 of each key, bound to one tenant, with scopes, expiry and revocation';
+-- A request names its key, not its tenant: keys are found by their hash.
+CREATE UNIQUE INDEX api_key_hash_idx ON cscp.api_key (key_hash);
+
+ALTER TABLE cscp.api_key ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON cscp.api_key
+    USING (tenant_id = current_setting('cscp.tenant_id', true))
+    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+SELECT pg_catalog.pg_extension_config_dump('cscp.api_key', '');
+
+CREATE FUNCTION cscp.api_key_create(tenant_id text, label text, scopes text[] DEFAULT NULL,
+                                    expires_at timestamptz DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    -- 256 bits from the server's strong random source (three version 4 uuids, 366 random bits).
+    secret bytea := pg_catalog.sha256(pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+                                      || pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+                                      || pg_catalog.uuid_send(pg_catalog.gen_random_uuid()));
+    key text;
+    unknown text;
+BEGIN
+    PERFORM cscp._tenant(api_key_create.tenant_id);
+    PERFORM cscp._id('label', api_key_create.label);
+    IF api_key_create.scopes IS NOT NULL THEN
+        IF pg_catalog.cardinality(api_key_create.scopes) = 0 THEN
+            RAISE EXCEPTION 'scopes must not be empty'
+                USING ERRCODE = '22023',
+                      HINT = format('Pass NULL for a key with every scope, or some of %s.', cscp.api_scopes());
+        END IF;
+        SELECT s INTO unknown FROM pg_catalog.unnest(api_key_create.scopes) s
+         WHERE s IS NULL OR NOT (s = ANY (cscp.api_scopes())) LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'unknown scope "%"', coalesce(unknown, 'null')
+                USING ERRCODE = '22023',
+                      HINT = format('Scopes are %s.', cscp.api_scopes());
+        END IF;
+    END IF;
+    IF api_key_create.expires_at <= cscp.now() THEN
+        RAISE EXCEPTION 'expires_at must be in the future'
+            USING ERRCODE = '22023',
+                  DETAIL = format('It is %s; the time is now %s.', api_key_create.expires_at, cscp.now()),
+                  HINT = 'Pass NULL for a key that does not expire.';
+    END IF;
+
+    key := 'cscp_' || pg_catalog.translate(pg_catalog.rtrim(pg_catalog.encode(secret, 'base64'), '='),
+                                           '+/', '-_');
+    -- A label whose key was revoked or has expired is taken over by the new key.
+    INSERT INTO cscp.api_key AS k (tenant_id, label, key_hash, scopes, expires_at)
+    VALUES (api_key_create.tenant_id, api_key_create.label,
+            pg_catalog.sha256(pg_catalog.convert_to(key, 'UTF8')),
+            api_key_create.scopes, api_key_create.expires_at)
+    ON CONFLICT ON CONSTRAINT api_key_pkey DO UPDATE
+       SET key_hash = excluded.key_hash, scopes = excluded.scopes, created_at = cscp.now(),
+           expires_at = excluded.expires_at, revoked_at = NULL, last_used_at = NULL
+     WHERE k.revoked_at IS NOT NULL OR k.expires_at <= cscp.now();
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'API key "%" of tenant "%" already exists', api_key_create.label,
+                        api_key_create.tenant_id
+            USING ERRCODE = '23505',
+                  DETAIL = 'It is neither revoked nor expired.',
+                  HINT = 'Revoke it with cscp.api_key_revoke first, or choose another label.';
+    END IF;
+    RETURN key;
+END
+$$;
+COMMENT ON FUNCTION cscp.api_key_create(text, text, text[], timestamptz) IS
+  'Create an API key of a tenant for the HTTPS gateway and return it: it is shown this once, only its SHA-256 is kept';
+
+CREATE FUNCTION cscp.api_key_revoke(tenant_id text, label text) RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    PERFORM cscp._tenant(api_key_revoke.tenant_id);
+    PERFORM cscp._id('label', api_key_revoke.label);
+    UPDATE cscp.api_key k SET revoked_at = cscp.now()
+     WHERE k.tenant_id = api_key_revoke.tenant_id AND k.label = api_key_revoke.label
+       AND k.revoked_at IS NULL;
+    IF FOUND THEN
+        RETURN true;
+    END IF;
+    PERFORM FROM cscp.api_key k
+     WHERE k.tenant_id = api_key_revoke.tenant_id AND k.label = api_key_revoke.label;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'API key "%" of tenant "%" does not exist', api_key_revoke.label,
+                        api_key_revoke.tenant_id
+            USING ERRCODE = '42704',
+                  HINT = 'Keys are listed in table cscp.api_key.';
+    END IF;
+    RETURN false;
+END
+$$;
+COMMENT ON FUNCTION cscp.api_key_revoke(text, text) IS
+  'Revoke an API key at once: true when it was live, false when it was already revoked';
+
+-- Documents: the listing the gateway serves as GET /v1/context/{session_id}.
+CREATE FUNCTION cscp.doc_list(tenant_id text, session_id text)
+RETURNS TABLE(namespace text, updated_at timestamptz, expires_at timestamptz)
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    PERFORM cscp._tenant(doc_list.tenant_id);
+    PERFORM cscp._id('session_id', doc_list.session_id);
+    RETURN QUERY
+        SELECT d.namespace, d.updated_at, d.expires_at FROM cscp.document d
+         WHERE d.tenant_id = doc_list.tenant_id AND d.session_id = doc_list.session_id
+           AND d.expires_at > cscp.now()
+         ORDER BY d.namespace;
+END
+$$;
+COMMENT ON FUNCTION cscp.doc_list(text, text) IS
+  'The live (not expired) documents of a session: namespace, last update, expiry';
+
+-- What every cscp.http_* function returns, and the gateway sends.
+CREATE TYPE cscp.http_response AS (status int, headers jsonb, body jsonb);
+COMMENT ON TYPE cscp.http_response IS
+  'An HTTP response of the gateway: status, headers (an object of strings), body (JSON, or NULL for none)';
+
+-- An error response: {"error": {"code", "message", "sqlstate"[, "detail"]}}.
+CREATE FUNCTION cscp._http_error(status int, code text, message text, sqlstate text,
+                                 detail text DEFAULT NULL, headers jsonb DEFAULT '{}')
+RETURNS cscp.http_response
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT ROW($1, $6,
+               pg_catalog.jsonb_build_object('error',
+                   pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+                       'code', $2, 'message', $3, 'sqlstate', $4, 'detail', $5))))::cscp.http_response
+$$;
+COMMENT ON FUNCTION cscp._http_error(int, text, text, text, text, jsonb) IS
+  'Internal: an HTTP error response with its stable code, message and SQLSTATE';
+
+-- The response to an error an API function raised, or NULL for one that is not the caller's
+-- doing (the http function raises it again, and the gateway answers 500).
+CREATE FUNCTION cscp._http_failure(sqlstate text, message text, detail text DEFAULT NULL)
+RETURNS cscp.http_response
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE
+        WHEN $1 LIKE '22%' THEN cscp._http_error(400, 'invalid_parameter', $2, $1, $3)
+        WHEN $1 = '42501' THEN cscp._http_error(403, 'forbidden', $2, $1, $3)
+        WHEN $1 = '55000' OR $1 LIKE '23%' THEN cscp._http_error(409, 'conflict', $2, $1, $3)
+        WHEN $1 IN ('40001', '40P01', '55P03') THEN
+            cscp._http_error(503, 'try_again', $2, $1, $3, '{"Retry-After": "1"}')
+    END
+$$;
+COMMENT ON FUNCTION cscp._http_failure(text, text, text) IS
+  'Internal: the HTTP response to an error by its SQLSTATE (22: 400, 42501: 403, 55000 and 23: 409, 40001, 40P01, 55P03: 503), NULL for any other';
+
+-- A path segment percent-encoded: every byte but the unreserved characters of RFC 3986.
+CREATE FUNCTION cscp._http_segment(value text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN $1 ~ '^[A-Za-z0-9._~-]*$' THEN $1 ELSE (
+        SELECT pg_catalog.string_agg(
+                   CASE WHEN b BETWEEN 48 AND 57 OR b BETWEEN 65 AND 90 OR b BETWEEN 97 AND 122
+                             OR b IN (45, 46, 95, 126) THEN pg_catalog.chr(b)
+                        ELSE '%' || pg_catalog.upper(pg_catalog.lpad(pg_catalog.to_hex(b), 2, '0')) END,
+                   '' ORDER BY i)
+          FROM (SELECT i, pg_catalog.get_byte(pg_catalog.convert_to($1, 'UTF8'), i) AS b
+                  FROM pg_catalog.generate_series(0, pg_catalog.octet_length($1) - 1) i) x)
+    END
+$$;
+COMMENT ON FUNCTION cscp._http_segment(text) IS
+  'Internal: a path segment percent-encoded (RFC 3986), for Location headers';
+
+-- The documentKey of the specification, 'session_id:namespace', made unambiguous: in each part
+-- '%' is written '%25' and ':' '%3A', so the one ':' left separates them.
+CREATE FUNCTION cscp.http_document_key(session_id text, namespace text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+    SELECT pg_catalog.replace(pg_catalog.replace($1, '%', '%25'), ':', '%3A') || ':'
+        || pg_catalog.replace(pg_catalog.replace($2, '%', '%25'), ':', '%3A')
+$$;
+COMMENT ON FUNCTION cscp.http_document_key(text, text) IS
+  'The documentKey the gateway answers: session_id '':'' namespace, with ''%'' and '':'' in each written %25 and %3A';
+
+-- The tenant of the bearer key in auth (the Authorization header) when it is live and has the scope; else
+-- tenant_id is NULL and failure the response (401 or 403).  Records the key's use at most once
+-- a minute, so that a busy key costs no write per request.
+CREATE FUNCTION cscp._http_auth(auth text, scope text,
+                                OUT tenant_id text, OUT failure cscp.http_response)
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    token text;
+    k record;
+    t_now timestamptz := cscp.now();
+    challenge constant text := 'Bearer realm="cscp"';
+BEGIN
+    IF auth IS NULL OR auth ~ '^\s*$' THEN
+        failure := cscp._http_error(401, 'unauthorized', 'no API key given', '28000',
+                                    'Send the header "Authorization: Bearer <api key>".',
+                                    pg_catalog.jsonb_build_object('WWW-Authenticate', challenge));
+        RETURN;
+    END IF;
+    token := pg_catalog.substring(auth, '^\s*[Bb][Ee][Aa][Rr][Ee][Rr] +([^\s]+)\s*$');
+    IF token IS NULL THEN
+        failure := cscp._http_error(401, 'unauthorized', 'the Authorization header is not a bearer key',
+                                    '28000', 'Send the header "Authorization: Bearer <api key>".',
+                                    pg_catalog.jsonb_build_object('WWW-Authenticate', challenge));
+        RETURN;
+    END IF;
+    SELECT a.tenant_id, a.label, a.scopes, a.expires_at, a.revoked_at, a.last_used_at INTO k
+      FROM cscp.api_key a
+     WHERE a.key_hash = pg_catalog.sha256(pg_catalog.convert_to(token, 'UTF8'));
+    IF NOT FOUND OR k.revoked_at IS NOT NULL OR k.expires_at <= t_now THEN
+        failure := cscp._http_error(401, 'unauthorized',
+                                    CASE WHEN k.revoked_at IS NOT NULL THEN 'the API key has been revoked'
+                                         WHEN k.expires_at <= t_now THEN 'the API key has expired'
+                                         ELSE 'the API key is not valid' END,
+                                    '28000', NULL,
+                                    pg_catalog.jsonb_build_object('WWW-Authenticate',
+                                        challenge || ', error="invalid_token"'));
+        RETURN;
+    END IF;
+    IF k.scopes IS NOT NULL AND NOT (scope = ANY (k.scopes)) THEN
+        failure := cscp._http_error(403, 'insufficient_scope',
+                                    pg_catalog.format('the API key lacks scope "%s"', scope), '42501',
+                                    pg_catalog.format('Its scopes are %s.', k.scopes),
+                                    pg_catalog.jsonb_build_object('WWW-Authenticate',
+                                        challenge || ', error="insufficient_scope", scope="' || scope || '"'));
+        RETURN;
+    END IF;
+    IF k.last_used_at IS NULL OR k.last_used_at <= t_now - interval '1 minute' THEN
+        UPDATE cscp.api_key a SET last_used_at = t_now
+         WHERE a.tenant_id = k.tenant_id AND a.label = k.label
+           AND (a.last_used_at IS NULL OR a.last_used_at <= t_now - interval '1 minute');
+    END IF;
+    tenant_id := k.tenant_id;
+END
+$$;
+COMMENT ON FUNCTION cscp._http_auth(text, text) IS
+  'Internal: the tenant of a live bearer key with the scope, or the 401/403 response';
+
+CREATE FUNCTION cscp.http_doc_put(auth text, session_id text, namespace text,
+                                  content_type text, body text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    a record;
+    doc jsonb;
+    ttl jsonb;
+    key text;
+    step text;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    SELECT * INTO a FROM cscp._http_auth(auth, 'documents:write');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    IF content_type IS NULL OR content_type !~* '^\s*application/json\s*(;.*)?$' THEN
+        RETURN cscp._http_error(415, 'unsupported_media_type', 'the request body must be application/json',
+                                '0A000', 'Send the header "Content-Type: application/json".');
+    END IF;
+    IF body IS NULL OR body ~ '^\s*$' THEN
+        RETURN cscp._http_error(400, 'bad_json', 'the request body is empty', '22P02',
+                                'Send {"ttlSeconds": <seconds>, "payload": {...}}.');
+    END IF;
+    BEGIN
+        step := 'parse';
+        doc := body::jsonb;
+        IF pg_catalog.jsonb_typeof(doc) <> 'object' THEN
+            RETURN cscp._http_error(400, 'bad_json', 'the request body must be a JSON object', '22023',
+                                    'Send {"ttlSeconds": <seconds>, "payload": {...}}.');
+        ELSIF NOT doc ? 'ttlSeconds' OR NOT doc ? 'payload' THEN
+            RETURN cscp._http_error(400, 'missing_field',
+                                    pg_catalog.format('field "%s" is required',
+                                                      CASE WHEN doc ? 'ttlSeconds' THEN 'payload' ELSE 'ttlSeconds' END),
+                                    '22023', 'Send {"ttlSeconds": <seconds>, "payload": {...}}.');
+        END IF;
+        ttl := doc -> 'ttlSeconds';
+        IF pg_catalog.jsonb_typeof(ttl) <> 'number' OR ttl::text::numeric <> pg_catalog.trunc(ttl::text::numeric)
+           OR ttl::text::numeric NOT BETWEEN -2147483648 AND 2147483647 THEN
+            RETURN cscp._http_error(400, 'invalid_parameter', 'field "ttlSeconds" must be an integer', '22023',
+                                    pg_catalog.format('It is %s.', ttl));
+        END IF;
+        step := 'put';
+        PERFORM cscp.doc_put(a.tenant_id, session_id, namespace, doc -> 'payload', ttl::text::int);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        IF step = 'parse' AND SQLSTATE IN ('22P02', '22P05', '54001') THEN
+            RETURN cscp._http_error(400, 'bad_json', 'the request body is not valid JSON', SQLSTATE,
+                                    nullif(SQLERRM || coalesce(': ' || nullif(detail, ''), ''), ''));
+        END IF;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    key := cscp.http_document_key(session_id, namespace);
+    RETURN ROW(201,
+               pg_catalog.jsonb_build_object('Location', '/v1/context/' || cscp._http_segment(session_id)
+                                                         || '/' || cscp._http_segment(namespace)),
+               pg_catalog.jsonb_build_object('documentKey', key, 'success', true))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_doc_put(text, text, text, text, text) IS
+  'POST /v1/context/{session_id}/{namespace}: merge-upsert {"ttlSeconds", "payload"} for the bearer key''s tenant; 201 with documentKey';
+
+CREATE FUNCTION cscp.http_doc_get(auth text, session_id text, namespace text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    a record;
+    doc jsonb;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    SELECT * INTO a FROM cscp._http_auth(auth, 'documents:read');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    BEGIN
+        doc := cscp.doc_get(a.tenant_id, session_id, namespace);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    IF doc IS NULL THEN
+        RETURN cscp._http_error(404, 'not_found', 'no such document', 'P0002',
+                                'It does not exist or has expired.');
+    END IF;
+    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb, doc)::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_doc_get(text, text, text) IS
+  'GET /v1/context/{session_id}/{namespace}: 200 with the document of the bearer key''s tenant, 404 when absent or expired';
+
+CREATE FUNCTION cscp.http_doc_delete(auth text, session_id text, namespace text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    a record;
+    deleted boolean;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    SELECT * INTO a FROM cscp._http_auth(auth, 'documents:write');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    BEGIN
+        deleted := cscp.doc_delete(a.tenant_id, session_id, namespace);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    IF NOT deleted THEN
+        RETURN cscp._http_error(404, 'not_found', 'no such document', 'P0002',
+                                'It does not exist or has expired.');
+    END IF;
+    RETURN ROW(204, '{}'::jsonb, NULL)::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_doc_delete(text, text, text) IS
+  'DELETE /v1/context/{session_id}/{namespace}: 204 when the bearer key''s tenant had the document, 404 when absent or expired';
+
+CREATE FUNCTION cscp.http_doc_list(auth text, session_id text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    a record;
+    list jsonb;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    SELECT * INTO a FROM cscp._http_auth(auth, 'documents:read');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    BEGIN
+        SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                   'namespace', d.namespace, 'updatedAt', cscp._utc(d.updated_at),
+                   'expiresAt', cscp._utc(d.expires_at)) ORDER BY d.namespace), '[]')
+          INTO list
+          FROM cscp.doc_list(a.tenant_id, session_id) d;
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb,
+               pg_catalog.jsonb_build_object('sessionId', session_id, 'namespaces', list))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_doc_list(text, text) IS
+  'GET /v1/context/{session_id}: 200 with the live namespaces of the bearer key''s tenant''s session';
+
+CREATE FUNCTION cscp.grant_gateway(role name) RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    r regrole := cscp._role(role);
+    f regprocedure;
+BEGIN
+    IF EXISTS (SELECT FROM pg_catalog.pg_roles g WHERE g.oid = r AND (g.rolsuper OR g.rolbypassrls)) THEN
+        RAISE EXCEPTION 'role "%" bypasses row-level security', role
+            USING ERRCODE = '22023',
+                  DETAIL = 'A superuser or a role with BYPASSRLS holds every tenant''s rights.',
+                  HINT = 'Create a role of its own for the gateway: CREATE ROLE name LOGIN.';
+    END IF;
+    EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA cscp TO %s', r);
+    -- Every endpoint: the SECURITY DEFINER functions named http_*, and nothing else.
+    FOR f IN
+        SELECT p.oid FROM pg_catalog.pg_proc p
+         WHERE p.pronamespace = 'cscp'::regnamespace AND p.proname LIKE 'http\_%' AND p.prosecdef
+    LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s', f, r);
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION cscp.grant_gateway(name) IS
+  'Let a role run the HTTPS gateway: call the cscp.http_* endpoint functions, which check each request''s API key, and nothing else';
