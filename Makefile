@@ -159,6 +159,13 @@ bench-instructions: build
 statebench: build
 	@bash test/statebench/run.sh "$(STATEBENCH)"
 
+# The HTTPS gateway (gateway/, issue 33): libmicrohttpd with GnuTLS, and libpq; needs no server
+# headers, so it builds before PGXS exists.
+.PHONY: gateway
+gateway: deps
+	@$(MAKE) --no-print-directory -C gateway
+EXTRA_CLEAN += gateway/cscp-gateway gateway/*.o gateway/openapi.c
+
 # Issue 7: crash test, stress, fuzz (test/crash/, test/stress/, test/fuzz/).
 .PHONY: crashtest
 LIBPQ_CFLAGS = -Wall -Wextra -Werror -O2 -I$(shell $(PG_CONFIG) --includedir)
