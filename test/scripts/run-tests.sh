@@ -8,6 +8,7 @@
 #   6. scale-out (test/scripts/scaleout.sh): two shards behind a PL/Proxy proxy, own clusters
 #   7. the crash test, short form (test/scripts/crash.sh, its own cluster with fsync=on)
 #   8. the fuzz, short form (test/scripts/fuzz.sh, its own cluster): 3,000 hostile calls
+#   9. the HTTPS gateway through real HTTP (test/scripts/gateway-test.sh, its own cluster)
 # Exits non-zero when any suite fails, after printing what differed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -67,6 +68,12 @@ echo "== fuzz (short form of make fuzz)"
 if ! FUZZ_CALLS=3000 bash test/scripts/fuzz.sh; then
 	status=1
 	failed+=("fuzz")
+fi
+
+echo "== HTTPS gateway"
+if ! bash test/scripts/gateway-test.sh; then
+	status=1
+	failed+=("gateway")
 fi
 
 if [ $status -ne 0 ]; then
