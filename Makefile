@@ -166,6 +166,12 @@ gateway: deps
 	@$(MAKE) --no-print-directory -C gateway
 EXTRA_CLEAN += gateway/cscp-gateway gateway/*.o gateway/openapi.c
 
+# The gateway's document endpoints over HTTPS (wrk) beside the same calls through libpq (pgbench)
+# and beside /healthz, at 4 and 16 connections (about 3 minutes); not part of `make test`.
+.PHONY: bench-http
+bench-http: build gateway
+	@bash test/scripts/bench_http.sh
+
 # Issue 7: crash test, stress, fuzz (test/crash/, test/stress/, test/fuzz/).
 .PHONY: crashtest
 LIBPQ_CFLAGS = -Wall -Wextra -Werror -O2 -I$(shell $(PG_CONFIG) --includedir)

@@ -28,6 +28,27 @@ RETURN pg_catalog.hashtext(tenant_id || '/' || key);
 COMMENT ON FUNCTION cscp.routing_key_hash(text, text) IS
   'The routing hash of a subject or a session: hashtext(tenant_id || ''/'' || key)';
 
+-- The tenant an API key in an Authorization header names, for routing the gateway's endpoints
+-- (gateway.sql); the shard checks the key itself.
+CREATE FUNCTION cscp.http_key_tenant(auth text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+DECLARE
+    t text := pg_catalog.substring(auth, '^\s*[Bb][Ee][Aa][Rr][Ee][Rr] +cscp_([A-Za-z0-9_-]+)\.[A-Za-z0-9_-]+\s*$');
+BEGIN
+    IF t IS NULL OR pg_catalog.length(t) % 4 = 1 THEN
+        RETURN NULL;
+    END IF;
+    RETURN pg_catalog.convert_from(pg_catalog.decode(pg_catalog.translate(t, '-_', '+/')
+                                                     || pg_catalog.repeat('=', (4 - pg_catalog.length(t) % 4) % 4),
+                                                     'base64'), 'UTF8');
+EXCEPTION WHEN character_not_in_repertoire OR untranslatable_character THEN
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_key_tenant(text) IS
+  'The tenant an API key in an Authorization header names (for routing; not a check of the key), or NULL';
+
 -- The caller's settings, carried to the shard with every call.  cscp.clock only from a
 -- superuser: on the proxy it is a plain placeholder setting anyone could set.
 CREATE FUNCTION cscp_proxy.tenant() RETURNS text
@@ -69,6 +90,7 @@ CREATE TYPE cscp.memory_type AS ENUM ('user', 'capability', 'organizational');
 CREATE TYPE cscp.context AS (tenant_id text, context_id uuid, conversation_id text, actor_id text, status cscp.context_status, created_at timestamp with time zone, updated_at timestamp with time zone, expires_at timestamp with time zone, slots jsonb, last_message_id text, last_command_id uuid, correlation_id text, reason text, ttl interval, version bigint);
 CREATE TYPE cscp.event AS (tenant_id text, conversation_id text, event_id text, seq integer, type text, causation_id text, turn_index integer, payload jsonb, created_at timestamp with time zone);
 CREATE TYPE cscp.fact AS (tenant_id text, subject_id text, fact_id text, key text, value jsonb, source jsonb, authority text, authority_rank integer, created_at timestamp with time zone, is_valid boolean, superseded_by text, supersedes text, memory_type cscp.memory_type, scope cscp.fact_scope, scope_id text, depends_on text[], derived_facts text[], needs_review boolean, is_constraint boolean, constraint_type text, search tsvector);
+CREATE TYPE cscp.http_response AS (status integer, headers jsonb, body jsonb);
 CREATE TYPE cscp.turn AS (tenant_id text, conversation_id text, turn_index integer, message_id text, role text, sender text, content jsonb, content_hash text, content_size integer, ts numeric, event_id text, recorded_at timestamp with time zone);
 
 -- Views: the rows of every shard.
@@ -93,6 +115,21 @@ COMMENT ON VIEW cscp.command_lifecycle IS 'cscp.command_lifecycle of every shard
 
 -- Functions: cscp_proxy.<name> runs on the shards (PL/Proxy); cscp.<name> passes the caller's
 -- settings to it.
+
+-- api_scopes: any
+CREATE FUNCTION cscp_proxy.api_scopes(_tenant text, _clock text) RETURNS text[]
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON ANY;
+    SELECT * FROM cscp.api_scopes() WHERE (SELECT cscp._proxy_session(_tenant, _clock, true));
+$f$;
+CREATE FUNCTION cscp.api_scopes() RETURNS text[]
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.api_scopes(cscp_proxy.tenant(), cscp_proxy.clock());
+END
+$f$;
+COMMENT ON FUNCTION cscp.api_scopes() IS 'The scopes an API key can be limited to: documents:read (GET), documents:write (POST, DELETE) (through the proxy: any)';
 
 -- approve: conversation on conversation_id
 CREATE FUNCTION cscp_proxy.approve(_tenant text, _clock text, tenant_id text, conversation_id text, approver_id text, message_id text, decision boolean, command_id uuid) RETURNS TABLE(outcome text, command_id uuid, context_id uuid)
@@ -446,6 +483,21 @@ END
 $f$;
 COMMENT ON FUNCTION cscp.doc_get(tenant_id text, session_id text, namespace text) IS 'The document, or NULL when absent or expired (through the proxy: session)';
 
+-- doc_list: session on tenant_id, session_id
+CREATE FUNCTION cscp_proxy.doc_list(_tenant text, _clock text, tenant_id text, session_id text) RETURNS TABLE(namespace text, updated_at timestamp with time zone, expires_at timestamp with time zone)
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(tenant_id, session_id), 0);
+    SELECT * FROM cscp.doc_list(cscp._proxy_session(_tenant, _clock, tenant_id), session_id);
+$f$;
+CREATE FUNCTION cscp.doc_list(tenant_id text, session_id text) RETURNS TABLE(namespace text, updated_at timestamp with time zone, expires_at timestamp with time zone)
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN QUERY SELECT * FROM cscp_proxy.doc_list(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2);
+END
+$f$;
+COMMENT ON FUNCTION cscp.doc_list(tenant_id text, session_id text) IS 'The live (not expired) documents of a session: namespace, last update, expiry (through the proxy: session)';
+
 -- doc_put: session on tenant_id, session_id
 CREATE FUNCTION cscp_proxy.doc_put(_tenant text, _clock text, tenant_id text, session_id text, namespace text, payload jsonb, ttl_seconds integer) RETURNS text
 LANGUAGE plproxy AS $f$
@@ -586,6 +638,81 @@ LANGUAGE sql VOLATILE AS $f$
               FROM cscp_proxy.forget_subject(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2) r, jsonb_each(r) e GROUP BY e.key) t
 $f$;
 COMMENT ON FUNCTION cscp.forget_subject(tenant_id text, subject_id text) IS 'Erase a subject''s identity and facts, and the contexts, commands (with their evidence) and answers it was the actor of, and leave a tombstone; rows erased per table (through the proxy: sum)';
+
+-- http_doc_delete: key_session on auth, session_id
+CREATE FUNCTION cscp_proxy.http_doc_delete(_tenant text, _clock text, auth text, session_id text, namespace text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(cscp.http_key_tenant(auth), session_id), 0);
+    SELECT * FROM cscp.http_doc_delete(cscp._proxy_session(_tenant, _clock, auth), session_id, namespace);
+$f$;
+CREATE FUNCTION cscp.http_doc_delete(auth text, session_id text, namespace text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_doc_delete(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_doc_delete(auth text, session_id text, namespace text) IS 'DELETE /v1/context/{session_id}/{namespace}: 204 when the bearer key''s tenant had the document, 404 when absent or expired (through the proxy: key_session)';
+
+-- http_doc_get: key_session on auth, session_id
+CREATE FUNCTION cscp_proxy.http_doc_get(_tenant text, _clock text, auth text, session_id text, namespace text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(cscp.http_key_tenant(auth), session_id), 0);
+    SELECT * FROM cscp.http_doc_get(cscp._proxy_session(_tenant, _clock, auth), session_id, namespace);
+$f$;
+CREATE FUNCTION cscp.http_doc_get(auth text, session_id text, namespace text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_doc_get(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_doc_get(auth text, session_id text, namespace text) IS 'GET /v1/context/{session_id}/{namespace}: 200 with the document of the bearer key''s tenant, 404 when absent or expired (through the proxy: key_session)';
+
+-- http_doc_list: key_session on auth, session_id
+CREATE FUNCTION cscp_proxy.http_doc_list(_tenant text, _clock text, auth text, session_id text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(cscp.http_key_tenant(auth), session_id), 0);
+    SELECT * FROM cscp.http_doc_list(cscp._proxy_session(_tenant, _clock, auth), session_id);
+$f$;
+CREATE FUNCTION cscp.http_doc_list(auth text, session_id text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_doc_list(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_doc_list(auth text, session_id text) IS 'GET /v1/context/{session_id}: 200 with the live namespaces of the bearer key''s tenant''s session (through the proxy: key_session)';
+
+-- http_doc_put: key_session on auth, session_id
+CREATE FUNCTION cscp_proxy.http_doc_put(_tenant text, _clock text, auth text, session_id text, namespace text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(cscp.http_key_tenant(auth), session_id), 0);
+    SELECT * FROM cscp.http_doc_put(cscp._proxy_session(_tenant, _clock, auth), session_id, namespace, content_type, body);
+$f$;
+CREATE FUNCTION cscp.http_doc_put(auth text, session_id text, namespace text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_doc_put(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_doc_put(auth text, session_id text, namespace text, content_type text, body text) IS 'POST /v1/context/{session_id}/{namespace}: merge-upsert {"ttlSeconds", "payload"} for the bearer key''s tenant; 201 with documentKey (through the proxy: key_session)';
+
+-- http_document_key: any
+CREATE FUNCTION cscp_proxy.http_document_key(_tenant text, _clock text, session_id text, namespace text) RETURNS text
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON ANY;
+    SELECT * FROM cscp.http_document_key(cscp._proxy_session(_tenant, _clock, session_id), namespace);
+$f$;
+CREATE FUNCTION cscp.http_document_key(session_id text, namespace text) RETURNS text
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_document_key(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_document_key(session_id text, namespace text) IS 'The documentKey the gateway answers: session_id '':'' namespace, with ''%'' and '':'' in each written %25 and %3A (through the proxy: any)';
 
 -- identity_check: any
 CREATE FUNCTION cscp_proxy.identity_check(_tenant text, _clock text, identity jsonb) RETURNS jsonb

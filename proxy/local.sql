@@ -28,6 +28,27 @@ RETURN pg_catalog.hashtext(tenant_id || '/' || key);
 COMMENT ON FUNCTION cscp.routing_key_hash(text, text) IS
   'The routing hash of a subject or a session: hashtext(tenant_id || ''/'' || key)';
 
+-- The tenant an API key in an Authorization header names, for routing the gateway's endpoints
+-- (gateway.sql); the shard checks the key itself.
+CREATE FUNCTION cscp.http_key_tenant(auth text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+DECLARE
+    t text := pg_catalog.substring(auth, '^\s*[Bb][Ee][Aa][Rr][Ee][Rr] +cscp_([A-Za-z0-9_-]+)\.[A-Za-z0-9_-]+\s*$');
+BEGIN
+    IF t IS NULL OR pg_catalog.length(t) % 4 = 1 THEN
+        RETURN NULL;
+    END IF;
+    RETURN pg_catalog.convert_from(pg_catalog.decode(pg_catalog.translate(t, '-_', '+/')
+                                                     || pg_catalog.repeat('=', (4 - pg_catalog.length(t) % 4) % 4),
+                                                     'base64'), 'UTF8');
+EXCEPTION WHEN character_not_in_repertoire OR untranslatable_character THEN
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_key_tenant(text) IS
+  'The tenant an API key in an Authorization header names (for routing; not a check of the key), or NULL';
+
 -- The caller's settings, carried to the shard with every call.  cscp.clock only from a
 -- superuser: on the proxy it is a plain placeholder setting anyone could set.
 CREATE FUNCTION cscp_proxy.tenant() RETURNS text

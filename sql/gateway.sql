@@ -10,7 +10,12 @@ SELECT cscp.api_key_create('gw1', 'reader', ARRAY['documents:read']) AS kread \g
 SELECT cscp.api_key_create('gw1', 'writer', ARRAY['documents:write']) AS kwrite \gset
 SELECT cscp.api_key_create('gw2', 'other-tenant') AS k2 \gset
 SELECT cscp.api_key_create('gw1', 'short-lived', NULL, '2026-05-01 12:10:00+00') AS kshort \gset
-SELECT :'k1' ~ '^cscp_[A-Za-z0-9_-]{43}$' AS key_format, :'k1' <> :'kread' AS keys_differ;
+SELECT :'k1' ~ '^cscp_Z3cx\.[A-Za-z0-9_-]{43}$' AS key_format, :'k1' <> :'kread' AS keys_differ;
+-- The tenant a key names, for a proxy's routing (the key itself is checked by its hash).
+SELECT cscp.http_key_tenant('Bearer ' || :'k1') AS k1_tenant, cscp.http_key_tenant('Bearer ' || :'k2') AS k2_tenant,
+       cscp.http_key_tenant('Bearer cscp_' || cscp._base64url(convert_to('tenant: é/ü', 'UTF8')) || '.x') AS encoded,
+       cscp.http_key_tenant('Bearer cscp_AAAAA.x') AS bad_length, cscp.http_key_tenant('Bearer cscp__w.x') AS not_utf8,
+       cscp.http_key_tenant('Basic x') AS not_bearer;
 SELECT tenant_id, label, scopes, octet_length(key_hash) AS hash_bytes,
        key_hash = sha256(convert_to(CASE label WHEN 'profile-bot' THEN :'k1' WHEN 'reader' THEN :'kread'
                                                WHEN 'writer' THEN :'kwrite' WHEN 'other-tenant' THEN :'k2'
@@ -18,7 +23,7 @@ SELECT tenant_id, label, scopes, octet_length(key_hash) AS hash_bytes,
        expires_at, revoked_at, last_used_at
   FROM cscp.api_key ORDER BY tenant_id, label;
 SELECT count(*) AS key_text_stored FROM cscp.api_key k
- WHERE strpos(k::text, substr(:'k1', 6)) > 0 OR strpos(encode(k.key_hash, 'escape'), :'k1') > 0;
+ WHERE strpos(k::text, split_part(:'k1', '.', 2)) > 0 OR strpos(encode(k.key_hash, 'escape'), :'k1') > 0;
 
 -- The specification's example: POST, then GET.
 SELECT * FROM cscp.http_doc_put('Bearer ' || :'k1', 'session-xyz-123', 'user_profile', 'application/json',
@@ -115,7 +120,7 @@ SELECT label, r.status, r.body -> 'error' ->> 'code' AS code, r.body -> 'error' 
   LATERAL cscp.http_doc_put('Bearer ' || :'k1', t.sess, t.ns, t.ctype, t.body) r;
 SELECT status, body -> 'error' ->> 'code' AS code FROM cscp.http_doc_get('Bearer ' || :'k1', repeat('s', 300), 'n');
 SELECT status, body -> 'error' ->> 'code' AS code FROM cscp.http_doc_list('Bearer ' || :'k1', '');
-SELECT (SELECT count(*) FROM cscp.document) AS docs,
+SELECT (SELECT count(*) FROM cscp.document) - (SELECT count(*) FROM doc_before) AS added,
        (SELECT count(*) FROM (SELECT * FROM cscp.document EXCEPT SELECT * FROM doc_before) x) AS changed;
 
 -- Last use is recorded, at most once a minute.

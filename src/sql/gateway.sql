@@ -49,6 +49,36 @@ CREATE POLICY tenant_isolation ON cscp.api_key
     WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
 SELECT pg_catalog.pg_extension_config_dump('cscp.api_key', '');
 
+-- Bytes as unpadded base64url (RFC 4648, section 5).
+CREATE FUNCTION cscp._base64url(value bytea) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+    SELECT pg_catalog.translate(pg_catalog.rtrim(pg_catalog.replace(pg_catalog.encode($1, 'base64'), E'\n', ''),
+                                                 '='), '+/', '-_')
+$$;
+COMMENT ON FUNCTION cscp._base64url(bytea) IS 'Internal: bytes as unpadded base64url';
+
+-- The tenant an API key names, read from an Authorization header without a lookup, for routing
+-- only: NULL when it names none.  Whether the key is valid is cscp._http_auth's to say.
+CREATE FUNCTION cscp.http_key_tenant(auth text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+DECLARE
+    t text := pg_catalog.substring(auth, '^\s*[Bb][Ee][Aa][Rr][Ee][Rr] +cscp_([A-Za-z0-9_-]+)\.[A-Za-z0-9_-]+\s*$');
+BEGIN
+    IF t IS NULL OR pg_catalog.length(t) % 4 = 1 THEN
+        RETURN NULL;
+    END IF;
+    RETURN pg_catalog.convert_from(pg_catalog.decode(pg_catalog.translate(t, '-_', '+/')
+                                                     || pg_catalog.repeat('=', (4 - pg_catalog.length(t) % 4) % 4),
+                                                     'base64'), 'UTF8');
+EXCEPTION WHEN character_not_in_repertoire OR untranslatable_character THEN
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_key_tenant(text) IS
+  'The tenant an API key in an Authorization header names (for routing; not a check of the key), or NULL';
+
 CREATE FUNCTION cscp.api_key_create(tenant_id text, label text, scopes text[] DEFAULT NULL,
                                     expires_at timestamptz DEFAULT NULL)
 RETURNS text
@@ -85,8 +115,10 @@ BEGIN
                   HINT = 'Pass NULL for a key that does not expire.';
     END IF;
 
-    key := 'cscp_' || pg_catalog.translate(pg_catalog.rtrim(pg_catalog.encode(secret, 'base64'), '='),
-                                           '+/', '-_');
+    -- 'cscp_' <tenant> '.' <secret>, both base64url: a proxy routes a request by the tenant the
+    -- key names (cscp.http_key_tenant) without a lookup; the key is checked by its hash all the same.
+    key := 'cscp_' || cscp._base64url(pg_catalog.convert_to(api_key_create.tenant_id, 'UTF8'))
+           || '.' || cscp._base64url(secret);
     -- A label whose key was revoked or has expired is taken over by the new key.
     INSERT INTO cscp.api_key AS k (tenant_id, label, key_hash, scopes, expires_at)
     VALUES (api_key_create.tenant_id, api_key_create.label,
@@ -472,6 +504,10 @@ BEGIN
                   HINT = 'Create a role of its own for the gateway: CREATE ROLE name LOGIN.';
     END IF;
     EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA cscp TO %s', r);
+    -- Through a PL/Proxy proxy (shard.sql), each call first sets the caller's settings.
+    IF pg_catalog.to_regprocedure('cscp._proxy_session(text, text, anyelement)') IS NOT NULL THEN
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION cscp._proxy_session(text, text, anyelement) TO %s', r);
+    END IF;
     -- Every endpoint: the SECURITY DEFINER functions named http_*, and nothing else.
     FOR f IN
         SELECT p.oid FROM pg_catalog.pg_proc p

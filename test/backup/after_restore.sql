@@ -54,3 +54,7 @@ EXCEPTION WHEN object_not_in_prerequisite_state THEN
 END
 $$;
 SELECT pg_temp.expect('evidence and invariant problems after use', pg_temp.problems(), 0::bigint);
+
+-- An API key made before the dump still opens the tenant's documents through the gateway's functions.
+SELECT pg_temp.expect('a restored API key',
+       (SELECT r.status FROM cscp.http_doc_get('Bearer ' || (SELECT key FROM public.bk_api_key), 'c-1', 'cart') r), 200);

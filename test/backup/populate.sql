@@ -45,3 +45,6 @@ SELECT cscp.forget_conversation('bk', 'c-gone') IS NOT NULL;
 -- A second tenant.
 SELECT (cscp.context_open('bk2', 'z-1', 'zoe')).status;
 SELECT cscp.doc_put('bk2', 'z-1', 'ns', '{"a": 1}', 3600);
+-- An API key of the HTTPS gateway (kept in a table of its own here, so that the restored
+-- database can show that the key still opens the tenant's documents).
+CREATE TABLE public.bk_api_key AS SELECT cscp.api_key_create('bk', 'http-bot', ARRAY['documents:read']) AS key;
