@@ -12,7 +12,9 @@
  * DB_UNAVAILABLE (503) and the next request tries again, so the gateway
  * recovers by itself as soon as the database is back.  A call whose
  * connection broke under it is sent once more on a new connection: every
- * document endpoint is idempotent (a merge of the same payload, a delete).
+ * endpoint is idempotent (a merge of the same payload, a delete, a slot
+ * set to a value, an answer bound to its message id, a context opened
+ * when none is live).
  *
  *-------------------------------------------------------------------------
  */
@@ -42,6 +44,12 @@ static const struct
 	{"http_doc_get", 3},
 	{"http_doc_delete", 3},
 	{"http_doc_list", 2},
+	{"http_context_open", 5},
+	{"http_context_get", 3},
+	{"http_slot_put", 6},
+	{"http_slot_delete", 4},
+	{"http_confirm", 5},
+	{"http_approve", 4},
 };
 
 static __thread DbConn *my_conn = NULL;

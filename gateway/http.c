@@ -31,6 +31,13 @@ const Route gw_routes[] = {
 	{"/v1/context/{session_id}/{namespace}", {"POST", "GET", "DELETE", NULL},
 	{"http_doc_put", "http_doc_get", "http_doc_delete", NULL}},
 	{"/v1/context/{session_id}", {"GET", NULL}, {"http_doc_list", NULL}},
+	{"/v1/conversations/{conversation_id}/actors/{actor_id}/context", {"POST", "GET", NULL},
+	{"http_context_open", "http_context_get", NULL}},
+	{"/v1/conversations/{conversation_id}/actors/{actor_id}/context/slots/{slot}", {"PUT", "DELETE", NULL},
+	{"http_slot_put", "http_slot_delete", NULL}},
+	{"/v1/conversations/{conversation_id}/actors/{actor_id}/confirmations", {"POST", NULL},
+	{"http_confirm", NULL}},
+	{"/v1/conversations/{conversation_id}/approvals", {"POST", NULL}, {"http_approve", NULL}},
 	{"/v1/openapi.json", {"GET", NULL}, {NULL}},
 	{"/healthz", {"GET", NULL}, {NULL}},
 	{"/metrics", {"GET", NULL}, {NULL}},
@@ -326,7 +333,7 @@ respond_call(struct MHD_Connection *c, Request *rq)
 	params[n++] = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 	for (int i = 0; i < rq->ncaptures; i++)
 		params[n++] = rq->captures[i];
-	if (strcmp(rq->method, "POST") == 0)
+	if (strcmp(rq->method, "POST") == 0 || strcmp(rq->method, "PUT") == 0)
 	{
 		params[n++] = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
 		if (rq->body != NULL && memchr(rq->body, '\0', rq->len) != NULL)

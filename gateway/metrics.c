@@ -20,11 +20,11 @@
 #include <string.h>
 
 #define MAX_ROUTES 32
-#define NMETHODS 5
+#define NMETHODS 6
 #define NSTATUSES 16
 #define NBUCKETS 14
 
-static const char *const methods[NMETHODS] = {"GET", "POST", "DELETE", "HEAD", "OTHER"};
+static const char *const methods[NMETHODS] = {"GET", "POST", "PUT", "DELETE", "HEAD", "OTHER"};
 /* The last slot counts every other status. */
 static const int statuses[NSTATUSES - 1] = {200, 201, 204, 400, 401, 403, 404, 405, 409, 413, 414,
 415, 431, 500, 503};

@@ -129,7 +129,7 @@ BEGIN
     RETURN cscp_proxy.api_scopes(cscp_proxy.tenant(), cscp_proxy.clock());
 END
 $f$;
-COMMENT ON FUNCTION cscp.api_scopes() IS 'The scopes an API key can be limited to: documents:read (GET), documents:write (POST, DELETE) (through the proxy: any)';
+COMMENT ON FUNCTION cscp.api_scopes() IS 'The scopes an API key can be limited to: documents:read, documents:write, contexts:read, contexts:write, confirmations:write, approvals:write (through the proxy: any)';
 
 -- approve: conversation on conversation_id
 CREATE FUNCTION cscp_proxy.approve(_tenant text, _clock text, tenant_id text, conversation_id text, approver_id text, message_id text, decision boolean, command_id uuid) RETURNS TABLE(outcome text, command_id uuid, context_id uuid)
@@ -639,6 +639,66 @@ LANGUAGE sql VOLATILE AS $f$
 $f$;
 COMMENT ON FUNCTION cscp.forget_subject(tenant_id text, subject_id text) IS 'Erase a subject''s identity and facts, and the contexts, commands (with their evidence) and answers it was the actor of, and leave a tombstone; rows erased per table (through the proxy: sum)';
 
+-- http_approve: conversation on conversation_id
+CREATE FUNCTION cscp_proxy.http_approve(_tenant text, _clock text, auth text, conversation_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(hashtext(conversation_id), 0);
+    SELECT * FROM cscp.http_approve(cscp._proxy_session(_tenant, _clock, auth), conversation_id, content_type, body);
+$f$;
+CREATE FUNCTION cscp.http_approve(auth text, conversation_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_approve(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_approve(auth text, conversation_id text, content_type text, body text) IS 'POST /v1/conversations/{conversation_id}/approvals: cscp.approve bound to the approving message id; 200 with the outcome (through the proxy: conversation)';
+
+-- http_confirm: conversation on conversation_id
+CREATE FUNCTION cscp_proxy.http_confirm(_tenant text, _clock text, auth text, conversation_id text, actor_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(hashtext(conversation_id), 0);
+    SELECT * FROM cscp.http_confirm(cscp._proxy_session(_tenant, _clock, auth), conversation_id, actor_id, content_type, body);
+$f$;
+CREATE FUNCTION cscp.http_confirm(auth text, conversation_id text, actor_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_confirm(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_confirm(auth text, conversation_id text, actor_id text, content_type text, body text) IS 'POST /v1/conversations/{conversation_id}/actors/{actor_id}/confirmations: cscp.confirm bound to the answering message id; 200 with the outcome (through the proxy: conversation)';
+
+-- http_context_get: conversation on conversation_id
+CREATE FUNCTION cscp_proxy.http_context_get(_tenant text, _clock text, auth text, conversation_id text, actor_id text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(hashtext(conversation_id), 0);
+    SELECT * FROM cscp.http_context_get(cscp._proxy_session(_tenant, _clock, auth), conversation_id, actor_id);
+$f$;
+CREATE FUNCTION cscp.http_context_get(auth text, conversation_id text, actor_id text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_context_get(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_context_get(auth text, conversation_id text, actor_id text) IS 'GET /v1/conversations/{conversation_id}/actors/{actor_id}/context: the latest context with its effective status, or 404 (through the proxy: conversation)';
+
+-- http_context_open: conversation on conversation_id
+CREATE FUNCTION cscp_proxy.http_context_open(_tenant text, _clock text, auth text, conversation_id text, actor_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(hashtext(conversation_id), 0);
+    SELECT * FROM cscp.http_context_open(cscp._proxy_session(_tenant, _clock, auth), conversation_id, actor_id, content_type, body);
+$f$;
+CREATE FUNCTION cscp.http_context_open(auth text, conversation_id text, actor_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_context_open(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_context_open(auth text, conversation_id text, actor_id text, content_type text, body text) IS 'POST /v1/conversations/{conversation_id}/actors/{actor_id}/context: cscp.context_open for the bearer key''s tenant; 200 with the context (through the proxy: conversation)';
+
 -- http_doc_delete: key_session on auth, session_id
 CREATE FUNCTION cscp_proxy.http_doc_delete(_tenant text, _clock text, auth text, session_id text, namespace text) RETURNS cscp.http_response
 LANGUAGE plproxy AS $f$
@@ -713,6 +773,36 @@ BEGIN
 END
 $f$;
 COMMENT ON FUNCTION cscp.http_document_key(session_id text, namespace text) IS 'The documentKey the gateway answers: session_id '':'' namespace, with ''%'' and '':'' in each written %25 and %3A (through the proxy: any)';
+
+-- http_slot_delete: conversation on conversation_id
+CREATE FUNCTION cscp_proxy.http_slot_delete(_tenant text, _clock text, auth text, conversation_id text, actor_id text, slot text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(hashtext(conversation_id), 0);
+    SELECT * FROM cscp.http_slot_delete(cscp._proxy_session(_tenant, _clock, auth), conversation_id, actor_id, slot);
+$f$;
+CREATE FUNCTION cscp.http_slot_delete(auth text, conversation_id text, actor_id text, slot text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_slot_delete(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_slot_delete(auth text, conversation_id text, actor_id text, slot text) IS 'DELETE /v1/conversations/{conversation_id}/actors/{actor_id}/context/slots/{slot}: remove a slot of the live context; 200 with the context (through the proxy: conversation)';
+
+-- http_slot_put: conversation on conversation_id
+CREATE FUNCTION cscp_proxy.http_slot_put(_tenant text, _clock text, auth text, conversation_id text, actor_id text, slot text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(hashtext(conversation_id), 0);
+    SELECT * FROM cscp.http_slot_put(cscp._proxy_session(_tenant, _clock, auth), conversation_id, actor_id, slot, content_type, body);
+$f$;
+CREATE FUNCTION cscp.http_slot_put(auth text, conversation_id text, actor_id text, slot text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_slot_put(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5, $6);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_slot_put(auth text, conversation_id text, actor_id text, slot text, content_type text, body text) IS 'PUT /v1/conversations/{conversation_id}/actors/{actor_id}/context/slots/{slot}: cscp.slot_set on the live context; 200 with the context (through the proxy: conversation)';
 
 -- identity_check: any
 CREATE FUNCTION cscp_proxy.identity_check(_tenant text, _clock text, identity jsonb) RETURNS jsonb

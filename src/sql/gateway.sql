@@ -19,10 +19,11 @@
 CREATE FUNCTION cscp.api_scopes() RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT ARRAY['documents:read', 'documents:write']::text[]
+    SELECT ARRAY['documents:read', 'documents:write', 'contexts:read', 'contexts:write',
+                 'confirmations:write', 'approvals:write']::text[]
 $$;
 COMMENT ON FUNCTION cscp.api_scopes() IS
-  'The scopes an API key can be limited to: documents:read (GET), documents:write (POST, DELETE)';
+  'The scopes an API key can be limited to: documents:read, documents:write, contexts:read, contexts:write, confirmations:write, approvals:write';
 
 CREATE TABLE cscp.api_key (
     tenant_id    text        NOT NULL CHECK (tenant_id <> '' AND tenant_id <> '*'),
@@ -223,17 +224,28 @@ COMMENT ON FUNCTION cscp._http_failure(text, text, text) IS
 
 -- A path segment percent-encoded: every byte but the unreserved characters of RFC 3986.
 CREATE FUNCTION cscp._http_segment(value text) RETURNS text
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
-    SELECT CASE WHEN $1 ~ '^[A-Za-z0-9._~-]*$' THEN $1 ELSE (
-        SELECT pg_catalog.string_agg(
-                   CASE WHEN b BETWEEN 48 AND 57 OR b BETWEEN 65 AND 90 OR b BETWEEN 97 AND 122
-                             OR b IN (45, 46, 95, 126) THEN pg_catalog.chr(b)
-                        ELSE '%' || pg_catalog.upper(pg_catalog.lpad(pg_catalog.to_hex(b), 2, '0')) END,
-                   '' ORDER BY i)
-          FROM (SELECT i, pg_catalog.get_byte(pg_catalog.convert_to($1, 'UTF8'), i) AS b
-                  FROM pg_catalog.generate_series(0, pg_catalog.octet_length($1) - 1) i) x)
-    END
+DECLARE
+    bytes bytea;
+    out text := '';
+    b int;
+BEGIN
+    -- PL/pgSQL, not SQL: a SQL function this size is planned again at every call (0.1 ms).
+    IF value ~ '^[A-Za-z0-9._~-]*$' THEN
+        RETURN value;
+    END IF;
+    bytes := pg_catalog.convert_to(value, 'UTF8');
+    FOR i IN 0 .. pg_catalog.length(bytes) - 1 LOOP
+        b := pg_catalog.get_byte(bytes, i);
+        IF b BETWEEN 48 AND 57 OR b BETWEEN 65 AND 90 OR b BETWEEN 97 AND 122 OR b IN (45, 46, 95, 126) THEN
+            out := out || pg_catalog.chr(b);
+        ELSE
+            out := out || '%' || pg_catalog.upper(pg_catalog.lpad(pg_catalog.to_hex(b), 2, '0'));
+        END IF;
+    END LOOP;
+    RETURN out;
+END
 $$;
 COMMENT ON FUNCTION cscp._http_segment(text) IS
   'Internal: a path segment percent-encoded (RFC 3986), for Location headers';
@@ -307,6 +319,80 @@ $$;
 COMMENT ON FUNCTION cscp._http_auth(text, text) IS
   'Internal: the tenant of a live bearer key with the scope, or the 401/403 response';
 
+-- The JSON body of a request: doc, or failure (415 not application/json, 400 empty, not JSON,
+-- or not an object when object_only).  An optional body that is absent reads as {}.
+CREATE FUNCTION cscp._http_body(content_type text, body text, required boolean, object_only boolean,
+                                hint text, OUT doc jsonb, OUT failure cscp.http_response)
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+DECLARE
+    detail text;
+BEGIN
+    IF NOT required AND (body IS NULL OR body ~ '^\s*$') THEN
+        doc := '{}';
+        RETURN;
+    END IF;
+    IF content_type IS NULL OR content_type !~* '^\s*application/json\s*(;.*)?$' THEN
+        failure := cscp._http_error(415, 'unsupported_media_type', 'the request body must be application/json',
+                                    '0A000', 'Send the header "Content-Type: application/json".');
+        RETURN;
+    END IF;
+    IF body IS NULL OR body ~ '^\s*$' THEN
+        failure := cscp._http_error(400, 'bad_json', 'the request body is empty', '22P02', hint);
+        RETURN;
+    END IF;
+    BEGIN
+        doc := body::jsonb;
+    EXCEPTION WHEN invalid_text_representation OR untranslatable_character OR statement_too_complex THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        failure := cscp._http_error(400, 'bad_json', 'the request body is not valid JSON', SQLSTATE,
+                                    nullif(SQLERRM || coalesce(': ' || nullif(detail, ''), ''), ''));
+        RETURN;
+    END;
+    IF object_only AND pg_catalog.jsonb_typeof(doc) <> 'object' THEN
+        doc := NULL;
+        failure := cscp._http_error(400, 'bad_json', 'the request body must be a JSON object', '22023', hint);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION cscp._http_body(text, text, boolean, boolean, text) IS
+  'Internal: the JSON body of a request, or its 415 or 400 response';
+
+-- NULL when field of doc is present (or absent and optional) with the JSON type given ('string',
+-- 'boolean', 'object', or 'integer': a whole number within int4); else the 400 response.  An
+-- optional field given as null counts as absent.
+CREATE FUNCTION cscp._http_field(doc jsonb, field text, type text, required boolean, hint text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+DECLARE
+    v jsonb := doc -> field;
+BEGIN
+    IF v IS NULL OR (NOT required AND pg_catalog.jsonb_typeof(v) = 'null') THEN
+        IF required THEN
+            RETURN cscp._http_error(400, 'missing_field', pg_catalog.format('field "%s" is required', field),
+                                    '22023', hint);
+        END IF;
+        RETURN NULL;
+    END IF;
+    IF type = 'integer' THEN
+        IF pg_catalog.jsonb_typeof(v) = 'number' AND v::text::numeric = pg_catalog.trunc(v::text::numeric)
+           AND v::text::numeric BETWEEN -2147483648 AND 2147483647 THEN
+            RETURN NULL;
+        END IF;
+    ELSIF pg_catalog.jsonb_typeof(v) = type THEN
+        RETURN NULL;
+    END IF;
+    RETURN cscp._http_error(400, 'invalid_parameter',
+                            pg_catalog.format('field "%s" must be %s', field,
+                                              CASE type WHEN 'integer' THEN 'an integer' WHEN 'object' THEN 'an object'
+                                                        ELSE 'a ' || type END),
+                            '22023', pg_catalog.format('It is %s.', v));
+END
+$$;
+COMMENT ON FUNCTION cscp._http_field(jsonb, text, text, boolean, text) IS
+  'Internal: NULL when a field of a request body is there with its JSON type, else the 400 response';
+
 CREATE FUNCTION cscp.http_doc_put(auth text, session_id text, namespace text,
                                   content_type text, body text)
 RETURNS cscp.http_response
@@ -315,11 +401,11 @@ SET search_path = pg_catalog, pg_temp
 SET cscp.tenant_id = ''
 AS $$
 DECLARE
+    hint constant text := 'Send {"ttlSeconds": <seconds>, "payload": {...}}.';
     a record;
+    b record;
     doc jsonb;
-    ttl jsonb;
     key text;
-    step text;
     r cscp.http_response;
     detail text;
 BEGIN
@@ -328,40 +414,25 @@ BEGIN
         RETURN a.failure;
     END IF;
     PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
-    IF content_type IS NULL OR content_type !~* '^\s*application/json\s*(;.*)?$' THEN
-        RETURN cscp._http_error(415, 'unsupported_media_type', 'the request body must be application/json',
-                                '0A000', 'Send the header "Content-Type: application/json".');
+    SELECT * INTO b FROM cscp._http_body(content_type, body, true, true, hint);
+    IF b.doc IS NULL THEN
+        RETURN b.failure;
     END IF;
-    IF body IS NULL OR body ~ '^\s*$' THEN
-        RETURN cscp._http_error(400, 'bad_json', 'the request body is empty', '22P02',
-                                'Send {"ttlSeconds": <seconds>, "payload": {...}}.');
+    doc := b.doc;
+    IF NOT doc ? 'ttlSeconds' THEN
+        RETURN cscp._http_field(doc, 'ttlSeconds', 'integer', true, hint);
+    ELSIF NOT doc ? 'payload' THEN
+        RETURN cscp._http_field(doc, 'payload', 'object', true, hint);
+    END IF;
+    -- The payload's shape is doc_put's to judge.
+    r := cscp._http_field(doc, 'ttlSeconds', 'integer', true, hint);
+    IF r.status IS NOT NULL THEN
+        RETURN r;
     END IF;
     BEGIN
-        step := 'parse';
-        doc := body::jsonb;
-        IF pg_catalog.jsonb_typeof(doc) <> 'object' THEN
-            RETURN cscp._http_error(400, 'bad_json', 'the request body must be a JSON object', '22023',
-                                    'Send {"ttlSeconds": <seconds>, "payload": {...}}.');
-        ELSIF NOT doc ? 'ttlSeconds' OR NOT doc ? 'payload' THEN
-            RETURN cscp._http_error(400, 'missing_field',
-                                    pg_catalog.format('field "%s" is required',
-                                                      CASE WHEN doc ? 'ttlSeconds' THEN 'payload' ELSE 'ttlSeconds' END),
-                                    '22023', 'Send {"ttlSeconds": <seconds>, "payload": {...}}.');
-        END IF;
-        ttl := doc -> 'ttlSeconds';
-        IF pg_catalog.jsonb_typeof(ttl) <> 'number' OR ttl::text::numeric <> pg_catalog.trunc(ttl::text::numeric)
-           OR ttl::text::numeric NOT BETWEEN -2147483648 AND 2147483647 THEN
-            RETURN cscp._http_error(400, 'invalid_parameter', 'field "ttlSeconds" must be an integer', '22023',
-                                    pg_catalog.format('It is %s.', ttl));
-        END IF;
-        step := 'put';
-        PERFORM cscp.doc_put(a.tenant_id, session_id, namespace, doc -> 'payload', ttl::text::int);
+        PERFORM cscp.doc_put(a.tenant_id, session_id, namespace, doc -> 'payload', (doc ->> 'ttlSeconds')::int);
     EXCEPTION WHEN OTHERS THEN
         GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-        IF step = 'parse' AND SQLSTATE IN ('22P02', '22P05', '54001') THEN
-            RETURN cscp._http_error(400, 'bad_json', 'the request body is not valid JSON', SQLSTATE,
-                                    nullif(SQLERRM || coalesce(': ' || nullif(detail, ''), ''), ''));
-        END IF;
         r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
         IF r.status IS NULL THEN
             RAISE;
@@ -489,6 +560,286 @@ END
 $$;
 COMMENT ON FUNCTION cscp.http_doc_list(text, text) IS
   'GET /v1/context/{session_id}: 200 with the live namespaces of the bearer key''s tenant''s session';
+
+-- Contexts, confirmations and approvals (RFC-WF-0034) over the same gateway, under
+-- /v1/conversations/{conversation_id}: a context is named by its conversation and actor, as
+-- cscp.context_get names it, so that the key's tenant is the only one it can reach.
+
+-- A context as the gateway answers it.
+CREATE FUNCTION cscp._http_context(c cscp.context) RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT pg_catalog.jsonb_build_object(
+        'contextId', c.context_id, 'conversationId', c.conversation_id, 'actorId', c.actor_id,
+        'status', c.status, 'slots', c.slots, 'createdAt', cscp._utc(c.created_at),
+        'updatedAt', cscp._utc(c.updated_at), 'expiresAt', cscp._utc(c.expires_at),
+        'lastMessageId', c.last_message_id, 'lastCommandId', c.last_command_id,
+        'correlationId', c.correlation_id, 'reason', c.reason, 'version', c.version)
+$$;
+COMMENT ON FUNCTION cscp._http_context(cscp.context) IS
+  'Internal: a context as JSON for the gateway (camelCase keys)';
+
+CREATE FUNCTION cscp.http_context_open(auth text, conversation_id text, actor_id text,
+                                       content_type text, body text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    hint constant text := 'Send {"slots": {...}, "ttlSeconds": <seconds>, "correlationId": "..."}, each optional.';
+    a record;
+    b record;
+    c cscp.context;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    SELECT * INTO a FROM cscp._http_auth(auth, 'contexts:write');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    SELECT * INTO b FROM cscp._http_body(content_type, body, false, true, hint);
+    IF b.doc IS NULL THEN
+        RETURN b.failure;
+    END IF;
+    r := coalesce(cscp._http_field(b.doc, 'slots', 'object', false, hint),
+                  cscp._http_field(b.doc, 'ttlSeconds', 'integer', false, hint),
+                  cscp._http_field(b.doc, 'correlationId', 'string', false, hint));
+    IF r.status IS NOT NULL THEN
+        RETURN r;
+    END IF;
+    BEGIN
+        c := cscp.context_open(a.tenant_id, conversation_id, actor_id,
+                               coalesce(nullif(b.doc -> 'slots', 'null'), '{}'),
+                               pg_catalog.make_interval(secs => (b.doc ->> 'ttlSeconds')::int),
+                               b.doc ->> 'correlationId');
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb, cscp._http_context(c))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_context_open(text, text, text, text, text) IS
+  'POST /v1/conversations/{conversation_id}/actors/{actor_id}/context: cscp.context_open for the bearer key''s tenant; 200 with the context';
+
+CREATE FUNCTION cscp.http_context_get(auth text, conversation_id text, actor_id text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    a record;
+    c cscp.context;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    SELECT * INTO a FROM cscp._http_auth(auth, 'contexts:read');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    BEGIN
+        SELECT * INTO c FROM cscp.context_get(a.tenant_id, conversation_id, actor_id);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    IF c.context_id IS NULL THEN
+        RETURN cscp._http_error(404, 'not_found', 'no such context', 'P0002',
+                                'No context was ever opened for this conversation and actor.');
+    END IF;
+    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb, cscp._http_context(c))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_context_get(text, text, text) IS
+  'GET /v1/conversations/{conversation_id}/actors/{actor_id}/context: the latest context with its effective status, or 404';
+
+-- PUT (value given) and DELETE (value NULL) of one slot of the live context.
+CREATE FUNCTION cscp._http_slot(tenant_id text, conversation_id text, actor_id text, slot text, value jsonb)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    c cscp.context;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    BEGIN
+        SELECT * INTO c FROM cscp.context_get(tenant_id, conversation_id, actor_id);
+        IF c.context_id IS NULL OR c.status NOT IN ('active', 'pending', 'blocked') THEN
+            RETURN cscp._http_error(404, 'not_found', 'no live context', 'P0002',
+                                    'Open a context first: POST .../context.');
+        END IF;
+        c := cscp.slot_set(c.context_id, slot, value);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb, cscp._http_context(c))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp._http_slot(text, text, text, text, jsonb) IS
+  'Internal: set (or with NULL remove) a slot of the live context of a conversation''s actor, as an HTTP response';
+
+CREATE FUNCTION cscp.http_slot_put(auth text, conversation_id text, actor_id text, slot text,
+                                   content_type text, body text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    a record;
+    b record;
+BEGIN
+    SELECT * INTO a FROM cscp._http_auth(auth, 'contexts:write');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    SELECT * INTO b FROM cscp._http_body(content_type, body, true, false, 'Send the slot''s value as JSON.');
+    IF b.doc IS NULL THEN
+        RETURN b.failure;
+    END IF;
+    RETURN cscp._http_slot(a.tenant_id, conversation_id, actor_id, slot, b.doc);
+END
+$$;
+COMMENT ON FUNCTION cscp.http_slot_put(text, text, text, text, text, text) IS
+  'PUT /v1/conversations/{conversation_id}/actors/{actor_id}/context/slots/{slot}: cscp.slot_set on the live context; 200 with the context';
+
+CREATE FUNCTION cscp.http_slot_delete(auth text, conversation_id text, actor_id text, slot text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    a record;
+BEGIN
+    SELECT * INTO a FROM cscp._http_auth(auth, 'contexts:write');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    RETURN cscp._http_slot(a.tenant_id, conversation_id, actor_id, slot, NULL);
+END
+$$;
+COMMENT ON FUNCTION cscp.http_slot_delete(text, text, text, text) IS
+  'DELETE /v1/conversations/{conversation_id}/actors/{actor_id}/context/slots/{slot}: remove a slot of the live context; 200 with the context';
+
+CREATE FUNCTION cscp.http_confirm(auth text, conversation_id text, actor_id text, content_type text, body text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    hint constant text := 'Send {"messageId": "...", "answer": true|false, "targetFingerprint": "..."}.';
+    a record;
+    b record;
+    o record;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    SELECT * INTO a FROM cscp._http_auth(auth, 'confirmations:write');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    SELECT * INTO b FROM cscp._http_body(content_type, body, true, true, hint);
+    IF b.doc IS NULL THEN
+        RETURN b.failure;
+    END IF;
+    r := coalesce(cscp._http_field(b.doc, 'messageId', 'string', true, hint),
+                  cscp._http_field(b.doc, 'answer', 'boolean', true, hint),
+                  cscp._http_field(b.doc, 'targetFingerprint', 'string', false, hint));
+    IF r.status IS NOT NULL THEN
+        RETURN r;
+    END IF;
+    BEGIN
+        SELECT * INTO o FROM cscp.confirm(a.tenant_id, conversation_id, actor_id, b.doc ->> 'messageId',
+                                          (b.doc -> 'answer')::boolean, b.doc ->> 'targetFingerprint');
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    -- Every outcome is an answer (evidence is written for each): 200.
+    RETURN ROW(200, '{}'::jsonb,
+               pg_catalog.jsonb_build_object('outcome', o.outcome, 'commandId', o.command_id,
+                                             'contextId', o.context_id))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_confirm(text, text, text, text, text) IS
+  'POST /v1/conversations/{conversation_id}/actors/{actor_id}/confirmations: cscp.confirm bound to the answering message id; 200 with the outcome';
+
+CREATE FUNCTION cscp.http_approve(auth text, conversation_id text, content_type text, body text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    hint constant text := 'Send {"approverId": "...", "messageId": "...", "decision": true|false, "commandId": "..."}.';
+    a record;
+    b record;
+    o record;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    SELECT * INTO a FROM cscp._http_auth(auth, 'approvals:write');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    SELECT * INTO b FROM cscp._http_body(content_type, body, true, true, hint);
+    IF b.doc IS NULL THEN
+        RETURN b.failure;
+    END IF;
+    r := coalesce(cscp._http_field(b.doc, 'approverId', 'string', true, hint),
+                  cscp._http_field(b.doc, 'messageId', 'string', true, hint),
+                  cscp._http_field(b.doc, 'decision', 'boolean', true, hint),
+                  cscp._http_field(b.doc, 'commandId', 'string', false, hint));
+    IF r.status IS NOT NULL THEN
+        RETURN r;
+    END IF;
+    BEGIN
+        SELECT * INTO o FROM cscp.approve(a.tenant_id, conversation_id, b.doc ->> 'approverId',
+                                          b.doc ->> 'messageId', (b.doc -> 'decision')::boolean,
+                                          (b.doc ->> 'commandId')::uuid);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    RETURN ROW(200, '{}'::jsonb,
+               pg_catalog.jsonb_build_object('outcome', o.outcome, 'commandId', o.command_id,
+                                             'contextId', o.context_id))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_approve(text, text, text, text) IS
+  'POST /v1/conversations/{conversation_id}/approvals: cscp.approve bound to the approving message id; 200 with the outcome';
 
 CREATE FUNCTION cscp.grant_gateway(role name) RETURNS void
 LANGUAGE plpgsql VOLATILE

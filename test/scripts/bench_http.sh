@@ -88,7 +88,7 @@ for c in $CONNS; do
 	read -r get_rps get_p50 get_p99 < <(wrk_run "$c" "$W/get.lua" /v1/context/session-1/profile)
 	read -r put_rps put_p50 put_p99 < <(wrk_run "$c" "$W/post.lua" /v1/context/session-1/profile)
 	read -r hz_rps hz_p50 hz_p99 < <(wrk_run "$c" "$W/get.lua" /healthz)
-	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b > 0 ? a / b : 0 }'; }
+	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 	printf "%-34s %5d %10s %9s %9s %8s\n" "pgbench doc_get (libpq)" "$c" "$pg_get_rps" "$pg_get_p50" "$pg_get_p99" "1.00"
 	printf "%-34s %5d %10s %9s %9s %8s\n" "HTTPS GET document" "$c" "$get_rps" "$get_p50" "$get_p99" "$(ratio "$get_rps" "$pg_get_rps")"
 	printf "%-34s %5d %10s %9s %9s %8s\n" "pgbench doc_put (libpq)" "$c" "$pg_put_rps" "$pg_put_p50" "$pg_put_p99" "1.00"

@@ -154,6 +154,34 @@ def multi_bot():
            "not_found", "P0002")
 
 
+def contexts_and_confirmations():
+    step("contexts, a slot, a confirmation bound to its message; another tenant sees nothing")
+    base = URL + "/v1/conversations/conv-http/actors/ana"
+    ctx = expect(requests.post(base + "/context", headers=auth(KEY_PROFILE),
+                               json={"slots": {"active_intent": "pay"}, "ttlSeconds": 600}, timeout=10), 200)
+    assert ctx["status"] == "active" and ctx["slots"] == {"active_intent": "pay"}, ctx
+    ctx = expect(requests.put(base + "/context/slots/active_target", headers=auth(KEY_PROFILE),
+                              json="acct:1", timeout=10), 200)
+    assert ctx["slots"]["active_target"] == "acct:1", ctx
+    expect(requests.put(base + "/context/slots/nope", headers=auth(KEY_PROFILE), json=1, timeout=10), 400,
+           "invalid_parameter", "22023")
+    assert psql("SELECT state FROM cscp.command_submit('shop', 'conv-http', 'ana', 'pay-http-1', 'pay', true,"
+                " '{m1}', '{\"amount\": 5}', 'acct:1')") == "confirmation_required"
+    # Another tenant's key: no context, and a "yes" of it confirms nothing.
+    expect(requests.get(base + "/context", headers=auth(KEY_OTHER), timeout=10), 404, "not_found", "P0002")
+    other = expect(requests.post(base + "/confirmations", headers=auth(KEY_OTHER),
+                                 json={"messageId": "m9", "answer": True}, timeout=10), 200)
+    assert other["outcome"] == "no_context", other
+    answer = {"messageId": "m2", "answer": True, "targetFingerprint": "acct:1"}
+    first = expect(requests.post(base + "/confirmations", headers=auth(KEY_PROFILE), json=answer, timeout=10), 200)
+    again = expect(requests.post(base + "/confirmations", headers=auth(KEY_PROFILE), json=answer, timeout=10), 200)
+    assert first["outcome"] == "confirmed" and again == first, (first, again)
+    assert psql("SELECT state FROM cscp.command WHERE tenant_id = 'shop' AND idempotency_key = 'pay-http-1'") == "confirmed"
+    assert psql("SELECT message_ids FROM cscp.evidence WHERE tenant_id = 'shop'"
+                " AND event_type = 'command.confirmation.satisfied'") == "{m1,m2}"
+    ctx = expect(requests.get(base + "/context", headers=auth(KEY_READ), timeout=10), 403, "insufficient_scope", "42501")
+
+
 def expiry():
     step("expiry: 404 after the TTL")
     expect(post(KEY_PROFILE, "session-ttl", "profile", {"a": 1}, ttl=1), 201)
@@ -348,9 +376,10 @@ def openapi_routes():
     # Every documented route answers (none is the gateway's 404 or 405), with every status it
     # answers documented.
     for method, path in sorted(documented):
-        u = URL + path.replace("{session_id}", "session-abc-456").replace("{namespace}", "profile")
+        u = URL + path.replace("{session_id}", "session-abc-456").replace("{namespace}", "profile") \
+            .replace("{conversation_id}", "conv-openapi").replace("{actor_id}", "ana").replace("{slot}", "active_intent")
         r = requests.request(method, u, headers=dict(auth(KEY_PROFILE), **{"Content-Type": "application/json"}),
-                             data='{"ttlSeconds": 60, "payload": {"seen": true}}' if method == "POST" else None,
+                             data='{"ttlSeconds": 60, "payload": {"seen": true}}' if method in ("POST", "PUT") else None,
                              timeout=5)
         assert r.status_code not in (404, 405) or r.json()["error"]["code"] not in ("route_not_found", "method_not_allowed"), \
             "%s %s: %d %s" % (method, path, r.status_code, r.text)
@@ -441,6 +470,7 @@ def sigterm_drain():
 def main():
     spec_examples()
     multi_bot()
+    contexts_and_confirmations()
     expiry()
     error_statuses()
     oversized_chunked()
