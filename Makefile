@@ -161,9 +161,13 @@ statebench: build
 
 # The HTTPS gateway (gateway/, issue 33): libmicrohttpd with GnuTLS, and libpq; needs no server
 # headers, so it builds before PGXS exists.
-.PHONY: gateway
+.PHONY: gateway demo-http
 gateway: deps
 	@$(MAKE) --no-print-directory -C gateway
+
+# The specification's multi-bot scenario through curl against the gateway over HTTPS.
+demo-http: build gateway
+	@bash test/scripts/gateway-demo.sh
 EXTRA_CLEAN += gateway/cscp-gateway gateway/*.o gateway/openapi.c
 
 # The gateway's document endpoints over HTTPS (wrk) beside the same calls through libpq (pgbench)

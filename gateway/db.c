@@ -50,6 +50,9 @@ static const struct
 	{"http_slot_delete", 4},
 	{"http_confirm", 5},
 	{"http_approve", 4},
+	{"http_command_submit", 5},
+	{"http_command_status", 2},
+	{"http_command_transition", 4},
 };
 
 static __thread DbConn *my_conn = NULL;
@@ -99,6 +102,18 @@ db_connect(DbConn *c, char **message)
 			len += snprintf(sql + len, sizeof(sql) - len, "%s$%d", p > 1 ? ", " : "", p);
 		snprintf(sql + len, sizeof(sql) - len, ") r");
 		res = PQprepare(c->conn, statements[i].function, sql, statements[i].nparams, NULL);
+		if (PQresultStatus(res) != PGRES_COMMAND_OK &&
+			strcmp(PQresultErrorField(res, PG_DIAG_SQLSTATE) ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : "", "42883") == 0)
+		{
+			/*
+			 * An older cscp without this endpoint's function: its route answers
+			 * 501, the others work.
+			 */
+			fprintf(stderr, "cscp-gateway: the database has no cscp.%s: its route answers 501\n",
+					statements[i].function);
+			PQclear(res);
+			continue;
+		}
 		if (PQresultStatus(res) != PGRES_COMMAND_OK)
 		{
 			*message = strdup(PQresultErrorMessage(res));
@@ -211,6 +226,13 @@ gw_db_call(const char *function, int nparams, const char *const *params, DbRespo
 		}
 		if (sqlstate == NULL)
 			sqlstate = "XX000";
+		if (strcmp(sqlstate, "26000") == 0)
+		{
+			/* Not prepared: the function is missing (see db_connect). */
+			outcome = db_fail(out, DB_MISSING, sqlstate, PQresultErrorMessage(res));
+			PQclear(res);
+			break;
+		}
 		outcome = db_fail(out, unavailable_state(sqlstate) ? DB_UNAVAILABLE : DB_ERROR, sqlstate,
 						  PQresultErrorMessage(res));
 		PQclear(res);

@@ -69,7 +69,8 @@ typedef enum DbOutcome
 {
 	DB_OK,						/* a response from the function */
 	DB_UNAVAILABLE,				/* the database cannot be reached: 503 */
-	DB_ERROR					/* the call raised an error: 500 */
+	DB_ERROR,					/* the call raised an error: 500 */
+	DB_MISSING					/* the database has no such function: 501 */
 } DbOutcome;
 
 typedef struct DbResponse

@@ -12,7 +12,8 @@
  * never reaches a function: an unknown route (404), a method the route
  * does not serve (405), a body over --max-body (413), a path that does
  * not decode (400), the database unreachable (503), an error the function
- * raised (500), and its own endpoints /healthz, /metrics and
+ * raised (500), a function the database's cscp does not have (501), and
+ * its own endpoints /healthz, /metrics and
  * /v1/openapi.json.  Bodies are read by libmicrohttpd's event loop as they
  * come, so a slow client holds a connection slot, never a serving thread
  * or a database connection; --idle-timeout closes a silent one.
@@ -38,6 +39,10 @@ const Route gw_routes[] = {
 	{"/v1/conversations/{conversation_id}/actors/{actor_id}/confirmations", {"POST", NULL},
 	{"http_confirm", NULL}},
 	{"/v1/conversations/{conversation_id}/approvals", {"POST", NULL}, {"http_approve", NULL}},
+	{"/v1/conversations/{conversation_id}/actors/{actor_id}/commands", {"POST", NULL},
+	{"http_command_submit", NULL}},
+	{"/v1/commands/{command_id}", {"GET", NULL}, {"http_command_status", NULL}},
+	{"/v1/commands/{command_id}/transitions", {"POST", NULL}, {"http_command_transition", NULL}},
 	{"/v1/openapi.json", {"GET", NULL}, {NULL}},
 	{"/healthz", {"GET", NULL}, {NULL}},
 	{"/metrics", {"GET", NULL}, {NULL}},
@@ -63,6 +68,7 @@ typedef struct Request
 	size_t		len;
 	size_t		cap;
 	bool		too_large;
+	size_t		dropped;		/* bytes of a too large body read and dropped */
 	bool		answered;
 	int			status;
 	size_t		bytes;			/* of the response body */
@@ -352,6 +358,11 @@ respond_call(struct MHD_Connection *c, Request *rq)
 		ret = respond_error(c, rq, 503, "Retry-After: 1", "unavailable",
 							"the database is unavailable", r.sqlstate);
 	}
+	else if (outcome == DB_MISSING)
+	{
+		ret = respond_error(c, rq, 501, NULL, "not_implemented",
+							"the database's cscp has no function for this route", "42883");
+	}
 	else if (strncmp(r.sqlstate, "22", 2) == 0)
 	{
 		/* The arguments themselves were refused (say, a path that is not UTF-8). */
@@ -419,17 +430,33 @@ gw_handle_request(void *cls, struct MHD_Connection *c, const char *url, const ch
 			return respond_error(c, rq, 405, allow, "method_not_allowed",
 								 "the route does not serve this method", "0A000");
 		}
+		/*
+		 * A body over --max-body is read and dropped, and answered 413 once
+		 * it is in: a client that sends its whole body before it reads would
+		 * otherwise see the connection reset under it instead of the answer.
+		 * One more than four times over is answered at once, and the
+		 * connection closed.
+		 */
 		length = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (length != NULL && strtoull(length, NULL, 10) > gw_config.max_body)
+		{
 			rq->too_large = true;
-		if (rq->too_large)
-			return respond_error(c, rq, 413, NULL, "payload_too_large",
-								 "the request body is larger than the gateway accepts", "54000");
+			if (strtoull(length, NULL, 10) / 4 > gw_config.max_body)
+				return respond_error(c, rq, 413, NULL, "payload_too_large",
+									 "the request body is larger than the gateway accepts", "54000");
+		}
 		return MHD_YES;
 	}
 	if (*upload_data_size > 0)
 	{
-		if (!rq->answered && !rq->too_large)
+		if (rq->too_large)
+		{
+			/* Dropped; a client that keeps sending past four times the limit is cut off. */
+			rq->dropped += *upload_data_size;
+			if (rq->dropped / 4 > gw_config.max_body)
+				return MHD_NO;
+		}
+		else if (!rq->answered)
 		{
 			if (rq->len + *upload_data_size > gw_config.max_body)
 			{

@@ -21,13 +21,13 @@
 
 #define MAX_ROUTES 32
 #define NMETHODS 6
-#define NSTATUSES 16
+#define NSTATUSES 17
 #define NBUCKETS 14
 
 static const char *const methods[NMETHODS] = {"GET", "POST", "PUT", "DELETE", "HEAD", "OTHER"};
 /* The last slot counts every other status. */
 static const int statuses[NSTATUSES - 1] = {200, 201, 204, 400, 401, 403, 404, 405, 409, 413, 414,
-415, 431, 500, 503};
+415, 431, 500, 501, 503};
 static const double buckets[NBUCKETS] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
 0.25, 0.5, 1, 2.5, 5, 10};
 

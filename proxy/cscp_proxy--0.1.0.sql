@@ -129,7 +129,7 @@ BEGIN
     RETURN cscp_proxy.api_scopes(cscp_proxy.tenant(), cscp_proxy.clock());
 END
 $f$;
-COMMENT ON FUNCTION cscp.api_scopes() IS 'The scopes an API key can be limited to: documents:read, documents:write, contexts:read, contexts:write, confirmations:write, approvals:write (through the proxy: any)';
+COMMENT ON FUNCTION cscp.api_scopes() IS 'The scopes an API key can be limited to: documents:read, documents:write, contexts:read, contexts:write, confirmations:write, approvals:write, commands:read, commands:write (through the proxy: any)';
 
 -- approve: conversation on conversation_id
 CREATE FUNCTION cscp_proxy.approve(_tenant text, _clock text, tenant_id text, conversation_id text, approver_id text, message_id text, decision boolean, command_id uuid) RETURNS TABLE(outcome text, command_id uuid, context_id uuid)
@@ -653,6 +653,51 @@ BEGIN
 END
 $f$;
 COMMENT ON FUNCTION cscp.http_approve(auth text, conversation_id text, content_type text, body text) IS 'POST /v1/conversations/{conversation_id}/approvals: cscp.approve bound to the approving message id; 200 with the outcome (through the proxy: conversation)';
+
+-- http_command_status: id on command_id
+CREATE FUNCTION cscp_proxy.http_command_status(_tenant text, _clock text, auth text, command_id uuid) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_hash(command_id), 0);
+    SELECT * FROM cscp.http_command_status(cscp._proxy_session(_tenant, _clock, auth), command_id);
+$f$;
+CREATE FUNCTION cscp.http_command_status(auth text, command_id uuid) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_command_status(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_command_status(auth text, command_id uuid) IS 'GET /v1/commands/{command_id}: cscp.command_status of a command of the bearer key''s tenant, or 404 (through the proxy: id)';
+
+-- http_command_submit: conversation on conversation_id
+CREATE FUNCTION cscp_proxy.http_command_submit(_tenant text, _clock text, auth text, conversation_id text, actor_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(hashtext(conversation_id), 0);
+    SELECT * FROM cscp.http_command_submit(cscp._proxy_session(_tenant, _clock, auth), conversation_id, actor_id, content_type, body);
+$f$;
+CREATE FUNCTION cscp.http_command_submit(auth text, conversation_id text, actor_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_command_submit(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_command_submit(auth text, conversation_id text, actor_id text, content_type text, body text) IS 'POST /v1/conversations/{conversation_id}/actors/{actor_id}/commands: cscp.command_submit; 201 new, 200 replayed by its idempotency key (through the proxy: conversation)';
+
+-- http_command_transition: id on command_id
+CREATE FUNCTION cscp_proxy.http_command_transition(_tenant text, _clock text, auth text, command_id uuid, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_hash(command_id), 0);
+    SELECT * FROM cscp.http_command_transition(cscp._proxy_session(_tenant, _clock, auth), command_id, content_type, body);
+$f$;
+CREATE FUNCTION cscp.http_command_transition(auth text, command_id uuid, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_command_transition(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_command_transition(auth text, command_id uuid, content_type text, body text) IS 'POST /v1/commands/{command_id}/transitions: cscp.command_transition of a command of the bearer key''s tenant; 200 with accepted, state, reasonCode (through the proxy: id)';
 
 -- http_confirm: conversation on conversation_id
 CREATE FUNCTION cscp_proxy.http_confirm(_tenant text, _clock text, auth text, conversation_id text, actor_id text, content_type text, body text) RETURNS cscp.http_response

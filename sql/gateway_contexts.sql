@@ -76,5 +76,47 @@ SELECT (cscp.http_context_get('Bearer ' || :'k1', 'conv-1', 'ana')).body ->> 'st
 SELECT status, body -> 'error' ->> 'code' AS code
   FROM cscp.http_slot_put('Bearer ' || :'k1', 'conv-1', 'ana', 'active_intent', 'application/json', '"late"');
 
+-- Commands: submitted under their conversation and actor (201, a replay 200), read and moved by
+-- id for the key's tenant only.
+SET cscp.clock = '2026-05-02 11:00:00+00';
+SELECT cscp.api_key_create('gc1', 'commander', ARRAY['commands:read', 'commands:write', 'confirmations:write']) AS kcmd \gset
+SELECT (cscp.http_context_open('Bearer ' || :'kcmd', 'conv-3', 'ana', NULL, NULL)).status AS open_with_commands_key;
+SELECT pg_temp.shape(cscp.http_context_open('Bearer ' || :'k1', 'conv-3', 'ana', NULL, NULL)) IS NOT NULL AS opened;
+SELECT cscp.http_command_submit('Bearer ' || :'kcmd', 'conv-3', 'ana', 'application/json',
+    '{"idempotencyKey": "ship-1", "commandName": "ship", "messageIds": ["m1"], "payload": {"n": 1}, "targetFingerprint": "addr:1"}') AS r \gset
+SELECT (:'r'::cscp.http_response).status, (:'r'::cscp.http_response).body - 'commandId' AS body,
+       (:'r'::cscp.http_response).headers ->> 'Location' = '/v1/commands/' || ((:'r'::cscp.http_response).body ->> 'commandId') AS location_ok;
+SELECT ((:'r'::cscp.http_response).body ->> 'commandId')::uuid AS cmd \gset
+SELECT status, body - 'commandId' AS body FROM cscp.http_command_submit('Bearer ' || :'kcmd', 'conv-3', 'ana', 'application/json',
+    '{"idempotencyKey": "ship-1", "commandName": "ship", "messageIds": ["m1"], "payload": {"n": 1}, "targetFingerprint": "addr:1"}');
+SELECT status, body - 'commandId' - 'lastTransitionAt' AS body FROM cscp.http_command_status('Bearer ' || :'kcmd', :'cmd');
+-- A refused step is an answer (accepted false, evidence written); after the answer, it moves.
+SELECT status, body FROM cscp.http_command_transition('Bearer ' || :'kcmd', :'cmd', 'application/json', '{"toState": "started"}');
+SELECT pg_temp.shape(cscp.http_confirm('Bearer ' || :'kcmd', 'conv-3', 'ana', 'application/json', '{"messageId": "m2", "answer": true}'));
+SELECT status, body FROM cscp.http_command_transition('Bearer ' || :'kcmd', :'cmd', 'application/json', '{"toState": "authz_pending"}');
+SELECT event_type, decision FROM cscp.evidence WHERE command_id = :'cmd' ORDER BY evidence_id;
+-- Another tenant: not found, nothing moves.
+SELECT cscp.api_key_create('gc2', 'commander') AS k2cmd \gset
+SELECT status, body -> 'error' ->> 'code' AS code FROM cscp.http_command_status('Bearer ' || :'k2cmd', :'cmd');
+SELECT status, body -> 'error' ->> 'code' AS code
+  FROM cscp.http_command_transition('Bearer ' || :'k2cmd', :'cmd', 'application/json', '{"toState": "canceled"}');
+SELECT state FROM cscp.command WHERE command_id = :'cmd';
+-- Bad input.
+SELECT snap();
+SELECT label, (r).status, (r).body -> 'error' ->> 'code' AS code, (r).body -> 'error' ->> 'sqlstate' AS sqlstate,
+       (r).body -> 'error' ->> 'message' AS message
+  FROM (VALUES
+    ('submit: no idempotencyKey', cscp.http_command_submit('Bearer ' || :'kcmd', 'conv-3', 'ana', 'application/json',
+        '{"commandName": "ship", "messageIds": []}')),
+    ('submit: messageIds of numbers', cscp.http_command_submit('Bearer ' || :'kcmd', 'conv-3', 'ana', 'application/json',
+        '{"idempotencyKey": "k", "commandName": "ship", "messageIds": [1]}')),
+    ('submit: payload a string', cscp.http_command_submit('Bearer ' || :'kcmd', 'conv-3', 'ana', 'application/json',
+        '{"idempotencyKey": "k", "commandName": "ship", "messageIds": ["m"], "payload": "x"}')),
+    ('transition: unknown state', cscp.http_command_transition('Bearer ' || :'kcmd', :'cmd', 'application/json', '{"toState": "flying"}')),
+    ('transition: no toState', cscp.http_command_transition('Bearer ' || :'kcmd', :'cmd', 'application/json', '{}')),
+    ('status: unknown id', cscp.http_command_status('Bearer ' || :'kcmd', '00000000-0000-4000-8000-000000000000'))
+  ) AS t(label, r);
+SELECT changes();
+
 DELETE FROM cscp.api_key;
 RESET cscp.clock;

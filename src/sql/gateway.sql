@@ -20,10 +20,10 @@ CREATE FUNCTION cscp.api_scopes() RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT ARRAY['documents:read', 'documents:write', 'contexts:read', 'contexts:write',
-                 'confirmations:write', 'approvals:write']::text[]
+                 'confirmations:write', 'approvals:write', 'commands:read', 'commands:write']::text[]
 $$;
 COMMENT ON FUNCTION cscp.api_scopes() IS
-  'The scopes an API key can be limited to: documents:read, documents:write, contexts:read, contexts:write, confirmations:write, approvals:write';
+  'The scopes an API key can be limited to: documents:read, documents:write, contexts:read, contexts:write, confirmations:write, approvals:write, commands:read, commands:write';
 
 CREATE TABLE cscp.api_key (
     tenant_id    text        NOT NULL CHECK (tenant_id <> '' AND tenant_id <> '*'),
@@ -386,7 +386,7 @@ BEGIN
     RETURN cscp._http_error(400, 'invalid_parameter',
                             pg_catalog.format('field "%s" must be %s', field,
                                               CASE type WHEN 'integer' THEN 'an integer' WHEN 'object' THEN 'an object'
-                                                        ELSE 'a ' || type END),
+                                                        WHEN 'array' THEN 'an array' ELSE 'a ' || type END),
                             '22023', pg_catalog.format('It is %s.', v));
 END
 $$;
@@ -840,6 +840,178 @@ END
 $$;
 COMMENT ON FUNCTION cscp.http_approve(text, text, text, text) IS
   'POST /v1/conversations/{conversation_id}/approvals: cscp.approve bound to the approving message id; 200 with the outcome';
+
+-- Commands (RFC-WF-0018): submitted under their conversation and actor, then named by their
+-- id (a uuid carrying its conversation's routing hash, so a proxy routes it); an id of another
+-- tenant's command is not found (404), as an unknown one.
+
+-- Whether command_id names a command of tenant_id (the http functions run as cscp's owner, whom
+-- row-level security does not bind, so the tenant of an id is checked here).
+CREATE FUNCTION cscp._http_command_of(tenant_id text, command_id uuid) RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT EXISTS (SELECT FROM cscp.command c WHERE c.tenant_id = $1 AND c.command_id = $2)
+$$;
+COMMENT ON FUNCTION cscp._http_command_of(text, uuid) IS
+  'Internal: whether a command id is one of the tenant''s commands';
+
+CREATE FUNCTION cscp.http_command_submit(auth text, conversation_id text, actor_id text,
+                                         content_type text, body text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    hint constant text := 'Send {"idempotencyKey": "...", "commandName": "...", "messageIds": ["..."], "mutating": true, "payload": {...}, "targetFingerprint": "..."}.';
+    a record;
+    b record;
+    o record;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    SELECT * INTO a FROM cscp._http_auth(auth, 'commands:write');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    SELECT * INTO b FROM cscp._http_body(content_type, body, true, true, hint);
+    IF b.doc IS NULL THEN
+        RETURN b.failure;
+    END IF;
+    r := coalesce(cscp._http_field(b.doc, 'idempotencyKey', 'string', true, hint),
+                  cscp._http_field(b.doc, 'commandName', 'string', true, hint),
+                  cscp._http_field(b.doc, 'messageIds', 'array', true, hint),
+                  cscp._http_field(b.doc, 'mutating', 'boolean', false, hint),
+                  cscp._http_field(b.doc, 'payload', 'object', false, hint),
+                  cscp._http_field(b.doc, 'targetFingerprint', 'string', false, hint));
+    IF r.status IS NOT NULL THEN
+        RETURN r;
+    END IF;
+    IF pg_catalog.jsonb_path_exists(b.doc -> 'messageIds', '$[*] ? (@.type() != "string")') THEN
+        RETURN cscp._http_error(400, 'invalid_parameter', 'field "messageIds" must be an array of strings',
+                                '22023', hint);
+    END IF;
+    BEGIN
+        SELECT * INTO o FROM cscp.command_submit(
+            a.tenant_id, conversation_id, actor_id, b.doc ->> 'idempotencyKey', b.doc ->> 'commandName',
+            coalesce((nullif(b.doc -> 'mutating', 'null'))::boolean, true),
+            ARRAY(SELECT pg_catalog.jsonb_array_elements_text(b.doc -> 'messageIds')),
+            coalesce(nullif(b.doc -> 'payload', 'null'), '{}'), b.doc ->> 'targetFingerprint');
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    -- A replay answers what the first submit made (200); a new command is created (201).
+    RETURN ROW(CASE WHEN o.replayed THEN 200 ELSE 201 END,
+               pg_catalog.jsonb_build_object('Location', '/v1/commands/' || o.command_id),
+               pg_catalog.jsonb_build_object('commandId', o.command_id, 'state', o.state,
+                                             'replayed', o.replayed, 'outcome', o.outcome))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_command_submit(text, text, text, text, text) IS
+  'POST /v1/conversations/{conversation_id}/actors/{actor_id}/commands: cscp.command_submit; 201 new, 200 replayed by its idempotency key';
+
+CREATE FUNCTION cscp.http_command_status(auth text, command_id uuid)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    a record;
+    id uuid;
+    o record;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    SELECT * INTO a FROM cscp._http_auth(auth, 'commands:read');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    BEGIN
+        id := command_id;
+        IF NOT cscp._http_command_of(a.tenant_id, id) THEN
+            RETURN cscp._http_error(404, 'not_found', 'no such command', 'P0002', NULL);
+        END IF;
+        SELECT * INTO o FROM cscp.command_status(id);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb,
+               pg_catalog.jsonb_build_object('commandId', id, 'state', o.state,
+                                             'lastTransitionAt', cscp._utc(o.last_transition_at),
+                                             'terminal', o.terminal, 'outcome', o.outcome,
+                                             'reasonCode', o.reason_code, 'nextAllowed', o.next_allowed,
+                                             'recoveryOptions', o.recovery_options))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_command_status(text, uuid) IS
+  'GET /v1/commands/{command_id}: cscp.command_status of a command of the bearer key''s tenant, or 404';
+
+CREATE FUNCTION cscp.http_command_transition(auth text, command_id uuid, content_type text, body text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    hint constant text := 'Send {"toState": "...", "reasonCode": "...", "detail": {...}}.';
+    a record;
+    b record;
+    id uuid;
+    o record;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    SELECT * INTO a FROM cscp._http_auth(auth, 'commands:write');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    SELECT * INTO b FROM cscp._http_body(content_type, body, true, true, hint);
+    IF b.doc IS NULL THEN
+        RETURN b.failure;
+    END IF;
+    r := coalesce(cscp._http_field(b.doc, 'toState', 'string', true, hint),
+                  cscp._http_field(b.doc, 'reasonCode', 'string', false, hint),
+                  cscp._http_field(b.doc, 'detail', 'object', false, hint));
+    IF r.status IS NOT NULL THEN
+        RETURN r;
+    END IF;
+    BEGIN
+        id := command_id;
+        IF NOT cscp._http_command_of(a.tenant_id, id) THEN
+            RETURN cscp._http_error(404, 'not_found', 'no such command', 'P0002', NULL);
+        END IF;
+        SELECT * INTO o FROM cscp.command_transition(id, (b.doc ->> 'toState')::cscp.command_state,
+                                                     b.doc ->> 'reasonCode', nullif(b.doc -> 'detail', 'null'));
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    -- A refused transition is an answer, not an error: accepted false, evidence written.
+    RETURN ROW(200, '{}'::jsonb,
+               pg_catalog.jsonb_build_object('accepted', o.accepted, 'state', o.state,
+                                             'reasonCode', o.reason_code))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_command_transition(text, uuid, text, text) IS
+  'POST /v1/commands/{command_id}/transitions: cscp.command_transition of a command of the bearer key''s tenant; 200 with accepted, state, reasonCode';
 
 CREATE FUNCTION cscp.grant_gateway(role name) RETURNS void
 LANGUAGE plpgsql VOLATILE
