@@ -1,20 +1,22 @@
 /*-------------------------------------------------------------------------
  *
  * db.c
- *	  The gateway's database connections: a fixed pool of one libpq
- *	  connection per serving thread (libmicrohttpd's thread pool has
- *	  --pool threads), each with one prepared statement per cscp.http_*
+ *	  The gateway's database connections: a fixed pool of --pool libpq
+ *	  connections, each with one prepared statement per cscp.http_*
  *	  function, prepared when the connection is made.
  *
- * A thread owns its connection, so no lock is taken on the request path.
- * A connection that is found broken (a database restart, a network cut)
- * is made again on the next call; while that fails the call answers
- * DB_UNAVAILABLE (503) and the next request tries again, so the gateway
- * recovers by itself as soon as the database is back.  A call whose
- * connection broke under it is sent once more on a new connection: every
- * endpoint is idempotent (a merge of the same payload, a delete, a slot
- * set to a value, an answer bound to its message id, a context opened
- * when none is live).
+ * A request's thread takes a free connection for its call only (waiting
+ * up to five seconds for one, else 503), so every connection serves every
+ * client: libmicrohttpd runs a thread per client connection, and a client
+ * holds a database connection only while its call runs, never while it
+ * sends or reads.  A connection that is found broken (a database
+ * restart, a network cut) is made again on the next call; while that
+ * fails the call answers DB_UNAVAILABLE (503) and the next request tries
+ * again, so the gateway recovers by itself as soon as the database is
+ * back.  A call whose connection broke under it is sent once more on a
+ * new connection: every endpoint is idempotent (a merge of the same
+ * payload, a delete, a slot set to a value, an answer bound to its
+ * message id, a context opened when none is live).
  *
  *-------------------------------------------------------------------------
  */
@@ -24,13 +26,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <libpq-fe.h>
 
 typedef struct DbConn
 {
 	PGconn	   *conn;
-	struct DbConn *next;		/* every connection made, for gw_db_close_all */
+	bool		busy;
 } DbConn;
 
 /* The statement of each endpoint function: "SELECT status, headers, body". */
@@ -55,9 +58,9 @@ static const struct
 	{"http_command_transition", 4},
 };
 
-static __thread DbConn *my_conn = NULL;
-static DbConn *all_conns = NULL;
-static pthread_mutex_t all_conns_lock = PTHREAD_MUTEX_INITIALIZER;
+static DbConn *pool = NULL;
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_free = PTHREAD_COND_INITIALIZER;
 static int	in_use = 0;
 static int	db_up = -1;
 
@@ -127,21 +130,44 @@ db_connect(DbConn *c, char **message)
 	return true;
 }
 
-/* This thread's connection slot, registered on first use. */
+/* A free connection of the pool, marked busy; NULL after five seconds without one. */
 static DbConn *
-my_slot(void)
+checkout(void)
 {
-	if (my_conn == NULL)
+	DbConn	   *c = NULL;
+	struct timespec deadline;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 5;
+	pthread_mutex_lock(&pool_lock);
+	if (pool == NULL)
+		pool = calloc(gw_config.pool, sizeof(DbConn));
+	while (pool != NULL && c == NULL)
 	{
-		my_conn = calloc(1, sizeof(DbConn));
-		if (my_conn == NULL)
-			return NULL;
-		pthread_mutex_lock(&all_conns_lock);
-		my_conn->next = all_conns;
-		all_conns = my_conn;
-		pthread_mutex_unlock(&all_conns_lock);
+		for (int i = 0; i < gw_config.pool && c == NULL; i++)
+			if (!pool[i].busy)
+				c = &pool[i];
+		if (c == NULL && pthread_cond_timedwait(&pool_free, &pool_lock, &deadline) != 0)
+			break;
 	}
-	return my_conn;
+	if (c != NULL)
+	{
+		c->busy = true;
+		in_use++;
+	}
+	pthread_mutex_unlock(&pool_lock);
+	return c;
+}
+
+/* Give a connection back to the pool. */
+static void
+checkin(DbConn *c)
+{
+	pthread_mutex_lock(&pool_lock);
+	c->busy = false;
+	in_use--;
+	pthread_cond_signal(&pool_free);
+	pthread_mutex_unlock(&pool_lock);
 }
 
 /* Whether an error means the database, not the call, is the trouble. */
@@ -177,16 +203,20 @@ db_fail(DbResponse *out, DbOutcome outcome, const char *sqlstate, const char *me
 DbOutcome
 gw_db_call(const char *function, int nparams, const char *const *params, DbResponse *out)
 {
-	DbConn	   *c = my_slot();
+	DbConn	   *c;
 	DbOutcome	outcome = DB_ERROR;
 
 	memset(out, 0, sizeof(*out));
-	if (c == NULL)
-		return db_fail(out, DB_ERROR, "53200", "out of memory");
 	if (statement_params(function) != nparams)
 		return db_fail(out, DB_ERROR, "42883", "no such endpoint function");
+	c = checkout();
+	if (c == NULL)
+	{
+		snprintf(out->sqlstate, sizeof(out->sqlstate), "53300");
+		out->message = strdup("no database connection of the pool came free within 5 seconds");
+		return DB_UNAVAILABLE;
+	}
 
-	__atomic_add_fetch(&in_use, 1, __ATOMIC_RELAXED);
 	for (int attempt = 0; attempt < 2; attempt++)
 	{
 		PGresult   *res;
@@ -238,7 +268,7 @@ gw_db_call(const char *function, int nparams, const char *const *params, DbRespo
 		PQclear(res);
 		break;
 	}
-	__atomic_sub_fetch(&in_use, 1, __ATOMIC_RELAXED);
+	checkin(c);
 	return outcome;
 }
 
@@ -256,21 +286,26 @@ gw_db_response_free(DbResponse *r)
 void
 gw_db_close_all(void)
 {
-	pthread_mutex_lock(&all_conns_lock);
-	for (DbConn *c = all_conns; c != NULL; c = c->next)
-		if (c->conn != NULL)
+	pthread_mutex_lock(&pool_lock);
+	for (int i = 0; pool != NULL && i < gw_config.pool; i++)
+		if (pool[i].conn != NULL)
 		{
-			PQfinish(c->conn);
-			c->conn = NULL;
+			PQfinish(pool[i].conn);
+			pool[i].conn = NULL;
 		}
-	pthread_mutex_unlock(&all_conns_lock);
+	pthread_mutex_unlock(&pool_lock);
 }
 
 /* Connections busy with a call now. */
 int
 gw_db_in_use(void)
 {
-	return __atomic_load_n(&in_use, __ATOMIC_RELAXED);
+	int			n;
+
+	pthread_mutex_lock(&pool_lock);
+	n = in_use;
+	pthread_mutex_unlock(&pool_lock);
+	return n;
 }
 
 /* Whether the last call reached the database: 1, 0, or -1 before any call. */

@@ -30,7 +30,7 @@ typedef struct GatewayConfig
 	const char *tls_cert;
 	const char *tls_key;
 	bool		insecure_http;
-	int			pool;			/* connections, and threads serving requests */
+	int			pool;			/* database connections */
 	size_t		max_body;		/* bytes of a request body */
 	size_t		max_header;		/* bytes of a request's line and headers */
 	int			max_connections;
@@ -64,7 +64,7 @@ extern void gw_request_completed(void *cls, struct MHD_Connection *connection, v
 extern size_t gw_no_unescape(void *cls, struct MHD_Connection *connection, char *s);
 extern int	gw_in_flight(void);
 
-/* db.c: one libpq connection per serving thread, statements prepared once. */
+/* db.c: a fixed pool of libpq connections, statements prepared once per connection. */
 typedef enum DbOutcome
 {
 	DB_OK,						/* a response from the function */

@@ -13,10 +13,14 @@
  * does not serve (405), a body over --max-body (413), a path that does
  * not decode (400), the database unreachable (503), an error the function
  * raised (500), a function the database's cscp does not have (501), and
- * its own endpoints /healthz, /metrics and
- * /v1/openapi.json.  Bodies are read by libmicrohttpd's event loop as they
- * come, so a slow client holds a connection slot, never a serving thread
- * or a database connection; --idle-timeout closes a silent one.
+ * its own endpoints /healthz, /metrics and /v1/openapi.json.
+ *
+ * Each client connection has a thread of its own
+ * (libmicrohttpd's thread per connection), which takes a database
+ * connection only for the call, once the whole request is in: a slow
+ * client holds its own thread, never a database connection or another
+ * client's thread; --idle-timeout closes a silent one and
+ * --max-connections bounds them.
  *
  *-------------------------------------------------------------------------
  */

@@ -48,10 +48,10 @@ usage(FILE *out)
 			"  --tls-cert FILE           PEM certificate (chain) for HTTPS\n"
 			"  --tls-key FILE            PEM private key for HTTPS\n"
 			"  --insecure-http           plain HTTP instead of the TLS pair (behind a TLS proxy)\n"
-			"  --pool N                  database connections and serving threads (default 4)\n"
+			"  --pool N                  database connections (default 4)\n"
 			"  --max-body BYTES          largest request body (default 1048576)\n"
 			"  --max-header-bytes BYTES  largest request line and headers (default 16384)\n"
-			"  --max-connections N       open client connections at most (default 1000)\n"
+			"  --max-connections N       open client connections (a thread each) at most (default 1000)\n"
 			"  --idle-timeout SECONDS    close a connection silent this long (default 30)\n"
 			"  --drain-timeout SECONDS   on SIGTERM, wait this long for requests (default 10)\n"
 			"  --list-routes             print METHOD TEMPLATE per route, and exit\n"
@@ -271,8 +271,8 @@ main(int argc, char **argv)
 {
 	struct MHD_Daemon *daemon;
 	struct addrinfo *ai;
-	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC |
-		MHD_USE_ERROR_LOG;
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+		MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG;
 	char	   *cert = NULL;
 	char	   *key = NULL;
 	sigset_t	sigs;
@@ -307,8 +307,8 @@ main(int argc, char **argv)
 
 	daemon = MHD_start_daemon(flags, 0, NULL, NULL, gw_handle_request, NULL,
 							  MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-							  MHD_OPTION_THREAD_POOL_SIZE, (unsigned int) gw_config.pool,
 							  MHD_OPTION_CONNECTION_LIMIT, (unsigned int) gw_config.max_connections,
+							  MHD_OPTION_THREAD_STACK_SIZE, (size_t) (512 * 1024),
 							  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int) gw_config.idle_timeout,
 							  MHD_OPTION_CONNECTION_MEMORY_LIMIT, gw_config.max_header,
 							  MHD_OPTION_NOTIFY_COMPLETED, gw_request_completed, NULL,

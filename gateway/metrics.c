@@ -161,7 +161,7 @@ gw_metrics_render(int connections)
 				   route_label(r), (unsigned long long) count);
 	}
 
-	buf_printf(&b, "# HELP cscp_gateway_pool_size Database connections of the pool (one per serving thread).\n"
+	buf_printf(&b, "# HELP cscp_gateway_pool_size Database connections of the pool.\n"
 			   "# TYPE cscp_gateway_pool_size gauge\n"
 			   "cscp_gateway_pool_size %d\n", gw_config.pool);
 	buf_printf(&b, "# HELP cscp_gateway_pool_in_use Database connections busy with a call.\n"
