@@ -56,6 +56,9 @@ static const struct
 	{"http_command_submit", 5},
 	{"http_command_status", 2},
 	{"http_command_transition", 4},
+	{"http_fact_write", 4},
+	{"http_fact_current", 3},
+	{"http_build_context", 4},
 };
 
 static DbConn *pool = NULL;

@@ -129,7 +129,7 @@ BEGIN
     RETURN cscp_proxy.api_scopes(cscp_proxy.tenant(), cscp_proxy.clock());
 END
 $f$;
-COMMENT ON FUNCTION cscp.api_scopes() IS 'The scopes an API key can be limited to: documents:read, documents:write, contexts:read, contexts:write, confirmations:write, approvals:write, commands:read, commands:write (through the proxy: any)';
+COMMENT ON FUNCTION cscp.api_scopes() IS 'The scopes an API key can be limited to: documents:read, documents:write, contexts:read, contexts:write, confirmations:write, approvals:write, commands:read, commands:write, facts:read, facts:write (through the proxy: any)';
 
 -- approve: conversation on conversation_id
 CREATE FUNCTION cscp_proxy.approve(_tenant text, _clock text, tenant_id text, conversation_id text, approver_id text, message_id text, decision boolean, command_id uuid) RETURNS TABLE(outcome text, command_id uuid, context_id uuid)
@@ -654,6 +654,21 @@ END
 $f$;
 COMMENT ON FUNCTION cscp.http_approve(auth text, conversation_id text, content_type text, body text) IS 'POST /v1/conversations/{conversation_id}/approvals: cscp.approve bound to the approving message id; 200 with the outcome (through the proxy: conversation)';
 
+-- http_build_context: key_session on auth, subject_id
+CREATE FUNCTION cscp_proxy.http_build_context(_tenant text, _clock text, auth text, subject_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(cscp.http_key_tenant(auth), subject_id), 0);
+    SELECT * FROM cscp.http_build_context(cscp._proxy_session(_tenant, _clock, auth), subject_id, content_type, body);
+$f$;
+CREATE FUNCTION cscp.http_build_context(auth text, subject_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_build_context(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_build_context(auth text, subject_id text, content_type text, body text) IS 'POST /v1/subjects/{subject_id}/context: cscp.build_context for an agent (identity, environment, valid facts, working set within a token budget) (through the proxy: key_session)';
+
 -- http_command_status: id on command_id
 CREATE FUNCTION cscp_proxy.http_command_status(_tenant text, _clock text, auth text, command_id uuid) RETURNS cscp.http_response
 LANGUAGE plproxy AS $f$
@@ -818,6 +833,36 @@ BEGIN
 END
 $f$;
 COMMENT ON FUNCTION cscp.http_document_key(session_id text, namespace text) IS 'The documentKey the gateway answers: session_id '':'' namespace, with ''%'' and '':'' in each written %25 and %3A (through the proxy: any)';
+
+-- http_fact_current: key_session on auth, subject_id
+CREATE FUNCTION cscp_proxy.http_fact_current(_tenant text, _clock text, auth text, subject_id text, fact_id text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(cscp.http_key_tenant(auth), subject_id), 0);
+    SELECT * FROM cscp.http_fact_current(cscp._proxy_session(_tenant, _clock, auth), subject_id, fact_id);
+$f$;
+CREATE FUNCTION cscp.http_fact_current(auth text, subject_id text, fact_id text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_fact_current(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_fact_current(auth text, subject_id text, fact_id text) IS 'GET /v1/subjects/{subject_id}/facts/{fact_id}: the head of the fact''s supersession chain, or 404 (through the proxy: key_session)';
+
+-- http_fact_write: key_session on auth, subject_id
+CREATE FUNCTION cscp_proxy.http_fact_write(_tenant text, _clock text, auth text, subject_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(cscp.http_key_tenant(auth), subject_id), 0);
+    SELECT * FROM cscp.http_fact_write(cscp._proxy_session(_tenant, _clock, auth), subject_id, content_type, body);
+$f$;
+CREATE FUNCTION cscp.http_fact_write(auth text, subject_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_fact_write(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_fact_write(auth text, subject_id text, content_type text, body text) IS 'POST /v1/subjects/{subject_id}/facts: cscp.fact_write for the bearer key''s tenant (supersession, authority, dependencies as in SQL); 201 with the fact (through the proxy: key_session)';
 
 -- http_slot_delete: conversation on conversation_id
 CREATE FUNCTION cscp_proxy.http_slot_delete(_tenant text, _clock text, auth text, conversation_id text, actor_id text, slot text) RETURNS cscp.http_response

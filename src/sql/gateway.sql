@@ -20,10 +20,11 @@ CREATE FUNCTION cscp.api_scopes() RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT ARRAY['documents:read', 'documents:write', 'contexts:read', 'contexts:write',
-                 'confirmations:write', 'approvals:write', 'commands:read', 'commands:write']::text[]
+                 'confirmations:write', 'approvals:write', 'commands:read', 'commands:write',
+                 'facts:read', 'facts:write']::text[]
 $$;
 COMMENT ON FUNCTION cscp.api_scopes() IS
-  'The scopes an API key can be limited to: documents:read, documents:write, contexts:read, contexts:write, confirmations:write, approvals:write, commands:read, commands:write';
+  'The scopes an API key can be limited to: documents:read, documents:write, contexts:read, contexts:write, confirmations:write, approvals:write, commands:read, commands:write, facts:read, facts:write';
 
 CREATE TABLE cscp.api_key (
     tenant_id    text        NOT NULL CHECK (tenant_id <> '' AND tenant_id <> '*'),
@@ -1012,6 +1013,179 @@ END
 $$;
 COMMENT ON FUNCTION cscp.http_command_transition(text, uuid, text, text) IS
   'POST /v1/commands/{command_id}/transitions: cscp.command_transition of a command of the bearer key''s tenant; 200 with accepted, state, reasonCode';
+
+-- Facts (StateBench): written and read under their subject, and the context built for an agent.
+
+-- A fact as the gateway answers it.
+CREATE FUNCTION cscp._http_fact(f cscp.fact) RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT pg_catalog.jsonb_build_object(
+        'factId', f.fact_id, 'subjectId', f.subject_id, 'key', f.key, 'value', f.value,
+        'source', f.source, 'authority', f.authority, 'createdAt', cscp._utc(f.created_at),
+        'isValid', f.is_valid, 'supersededBy', f.superseded_by, 'supersedes', f.supersedes,
+        'memoryType', f.memory_type, 'scope', f.scope, 'scopeId', f.scope_id,
+        'dependsOn', f.depends_on, 'derivedFacts', f.derived_facts, 'needsReview', f.needs_review,
+        'isConstraint', f.is_constraint, 'constraintType', f.constraint_type)
+$$;
+COMMENT ON FUNCTION cscp._http_fact(cscp.fact) IS 'Internal: a fact as JSON for the gateway (camelCase keys)';
+
+CREATE FUNCTION cscp.http_fact_write(auth text, subject_id text, content_type text, body text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    hint constant text := 'Send {"key": "...", "value": <JSON>, "factId", "source", "supersedes", "scope", "scopeId", "dependsOn", "isConstraint", "constraintType", "memoryType"}, all but key and value optional.';
+    a record;
+    b record;
+    f cscp.fact;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    SELECT * INTO a FROM cscp._http_auth(auth, 'facts:write');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    SELECT * INTO b FROM cscp._http_body(content_type, body, true, true, hint);
+    IF b.doc IS NULL THEN
+        RETURN b.failure;
+    END IF;
+    IF NOT b.doc ? 'value' THEN
+        RETURN cscp._http_error(400, 'missing_field', 'field "value" is required', '22023', hint);
+    END IF;
+    r := coalesce(cscp._http_field(b.doc, 'key', 'string', true, hint),
+                  cscp._http_field(b.doc, 'factId', 'string', false, hint),
+                  cscp._http_field(b.doc, 'source', 'object', false, hint),
+                  cscp._http_field(b.doc, 'supersedes', 'string', false, hint),
+                  cscp._http_field(b.doc, 'scope', 'string', false, hint),
+                  cscp._http_field(b.doc, 'scopeId', 'string', false, hint),
+                  cscp._http_field(b.doc, 'dependsOn', 'array', false, hint),
+                  cscp._http_field(b.doc, 'isConstraint', 'boolean', false, hint),
+                  cscp._http_field(b.doc, 'constraintType', 'string', false, hint),
+                  cscp._http_field(b.doc, 'memoryType', 'string', false, hint));
+    IF r.status IS NOT NULL THEN
+        RETURN r;
+    END IF;
+    IF pg_catalog.jsonb_path_exists(coalesce(b.doc -> 'dependsOn', '[]'), '$[*] ? (@.type() != "string")') THEN
+        RETURN cscp._http_error(400, 'invalid_parameter', 'field "dependsOn" must be an array of strings',
+                                '22023', hint);
+    END IF;
+    BEGIN
+        f := cscp.fact_write(a.tenant_id, subject_id, b.doc ->> 'factId', b.doc ->> 'key', b.doc -> 'value',
+                             coalesce(nullif(b.doc -> 'source', 'null'), '{"type": "conversation"}'),
+                             b.doc ->> 'supersedes', coalesce(b.doc ->> 'scope', 'global'), b.doc ->> 'scopeId',
+                             ARRAY(SELECT pg_catalog.jsonb_array_elements_text(coalesce(nullif(b.doc -> 'dependsOn', 'null'), '[]'))),
+                             coalesce((nullif(b.doc -> 'isConstraint', 'null'))::boolean, false),
+                             b.doc ->> 'constraintType', b.doc ->> 'memoryType');
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    RETURN ROW(201,
+               pg_catalog.jsonb_build_object('Location', '/v1/subjects/' || cscp._http_segment(subject_id)
+                                                         || '/facts/' || cscp._http_segment(f.fact_id)),
+               cscp._http_fact(f))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_fact_write(text, text, text, text) IS
+  'POST /v1/subjects/{subject_id}/facts: cscp.fact_write for the bearer key''s tenant (supersession, authority, dependencies as in SQL); 201 with the fact';
+
+CREATE FUNCTION cscp.http_fact_current(auth text, subject_id text, fact_id text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    a record;
+    f cscp.fact;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    SELECT * INTO a FROM cscp._http_auth(auth, 'facts:read');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    BEGIN
+        -- An unknown fact is not found (fact_current refuses it as bad input, 22023).
+        PERFORM FROM cscp.fact x
+         WHERE x.tenant_id = a.tenant_id AND x.subject_id = http_fact_current.subject_id
+           AND x.fact_id = http_fact_current.fact_id;
+        IF NOT FOUND THEN
+            RETURN cscp._http_error(404, 'not_found', 'no such fact', 'P0002', NULL);
+        END IF;
+        f := cscp.fact_current(a.tenant_id, subject_id, fact_id);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    IF f.fact_id IS NULL THEN
+        RETURN cscp._http_error(404, 'not_found', 'no such fact', 'P0002', NULL);
+    END IF;
+    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb, cscp._http_fact(f))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_fact_current(text, text, text) IS
+  'GET /v1/subjects/{subject_id}/facts/{fact_id}: the head of the fact''s supersession chain, or 404';
+
+CREATE FUNCTION cscp.http_build_context(auth text, subject_id text, content_type text, body text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    hint constant text := 'Send {"sessionId": "...", "query": "...", "tokenBudget": <n>, "taskId": "..."}, all but sessionId optional.';
+    a record;
+    b record;
+    ctx jsonb;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    SELECT * INTO a FROM cscp._http_auth(auth, 'facts:read');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    SELECT * INTO b FROM cscp._http_body(content_type, body, true, true, hint);
+    IF b.doc IS NULL THEN
+        RETURN b.failure;
+    END IF;
+    r := coalesce(cscp._http_field(b.doc, 'sessionId', 'string', true, hint),
+                  cscp._http_field(b.doc, 'query', 'string', false, hint),
+                  cscp._http_field(b.doc, 'tokenBudget', 'integer', false, hint),
+                  cscp._http_field(b.doc, 'taskId', 'string', false, hint));
+    IF r.status IS NOT NULL THEN
+        RETURN r;
+    END IF;
+    BEGIN
+        ctx := cscp.build_context(a.tenant_id, subject_id, b.doc ->> 'sessionId', b.doc ->> 'query',
+                                  (b.doc ->> 'tokenBudget')::int, b.doc ->> 'taskId');
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb, ctx)::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_build_context(text, text, text, text) IS
+  'POST /v1/subjects/{subject_id}/context: cscp.build_context for an agent (identity, environment, valid facts, working set within a token budget)';
 
 CREATE FUNCTION cscp.grant_gateway(role name) RETURNS void
 LANGUAGE plpgsql VOLATILE

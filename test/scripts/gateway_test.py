@@ -205,6 +205,23 @@ def contexts_and_confirmations():
            "invalid_parameter", "22P02")
 
 
+def facts():
+    step("facts: a supersession chain and the context built from it; another tenant sees nothing")
+    base = URL + "/v1/subjects/ana"
+    r = requests.post(base + "/facts", headers=auth(KEY_PROFILE), json={"factId": "home-1", "key": "home_city", "value": "Porto"}, timeout=10)
+    assert expect(r, 201)["factId"] == "home-1" and r.headers["Location"] == "/v1/subjects/ana/facts/home-1", r.headers
+    expect(requests.post(base + "/facts", headers=auth(KEY_PROFILE),
+                         json={"factId": "home-2", "key": "home_city", "value": "Lisbon", "supersedes": "home-1"}, timeout=10), 201)
+    head = expect(requests.get(base + "/facts/home-1", headers=auth(KEY_PROFILE), timeout=10), 200)
+    assert head["factId"] == "home-2" and head["value"] == "Lisbon", head
+    built = expect(requests.post(base + "/context", headers=auth(KEY_PROFILE),
+                                 json={"sessionId": "s-1", "query": "where does ana live"}, timeout=10), 200)
+    assert built["fact_ids"] == ["home-2"] and "Porto" not in built["text"], built
+    expect(requests.get(base + "/facts/home-2", headers=auth(KEY_OTHER), timeout=10), 404, "not_found", "P0002")
+    other = expect(requests.post(base + "/context", headers=auth(KEY_OTHER), json={"sessionId": "s-1"}, timeout=10), 200)
+    assert other["fact_ids"] == [], other
+
+
 def expiry():
     step("expiry: 404 after the TTL")
     expect(post(KEY_PROFILE, "session-ttl", "profile", {"a": 1}, ttl=1), 201)
@@ -411,7 +428,8 @@ def openapi_routes():
     for method, path in sorted(documented):
         u = URL + path.replace("{session_id}", "session-abc-456").replace("{namespace}", "profile") \
             .replace("{conversation_id}", "conv-openapi").replace("{actor_id}", "ana").replace("{slot}", "active_intent") \
-            .replace("{command_id}", "00000000-0000-4000-8000-000000000000")
+            .replace("{command_id}", "00000000-0000-4000-8000-000000000000") \
+            .replace("{subject_id}", "ana").replace("{fact_id}", "home-1")
         r = requests.request(method, u, headers=dict(auth(KEY_PROFILE), **{"Content-Type": "application/json"}),
                              data='{"ttlSeconds": 60, "payload": {"seen": true}}' if method in ("POST", "PUT") else None,
                              timeout=5)
@@ -512,6 +530,7 @@ def main():
     spec_examples()
     multi_bot()
     contexts_and_confirmations()
+    facts()
     expiry()
     error_statuses()
     oversized_chunked()
