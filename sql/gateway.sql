@@ -36,7 +36,7 @@ SELECT status, body FROM cscp.http_doc_put('Bearer ' || :'k1', 'session-xyz-123'
     'application/json', '{"ttlSeconds": 60, "payload": {"preferred_language": "nl-NL", "vip": true}}');
 SELECT body FROM cscp.http_doc_get('Bearer ' || :'k1', 'session-xyz-123', 'user_profile');
 -- Each POST resets the timer: 60 s from the last one, then 404.
-SELECT expires_at FROM cscp.document WHERE session_id = 'session-xyz-123';
+SELECT expires_at FROM cscp.document WHERE tenant_id = 'gw1' AND session_id = 'session-xyz-123';
 
 -- The multi-bot scenario: two namespaces of one session never touch each other.
 SELECT status FROM cscp.http_doc_put('Bearer ' || :'k1', 'session-abc-456', 'profile', 'application/json',
@@ -56,7 +56,7 @@ SELECT cscp.http_document_key('a:b', 'c') AS k_ab_c, cscp.http_document_key('a',
 -- Expiry: 404 once the TTL has passed, though no sweep has run.
 SET cscp.clock = '2026-05-01 12:01:01+00';
 SELECT * FROM cscp.http_doc_get('Bearer ' || :'k1', 'session-xyz-123', 'user_profile');
-SELECT count(*) AS still_stored FROM cscp.document WHERE session_id = 'session-xyz-123';
+SELECT count(*) AS still_stored FROM cscp.document WHERE tenant_id = 'gw1' AND session_id = 'session-xyz-123';
 
 -- DELETE: 204, then 404; the other namespace stays.
 SELECT * FROM cscp.http_doc_delete('Bearer ' || :'k1', 'session-abc-456', 'cart');
@@ -71,7 +71,7 @@ SELECT * FROM cscp.http_doc_delete('Bearer ' || :'k2', 'session-abc-456', 'profi
 SELECT body FROM cscp.http_doc_list('Bearer ' || :'k2', 'session-abc-456');
 SELECT status FROM cscp.http_doc_put('Bearer ' || :'k2', 'session-abc-456', 'profile', 'application/json',
     '{"payload": {"name": "Mallory"}, "ttlSeconds": 1800}');
-SELECT tenant_id, payload FROM cscp.document WHERE session_id = 'session-abc-456' ORDER BY tenant_id;
+SELECT tenant_id, payload FROM cscp.document WHERE tenant_id IN ('gw1', 'gw2') AND session_id = 'session-abc-456' ORDER BY tenant_id;
 
 -- 401: no key, not a bearer key, an unknown key, a revoked key, an expired key.
 SELECT * FROM cscp.http_doc_get(NULL, 'session-abc-456', 'profile');

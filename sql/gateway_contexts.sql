@@ -68,7 +68,7 @@ SELECT label, (r).status, (r).body -> 'error' ->> 'code' AS code, (r).body -> 'e
         '{"approverId": "boss", "messageId": "m5", "decision": true, "commandId": "not-a-uuid"}'))
   ) AS t(label, r);
 SELECT changes();
-SELECT count(*) AS contexts_of_conv_2 FROM cscp.context WHERE conversation_id = 'conv-2';
+SELECT count(*) AS contexts_of_conv_2 FROM cscp.context WHERE tenant_id = 'gc1' AND conversation_id = 'conv-2';
 
 -- An expired context: 200 with its effective status, and a slot can no longer be set.
 SET cscp.clock = '2026-05-02 10:00:00+00';
