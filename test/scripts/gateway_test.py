@@ -278,6 +278,9 @@ def error_statuses():
     body = json.loads(r.read())
     conn.close()
     assert r.status == 413 and body["error"]["code"] == "payload_too_large", (r.status, body)
+    # Headers over --max-header-bytes (16 KiB by default) are refused by the HTTP layer.
+    r = requests.get(u, headers=dict(auth(KEY_PROFILE), **{"X-Padding": "x" * 20000}), timeout=10)
+    assert r.status_code == 431, "oversized headers: %d %s" % (r.status_code, r.text[:200])
     # Nothing of those was written.
     assert psql("SELECT count(*) FROM cscp.document WHERE session_id = 'session-err'") == "0"
 
