@@ -51,6 +51,9 @@ EOF
 # The same calls through libpq, the tenant named as an application would.
 echo "SELECT cscp.doc_get('bench', 'session-1', 'profile');" >"$W/get.sql"
 echo "SELECT cscp.doc_put('bench', 'session-1', 'profile', '{\"step\": 2, \"preferred_language\": \"nl-NL\"}', 86400);" >"$W/put.sql"
+# The gateway's own statement through libpq: what the SQL wrapper (key check, tenant binding,
+# error capture) costs beside doc_get, apart from HTTP and TLS.
+echo "SELECT r.status, (SELECT pg_catalog.string_agg(h.key || ': ' || h.value, E'\\n') FROM pg_catalog.jsonb_each_text(r.headers) h), r.body::text FROM cscp.http_doc_get('Bearer $KEY', 'session-1', 'profile') r;" >"$W/http_get.sql"
 
 # "rps p50_ms p99_ms" of a wrk run with --latency.
 wrk_run() {
@@ -85,16 +88,18 @@ printf "\n%-34s %5s %10s %9s %9s %8s\n" "workload" "conns" "req/s" "p50 ms" "p99
 for c in $CONNS; do
 	read -r pg_get_rps pg_get_p50 pg_get_p99 < <(pgbench_run "$c" get.sql)
 	read -r pg_put_rps pg_put_p50 pg_put_p99 < <(pgbench_run "$c" put.sql)
+	read -r pg_hget_rps pg_hget_p50 pg_hget_p99 < <(pgbench_run "$c" http_get.sql)
 	read -r get_rps get_p50 get_p99 < <(wrk_run "$c" "$W/get.lua" /v1/context/session-1/profile)
 	read -r put_rps put_p50 put_p99 < <(wrk_run "$c" "$W/post.lua" /v1/context/session-1/profile)
 	read -r hz_rps hz_p50 hz_p99 < <(wrk_run "$c" "$W/get.lua" /healthz)
 	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 	printf "%-34s %5d %10s %9s %9s %8s\n" "pgbench doc_get (libpq)" "$c" "$pg_get_rps" "$pg_get_p50" "$pg_get_p99" "1.00"
+	printf "%-34s %5d %10s %9s %9s %8s\n" "pgbench http_doc_get (libpq)" "$c" "$pg_hget_rps" "$pg_hget_p50" "$pg_hget_p99" "$(ratio "$pg_hget_rps" "$pg_get_rps")"
 	printf "%-34s %5d %10s %9s %9s %8s\n" "HTTPS GET document" "$c" "$get_rps" "$get_p50" "$get_p99" "$(ratio "$get_rps" "$pg_get_rps")"
 	printf "%-34s %5d %10s %9s %9s %8s\n" "pgbench doc_put (libpq)" "$c" "$pg_put_rps" "$pg_put_p50" "$pg_put_p99" "1.00"
 	printf "%-34s %5d %10s %9s %9s %8s\n" "HTTPS POST document" "$c" "$put_rps" "$put_p50" "$put_p99" "$(ratio "$put_rps" "$pg_put_rps")"
 	printf "%-34s %5d %10s %9s %9s %8s\n" "HTTPS GET /healthz (floor)" "$c" "$hz_rps" "$hz_p50" "$hz_p99" "$(ratio "$hz_rps" "$pg_get_rps")"
 done
 echo
-echo "ratio: requests per second against pgbench's at the same concurrency (GET and /healthz against doc_get)."
+echo "ratio: requests per second against pgbench's at the same concurrency (GET, http_doc_get and /healthz against doc_get)."
 echo "gateway --pool $POOL, wrk -t2 with keep-alive over HTTPS, pgbench -j2, ${SECONDS_PER}s a line; $(nproc) CPUs."
