@@ -3,14 +3,19 @@
 -- The gateway maps each (method, path) to one call of a cscp.http_* function and sends back
 -- the status, headers and body that call returns; the meaning of every endpoint lives here, so
 -- that pg_regress tests it without a network and a proxy routes it like any other call (each
--- takes the session it acts on).  The gateway's own role (cscp.grant_gateway) may call these
--- functions and nothing else: it holds no tenant's rights.
+-- takes the session, conversation or subject it acts on, or a routed command id, and a key
+-- names its tenant: cscp.http_key_tenant).  The gateway's own role (cscp.grant_gateway) may
+-- call these functions and nothing else: it holds no tenant's rights.  In order below: keys,
+-- documents, the shared request helpers, contexts with confirmations and approvals, commands,
+-- facts, the grant.
 --
 -- Each cscp.http_* function is SECURITY DEFINER.  It looks the bearer key up by its SHA-256
 -- (the key itself is never stored), binds cscp.tenant_id to the key's tenant for that call
 -- only (the function's own SET clause restores the caller's value when it returns), and calls
 -- the API function for that tenant, whose rules hold as for any caller.  A key of another
--- tenant finds nothing: another tenant's document answers 404, as an absent one does.
+-- tenant finds nothing: another tenant's document, context, command or fact answers 404, as
+-- an absent one does.  As the owner is not bound by row-level security, a call that takes a
+-- bare id (a command's) first checks that the id is the key's tenant's.
 -- Errors are answered, not raised: {"error": {"code", "message", "sqlstate"}} with the HTTP
 -- status of the table in cscp._http_failure; an error it does not know is raised, and the
 -- gateway answers 500.
