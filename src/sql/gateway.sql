@@ -415,12 +415,12 @@ DECLARE
     r cscp.http_response;
     detail text;
 BEGIN
-    SELECT * INTO a FROM cscp._http_auth(auth, 'documents:write');
+    a := cscp._http_auth(auth, 'documents:write');
     IF a.tenant_id IS NULL THEN
         RETURN a.failure;
     END IF;
     PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
-    SELECT * INTO b FROM cscp._http_body(content_type, body, true, true, hint);
+    b := cscp._http_body(content_type, body, true, true, hint);
     IF b.doc IS NULL THEN
         RETURN b.failure;
     END IF;
@@ -467,7 +467,7 @@ DECLARE
     r cscp.http_response;
     detail text;
 BEGIN
-    SELECT * INTO a FROM cscp._http_auth(auth, 'documents:read');
+    a := cscp._http_auth(auth, 'documents:read');
     IF a.tenant_id IS NULL THEN
         RETURN a.failure;
     END IF;
@@ -504,7 +504,7 @@ DECLARE
     r cscp.http_response;
     detail text;
 BEGIN
-    SELECT * INTO a FROM cscp._http_auth(auth, 'documents:write');
+    a := cscp._http_auth(auth, 'documents:write');
     IF a.tenant_id IS NULL THEN
         RETURN a.failure;
     END IF;
@@ -541,7 +541,7 @@ DECLARE
     r cscp.http_response;
     detail text;
 BEGIN
-    SELECT * INTO a FROM cscp._http_auth(auth, 'documents:read');
+    a := cscp._http_auth(auth, 'documents:read');
     IF a.tenant_id IS NULL THEN
         RETURN a.failure;
     END IF;
@@ -600,12 +600,12 @@ DECLARE
     r cscp.http_response;
     detail text;
 BEGIN
-    SELECT * INTO a FROM cscp._http_auth(auth, 'contexts:write');
+    a := cscp._http_auth(auth, 'contexts:write');
     IF a.tenant_id IS NULL THEN
         RETURN a.failure;
     END IF;
     PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
-    SELECT * INTO b FROM cscp._http_body(content_type, body, false, true, hint);
+    b := cscp._http_body(content_type, body, false, true, hint);
     IF b.doc IS NULL THEN
         RETURN b.failure;
     END IF;
@@ -646,7 +646,7 @@ DECLARE
     r cscp.http_response;
     detail text;
 BEGIN
-    SELECT * INTO a FROM cscp._http_auth(auth, 'contexts:read');
+    a := cscp._http_auth(auth, 'contexts:read');
     IF a.tenant_id IS NULL THEN
         RETURN a.failure;
     END IF;
@@ -713,12 +713,12 @@ DECLARE
     a record;
     b record;
 BEGIN
-    SELECT * INTO a FROM cscp._http_auth(auth, 'contexts:write');
+    a := cscp._http_auth(auth, 'contexts:write');
     IF a.tenant_id IS NULL THEN
         RETURN a.failure;
     END IF;
     PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
-    SELECT * INTO b FROM cscp._http_body(content_type, body, true, false, 'Send the slot''s value as JSON.');
+    b := cscp._http_body(content_type, body, true, false, 'Send the slot''s value as JSON.');
     IF b.doc IS NULL THEN
         RETURN b.failure;
     END IF;
@@ -737,7 +737,7 @@ AS $$
 DECLARE
     a record;
 BEGIN
-    SELECT * INTO a FROM cscp._http_auth(auth, 'contexts:write');
+    a := cscp._http_auth(auth, 'contexts:write');
     IF a.tenant_id IS NULL THEN
         RETURN a.failure;
     END IF;
@@ -762,12 +762,12 @@ DECLARE
     r cscp.http_response;
     detail text;
 BEGIN
-    SELECT * INTO a FROM cscp._http_auth(auth, 'confirmations:write');
+    a := cscp._http_auth(auth, 'confirmations:write');
     IF a.tenant_id IS NULL THEN
         RETURN a.failure;
     END IF;
     PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
-    SELECT * INTO b FROM cscp._http_body(content_type, body, true, true, hint);
+    b := cscp._http_body(content_type, body, true, true, hint);
     IF b.doc IS NULL THEN
         RETURN b.failure;
     END IF;
@@ -811,12 +811,12 @@ DECLARE
     r cscp.http_response;
     detail text;
 BEGIN
-    SELECT * INTO a FROM cscp._http_auth(auth, 'approvals:write');
+    a := cscp._http_auth(auth, 'approvals:write');
     IF a.tenant_id IS NULL THEN
         RETURN a.failure;
     END IF;
     PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
-    SELECT * INTO b FROM cscp._http_body(content_type, body, true, true, hint);
+    b := cscp._http_body(content_type, body, true, true, hint);
     IF b.doc IS NULL THEN
         RETURN b.failure;
     END IF;
@@ -876,12 +876,12 @@ DECLARE
     r cscp.http_response;
     detail text;
 BEGIN
-    SELECT * INTO a FROM cscp._http_auth(auth, 'commands:write');
+    a := cscp._http_auth(auth, 'commands:write');
     IF a.tenant_id IS NULL THEN
         RETURN a.failure;
     END IF;
     PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
-    SELECT * INTO b FROM cscp._http_body(content_type, body, true, true, hint);
+    b := cscp._http_body(content_type, body, true, true, hint);
     IF b.doc IS NULL THEN
         RETURN b.failure;
     END IF;
@@ -935,7 +935,7 @@ DECLARE
     r cscp.http_response;
     detail text;
 BEGIN
-    SELECT * INTO a FROM cscp._http_auth(auth, 'commands:read');
+    a := cscp._http_auth(auth, 'commands:read');
     IF a.tenant_id IS NULL THEN
         RETURN a.failure;
     END IF;
@@ -980,12 +980,12 @@ DECLARE
     r cscp.http_response;
     detail text;
 BEGIN
-    SELECT * INTO a FROM cscp._http_auth(auth, 'commands:write');
+    a := cscp._http_auth(auth, 'commands:write');
     IF a.tenant_id IS NULL THEN
         RETURN a.failure;
     END IF;
     PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
-    SELECT * INTO b FROM cscp._http_body(content_type, body, true, true, hint);
+    b := cscp._http_body(content_type, body, true, true, hint);
     IF b.doc IS NULL THEN
         RETURN b.failure;
     END IF;
@@ -1049,12 +1049,12 @@ DECLARE
     r cscp.http_response;
     detail text;
 BEGIN
-    SELECT * INTO a FROM cscp._http_auth(auth, 'facts:write');
+    a := cscp._http_auth(auth, 'facts:write');
     IF a.tenant_id IS NULL THEN
         RETURN a.failure;
     END IF;
     PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
-    SELECT * INTO b FROM cscp._http_body(content_type, body, true, true, hint);
+    b := cscp._http_body(content_type, body, true, true, hint);
     IF b.doc IS NULL THEN
         RETURN b.failure;
     END IF;
@@ -1114,7 +1114,7 @@ DECLARE
     r cscp.http_response;
     detail text;
 BEGIN
-    SELECT * INTO a FROM cscp._http_auth(auth, 'facts:read');
+    a := cscp._http_auth(auth, 'facts:read');
     IF a.tenant_id IS NULL THEN
         RETURN a.failure;
     END IF;
@@ -1159,12 +1159,12 @@ DECLARE
     r cscp.http_response;
     detail text;
 BEGIN
-    SELECT * INTO a FROM cscp._http_auth(auth, 'facts:read');
+    a := cscp._http_auth(auth, 'facts:read');
     IF a.tenant_id IS NULL THEN
         RETURN a.failure;
     END IF;
     PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
-    SELECT * INTO b FROM cscp._http_body(content_type, body, true, true, hint);
+    b := cscp._http_body(content_type, body, true, true, hint);
     IF b.doc IS NULL THEN
         RETURN b.failure;
     END IF;
