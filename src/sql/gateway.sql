@@ -86,6 +86,59 @@ $$;
 COMMENT ON FUNCTION cscp.http_key_tenant(text) IS
   'The tenant an API key in an Authorization header names (for routing; not a check of the key), or NULL';
 
+-- Store a key's hash under its tenant and label, after the checks of api_key_create; a label
+-- whose key was revoked or has expired is taken over.  Split from api_key_create so that a
+-- PL/Proxy proxy can make one key and store it on every shard (proxy/local.sql).
+CREATE FUNCTION cscp._api_key_store(tenant_id text, label text, key_hash bytea, scopes text[],
+                                    expires_at timestamptz)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    unknown text;
+BEGIN
+    PERFORM cscp._tenant(_api_key_store.tenant_id);
+    PERFORM cscp._id('label', _api_key_store.label);
+    IF _api_key_store.scopes IS NOT NULL THEN
+        IF pg_catalog.cardinality(_api_key_store.scopes) = 0 THEN
+            RAISE EXCEPTION 'scopes must not be empty'
+                USING ERRCODE = '22023',
+                      HINT = format('Pass NULL for a key with every scope, or some of %s.', cscp.api_scopes());
+        END IF;
+        SELECT s INTO unknown FROM pg_catalog.unnest(_api_key_store.scopes) s
+         WHERE s IS NULL OR NOT (s = ANY (cscp.api_scopes())) LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'unknown scope "%"', coalesce(unknown, 'null')
+                USING ERRCODE = '22023',
+                      HINT = format('Scopes are %s.', cscp.api_scopes());
+        END IF;
+    END IF;
+    IF _api_key_store.expires_at <= cscp.now() THEN
+        RAISE EXCEPTION 'expires_at must be in the future'
+            USING ERRCODE = '22023',
+                  DETAIL = format('It is %s; the time is now %s.', _api_key_store.expires_at, cscp.now()),
+                  HINT = 'Pass NULL for a key that does not expire.';
+    END IF;
+    INSERT INTO cscp.api_key AS k (tenant_id, label, key_hash, scopes, expires_at)
+    VALUES (_api_key_store.tenant_id, _api_key_store.label, _api_key_store.key_hash,
+            _api_key_store.scopes, _api_key_store.expires_at)
+    ON CONFLICT ON CONSTRAINT api_key_pkey DO UPDATE
+       SET key_hash = excluded.key_hash, scopes = excluded.scopes, created_at = cscp.now(),
+           expires_at = excluded.expires_at, revoked_at = NULL, last_used_at = NULL
+     WHERE k.revoked_at IS NOT NULL OR k.expires_at <= cscp.now();
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'API key "%" of tenant "%" already exists', _api_key_store.label,
+                        _api_key_store.tenant_id
+            USING ERRCODE = '23505',
+                  DETAIL = 'It is neither revoked nor expired.',
+                  HINT = 'Revoke it with cscp.api_key_revoke first, or choose another label.';
+    END IF;
+    RETURN true;
+END
+$$;
+COMMENT ON FUNCTION cscp._api_key_store(text, text, bytea, text[], timestamptz) IS
+  'Internal: store an API key''s hash (the checks and the insert of cscp.api_key_create)';
+
 CREATE FUNCTION cscp.api_key_create(tenant_id text, label text, scopes text[] DEFAULT NULL,
                                     expires_at timestamptz DEFAULT NULL)
 RETURNS text
@@ -97,51 +150,14 @@ DECLARE
                                       || pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
                                       || pg_catalog.uuid_send(pg_catalog.gen_random_uuid()));
     key text;
-    unknown text;
 BEGIN
-    PERFORM cscp._tenant(api_key_create.tenant_id);
-    PERFORM cscp._id('label', api_key_create.label);
-    IF api_key_create.scopes IS NOT NULL THEN
-        IF pg_catalog.cardinality(api_key_create.scopes) = 0 THEN
-            RAISE EXCEPTION 'scopes must not be empty'
-                USING ERRCODE = '22023',
-                      HINT = format('Pass NULL for a key with every scope, or some of %s.', cscp.api_scopes());
-        END IF;
-        SELECT s INTO unknown FROM pg_catalog.unnest(api_key_create.scopes) s
-         WHERE s IS NULL OR NOT (s = ANY (cscp.api_scopes())) LIMIT 1;
-        IF FOUND THEN
-            RAISE EXCEPTION 'unknown scope "%"', coalesce(unknown, 'null')
-                USING ERRCODE = '22023',
-                      HINT = format('Scopes are %s.', cscp.api_scopes());
-        END IF;
-    END IF;
-    IF api_key_create.expires_at <= cscp.now() THEN
-        RAISE EXCEPTION 'expires_at must be in the future'
-            USING ERRCODE = '22023',
-                  DETAIL = format('It is %s; the time is now %s.', api_key_create.expires_at, cscp.now()),
-                  HINT = 'Pass NULL for a key that does not expire.';
-    END IF;
-
     -- 'cscp_' <tenant> '.' <secret>, both base64url: a proxy routes a request by the tenant the
     -- key names (cscp.http_key_tenant) without a lookup; the key is checked by its hash all the same.
     key := 'cscp_' || cscp._base64url(pg_catalog.convert_to(api_key_create.tenant_id, 'UTF8'))
            || '.' || cscp._base64url(secret);
-    -- A label whose key was revoked or has expired is taken over by the new key.
-    INSERT INTO cscp.api_key AS k (tenant_id, label, key_hash, scopes, expires_at)
-    VALUES (api_key_create.tenant_id, api_key_create.label,
-            pg_catalog.sha256(pg_catalog.convert_to(key, 'UTF8')),
-            api_key_create.scopes, api_key_create.expires_at)
-    ON CONFLICT ON CONSTRAINT api_key_pkey DO UPDATE
-       SET key_hash = excluded.key_hash, scopes = excluded.scopes, created_at = cscp.now(),
-           expires_at = excluded.expires_at, revoked_at = NULL, last_used_at = NULL
-     WHERE k.revoked_at IS NOT NULL OR k.expires_at <= cscp.now();
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'API key "%" of tenant "%" already exists', api_key_create.label,
-                        api_key_create.tenant_id
-            USING ERRCODE = '23505',
-                  DETAIL = 'It is neither revoked nor expired.',
-                  HINT = 'Revoke it with cscp.api_key_revoke first, or choose another label.';
-    END IF;
+    PERFORM cscp._api_key_store(api_key_create.tenant_id, api_key_create.label,
+                                pg_catalog.sha256(pg_catalog.convert_to(key, 'UTF8')),
+                                api_key_create.scopes, api_key_create.expires_at);
     RETURN key;
 END
 $$;

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The gateway's endpoints through the PL/Proxy proxy (part of `make test`, after gateway-test.sh):
 # two shards and a proxy as test/scripts/scaleout.sh sets them up, the gateway's role granted on
-# each, one API key known to both shards, and cscp-gateway connected to the proxy database.
+# each, API keys made through the proxy, and cscp-gateway connected to the proxy database.
+#   0. a key made (or revoked) through the proxy is stored on (or revoked on) every shard;
 #   1. documents of many sessions written over HTTP land on both shards, each on the shard of
 #      (the key's tenant, the session), and read back through the proxy;
 #   2. a context and a command, routed by conversation and then by the command's id;
-#   3. another tenant's key finds nothing, an unknown key is refused (401) wherever it routes.
+#   3. another tenant's key finds nothing; a forged or revoked key is refused (401) wherever it
+#      routes.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 SCALEOUT_SETUP_ONLY=1
@@ -29,10 +31,19 @@ so_psql proxy proxy >/dev/null <<-SQL || exit 1
 	CREATE USER MAPPING FOR cscp_gateway SERVER cscp OPTIONS (user 'cscp_gateway');
 	SELECT cscp_proxy.grant_app('cscp_gateway');
 SQL
-# A key made on shard0 and its row copied to shard1: each shard checks it by its hash.
-key=$(so_psql shard0 cscp -At -c "SELECT cscp.api_key_create('shop', 'bot')")
-other=$(so_psql shard0 cscp -At -c "SELECT cscp.api_key_create('other-shop', 'bot')")
-so_psql shard0 cscp -At -c "COPY cscp.api_key TO STDOUT" | so_psql shard1 cscp -c "COPY cscp.api_key FROM STDIN" || exit 1
+# Keys made through the proxy: one key, its hash stored on every shard.
+key=$(so_psql proxy proxy -At -c "SELECT cscp.api_key_create('shop', 'bot')")
+other=$(so_psql proxy proxy -At -c "SELECT cscp.api_key_create('other-shop', 'bot')")
+gone=$(so_psql proxy proxy -At -c "SELECT cscp.api_key_create('shop', 'gone')")
+so_psql proxy proxy -At -c "SELECT cscp.api_key_revoke('shop', 'gone')" >/dev/null || exit 1
+h0=$(so_psql shard0 cscp -At -c "SELECT string_agg(label || ':' || encode(key_hash, 'hex') || ':' || (revoked_at IS NOT NULL), ',' ORDER BY tenant_id, label) FROM cscp.api_key")
+h1=$(so_psql shard1 cscp -At -c "SELECT string_agg(label || ':' || encode(key_hash, 'hex') || ':' || (revoked_at IS NOT NULL), ',' ORDER BY tenant_id, label) FROM cscp.api_key")
+dup=$(so_psql proxy proxy -At -c "SELECT cscp.api_key_create('shop', 'bot')" 2>&1)
+if [ -n "$h0" ] && [ "$h0" = "$h1" ] && [ "$(tr ',' '\n' <<<"$h0" | grep -c ':true$')" = 1 ] && grep -q "already exists" <<<"$dup"; then
+	pass "a key made through the proxy is stored on both shards, a revocation reaches both, a live label is refused"
+else
+	fail "keys through the proxy: shard0 '$h0', shard1 '$h1', again: $dup"
+fi
 
 port=$((20000 + $$ % 20000))
 while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
@@ -83,14 +94,16 @@ else
 	fail "context $c1, submit $c2, status $c3 ($state): $(cat "$SO_TMP/body")"
 fi
 
-# 3. Another tenant's key, an unknown key.
+# 3. Another tenant's key, a forged key, a revoked key, on sessions of both shards.
 c1=$(req "$api/v1/context/sess-1/profile" -H "Authorization: Bearer $other")
 c2=$(req "$api/v1/context/sess-1/profile" -H "Authorization: Bearer cscp_c2hvcA.not-the-secret")
 c3=$(req "$api/v1/commands/$id" -H "Authorization: Bearer $other")
-if [ "$c1" = 404 ] && [ "$c2" = 401 ] && [ "$c3" = 404 ]; then
-	pass "another tenant's key finds nothing (404); a forged key of the tenant is refused (401)"
+revoked=
+for s in $(seq 1 20); do revoked+=$(req "$api/v1/context/sess-$s/profile" -H "Authorization: Bearer $gone"); done
+if [ "$c1" = 404 ] && [ "$c2" = 401 ] && [ "$c3" = 404 ] && [ "$revoked" = "$(printf '401%.0s' $(seq 1 20))" ]; then
+	pass "another tenant's key finds nothing (404); a forged key and a revoked one are refused (401) on every shard"
 else
-	fail "other tenant $c1, forged key $c2, other's command $c3"
+	fail "other tenant $c1, forged key $c2, other's command $c3, revoked key: $revoked"
 fi
 
 [ $status = 0 ] || { echo "gateway log:"; tail -n 20 "$SO_TMP/gateway.log"; }
