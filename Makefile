@@ -68,12 +68,13 @@ SQL_PARTS = \
 	src/sql/invariants.sql \
 	src/sql/forget.sql \
 	src/sql/shard.sql \
+	src/sql/gateway.sql \
 	src/sql/security.sql
 
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql
 EXTRA_CLEAN = results output_iso regression.diffs regression.out
 
-REGRESS = setup clock routing policy lifetimes context_transitions context_expiry context_live context_retired slots jsonschema jsonschema_limits confirm bad_input_commands commands command_lists evidence documents facts build_context sweep views bad_input conversations bad_input_conversations row_rules message_turn shard invariants forget executor_path internal_calls drop
+REGRESS = setup clock routing policy lifetimes context_transitions context_expiry context_live context_retired slots jsonschema jsonschema_limits confirm bad_input_commands commands command_lists evidence documents facts build_context sweep views bad_input conversations bad_input_conversations row_rules message_turn shard invariants forget executor_path internal_calls gateway gateway_contexts gateway_facts drop
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 ISOLATION = context_open_race sweep_vs_slot_set submit_same_key confirm_race sweep_vs_confirm confirm_vs_new_request notify policy_cache conversation_append_race conversation_same_message conversation_timeout_race fact_supersede_race
 ISOLATION += fact_chain_walk fact_same_key_race authorize_release transition_race doc_put_race
@@ -165,6 +166,23 @@ bench-instructions: build
 #   make statebench STATEBENCH=path/to/train.jsonl
 statebench: build
 	@bash test/statebench/run.sh "$(STATEBENCH)"
+
+# The HTTPS gateway (gateway/, issue 33): libmicrohttpd with GnuTLS, and libpq; needs no server
+# headers, so it builds before PGXS exists.
+.PHONY: gateway demo-http
+gateway: deps
+	@$(MAKE) --no-print-directory -C gateway
+
+# The specification's multi-bot scenario through curl against the gateway over HTTPS.
+demo-http: build gateway
+	@bash test/scripts/gateway-demo.sh
+EXTRA_CLEAN += gateway/cscp-gateway gateway/*.o gateway/openapi.c
+
+# The gateway's document endpoints over HTTPS (wrk) beside the same calls through libpq (pgbench)
+# and beside /healthz, at 4 and 16 connections (about 3 minutes); not part of `make test`.
+.PHONY: bench-http
+bench-http: build gateway
+	@bash test/scripts/bench_http.sh
 
 # Issue 7: crash test, stress, fuzz (test/crash/, test/stress/, test/fuzz/).
 .PHONY: crashtest

@@ -117,6 +117,70 @@ $$;
 COMMENT ON FUNCTION cscp.routing_key_hash(text, text) IS
   'The routing hash of a subject or a session of a tenant: the first 32 bits of an HMAC-SHA256 under cscp''s secret key';
 
+-- The tenant an API key in an Authorization header names, for routing the gateway's endpoints
+-- (gateway.sql); the shard checks the key itself.
+CREATE FUNCTION cscp.http_key_tenant(auth text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+DECLARE
+    t text := pg_catalog.substring(auth, '^\s*[Bb][Ee][Aa][Rr][Ee][Rr] +cscp_([A-Za-z0-9_-]+)\.[A-Za-z0-9_-]+\s*$');
+BEGIN
+    IF t IS NULL OR pg_catalog.length(t) % 4 = 1 THEN
+        RETURN NULL;
+    END IF;
+    RETURN pg_catalog.convert_from(pg_catalog.decode(pg_catalog.translate(t, '-_', '+/')
+                                                     || pg_catalog.repeat('=', (4 - pg_catalog.length(t) % 4) % 4),
+                                                     'base64'), 'UTF8');
+EXCEPTION WHEN character_not_in_repertoire OR untranslatable_character THEN
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_key_tenant(text) IS
+  'The tenant an API key in an Authorization header names (for routing; not a check of the key), or NULL';
+
+-- API keys of the gateway (gateway.sql): one key made here and its hash stored on every shard,
+-- so that each shard checks it whichever one a request routes to.
+CREATE FUNCTION cscp._base64url(value bytea) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+    SELECT pg_catalog.translate(pg_catalog.rtrim(pg_catalog.replace(pg_catalog.encode($1, 'base64'), E'\n', ''),
+                                                 '='), '+/', '-_')
+$$;
+COMMENT ON FUNCTION cscp._base64url(bytea) IS 'Internal: bytes as unpadded base64url';
+
+CREATE FUNCTION cscp_proxy._api_key_store(_tenant text, _clock text, tenant_id text, label text,
+                                          key_hash bytea, scopes text[], expires_at timestamptz)
+RETURNS SETOF boolean
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON ALL;
+    SELECT * FROM cscp._api_key_store(cscp._proxy_session(_tenant, _clock, tenant_id), label, key_hash,
+                                      scopes, expires_at);
+$f$;
+
+CREATE FUNCTION cscp.api_key_create(tenant_id text, label text, scopes text[] DEFAULT NULL,
+                                    expires_at timestamptz DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    secret bytea := pg_catalog.sha256(pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+                                      || pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+                                      || pg_catalog.uuid_send(pg_catalog.gen_random_uuid()));
+    key text;
+BEGIN
+    key := 'cscp_' || cscp._base64url(pg_catalog.convert_to(api_key_create.tenant_id, 'UTF8'))
+           || '.' || cscp._base64url(secret);
+    PERFORM pg_catalog.count(*)
+       FROM cscp_proxy._api_key_store(cscp_proxy.tenant(), cscp_proxy.clock(), api_key_create.tenant_id,
+                                      api_key_create.label, pg_catalog.sha256(pg_catalog.convert_to(key, 'UTF8')),
+                                      api_key_create.scopes, api_key_create.expires_at);
+    RETURN key;
+END
+$$;
+COMMENT ON FUNCTION cscp.api_key_create(text, text, text[], timestamptz) IS
+  'Create an API key of a tenant for the HTTPS gateway, stored (as its SHA-256) on every shard, and return it once';
+
 -- The caller's settings, carried to the shard with every call.  cscp.clock only from a
 -- superuser: on the proxy it is a plain placeholder setting anyone could set.
 CREATE FUNCTION cscp_proxy.tenant() RETURNS text
@@ -158,6 +222,7 @@ CREATE TYPE cscp.memory_type AS ENUM ('user', 'capability', 'organizational');
 CREATE TYPE cscp.context AS (tenant_id text, context_id uuid, conversation_id text, actor_id text, status cscp.context_status, created_at timestamp with time zone, updated_at timestamp with time zone, expires_at timestamp with time zone, slots jsonb, last_message_id text, last_command_id uuid, correlation_id text, reason text, ttl interval, version bigint);
 CREATE TYPE cscp.event AS (tenant_id text, conversation_id text, event_id text, seq integer, type text, causation_id text, turn_index integer, payload jsonb, created_at timestamp with time zone);
 CREATE TYPE cscp.fact AS (tenant_id text, subject_id text, fact_id text, key text, value jsonb, source jsonb, authority text, authority_rank integer, created_at timestamp with time zone, is_valid boolean, superseded_by text, supersedes text, memory_type cscp.memory_type, scope cscp.fact_scope, scope_id text, depends_on text[], derived_facts text[], needs_review boolean, is_constraint boolean, constraint_type text, search tsvector);
+CREATE TYPE cscp.http_response AS (status integer, headers jsonb, body jsonb);
 CREATE TYPE cscp.turn AS (tenant_id text, conversation_id text, turn_index integer, message_id text, role text, sender text, content jsonb, content_hash text, content_size integer, ts numeric, event_id text, recorded_at timestamp with time zone);
 
 -- Views: the rows of every shard.
@@ -182,6 +247,34 @@ COMMENT ON VIEW cscp.command_lifecycle IS 'cscp.command_lifecycle of every shard
 
 -- Functions: cscp_proxy.<name> runs on the shards (PL/Proxy); cscp.<name> passes the caller's
 -- settings to it.
+
+-- api_key_revoke: all
+CREATE FUNCTION cscp_proxy.api_key_revoke(_tenant text, _clock text, tenant_id text, label text) RETURNS SETOF boolean
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON ALL;
+    SELECT * FROM cscp.api_key_revoke(cscp.proxy_session(_tenant, _clock, tenant_id), label);
+$f$;
+CREATE FUNCTION cscp.api_key_revoke(tenant_id text, label text) RETURNS boolean
+LANGUAGE sql VOLATILE AS $f$
+    SELECT r FROM cscp_proxy.api_key_revoke(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2) r ORDER BY r::text LIMIT 1
+$f$;
+COMMENT ON FUNCTION cscp.api_key_revoke(tenant_id text, label text) IS 'Revoke an API key at once: true when it was live, false when it was already revoked (through the proxy: all)';
+
+-- api_scopes: any
+CREATE FUNCTION cscp_proxy.api_scopes(_tenant text, _clock text) RETURNS text[]
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON ANY;
+    SELECT * FROM cscp.api_scopes() WHERE (SELECT cscp.proxy_session(_tenant, _clock, true));
+$f$;
+CREATE FUNCTION cscp.api_scopes() RETURNS text[]
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.api_scopes(cscp_proxy.tenant(), cscp_proxy.clock());
+END
+$f$;
+COMMENT ON FUNCTION cscp.api_scopes() IS 'The scopes an API key can be limited to: documents:read, documents:write, contexts:read, contexts:write, confirmations:write, approvals:write, commands:read, commands:write, facts:read, facts:write (through the proxy: any)';
 
 -- approve: conversation on conversation_id
 CREATE FUNCTION cscp_proxy.approve(_tenant text, _clock text, tenant_id text, conversation_id text, approver_id text, message_id text, decision boolean, command_id uuid) RETURNS TABLE(outcome text, command_id uuid, context_id uuid)
@@ -535,6 +628,21 @@ END
 $f$;
 COMMENT ON FUNCTION cscp.doc_get(tenant_id text, session_id text, namespace text) IS 'The document, or NULL when absent or expired (through the proxy: session)';
 
+-- doc_list: session on tenant_id, session_id
+CREATE FUNCTION cscp_proxy.doc_list(_tenant text, _clock text, tenant_id text, session_id text) RETURNS TABLE(namespace text, updated_at timestamp with time zone, expires_at timestamp with time zone)
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(tenant_id, session_id), 0);
+    SELECT * FROM cscp.doc_list(cscp.proxy_session(_tenant, _clock, tenant_id), session_id);
+$f$;
+CREATE FUNCTION cscp.doc_list(tenant_id text, session_id text) RETURNS TABLE(namespace text, updated_at timestamp with time zone, expires_at timestamp with time zone)
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN QUERY SELECT * FROM cscp_proxy.doc_list(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2);
+END
+$f$;
+COMMENT ON FUNCTION cscp.doc_list(tenant_id text, session_id text) IS 'The live (not expired) documents of a session: namespace, last update, expiry (through the proxy: session)';
+
 -- doc_put: session on tenant_id, session_id
 CREATE FUNCTION cscp_proxy.doc_put(_tenant text, _clock text, tenant_id text, session_id text, namespace text, payload jsonb, ttl_seconds integer) RETURNS text
 LANGUAGE plproxy AS $f$
@@ -675,6 +783,261 @@ LANGUAGE sql VOLATILE AS $f$
               FROM cscp_proxy.forget_subject(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2) r, jsonb_each(r) e GROUP BY e.key) t
 $f$;
 COMMENT ON FUNCTION cscp.forget_subject(tenant_id text, subject_id text) IS 'Erase a subject''s identity and facts, and the contexts, commands (with their evidence) and answers it was the actor of, and leave a tombstone; rows erased per table (through the proxy: sum)';
+
+-- http_approve: conversation on conversation_id
+CREATE FUNCTION cscp_proxy.http_approve(_tenant text, _clock text, auth text, conversation_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
+    SELECT * FROM cscp.http_approve(cscp.proxy_session(_tenant, _clock, auth), conversation_id, content_type, body);
+$f$;
+CREATE FUNCTION cscp.http_approve(auth text, conversation_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_approve(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_approve(auth text, conversation_id text, content_type text, body text) IS 'POST /v1/conversations/{conversation_id}/approvals: cscp.approve bound to the approving message id; 200 with the outcome (through the proxy: conversation)';
+
+-- http_build_context: key_session on auth, subject_id
+CREATE FUNCTION cscp_proxy.http_build_context(_tenant text, _clock text, auth text, subject_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(cscp.http_key_tenant(auth), subject_id), 0);
+    SELECT * FROM cscp.http_build_context(cscp.proxy_session(_tenant, _clock, auth), subject_id, content_type, body);
+$f$;
+CREATE FUNCTION cscp.http_build_context(auth text, subject_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_build_context(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_build_context(auth text, subject_id text, content_type text, body text) IS 'POST /v1/subjects/{subject_id}/context: cscp.build_context for an agent (identity, environment, valid facts, working set within a token budget) (through the proxy: key_session)';
+
+-- http_command_status: id on command_id
+CREATE FUNCTION cscp_proxy.http_command_status(_tenant text, _clock text, auth text, command_id uuid) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_hash(command_id), 0);
+    SELECT * FROM cscp.http_command_status(cscp.proxy_session(_tenant, _clock, auth), command_id);
+$f$;
+CREATE FUNCTION cscp.http_command_status(auth text, command_id uuid) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_command_status(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_command_status(auth text, command_id uuid) IS 'GET /v1/commands/{command_id}: cscp.command_status of a command of the bearer key''s tenant, or 404 (through the proxy: id)';
+
+-- http_command_submit: conversation on conversation_id
+CREATE FUNCTION cscp_proxy.http_command_submit(_tenant text, _clock text, auth text, conversation_id text, actor_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
+    SELECT * FROM cscp.http_command_submit(cscp.proxy_session(_tenant, _clock, auth), conversation_id, actor_id, content_type, body);
+$f$;
+CREATE FUNCTION cscp.http_command_submit(auth text, conversation_id text, actor_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_command_submit(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_command_submit(auth text, conversation_id text, actor_id text, content_type text, body text) IS 'POST /v1/conversations/{conversation_id}/actors/{actor_id}/commands: cscp.command_submit; 201 new, 200 replayed by its idempotency key (through the proxy: conversation)';
+
+-- http_command_transition: id on command_id
+CREATE FUNCTION cscp_proxy.http_command_transition(_tenant text, _clock text, auth text, command_id uuid, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_hash(command_id), 0);
+    SELECT * FROM cscp.http_command_transition(cscp.proxy_session(_tenant, _clock, auth), command_id, content_type, body);
+$f$;
+CREATE FUNCTION cscp.http_command_transition(auth text, command_id uuid, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_command_transition(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_command_transition(auth text, command_id uuid, content_type text, body text) IS 'POST /v1/commands/{command_id}/transitions: cscp.command_transition of a command of the bearer key''s tenant; 200 with accepted, state, reasonCode (through the proxy: id)';
+
+-- http_confirm: conversation on conversation_id
+CREATE FUNCTION cscp_proxy.http_confirm(_tenant text, _clock text, auth text, conversation_id text, actor_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
+    SELECT * FROM cscp.http_confirm(cscp.proxy_session(_tenant, _clock, auth), conversation_id, actor_id, content_type, body);
+$f$;
+CREATE FUNCTION cscp.http_confirm(auth text, conversation_id text, actor_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_confirm(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_confirm(auth text, conversation_id text, actor_id text, content_type text, body text) IS 'POST /v1/conversations/{conversation_id}/actors/{actor_id}/confirmations: cscp.confirm bound to the answering message id; 200 with the outcome (through the proxy: conversation)';
+
+-- http_context_get: conversation on conversation_id
+CREATE FUNCTION cscp_proxy.http_context_get(_tenant text, _clock text, auth text, conversation_id text, actor_id text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
+    SELECT * FROM cscp.http_context_get(cscp.proxy_session(_tenant, _clock, auth), conversation_id, actor_id);
+$f$;
+CREATE FUNCTION cscp.http_context_get(auth text, conversation_id text, actor_id text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_context_get(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_context_get(auth text, conversation_id text, actor_id text) IS 'GET /v1/conversations/{conversation_id}/actors/{actor_id}/context: the latest context with its effective status, or 404 (through the proxy: conversation)';
+
+-- http_context_open: conversation on conversation_id
+CREATE FUNCTION cscp_proxy.http_context_open(_tenant text, _clock text, auth text, conversation_id text, actor_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
+    SELECT * FROM cscp.http_context_open(cscp.proxy_session(_tenant, _clock, auth), conversation_id, actor_id, content_type, body);
+$f$;
+CREATE FUNCTION cscp.http_context_open(auth text, conversation_id text, actor_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_context_open(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_context_open(auth text, conversation_id text, actor_id text, content_type text, body text) IS 'POST /v1/conversations/{conversation_id}/actors/{actor_id}/context: cscp.context_open for the bearer key''s tenant; 200 with the context (through the proxy: conversation)';
+
+-- http_doc_delete: key_session on auth, session_id
+CREATE FUNCTION cscp_proxy.http_doc_delete(_tenant text, _clock text, auth text, session_id text, namespace text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(cscp.http_key_tenant(auth), session_id), 0);
+    SELECT * FROM cscp.http_doc_delete(cscp.proxy_session(_tenant, _clock, auth), session_id, namespace);
+$f$;
+CREATE FUNCTION cscp.http_doc_delete(auth text, session_id text, namespace text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_doc_delete(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_doc_delete(auth text, session_id text, namespace text) IS 'DELETE /v1/context/{session_id}/{namespace}: 204 when the bearer key''s tenant had the document, 404 when absent or expired (through the proxy: key_session)';
+
+-- http_doc_get: key_session on auth, session_id
+CREATE FUNCTION cscp_proxy.http_doc_get(_tenant text, _clock text, auth text, session_id text, namespace text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(cscp.http_key_tenant(auth), session_id), 0);
+    SELECT * FROM cscp.http_doc_get(cscp.proxy_session(_tenant, _clock, auth), session_id, namespace);
+$f$;
+CREATE FUNCTION cscp.http_doc_get(auth text, session_id text, namespace text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_doc_get(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_doc_get(auth text, session_id text, namespace text) IS 'GET /v1/context/{session_id}/{namespace}: 200 with the document of the bearer key''s tenant, 404 when absent or expired (through the proxy: key_session)';
+
+-- http_doc_list: key_session on auth, session_id
+CREATE FUNCTION cscp_proxy.http_doc_list(_tenant text, _clock text, auth text, session_id text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(cscp.http_key_tenant(auth), session_id), 0);
+    SELECT * FROM cscp.http_doc_list(cscp.proxy_session(_tenant, _clock, auth), session_id);
+$f$;
+CREATE FUNCTION cscp.http_doc_list(auth text, session_id text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_doc_list(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_doc_list(auth text, session_id text) IS 'GET /v1/context/{session_id}: 200 with the live namespaces of the bearer key''s tenant''s session (through the proxy: key_session)';
+
+-- http_doc_put: key_session on auth, session_id
+CREATE FUNCTION cscp_proxy.http_doc_put(_tenant text, _clock text, auth text, session_id text, namespace text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(cscp.http_key_tenant(auth), session_id), 0);
+    SELECT * FROM cscp.http_doc_put(cscp.proxy_session(_tenant, _clock, auth), session_id, namespace, content_type, body);
+$f$;
+CREATE FUNCTION cscp.http_doc_put(auth text, session_id text, namespace text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_doc_put(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_doc_put(auth text, session_id text, namespace text, content_type text, body text) IS 'POST /v1/context/{session_id}/{namespace}: merge-upsert {"ttlSeconds", "payload"} for the bearer key''s tenant; 201 with documentKey (through the proxy: key_session)';
+
+-- http_document_key: any
+CREATE FUNCTION cscp_proxy.http_document_key(_tenant text, _clock text, session_id text, namespace text) RETURNS text
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON ANY;
+    SELECT * FROM cscp.http_document_key(cscp.proxy_session(_tenant, _clock, session_id), namespace);
+$f$;
+CREATE FUNCTION cscp.http_document_key(session_id text, namespace text) RETURNS text
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_document_key(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_document_key(session_id text, namespace text) IS 'The documentKey the gateway answers: session_id '':'' namespace, with ''%'' and '':'' in each written %25 and %3A (through the proxy: any)';
+
+-- http_fact_current: key_session on auth, subject_id
+CREATE FUNCTION cscp_proxy.http_fact_current(_tenant text, _clock text, auth text, subject_id text, fact_id text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(cscp.http_key_tenant(auth), subject_id), 0);
+    SELECT * FROM cscp.http_fact_current(cscp.proxy_session(_tenant, _clock, auth), subject_id, fact_id);
+$f$;
+CREATE FUNCTION cscp.http_fact_current(auth text, subject_id text, fact_id text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_fact_current(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_fact_current(auth text, subject_id text, fact_id text) IS 'GET /v1/subjects/{subject_id}/facts/{fact_id}: the head of the fact''s supersession chain, or 404 (through the proxy: key_session)';
+
+-- http_fact_write: key_session on auth, subject_id
+CREATE FUNCTION cscp_proxy.http_fact_write(_tenant text, _clock text, auth text, subject_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(cscp.http_key_tenant(auth), subject_id), 0);
+    SELECT * FROM cscp.http_fact_write(cscp.proxy_session(_tenant, _clock, auth), subject_id, content_type, body);
+$f$;
+CREATE FUNCTION cscp.http_fact_write(auth text, subject_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_fact_write(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_fact_write(auth text, subject_id text, content_type text, body text) IS 'POST /v1/subjects/{subject_id}/facts: cscp.fact_write for the bearer key''s tenant (supersession, authority, dependencies as in SQL); 201 with the fact (through the proxy: key_session)';
+
+-- http_slot_delete: conversation on conversation_id
+CREATE FUNCTION cscp_proxy.http_slot_delete(_tenant text, _clock text, auth text, conversation_id text, actor_id text, slot text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
+    SELECT * FROM cscp.http_slot_delete(cscp.proxy_session(_tenant, _clock, auth), conversation_id, actor_id, slot);
+$f$;
+CREATE FUNCTION cscp.http_slot_delete(auth text, conversation_id text, actor_id text, slot text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_slot_delete(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_slot_delete(auth text, conversation_id text, actor_id text, slot text) IS 'DELETE /v1/conversations/{conversation_id}/actors/{actor_id}/context/slots/{slot}: remove a slot of the live context; 200 with the context (through the proxy: conversation)';
+
+-- http_slot_put: conversation on conversation_id
+CREATE FUNCTION cscp_proxy.http_slot_put(_tenant text, _clock text, auth text, conversation_id text, actor_id text, slot text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
+    SELECT * FROM cscp.http_slot_put(cscp.proxy_session(_tenant, _clock, auth), conversation_id, actor_id, slot, content_type, body);
+$f$;
+CREATE FUNCTION cscp.http_slot_put(auth text, conversation_id text, actor_id text, slot text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_slot_put(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5, $6);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_slot_put(auth text, conversation_id text, actor_id text, slot text, content_type text, body text) IS 'PUT /v1/conversations/{conversation_id}/actors/{actor_id}/context/slots/{slot}: cscp.slot_set on the live context; 200 with the context (through the proxy: conversation)';
 
 -- identity_check: any
 CREATE FUNCTION cscp_proxy.identity_check(_tenant text, _clock text, identity jsonb) RETURNS jsonb

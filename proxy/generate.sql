@@ -40,7 +40,7 @@ BEGIN
             USING HINT = 'Add a line per function with its routing kind, then run proxy/generate.sh.';
     END IF;
     SELECT string_agg(DISTINCT a.kind, ', ') INTO kinds FROM api a
-     WHERE a.kind NOT IN ('conversation', 'subject', 'session', 'id', 'id_or_all', 'any', 'all',
+     WHERE a.kind NOT IN ('conversation', 'subject', 'session', 'key_session', 'id', 'id_or_all', 'any', 'all',
                           'sum', 'rows', 'subject_session', 'local', 'admin');
     IF kinds IS NOT NULL THEN
         RAISE EXCEPTION 'unknown routing kinds in proxy/api.tsv: %', kinds;
@@ -55,6 +55,8 @@ CREATE FUNCTION pg_temp.run_on(kind text, route text[]) RETURNS text LANGUAGE sq
         WHEN 'conversation' THEN format('coalesce(cscp.routing_conversation_hash(%I), 0)', route[1])
         WHEN 'subject' THEN format('coalesce(cscp.routing_key_hash(%I, %I), 0)', route[1], route[2])
         WHEN 'session' THEN format('coalesce(cscp.routing_key_hash(%I, %I), 0)', route[1], route[2])
+        WHEN 'key_session' THEN format('coalesce(cscp.routing_key_hash(cscp.http_key_tenant(%I), %I), 0)',
+                                       route[1], route[2])
         WHEN 'id' THEN format('coalesce(cscp.routing_hash(%I), 0)', route[1])
         WHEN 'id_or_all' THEN format('coalesce(cscp.routing_hash(%I), 0)', route[1])
         WHEN 'any' THEN 'ANY'

@@ -117,6 +117,70 @@ $$;
 COMMENT ON FUNCTION cscp.routing_key_hash(text, text) IS
   'The routing hash of a subject or a session of a tenant: the first 32 bits of an HMAC-SHA256 under cscp''s secret key';
 
+-- The tenant an API key in an Authorization header names, for routing the gateway's endpoints
+-- (gateway.sql); the shard checks the key itself.
+CREATE FUNCTION cscp.http_key_tenant(auth text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+DECLARE
+    t text := pg_catalog.substring(auth, '^\s*[Bb][Ee][Aa][Rr][Ee][Rr] +cscp_([A-Za-z0-9_-]+)\.[A-Za-z0-9_-]+\s*$');
+BEGIN
+    IF t IS NULL OR pg_catalog.length(t) % 4 = 1 THEN
+        RETURN NULL;
+    END IF;
+    RETURN pg_catalog.convert_from(pg_catalog.decode(pg_catalog.translate(t, '-_', '+/')
+                                                     || pg_catalog.repeat('=', (4 - pg_catalog.length(t) % 4) % 4),
+                                                     'base64'), 'UTF8');
+EXCEPTION WHEN character_not_in_repertoire OR untranslatable_character THEN
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_key_tenant(text) IS
+  'The tenant an API key in an Authorization header names (for routing; not a check of the key), or NULL';
+
+-- API keys of the gateway (gateway.sql): one key made here and its hash stored on every shard,
+-- so that each shard checks it whichever one a request routes to.
+CREATE FUNCTION cscp._base64url(value bytea) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+    SELECT pg_catalog.translate(pg_catalog.rtrim(pg_catalog.replace(pg_catalog.encode($1, 'base64'), E'\n', ''),
+                                                 '='), '+/', '-_')
+$$;
+COMMENT ON FUNCTION cscp._base64url(bytea) IS 'Internal: bytes as unpadded base64url';
+
+CREATE FUNCTION cscp_proxy._api_key_store(_tenant text, _clock text, tenant_id text, label text,
+                                          key_hash bytea, scopes text[], expires_at timestamptz)
+RETURNS SETOF boolean
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON ALL;
+    SELECT * FROM cscp._api_key_store(cscp._proxy_session(_tenant, _clock, tenant_id), label, key_hash,
+                                      scopes, expires_at);
+$f$;
+
+CREATE FUNCTION cscp.api_key_create(tenant_id text, label text, scopes text[] DEFAULT NULL,
+                                    expires_at timestamptz DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    secret bytea := pg_catalog.sha256(pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+                                      || pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+                                      || pg_catalog.uuid_send(pg_catalog.gen_random_uuid()));
+    key text;
+BEGIN
+    key := 'cscp_' || cscp._base64url(pg_catalog.convert_to(api_key_create.tenant_id, 'UTF8'))
+           || '.' || cscp._base64url(secret);
+    PERFORM pg_catalog.count(*)
+       FROM cscp_proxy._api_key_store(cscp_proxy.tenant(), cscp_proxy.clock(), api_key_create.tenant_id,
+                                      api_key_create.label, pg_catalog.sha256(pg_catalog.convert_to(key, 'UTF8')),
+                                      api_key_create.scopes, api_key_create.expires_at);
+    RETURN key;
+END
+$$;
+COMMENT ON FUNCTION cscp.api_key_create(text, text, text[], timestamptz) IS
+  'Create an API key of a tenant for the HTTPS gateway, stored (as its SHA-256) on every shard, and return it once';
+
 -- The caller's settings, carried to the shard with every call.  cscp.clock only from a
 -- superuser: on the proxy it is a plain placeholder setting anyone could set.
 CREATE FUNCTION cscp_proxy.tenant() RETURNS text

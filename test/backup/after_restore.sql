@@ -75,3 +75,6 @@ END
 $$;
 RESET ROLE;
 RESET cscp.tenant_id;
+-- An API key made before the dump still opens the tenant's documents through the gateway's functions.
+SELECT pg_temp.expect('a restored API key',
+       (SELECT r.status FROM cscp.http_doc_get('Bearer ' || (SELECT key FROM public.bk_api_key), 'c-1', 'cart') r), 200);

@@ -106,3 +106,6 @@ SELECT cscp.doc_put('evil', 'e-1', 'ns', '{"a": 1}', 315360000);
 SELECT cscp.ws_put('evil', 'e-1', 'k', '1', interval '10 years');
 RESET ROLE;
 RESET cscp.tenant_id;
+-- An API key of the HTTPS gateway (kept in a table of its own here, so that the restored
+-- database can show that the key still opens the tenant's documents).
+CREATE TABLE public.bk_api_key AS SELECT cscp.api_key_create('bk', 'http-bot', ARRAY['documents:read']) AS key;

@@ -13,6 +13,9 @@ packages=(
 	"postgresql-$PGVERSION-pgtap"         # pgTAP
 	"postgresql-$PGVERSION-plproxy"       # PL/Proxy: the scale-out suite's proxy
 	libtap-parser-sourcehandler-pgtap-perl  # pg_prove
+	libmicrohttpd-dev                     # the HTTPS gateway (gateway/; GnuTLS comes with it)
+	openssl curl python3-requests         # the gateway's tests: a self-signed certificate, the specification's examples
+	wrk                                   # make bench-http
 	${CSCP_EXTRA_PACKAGES:-}
 )
 

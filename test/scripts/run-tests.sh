@@ -8,6 +8,8 @@
 #   6. scale-out (test/scripts/scaleout.sh): two shards behind a PL/Proxy proxy, own clusters
 #   7. the crash test, short form (test/scripts/crash.sh, its own cluster with fsync=on)
 #   8. the fuzz, short form (test/scripts/fuzz.sh, its own cluster): 3,000 hostile calls
+#   9. the HTTPS gateway through real HTTP (test/scripts/gateway-test.sh, its own cluster), and
+#      through the PL/Proxy proxy (test/scripts/gateway-scaleout.sh, its own clusters)
 # Exits non-zero when any suite fails, after printing what differed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -67,6 +69,17 @@ echo "== fuzz (short form of make fuzz)"
 if ! FUZZ_CALLS=3000 bash test/scripts/fuzz.sh; then
 	status=1
 	failed+=("fuzz")
+fi
+
+echo "== HTTPS gateway"
+if ! bash test/scripts/gateway-test.sh; then
+	status=1
+	failed+=("gateway")
+fi
+echo "== HTTPS gateway through the PL/Proxy proxy"
+if ! bash test/scripts/gateway-scaleout.sh; then
+	status=1
+	failed+=("gateway scale-out")
 fi
 
 if [ $status -ne 0 ]; then

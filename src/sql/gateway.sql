@@ -1,0 +1,1239 @@
+-- gateway.sql: API keys, and what each endpoint of the HTTPS gateway (gateway/) means.
+--
+-- The gateway maps each (method, path) to one call of a cscp.http_* function and sends back
+-- the status, headers and body that call returns; the meaning of every endpoint lives here, so
+-- that pg_regress tests it without a network and a proxy routes it like any other call (each
+-- takes the session, conversation or subject it acts on, or a routed command id, and a key
+-- names its tenant: cscp.http_key_tenant).  The gateway's own role (cscp.grant_gateway) may
+-- call these functions and nothing else: it holds no tenant's rights.  In order below: keys,
+-- documents, the shared request helpers, contexts with confirmations and approvals, commands,
+-- facts, the grant.
+--
+-- Each cscp.http_* function is SECURITY DEFINER.  It looks the bearer key up by its SHA-256
+-- (the key itself is never stored), binds cscp.tenant_id to the key's tenant for that call
+-- only (the function's own SET clause restores the caller's value when it returns), and calls
+-- the API function for that tenant, whose rules hold as for any caller.  A key of another
+-- tenant finds nothing: another tenant's document, context, command or fact answers 404, as
+-- an absent one does.  As the owner is not bound by row-level security, a call that takes a
+-- bare id (a command's) first checks that the id is the key's tenant's.
+-- Errors are answered, not raised: {"error": {"code", "message", "sqlstate"}} with the HTTP
+-- status of the table in cscp._http_failure; an error it does not know is raised, and the
+-- gateway answers 500.
+
+-- The scopes a key can be limited to; a key without scopes has them all.
+CREATE FUNCTION cscp.api_scopes() RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT ARRAY['documents:read', 'documents:write', 'contexts:read', 'contexts:write',
+                 'confirmations:write', 'approvals:write', 'commands:read', 'commands:write',
+                 'facts:read', 'facts:write']::text[]
+$$;
+COMMENT ON FUNCTION cscp.api_scopes() IS
+  'The scopes an API key can be limited to: documents:read, documents:write, contexts:read, contexts:write, confirmations:write, approvals:write, commands:read, commands:write, facts:read, facts:write';
+
+CREATE TABLE cscp.api_key (
+    tenant_id    text        NOT NULL CHECK (tenant_id <> '' AND tenant_id <> '*'),
+    label        text        NOT NULL CHECK (label <> '' AND octet_length(label) <= 256),
+    -- SHA-256 of the key's text; the key is shown once, by cscp.api_key_create.
+    key_hash     bytea       NOT NULL CHECK (octet_length(key_hash) = 32),
+    -- NULL: every scope.
+    scopes       text[]      CHECK (cardinality(scopes) > 0 AND scopes <@ cscp.api_scopes()),
+    created_at   timestamptz NOT NULL DEFAULT cscp.now(),
+    expires_at   timestamptz,
+    revoked_at   timestamptz,
+    -- Written at most once a minute per key (cscp._http_auth).
+    last_used_at timestamptz,
+    PRIMARY KEY (tenant_id, label)
+);
+COMMENT ON TABLE cscp.api_key IS
+  'API keys of the HTTPS gateway: a SHA-256 of each key, bound to one tenant, with scopes, expiry and revocation';
+-- A request names its key, not its tenant: keys are found by their hash.
+CREATE UNIQUE INDEX api_key_hash_idx ON cscp.api_key (key_hash);
+
+ALTER TABLE cscp.api_key ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON cscp.api_key
+    USING (tenant_id = current_setting('cscp.tenant_id', true))
+    WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
+SELECT pg_catalog.pg_extension_config_dump('cscp.api_key', '');
+
+-- Bytes as unpadded base64url (RFC 4648, section 5).
+CREATE FUNCTION cscp._base64url(value bytea) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+    SELECT pg_catalog.translate(pg_catalog.rtrim(pg_catalog.replace(pg_catalog.encode($1, 'base64'), E'\n', ''),
+                                                 '='), '+/', '-_')
+$$;
+COMMENT ON FUNCTION cscp._base64url(bytea) IS 'Internal: bytes as unpadded base64url';
+
+-- The tenant an API key names, read from an Authorization header without a lookup, for routing
+-- only: NULL when it names none.  Whether the key is valid is cscp._http_auth's to say.
+CREATE FUNCTION cscp.http_key_tenant(auth text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+DECLARE
+    t text := pg_catalog.substring(auth, '^\s*[Bb][Ee][Aa][Rr][Ee][Rr] +cscp_([A-Za-z0-9_-]+)\.[A-Za-z0-9_-]+\s*$');
+BEGIN
+    IF t IS NULL OR pg_catalog.length(t) % 4 = 1 THEN
+        RETURN NULL;
+    END IF;
+    RETURN pg_catalog.convert_from(pg_catalog.decode(pg_catalog.translate(t, '-_', '+/')
+                                                     || pg_catalog.repeat('=', (4 - pg_catalog.length(t) % 4) % 4),
+                                                     'base64'), 'UTF8');
+EXCEPTION WHEN character_not_in_repertoire OR untranslatable_character THEN
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_key_tenant(text) IS
+  'The tenant an API key in an Authorization header names (for routing; not a check of the key), or NULL';
+
+-- Store a key's hash under its tenant and label, after the checks of api_key_create; a label
+-- whose key was revoked or has expired is taken over.  Split from api_key_create so that a
+-- PL/Proxy proxy can make one key and store it on every shard (proxy/local.sql).
+CREATE FUNCTION cscp._api_key_store(tenant_id text, label text, key_hash bytea, scopes text[],
+                                    expires_at timestamptz)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    unknown text;
+BEGIN
+    PERFORM cscp._tenant(_api_key_store.tenant_id);
+    PERFORM cscp._id('label', _api_key_store.label);
+    IF _api_key_store.scopes IS NOT NULL THEN
+        IF pg_catalog.cardinality(_api_key_store.scopes) = 0 THEN
+            RAISE EXCEPTION 'scopes must not be empty'
+                USING ERRCODE = '22023',
+                      HINT = format('Pass NULL for a key with every scope, or some of %s.', cscp.api_scopes());
+        END IF;
+        SELECT s INTO unknown FROM pg_catalog.unnest(_api_key_store.scopes) s
+         WHERE s IS NULL OR NOT (s = ANY (cscp.api_scopes())) LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'unknown scope "%"', coalesce(unknown, 'null')
+                USING ERRCODE = '22023',
+                      HINT = format('Scopes are %s.', cscp.api_scopes());
+        END IF;
+    END IF;
+    IF _api_key_store.expires_at <= cscp.now() THEN
+        RAISE EXCEPTION 'expires_at must be in the future'
+            USING ERRCODE = '22023',
+                  DETAIL = format('It is %s; the time is now %s.', _api_key_store.expires_at, cscp.now()),
+                  HINT = 'Pass NULL for a key that does not expire.';
+    END IF;
+    INSERT INTO cscp.api_key AS k (tenant_id, label, key_hash, scopes, expires_at)
+    VALUES (_api_key_store.tenant_id, _api_key_store.label, _api_key_store.key_hash,
+            _api_key_store.scopes, _api_key_store.expires_at)
+    ON CONFLICT ON CONSTRAINT api_key_pkey DO UPDATE
+       SET key_hash = excluded.key_hash, scopes = excluded.scopes, created_at = cscp.now(),
+           expires_at = excluded.expires_at, revoked_at = NULL, last_used_at = NULL
+     WHERE k.revoked_at IS NOT NULL OR k.expires_at <= cscp.now();
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'API key "%" of tenant "%" already exists', _api_key_store.label,
+                        _api_key_store.tenant_id
+            USING ERRCODE = '23505',
+                  DETAIL = 'It is neither revoked nor expired.',
+                  HINT = 'Revoke it with cscp.api_key_revoke first, or choose another label.';
+    END IF;
+    RETURN true;
+END
+$$;
+COMMENT ON FUNCTION cscp._api_key_store(text, text, bytea, text[], timestamptz) IS
+  'Internal: store an API key''s hash (the checks and the insert of cscp.api_key_create)';
+
+CREATE FUNCTION cscp.api_key_create(tenant_id text, label text, scopes text[] DEFAULT NULL,
+                                    expires_at timestamptz DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    -- 256 bits from the server's strong random source (three version 4 uuids, 366 random bits).
+    secret bytea := pg_catalog.sha256(pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+                                      || pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+                                      || pg_catalog.uuid_send(pg_catalog.gen_random_uuid()));
+    key text;
+BEGIN
+    -- 'cscp_' <tenant> '.' <secret>, both base64url: a proxy routes a request by the tenant the
+    -- key names (cscp.http_key_tenant) without a lookup; the key is checked by its hash all the same.
+    key := 'cscp_' || cscp._base64url(pg_catalog.convert_to(api_key_create.tenant_id, 'UTF8'))
+           || '.' || cscp._base64url(secret);
+    PERFORM cscp._api_key_store(api_key_create.tenant_id, api_key_create.label,
+                                pg_catalog.sha256(pg_catalog.convert_to(key, 'UTF8')),
+                                api_key_create.scopes, api_key_create.expires_at);
+    RETURN key;
+END
+$$;
+COMMENT ON FUNCTION cscp.api_key_create(text, text, text[], timestamptz) IS
+  'Create an API key of a tenant for the HTTPS gateway and return it: it is shown this once, only its SHA-256 is kept';
+
+CREATE FUNCTION cscp.api_key_revoke(tenant_id text, label text) RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    PERFORM cscp._tenant(api_key_revoke.tenant_id);
+    PERFORM cscp._id('label', api_key_revoke.label);
+    UPDATE cscp.api_key k SET revoked_at = cscp.now()
+     WHERE k.tenant_id = api_key_revoke.tenant_id AND k.label = api_key_revoke.label
+       AND k.revoked_at IS NULL;
+    IF FOUND THEN
+        RETURN true;
+    END IF;
+    PERFORM FROM cscp.api_key k
+     WHERE k.tenant_id = api_key_revoke.tenant_id AND k.label = api_key_revoke.label;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'API key "%" of tenant "%" does not exist', api_key_revoke.label,
+                        api_key_revoke.tenant_id
+            USING ERRCODE = '42704',
+                  HINT = 'Keys are listed in table cscp.api_key.';
+    END IF;
+    RETURN false;
+END
+$$;
+COMMENT ON FUNCTION cscp.api_key_revoke(text, text) IS
+  'Revoke an API key at once: true when it was live, false when it was already revoked';
+
+-- Documents: the listing the gateway serves as GET /v1/context/{session_id}.
+CREATE FUNCTION cscp.doc_list(tenant_id text, session_id text)
+RETURNS TABLE(namespace text, updated_at timestamptz, expires_at timestamptz)
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    PERFORM cscp._tenant(doc_list.tenant_id);
+    PERFORM cscp._id('session_id', doc_list.session_id);
+    RETURN QUERY
+        SELECT d.namespace, d.updated_at, d.expires_at FROM cscp.document d
+         WHERE d.tenant_id = doc_list.tenant_id AND d.session_id = doc_list.session_id
+           AND d.expires_at > cscp.now()
+         ORDER BY d.namespace;
+END
+$$;
+COMMENT ON FUNCTION cscp.doc_list(text, text) IS
+  'The live (not expired) documents of a session: namespace, last update, expiry';
+
+-- What every cscp.http_* function returns, and the gateway sends.
+CREATE TYPE cscp.http_response AS (status int, headers jsonb, body jsonb);
+COMMENT ON TYPE cscp.http_response IS
+  'An HTTP response of the gateway: status, headers (an object of strings), body (JSON, or NULL for none)';
+
+-- An error response: {"error": {"code", "message", "sqlstate"[, "detail"]}}.
+CREATE FUNCTION cscp._http_error(status int, code text, message text, sqlstate text,
+                                 detail text DEFAULT NULL, headers jsonb DEFAULT '{}')
+RETURNS cscp.http_response
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT ROW($1, $6,
+               pg_catalog.jsonb_build_object('error',
+                   pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+                       'code', $2, 'message', $3, 'sqlstate', $4, 'detail', $5))))::cscp.http_response
+$$;
+COMMENT ON FUNCTION cscp._http_error(int, text, text, text, text, jsonb) IS
+  'Internal: an HTTP error response with its stable code, message and SQLSTATE';
+
+-- The response to an error an API function raised, or NULL for one that is not the caller's
+-- doing (the http function raises it again, and the gateway answers 500).
+CREATE FUNCTION cscp._http_failure(sqlstate text, message text, detail text DEFAULT NULL)
+RETURNS cscp.http_response
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE
+        WHEN $1 LIKE '22%' THEN cscp._http_error(400, 'invalid_parameter', $2, $1, $3)
+        WHEN $1 = '42501' THEN cscp._http_error(403, 'forbidden', $2, $1, $3)
+        WHEN $1 = '55000' OR $1 LIKE '23%' THEN cscp._http_error(409, 'conflict', $2, $1, $3)
+        WHEN $1 IN ('40001', '40P01', '55P03') THEN
+            cscp._http_error(503, 'try_again', $2, $1, $3, '{"Retry-After": "1"}')
+    END
+$$;
+COMMENT ON FUNCTION cscp._http_failure(text, text, text) IS
+  'Internal: the HTTP response to an error by its SQLSTATE (22: 400, 42501: 403, 55000 and 23: 409, 40001, 40P01, 55P03: 503), NULL for any other';
+
+-- A path segment percent-encoded: every byte but the unreserved characters of RFC 3986.
+CREATE FUNCTION cscp._http_segment(value text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+DECLARE
+    bytes bytea;
+    out text := '';
+    b int;
+BEGIN
+    -- PL/pgSQL, not SQL: a SQL function this size is planned again at every call (0.1 ms).
+    IF value ~ '^[A-Za-z0-9._~-]*$' THEN
+        RETURN value;
+    END IF;
+    bytes := pg_catalog.convert_to(value, 'UTF8');
+    FOR i IN 0 .. pg_catalog.length(bytes) - 1 LOOP
+        b := pg_catalog.get_byte(bytes, i);
+        IF b BETWEEN 48 AND 57 OR b BETWEEN 65 AND 90 OR b BETWEEN 97 AND 122 OR b IN (45, 46, 95, 126) THEN
+            out := out || pg_catalog.chr(b);
+        ELSE
+            out := out || '%' || pg_catalog.upper(pg_catalog.lpad(pg_catalog.to_hex(b), 2, '0'));
+        END IF;
+    END LOOP;
+    RETURN out;
+END
+$$;
+COMMENT ON FUNCTION cscp._http_segment(text) IS
+  'Internal: a path segment percent-encoded (RFC 3986), for Location headers';
+
+-- The documentKey of the specification, 'session_id:namespace', made unambiguous: in each part
+-- '%' is written '%25' and ':' '%3A', so the one ':' left separates them.
+CREATE FUNCTION cscp.http_document_key(session_id text, namespace text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+    SELECT pg_catalog.replace(pg_catalog.replace($1, '%', '%25'), ':', '%3A') || ':'
+        || pg_catalog.replace(pg_catalog.replace($2, '%', '%25'), ':', '%3A')
+$$;
+COMMENT ON FUNCTION cscp.http_document_key(text, text) IS
+  'The documentKey the gateway answers: session_id '':'' namespace, with ''%'' and '':'' in each written %25 and %3A';
+
+-- The tenant of the bearer key in auth (the Authorization header) when it is live and has the scope; else
+-- tenant_id is NULL and failure the response (401 or 403).  Records the key's use at most once
+-- a minute, so that a busy key costs no write per request.
+CREATE FUNCTION cscp._http_auth(auth text, scope text,
+                                OUT tenant_id text, OUT failure cscp.http_response)
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    token text;
+    k record;
+    t_now timestamptz := cscp.now();
+    challenge constant text := 'Bearer realm="cscp"';
+BEGIN
+    IF auth IS NULL OR auth ~ '^\s*$' THEN
+        failure := cscp._http_error(401, 'unauthorized', 'no API key given', '28000',
+                                    'Send the header "Authorization: Bearer <api key>".',
+                                    pg_catalog.jsonb_build_object('WWW-Authenticate', challenge));
+        RETURN;
+    END IF;
+    token := pg_catalog.substring(auth, '^\s*[Bb][Ee][Aa][Rr][Ee][Rr] +([^\s]+)\s*$');
+    IF token IS NULL THEN
+        failure := cscp._http_error(401, 'unauthorized', 'the Authorization header is not a bearer key',
+                                    '28000', 'Send the header "Authorization: Bearer <api key>".',
+                                    pg_catalog.jsonb_build_object('WWW-Authenticate', challenge));
+        RETURN;
+    END IF;
+    SELECT a.tenant_id, a.label, a.scopes, a.expires_at, a.revoked_at, a.last_used_at INTO k
+      FROM cscp.api_key a
+     WHERE a.key_hash = pg_catalog.sha256(pg_catalog.convert_to(token, 'UTF8'));
+    IF NOT FOUND OR k.revoked_at IS NOT NULL OR k.expires_at <= t_now THEN
+        failure := cscp._http_error(401, 'unauthorized',
+                                    CASE WHEN k.revoked_at IS NOT NULL THEN 'the API key has been revoked'
+                                         WHEN k.expires_at <= t_now THEN 'the API key has expired'
+                                         ELSE 'the API key is not valid' END,
+                                    '28000', NULL,
+                                    pg_catalog.jsonb_build_object('WWW-Authenticate',
+                                        challenge || ', error="invalid_token"'));
+        RETURN;
+    END IF;
+    IF k.scopes IS NOT NULL AND NOT (scope = ANY (k.scopes)) THEN
+        failure := cscp._http_error(403, 'insufficient_scope',
+                                    pg_catalog.format('the API key lacks scope "%s"', scope), '42501',
+                                    pg_catalog.format('Its scopes are %s.', k.scopes),
+                                    pg_catalog.jsonb_build_object('WWW-Authenticate',
+                                        challenge || ', error="insufficient_scope", scope="' || scope || '"'));
+        RETURN;
+    END IF;
+    IF k.last_used_at IS NULL OR k.last_used_at <= t_now - interval '1 minute' THEN
+        UPDATE cscp.api_key a SET last_used_at = t_now
+         WHERE a.tenant_id = k.tenant_id AND a.label = k.label
+           AND (a.last_used_at IS NULL OR a.last_used_at <= t_now - interval '1 minute');
+    END IF;
+    tenant_id := k.tenant_id;
+END
+$$;
+COMMENT ON FUNCTION cscp._http_auth(text, text) IS
+  'Internal: the tenant of a live bearer key with the scope, or the 401/403 response';
+
+-- The JSON body of a request: doc, or failure (415 not application/json, 400 empty, not JSON,
+-- or not an object when object_only).  An optional body that is absent reads as {}.
+CREATE FUNCTION cscp._http_body(content_type text, body text, required boolean, object_only boolean,
+                                hint text, OUT doc jsonb, OUT failure cscp.http_response)
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+DECLARE
+    detail text;
+BEGIN
+    IF NOT required AND (body IS NULL OR body ~ '^\s*$') THEN
+        doc := '{}';
+        RETURN;
+    END IF;
+    IF content_type IS NULL OR content_type !~* '^\s*application/json\s*(;.*)?$' THEN
+        failure := cscp._http_error(415, 'unsupported_media_type', 'the request body must be application/json',
+                                    '0A000', 'Send the header "Content-Type: application/json".');
+        RETURN;
+    END IF;
+    IF body IS NULL OR body ~ '^\s*$' THEN
+        failure := cscp._http_error(400, 'bad_json', 'the request body is empty', '22P02', hint);
+        RETURN;
+    END IF;
+    BEGIN
+        doc := body::jsonb;
+    EXCEPTION WHEN invalid_text_representation OR untranslatable_character OR statement_too_complex THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        failure := cscp._http_error(400, 'bad_json', 'the request body is not valid JSON', SQLSTATE,
+                                    nullif(SQLERRM || coalesce(': ' || nullif(detail, ''), ''), ''));
+        RETURN;
+    END;
+    IF object_only AND pg_catalog.jsonb_typeof(doc) <> 'object' THEN
+        doc := NULL;
+        failure := cscp._http_error(400, 'bad_json', 'the request body must be a JSON object', '22023', hint);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION cscp._http_body(text, text, boolean, boolean, text) IS
+  'Internal: the JSON body of a request, or its 415 or 400 response';
+
+-- NULL when field of doc is present (or absent and optional) with the JSON type given ('string',
+-- 'boolean', 'object', or 'integer': a whole number within int4); else the 400 response.  An
+-- optional field given as null counts as absent.
+CREATE FUNCTION cscp._http_field(doc jsonb, field text, type text, required boolean, hint text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+DECLARE
+    v jsonb := doc -> field;
+BEGIN
+    IF v IS NULL OR (NOT required AND pg_catalog.jsonb_typeof(v) = 'null') THEN
+        IF required THEN
+            RETURN cscp._http_error(400, 'missing_field', pg_catalog.format('field "%s" is required', field),
+                                    '22023', hint);
+        END IF;
+        RETURN NULL;
+    END IF;
+    IF type = 'integer' THEN
+        IF pg_catalog.jsonb_typeof(v) = 'number' AND v::text::numeric = pg_catalog.trunc(v::text::numeric)
+           AND v::text::numeric BETWEEN -2147483648 AND 2147483647 THEN
+            RETURN NULL;
+        END IF;
+    ELSIF pg_catalog.jsonb_typeof(v) = type THEN
+        RETURN NULL;
+    END IF;
+    RETURN cscp._http_error(400, 'invalid_parameter',
+                            pg_catalog.format('field "%s" must be %s', field,
+                                              CASE type WHEN 'integer' THEN 'an integer' WHEN 'object' THEN 'an object'
+                                                        WHEN 'array' THEN 'an array' ELSE 'a ' || type END),
+                            '22023', pg_catalog.format('It is %s.', v));
+END
+$$;
+COMMENT ON FUNCTION cscp._http_field(jsonb, text, text, boolean, text) IS
+  'Internal: NULL when a field of a request body is there with its JSON type, else the 400 response';
+
+CREATE FUNCTION cscp.http_doc_put(auth text, session_id text, namespace text,
+                                  content_type text, body text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    hint constant text := 'Send {"ttlSeconds": <seconds>, "payload": {...}}.';
+    a record;
+    b record;
+    doc jsonb;
+    key text;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    a := cscp._http_auth(auth, 'documents:write');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    b := cscp._http_body(content_type, body, true, true, hint);
+    IF b.doc IS NULL THEN
+        RETURN b.failure;
+    END IF;
+    doc := b.doc;
+    IF NOT doc ? 'ttlSeconds' THEN
+        RETURN cscp._http_field(doc, 'ttlSeconds', 'integer', true, hint);
+    ELSIF NOT doc ? 'payload' THEN
+        RETURN cscp._http_field(doc, 'payload', 'object', true, hint);
+    END IF;
+    -- The payload's shape is doc_put's to judge.
+    r := cscp._http_field(doc, 'ttlSeconds', 'integer', true, hint);
+    IF r.status IS NOT NULL THEN
+        RETURN r;
+    END IF;
+    BEGIN
+        PERFORM cscp.doc_put(a.tenant_id, session_id, namespace, doc -> 'payload', (doc ->> 'ttlSeconds')::int);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    key := cscp.http_document_key(session_id, namespace);
+    RETURN ROW(201,
+               pg_catalog.jsonb_build_object('Location', '/v1/context/' || cscp._http_segment(session_id)
+                                                         || '/' || cscp._http_segment(namespace)),
+               pg_catalog.jsonb_build_object('documentKey', key, 'success', true))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_doc_put(text, text, text, text, text) IS
+  'POST /v1/context/{session_id}/{namespace}: merge-upsert {"ttlSeconds", "payload"} for the bearer key''s tenant; 201 with documentKey';
+
+CREATE FUNCTION cscp.http_doc_get(auth text, session_id text, namespace text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    a record;
+    doc jsonb;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    a := cscp._http_auth(auth, 'documents:read');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    BEGIN
+        doc := cscp.doc_get(a.tenant_id, session_id, namespace);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    IF doc IS NULL THEN
+        RETURN cscp._http_error(404, 'not_found', 'no such document', 'P0002',
+                                'It does not exist or has expired.');
+    END IF;
+    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb, doc)::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_doc_get(text, text, text) IS
+  'GET /v1/context/{session_id}/{namespace}: 200 with the document of the bearer key''s tenant, 404 when absent or expired';
+
+CREATE FUNCTION cscp.http_doc_delete(auth text, session_id text, namespace text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    a record;
+    deleted boolean;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    a := cscp._http_auth(auth, 'documents:write');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    BEGIN
+        deleted := cscp.doc_delete(a.tenant_id, session_id, namespace);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    IF NOT deleted THEN
+        RETURN cscp._http_error(404, 'not_found', 'no such document', 'P0002',
+                                'It does not exist or has expired.');
+    END IF;
+    RETURN ROW(204, '{}'::jsonb, NULL)::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_doc_delete(text, text, text) IS
+  'DELETE /v1/context/{session_id}/{namespace}: 204 when the bearer key''s tenant had the document, 404 when absent or expired';
+
+CREATE FUNCTION cscp.http_doc_list(auth text, session_id text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    a record;
+    list jsonb;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    a := cscp._http_auth(auth, 'documents:read');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    BEGIN
+        SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                   'namespace', d.namespace, 'updatedAt', cscp._utc(d.updated_at),
+                   'expiresAt', cscp._utc(d.expires_at)) ORDER BY d.namespace), '[]')
+          INTO list
+          FROM cscp.doc_list(a.tenant_id, session_id) d;
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb,
+               pg_catalog.jsonb_build_object('sessionId', session_id, 'namespaces', list))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_doc_list(text, text) IS
+  'GET /v1/context/{session_id}: 200 with the live namespaces of the bearer key''s tenant''s session';
+
+-- Contexts, confirmations and approvals (RFC-WF-0034) over the same gateway, under
+-- /v1/conversations/{conversation_id}: a context is named by its conversation and actor, as
+-- cscp.context_get names it, so that the key's tenant is the only one it can reach.
+
+-- A context as the gateway answers it.
+CREATE FUNCTION cscp._http_context(c cscp.context) RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT pg_catalog.jsonb_build_object(
+        'contextId', c.context_id, 'conversationId', c.conversation_id, 'actorId', c.actor_id,
+        'status', c.status, 'slots', c.slots, 'createdAt', cscp._utc(c.created_at),
+        'updatedAt', cscp._utc(c.updated_at), 'expiresAt', cscp._utc(c.expires_at),
+        'lastMessageId', c.last_message_id, 'lastCommandId', c.last_command_id,
+        'correlationId', c.correlation_id, 'reason', c.reason, 'version', c.version)
+$$;
+COMMENT ON FUNCTION cscp._http_context(cscp.context) IS
+  'Internal: a context as JSON for the gateway (camelCase keys)';
+
+CREATE FUNCTION cscp.http_context_open(auth text, conversation_id text, actor_id text,
+                                       content_type text, body text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    hint constant text := 'Send {"slots": {...}, "ttlSeconds": <seconds>, "correlationId": "..."}, each optional.';
+    a record;
+    b record;
+    c cscp.context;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    a := cscp._http_auth(auth, 'contexts:write');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    b := cscp._http_body(content_type, body, false, true, hint);
+    IF b.doc IS NULL THEN
+        RETURN b.failure;
+    END IF;
+    r := coalesce(cscp._http_field(b.doc, 'slots', 'object', false, hint),
+                  cscp._http_field(b.doc, 'ttlSeconds', 'integer', false, hint),
+                  cscp._http_field(b.doc, 'correlationId', 'string', false, hint));
+    IF r.status IS NOT NULL THEN
+        RETURN r;
+    END IF;
+    BEGIN
+        c := cscp.context_open(a.tenant_id, conversation_id, actor_id,
+                               coalesce(nullif(b.doc -> 'slots', 'null'), '{}'),
+                               pg_catalog.make_interval(secs => (b.doc ->> 'ttlSeconds')::int),
+                               b.doc ->> 'correlationId');
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb, cscp._http_context(c))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_context_open(text, text, text, text, text) IS
+  'POST /v1/conversations/{conversation_id}/actors/{actor_id}/context: cscp.context_open for the bearer key''s tenant; 200 with the context';
+
+CREATE FUNCTION cscp.http_context_get(auth text, conversation_id text, actor_id text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    a record;
+    c cscp.context;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    a := cscp._http_auth(auth, 'contexts:read');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    BEGIN
+        SELECT * INTO c FROM cscp.context_get(a.tenant_id, conversation_id, actor_id);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    IF c.context_id IS NULL THEN
+        RETURN cscp._http_error(404, 'not_found', 'no such context', 'P0002',
+                                'No context was ever opened for this conversation and actor.');
+    END IF;
+    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb, cscp._http_context(c))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_context_get(text, text, text) IS
+  'GET /v1/conversations/{conversation_id}/actors/{actor_id}/context: the latest context with its effective status, or 404';
+
+-- PUT (value given) and DELETE (value NULL) of one slot of the live context.
+CREATE FUNCTION cscp._http_slot(tenant_id text, conversation_id text, actor_id text, slot text, value jsonb)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    c cscp.context;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    BEGIN
+        SELECT * INTO c FROM cscp.context_get(tenant_id, conversation_id, actor_id);
+        IF c.context_id IS NULL OR c.status NOT IN ('active', 'pending', 'blocked') THEN
+            RETURN cscp._http_error(404, 'not_found', 'no live context', 'P0002',
+                                    'Open a context first: POST .../context.');
+        END IF;
+        c := cscp.slot_set(c.context_id, slot, value);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb, cscp._http_context(c))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp._http_slot(text, text, text, text, jsonb) IS
+  'Internal: set (or with NULL remove) a slot of the live context of a conversation''s actor, as an HTTP response';
+
+CREATE FUNCTION cscp.http_slot_put(auth text, conversation_id text, actor_id text, slot text,
+                                   content_type text, body text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    a record;
+    b record;
+BEGIN
+    a := cscp._http_auth(auth, 'contexts:write');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    b := cscp._http_body(content_type, body, true, false, 'Send the slot''s value as JSON.');
+    IF b.doc IS NULL THEN
+        RETURN b.failure;
+    END IF;
+    RETURN cscp._http_slot(a.tenant_id, conversation_id, actor_id, slot, b.doc);
+END
+$$;
+COMMENT ON FUNCTION cscp.http_slot_put(text, text, text, text, text, text) IS
+  'PUT /v1/conversations/{conversation_id}/actors/{actor_id}/context/slots/{slot}: cscp.slot_set on the live context; 200 with the context';
+
+CREATE FUNCTION cscp.http_slot_delete(auth text, conversation_id text, actor_id text, slot text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    a record;
+BEGIN
+    a := cscp._http_auth(auth, 'contexts:write');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    RETURN cscp._http_slot(a.tenant_id, conversation_id, actor_id, slot, NULL);
+END
+$$;
+COMMENT ON FUNCTION cscp.http_slot_delete(text, text, text, text) IS
+  'DELETE /v1/conversations/{conversation_id}/actors/{actor_id}/context/slots/{slot}: remove a slot of the live context; 200 with the context';
+
+CREATE FUNCTION cscp.http_confirm(auth text, conversation_id text, actor_id text, content_type text, body text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    hint constant text := 'Send {"messageId": "...", "answer": true|false, "targetFingerprint": "..."}.';
+    a record;
+    b record;
+    o record;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    a := cscp._http_auth(auth, 'confirmations:write');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    b := cscp._http_body(content_type, body, true, true, hint);
+    IF b.doc IS NULL THEN
+        RETURN b.failure;
+    END IF;
+    r := coalesce(cscp._http_field(b.doc, 'messageId', 'string', true, hint),
+                  cscp._http_field(b.doc, 'answer', 'boolean', true, hint),
+                  cscp._http_field(b.doc, 'targetFingerprint', 'string', false, hint));
+    IF r.status IS NOT NULL THEN
+        RETURN r;
+    END IF;
+    BEGIN
+        SELECT * INTO o FROM cscp.confirm(a.tenant_id, conversation_id, actor_id, b.doc ->> 'messageId',
+                                          (b.doc -> 'answer')::boolean, b.doc ->> 'targetFingerprint');
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    -- Every outcome is an answer (evidence is written for each): 200.
+    RETURN ROW(200, '{}'::jsonb,
+               pg_catalog.jsonb_build_object('outcome', o.outcome, 'commandId', o.command_id,
+                                             'contextId', o.context_id))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_confirm(text, text, text, text, text) IS
+  'POST /v1/conversations/{conversation_id}/actors/{actor_id}/confirmations: cscp.confirm bound to the answering message id; 200 with the outcome';
+
+CREATE FUNCTION cscp.http_approve(auth text, conversation_id text, content_type text, body text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    hint constant text := 'Send {"approverId": "...", "messageId": "...", "decision": true|false, "commandId": "..."}.';
+    a record;
+    b record;
+    o record;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    a := cscp._http_auth(auth, 'approvals:write');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    b := cscp._http_body(content_type, body, true, true, hint);
+    IF b.doc IS NULL THEN
+        RETURN b.failure;
+    END IF;
+    r := coalesce(cscp._http_field(b.doc, 'approverId', 'string', true, hint),
+                  cscp._http_field(b.doc, 'messageId', 'string', true, hint),
+                  cscp._http_field(b.doc, 'decision', 'boolean', true, hint),
+                  cscp._http_field(b.doc, 'commandId', 'string', false, hint));
+    IF r.status IS NOT NULL THEN
+        RETURN r;
+    END IF;
+    BEGIN
+        SELECT * INTO o FROM cscp.approve(a.tenant_id, conversation_id, b.doc ->> 'approverId',
+                                          b.doc ->> 'messageId', (b.doc -> 'decision')::boolean,
+                                          (b.doc ->> 'commandId')::uuid);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    RETURN ROW(200, '{}'::jsonb,
+               pg_catalog.jsonb_build_object('outcome', o.outcome, 'commandId', o.command_id,
+                                             'contextId', o.context_id))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_approve(text, text, text, text) IS
+  'POST /v1/conversations/{conversation_id}/approvals: cscp.approve bound to the approving message id; 200 with the outcome';
+
+-- Commands (RFC-WF-0018): submitted under their conversation and actor, then named by their
+-- id (a uuid carrying its conversation's routing hash, so a proxy routes it); an id of another
+-- tenant's command is not found (404), as an unknown one.
+
+-- Whether command_id names a command of tenant_id (the http functions run as cscp's owner, whom
+-- row-level security does not bind, so the tenant of an id is checked here).
+CREATE FUNCTION cscp._http_command_of(tenant_id text, command_id uuid) RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT EXISTS (SELECT FROM cscp.command c WHERE c.tenant_id = $1 AND c.command_id = $2)
+$$;
+COMMENT ON FUNCTION cscp._http_command_of(text, uuid) IS
+  'Internal: whether a command id is one of the tenant''s commands';
+
+CREATE FUNCTION cscp.http_command_submit(auth text, conversation_id text, actor_id text,
+                                         content_type text, body text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    hint constant text := 'Send {"idempotencyKey": "...", "commandName": "...", "messageIds": ["..."], "mutating": true, "payload": {...}, "targetFingerprint": "..."}.';
+    a record;
+    b record;
+    o record;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    a := cscp._http_auth(auth, 'commands:write');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    b := cscp._http_body(content_type, body, true, true, hint);
+    IF b.doc IS NULL THEN
+        RETURN b.failure;
+    END IF;
+    r := coalesce(cscp._http_field(b.doc, 'idempotencyKey', 'string', true, hint),
+                  cscp._http_field(b.doc, 'commandName', 'string', true, hint),
+                  cscp._http_field(b.doc, 'messageIds', 'array', true, hint),
+                  cscp._http_field(b.doc, 'mutating', 'boolean', false, hint),
+                  cscp._http_field(b.doc, 'payload', 'object', false, hint),
+                  cscp._http_field(b.doc, 'targetFingerprint', 'string', false, hint));
+    IF r.status IS NOT NULL THEN
+        RETURN r;
+    END IF;
+    IF pg_catalog.jsonb_path_exists(b.doc -> 'messageIds', '$[*] ? (@.type() != "string")') THEN
+        RETURN cscp._http_error(400, 'invalid_parameter', 'field "messageIds" must be an array of strings',
+                                '22023', hint);
+    END IF;
+    BEGIN
+        SELECT * INTO o FROM cscp.command_submit(
+            a.tenant_id, conversation_id, actor_id, b.doc ->> 'idempotencyKey', b.doc ->> 'commandName',
+            coalesce((nullif(b.doc -> 'mutating', 'null'))::boolean, true),
+            ARRAY(SELECT pg_catalog.jsonb_array_elements_text(b.doc -> 'messageIds')),
+            coalesce(nullif(b.doc -> 'payload', 'null'), '{}'), b.doc ->> 'targetFingerprint');
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    -- A replay answers what the first submit made (200); a new command is created (201).
+    RETURN ROW(CASE WHEN o.replayed THEN 200 ELSE 201 END,
+               pg_catalog.jsonb_build_object('Location', '/v1/commands/' || o.command_id),
+               pg_catalog.jsonb_build_object('commandId', o.command_id, 'state', o.state,
+                                             'replayed', o.replayed, 'outcome', o.outcome))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_command_submit(text, text, text, text, text) IS
+  'POST /v1/conversations/{conversation_id}/actors/{actor_id}/commands: cscp.command_submit; 201 new, 200 replayed by its idempotency key';
+
+CREATE FUNCTION cscp.http_command_status(auth text, command_id uuid)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    a record;
+    id uuid;
+    o record;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    a := cscp._http_auth(auth, 'commands:read');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    BEGIN
+        id := command_id;
+        IF NOT cscp._http_command_of(a.tenant_id, id) THEN
+            RETURN cscp._http_error(404, 'not_found', 'no such command', 'P0002', NULL);
+        END IF;
+        SELECT * INTO o FROM cscp.command_status(id);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb,
+               pg_catalog.jsonb_build_object('commandId', id, 'state', o.state,
+                                             'lastTransitionAt', cscp._utc(o.last_transition_at),
+                                             'terminal', o.terminal, 'outcome', o.outcome,
+                                             'reasonCode', o.reason_code, 'nextAllowed', o.next_allowed,
+                                             'recoveryOptions', o.recovery_options))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_command_status(text, uuid) IS
+  'GET /v1/commands/{command_id}: cscp.command_status of a command of the bearer key''s tenant, or 404';
+
+CREATE FUNCTION cscp.http_command_transition(auth text, command_id uuid, content_type text, body text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    hint constant text := 'Send {"toState": "...", "reasonCode": "...", "detail": {...}}.';
+    a record;
+    b record;
+    id uuid;
+    o record;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    a := cscp._http_auth(auth, 'commands:write');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    b := cscp._http_body(content_type, body, true, true, hint);
+    IF b.doc IS NULL THEN
+        RETURN b.failure;
+    END IF;
+    r := coalesce(cscp._http_field(b.doc, 'toState', 'string', true, hint),
+                  cscp._http_field(b.doc, 'reasonCode', 'string', false, hint),
+                  cscp._http_field(b.doc, 'detail', 'object', false, hint));
+    IF r.status IS NOT NULL THEN
+        RETURN r;
+    END IF;
+    BEGIN
+        id := command_id;
+        IF NOT cscp._http_command_of(a.tenant_id, id) THEN
+            RETURN cscp._http_error(404, 'not_found', 'no such command', 'P0002', NULL);
+        END IF;
+        SELECT * INTO o FROM cscp.command_transition(id, (b.doc ->> 'toState')::cscp.command_state,
+                                                     b.doc ->> 'reasonCode', nullif(b.doc -> 'detail', 'null'));
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    -- A refused transition is an answer, not an error: accepted false, evidence written.
+    RETURN ROW(200, '{}'::jsonb,
+               pg_catalog.jsonb_build_object('accepted', o.accepted, 'state', o.state,
+                                             'reasonCode', o.reason_code))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_command_transition(text, uuid, text, text) IS
+  'POST /v1/commands/{command_id}/transitions: cscp.command_transition of a command of the bearer key''s tenant; 200 with accepted, state, reasonCode';
+
+-- Facts (StateBench): written and read under their subject, and the context built for an agent.
+
+-- A fact as the gateway answers it.
+CREATE FUNCTION cscp._http_fact(f cscp.fact) RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT pg_catalog.jsonb_build_object(
+        'factId', f.fact_id, 'subjectId', f.subject_id, 'key', f.key, 'value', f.value,
+        'source', f.source, 'authority', f.authority, 'createdAt', cscp._utc(f.created_at),
+        'isValid', f.is_valid, 'supersededBy', f.superseded_by, 'supersedes', f.supersedes,
+        'memoryType', f.memory_type, 'scope', f.scope, 'scopeId', f.scope_id,
+        'dependsOn', f.depends_on, 'derivedFacts', f.derived_facts, 'needsReview', f.needs_review,
+        'isConstraint', f.is_constraint, 'constraintType', f.constraint_type)
+$$;
+COMMENT ON FUNCTION cscp._http_fact(cscp.fact) IS 'Internal: a fact as JSON for the gateway (camelCase keys)';
+
+CREATE FUNCTION cscp.http_fact_write(auth text, subject_id text, content_type text, body text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    hint constant text := 'Send {"key": "...", "value": <JSON>, "factId", "source", "supersedes", "scope", "scopeId", "dependsOn", "isConstraint", "constraintType", "memoryType"}, all but key and value optional.';
+    a record;
+    b record;
+    f cscp.fact;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    a := cscp._http_auth(auth, 'facts:write');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    b := cscp._http_body(content_type, body, true, true, hint);
+    IF b.doc IS NULL THEN
+        RETURN b.failure;
+    END IF;
+    IF NOT b.doc ? 'value' THEN
+        RETURN cscp._http_error(400, 'missing_field', 'field "value" is required', '22023', hint);
+    END IF;
+    r := coalesce(cscp._http_field(b.doc, 'key', 'string', true, hint),
+                  cscp._http_field(b.doc, 'factId', 'string', false, hint),
+                  cscp._http_field(b.doc, 'source', 'object', false, hint),
+                  cscp._http_field(b.doc, 'supersedes', 'string', false, hint),
+                  cscp._http_field(b.doc, 'scope', 'string', false, hint),
+                  cscp._http_field(b.doc, 'scopeId', 'string', false, hint),
+                  cscp._http_field(b.doc, 'dependsOn', 'array', false, hint),
+                  cscp._http_field(b.doc, 'isConstraint', 'boolean', false, hint),
+                  cscp._http_field(b.doc, 'constraintType', 'string', false, hint),
+                  cscp._http_field(b.doc, 'memoryType', 'string', false, hint));
+    IF r.status IS NOT NULL THEN
+        RETURN r;
+    END IF;
+    IF pg_catalog.jsonb_path_exists(coalesce(b.doc -> 'dependsOn', '[]'), '$[*] ? (@.type() != "string")') THEN
+        RETURN cscp._http_error(400, 'invalid_parameter', 'field "dependsOn" must be an array of strings',
+                                '22023', hint);
+    END IF;
+    BEGIN
+        f := cscp.fact_write(a.tenant_id, subject_id, b.doc ->> 'factId', b.doc ->> 'key', b.doc -> 'value',
+                             coalesce(nullif(b.doc -> 'source', 'null'), '{"type": "conversation"}'),
+                             b.doc ->> 'supersedes', coalesce(b.doc ->> 'scope', 'global'), b.doc ->> 'scopeId',
+                             ARRAY(SELECT pg_catalog.jsonb_array_elements_text(coalesce(nullif(b.doc -> 'dependsOn', 'null'), '[]'))),
+                             coalesce((nullif(b.doc -> 'isConstraint', 'null'))::boolean, false),
+                             b.doc ->> 'constraintType', b.doc ->> 'memoryType');
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    RETURN ROW(201,
+               pg_catalog.jsonb_build_object('Location', '/v1/subjects/' || cscp._http_segment(subject_id)
+                                                         || '/facts/' || cscp._http_segment(f.fact_id)),
+               cscp._http_fact(f))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_fact_write(text, text, text, text) IS
+  'POST /v1/subjects/{subject_id}/facts: cscp.fact_write for the bearer key''s tenant (supersession, authority, dependencies as in SQL); 201 with the fact';
+
+CREATE FUNCTION cscp.http_fact_current(auth text, subject_id text, fact_id text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    a record;
+    f cscp.fact;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    a := cscp._http_auth(auth, 'facts:read');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    BEGIN
+        -- An unknown fact is not found (fact_current refuses it as bad input, 22023).
+        PERFORM FROM cscp.fact x
+         WHERE x.tenant_id = a.tenant_id AND x.subject_id = http_fact_current.subject_id
+           AND x.fact_id = http_fact_current.fact_id;
+        IF NOT FOUND THEN
+            RETURN cscp._http_error(404, 'not_found', 'no such fact', 'P0002', NULL);
+        END IF;
+        f := cscp.fact_current(a.tenant_id, subject_id, fact_id);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    IF f.fact_id IS NULL THEN
+        RETURN cscp._http_error(404, 'not_found', 'no such fact', 'P0002', NULL);
+    END IF;
+    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb, cscp._http_fact(f))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_fact_current(text, text, text) IS
+  'GET /v1/subjects/{subject_id}/facts/{fact_id}: the head of the fact''s supersession chain, or 404';
+
+CREATE FUNCTION cscp.http_build_context(auth text, subject_id text, content_type text, body text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    hint constant text := 'Send {"sessionId": "...", "query": "...", "tokenBudget": <n>, "taskId": "..."}, all but sessionId optional.';
+    a record;
+    b record;
+    ctx jsonb;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    a := cscp._http_auth(auth, 'facts:read');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    b := cscp._http_body(content_type, body, true, true, hint);
+    IF b.doc IS NULL THEN
+        RETURN b.failure;
+    END IF;
+    r := coalesce(cscp._http_field(b.doc, 'sessionId', 'string', true, hint),
+                  cscp._http_field(b.doc, 'query', 'string', false, hint),
+                  cscp._http_field(b.doc, 'tokenBudget', 'integer', false, hint),
+                  cscp._http_field(b.doc, 'taskId', 'string', false, hint));
+    IF r.status IS NOT NULL THEN
+        RETURN r;
+    END IF;
+    BEGIN
+        ctx := cscp.build_context(a.tenant_id, subject_id, b.doc ->> 'sessionId', b.doc ->> 'query',
+                                  (b.doc ->> 'tokenBudget')::int, b.doc ->> 'taskId');
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb, ctx)::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_build_context(text, text, text, text) IS
+  'POST /v1/subjects/{subject_id}/context: cscp.build_context for an agent (identity, environment, valid facts, working set within a token budget)';
+
+CREATE FUNCTION cscp.grant_gateway(role name) RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    r regrole := cscp._role(role);
+    f regprocedure;
+BEGIN
+    IF EXISTS (SELECT FROM pg_catalog.pg_roles g WHERE g.oid = r AND (g.rolsuper OR g.rolbypassrls)) THEN
+        RAISE EXCEPTION 'role "%" bypasses row-level security', role
+            USING ERRCODE = '22023',
+                  DETAIL = 'A superuser or a role with BYPASSRLS holds every tenant''s rights.',
+                  HINT = 'Create a role of its own for the gateway: CREATE ROLE name LOGIN.';
+    END IF;
+    EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA cscp TO %s', r);
+    -- Through a PL/Proxy proxy (shard.sql), each call first sets the caller's settings.
+    IF pg_catalog.to_regprocedure('cscp._proxy_session(text, text, anyelement)') IS NOT NULL THEN
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION cscp._proxy_session(text, text, anyelement) TO %s', r);
+    END IF;
+    -- Every endpoint: the SECURITY DEFINER functions named http_*, and nothing else.
+    FOR f IN
+        SELECT p.oid FROM pg_catalog.pg_proc p
+         WHERE p.pronamespace = 'cscp'::regnamespace AND p.proname LIKE 'http\_%' AND p.prosecdef
+    LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s', f, r);
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION cscp.grant_gateway(name) IS
+  'Let a role run the HTTPS gateway: call the cscp.http_* endpoint functions, which check each request''s API key, and nothing else';
