@@ -154,7 +154,7 @@ RETURNS SETOF boolean
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ALL;
-    SELECT * FROM cscp._api_key_store(cscp._proxy_session(_tenant, _clock, tenant_id), label, key_hash,
+    SELECT * FROM cscp._api_key_store(cscp.proxy_session(_tenant, _clock, tenant_id), label, key_hash,
                                       scopes, expires_at);
 $f$;
 

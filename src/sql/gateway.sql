@@ -168,8 +168,8 @@ CREATE FUNCTION cscp.api_key_revoke(tenant_id text, label text) RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 AS $$
 BEGIN
-    PERFORM cscp._tenant(api_key_revoke.tenant_id);
-    PERFORM cscp._id('label', api_key_revoke.label);
+    PERFORM cscp.check_tenant(api_key_revoke.tenant_id);
+    PERFORM cscp.check_id('label', api_key_revoke.label);
     UPDATE cscp.api_key k SET revoked_at = cscp.now()
      WHERE k.tenant_id = api_key_revoke.tenant_id AND k.label = api_key_revoke.label
        AND k.revoked_at IS NULL;
@@ -196,8 +196,8 @@ RETURNS TABLE(namespace text, updated_at timestamptz, expires_at timestamptz)
 LANGUAGE plpgsql STABLE
 AS $$
 BEGIN
-    PERFORM cscp._tenant(doc_list.tenant_id);
-    PERFORM cscp._id('session_id', doc_list.session_id);
+    PERFORM cscp.check_tenant(doc_list.tenant_id);
+    PERFORM cscp.check_id('session_id', doc_list.session_id);
     RETURN QUERY
         SELECT d.namespace, d.updated_at, d.expires_at FROM cscp.document d
          WHERE d.tenant_id = doc_list.tenant_id AND d.session_id = doc_list.session_id
@@ -1223,8 +1223,8 @@ BEGIN
     END IF;
     EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA cscp TO %s', r);
     -- Through a PL/Proxy proxy (shard.sql), each call first sets the caller's settings.
-    IF pg_catalog.to_regprocedure('cscp._proxy_session(text, text, anyelement)') IS NOT NULL THEN
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION cscp._proxy_session(text, text, anyelement) TO %s', r);
+    IF pg_catalog.to_regprocedure('cscp.proxy_session(text, text, anyelement)') IS NOT NULL THEN
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION cscp.proxy_session(text, text, anyelement) TO %s', r);
     END IF;
     -- Every endpoint: the SECURITY DEFINER functions named http_*, and nothing else.
     FOR f IN

@@ -248,6 +248,7 @@ BEGIN
     -- Administration and operator inspection are not the application's.
     EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.grant_app(name, text[]), cscp.grant_operator(name, text[]), '
                    'cscp.revoke_app(name), cscp.revoke_operator(name), cscp.grant_gateway(name), '
+                   'cscp.api_key_create(text, text, text[], timestamptz), cscp.api_key_revoke(text, text), '
                    'cscp.show_active_context(text, text), cscp.inspect_active_context(text, text), '
                    'cscp.inspect_command_lifecycle(text, text), cscp.check_invariants(text) FROM %s', r);
     -- Nor a shard's place in a scale-out deployment (shard.sql).
