@@ -980,9 +980,14 @@ run(SPIPlanPtr plan, Datum *args, const char *nulls, bool read_only, int expecte
 	return SPI_tuptable;
 }
 
+/* Lock tag class of idempotency keys and answered message ids (pg_locks.objsubid). */
+#define CSCP_LOCKTAG_KEY	0x636b	/* "ck" */
+
 /*
  * Take the transaction advisory lock that serialises every use of key in
- * tenant (cscp._key_lock's: hashtext(tenant || chr(1) || key)).
+ * tenant: class CSCP_LOCKTAG_KEY, its key the SHA-256 of tenant, NUL and
+ * key (cscp_hash_lock), so that no tenant can choose keys whose lock
+ * another tenant's submits or answers wait on.
  */
 void
 cscp_key_lock(text *tenant, const char *key, int keylen)
@@ -991,12 +996,10 @@ cscp_key_lock(text *tenant, const char *key, int keylen)
 
 	initStringInfo(&buf);
 	appendBinaryStringInfo(&buf, VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant));
-	appendStringInfoChar(&buf, '\001');
+	appendStringInfoChar(&buf, '\0');
 	appendBinaryStringInfo(&buf, key, keylen);
-	DirectFunctionCall2(pg_advisory_xact_lock_int4, Int32GetDatum(1668506480),
-						DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
-												PointerGetDatum(cstring_to_text_with_len(buf.data,
-																						 buf.len))));
+	(void) cscp_hash_lock(CSCP_LOCKTAG_KEY, buf.data, buf.len, ExclusiveLock);
+	pfree(buf.data);
 }
 
 /*

@@ -25,6 +25,7 @@
 #include "utils/jsonb.h"
 #include "utils/uuid.h"
 #include "executor/spi.h"
+#include "storage/lock.h"
 
 /* Longest id (tenant, conversation, actor, session, ...) we accept, in bytes. */
 #define CSCP_MAX_ID_BYTES 256
@@ -342,6 +343,7 @@ extern void cscp_keyed_hash(char use, const char *part1, int len1, const char *p
 extern int32 cscp_keyed_hash32(char use, const char *part1, int len1, const char *part2,
 							   int len2);
 extern char *cscp_notify_tag_of(const char *tenant);
+extern LockAcquireResult cscp_hash_lock(uint16 class, const char *data, size_t len, LOCKMODE mode);
 
 /* routing.c */
 extern int32 cscp_routing_hash_text(text *conversation_id);

@@ -110,23 +110,6 @@ cscp_forget_hash(const char *tenant_id, const char *kind, const char *id)
 	return cscp_sha256_hex(buf.data, buf.len);
 }
 
-/* Take, until commit, the advisory lock of class and the first 8 bytes of data's SHA-256. */
-static LockAcquireResult
-forget_lock_tag(uint16 class, const char *data, size_t len, LOCKMODE mode)
-{
-	uint8		digest[PG_SHA256_DIGEST_LENGTH];
-	LOCKTAG		tag;
-
-	cscp_sha256(data, len, digest);
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId,
-						 ((uint32) digest[0] << 24) | ((uint32) digest[1] << 16) |
-						 ((uint32) digest[2] << 8) | (uint32) digest[3],
-						 ((uint32) digest[4] << 24) | ((uint32) digest[5] << 16) |
-						 ((uint32) digest[6] << 8) | (uint32) digest[7],
-						 class);
-	return LockAcquire(&tag, mode, false, false);
-}
-
 /*
  * Take the lock of an id: exclusive for its erasure (with its tenant's in
  * ShareLock mode), shared for a write of it; a write in a transaction that
@@ -141,8 +124,8 @@ forget_lock(const char *tenant_id, const char *kind, const char *id, bool exclus
 	if (exclusive)
 	{
 		forget_key(&buf, tenant_id, kind, id);
-		(void) forget_lock_tag(CSCP_LOCKTAG_FORGET_ID, buf.data, buf.len, ExclusiveLock);
-		(void) forget_lock_tag(CSCP_LOCKTAG_FORGET_TENANT, tenant_id, strlen(tenant_id),
+		(void) cscp_hash_lock(CSCP_LOCKTAG_FORGET_ID, buf.data, buf.len, ExclusiveLock);
+		(void) cscp_hash_lock(CSCP_LOCKTAG_FORGET_TENANT, tenant_id, strlen(tenant_id),
 							   ShareLock);
 		pfree(buf.data);
 		return;
@@ -155,12 +138,12 @@ forget_lock(const char *tenant_id, const char *kind, const char *id, bool exclus
 	}
 	if (forget_id_locks >= CSCP_FORGET_ID_LOCKS)
 	{
-		(void) forget_lock_tag(CSCP_LOCKTAG_FORGET_TENANT, tenant_id, strlen(tenant_id),
+		(void) cscp_hash_lock(CSCP_LOCKTAG_FORGET_TENANT, tenant_id, strlen(tenant_id),
 							   RowExclusiveLock);
 		return;
 	}
 	forget_key(&buf, tenant_id, kind, id);
-	if (forget_lock_tag(CSCP_LOCKTAG_FORGET_ID, buf.data, buf.len, ShareLock) !=
+	if (cscp_hash_lock(CSCP_LOCKTAG_FORGET_ID, buf.data, buf.len, ShareLock) !=
 		LOCKACQUIRE_ALREADY_HELD)
 		forget_id_locks++;
 	pfree(buf.data);

@@ -193,3 +193,25 @@ cscp_notify_tag_of(const char *tenant)
 	tag[CSCP_NOTIFY_TAG_BYTES * 2] = '\0';
 	return tag;
 }
+
+/*
+ * Take, until commit, the advisory lock of class (pg_locks.objsubid; the
+ * SQL advisory locks use 1 and 2) whose 64-bit key is the first 8 bytes of
+ * data's SHA-256: a lock per id that no two tenants share by chance (2^-64)
+ * and nobody can make them share, as a 32-bit or unkeyed hash could.
+ */
+LockAcquireResult
+cscp_hash_lock(uint16 class, const char *data, size_t len, LOCKMODE mode)
+{
+	uint8		digest[PG_SHA256_DIGEST_LENGTH];
+	LOCKTAG		tag;
+
+	cscp_sha256(data, len, digest);
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId,
+						 ((uint32) digest[0] << 24) | ((uint32) digest[1] << 16) |
+						 ((uint32) digest[2] << 8) | (uint32) digest[3],
+						 ((uint32) digest[4] << 24) | ((uint32) digest[5] << 16) |
+						 ((uint32) digest[6] << 8) | (uint32) digest[7],
+						 class);
+	return LockAcquire(&tag, mode, false, false);
+}

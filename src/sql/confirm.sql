@@ -64,10 +64,12 @@ BEGIN
         RAISE EXCEPTION 'decision must not be null'
             USING ERRCODE = '22023', HINT = 'Pass true for yes, false for no.';
     END IF;
-    -- One answer per message: the advisory lock of (tenant, 'approve', conversation, message).
-    PERFORM pg_catalog.pg_advisory_xact_lock(1668506480,   -- 'cscp'
-                pg_catalog.hashtext(tenant_id || chr(1) || 'approve' || chr(1) || conversation_id
-                                    || chr(1) || message_id));
+    -- One answer per message: the advisory lock of (tenant, 'approve', conversation, message),
+    -- keyed by 64 bits of its SHA-256, so that no tenant can choose ids whose lock another
+    -- tenant's answers wait on.
+    PERFORM pg_catalog.pg_advisory_xact_lock(('x' || pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(
+                pg_catalog.convert_to(tenant_id || chr(1) || 'approve' || chr(1) || conversation_id
+                                      || chr(1) || message_id, 'UTF8')), 'hex'), 16))::bit(64)::bigint);
 
     IF command_id IS NOT NULL THEN
         SELECT x.context_id INTO v_context FROM cscp.command x

@@ -274,11 +274,13 @@ BEGIN
         -- Writers by key queue on the key: two first writes of a key under supersede_same_key
         -- would otherwise both find no valid fact and leave two (after which every write by
         -- that key is refused), and the second of two replacements would find its candidate
-        -- superseded (55000).  Locks: the key (advisory), then the fact superseded (trigger).
-        PERFORM pg_catalog.pg_advisory_xact_lock(1668506480,   -- 'cscp'
-                    pg_catalog.hashtext(concat_ws(chr(1), 'fact', fact_write.tenant_id,
-                                                  fact_write.subject_id, v_by_key, v_scope::text,
-                                                  fact_write.scope_id)));
+        -- superseded (55000).  Locks: the key (advisory, 64 bits of its SHA-256, so that no
+        -- tenant can choose keys whose lock another tenant waits on), then the fact superseded
+        -- (trigger).
+        PERFORM pg_catalog.pg_advisory_xact_lock(('x' || pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(
+                    pg_catalog.convert_to(concat_ws(chr(1), 'fact', fact_write.tenant_id,
+                                                    fact_write.subject_id, v_by_key, v_scope::text,
+                                                    fact_write.scope_id), 'UTF8')), 'hex'), 16))::bit(64)::bigint);
         SELECT array_agg(f.fact_id ORDER BY f.fact_id COLLATE "C") INTO v_candidates FROM cscp.fact f
          WHERE f.tenant_id = fact_write.tenant_id AND f.subject_id = fact_write.subject_id
            AND f.key = v_by_key AND f.is_valid

@@ -2,9 +2,9 @@
 -- routing ids are keyed hashes whose key the role cannot read or set; notification tags are
 -- keyed per tenant and given only for the session's tenant; evidence ids are times, not a
 -- counter every tenant shares; an erasure locks its own (tenant, id), not what another tenant's
--- writes of the same id lock.
+-- writes of the same id lock; a submit's idempotency-key lock is likewise its own tenant's.
 BEGIN;
-SELECT plan(27);
+SELECT plan(30);
 
 CREATE ROLE tap_side_a;
 SELECT cscp.grant_app('tap_side_a');
@@ -117,6 +117,23 @@ SELECT is((SELECT count(*) FROM erase_locks el
             WHERE el.key1 = ('x' || encode(substr(sha256(convert_to('conversation', 'UTF8') || '\x00'::bytea
                      || convert_to('side-b', 'UTF8') || '\x00'::bytea || convert_to('wa:+351910000001', 'UTF8')), 1, 4), 'hex'))::bit(32)::bigint),
           0::bigint, 'and not the lock another tenant''s write of the same conversation id takes');
+
+-- Idempotency keys: the submit's lock is keyed by 64 bits of the SHA-256 of tenant NUL key (class
+-- 25451, "ck"), so no tenant can choose keys whose lock another tenant's submits wait on (a
+-- 32-bit hashtext of tenant and key could be made to collide offline).
+SELECT lives_ok($$SELECT cscp.context_open('side-a', 'conv-key', 'ana')$$, 'the role opens a context');
+SELECT lives_ok($$SELECT cscp.command_submit('side-a', 'conv-key', 'ana', 'key-1', 'lookup', false, '{m-1}')$$,
+                'the role submits a command');
+CREATE TEMP TABLE key_locks AS
+SELECT l.classid::bigint AS key1, l.objid::bigint AS key2
+  FROM pg_locks l WHERE l.locktype = 'advisory' AND l.objsubid = 25451 AND l.pid = pg_backend_pid()
+   AND l.mode = 'ExclusiveLock';
+SELECT is((SELECT count(*) FROM key_locks k
+            WHERE k.key1 = ('x' || encode(substr(sha256(convert_to('side-a', 'UTF8') || '\x00'::bytea
+                     || convert_to('key-1', 'UTF8')), 1, 4), 'hex'))::bit(32)::bigint
+              AND k.key2 = ('x' || encode(substr(sha256(convert_to('side-a', 'UTF8') || '\x00'::bytea
+                     || convert_to('key-1', 'UTF8')), 5, 4), 'hex'))::bit(32)::bigint),
+          1::bigint, 'the submit holds the lock of its own (tenant, idempotency key)');
 
 RESET cscp.tenant_id;
 RESET ROLE;
