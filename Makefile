@@ -29,6 +29,7 @@ OBJS = \
 	src/context_api.o \
 	src/document.o \
 	src/command_fsm.o \
+	src/frame.o \
 	src/command_api.o \
 	src/confirm.o \
 	src/approve.o \
