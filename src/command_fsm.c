@@ -621,6 +621,18 @@ record_transition(CmdRow r, CommandState from, CommandState to,
 	cscp_notify_transition(e.tenant_id, "command", e.command_id, e.from_state, e.to_state);
 }
 
+static const char *const recovery_kinds[] = {"retry", "cancel", "reprocess", "compensate", NULL};
+
+/* Whether kind is one of recovery_kinds. */
+static bool
+is_recovery_kind(const char *kind)
+{
+	for (int i = 0; recovery_kinds[i] != NULL; i++)
+		if (strcmp(kind, recovery_kinds[i]) == 0)
+			return true;
+	return false;
+}
+
 /*
  * The snapshot and recovery rules of a new command (tuple, born in state):
  * a recovery names a command of its conversation and actor, a compensate
@@ -632,7 +644,8 @@ static void
 insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 {
 	CommandFacts c = {0};
-	bool		kindnull;
+	bool		kindnull,
+				targetnull;
 	Datum		kind;
 	char	   *detail = NULL;
 	const char *why;
@@ -645,7 +658,9 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 	c.row = tuple;
 	c.desc = desc;
 	kind = fact_col(&c, "recovery_kind", &kindnull);
-	if (!kindnull)
+	(void) fact_col(&c, "target_command_id", &targetnull);
+	/* An unknown kind or a missing target is the column rules' to refuse (23514). */
+	if (!kindnull && !targetnull && is_recovery_kind(TextDatumGetCString(kind)))
 	{
 		SnapshotFacts f = snapshot_facts(&c);
 
@@ -890,8 +905,6 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	record_transition(nw, c.state, to, now, NULL, NULL);
 	return form_like(newtup, desc, nw);
 }
-
-static const char *const recovery_kinds[] = {"retry", "cancel", "reprocess", "compensate", NULL};
 
 static CscpRowRules rules = {
 	.table = "cscp.command",
