@@ -373,7 +373,7 @@ CREATE FUNCTION cscp.check_invariants(tenant_id text DEFAULT NULL::text) RETURNS
 LANGUAGE sql VOLATILE AS $f$
     SELECT * FROM cscp_proxy.check_invariants(cscp_proxy.tenant(), cscp_proxy.clock(), $1)
 $f$;
-COMMENT ON FUNCTION cscp.check_invariants(tenant_id text) IS 'One row per violated invariant (of one tenant, or of all): multiple_live_contexts, unlisted_live_context, unlisted_retired_context, unlisted_command, unexplained_command_state, start_without_confirmation, start_without_authorization, broken_evidence_chain, turn_index_gap, valid_fact_with_valid_successor, cyclic_fact_chain; empty when healthy (through the proxy: rows)';
+COMMENT ON FUNCTION cscp.check_invariants(tenant_id text) IS 'One row per violated invariant (of one tenant, or of all): multiple_live_contexts, unlisted_live_context, unlisted_retired_context, unlisted_command, unexplained_command_state, start_without_confirmation, start_without_authorization, broken_evidence_chain, turn_index_gap, valid_fact_with_valid_successor, cyclic_fact_chain, foreign_pending_slot, confirmed_without_answer, moved_after_context_ended, unbounded_expiry, frame_hash_mismatch, unframed_command, invalid_recovery; empty when healthy (through the proxy: rows)';
 
 -- command_recover: id on target_command_id
 CREATE FUNCTION cscp_proxy.command_recover(_tenant text, _clock text, target_command_id uuid, kind text, idempotency_key text, payload jsonb) RETURNS TABLE(command_id uuid, state cscp.command_state, replayed boolean, outcome jsonb)

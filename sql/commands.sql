@@ -563,8 +563,10 @@ SET cscp.clock = '2026-03-01 15:00:00+00';
 SELECT r.s, st.state, st.terminal, st.reason_code, st.next_allowed, st.recovery_options,
        st.outcome ->> 'state' AS outcome_state
   FROM reach r, cscp.command_status(r.id) st ORDER BY r.s;
--- A mutating command in canonicalized may not go to authz_pending (not confirmed); an executed
--- command may not be compensated until a compensation has executed.
+-- A mutating command in canonicalized may not go to authz_pending (not confirmed), nor, when it
+-- was inserted directly with no context, frame or message ids, to confirmation_required
+-- (snapshot_missing); an executed command may not be compensated until a compensation has
+-- executed.
 SELECT next_allowed FROM cscp.command_status((SELECT command_id FROM cscp.command WHERE idempotency_key = 'inv-1:k'));
 SELECT next_allowed FROM cscp.command_status((SELECT target FROM comp2));
 SELECT try($$SELECT cscp.command_status(NULL)$$);

@@ -203,6 +203,82 @@ SELECT * FROM pg_temp.found();
 SELECT try($$SELECT cscp.fact_current('inv', 'alice', 'home-2')$$);
 ROLLBACK;
 
+-- foreign_pending_slot: bob's context in conv-2 made to wait for alice's command of conv-1.
+BEGIN;
+SET LOCAL session_replication_role = replica;
+UPDATE cscp.context
+   SET slots = slots || jsonb_build_object('pending_confirmation',
+                            jsonb_build_object('command_id', pg_temp.cmd('pay'), 'idempotency_key', 'pay',
+                                               'target_fingerprint', NULL, 'expires_at', '2026-06-01T09:05:00Z'))
+ WHERE tenant_id = 'inv' AND conversation_id = 'conv-2';
+SELECT * FROM pg_temp.found();
+ROLLBACK;
+
+-- confirmed_without_answer: the yes that confirmed a command erased.
+BEGIN;
+DELETE FROM cscp.answer WHERE tenant_id = 'inv' AND command_id = pg_temp.cmd('pay');
+SELECT * FROM pg_temp.found();
+ROLLBACK;
+
+-- moved_after_context_ended: the context of conv-1 made to have expired before its commands
+-- moved on (every step to confirmed, authz_pending, authorized or started is then late).
+BEGIN;
+SET LOCAL session_replication_role = replica;
+UPDATE cscp.context SET expires_at = cscp.now() - interval '1 minute'
+ WHERE tenant_id = 'inv' AND conversation_id = 'conv-1';
+SELECT kind, count(*) FROM pg_temp.found() GROUP BY kind ORDER BY kind;
+SELECT detail FROM pg_temp.found() WHERE detail LIKE 'evidence seq 3 records confirmation_required%' LIMIT 1;
+ROLLBACK;
+
+-- unbounded_expiry: a live context that never expires, a document beyond max_ttl (30 days by
+-- default), a working-set item that never expires.
+BEGIN;
+SET LOCAL session_replication_role = replica;
+UPDATE cscp.context SET expires_at = 'infinity' WHERE tenant_id = 'inv' AND conversation_id = 'conv-2';
+INSERT INTO cscp.document (tenant_id, session_id, namespace, payload, expires_at)
+VALUES ('inv', 's-1', 'cart', '{}', cscp.now() + interval '1 year');
+INSERT INTO cscp.working_set (tenant_id, session_id, key, value, expires_at)
+VALUES ('inv', 's-1', 'focus', '1', 'infinity');
+SELECT * FROM pg_temp.found();
+ROLLBACK;
+
+-- frame_hash_mismatch: a frame rewritten (its generated hash follows the state, so the command's
+-- context_ref no longer matches it); a stored hash that is not its state's.
+BEGIN;
+SET LOCAL session_replication_role = replica;
+UPDATE cscp.frame SET state = state || '{"status": "forged"}'
+ WHERE tenant_id = 'inv' AND frame_id = (SELECT frame_id FROM cscp.command WHERE command_id = pg_temp.cmd('pay'));
+SELECT * FROM pg_temp.found();
+ROLLBACK;
+BEGIN;
+ALTER TABLE cscp.frame ALTER COLUMN context_hash DROP EXPRESSION;
+SET LOCAL session_replication_role = replica;
+UPDATE cscp.frame SET context_hash = 'sha256:00'
+ WHERE tenant_id = 'inv' AND frame_id = (SELECT frame_id FROM cscp.command WHERE command_id = pg_temp.cmd('ping-1'));
+SELECT * FROM pg_temp.found();
+ROLLBACK;
+
+-- unframed_command: a mutating command that ran, its frame taken away.
+BEGIN;
+SET LOCAL session_replication_role = replica;
+UPDATE cscp.command SET frame_id = NULL, context_ref = NULL WHERE command_id = pg_temp.cmd('pay');
+SELECT * FROM pg_temp.found();
+ROLLBACK;
+
+-- invalid_recovery: a compensation that skipped confirmation (not mutating); a recovery aimed
+-- at a command of another conversation.
+BEGIN;
+SET LOCAL session_replication_role = replica;
+UPDATE cscp.command SET mutating = false WHERE command_id = pg_temp.cmd('undo-pay');
+SELECT * FROM pg_temp.found();
+ROLLBACK;
+BEGIN;
+SELECT state FROM cscp.command_submit('inv', 'conv-2', 'bob', 'bob-1', 'lookup', false, '{m20}');
+SET LOCAL session_replication_role = replica;
+UPDATE cscp.command SET target_command_id = pg_temp.cmd('bob-1') WHERE command_id = pg_temp.cmd('undo-pay');
+SELECT * FROM pg_temp.found();
+ROLLBACK;
+
 -- Another tenant's violation is not this tenant's; a call for every tenant finds it.
 BEGIN;
 SELECT (cscp.fact_write('inv-other', 'carol', 'x-1', 'k', '1')).is_valid;

@@ -434,7 +434,8 @@ lock_command(Datum command_id, TupleDesc *desc)
 	cscp_spi_plan(&plan,
 				  "SELECT x.tenant_id, x.command_id, x.conversation_id, x.state, x.mutating,"
 				  "       x.auto_confirm, x.confirmed_at, x.authorized_at, x.window_expires_at,"
-				  "       x.message_ids, x.context_ref"
+				  "       x.message_ids, x.context_ref, x.actor_id, x.context_id, x.frame_id,"
+				  "       x.recovery_kind, x.target_command_id"
 				  "  FROM cscp.command x WHERE x.command_id = $1 FOR UPDATE",
 				  1, argtypes);
 	if (SPI_execute_plan(plan, &command_id, NULL, false, 0) != SPI_OK_SELECT)

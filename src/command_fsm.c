@@ -133,6 +133,8 @@ typedef struct CommandFacts
 	bool		window_closed;	/* its confirmation or approval window has passed */
 	Datum		tenant_id;		/* text */
 	Datum		command_id;		/* uuid */
+	HeapTuple	row;			/* the row, for snapshot_refusal, or NULL */
+	TupleDesc	desc;			/* its descriptor */
 } CommandFacts;
 
 /* Whether an executed compensate recovery aims at the command. */
@@ -164,6 +166,140 @@ compensation_executed(CommandFacts *c)
 	found = SPI_processed > 0;
 	SPI_finish();
 	return found;
+}
+
+/* Column name of c's row, or (Datum) 0 with *isnull set when null. */
+static Datum
+fact_col(CommandFacts *c, const char *name, bool *isnull)
+{
+	return heap_getattr(c->row, cscp_column(c->desc, "cscp.command", name), c->desc, isnull);
+}
+
+/*
+ * What snapshot_refusal learns of a command's frame and recovery target, by
+ * one statement with the caller's rights: whether the frame it names
+ * exists, whether that frame is its context's as command_submit records it
+ * (same conversation and context, hash of its state, the command's
+ * context_ref, tenant, conversation, actor and message ids), whether the
+ * recovery target is of its conversation and actor, and whether its
+ * recovery kind applies to the target now.
+ */
+typedef struct SnapshotFacts
+{
+	bool		has_frame;
+	bool		frame_ok;
+	bool		target_ok;
+	bool		applies;
+} SnapshotFacts;
+
+static SnapshotFacts
+snapshot_facts(CommandFacts *c)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[10] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, UUIDOID, UUIDOID,
+	JSONBOID, TEXTARRAYOID, TEXTOID, UUIDOID};
+	static const char *const names[8] = {"conversation_id", "actor_id", "context_id", "frame_id",
+	"context_ref", "message_ids", "recovery_kind", "target_command_id"};
+	Datum		args[10];
+	char		nulls[10];
+	SnapshotFacts f;
+	bool		isnull;
+
+	args[0] = c->tenant_id;
+	args[1] = c->command_id;
+	nulls[0] = nulls[1] = ' ';
+	for (int i = 0; i < 8; i++)
+	{
+		args[i + 2] = fact_col(c, names[i], &isnull);
+		nulls[i + 2] = isnull ? 'n' : ' ';
+	}
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "SELECT f.frame_id IS NOT NULL,"
+				  "       coalesce(f.conversation_id = $3 AND f.context_id = $5"
+				  "                AND f.context_hash = cscp.canonical_hash(f.state)"
+				  "                AND $7->>'frame_id' = $6::text AND $7->>'context_id' = $5::text"
+				  "                AND $7->>'context_hash' = f.context_hash"
+				  "                AND f.state->>'tenant_id' = $1 AND f.state->>'conversation_id' = $3"
+				  "                AND f.state->>'actor_id' = $4"
+				  "                AND CASE WHEN jsonb_typeof(f.state->'message_ids') = 'array'"
+				  "                         THEN f.state->'message_ids' ="
+				  "                              to_jsonb($8[1:jsonb_array_length(f.state->'message_ids')])"
+				  "                         ELSE false END, false),"
+				  "       coalesce(t.conversation_id = $3 AND t.actor_id = $4, false),"
+				  "       coalesce(CASE $9 WHEN 'retry' THEN t.state = 'failed'"
+				  "                WHEN 'reprocess' THEN t.state IN ('rejected', 'failed', 'canceled')"
+				  "                WHEN 'compensate' THEN t.state IN ('executed', 'failed')"
+				  "                WHEN 'cancel' THEN t.state = 'canceled'"
+				  "                                   AND t.detail->>'recovery_command_id' = $2::text"
+				  "                END, false)"
+				  "  FROM (VALUES (1)) AS one (x)"
+				  "  LEFT JOIN cscp.frame f ON f.tenant_id = $1 AND f.frame_id = $6"
+				  "  LEFT JOIN cscp.command t ON t.tenant_id = $1 AND t.command_id = $10",
+				  10, types);
+	if (SPI_execute_plan(plan, args, nulls, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not look up the frame and target of a command");
+	f.has_frame = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	f.frame_ok = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	f.target_ok = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+	f.applies = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
+	SPI_finish();
+	return f;
+}
+
+/*
+ * Why a command may not leave canonicalized for a state that goes on (not
+ * rejected or canceled), as a reason code, or NULL: snapshot-on-execute
+ * needs a mutating command to carry its context, a frame that is its
+ * context's as command_submit records it, and its message ids; a frame a
+ * command names must match it, mutating or not; a recovery goes on only
+ * while its kind applies to its target (retry: failed; reprocess: rejected,
+ * failed or canceled; compensate: executed or failed; cancel: canceled by
+ * this very recovery).
+ */
+static const char *
+snapshot_refusal(CommandFacts *c, char **detail)
+{
+	SnapshotFacts f;
+	bool		ctxnull,
+				framenull,
+				idsnull,
+				kindnull;
+	Datum		ids;
+
+	if (c->row == NULL)
+		return NULL;
+	(void) fact_col(c, "context_id", &ctxnull);
+	(void) fact_col(c, "frame_id", &framenull);
+	ids = fact_col(c, "message_ids", &idsnull);
+	(void) fact_col(c, "recovery_kind", &kindnull);
+	if (c->mutating &&
+		(ctxnull || framenull || idsnull || ArrayGetNItems(ARR_NDIM(DatumGetArrayTypeP(ids)),
+														  ARR_DIMS(DatumGetArrayTypeP(ids))) == 0))
+	{
+		*detail = pstrdup("A mutating command goes on from canonicalized only with its context, "
+						  "the frame of that context's state and the ids of the messages it was formed from.");
+		return "snapshot_missing";
+	}
+	if (framenull && kindnull)
+		return NULL;
+	f = snapshot_facts(c);
+	if (!framenull && !f.frame_ok)
+	{
+		*detail = pstrdup(f.has_frame ?
+						  "The frame the command names is not its context's state as cscp.command_submit records it." :
+						  "The frame the command names does not exist.");
+		return "snapshot_mismatch";
+	}
+	if (!kindnull && (!f.target_ok || !f.applies))
+	{
+		*detail = pstrdup(f.target_ok ?
+						  "The recovery's kind does not apply to its target's state." :
+						  "The recovery's target is not a command of its conversation and actor.");
+		return "recovery_not_applicable";
+	}
+	return NULL;
 }
 
 /*
@@ -216,6 +352,13 @@ refusal(CommandFacts *c, CommandState to, char **detail)
 			*detail = pstrdup("A command starts only after it was authorized.");
 			return "not_authorized";
 		}
+	}
+	if (from == CMD_CANONICALIZED && to != CMD_REJECTED && to != CMD_CANCELED)
+	{
+		const char *why = snapshot_refusal(c, detail);
+
+		if (why != NULL)
+			return why;
 	}
 	if (to == CMD_COMPENSATED && !compensation_executed(c))
 	{
@@ -384,6 +527,8 @@ row_facts(CmdRow r, TupleDesc desc)
 		DatumGetTimestampTz(ROW_V(r, cols.window_expires_at)) <= cscp_now();
 	c.tenant_id = ROW_V(r, cols.tenant_id);
 	c.command_id = ROW_V(r, cols.command_id);
+	c.row = NULL;				/* the caller sets the tuple r came from */
+	c.desc = desc;
 	return c;
 }
 
@@ -474,6 +619,75 @@ record_transition(CmdRow r, CommandState from, CommandState to,
 	e.created_at = now;
 	cscp_evidence_append(&e);
 	cscp_notify_transition(e.tenant_id, "command", e.command_id, e.from_state, e.to_state);
+}
+
+static const char *const recovery_kinds[] = {"retry", "cancel", "reprocess", "compensate", NULL};
+
+/* Whether kind is one of recovery_kinds. */
+static bool
+is_recovery_kind(const char *kind)
+{
+	for (int i = 0; recovery_kinds[i] != NULL; i++)
+		if (strcmp(kind, recovery_kinds[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The snapshot and recovery rules of a new command (tuple, born in state):
+ * a recovery names a command of its conversation and actor, a compensate
+ * recovery is mutating (it goes through confirmation), and a command born
+ * in confirmation_required has left canonicalized, so snapshot_refusal
+ * judges it.
+ */
+static void
+insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
+{
+	CommandFacts c = {0};
+	bool		kindnull,
+				targetnull;
+	Datum		kind;
+	char	   *detail = NULL;
+	const char *why;
+
+	c.state = CMD_CANONICALIZED;
+	c.mutating = get_bool(tuple, desc, cols.mutating);
+	c.auto_confirm = get_bool(tuple, desc, cols.auto_confirm);
+	c.tenant_id = heap_getattr(tuple, cols.tenant_id, desc, &kindnull);
+	c.command_id = heap_getattr(tuple, cols.command_id, desc, &kindnull);
+	c.row = tuple;
+	c.desc = desc;
+	kind = fact_col(&c, "recovery_kind", &kindnull);
+	(void) fact_col(&c, "target_command_id", &targetnull);
+	/* An unknown kind or a missing target is the column rules' to refuse (23514). */
+	if (!kindnull && !targetnull && is_recovery_kind(TextDatumGetCString(kind)))
+	{
+		SnapshotFacts f = snapshot_facts(&c);
+
+		if (!f.target_ok)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("target_command_id of a recovery must name a command of its conversation and actor"),
+					 errdetail("No command of tenant \"%s\" with that id has conversation \"%s\" and the recovery's actor.",
+							   SPI_getvalue(tuple, desc, cols.tenant_id),
+							   SPI_getvalue(tuple, desc, cols.conversation_id)),
+					 errhint("Form recoveries with cscp.command_recover.")));
+		if (strcmp(TextDatumGetCString(kind), "compensate") == 0 && !c.mutating)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("a compensate recovery must be mutating"),
+					 errdetail("A compensation changes the world again, so the user confirms it."),
+					 errhint("Form recoveries with cscp.command_recover.")));
+	}
+	if (state != CMD_CONFIRMATION_REQUIRED)
+		return;
+	why = snapshot_refusal(&c, &detail);
+	if (why != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a new command cannot ask for confirmation (%s)", why),
+				 errdetail("%s", detail),
+				 errhint("Submit it with cscp.command_submit, then move it with cscp.command_transition.")));
 }
 
 /* The checks and defaults of INSERT; returns the tuple to store. */
@@ -570,6 +784,7 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	values[cols.version - 1] = Int64GetDatum(state == CMD_CONFIRMATION_REQUIRED ? 2 : 1);
 	repl[cols.version - 1] = true;
 	tuple = heap_modify_tuple(tuple, desc, values, nulls, repl);
+	insert_snapshot_check(tuple, desc, state);
 
 	if (state == CMD_CANONICALIZED || state == CMD_CONFIRMATION_REQUIRED)
 	{
@@ -596,6 +811,8 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	CommandState to = row_state(nw, desc);
 	const char *why;
 	char	   *detail = NULL;
+
+	c.row = oldtup;
 
 	for (int i = 0; i < (int) lengthof(fixed_columns); i++)
 	{
@@ -688,8 +905,6 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	record_transition(nw, c.state, to, now, NULL, NULL);
 	return form_like(newtup, desc, nw);
 }
-
-static const char *const recovery_kinds[] = {"retry", "cancel", "reprocess", "compensate", NULL};
 
 static CscpRowRules rules = {
 	.table = "cscp.command",
@@ -939,7 +1154,13 @@ facts_of_record(HeapTupleHeader rec, const char *argname, Oid *typoid)
 	TupleDesc	desc = lookup_rowtype_tupdesc(tupType, tupTypmod);
 
 	*typoid = TupleDescAttr(desc, SPI_fnumber(desc, "state") - 1)->atttypid;
+	c.desc = CreateTupleDescCopy(desc);
 	ReleaseTupleDesc(desc);
+	c.row = palloc0(sizeof(HeapTupleData));
+	c.row->t_len = HeapTupleHeaderGetDatumLength(rec);
+	ItemPointerSetInvalid(&c.row->t_self);
+	c.row->t_tableOid = InvalidOid;
+	c.row->t_data = rec;
 
 	cscp_record_require(rec, argname, required);
 	d = GetAttributeByName(rec, "state", &isnull);
@@ -992,6 +1213,8 @@ facts_of_row(HeapTuple row, TupleDesc desc)
 	c.window_closed = !isnull && DatumGetTimestampTz(d) <= cscp_now();
 	c.tenant_id = heap_getattr(row, cscp_column(desc, "cscp.command", "tenant_id"), desc, &isnull);
 	c.command_id = heap_getattr(row, cscp_column(desc, "cscp.command", "command_id"), desc, &isnull);
+	c.row = row;
+	c.desc = desc;
 	return c;
 }
 

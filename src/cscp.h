@@ -328,6 +328,8 @@ extern TimestampTz cscp_expiry(Jsonb *policy, TimestampTz start, const Interval 
 extern TimestampTz cscp_expiry_limit(Jsonb *policy, TimestampTz now);
 extern void cscp_check_stored_expiry(const char *tenant, const char *table, const char *column,
 									 TimestampTz expires_at, TimestampTz now);
+extern void cscp_check_not_expired(const char *table, HeapTuple oldtup, TupleDesc desc,
+								  int expires_col, TimestampTz now);
 extern bool cscp_policy_interval_ok(const Interval *iv, bool retention);
 
 /* evidence.c: ids of evidence and inspection rows */

@@ -40,6 +40,7 @@ cscp_doc_put(PG_FUNCTION_ARGS)
 {
 	static SPIPlanPtr plan = NULL;
 	static SPIPlanPtr update_plan = NULL;
+	static SPIPlanPtr purge_plan = NULL;
 	static const Oid types[6] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
 	Jsonb	   *payload = PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3);
 	TimestampTz now = cscp_now();
@@ -82,34 +83,41 @@ cscp_doc_put(PG_FUNCTION_ARGS)
 	 * Update first: a session's document is written again and again, and an
 	 * UPDATE of the existing row skips what an INSERT ... ON CONFLICT pays
 	 * before it finds the conflict (the BEFORE INSERT triggers, among them
-	 * the tombstone check and its lock).  Only a new document, or one that a
-	 * concurrent doc_delete removed first, falls through to the upsert, which
-	 * also settles a race between two first puts.
+	 * the tombstone check and its lock).  Only a live document is updated:
+	 * an expired one is deleted and the put starts a new one (the guard
+	 * refuses any UPDATE of an expired row, so expired data never comes
+	 * back).  A new document, one that a concurrent doc_delete removed
+	 * first, or an expired one falls through to the upsert, which also
+	 * settles a race between two first puts.
 	 */
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&update_plan,
 				  "UPDATE cscp.document AS d"
-				  "    SET payload = CASE WHEN d.expires_at <= $5 THEN $4"
-				  "                       ELSE d.payload || $4 END,"
-				  "        created_at = CASE WHEN d.expires_at <= $5 THEN $5 ELSE d.created_at END,"
+				  "    SET payload = d.payload || $4,"
 				  "        updated_at = $5,"
 				  "        expires_at = $6"
-				  "  WHERE d.tenant_id = $1 AND d.session_id = $2 AND d.namespace = $3",
+				  "  WHERE d.tenant_id = $1 AND d.session_id = $2 AND d.namespace = $3"
+				  "    AND d.expires_at > $5",
 				  6, types);
 	if (SPI_execute_plan(update_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not write a document");
 	found = SPI_processed > 0;
 	if (!found)
 	{
+		cscp_spi_plan(&purge_plan,
+					  "DELETE FROM cscp.document AS d"
+					  "  WHERE d.tenant_id = $1 AND d.session_id = $2 AND d.namespace = $3"
+					  "    AND d.expires_at <= $5",
+					  6, types);
+		if (SPI_execute_plan(purge_plan, args, NULL, false, 0) != SPI_OK_DELETE)
+			elog(ERROR, "could not write a document");
 		cscp_spi_plan(&plan,
 					  "INSERT INTO cscp.document AS d (tenant_id, session_id, namespace, payload,"
 					  "    created_at, updated_at, expires_at)"
 					  " VALUES ($1, $2, $3, $4, $5, $5, $6)"
 					  " ON CONFLICT (tenant_id, session_id, namespace) DO UPDATE"
-					  "    SET payload = CASE WHEN d.expires_at <= $5 THEN excluded.payload"
-					  "                       ELSE d.payload || excluded.payload END,"
-					  "        created_at = CASE WHEN d.expires_at <= $5 THEN $5 ELSE d.created_at END,"
+					  "    SET payload = d.payload || excluded.payload,"
 					  "        updated_at = $5,"
 					  "        expires_at = excluded.expires_at",
 					  6, types);
@@ -248,6 +256,8 @@ static HeapTuple
 document_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *updatedcols,
 				TimestampTz now)
 {
+	cscp_check_not_expired("cscp.document", oldtup, RelationGetDescr(rel),
+						   cscp_column(RelationGetDescr(rel), "cscp.document", "expires_at"), now);
 	document_check_expiry(rel, oldtup, newtup, now);
 	return newtup;
 }

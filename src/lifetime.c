@@ -23,7 +23,8 @@
  * direct writes of an expiry column are held to the same bound by the
  * tables' guard triggers
  * (cscp_check_stored_expiry; cscp.working_set's guard is here, the others
- * are the tables' own guards).
+ * are the tables' own guards).  A document or working-set item past its
+ * expiry is never updated (cscp_check_not_expired): only deleted.
  *
  *-------------------------------------------------------------------------
  */
@@ -258,6 +259,30 @@ cscp_check_stored_expiry(const char *tenant, const char *table, const char *colu
 }
 
 /*
+ * Raise 55000 when oldtup, a row of table about to be updated, is past its
+ * expires_at (column expires_col): an expired document or working-set item
+ * can only be deleted (purged), never written again, so that no UPDATE of
+ * expires_at brings its data back.  The API starts such a row anew by
+ * deleting it first.
+ */
+void
+cscp_check_not_expired(const char *table, HeapTuple oldtup, TupleDesc desc, int expires_col,
+					   TimestampTz now)
+{
+	bool		isnull;
+	Datum		d = heap_getattr(oldtup, expires_col, desc, &isnull);
+
+	if (isnull || DatumGetTimestampTz(d) > now)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("a row of %s past its expiry cannot be changed", table),
+			 errdetail("It expired at %s; expired data never comes back.",
+					   timestamptz_to_str(DatumGetTimestampTz(d))),
+			 errhint("Delete it and write a new one, as cscp's functions do.")));
+}
+
+/*
  * Whether a policy interval is usable: no negative part (so that it means
  * the same on every date), greater than zero, and at most
  * CSCP_MAX_RETENTION_YEARS (retention) or CSCP_MAX_LIFETIME_YEARS.
@@ -322,6 +347,7 @@ static HeapTuple
 ws_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *updatedcols,
 		  TimestampTz now)
 {
+	cscp_check_not_expired("cscp.working_set", oldtup, RelationGetDescr(rel), ws_cols.expires_at, now);
 	if (!cscp_same_value(oldtup, newtup, RelationGetDescr(rel), ws_cols.expires_at))
 		ws_check(rel, newtup, now);
 	return newtup;

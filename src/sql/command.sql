@@ -22,6 +22,15 @@ COMMENT ON TABLE cscp.frame IS
   'Context frames: the canonical state of a context a command was formed from, with its hash';
 CREATE UNIQUE INDEX frame_context_hash_key ON cscp.frame (tenant_id, context_id, context_hash);
 
+-- Append-only, and each new frame is its context's state as command_submit records it, whoever
+-- writes it (src/frame.c): a forged frame is refused, not only kept from the application role.
+CREATE FUNCTION cscp.frame_guard() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'cscp_frame_guard' LANGUAGE C;
+COMMENT ON FUNCTION cscp.frame_guard() IS
+  'Trigger: a frame records its usable context''s state as cscp.command_submit computes it, and never changes';
+CREATE TRIGGER frame_guard BEFORE INSERT OR UPDATE ON cscp.frame
+    FOR EACH ROW EXECUTE FUNCTION cscp.frame_guard();
+
 -- Its column rules (ids not empty, payload an object, recovery kind known) are held by the guard trigger in C, not by CHECK
 -- constraints, which PostgreSQL re-reads and re-plans in every writing statement (rowguard.c).
 CREATE TABLE cscp.command (

@@ -337,7 +337,7 @@ CREATE INDEX working_set_expiry_idx ON cscp.working_set (expires_at);
 CREATE FUNCTION cscp.working_set_guard() RETURNS trigger
     AS 'MODULE_PATHNAME', 'cscp_working_set_guard' LANGUAGE C;
 COMMENT ON FUNCTION cscp.working_set_guard() IS
-  'Trigger: a working-set item''s expires_at is finite and within its tenant''s max_ttl, whoever writes it';
+  'Trigger: a working-set item''s expires_at is finite and within its tenant''s max_ttl, and an expired item is never updated, whoever writes it';
 CREATE TRIGGER working_set_guard BEFORE INSERT OR UPDATE ON cscp.working_set
     FOR EACH ROW EXECUTE FUNCTION cscp.working_set_guard();
 
@@ -358,11 +358,14 @@ BEGIN
             USING ERRCODE = '22023', HINT = 'Pass a JSON value; to forget an item, let it expire.';
     END IF;
     v_ttl := cscp.check_lifetime(cscp.policy_effective(ws_put.tenant_id), ws_put.ttl, 'context_ttl', 'ttl');
+    -- An expired item is never updated (the guard refuses it): it goes, and a new one comes.
+    DELETE FROM cscp.working_set w
+     WHERE w.tenant_id = ws_put.tenant_id AND w.session_id = ws_put.session_id AND w.key = ws_put.key
+       AND w.expires_at <= v_now;
     INSERT INTO cscp.working_set AS w (tenant_id, session_id, key, value, created_at, updated_at, expires_at)
     VALUES (ws_put.tenant_id, ws_put.session_id, ws_put.key, ws_put.value, v_now, v_now, v_now + v_ttl)
     ON CONFLICT (tenant_id, session_id, key) DO UPDATE
         SET value = excluded.value,
-            created_at = CASE WHEN w.expires_at <= v_now THEN v_now ELSE w.created_at END,
             updated_at = v_now,
             expires_at = excluded.expires_at;
 END

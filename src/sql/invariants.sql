@@ -302,6 +302,153 @@ AS $$
          WHERE r.next = r.start
            AND r.start = (SELECT min(x COLLATE "C") FROM unnest(r.path) x)
     ),
+    -- A pending_confirmation or pending_approval slot naming a command of another tenant,
+    -- conversation, actor or context (a slot naming no command at all is left to confirm, which
+    -- answers nothing_pending; finished commands may have been purged before their context).
+    slot_names AS (
+        SELECT c.tenant_id, c.context_id, c.conversation_id, c.actor_id, s.slot,
+               (c.slots -> s.slot ->> 'command_id')::uuid AS named
+          FROM cscp.context c,
+               (VALUES ('pending_confirmation'), ('pending_approval')) AS s (slot)
+         WHERE jsonb_typeof(c.slots -> s.slot) = 'object'
+           AND (c.slots -> s.slot ->> 'command_id')
+               ~ '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
+           AND ($1 IS NULL OR c.tenant_id = $1)
+    ),
+    pendings AS (
+        SELECT 'foreign_pending_slot'::text AS kind, n.tenant_id, n.context_id::text AS object_id,
+               format('%s names command %s of %s', n.slot, m.command_id,
+                      CASE WHEN m.tenant_id <> n.tenant_id THEN 'another tenant'
+                           WHEN m.conversation_id <> n.conversation_id THEN 'another conversation'
+                           WHEN m.actor_id <> n.actor_id THEN 'another actor'
+                           ELSE 'another context' END) AS detail
+          FROM slot_names n
+          JOIN cscp.command m ON m.command_id = n.named
+         WHERE m.tenant_id <> n.tenant_id OR m.conversation_id <> n.conversation_id
+            OR m.actor_id <> n.actor_id OR m.context_id IS DISTINCT FROM n.context_id
+    ),
+    -- A command confirmed (by its row or its evidence) with neither a recorded yes for it
+    -- (cscp.answer, kind confirm, outcome confirmed) nor an auto_confirm policy its acceptance
+    -- records.
+    confirmations AS (
+        SELECT 'confirmed_without_answer'::text AS kind, m.tenant_id, m.command_id::text AS object_id,
+               format('command is %s and was confirmed, but no answer confirmed it', m.state) AS detail
+          FROM cscp.command m
+         WHERE ($1 IS NULL OR m.tenant_id = $1)
+           AND (m.confirmed_at IS NOT NULL
+                OR EXISTS (SELECT 1 FROM cscp.evidence e
+                            WHERE e.tenant_id = m.tenant_id AND e.command_id = m.command_id
+                              AND e.event_type <> 'invalid_transition_attempt'
+                              AND e.to_state = 'confirmed'))
+           AND NOT EXISTS (SELECT 1 FROM cscp.answer a
+                            WHERE a.tenant_id = m.tenant_id AND a.conversation_id = m.conversation_id
+                              AND a.kind = 'confirm' AND a.command_id = m.command_id
+                              AND a.outcome = 'confirmed')
+           AND NOT (m.auto_confirm
+                    AND EXISTS (SELECT 1 FROM cscp.evidence e
+                                 WHERE e.tenant_id = m.tenant_id AND e.command_id = m.command_id
+                                   AND e.event_type = 'command.accepted'
+                                   AND e.decision = 'auto_confirm'))
+    ),
+    -- A step to confirmed, authz_pending, authorized or started taken when the command's context
+    -- had ended: at or past its expires_at, or after it was recorded expired or closed (at its
+    -- updated_at; a step at that very time, under a pinned clock, may have come first).
+    late AS (
+        SELECT 'moved_after_context_ended'::text AS kind, m.tenant_id, m.command_id::text AS object_id,
+               format('evidence seq %s records %s -> %s at %s; its context %s %s', e.seq,
+                      e.from_state, e.to_state, e.created_at, c.context_id,
+                      CASE WHEN e.created_at >= c.expires_at
+                           THEN format('expired at %s', c.expires_at)
+                           ELSE format('was %s at %s', c.status, c.updated_at) END) AS detail
+          FROM cscp.command m
+          JOIN cscp.context c ON c.tenant_id = m.tenant_id AND c.context_id = m.context_id
+          JOIN cscp.evidence e ON e.tenant_id = m.tenant_id AND e.command_id = m.command_id
+         WHERE ($1 IS NULL OR m.tenant_id = $1)
+           AND e.event_type <> 'invalid_transition_attempt'
+           AND e.to_state IN ('confirmed', 'authz_pending', 'authorized', 'started')
+           AND (e.created_at >= c.expires_at
+                OR (c.status IN ('expired', 'closed') AND e.created_at > c.updated_at))
+    ),
+    -- An expiry that is infinite or later than now + the tenant's max_ttl: contexts, documents
+    -- and working-set items.
+    expiries AS (
+        SELECT 'cscp.context'::text AS tbl, c.tenant_id, c.context_id::text AS id, c.expires_at
+          FROM cscp.context c WHERE $1 IS NULL OR c.tenant_id = $1
+        UNION ALL
+        SELECT 'cscp.document', d.tenant_id, d.session_id || ':' || d.namespace, d.expires_at
+          FROM cscp.document d WHERE $1 IS NULL OR d.tenant_id = $1
+        UNION ALL
+        SELECT 'cscp.working_set', w.tenant_id, w.session_id || ':' || w.key, w.expires_at
+          FROM cscp.working_set w WHERE $1 IS NULL OR w.tenant_id = $1
+    ),
+    max_ttls AS (
+        SELECT t.tenant_id,
+               coalesce((cscp.policy_effective(t.tenant_id) ->> 'max_ttl')::interval,
+                        interval '10 years') AS max_ttl
+          FROM (SELECT DISTINCT x.tenant_id FROM expiries x) t
+    ),
+    lifetimes AS (
+        SELECT 'unbounded_expiry'::text AS kind, x.tenant_id, x.id AS object_id,
+               format('%s expires at %s, %s', x.tbl, x.expires_at,
+                      CASE WHEN NOT isfinite(x.expires_at) THEN 'which is not finite'
+                           ELSE format('later than now + max_ttl (%s)', t.max_ttl) END) AS detail
+          FROM expiries x JOIN max_ttls t ON t.tenant_id = x.tenant_id
+         WHERE NOT isfinite(x.expires_at) OR x.expires_at > cscp.now() + t.max_ttl
+    ),
+    -- Snapshot-on-execute: a frame whose hash is not its state's; a command whose context_ref
+    -- does not match the frame it names (or names a frame that does not exist); a mutating
+    -- command that went on from canonicalized without context, frame or message ids.
+    frames AS (
+        SELECT 'frame_hash_mismatch'::text AS kind, f.tenant_id, f.frame_id::text AS object_id,
+               'the frame''s context_hash is not the hash of its state' AS detail
+          FROM cscp.frame f
+         WHERE ($1 IS NULL OR f.tenant_id = $1)
+           AND f.context_hash IS DISTINCT FROM cscp.canonical_hash(f.state)
+        UNION ALL
+        SELECT 'frame_hash_mismatch', m.tenant_id, m.command_id::text,
+               CASE WHEN f.frame_id IS NULL THEN format('command names frame %s, which does not exist', m.frame_id)
+                    ELSE format('command''s context_ref does not match its frame %s', m.frame_id) END
+          FROM cscp.command m
+          LEFT JOIN cscp.frame f ON f.tenant_id = m.tenant_id AND f.frame_id = m.frame_id
+         WHERE ($1 IS NULL OR m.tenant_id = $1) AND m.frame_id IS NOT NULL
+           AND (f.frame_id IS NULL
+                OR f.conversation_id <> m.conversation_id
+                OR f.context_id IS DISTINCT FROM m.context_id
+                OR m.context_ref ->> 'frame_id' IS DISTINCT FROM m.frame_id::text
+                OR m.context_ref ->> 'context_id' IS DISTINCT FROM m.context_id::text
+                OR m.context_ref ->> 'context_hash' IS DISTINCT FROM f.context_hash)
+        UNION ALL
+        SELECT 'unframed_command', m.tenant_id, m.command_id::text,
+               format('mutating command is %s without %s', m.state,
+                      concat_ws(', ', CASE WHEN m.context_id IS NULL THEN 'a context' END,
+                                CASE WHEN m.frame_id IS NULL THEN 'a frame' END,
+                                CASE WHEN coalesce(cardinality(m.message_ids), 0) = 0
+                                     THEN 'message ids' END))
+          FROM cscp.command m
+         WHERE ($1 IS NULL OR m.tenant_id = $1) AND m.mutating
+           AND m.state IN ('confirmation_required', 'confirmed', 'authz_pending', 'authorized',
+                           'started', 'executed', 'failed', 'compensated')
+           AND (m.context_id IS NULL OR m.frame_id IS NULL
+                OR coalesce(cardinality(m.message_ids), 0) = 0)
+    ),
+    -- A recovery aimed at a command of another conversation or actor (or at none), or a
+    -- compensation that is not mutating (so it skipped the user's confirmation).
+    recoveries AS (
+        SELECT 'invalid_recovery'::text AS kind, r.tenant_id, r.command_id::text AS object_id,
+               CASE WHEN NOT r.mutating AND r.recovery_kind = 'compensate'
+                    THEN 'compensate recovery is not mutating'
+                    WHEN t.command_id IS NULL
+                    THEN format('%s recovery aims at command %s, which does not exist', r.recovery_kind,
+                                r.target_command_id)
+                    ELSE format('%s recovery aims at command %s of another conversation or actor',
+                                r.recovery_kind, r.target_command_id) END AS detail
+          FROM cscp.command r
+          LEFT JOIN cscp.command t ON t.tenant_id = r.tenant_id AND t.command_id = r.target_command_id
+         WHERE ($1 IS NULL OR r.tenant_id = $1) AND r.recovery_kind IS NOT NULL
+           AND (t.command_id IS NULL OR t.conversation_id <> r.conversation_id
+                OR t.actor_id <> r.actor_id
+                OR (NOT r.mutating AND r.recovery_kind = 'compensate'))
+    ),
     found AS (
         SELECT * FROM live
         UNION ALL SELECT * FROM unlisted
@@ -313,6 +460,12 @@ AS $$
         UNION ALL SELECT * FROM gaps
         UNION ALL SELECT * FROM heads
         UNION ALL SELECT * FROM loops
+        UNION ALL SELECT * FROM pendings
+        UNION ALL SELECT * FROM confirmations
+        UNION ALL SELECT * FROM late
+        UNION ALL SELECT * FROM lifetimes
+        UNION ALL SELECT * FROM frames
+        UNION ALL SELECT * FROM recoveries
     )
     SELECT f.kind, f.tenant_id, f.object_id, f.detail
       FROM found f
@@ -326,4 +479,4 @@ CREATE FUNCTION cscp.check_invariants(tenant_id text DEFAULT NULL)
 RETURNS TABLE(kind text, tenant_id text, object_id text, detail text)
     AS 'MODULE_PATHNAME', 'cscp_check_invariants' LANGUAGE C STABLE;
 COMMENT ON FUNCTION cscp.check_invariants(text) IS
-  'One row per violated invariant (of one tenant, or of all): multiple_live_contexts, unlisted_live_context, unlisted_retired_context, unlisted_command, unexplained_command_state, start_without_confirmation, start_without_authorization, broken_evidence_chain, turn_index_gap, valid_fact_with_valid_successor, cyclic_fact_chain; empty when healthy';
+  'One row per violated invariant (of one tenant, or of all): multiple_live_contexts, unlisted_live_context, unlisted_retired_context, unlisted_command, unexplained_command_state, start_without_confirmation, start_without_authorization, broken_evidence_chain, turn_index_gap, valid_fact_with_valid_successor, cyclic_fact_chain, foreign_pending_slot, confirmed_without_answer, moved_after_context_ended, unbounded_expiry, frame_hash_mismatch, unframed_command, invalid_recovery; empty when healthy';

@@ -450,11 +450,21 @@ DROP POLICY rw_not_blocked ON cscp.command;
 -- application role's own INSERT of such a row is held to the same rules, with no flag set by
 -- the API: accepted when mutating, not auto-confirmed and with a window (both steps recorded,
 -- the window listed), refused with 55000 otherwise.
+-- Its snapshot (context, frame and context_ref) is one the API recorded for message d1.
 SET ROLE tap_rw_app;
+DO $$
+BEGIN
+    PERFORM cscp.context_open('acme', 'direct', 'u');
+    PERFORM cscp.command_submit('acme', 'direct', 'u', 'direct-0', 'lookup', false, ARRAY['d1']);
+END
+$$;
 SELECT lives_ok($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name,
-                                           mutating, payload, message_ids, state, window_expires_at)
-                  VALUES ('acme', 'direct-1', 'direct', 'u', 'cancel_order', true, '{}', ARRAY['d1'],
-                          'confirmation_required', cscp.now() + interval '5 minutes')$$,
+                                           mutating, payload, message_ids, state, window_expires_at,
+                                           context_id, frame_id, context_ref)
+                  SELECT 'acme', 'direct-1', 'direct', 'u', 'cancel_order', true, '{}', ARRAY['d1'],
+                         'confirmation_required', cscp.now() + interval '5 minutes',
+                         s.context_id, s.frame_id, s.context_ref
+                    FROM cscp.command s WHERE s.idempotency_key = 'direct-0'$$,
                 'a direct INSERT of a mutating command asking for confirmation');
 SELECT results_eq($$SELECT c.version, (SELECT string_agg(e.event_type, ' ' ORDER BY e.evidence_id) FROM cscp.evidence e
                                         WHERE e.command_id = c.command_id),
@@ -473,8 +483,8 @@ SELECT throws_ok($$INSERT INTO cscp.command (tenant_id, idempotency_key, convers
                    VALUES ('acme', 'direct-3', 'direct', 'u', 'lookup', false, '{}', ARRAY['d3'],
                            'confirmation_required', cscp.now() + interval '5 minutes')$$,
                  '55000', NULL, 'and so is one that does not mutate');
-SELECT is((SELECT count(*) FROM cscp.command WHERE conversation_id = 'direct'), 1::bigint,
-          'neither was written');
+SELECT is((SELECT count(*) FROM cscp.command WHERE conversation_id = 'direct' AND idempotency_key <> 'direct-0'),
+          1::bigint, 'neither was written');
 RESET ROLE;
 
 -- 5. ALTER TABLE ADD and DROP COLUMN on cscp.command and cscp.context, in this session.
