@@ -17,7 +17,8 @@
  *	- authority is checked before every write: no fact is written beside a
  *	  valid fact of the same key (global, or in its own scope) whose
  *	  authority ranks higher (42501); hypothetical and draft facts are
- *	  exempt, being never told;
+ *	  exempt, being never told; writers of one key queue on an advisory
+ *	  lock of (tenant, subject, key) for the check;
  *	- it may supersede only an existing, valid fact of the same subject whose
  *	  authority rank is not above its own (else 42501), which the BEFORE
  *	  trigger locks (FOR UPDATE) so that two writers superseding one fact
@@ -335,6 +336,7 @@ check_key_authority(HeapTuple tuple, TupleDesc desc, Datum tenant, Datum subject
 					const char *fact_id, const char *supersedes, const char *authority, int rank)
 {
 	static SPIPlanPtr plan = NULL;
+	static SPIPlanPtr lock_plan = NULL;
 	Oid			argtypes[7] = {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID, TEXTOID};
 	Datum		args[7];
 	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
@@ -354,13 +356,24 @@ check_key_authority(HeapTuple tuple, TupleDesc desc, Datum tenant, Datum subject
 	nulls[5] = scope_id ? ' ' : 'n';
 	args[6] = supersedes ? CStringGetTextDatum(supersedes) : (Datum) 0;
 	nulls[6] = supersedes ? ' ' : 'n';
+
+	/*
+	 * Writers of one key queue on it (an advisory lock for the transaction),
+	 * and the check then reads with a new snapshot (not read-only): a
+	 * higher-authority fact committed while we waited is seen.
+	 */
+	keep_plan(&lock_plan, "SELECT pg_catalog.pg_advisory_xact_lock(1668506480,"
+			  " pg_catalog.hashtext(pg_catalog.concat_ws(pg_catalog.chr(1), 'fact-key', $1, $2, $3)))",
+			  3, argtypes);
+	if (SPI_execute_plan(lock_plan, args, nulls, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not lock key \"%s\"", key);
 	keep_plan(&plan, "SELECT f.fact_id, f.authority, f.authority_rank FROM cscp.fact f"
 			  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.key = $3 AND f.is_valid"
 			  " AND f.authority_rank > $4"
 			  " AND (f.scope = 'global' OR (f.scope::text = $5 AND f.scope_id IS NOT DISTINCT FROM $6))"
 			  " AND f.fact_id IS DISTINCT FROM $7"
 			  " ORDER BY f.authority_rank DESC, f.fact_id COLLATE \"C\" LIMIT 1", 7, argtypes);
-	if (SPI_execute_plan(plan, args, nulls, true, 1) != SPI_OK_SELECT)
+	if (SPI_execute_plan(plan, args, nulls, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not check the authority of key \"%s\"", key);
 	if (SPI_processed == 1)
 		ereport(ERROR,
