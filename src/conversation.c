@@ -21,9 +21,11 @@
  * messageId, and recording the timeout before answering a late turn.  Each
  * locks the conversation row first (SELECT ... FOR UPDATE), so concurrent
  * calls on one conversation queue: a re-delivery waiting behind its first
- * delivery finds it recorded and replays it.  Business outcomes (replayed,
- * diverged, timed_out) are returned, never raised, so what they record
- * (a replay.diverged event, the timeout's close) is kept.
+ * delivery finds it recorded and replays it, also after close (a new turn
+ * for a closed conversation is 22023, RFC 0005 §E).  Business outcomes
+ * (replayed, diverged, aborted, timed_out) are returned, never raised, so
+ * what they record (a replay.diverged event under either divergence
+ * policy, the timeout's close) is kept.
  *
  *-------------------------------------------------------------------------
  */
