@@ -148,7 +148,7 @@ CREATE INDEX fact_valid_key_idx ON cscp.fact (tenant_id, subject_id, key) WHERE 
 CREATE FUNCTION cscp.fact_guard() RETURNS trigger
     AS 'MODULE_PATHNAME', 'cscp_fact_guard' LANGUAGE C;
 COMMENT ON FUNCTION cscp.fact_guard() IS
-  'Trigger: a new fact is valid, its authority resolved and checked against the fact it supersedes, its dependencies known; chains and facts never change except as supersession and repair require';
+  'Trigger: a new fact is valid, its authority resolved and checked against the fact it supersedes and the valid facts of its key, its dependencies known; chains and facts never change except as supersession and repair require';
 CREATE TRIGGER fact_guard BEFORE INSERT OR UPDATE ON cscp.fact
     FOR EACH ROW EXECUTE FUNCTION cscp.fact_guard();
 
