@@ -220,10 +220,11 @@ CREATE TYPE cscp.conversation_state AS ENUM ('open', 'closed');
 CREATE TYPE cscp.fact_scope AS ENUM ('global', 'task', 'hypothetical', 'draft', 'session');
 CREATE TYPE cscp.memory_type AS ENUM ('user', 'capability', 'organizational');
 CREATE TYPE cscp.context AS (tenant_id text, context_id uuid, conversation_id text, actor_id text, status cscp.context_status, created_at timestamp with time zone, updated_at timestamp with time zone, expires_at timestamp with time zone, slots jsonb, last_message_id text, last_command_id uuid, correlation_id text, reason text, ttl interval, version bigint);
+CREATE TYPE cscp.conversation AS (tenant_id text, conversation_id text, agent_id text, state cscp.conversation_state, schema jsonb, timeout_ms bigint, deadline timestamp with time zone, causation_id text, opened_at timestamp with time zone, closed_at timestamp with time zone, outcome jsonb, close_reason text, next_turn_index integer, next_event_seq integer, updated_at timestamp with time zone);
 CREATE TYPE cscp.event AS (tenant_id text, conversation_id text, event_id text, seq integer, type text, causation_id text, turn_index integer, payload jsonb, created_at timestamp with time zone);
 CREATE TYPE cscp.fact AS (tenant_id text, subject_id text, fact_id text, key text, value jsonb, source jsonb, authority text, authority_rank integer, created_at timestamp with time zone, is_valid boolean, superseded_by text, supersedes text, memory_type cscp.memory_type, scope cscp.fact_scope, scope_id text, depends_on text[], derived_facts text[], needs_review boolean, is_constraint boolean, constraint_type text, search tsvector);
 CREATE TYPE cscp.http_response AS (status integer, headers jsonb, body jsonb);
-CREATE TYPE cscp.turn AS (tenant_id text, conversation_id text, turn_index integer, message_id text, role text, sender text, content jsonb, content_hash text, content_size integer, ts numeric, event_id text, recorded_at timestamp with time zone);
+CREATE TYPE cscp.turn AS (tenant_id text, conversation_id text, turn_index integer, message_id text, role text, sender text, content jsonb, content_hash text, content_size integer, ts numeric, event_id text, recorded_at timestamp with time zone, extra jsonb);
 
 -- Views: the rows of every shard.
 CREATE TYPE cscp_proxy.active_context AS (tenant_id text, context_id uuid, conversation_id text, actor text, status cscp.context_status, created_at timestamp with time zone, updated_at timestamp with time zone, expires_at timestamp with time zone, version bigint, detail_level text, slots jsonb, intent text, target text, confirmation_pending boolean, approval_pending boolean, last_command_state cscp.command_state);
@@ -554,19 +555,49 @@ $f$;
 COMMENT ON FUNCTION cscp.conversation_events(tenant_id text, conversation_id text) IS 'The events of a conversation in order; no rows if it does not exist (through the proxy: conversation)';
 
 -- conversation_exchange: conversation on conversation_id
-CREATE FUNCTION cscp_proxy.conversation_exchange(_tenant text, _clock text, tenant_id text, conversation_id text, turn jsonb) RETURNS TABLE(event_id text, turn_index integer, message_id text, outcome text)
+CREATE FUNCTION cscp_proxy.conversation_exchange(_tenant text, _clock text, tenant_id text, conversation_id text, turn jsonb) RETURNS TABLE(event_id text, turn_index integer, message_id text, outcome text, recorded_turn jsonb)
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
     SELECT * FROM cscp.conversation_exchange(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id, turn);
 $f$;
-CREATE FUNCTION cscp.conversation_exchange(tenant_id text, conversation_id text, turn jsonb) RETURNS TABLE(event_id text, turn_index integer, message_id text, outcome text)
+CREATE FUNCTION cscp.conversation_exchange(tenant_id text, conversation_id text, turn jsonb) RETURNS TABLE(event_id text, turn_index integer, message_id text, outcome text, recorded_turn jsonb)
 LANGUAGE plpgsql VOLATILE AS $f$
 BEGIN
     RETURN QUERY SELECT * FROM cscp_proxy.conversation_exchange(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3);
 END
 $f$;
-COMMENT ON FUNCTION cscp.conversation_exchange(tenant_id text, conversation_id text, turn jsonb) IS 'Record a turn: outcome exchanged, replayed (same messageId and content), diverged (same messageId, other content) or timed_out (through the proxy: conversation)';
+COMMENT ON FUNCTION cscp.conversation_exchange(tenant_id text, conversation_id text, turn jsonb) IS 'Record a turn: outcome exchanged, replayed (same messageId and content; recorded_turn is the cached turn), diverged or aborted (same messageId, other content: replay.diverged recorded, policy keep or error) or timed_out (through the proxy: conversation)';
+
+-- conversation_export: conversation on conversation_id
+CREATE FUNCTION cscp_proxy.conversation_export(_tenant text, _clock text, tenant_id text, conversation_id text) RETURNS jsonb
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
+    SELECT * FROM cscp.conversation_export(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id);
+$f$;
+CREATE FUNCTION cscp.conversation_export(tenant_id text, conversation_id text) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.conversation_export(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2);
+END
+$f$;
+COMMENT ON FUNCTION cscp.conversation_export(tenant_id text, conversation_id text) IS 'A conversation as OpenWOP wire shapes: {conversationId, state, turns: [ConversationTurn], events: [{eventId, type, causationId, payload}]}; NULL if it does not exist (through the proxy: conversation)';
+
+-- conversation_get: conversation on conversation_id
+CREATE FUNCTION cscp_proxy.conversation_get(_tenant text, _clock text, tenant_id text, conversation_id text) RETURNS SETOF cscp.conversation
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
+    SELECT * FROM cscp.conversation_get(cscp.proxy_session(_tenant, _clock, tenant_id), conversation_id);
+$f$;
+CREATE FUNCTION cscp.conversation_get(tenant_id text, conversation_id text) RETURNS SETOF cscp.conversation
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN QUERY SELECT * FROM cscp_proxy.conversation_get(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2);
+END
+$f$;
+COMMENT ON FUNCTION cscp.conversation_get(tenant_id text, conversation_id text) IS 'A conversation with its effective state: closed (timeout) once past its deadline, recorded or not; no row if it does not exist (through the proxy: conversation)';
 
 -- conversation_start: conversation on conversation_id
 CREATE FUNCTION cscp_proxy.conversation_start(_tenant text, _clock text, tenant_id text, conversation_id text, agent_id text, initial_turn jsonb, schema jsonb, timeout_ms bigint, causation_id text) RETURNS TABLE(event_id text, turn_index integer, message_id text)
@@ -672,6 +703,21 @@ BEGIN
 END
 $f$;
 COMMENT ON FUNCTION cscp.env_set(tenant_id text, session_id text, environment jsonb) IS 'Set (replace) the environment of a session (through the proxy: session)';
+
+-- environment_check: any
+CREATE FUNCTION cscp_proxy.environment_check(_tenant text, _clock text, environment jsonb) RETURNS jsonb
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON ANY;
+    SELECT * FROM cscp.environment_check(cscp.proxy_session(_tenant, _clock, environment));
+$f$;
+CREATE FUNCTION cscp.environment_check(environment jsonb) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.environment_check(cscp_proxy.tenant(), cscp_proxy.clock(), $1);
+END
+$f$;
+COMMENT ON FUNCTION cscp.environment_check(environment jsonb) IS 'Raise 22023 unless environment is an object whose "timezone", if any, names a time zone PostgreSQL knows (through the proxy: any)';
 
 -- evidence_verify: id_or_all on command_id
 CREATE FUNCTION cscp_proxy.evidence_verify(_tenant text, _clock text, tenant_id text, command_id uuid) RETURNS TABLE(command_id uuid, seq integer, evidence_id bigint, problem text)
@@ -1291,6 +1337,21 @@ BEGIN
 END
 $f$;
 COMMENT ON FUNCTION cscp.token_count(txt text) IS 'Estimated tokens of a text: each run of letters and digits counts one per 4 characters (at least 1), every other visible character 1, white space 0 (through the proxy: any)';
+
+-- turn_json: any
+CREATE FUNCTION cscp_proxy.turn_json(_tenant text, _clock text, t cscp.turn) RETURNS jsonb
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON ANY;
+    SELECT * FROM cscp.turn_json(cscp.proxy_session(_tenant, _clock, t));
+$f$;
+CREATE FUNCTION cscp.turn_json(t cscp.turn) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.turn_json(cscp_proxy.tenant(), cscp_proxy.clock(), $1);
+END
+$f$;
+COMMENT ON FUNCTION cscp.turn_json(t cscp.turn) IS 'A stored turn as a ConversationTurn: messageId, from, content, ts, role, turnIndex and the optional fields it was sent with (through the proxy: any)';
 
 -- ws_get: session on tenant_id, session_id
 CREATE FUNCTION cscp_proxy.ws_get(_tenant text, _clock text, tenant_id text, session_id text, key text) RETURNS jsonb

@@ -74,9 +74,18 @@ SELECT b AS budget, (r ->> 'tokens')::int AS tokens, (r ->> 'tokens')::int <= b 
        r -> 'facts_omitted' AS omitted, r -> 'truncated' AS truncated
   FROM unnest(ARRAY[0, 10, 40, 60, 80, 120, 200, 1000]) b, cscp.build_context('bc', 'ana', 's-1', 'launch', b) r;
 SELECT r ->> 'text' AS text FROM cscp.build_context('bc', 'ana', 's-1', 'launch', 80) r;
--- Every budget from 0 to 300: within it, and a plain fact only when every constraint is in.
+-- Identity is always told (the spec's order: identity, environment, then facts within 0.7 of
+-- what remains, then the working set): at 20, 60 and 80 tokens too, and at 60 the relevant fact
+-- (launch) goes before the irrelevant ones.
+SELECT b AS budget, position('user_name: Ana' IN r ->> 'text') > 0 AS identity,
+       position('now: ' IN r ->> 'text') > 0 AS time, r -> 'fact_budget' AS fact_budget, r -> 'fact_ids' AS fact_ids
+  FROM unnest(ARRAY[20, 60, 80, 140, 160]) b, cscp.build_context('bc', 'ana', 's-1', 'launch', b) r;
+-- Every budget from 0 to 300: within it, except that the identity and the time are always told
+-- (their tokens are the floor), and a plain fact only when every constraint is in.
 SELECT count(*) AS budgets,
-       bool_and((r ->> 'tokens')::int <= b) AS all_within,
+       bool_and((r ->> 'tokens')::int <= greatest(b, (SELECT (f ->> 'tokens')::int
+                                                        FROM cscp.build_context('bc', 'ana', 's-1', 'launch', 0) f))) AS all_within,
+       bool_and(position('user_name: Ana' IN r ->> 'text') > 0) AS identity_always,
        bool_and(cscp.token_count(r ->> 'text') = (r ->> 'tokens')::int) AS tokens_are_token_count,
        bool_and(NOT (r -> 'fact_ids' ? 'launch') OR (r -> 'fact_ids' ?& '{c-budget,c-travel}')) AS constraints_first
   FROM generate_series(0, 300) b, cscp.build_context('bc', 'ana', 's-1', 'launch', b) r;
@@ -85,6 +94,24 @@ SELECT cscp.policy_set('bc', '{"fact_budget_share": 0.3}') ->> 'fact_budget_shar
 SELECT r -> 'fact_budget' AS fact_budget, r -> 'fact_ids' AS fact_ids, r -> 'working_set' AS ws
   FROM cscp.build_context('bc', 'ana', 's-1', 'launch', 200) r;
 DELETE FROM cscp.policy WHERE tenant_id = 'bc';
+
+-- The working set is filtered by relevance to the query: only items sharing a word with it,
+-- most relevant first; without a query (or one with no words), every live item.
+SELECT cscp.ws_put('bc', 's-1', 'launch_checklist', '"book the launch venue"', interval '1 hour');
+SELECT q AS query, r -> 'working_set' AS working_set
+  FROM unnest(ARRAY['launch', 'hotels Porto', 'expense report', 'unrelated words', 'the of', NULL]) q,
+       cscp.build_context('bc', 'ana', 's-1', q) r;
+DELETE FROM cscp.working_set WHERE tenant_id = 'bc' AND key = 'launch_checklist';
+
+-- The environment's time: current_date, and local_time for a timezone PostgreSQL knows.
+SELECT cscp.env_set('bc', 's-tz', '{"timezone": "America/New_York", "current_date": "1999-01-01"}');
+SELECT r ->> 'text' AS text FROM cscp.build_context('bc', 'nobody', 's-tz') r;
+SELECT cscp.env_set('bc', 's-tz', '{"timezone": "Asia/Kolkata"}');
+SELECT r ->> 'text' AS text FROM cscp.build_context('bc', 'nobody', 's-tz') r;
+SELECT try($$SELECT cscp.env_set('bc', 's-tz', '{"timezone": "Mars/Olympus"}')$$);
+SELECT try($$SELECT cscp.env_set('bc', 's-tz', '{"timezone": 5}')$$);
+SELECT try($$INSERT INTO cscp.environment (tenant_id, session_id, environment) VALUES ('bc', 's-tz2', '{"timezone": "Nowhere/City"}')$$);
+SELECT environment FROM cscp.environment WHERE tenant_id = 'bc' AND session_id LIKE 's-tz%';
 
 -- The same state and clock give the same output.
 SELECT a = b AS same, md5(a::text) = md5(b::text) AS same_bytes

@@ -81,11 +81,16 @@ SELECT * FROM cscp.conversation_exchange('cv', 'c2',
     '{"from": "supervisor", "role": "agent", "content": "Order 18 canceled.", "ts": 3000, "turnIndex": 2}');
 SELECT * FROM conv_turns('c2');
 SELECT * FROM conv_events('c2');
--- With the policy replay_divergence = error, divergence is an ERROR and records nothing.
+-- With the policy replay_divergence = error, divergence still records replay.diverged (RFC 0005
+-- §G: the event MUST be emitted), then the replay is aborted: outcome "aborted", a returned value,
+-- so the event is kept; the original turn stands and no turn is written.
 SELECT cscp.policy_set('cv', '{"replay_divergence": "error"}') ->> 'replay_divergence' AS replay_divergence;
-SELECT conv_digest() AS before \gset
-SELECT try($$SELECT cscp.conversation_exchange('cv', 'c2', '{"messageId": "wa-1", "from": "maria", "role": "user", "content": "order 20", "ts": 2700}')$$);
-SELECT conv_digest() = :'before' AS nothing_written;
+SELECT count(*) AS turns_before FROM cscp.turn WHERE tenant_id = 'cv' AND conversation_id = 'c2';
+SELECT event_id, turn_index, message_id, outcome, recorded_turn ->> 'content' AS recorded_content
+  FROM cscp.conversation_exchange('cv', 'c2', '{"messageId": "wa-1", "from": "maria", "role": "user", "content": "order 20", "ts": 2700}');
+SELECT count(*) AS turns_after FROM cscp.turn WHERE tenant_id = 'cv' AND conversation_id = 'c2';
+SELECT event_id, type, causation_id, payload ->> 'policy' AS policy
+  FROM cscp.conversation_events('cv', 'c2') WHERE type = 'replay.diverged' ORDER BY seq;
 SELECT * FROM cscp.conversation_exchange('cv', 'c2',
     '{"messageId": "wa-1", "from": "maria", "role": "user", "content": "order 18", "ts": 2800}');
 SELECT cscp.policy_set('cv', '{"replay_divergence": null}') ->> 'replay_divergence' AS replay_divergence;
@@ -330,6 +335,55 @@ DROP FUNCTION nest_first();
 SELECT turn_index, sender, content FROM cscp.turn WHERE tenant_id = 'cv' AND conversation_id = 'nest' ORDER BY 1;
 SELECT next_turn_index, next_event_seq FROM cscp.conversation WHERE tenant_id = 'cv' AND conversation_id = 'nest';
 SELECT count(*) AS problems FROM cscp.check_invariants('cv');
+
+-- 14. Optional ConversationTurn fields (conversation-turn.schema.json): to, groupId, speakerId
+-- and agent are accepted, stored in "extra" and given back; wrong shapes are 22023 and write
+-- nothing, through the API and through a direct INSERT.
+SELECT * FROM cscp.conversation_start('cv', 'grp', 'council',
+    '{"from": "user", "role": "user", "content": "Q3 or Q4?", "ts": 1000, "groupId": "board", "to": "host:cfo"}');
+SELECT outcome, turn_index FROM cscp.conversation_exchange('cv', 'grp',
+    '{"from": "host:cfo", "role": "agent", "content": "Q4.", "ts": 2000, "groupId": "board", "speakerId": "host:cfo",
+      "agent": {"agentId": "advisor-cfo", "agentSharing": "shared:%shared%", "memoryRef": "mem-1"}}');
+SELECT turn_index, extra FROM cscp.turn WHERE tenant_id = 'cv' AND conversation_id = 'grp' ORDER BY 1;
+SELECT conv_digest() AS before \gset
+SELECT try($$SELECT cscp.conversation_exchange('cv', 'grp', '{"from": "u", "role": "user", "content": 1, "ts": 1, "groupId": 7}')$$);
+SELECT try($$SELECT cscp.conversation_exchange('cv', 'grp', '{"from": "u", "role": "user", "content": 1, "ts": 1, "speakerId": ""}')$$);
+SELECT try($$SELECT cscp.conversation_exchange('cv', 'grp', '{"from": "u", "role": "user", "content": 1, "ts": 1, "agent": {"agentSharing": "public"}}')$$);
+SELECT try($$SELECT cscp.conversation_exchange('cv', 'grp', '{"from": "u", "role": "user", "content": 1, "ts": 1, "agent": "cfo"}')$$);
+SELECT try($$SELECT cscp.conversation_exchange('cv', 'grp', '{"from": "u", "role": "user", "content": 1, "ts": 1, "channel": "x"}')$$);
+SELECT try($$INSERT INTO cscp.turn (tenant_id, conversation_id, turn_index, message_id, role, sender, content, ts, extra)
+             VALUES ('cv', 'grp', 2, 'd-1', 'user', 'u', '1', 1, '{"colour": "red"}')$$);
+SELECT conv_digest() = :'before' AS nothing_written;
+
+-- 15. After close (RFC 0005 §E): a new turn is a validation error (22023) and writes nothing; a
+-- turn of the conversation sent again with the same content replays it, with the cached turn.
+SELECT result FROM cscp.conversation_close('cv', 'grp', '{"from": "host:cfo", "role": "agent", "content": "Done.", "ts": 3000, "speakerId": "host:cfo"}');
+SELECT conv_digest() AS before \gset
+SELECT event_id, turn_index, outcome, recorded_turn ->> 'groupId' AS group_id
+  FROM cscp.conversation_exchange('cv', 'grp',
+    '{"from": "host:cfo", "role": "agent", "content": "Q4.", "ts": 2000, "messageId": "grp:1:agent"}');
+SELECT try($$SELECT cscp.conversation_exchange('cv', 'grp', '{"from": "host:cfo", "role": "agent", "content": "Q3!", "ts": 2000, "messageId": "grp:1:agent"}')$$);
+SELECT try($$SELECT cscp.conversation_exchange('cv', 'grp', '{"from": "user", "role": "user", "content": "and?", "ts": 4000}')$$);
+SELECT conv_digest() = :'before' AS nothing_written;
+
+-- 16. The deadline holds on every read: past it, conversation_get reads closed (timeout) before
+-- any sweep or late turn has recorded it; then the record agrees.
+SET cscp.clock = '2026-07-01 10:00:00+00';
+SELECT * FROM cscp.conversation_start('cv', 'late', 'supervisor',
+    '{"from": "supervisor", "role": "agent", "content": "Still there?", "ts": 1000}', timeout_ms => 60000);
+SELECT state, close_reason, closed_at FROM cscp.conversation_get('cv', 'late');
+SET cscp.clock = '2026-07-01 10:01:00+00';
+SELECT c.state AS stored, g.state AS effective, g.close_reason, g.closed_at
+  FROM cscp.conversation c, cscp.conversation_get('cv', 'late') g
+ WHERE c.tenant_id = 'cv' AND c.conversation_id = 'late';
+SELECT outcome FROM cscp.conversation_exchange('cv', 'late', '{"from": "maria", "role": "user", "content": "yes", "ts": 2}');
+SELECT state, close_reason, closed_at FROM cscp.conversation_get('cv', 'late');
+SELECT count(*) AS none FROM cscp.conversation_get('cv', 'no-such');
+SELECT try($$SELECT * FROM cscp.conversation_get('cv', '')$$);
+
+-- 17. Export as OpenWOP wire shapes (validated by ajv in test/scripts/openwop-schemas.sh).
+SELECT jsonb_pretty(cscp.conversation_export('cv', 'grp'));
+SELECT cscp.conversation_export('cv', 'no-such') IS NULL AS none;
 
 -- Leave nothing for the suites after this one.
 DELETE FROM cscp.turn WHERE tenant_id = 'cv';

@@ -121,7 +121,12 @@ SELECT refused('fx', $$SELECT cscp.fact_write('fx', 'maria', 'x', 'k', '1', '{"a
 SELECT refused('fx', $$SELECT cscp.fact_write('fx', 'maria', 'x', 'k', '1', '"user"')$$);
 SELECT refused('fx', $$SELECT cscp.fact_write('fx', 'maria', 'x', 'k', '1', NULL)$$);
 SELECT refused('fx', $$SELECT cscp.fact_write('fx', 'maria', 'x', 'k', '1', '{"type": "user", "turn_index": "3"}')$$);
-SELECT refused('fx', $$SELECT cscp.fact_write('fx', 'maria', 'x', 'k', '1', '{"type": "webhook"}')$$);
+-- Memory types: the spec's source types are classified, anything else is user memory.
+SELECT t AS source_type, (cscp.fact_write('fx', 'classify', 'mt-' || t, 'note_' || t, '"x"',
+                                          jsonb_build_object('type', t, 'authority', 'employee'))).memory_type
+  FROM unnest(ARRAY['state_write', 'finance_system', 'hr_system', 'pattern', 'heuristic', 'decision',
+                    'preference', 'policy', 'observation', 'user', 'webhook']) t;
+DELETE FROM cscp.fact WHERE tenant_id = 'fx' AND subject_id = 'classify';
 SELECT refused('fx', $$SELECT cscp.fact_write('fx', 'maria', 'x', 'k', '1', depends_on => NULL)$$);
 SELECT refused('fx', $$SELECT cscp.fact_write('fx', 'maria', 'x', 'k', '1', depends_on => '{NULL}')$$);
 SELECT refused('fx', $$SELECT cscp.fact_write('fx', 'maria', 'x', 'k', '1', depends_on => '{{home-1},{pol-1}}')$$);
@@ -162,6 +167,32 @@ SELECT refused('fx', $$SELECT cscp.fact_write('fx', 'maria', 'lim-x', 'expense_l
 SELECT refused('fx', $$SELECT cscp.fact_write('fx', 'maria', 'lim-x', 'expense_limit', '"5000 EUR"', '{"type": "user", "authority": "manager"}', supersedes => 'expense_limit')$$);
 SELECT fact_id, authority, supersedes FROM cscp.fact_write('fx', 'maria', 'lim-2', 'expense_limit', '"800 EUR"',
                                                            '{"type": "policy", "authority": "cfo"}', supersedes => 'lim-1', is_constraint => true);
+-- Authority is checked before every write of a key, not only when superseding: the intern's
+-- plain write of a key that holds the CFO's valid fact is refused (42501, nothing written), by
+-- fact_write and by a direct INSERT alike; the CFO and equal ranks may; a hypothetical or draft
+-- proposal may (never told); another key, or another task's scope, is free.
+SELECT fact_id FROM cscp.fact_write('fx', 'maria', 'disc-pol', 'discount_policy', '"max 15%"', '{"type": "policy", "authority": "cfo"}');
+SELECT refused('fx', $$SELECT cscp.fact_write('fx', 'maria', 'disc-x', 'discount_policy', '"50%"', '{"type": "user", "authority": "intern"}')$$);
+SELECT refused('fx', $$SELECT cscp.fact_write('fx', 'maria', 'disc-x', 'discount_policy', '"50%"', '{"type": "user", "authority": "intern"}', scope => 'task', scope_id => 't-1')$$);
+SELECT refused('fx', $$INSERT INTO cscp.fact (tenant_id, subject_id, fact_id, key, value, source)
+                       VALUES ('fx', 'maria', 'disc-x', 'discount_policy', '"50%"', '{"type": "user", "authority": "intern"}')$$);
+SELECT fact_id, scope FROM cscp.fact_write('fx', 'maria', 'disc-h', 'discount_policy', '"what if 50%?"', '{"type": "user", "authority": "intern"}', scope => 'hypothetical');
+SELECT fact_id, authority FROM cscp.fact_write('fx', 'maria', 'disc-note', 'discount_note', '"asked for a bigger discount"', '{"type": "user", "authority": "intern"}');
+SELECT fact_id, authority FROM cscp.fact_write('fx', 'maria', 'disc-cfo2', 'discount_policy', '"max 15% for partners"', '{"type": "policy", "authority": "cfo"}');
+SELECT (r ->> 'text') ~ '50%' AS intern_told, (r ->> 'text') ~ 'max 15%' AS cfo_told
+  FROM cscp.build_context('fx', 'maria', 's-1', 'Can we offer 50% discount?') r;
+SELECT fact_id FROM cscp.fact_write('fx', 'maria', 'scoped-1', 'room', '"A1"', '{"type": "user", "authority": "cfo"}', scope => 'task', scope_id => 't-1');
+SELECT fact_id FROM cscp.fact_write('fx', 'maria', 'scoped-2', 'room', '"B2"', '{"type": "user", "authority": "intern"}', scope => 'task', scope_id => 't-2');
+SELECT refused('fx', $$SELECT cscp.fact_write('fx', 'maria', 'scoped-3', 'room', '"C3"', '{"type": "user", "authority": "intern"}', scope => 'task', scope_id => 't-1')$$);
+-- An identity whose authority the tenant does not rank is refused, not taken as guest.
+SELECT cscp.identity_set('fx', 'stranger', '{"user_name": "S", "authority": "wizard"}');
+SELECT refused('fx', $$SELECT cscp.fact_write('fx', 'stranger', 's-1', 'spell', '"fireball"')$$);
+SELECT fact_id, authority FROM cscp.fact_write('fx', 'stranger', 's-2', 'spell', '"light"', '{"type": "user", "authority": "guest"}');
+SELECT cscp.authority_set('fx', 'wizard', 150);
+SELECT fact_id, authority, authority_rank FROM cscp.fact_write('fx', 'stranger', 's-3', 'hat', '"pointy"');
+DELETE FROM cscp.fact WHERE tenant_id = 'fx' AND subject_id = 'stranger';
+DELETE FROM cscp.identity WHERE tenant_id = 'fx' AND subject_id = 'stranger';
+DELETE FROM cscp.authority WHERE tenant_id = 'fx' AND authority = 'wizard';
 -- The writer's identity gives the authority when the source names none: Maria is a manager now.
 SELECT fact_id, authority, supersedes FROM cscp.fact_write('fx', 'maria', 'desk-1', 'desk', '"3.14"', '{"type": "user", "authority": "employee"}');
 SELECT fact_id, authority, supersedes FROM cscp.fact_write('fx', 'maria', 'desk-2', 'desk', '"2.07"', '{"type": "user"}', supersedes => 'desk-1');

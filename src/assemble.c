@@ -14,13 +14,19 @@
  *	- constraints before facts; within each, by full-text relevance to query
  *	  (ts_rank of the fact's key and value against the query's words, any
  *	  of them), ties by recency, then by fact id;
- *	- constraints and facts together take at most fact_budget_share of the
- *	  budget (policy, default 0.7); then the current time, identity and
- *	  environment take what they need of the rest; the working set gets
- *	  whatever is then left.  A line that does not fit is left out
- *	  (truncated) and the next one tried, except that no plain fact goes in
- *	  while a constraint was left out: the text never exceeds the budget,
- *	  and constraints always come before facts;
+ *	- the budget is spent in the StateBench spec's order: the identity
+ *	  always, whatever the budget; then the current time (now, current_date,
+ *	  and local_time when the environment names a known timezone), also
+ *	  always; then the rest of the environment while it fits; then
+ *	  constraints and facts within fact_budget_share (policy, default 0.7)
+ *	  of what remains; then the working set in what is left.  Only the
+ *	  identity and the time can take the text over the budget;
+ *	- a line that does not fit is left out (truncated) and the next one
+ *	  tried, except that no plain fact goes in while a constraint was left
+ *	  out, and constraints always come before facts;
+ *	- with a query that has words, only working-set items that share a word
+ *	  with it (same full-text match as facts), most relevant first, ties by
+ *	  recency; without one, every live item, most recent first;
  *	- a fact flagged needs_review is shown, marked "[needs review]";
  *	- the same rows and the same clock give the same text, byte for byte.
  * It only reads, under the statement's snapshot; it takes no locks beyond
@@ -31,10 +37,12 @@
 #include "cscp.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "pgtime.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -220,8 +228,95 @@ static const char *const identity_order[] = {
 	"user_name", "user_id", "authority", "department", "organization", "permissions", NULL
 };
 
-/* The environment's own "now" is left out: the time is cscp.now(). */
-static const char *const environment_skip[] = {"now", NULL};
+/*
+ * The environment's own time keys are left out: the time is cscp.now(), and
+ * current_date and local_time are derived from it.
+ */
+static const char *const environment_skip[] = {
+	"now", "current_time", "current_date", "local_time", NULL
+};
+
+/*
+ * The zone the environment's "timezone" names, or NULL when it has none or
+ * PostgreSQL does not know it (cscp.environment_check refuses that on
+ * write; a row written around the check just shows no local time).
+ */
+static pg_tz *
+environment_timezone(Jsonb *environment, char **name)
+{
+	JsonbValue *v = environment ? cscp_jsonb_get(environment, "timezone") : NULL;
+
+	*name = NULL;
+	if (v == NULL || v->type != jbvString || v->val.string.len == 0 ||
+		v->val.string.len > 255)
+		return NULL;
+	*name = pnstrdup(v->val.string.val, v->val.string.len);
+	return pg_tzset(*name);
+}
+
+/*
+ * The time lines of the environment: now (UTC), current_date (in the
+ * environment's timezone, else UTC) and local_time with its offset when a
+ * timezone is known.  Always told, like the identity.
+ */
+static void
+add_time_lines(Assembly *a, TimestampTz now, const char *now_text, Jsonb *environment)
+{
+	char	   *tzname;
+	pg_tz	   *tz = environment_timezone(environment, &tzname);
+	struct pg_tm tm;
+	fsec_t		fsec;
+	int			offset = 0;
+
+	add_line(a, SEC_ENVIRONMENT, psprintf("now: %s", now_text), -1);
+	if (timestamp2tm(now, tz ? &offset : NULL, &tm, &fsec, NULL, tz) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("timestamp out of range")));
+	add_line(a, SEC_ENVIRONMENT,
+			 psprintf("current_date: %04d-%02d-%02d", tm.tm_year, tm.tm_mon, tm.tm_mday), -1);
+	if (tz != NULL)
+	{
+		int			east = -offset;
+
+		add_line(a, SEC_ENVIRONMENT,
+				 psprintf("local_time: %04d-%02d-%02dT%02d:%02d:%02d%c%02d:%02d (%s)",
+						  tm.tm_year, tm.tm_mon, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+						  east < 0 ? '-' : '+', abs(east) / 3600, (abs(east) % 3600) / 60,
+						  tzname), -1);
+	}
+}
+
+PG_FUNCTION_INFO_V1(cscp_environment_check);
+
+/*
+ * cscp.environment_check(environment jsonb) RETURNS jsonb: the environment,
+ * checked: an object whose "timezone", when present, is a string naming a
+ * time zone PostgreSQL knows (such as "Europe/Lisbon").  Raises 22023.
+ */
+Datum
+cscp_environment_check(PG_FUNCTION_ARGS)
+{
+	Jsonb	   *env = PG_ARGISNULL(0) ? NULL : PG_GETARG_JSONB_P(0);
+	JsonbValue *v;
+	char	   *name;
+
+	if (env == NULL || !JB_ROOT_IS_OBJECT(env) || JB_ROOT_IS_SCALAR(env))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("environment must be a JSON object"),
+				 errhint("Pass an object such as '{\"location\": \"Lisbon\", \"timezone\": \"Europe/Lisbon\"}'.")));
+	v = cscp_jsonb_get(env, "timezone");
+	if (v != NULL && v->type != jbvNull && environment_timezone(env, &name) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown time zone %s in the environment",
+						v->type == jbvString ? psprintf("\"%s\"", pnstrdup(v->val.string.val, v->val.string.len)) :
+						"(not a string)"),
+				 errdetail("\"timezone\" must name a time zone of the IANA database that PostgreSQL knows."),
+				 errhint("Use a name such as \"Europe/Lisbon\" or \"UTC\"; see pg_timezone_names.")));
+	PG_RETURN_DATUM(PG_GETARG_DATUM(0));
+}
 
 /* Append s to buf as a JSON string. */
 static void
@@ -315,6 +410,33 @@ add_ws_item(Assembly *a, const char *key, const char *value_text, StringInfo ws_
 }
 
 /*
+ * What relevance searches in a working-set item of key k and value v (SQL
+ * expressions): the words of the key (weight A) and the value's strings and
+ * numbers (weight B), as for facts.
+ */
+#define WS_VECTOR(k, v) \
+	"(pg_catalog.setweight(pg_catalog.to_tsvector('english'::regconfig, pg_catalog.translate(" k ", '_-.', '   ')), 'A')" \
+	" || pg_catalog.setweight(pg_catalog.jsonb_to_tsvector('english'::regconfig, " v ", '[\"string\", \"numeric\"]'), 'B'))"
+
+/* The working-set items SPI_tuptable holds (key, value), as lines while they fit. */
+static void
+add_ws_rows(Assembly *a, StringInfo ws_keys, MemoryContext rowcxt)
+{
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	row = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		MemoryContext old = MemoryContextSwitchTo(rowcxt);
+
+		add_ws_item(a, SPI_getvalue(row, desc, 1),
+					jsonb_text(DatumGetJsonbP(SPI_getbinval(row, desc, 2, &isnull))), ws_keys);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(rowcxt);
+	}
+}
+
+/*
  * build_context's body.  With given, the session's environment and working
  * set are given_env and given_ws (as cscp.session_state returns them, read
  * on the session's node of a scale-out deployment) instead of read here.
@@ -329,6 +451,7 @@ assemble_context(FunctionCallInfo fcinfo, bool given, Jsonb *given_env, Jsonb *g
 	static SPIPlanPtr env_plan = NULL;
 	static SPIPlanPtr facts_plan = NULL;
 	static SPIPlanPtr ws_plan = NULL;
+	static SPIPlanPtr ws_given_plan = NULL;
 	text	   *tenant = PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0);
 	text	   *subject = PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1);
 	text	   *session = PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2);
@@ -341,6 +464,7 @@ assemble_context(FunctionCallInfo fcinfo, bool given, Jsonb *given_env, Jsonb *g
 	char	   *now_text = cscp_utc_iso(now);
 	double		share = 0.7;
 	int64		fact_budget = -1;
+	int64		fact_limit = -1;
 	bool		constraints_fit = true;
 	Jsonb	   *identity;
 	Jsonb	   *environment;
@@ -379,9 +503,6 @@ assemble_context(FunctionCallInfo fcinfo, bool given, Jsonb *given_env, Jsonb *g
 	if (sharev != NULL && sharev->type == jbvNumeric)
 		share = DatumGetFloat8(DirectFunctionCall1(numeric_float8,
 												   NumericGetDatum(sharev->val.numeric)));
-	if (a.budget >= 0)
-		fact_budget = (int64) floor((double) a.budget * share);
-
 	for (int i = 0; i < NUM_SECTIONS; i++)
 		initStringInfo(&a.sections[i]);
 	initStringInfo(&fact_ids);
@@ -434,9 +555,22 @@ assemble_context(FunctionCallInfo fcinfo, bool given, Jsonb *given_env, Jsonb *g
 	}
 
 	/*
-	 * Facts first, within their share: valid ones of this subject in scope,
-	 * constraints first, then by relevance.
+	 * The spec's order: the identity and the time always, then the rest of
+	 * the environment while it fits.
 	 */
+	add_object_lines(&a, SEC_IDENTITY, identity, identity_order, NULL, -1, rowcxt);
+	add_time_lines(&a, now, now_text, environment);
+	add_object_lines(&a, SEC_ENVIRONMENT, environment, NULL, environment_skip, a.budget, rowcxt);
+
+	/*
+	 * Then the facts, within their share of what remains: valid ones of this
+	 * subject in scope, constraints first, then by relevance.
+	 */
+	if (a.budget >= 0)
+	{
+		fact_budget = (int64) floor((double) Max(a.budget - a.used, 0) * share);
+		fact_limit = a.used + fact_budget;
+	}
 	tsquery = query ? query_tsquery(query) : NULL;
 	if (facts_plan == NULL)
 	{
@@ -494,7 +628,7 @@ assemble_context(FunctionCallInfo fcinfo, bool given, Jsonb *given_env, Jsonb *g
 				appendStringInfoString(&line, " [needs review]");
 			/* No plain fact goes in while a constraint is left out. */
 			if ((constraints || constraints_fit) &&
-				add_line(&a, constraints ? SEC_CONSTRAINTS : SEC_FACTS, line.data, fact_budget))
+				add_line(&a, constraints ? SEC_CONSTRAINTS : SEC_FACTS, line.data, fact_limit))
 			{
 				appendStringInfoString(&fact_ids, fact_ids.len ? "," : "");
 				append_json_string(&fact_ids, id);
@@ -517,69 +651,67 @@ assemble_context(FunctionCallInfo fcinfo, bool given, Jsonb *given_env, Jsonb *g
 	}
 
 	/*
-	 * Then identity and environment in what the facts left: the current time
-	 * first, then who the subject is, then the rest of the environment.
+	 * Last, the working set in what is left: with a query that has words,
+	 * the live items of the session that share one with it, most relevant
+	 * first; without, every live item; ties (and all, without a query) most
+	 * recently put first.
 	 */
-	add_line(&a, SEC_ENVIRONMENT, psprintf("now: %s", now_text), a.budget);
-	add_object_lines(&a, SEC_IDENTITY, identity, identity_order, NULL, a.budget, rowcxt);
-	add_object_lines(&a, SEC_ENVIRONMENT, environment, NULL, environment_skip, a.budget, rowcxt);
-
-	/* Last, the working set: live items of the session, most recently put first, while they fit. */
+	args[3] = args[4];
+	argnulls[3] = argnulls[4];
 	if (given)
 	{
-		/* [[key, value], ...] in that order. */
-		if (given_ws != NULL && JB_ROOT_IS_ARRAY(given_ws))
+		/* [[key, value], ...] in session_state's order (most recent first). */
+		if (given_ws != NULL && JB_ROOT_IS_ARRAY(given_ws) && !JB_ROOT_IS_SCALAR(given_ws))
 		{
-			for (uint32 i = 0; i < JB_ROOT_COUNT(given_ws); i++)
-			{
-				JsonbValue *item = getIthJsonbValueFromContainer(&given_ws->root, i);
-				JsonbValue *key;
-				JsonbValue *value;
-				MemoryContext old;
+			Oid			argtypes[2] = {JSONBOID, TEXTOID};
+			Datum		gargs[2];
+			char		gnulls[2] = {' ', argnulls[4]};
 
-				if (item == NULL || item->type != jbvBinary)
-					continue;
-				key = getIthJsonbValueFromContainer(item->val.binary.data, 0);
-				value = getIthJsonbValueFromContainer(item->val.binary.data, 1);
-				if (key == NULL || key->type != jbvString || value == NULL)
-					continue;
-				old = MemoryContextSwitchTo(rowcxt);
-				add_ws_item(&a, pnstrdup(key->val.string.val, key->val.string.len),
-							jsonb_text(JsonbValueToJsonb(value)), &ws_keys);
-				MemoryContextSwitchTo(old);
-				MemoryContextReset(rowcxt);
+			if (ws_given_plan == NULL)
+			{
+				ws_given_plan = SPI_prepare("SELECT e.x ->> 0, e.x -> 1"
+											" FROM pg_catalog.jsonb_array_elements($1) WITH ORDINALITY e(x, n)"
+											" WHERE pg_catalog.jsonb_typeof(e.x) = 'array'"
+											" AND pg_catalog.jsonb_typeof(e.x -> 0) = 'string'"
+											" AND e.x -> 1 IS NOT NULL"
+											" AND ($2::tsquery IS NULL OR "
+											WS_VECTOR("(e.x ->> 0)", "(e.x -> 1)") " @@ $2::tsquery)"
+											" ORDER BY coalesce(pg_catalog.ts_rank("
+											WS_VECTOR("(e.x ->> 0)", "(e.x -> 1)") ", $2::tsquery), 0) DESC,"
+											" e.n", 2, argtypes);
+				if (ws_given_plan == NULL)
+					elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+				SPI_keepplan(ws_given_plan);
 			}
+			gargs[0] = JsonbPGetDatum(given_ws);
+			gargs[1] = args[4];
+			if (SPI_execute_plan(ws_given_plan, gargs, gnulls, true, 0) != SPI_OK_SELECT)
+				elog(ERROR, "could not read the working set");
+			add_ws_rows(&a, &ws_keys, rowcxt);
 		}
 	}
 	else
 	{
 		if (ws_plan == NULL)
 		{
-			Oid			argtypes[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
+			Oid			argtypes[4] = {TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID};
 
 			ws_plan = SPI_prepare("SELECT w.key, w.value FROM cscp.working_set w"
 								  " WHERE w.tenant_id = $1 AND w.session_id = $2 AND w.expires_at > $3"
-								  " ORDER BY w.updated_at DESC, w.key COLLATE \"C\"", 3, argtypes);
+								  " AND ($4::tsquery IS NULL OR "
+								  WS_VECTOR("w.key", "w.value") " @@ $4::tsquery)"
+								  " ORDER BY coalesce(pg_catalog.ts_rank("
+								  WS_VECTOR("w.key", "w.value") ", $4::tsquery), 0) DESC,"
+								  " w.updated_at DESC, w.key COLLATE \"C\"", 4, argtypes);
 			if (ws_plan == NULL)
 				elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 			SPI_keepplan(ws_plan);
 		}
 		args[1] = PointerGetDatum(session);
 		args[2] = TimestampTzGetDatum(now);
-		if (SPI_execute_plan(ws_plan, args, NULL, true, 0) != SPI_OK_SELECT)
+		if (SPI_execute_plan(ws_plan, args, argnulls, true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not read the working set");
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			HeapTuple	row = SPI_tuptable->vals[i];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			bool		isnull;
-			MemoryContext old = MemoryContextSwitchTo(rowcxt);
-
-			add_ws_item(&a, SPI_getvalue(row, desc, 1),
-						jsonb_text(DatumGetJsonbP(SPI_getbinval(row, desc, 2, &isnull))), &ws_keys);
-			MemoryContextSwitchTo(old);
-			MemoryContextReset(rowcxt);
-		}
+		add_ws_rows(&a, &ws_keys, rowcxt);
 	}
 
 	/* The result, built in the caller's context. */

@@ -21,9 +21,11 @@
  * messageId, and recording the timeout before answering a late turn.  Each
  * locks the conversation row first (SELECT ... FOR UPDATE), so concurrent
  * calls on one conversation queue: a re-delivery waiting behind its first
- * delivery finds it recorded and replays it.  Business outcomes (replayed,
- * diverged, timed_out) are returned, never raised, so what they record
- * (a replay.diverged event, the timeout's close) is kept.
+ * delivery finds it recorded and replays it, also after close (a new turn
+ * for a closed conversation is 22023, RFC 0005 §E).  Business outcomes
+ * (replayed, diverged, aborted, timed_out) are returned, never raised, so
+ * what they record (a replay.diverged event under either divergence
+ * policy, the timeout's close) is kept.
  *
  *-------------------------------------------------------------------------
  */
@@ -443,12 +445,15 @@ no_conversation(const char *tenant_id, const char *conversation_id)
 			 errhint("Start it with cscp.conversation_start, and check that cscp.tenant_id names its tenant.")));
 }
 
-/* Raise 55000: the conversation is closed. */
+/*
+ * Raise 22023: the conversation is closed (RFC 0005 §E: a turn for a closed
+ * conversation is a validation error).
+ */
 static void
 closed_conversation(const CscpConversation *conv)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("conversation \"%s\" is closed", conv->conversation_id),
 			 errdetail("%s turn %d; a closed conversation takes no more turns.",
 					   strcmp(conv->close_reason, "timeout") == 0 ?
@@ -470,8 +475,8 @@ insert_turn(const char *tenant_id, const char *conversation_id, CscpTurn *t,
 	static SPIPlanPtr plan = NULL;
 	MemoryContext callerctx = CurrentMemoryContext;
 	const CscpConversation *outer = cscp_turn_conversation;
-	Datum		args[8];
-	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		args[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	HeapTuple	tup;
 	TupleDesc	desc;
 	bool		isnull;
@@ -480,13 +485,13 @@ insert_turn(const char *tenant_id, const char *conversation_id, CscpTurn *t,
 		elog(ERROR, "SPI_connect failed");
 	if (plan == NULL)
 	{
-		Oid			argtypes[8] = {TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID, TEXTOID,
-		JSONBOID, NUMERICOID};
+		Oid			argtypes[9] = {TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID, TEXTOID,
+		JSONBOID, NUMERICOID, JSONBOID};
 
 		plan = SPI_prepare("INSERT INTO cscp.turn (tenant_id, conversation_id, turn_index,"
-						   " message_id, role, sender, content, ts)"
-						   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
-						   " RETURNING event_id, turn_index, message_id", 8, argtypes);
+						   " message_id, role, sender, content, ts, extra)"
+						   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+						   " RETURNING event_id, turn_index, message_id", 9, argtypes);
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 		SPI_keepplan(plan);
@@ -501,6 +506,8 @@ insert_turn(const char *tenant_id, const char *conversation_id, CscpTurn *t,
 	args[5] = CStringGetTextDatum(t->sender);
 	args[6] = JsonbPGetDatum(t->content);
 	args[7] = t->ts;
+	args[8] = t->extra ? JsonbPGetDatum(t->extra) : (Datum) 0;
+	nulls[8] = t->extra ? ' ' : 'n';
 
 	cscp_close_intent = intent;
 	cscp_turn_conversation = locked;
@@ -531,6 +538,7 @@ typedef struct RecordedTurn
 	int32		turn_index;
 	char	   *content_hash;
 	char	   *event_id;
+	Jsonb	   *turn;			/* the ConversationTurn recorded (cscp.turn_json) */
 } RecordedTurn;
 
 /*
@@ -554,7 +562,7 @@ find_turn(const char *tenant_id, const char *conversation_id, const char *messag
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
-				  "SELECT t.turn_index, t.content_hash, t.event_id FROM cscp.turn t"
+				  "SELECT t.turn_index, t.content_hash, t.event_id, cscp.turn_json(t) FROM cscp.turn t"
 				  " WHERE t.tenant_id = $1 AND t.conversation_id = $2 AND t.message_id = $3",
 				  3, types);
 	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
@@ -571,6 +579,7 @@ find_turn(const char *tenant_id, const char *conversation_id, const char *messag
 		spictx = MemoryContextSwitchTo(callerctx);
 		found->content_hash = SPI_getvalue(tup, desc, 2);
 		found->event_id = SPI_getvalue(tup, desc, 3);
+		found->turn = DatumGetJsonbPCopy(SPI_getbinval(tup, desc, 4, &isnull));
 		MemoryContextSwitchTo(spictx);
 	}
 	SPI_finish();
@@ -636,13 +645,19 @@ static void
 return_row(FunctionCallInfo fcinfo, TurnResult *res, bool with_outcome)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Datum		values[4];
-	bool		nulls[4] = {false, false, false, false};
+	Datum		values[5];
+	bool		nulls[5] = {false, false, false, false, true};
 
 	values[0] = CStringGetTextDatum(res->event_id);
 	values[1] = Int32GetDatum(res->turn_index);
 	values[2] = CStringGetTextDatum(res->message_id);
 	values[3] = with_outcome ? CStringGetTextDatum(res->outcome) : (Datum) 0;
+	/* exchange's fifth column: the recorded turn, when the answer replays one */
+	if (rsinfo->setDesc->natts > 4 && res->turn != NULL)
+	{
+		values[4] = JsonbPGetDatum(res->turn);
+		nulls[4] = false;
+	}
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
@@ -894,6 +909,9 @@ static bool
 lock_for_turn(text *tenant, text *convid, Jsonb *turn, char **tenant_s, char **conv_s,
 			  CscpTurn *t, CscpConversation *conv, TurnResult *res, TimestampTz *now)
 {
+	RecordedTurn found;
+	char	   *msg;
+
 	cscp_check_tenant(tenant);
 	cscp_check_id("conversation_id", convid);
 	cscp_turn_parse(turn, "turn", t);
@@ -906,7 +924,26 @@ lock_for_turn(text *tenant, text *convid, Jsonb *turn, char **tenant_s, char **c
 		no_conversation(*tenant_s, *conv_s);
 	schemaless_note(conv);
 	if (conv->closed)
+	{
+		/*
+		 * A turn of the closed conversation sent again, same content: a
+		 * replay, as while it was open (the final turn included).
+		 */
+		int32		size;
+
+		msg = candidate_message_id(*conv_s, t);
+		if (msg != NULL && find_turn(*tenant_s, *conv_s, msg, &found) &&
+			strcmp(found.content_hash, cscp_turn_content_hash(t->content, &size)) == 0)
+		{
+			res->event_id = found.event_id;
+			res->turn_index = found.turn_index;
+			res->message_id = msg;
+			res->turn = found.turn;
+			res->outcome = "replayed";
+			return true;
+		}
 		closed_conversation(conv);
+	}
 	if (!past_deadline(conv, *now))
 		return false;
 	record_timeout(conv, *now, res);
@@ -941,35 +978,40 @@ cscp_exchange_turn(text *tenant, text *convid, Jsonb *turn, CscpTurnResult *res)
 
 		res->turn_index = found.turn_index;
 		res->message_id = msg;
+		res->turn = found.turn;
 		if (strcmp(hash, found.content_hash) == 0)
 		{
 			res->event_id = found.event_id;
 			res->outcome = "replayed";
 			return;
 		}
-		policy_says = cscp_jsonb_get_cstring(cscp_policy_get(tenant_s), "replay_divergence");
-		if (policy_says != NULL && strcmp(policy_says, "error") == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("message \"%s\" was already recorded with other content", msg),
-					 errdetail("Turn %d of conversation \"%s\" has this message id and content %s; the content sent now is %s.",
-							   found.turn_index, conv_s, found.content_hash, hash),
-					 errhint("Resend the original content to replay the turn, or use a new messageId for a new turn.")));
+
+		/*
+		 * Divergence (RFC 0005 §G): the replay.diverged event is recorded
+		 * whatever the policy, then the replay continues (keep: the original
+		 * stands, "diverged") or is aborted (error: "aborted", the caller
+		 * must stop).  Both are returned, not raised: an ERROR would roll the
+		 * event back.
+		 */
 		else
 		{
 			StringInfoData payload;
 			int32		seq = conv.next_event_seq;
+			bool		abort_replay;
 
+			policy_says = cscp_jsonb_get_cstring(cscp_policy_get(tenant_s), "replay_divergence");
+			abort_replay = (policy_says != NULL && strcmp(policy_says, "error") == 0);
 			initStringInfo(&payload);
 			appendStringInfoString(&payload, "{\"messageId\":");
 			cscp_canonical_string(&payload, msg, strlen(msg));
-			appendStringInfo(&payload, ",\"turnIndex\":%d,\"recordedHash\":\"%s\",\"receivedHash\":\"%s\"}",
-							 found.turn_index, found.content_hash, hash);
+			appendStringInfo(&payload, ",\"turnIndex\":%d,\"recordedHash\":\"%s\",\"receivedHash\":\"%s\","
+							 "\"policy\":\"%s\"}",
+							 found.turn_index, found.content_hash, hash, abort_replay ? "error" : "keep");
 			res->event_id = cscp_event_append(tenant_s, conv_s, seq, "replay.diverged",
 											  seq > 0 ? cscp_event_id(conv_s, seq - 1) : NULL,
 											  found.turn_index, payload.data, now);
 			cscp_conversation_advance(&conv, conv.next_turn_index, seq + 1, NULL, NULL, now);
-			res->outcome = "diverged";
+			res->outcome = abort_replay ? "aborted" : "diverged";
 			return;
 		}
 	}
@@ -1073,7 +1115,8 @@ cscp_capabilities(PG_FUNCTION_ARGS)
 	initStringInfo(&buf);
 	appendStringInfoString(&buf,
 						   "{\"conversationPrimitive\": true,"
-						   " \"interrupts\": {\"kinds\": [\"confirmation\", \"approval\"]},"
+						   " \"interrupts\": {\"kinds\": [\"approval\", \"conversation\"],"
+						   " \"x-host-cscp-kinds\": [\"confirmation\"]},"
 						   " \"conversation\": {\"roles\": [\"user\", \"agent\", \"system\"],"
 						   " \"replay\": true, \"replayDivergence\": [\"keep\", \"error\"],"
 						   " \"timeout\": true, \"turnContent\": [\"full\", \"reference\"],"

@@ -126,7 +126,8 @@ typedef struct CscpTurnResult
 	char	   *event_id;
 	int32		turn_index;
 	char	   *message_id;
-	const char *outcome;		/* exchanged | replayed | diverged | timed_out */
+	const char *outcome;		/* exchanged | replayed | diverged | aborted | timed_out */
+	Jsonb	   *turn;			/* the turn recorded, when replayed, diverged or aborted */
 } CscpTurnResult;
 
 extern void cscp_exchange_turn(text *tenant, text *conversation, Jsonb *turn,
@@ -410,6 +411,7 @@ typedef struct CscpTurn
 	char	   *sender;
 	Jsonb	   *content;
 	Datum		ts;				/* numeric */
+	Jsonb	   *extra;			/* to, groupId, speakerId, agent; NULL: none */
 } CscpTurn;
 
 typedef enum CscpCloseKind
@@ -435,6 +437,7 @@ extern CscpCloseIntent *cscp_close_intent;
 #define CSCP_MAX_TURN_CONTENT_DEPTH 64
 
 extern void cscp_turn_parse(Jsonb *turn, const char *argname, CscpTurn *out);
+extern Jsonb *cscp_turn_optional_fields(Jsonb *turn, const char *argname, bool only_optional);
 extern void cscp_turn_check_schema(const char *convid, Jsonb *schema, Jsonb *content);
 extern char *cscp_turn_content_hash(Jsonb *content, int32 *size);
 extern void cscp_check_json_limits(Jsonb *j, const char *what);

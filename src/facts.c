@@ -10,9 +10,15 @@
  * newer one.  Invariants kept here, for cscp.fact_write and direct SQL alike:
  *	- a fact is born valid and unsuperseded, with no derived facts; its
  *	  authority and rank are resolved from its source (source.authority,
- *	  else the subject's identity's authority when the tenant knows it,
- *	  else guest), its memory type classified from source.type when not
- *	  given, and its created_at is cscp.now();
+ *	  else the subject's identity's authority, else guest; an authority
+ *	  the tenant does not rank is refused, 22023), its memory type
+ *	  classified from source.type when not given (user by default), and
+ *	  its created_at is cscp.now();
+ *	- authority is checked before every write: no fact is written beside a
+ *	  valid fact of the same key (global, or in its own scope) whose
+ *	  authority ranks higher (42501); hypothetical and draft facts are
+ *	  exempt, being never told; writers of one key queue on an advisory
+ *	  lock of (tenant, subject, key) for the check;
  *	- it may supersede only an existing, valid fact of the same subject whose
  *	  authority rank is not above its own (else 42501), which the BEFORE
  *	  trigger locks (FOR UPDATE) so that two writers superseding one fact
@@ -74,24 +80,46 @@ static const char *const memory_type_names[MEM_NUM_TYPES] = {
 
 static CscpEnumCache memory_type_cache = {.n = MEM_NUM_TYPES, .names = memory_type_names};
 
-/* Memory type of a fact from its source.type, when the writer gives none. */
+/*
+ * Memory type of a fact from its source.type, when the writer gives none:
+ * the StateBench spec's classification (policy, finance_system, hr_system:
+ * organizational; observation, pattern, heuristic: capability; decision,
+ * user, preference: user) and cscp's own additions.  Any other source type
+ * is user memory, the spec's default.
+ */
 static const struct
 {
 	const char *source_type;
 	MemoryType	memory_type;
 }			source_types[] = {
 	{"user", MEM_USER},
+	{"decision", MEM_USER},
+	{"preference", MEM_USER},
 	{"conversation", MEM_USER},
 	{"system", MEM_CAPABILITY},
 	{"tool", MEM_CAPABILITY},
 	{"agent", MEM_CAPABILITY},
 	{"assistant", MEM_CAPABILITY},
 	{"observation", MEM_CAPABILITY},
+	{"pattern", MEM_CAPABILITY},
+	{"heuristic", MEM_CAPABILITY},
 	{"policy", MEM_ORGANIZATIONAL},
+	{"finance_system", MEM_ORGANIZATIONAL},
+	{"hr_system", MEM_ORGANIZATIONAL},
 	{"organization", MEM_ORGANIZATIONAL},
 	{"document", MEM_ORGANIZATIONAL},
 	{"admin", MEM_ORGANIZATIONAL},
 };
+
+/* The memory type of source type when the writer gives none (user by default). */
+static MemoryType
+classify_source(const char *source_type)
+{
+	for (int i = 0; i < (int) lengthof(source_types); i++)
+		if (strcmp(source_types[i].source_type, source_type) == 0)
+			return source_types[i].memory_type;
+	return MEM_USER;
+}
 
 /* The authority of a writer who names none and whose identity names no known one. */
 #define DEFAULT_AUTHORITY "guest"
@@ -297,6 +325,68 @@ spi_int(int n)
 }
 
 /*
+ * Check authority before write (the StateBench spec): a fact may not be
+ * written beside a valid fact of the same key that a higher authority
+ * wrote, in global scope or in the new fact's own scope (42501).  A
+ * hypothetical or draft fact is exempt: it is never told.  The fact being
+ * superseded was checked already.  SPI is connected.
+ */
+static void
+check_key_authority(HeapTuple tuple, TupleDesc desc, Datum tenant, Datum subject,
+					const char *fact_id, const char *supersedes, const char *authority, int rank)
+{
+	static SPIPlanPtr plan = NULL;
+	static SPIPlanPtr lock_plan = NULL;
+	Oid			argtypes[7] = {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		args[7];
+	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	char	   *key = text_col(tuple, desc, cols.key);
+	char	   *scope = SPI_getvalue(tuple, desc, cols.scope);
+	char	   *scope_id = text_col(tuple, desc, cols.scope_id);
+
+	if (key == NULL || scope == NULL ||
+		strcmp(scope, "hypothetical") == 0 || strcmp(scope, "draft") == 0)
+		return;
+	args[0] = tenant;
+	args[1] = subject;
+	args[2] = CStringGetTextDatum(key);
+	args[3] = Int32GetDatum(rank);
+	args[4] = CStringGetTextDatum(scope);
+	args[5] = scope_id ? CStringGetTextDatum(scope_id) : (Datum) 0;
+	nulls[5] = scope_id ? ' ' : 'n';
+	args[6] = supersedes ? CStringGetTextDatum(supersedes) : (Datum) 0;
+	nulls[6] = supersedes ? ' ' : 'n';
+
+	/*
+	 * Writers of one key queue on it (an advisory lock for the transaction),
+	 * and the check then reads with a new snapshot (not read-only): a
+	 * higher-authority fact committed while we waited is seen.
+	 */
+	keep_plan(&lock_plan, "SELECT pg_catalog.pg_advisory_xact_lock(1668506480,"
+			  " pg_catalog.hashtext(pg_catalog.concat_ws(pg_catalog.chr(1), 'fact-key', $1, $2, $3)))",
+			  3, argtypes);
+	if (SPI_execute_plan(lock_plan, args, nulls, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not lock key \"%s\"", key);
+	keep_plan(&plan, "SELECT f.fact_id, f.authority, f.authority_rank FROM cscp.fact f"
+			  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.key = $3 AND f.is_valid"
+			  " AND f.authority_rank > $4"
+			  " AND (f.scope = 'global' OR (f.scope::text = $5 AND f.scope_id IS NOT DISTINCT FROM $6))"
+			  " AND f.fact_id IS DISTINCT FROM $7"
+			  " ORDER BY f.authority_rank DESC, f.fact_id COLLATE \"C\" LIMIT 1", 7, argtypes);
+	if (SPI_execute_plan(plan, args, nulls, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not check the authority of key \"%s\"", key);
+	if (SPI_processed == 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("authority \"%s\" cannot write key \"%s\" beside a fact of authority \"%s\"",
+						authority, key, spi_text(2)),
+				 errdetail("Fact \"%s\" holds key \"%s\" with authority \"%s\" (rank %d); fact \"%s\" would be written with authority \"%s\" (rank %d).",
+						   spi_text(1), key, spi_text(2), spi_int(3), fact_id, authority, rank),
+				 errhint("Only a writer of authority \"%s\" or higher may write this key; use another key, or a hypothetical or draft scope for a proposal.",
+						 spi_text(2))));
+}
+
+/*
  * The checks and defaults of INSERT: authority, memory type, dependencies,
  * and the fact superseded (locked, valid, not of a higher authority).
  */
@@ -384,6 +474,13 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	{
 		authority = identity_authority(tenant, subject);
 		rank = authority ? authority_rank(tenant, authority) : -1;
+		if (authority != NULL && rank < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unknown authority \"%s\"", authority),
+					 errdetail("The fact's source names no authority, and the identity of subject \"%s\" names \"%s\", which tenant \"%s\" does not rank.",
+							   TextDatumGetCString(subject), authority, TextDatumGetCString(tenant)),
+					 errhint("Register it with cscp.authority_set(tenant_id, authority, rank), or name the authority in source.")));
 		if (rank < 0)
 		{
 			authority = DEFAULT_AUTHORITY;
@@ -453,6 +550,7 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 					 errhint("Only a writer of authority \"%s\" or higher may replace it.",
 							 old_authority)));
 	}
+	check_key_authority(tuple, desc, tenant, subject, fact_id, supersedes, authority, rank);
 	SPI_finish();
 
 	values[cols.authority - 1] = CStringGetTextDatum(authority);
@@ -466,20 +564,10 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 
 	if (heap_attisnull(tuple, cols.memory_type, desc))
 	{
-		int			found = -1;
-
-		for (int i = 0; i < (int) lengthof(source_types); i++)
-			if (strcmp(source_types[i].source_type, source_type) == 0)
-				found = source_types[i].memory_type;
-		if (found < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("cannot classify the memory type of source type \"%s\"", source_type),
-					 errdetail("Known source types are user, conversation (user memory); system, tool, agent, assistant, observation (capability); policy, organization, document, admin (organizational)."),
-					 errhint("Pass memory_type explicitly, or use a known source type.")));
 		values[cols.memory_type - 1] =
 			cscp_enum_datum(&memory_type_cache,
-							TupleDescAttr(desc, cols.memory_type - 1)->atttypid, found);
+							TupleDescAttr(desc, cols.memory_type - 1)->atttypid,
+							classify_source(source_type));
 		repl[cols.memory_type - 1] = true;
 	}
 

@@ -159,7 +159,7 @@ cscp_message_turn(PG_FUNCTION_ARGS)
 
 	/* 1. the turn */
 	cscp_exchange_turn(tenant, conversation, turn, &tr);
-	go_on = strcmp(tr.outcome, "timed_out") != 0;
+	go_on = strcmp(tr.outcome, "timed_out") != 0 && strcmp(tr.outcome, "aborted") != 0;
 
 	/* 2. the sender's context, with the slots */
 	if (go_on)

@@ -52,7 +52,8 @@ CscpCloseIntent *cscp_close_intent = NULL;
 
 static const char *const turn_roles[] = {"user", "agent", "system", NULL};
 static const char *const turn_fields[] = {
-	"messageId", "from", "content", "ts", "role", "turnIndex"
+	"messageId", "from", "content", "ts", "role", "turnIndex",
+	"to", "groupId", "speakerId", "agent"
 };
 
 /* The role name in turn_roles equal to s (len bytes), or NULL. */
@@ -95,6 +96,112 @@ bad_field(const char *argname, const char *field, const char *expected, JsonbVal
 			 errmsg("field \"%s\" of %s must be %s", field, argname, expected),
 			 v ? errdetail("It is a JSON %s.", json_type_name(v)) : 0,
 			 errhint("A ConversationTurn is {\"messageId\", \"from\", \"content\", \"ts\", \"role\", \"turnIndex\"}; from, content, ts and role are required.")));
+}
+
+/*
+ * The optional fields of OpenWOP's conversation-turn.schema.json that cscp
+ * keeps as they came, in the column "extra": to and groupId (strings of at
+ * most 256 bytes), speakerId (a non-empty string of at most 256 bytes) and
+ * agent (an object: agentId a non-empty string, agentSharing one of the
+ * schema's values, memoryRef a string).
+ */
+static const char *const optional_fields[] = {"to", "groupId", "speakerId", "agent"};
+
+/* Raise 22023 unless the optional field name (value v) has the schema's shape. */
+static void
+check_optional_field(const char *argname, const char *name, JsonbValue *v)
+{
+	if (strcmp(name, "agent") != 0)
+	{
+		bool		nonempty = strcmp(name, "speakerId") == 0;
+
+		if (v->type != jbvString || (nonempty && v->val.string.len == 0))
+			bad_field(argname, name, nonempty ? "a non-empty string" : "a string", v);
+		if (v->val.string.len > 256)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("field \"%s\" of %s is too long", name, argname),
+					 errdetail("It is %d bytes long; the limit is 256 bytes.", v->val.string.len)));
+		return;
+	}
+	if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+		bad_field(argname, "agent", "an object (agentId, agentSharing, memoryRef)", v);
+	{
+		Jsonb	   *agent = JsonbValueToJsonb(v);
+		JsonbValue *a = cscp_jsonb_get(agent, "agentId");
+
+		if (a != NULL && (a->type != jbvString || a->val.string.len == 0))
+			bad_field(argname, "agent.agentId", "a non-empty string", a);
+		a = cscp_jsonb_get(agent, "memoryRef");
+		if (a != NULL && a->type != jbvString)
+			bad_field(argname, "agent.memoryRef", "a string", a);
+		a = cscp_jsonb_get(agent, "agentSharing");
+		if (a != NULL && (a->type != jbvString ||
+						  !((a->val.string.len == 8 && memcmp(a->val.string.val, "isolated", 8) == 0) ||
+							(a->val.string.len == 6 && memcmp(a->val.string.val, "shared", 6) == 0) ||
+							(a->val.string.len == 15 && memcmp(a->val.string.val, "shared:%shared%", 15) == 0))))
+			bad_field(argname, "agent.agentSharing", "one of \"isolated\", \"shared\", \"shared:%shared%\"", a);
+	}
+}
+
+/*
+ * The optional fields of turn, checked, as one object (NULL when it has
+ * none).  With only_optional, turn must hold nothing else (the column
+ * "extra" written directly).
+ */
+Jsonb *
+cscp_turn_optional_fields(Jsonb *turn, const char *argname, bool only_optional)
+{
+	JsonbParseState *st = NULL;
+	bool		any = false;
+
+	if (only_optional)
+	{
+		JsonbIterator *it;
+		JsonbValue	v;
+		JsonbIteratorToken tok;
+
+		if (!JB_ROOT_IS_OBJECT(turn) || JB_ROOT_IS_SCALAR(turn))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s must be a JSON object", argname),
+					 errhint("It holds a turn's optional fields: to, groupId, speakerId, agent.")));
+		it = JsonbIteratorInit(&turn->root);
+		while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+		{
+			bool		known = false;
+
+			if (tok != WJB_KEY)
+				continue;
+			for (int i = 0; i < (int) lengthof(optional_fields) && !known; i++)
+				known = (int) strlen(optional_fields[i]) == v.val.string.len &&
+					memcmp(optional_fields[i], v.val.string.val, v.val.string.len) == 0;
+			if (!known)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("%s has an unknown field \"%s\"", argname, cscp_jsonb_key_cstring(&v)),
+						 errhint("It holds a turn's optional fields: to, groupId, speakerId, agent.")));
+		}
+	}
+	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+	for (int i = 0; i < (int) lengthof(optional_fields); i++)
+	{
+		JsonbValue *f = cscp_jsonb_get(turn, optional_fields[i]);
+		JsonbValue	k;
+
+		if (f == NULL || f->type == jbvNull)
+			continue;
+		check_optional_field(argname, optional_fields[i], f);
+		k.type = jbvString;
+		k.val.string.val = (char *) optional_fields[i];
+		k.val.string.len = strlen(optional_fields[i]);
+		pushJsonbValue(&st, WJB_KEY, &k);
+		pushJsonbValue(&st, WJB_VALUE, f);
+		any = true;
+	}
+	if (!any)
+		return NULL;
+	return JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
 }
 
 /*
@@ -179,7 +286,7 @@ cscp_turn_parse(Jsonb *turn, const char *argname, CscpTurn *out)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("%s has an unknown field \"%s\"", argname,
 							cscp_jsonb_key_cstring(&key)),
-					 errhint("A ConversationTurn has the fields messageId, from, content, ts, role and turnIndex.")));
+					 errhint("A ConversationTurn has the fields messageId, from, content, ts, role and turnIndex, and optionally to, groupId, speakerId and agent.")));
 	}
 
 	f = cscp_jsonb_get(turn, "from");
@@ -252,6 +359,7 @@ cscp_turn_parse(Jsonb *turn, const char *argname, CscpTurn *out)
 		out->message_id = pnstrdup(f->val.string.val, f->val.string.len);
 	}
 
+	out->extra = cscp_turn_optional_fields(turn, argname, false);
 	cscp_check_json_limits(out->content, "turn content");
 }
 
@@ -303,7 +411,8 @@ typedef struct TurnColumns
 				content_size,
 				ts,
 				event_id,
-				recorded_at;
+				recorded_at,
+				extra;
 } TurnColumns;
 
 static TurnColumns cols = {InvalidOid};
@@ -324,6 +433,7 @@ load_columns(Relation rel)
 	cols.content = cscp_column(desc, "cscp.turn", "content");
 	cols.content_hash = cscp_column(desc, "cscp.turn", "content_hash");
 	cols.content_size = cscp_column(desc, "cscp.turn", "content_size");
+	cols.extra = cscp_column(desc, "cscp.turn", "extra");
 	cols.ts = cscp_column(desc, "cscp.turn", "ts");
 	cols.event_id = cscp_column(desc, "cscp.turn", "event_id");
 	cols.recorded_at = cscp_column(desc, "cscp.turn", "recorded_at");
@@ -410,6 +520,9 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 				 errhint("A turn without content carries the JSON value null: 'null'::jsonb.")));
 	content = DatumGetJsonbP(d);
 	cscp_check_json_limits(content, "turn content");
+	d = heap_getattr(tuple, cols.extra, desc, &isnull);
+	if (!isnull)
+		(void) cscp_turn_optional_fields(DatumGetJsonbP(d), "column \"extra\" of a turn", true);
 
 	/* The API's own read of the row it locked, when it is still the row; else lock and read. */
 	handed = cscp_turn_conversation;

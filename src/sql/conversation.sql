@@ -67,6 +67,7 @@ CREATE TABLE cscp.turn (
     ts               numeric     NOT NULL,
     event_id         text        NOT NULL,
     recorded_at      timestamptz NOT NULL DEFAULT cscp.now(),
+    extra            jsonb,
     PRIMARY KEY (tenant_id, conversation_id, turn_index),
     UNIQUE (tenant_id, conversation_id, message_id)
 );
@@ -77,6 +78,23 @@ COMMENT ON COLUMN cscp.turn.content IS 'The turn''s content; NULL when the polic
 COMMENT ON COLUMN cscp.turn.content_hash IS 'cscp.canonical_hash(content): replays are compared by it';
 COMMENT ON COLUMN cscp.turn.content_size IS 'Bytes of cscp.canonical_json(content)';
 COMMENT ON COLUMN cscp.turn.event_id IS 'The event that recorded the turn';
+COMMENT ON COLUMN cscp.turn.extra IS
+  'The turn''s optional ConversationTurn fields as sent (to, groupId, speakerId, agent); NULL when none';
+
+-- A stored turn as OpenWOP's ConversationTurn (conversation-turn.schema.json): the six fields, the
+-- optional ones it was sent with, and, for an agent turn sent without speakerId, its sender as
+-- speakerId (RFC 0101 requires one on agent turns; the sender is the speaker).
+CREATE FUNCTION cscp.turn_json(t cscp.turn) RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT pg_catalog.jsonb_build_object('messageId', t.message_id, 'from', t.sender, 'content', t.content,
+                                         'ts', t.ts, 'role', t.role, 'turnIndex', t.turn_index)
+           || CASE WHEN t.role = 'agent' THEN pg_catalog.jsonb_build_object('speakerId', t.sender)
+                   ELSE '{}'::jsonb END
+           || coalesce(t.extra, '{}'::jsonb)
+$$;
+COMMENT ON FUNCTION cscp.turn_json(cscp.turn) IS
+  'A stored turn as a ConversationTurn: messageId, from, content, ts, role, turnIndex and the optional fields it was sent with';
 
 CREATE FUNCTION cscp.turn_guard() RETURNS trigger
     AS 'MODULE_PATHNAME', 'cscp_turn_guard' LANGUAGE C;
@@ -111,10 +129,10 @@ COMMENT ON FUNCTION cscp.conversation_start(text, text, text, jsonb, jsonb, bigi
   'Open a conversation with its first turn (index 0) and event conversation.opened; the same start sent again replays it';
 
 CREATE FUNCTION cscp.conversation_exchange(tenant_id text, conversation_id text, turn jsonb)
-RETURNS TABLE(event_id text, turn_index int, message_id text, outcome text)
+RETURNS TABLE(event_id text, turn_index int, message_id text, outcome text, recorded_turn jsonb)
     AS 'MODULE_PATHNAME', 'cscp_conversation_exchange' LANGUAGE C VOLATILE ROWS 1;
 COMMENT ON FUNCTION cscp.conversation_exchange(text, text, jsonb) IS
-  'Record a turn: outcome exchanged, replayed (same messageId and content), diverged (same messageId, other content) or timed_out';
+  'Record a turn: outcome exchanged, replayed (same messageId and content; recorded_turn is the cached turn), diverged or aborted (same messageId, other content: replay.diverged recorded, policy keep or error) or timed_out';
 
 CREATE FUNCTION cscp.conversation_close(tenant_id text, conversation_id text, turn jsonb,
                                         outcome jsonb DEFAULT NULL)
@@ -158,6 +176,71 @@ AS $$
 $$;
 COMMENT ON FUNCTION cscp.conversation_events(text, text) IS
   'The events of a conversation in order; no rows if it does not exist';
+
+-- A conversation as readers see it: past its deadline it reads closed (close_reason timeout,
+-- closed_at the deadline) whether or not the sweep or a late turn has recorded the timeout yet,
+-- as a context past expires_at reads expired.
+CREATE FUNCTION cscp.conversation_get(tenant_id text, conversation_id text)
+RETURNS SETOF cscp.conversation
+LANGUAGE sql STABLE
+AS $$
+    SELECT c.tenant_id, c.conversation_id, c.agent_id,
+           CASE WHEN due THEN 'closed'::cscp.conversation_state ELSE c.state END,
+           c.schema, c.timeout_ms, c.deadline, c.causation_id, c.opened_at,
+           CASE WHEN due THEN c.deadline ELSE c.closed_at END,
+           c.outcome,
+           CASE WHEN due THEN 'timeout' ELSE c.close_reason END,
+           c.next_turn_index, c.next_event_seq, c.updated_at
+      FROM cscp.conversation c
+     CROSS JOIN LATERAL (SELECT c.state = 'open' AND c.deadline <= cscp.now() AS due) d
+     WHERE c.tenant_id = cscp.check_tenant($1)
+       AND c.conversation_id = cscp.check_id('conversation_id', $2)
+$$;
+COMMENT ON FUNCTION cscp.conversation_get(text, text) IS
+  'A conversation with its effective state: closed (timeout) once past its deadline, recorded or not; no row if it does not exist';
+
+-- The conversation as OpenWOP's wire shapes: its turns as ConversationTurn objects, and its
+-- conversation.opened / .exchanged / .closed events with the payloads of
+-- conversation-event.schema.json (replay.diverged keeps cscp's own payload).
+CREATE FUNCTION cscp.conversation_export(tenant_id text, conversation_id text) RETURNS jsonb
+LANGUAGE sql STABLE
+AS $$
+    SELECT pg_catalog.jsonb_build_object(
+        'conversationId', c.conversation_id,
+        'state', c.state,
+        'turns', coalesce((SELECT pg_catalog.jsonb_agg(cscp.turn_json(t) ORDER BY t.turn_index)
+                             FROM cscp.turn t
+                            WHERE t.tenant_id = c.tenant_id AND t.conversation_id = c.conversation_id), '[]'),
+        'events', coalesce((SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                                      'eventId', e.event_id, 'type', e.type, 'causationId', e.causation_id,
+                                      'payload',
+                                      CASE e.type
+                                      WHEN 'conversation.opened' THEN
+                                          pg_catalog.jsonb_build_object('conversationId', c.conversation_id,
+                                                                        'agentId', c.agent_id,
+                                                                        'initialTurn', cscp.turn_json(t))
+                                          || CASE WHEN pg_catalog.jsonb_typeof(c.schema) = 'object'
+                                                  THEN pg_catalog.jsonb_build_object('schema', c.schema)
+                                                  ELSE '{}'::jsonb END
+                                      WHEN 'conversation.exchanged' THEN
+                                          pg_catalog.jsonb_build_object('conversationId', c.conversation_id,
+                                                                        'turnIndex', t.turn_index,
+                                                                        'turn', cscp.turn_json(t))
+                                      WHEN 'conversation.closed' THEN
+                                          pg_catalog.jsonb_build_object('conversationId', c.conversation_id,
+                                                                        'turnIndex', t.turn_index,
+                                                                        'finalTurn', cscp.turn_json(t),
+                                                                        'outcome', c.outcome)
+                                      ELSE e.payload END) ORDER BY e.seq)
+                              FROM cscp.event e
+                              LEFT JOIN cscp.turn t
+                                ON t.tenant_id = e.tenant_id AND t.conversation_id = e.conversation_id
+                               AND t.turn_index = e.turn_index AND e.type <> 'replay.diverged'
+                             WHERE e.tenant_id = c.tenant_id AND e.conversation_id = c.conversation_id), '[]'))
+      FROM cscp.conversation_get($1, $2) c
+$$;
+COMMENT ON FUNCTION cscp.conversation_export(text, text) IS
+  'A conversation as OpenWOP wire shapes: {conversationId, state, turns: [ConversationTurn], events: [{eventId, type, causationId, payload}]}; NULL if it does not exist';
 
 CREATE FUNCTION cscp.capabilities() RETURNS jsonb
     AS 'MODULE_PATHNAME', 'cscp_capabilities' LANGUAGE C IMMUTABLE PARALLEL SAFE;

@@ -148,7 +148,7 @@ CREATE INDEX fact_valid_key_idx ON cscp.fact (tenant_id, subject_id, key) WHERE 
 CREATE FUNCTION cscp.fact_guard() RETURNS trigger
     AS 'MODULE_PATHNAME', 'cscp_fact_guard' LANGUAGE C;
 COMMENT ON FUNCTION cscp.fact_guard() IS
-  'Trigger: a new fact is valid, its authority resolved and checked against the fact it supersedes, its dependencies known; chains and facts never change except as supersession and repair require';
+  'Trigger: a new fact is valid, its authority resolved and checked against the fact it supersedes and the valid facts of its key, its dependencies known; chains and facts never change except as supersession and repair require';
 CREATE TRIGGER fact_guard BEFORE INSERT OR UPDATE ON cscp.fact
     FOR EACH ROW EXECUTE FUNCTION cscp.fact_guard();
 
@@ -392,11 +392,16 @@ $$;
 COMMENT ON FUNCTION cscp.ws_get(text, text, text) IS
   'A working-set item, or NULL when absent or expired';
 
--- Environment: what is true of a session's surroundings (place, device, calendar, ...).
+-- Environment: what is true of a session's surroundings (place, device, calendar, timezone, ...).
+CREATE FUNCTION cscp.environment_check(environment jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'cscp_environment_check' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION cscp.environment_check(jsonb) IS
+  'Raise 22023 unless environment is an object whose "timezone", if any, names a time zone PostgreSQL knows';
+
 CREATE TABLE cscp.environment (
     tenant_id    text        NOT NULL CHECK (tenant_id <> '' AND tenant_id <> '*'),
     session_id   text        NOT NULL CHECK (session_id <> ''),
-    environment  jsonb       NOT NULL CHECK (jsonb_typeof(environment) = 'object'),
+    environment  jsonb       NOT NULL CHECK (cscp.environment_check(environment) IS NOT NULL),
     updated_at   timestamptz NOT NULL DEFAULT cscp.now(),
     PRIMARY KEY (tenant_id, session_id)
 );
@@ -416,6 +421,7 @@ BEGIN
                   DETAIL = format('The environment given is %s.', coalesce(jsonb_typeof(env_set.environment), 'null')),
                   HINT = 'Pass an object such as ''{"location": "Lisbon", "device": "phone"}''.';
     END IF;
+    PERFORM cscp.environment_check(env_set.environment);
     INSERT INTO cscp.environment AS e (tenant_id, session_id, environment, updated_at)
     VALUES (env_set.tenant_id, env_set.session_id, env_set.environment, cscp.now())
     ON CONFLICT (tenant_id, session_id) DO UPDATE

@@ -50,7 +50,7 @@ SELECT results_eq($$SELECT type, causation_id FROM cscp.conversation_events('acm
                   'scenario 1: each event is caused by the one before');
 SELECT is((SELECT outcome FROM cscp.conversation WHERE conversation_id = 's1'), '{"ok": true}'::jsonb, 'scenario 1: the outcome is kept');
 SELECT throws_ok($$SELECT cscp.conversation_exchange('acme', 's1', '{"from": "maria", "role": "user", "content": "?", "ts": 6}')$$,
-                 '55000', 'conversation "s1" is closed', 'scenario 1: no exchange after close');
+                 '22023', 'conversation "s1" is closed', 'scenario 1: no exchange after close (a validation error, RFC 0005 §E)');
 
 -- Scenario 2: timeout, with a system final turn and a null outcome.
 SELECT lives_ok($$SELECT cscp.conversation_start('acme', 's2', 'supervisor', '{"from": "supervisor", "role": "agent", "content": "Still there?", "ts": 1}', timeout_ms => 1000)$$,

@@ -62,7 +62,7 @@ SELECT throws_ok($$SELECT cscp.fact_write('conf', 'maria', 'limit-intern', 'expe
 SELECT is((SELECT count(*) FROM cscp.fact WHERE tenant_id = 'conf' AND fact_id = 'limit-intern'), 0::bigint,
           'nothing of the intern''s write was stored');
 SELECT is((cscp.fact_current('conf', 'maria', 'limit-cfo')).fact_id, 'limit-cfo', 'the CFO''s limit is still current');
-SELECT ok(strpos(cscp.build_context('conf', 'maria', 's-1', 'can I spend more?', 60) ->> 'text',
+SELECT ok(strpos(cscp.build_context('conf', 'maria', 's-1', 'can I spend more?', 80) ->> 'text',
                  'expense_limit: 500 EUR per trip (budget)') > 0,
           'the limit is in the context, as a constraint, even on a small budget');
 SELECT is((cscp.fact_write('conf', 'maria', 'limit-cfo-2', 'expense_limit', '"800 EUR per trip"',

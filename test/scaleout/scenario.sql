@@ -125,6 +125,8 @@ SELECT cscp.ws_put('acme', 'sess-1', 'cart', '{"items": 3}');
 SELECT cscp.ws_get('acme', 'sess-1', 'cart');
 SELECT cscp.env_set('acme', 'sess-1', '{"channel": "whatsapp"}');
 SELECT cscp.build_context('acme', 'u-ana', 'sess-1', 'where does Ana live', 500);
+-- Without a query the working set is not filtered: the session's items come from its node too.
+SELECT cscp.build_context('acme', 'u-ana', 'sess-1', NULL, 500) -> 'working_set' AS working_set;
 
 \echo '== pure functions answer the same anywhere'
 SELECT cscp.canonical_json('{"b": 1.50, "a": [true, null]}'), cscp.canonical_hash('{"a": 1}');

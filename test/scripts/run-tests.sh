@@ -2,7 +2,8 @@
 # `make test`: every suite against a throwaway cluster.
 #   1. pg_regress (sql/, expected/): exact output
 #   2. isolation specs (test/isolation/): concurrent behaviour
-#   3. pgTAP through pg_prove (test/pgtap/): assertions, roles and tenancy
+#   3. pgTAP through pg_prove (test/pgtap/): assertions, roles and tenancy; then the exported
+#      turns and events against OpenWOP's JSON Schemas with ajv (test/scripts/openwop-schemas.sh)
 #   4. backup and restore (test/scripts/backup-restore.sh): pg_dump, pg_restore, same rows, working API
 #   5. the background sweep worker, on a cluster of its own (test/scripts/worker-test.sh)
 #   6. scale-out (test/scripts/scaleout.sh): two shards behind a PL/Proxy proxy, own clusters
@@ -39,6 +40,12 @@ psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "DROP DATABASE IF EXISTS cscp_tap" 
 if ! pg_prove --failures -d cscp_tap test/pgtap/*.sql; then
 	status=1
 	failed+=("pgTAP")
+fi
+
+echo "== OpenWOP schemas (exported turns and events through ajv)"
+if ! bash test/scripts/openwop-schemas.sh; then
+	status=1
+	failed+=("openwop-schemas")
 fi
 
 echo "== backup and restore"

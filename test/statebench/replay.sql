@@ -90,6 +90,12 @@ BEGIN
         PERFORM statebench.clock(t -> 'initial_state' -> 'environment' ->> 'now');
     END IF;
     IF jsonb_typeof(t -> 'initial_state' -> 'identity_role') = 'object' THEN
+        -- The identity's authority (a job title such as "Project Manager") is ranked as guest when
+        -- the tenant does not rank it: cscp refuses a fact written under an unranked authority.
+        IF t -> 'initial_state' -> 'identity_role' ->> 'authority' IS NOT NULL
+           AND cscp.authority_rank(tenant, t -> 'initial_state' -> 'identity_role' ->> 'authority') IS NULL THEN
+            PERFORM cscp.authority_set(tenant, t -> 'initial_state' -> 'identity_role' ->> 'authority', 100);
+        END IF;
         PERFORM cscp.identity_set(tenant, subject, jsonb_strip_nulls(t -> 'initial_state' -> 'identity_role'));
     END IF;
     PERFORM cscp.env_set(tenant, session, env);
