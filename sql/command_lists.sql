@@ -50,7 +50,7 @@ SET cscp.clock = '2026-08-01 09:04:00+00';
 SELECT state FROM cscp.command_recover(pg_temp.cmd('k1'), 'compensate', 'k1-comp');
 SELECT string_agg(t.state::text, ' ' ORDER BY s.n)
   FROM unnest('{confirmed,authz_pending,authorized,started,executed}'::cscp.command_state[]) WITH ORDINALITY s(st, n),
-       LATERAL cscp.command_transition(pg_temp.cmd('k1-comp'), s.st, 'step-' || s.st) t;
+       LATERAL public.step(pg_temp.cmd('k1-comp'), s.st, 'step-' || s.st) t;
 SELECT state, last_transition_at FROM cscp.command WHERE command_id = pg_temp.cmd('k1');
 SELECT pg_temp.lists('k1'), pg_temp.lists('k1-comp');
 

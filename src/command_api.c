@@ -434,7 +434,7 @@ lock_command(Datum command_id, TupleDesc *desc)
 	cscp_spi_plan(&plan,
 				  "SELECT x.tenant_id, x.command_id, x.conversation_id, x.state, x.mutating,"
 				  "       x.auto_confirm, x.confirmed_at, x.authorized_at, x.window_expires_at,"
-				  "       x.message_ids, x.context_ref"
+				  "       x.message_ids, x.context_ref, x.context_id, x.recovery_kind"
 				  "  FROM cscp.command x WHERE x.command_id = $1 FOR UPDATE",
 				  1, argtypes);
 	if (SPI_execute_plan(plan, &command_id, NULL, false, 0) != SPI_OK_SELECT)
@@ -522,6 +522,8 @@ PG_FUNCTION_INFO_V1(cscp_command_transition);
  * Moves a command along its lifecycle.  A transition the table or an
  * invariant refuses is returned (accepted = false, the state unchanged, the
  * refusing reason code) and recorded as an invalid_transition_attempt.
+ * The one step it raises for (55000) is confirmed from confirmation_required:
+ * only cscp.confirm records the answer that step needs.
  * authz_pending with reason approval_required asks for an approval (detail
  * may name its approver_id); confirmed, authorized, rejected and canceled
  * release the context's pending slot naming the command.
@@ -639,6 +641,13 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 		if (cmd == NULL)
 			no_command(PG_GETARG_DATUM(0));
 		why = cscp_command_step_refusal(cmd, cmddesc, to, &result_state);
+		if (why != NULL && strcmp(why, "not_answered") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("command %s cannot be confirmed without the user's answer",
+							DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0)))),
+					 errdetail("A command is confirmed only by the user's answer to its question."),
+					 errhint("Record the user's answer with cscp.confirm.")));
 		if (why == NULL)
 			why = context_refusal;
 		if (why != NULL)
