@@ -119,6 +119,11 @@ SELECT outcome, command_id IS NULL AS no_command FROM cscp.confirm('tb', 'conv-y
 SELECT * FROM pg_temp.cmds('conv-x');
 SELECT * FROM pg_temp.refusals('conv-y');
 RESET ROLE;
+-- A new question in Y replaces that slot, and supersedes only a command of Y's own context:
+-- X's command still waits.
+SELECT state FROM cscp.command_submit('tb', 'conv-y', 'eve', 'y-pay-3', 'pay', true, '{y:m7}', '{}', 'acct:y3');
+SELECT * FROM pg_temp.cmds('conv-x') UNION ALL SELECT * FROM pg_temp.cmds('conv-y');
+SELECT pg_temp.pending('conv-y') AS y_pending;
 -- A slot whose command id is not a uuid, and one that is not an object: nothing_pending.
 SET session_replication_role = replica;
 UPDATE cscp.context x SET slots = x.slots || '{"pending_confirmation": {"command_id": "cmd-7", "expires_at": "soon"}}'

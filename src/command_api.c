@@ -260,7 +260,7 @@ request_approval(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, const char 
 {
 	static SPIPlanPtr supersede_plan = NULL;
 	static SPIPlanPtr context_plan = NULL;
-	static const Oid supersede_types[3] = {TEXTOID, UUIDOID, UUIDOID};
+	static const Oid supersede_types[4] = {TEXTOID, UUIDOID, UUIDOID, UUIDOID};
 	static const Oid context_types[5] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID};
 	bool		isnull;
 	Datum		tenant = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"),
@@ -280,16 +280,19 @@ request_approval(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, const char 
 
 		if (oldid != NULL && cscp_is_uuid_text(oldid))
 		{
+			/* Only a command of this context: one the slot is bound to. */
 			args[0] = tenant;
 			args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(oldid));
 			args[2] = command_id;
+			args[3] = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "context_id"), ctxdesc,
+								   &isnull);
 			cscp_spi_plan(&supersede_plan,
 						  "UPDATE cscp.command x"
 						  "   SET state = 'rejected', reason_code = 'approval_superseded',"
 						  "       detail = jsonb_build_object('superseded_by', $3)"
-						  " WHERE x.tenant_id = $1 AND x.command_id = $2"
+						  " WHERE x.tenant_id = $1 AND x.command_id = $2 AND x.context_id = $4"
 						  "   AND x.state = 'authz_pending'",
-						  3, supersede_types);
+						  4, supersede_types);
 			if (SPI_execute_plan(supersede_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
 				elog(ERROR, "could not supersede an approval request");
 		}
@@ -1093,7 +1096,7 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 		JSONBOID, TEXTARRAYOID, TEXTOID, BOOLOID, BOOLOID, JSONBOID, TEXTOID, UUIDOID,
 	TEXTOID, TEXTOID, TIMESTAMPTZOID};
 	static const Oid reject_types[3] = {TEXTOID, UUIDOID, TEXTOID};
-	static const Oid supersede_types[3] = {TEXTOID, UUIDOID, UUIDOID};
+	static const Oid supersede_types[4] = {TEXTOID, UUIDOID, UUIDOID, UUIDOID};
 	static const Oid pending_types[7] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID,
 	TEXTOID, TEXTOID};
 	static const Oid use_types[4] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID};
@@ -1378,22 +1381,26 @@ conflict:
 			char	   *oldid = (old != NULL && old->type == jbvString) ?
 				pnstrdup(old->val.string.val, old->val.string.len) : NULL;
 
-			if (oldid == NULL || !cscp_is_uuid_text(oldid))
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-						 errmsg("invalid input syntax for type uuid: \"%s\"", oldid ? oldid : ""),
-						 errdetail("The pending_confirmation slot of the context does not name a command.")));
-			args[0] = tenant;
-			args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(oldid));
-			args[2] = command_id;
-			cscp_spi_plan(&supersede_plan,
-						  "UPDATE cscp.command x"
-						  "   SET state = 'rejected', reason_code = 'confirmation_superseded',"
-						  "       detail = jsonb_build_object('superseded_by', $3)"
-						  " WHERE x.tenant_id = $1 AND x.command_id = $2"
-						  "   AND x.state = 'confirmation_required'",
-						  3, supersede_types);
-			run(supersede_plan, args, NULL, false, SPI_OK_UPDATE);
+			/*
+			 * Only a command bound to the slot is superseded: one of this
+			 * context (so of its conversation and actor).  A slot that names
+			 * anything else (written around the triggers) is just replaced.
+			 */
+			if (oldid != NULL && cscp_is_uuid_text(oldid))
+			{
+				args[0] = tenant;
+				args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(oldid));
+				args[2] = command_id;
+				args[3] = context_id;
+				cscp_spi_plan(&supersede_plan,
+							  "UPDATE cscp.command x"
+							  "   SET state = 'rejected', reason_code = 'confirmation_superseded',"
+							  "       detail = jsonb_build_object('superseded_by', $3)"
+							  " WHERE x.tenant_id = $1 AND x.command_id = $2 AND x.context_id = $4"
+							  "   AND x.state = 'confirmation_required'",
+							  4, supersede_types);
+				run(supersede_plan, args, NULL, false, SPI_OK_UPDATE);
+			}
 		}
 	}
 
