@@ -214,6 +214,16 @@ SELECT try(format($$UPDATE cscp.command SET state = 'confirmation_required' WHER
 SELECT try(format($$UPDATE cscp.command SET state = 'confirmed' WHERE command_id = %L$$, :'z_cmd')) AS direct;
 SELECT outcome FROM cscp.confirm('tb', 'conv-x', 'maria', 'x:m4', true);
 SELECT state FROM cscp.command WHERE command_id = :'z_cmd';
+-- command_transition to confirmation_required asks the question as command_submit does: a
+-- window, the pending slot naming the command, and the yes then confirms it.
+SELECT command_id AS q_cmd FROM cscp.command_submit('tb', 'conv-x', 'maria', 'x-ask', 'read', false,
+                                                    '{x:m6}', '{}', 'acct:q') \gset
+SET ROLE cb_app;
+SELECT accepted, state FROM cscp.command_transition(:'q_cmd', 'confirmation_required', 'ask_first');
+SELECT pg_temp.pending('conv-x') AS x_pending, window_expires_at FROM cscp.command WHERE command_id = :'q_cmd';
+SELECT outcome FROM cscp.confirm('tb', 'conv-x', 'maria', 'x:m7', true, 'acct:q');
+SELECT state, reason_code, message_ids FROM cscp.command WHERE command_id = :'q_cmd';
+RESET ROLE;
 -- The auto-confirm policy stays, recorded as such (no confirmed step at all).
 SELECT cscp.policy_set('tb', '{"auto_confirm": ["refresh"]}') -> 'auto_confirm' AS auto_confirm;
 SELECT command_id AS r_cmd FROM cscp.command_submit('tb', 'conv-x', 'maria', 'x-refresh', 'refresh', true,
