@@ -718,8 +718,12 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 	/*
 	 * An approval or confirmation request is refused also for its context's
 	 * sake (not live, blocked), which only this function knows: with that
-	 * reason when the command's own rules allow the step.
+	 * reason when the command's own rules allow the step.  A command with no
+	 * context (inserted directly without one) has no slot to ask in: its
+	 * step to confirmation_required asks nothing, as before.
 	 */
+	if (asking && ctx == NULL)
+		asking = false;
 	if (approval || asking)
 	{
 		char	   *status = ctx ? spi_text(ctx, ctxdesc, "cscp.context", "status") : NULL;
