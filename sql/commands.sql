@@ -45,6 +45,15 @@ BEGIN
         st <> 'canonicalized', ARRAY[conv || ':m1']);
     id := r.command_id;
     FOREACH s IN ARRAY path LOOP
+        -- confirmed only through the user's answer (cscp.confirm), never by command_transition
+        IF s = 'confirmed' THEN
+            SELECT 'confirmed' = a.outcome, a.outcome INTO r
+              FROM cscp.confirm('tc', conv, 'actor', conv || ':yes', true) a;
+            IF r.outcome <> 'confirmed' THEN
+                RAISE EXCEPTION 'cmd_in(%, %): the yes answered %', conv, st, r.outcome;
+            END IF;
+            CONTINUE;
+        END IF;
         SELECT * INTO r FROM cscp.command_transition(id, s, 'step-' || s);
         IF NOT r.accepted THEN
             RAISE EXCEPTION 'cmd_in(%, %): % refused: %', conv, st, s, r.reason_code;
@@ -53,6 +62,10 @@ BEGIN
     IF st = 'compensated' THEN
         comp := (SELECT c.command_id FROM cscp.command_recover(id, 'compensate', conv || ':comp') c);
         FOREACH s IN ARRAY '{confirmed,authz_pending,authorized,started,executed}'::cscp.command_state[] LOOP
+            IF s = 'confirmed' THEN
+                PERFORM cscp.confirm('tc', conv, 'actor', conv || ':comp-yes', true);
+                CONTINUE;
+            END IF;
             SELECT * INTO r FROM cscp.command_transition(comp, s, 'step-' || s);
             IF NOT r.accepted THEN
                 RAISE EXCEPTION 'cmd_in(%, %): compensation % refused: %', conv, st, s, r.reason_code;
@@ -95,7 +108,8 @@ BEGIN
             id := pg_temp.cmd_in(conv, f);
             IF t = 'compensated' AND f IN ('executed', 'failed') THEN
                 comp := (SELECT c.command_id FROM cscp.command_recover(id, 'compensate', conv || ':comp') c);
-                FOREACH s IN ARRAY '{confirmed,authz_pending,authorized,started,executed}'::cscp.command_state[] LOOP
+                PERFORM cscp.confirm('tc', conv, 'actor', conv || ':comp-yes', true);
+                FOREACH s IN ARRAY '{authz_pending,authorized,started,executed}'::cscp.command_state[] LOOP
                     UPDATE cscp.command c SET state = s WHERE c.command_id = comp;
                 END LOOP;
             END IF;
@@ -107,11 +121,15 @@ BEGIN
             IF direct THEN
                 result := try(format('UPDATE cscp.command SET state = %L WHERE command_id = %L', t, id));
             ELSE
-                SELECT * INTO r FROM cscp.command_transition(id, t, 'matrix');
-                result := CASE WHEN r.accepted THEN 'accepted' ELSE 'refused: ' || r.reason_code END
-                          || CASE WHEN r.state IS DISTINCT FROM
-                                       (SELECT c.state FROM cscp.command c WHERE c.command_id = id)
-                                  THEN ' (but returned state ' || r.state || ')' ELSE '' END;
+                BEGIN
+                    SELECT * INTO r FROM cscp.command_transition(id, t, 'matrix');
+                    result := CASE WHEN r.accepted THEN 'accepted' ELSE 'refused: ' || r.reason_code END
+                              || CASE WHEN r.state IS DISTINCT FROM
+                                           (SELECT c.state FROM cscp.command c WHERE c.command_id = id)
+                                      THEN ' (but returned state ' || r.state || ')' ELSE '' END;
+                EXCEPTION WHEN OTHERS THEN
+                    result := 'error: ' || SQLSTATE || ' ' || SQLERRM;
+                END;
             END IF;
             SELECT c.state, c.version - v_before INTO state_after, version_delta
               FROM cscp.command c WHERE c.command_id = id;
@@ -127,10 +145,13 @@ CREATE TEMP TABLE md AS SELECT * FROM pg_temp.matrix(true);
 
 -- The grid, one row per from state, one column per to state: 'ok' = the transition happened
 -- (state is `to`, version + 1, one evidence row); '-' = refused with reason invalid_transition,
--- state and version unchanged, and one invalid_transition_attempt evidence row; anything else
--- would be printed as 'BAD'.
+-- state and version unchanged, and one invalid_transition_attempt evidence row; 'ans' = an
+-- allowed step that only the user's answer takes (55000: use cscp.confirm), nothing written;
+-- anything else would be printed as 'BAD'.
 CREATE FUNCTION pg_temp.grid_cell(m mf) RETURNS text LANGUAGE sql AS $$
     SELECT CASE
+        WHEN m.result LIKE 'error: 55000 %without the user''s answer' AND m.state_after = m.from_state
+             AND m.version_delta = 0 AND m.evidence IS NULL THEN 'ans'
         WHEN m.result = 'accepted' AND m.state_after = m.to_state AND m.version_delta = 1
              AND m.evidence NOT LIKE '%,%' AND m.evidence <> 'invalid_transition_attempt' THEN 'ok'
         WHEN m.result = 'refused: invalid_transition' AND m.state_after = m.from_state
@@ -157,6 +178,8 @@ SELECT from_state,
 -- state and version unchanged, no evidence (the refused statement wrote nothing).
 CREATE FUNCTION pg_temp.grid_cell_direct(m md) RETURNS text LANGUAGE sql AS $$
     SELECT CASE
+        WHEN m.result LIKE '55000 %without the user''s answer%' AND m.state_after = m.from_state
+             AND m.version_delta = 0 AND m.evidence IS NULL THEN 'ans'
         WHEN m.result = 'ok' AND m.state_after = m.to_state AND m.version_delta = 1
              AND m.evidence NOT LIKE '%,%' AND m.evidence <> 'invalid_transition_attempt' THEN 'ok'
         WHEN m.result LIKE '55000 %' AND m.state_after = m.from_state
@@ -179,11 +202,14 @@ SELECT from_state,
   FROM (SELECT from_state, to_state, pg_temp.grid_cell_direct(m) AS c FROM md m) g
  GROUP BY from_state ORDER BY from_state;
 
--- Both ways agree with cscp.command_transition_allowed on every pair: no row is listed.
+-- Both ways agree with cscp.command_transition_allowed on every pair, but for the answer's own
+-- step (confirmation_required -> confirmed, taken only by cscp.confirm): no row is listed.
 SELECT f.from_state, f.to_state, f.allowed, f.result AS by_function, d.result AS by_update
   FROM mf f JOIN md d USING (from_state, to_state)
- WHERE pg_temp.grid_cell(f) <> CASE WHEN f.allowed THEN 'ok' ELSE '-' END
-    OR pg_temp.grid_cell_direct(d) <> CASE WHEN d.allowed THEN 'ok' ELSE '-' END;
+ WHERE pg_temp.grid_cell(f) <> CASE WHEN f.to_state = 'confirmed' AND f.allowed THEN 'ans'
+                                    WHEN f.allowed THEN 'ok' ELSE '-' END
+    OR pg_temp.grid_cell_direct(d) <> CASE WHEN d.to_state = 'confirmed' AND d.allowed THEN 'ans'
+                                           WHEN d.allowed THEN 'ok' ELSE '-' END;
 SELECT count(*) FILTER (WHERE allowed) AS allowed_pairs, count(*) AS pairs FROM mf;
 
 -- The allowed pairs and the evidence each left (RFC-WF-0018 section IX event types).
@@ -298,7 +324,7 @@ CREATE TEMP TABLE comp2 AS SELECT pg_temp.cmd_in('comp-2', 'failed') AS target;
 SELECT r.state FROM comp2, cscp.command_recover(target, 'reprocess', 'comp-2:reprocess') r;
 SELECT t.accepted FROM unnest('{confirmed,authz_pending,authorized,started,executed}'::cscp.command_state[])
        WITH ORDINALITY u(s, n),
-       LATERAL cscp.command_transition((SELECT command_id FROM cscp.command WHERE idempotency_key = 'comp-2:reprocess'), u.s) t
+       LATERAL public.step((SELECT command_id FROM cscp.command WHERE idempotency_key = 'comp-2:reprocess'), u.s) t
  ORDER BY n;
 SELECT accepted, state, reason_code FROM cscp.command_transition((SELECT target FROM comp2), 'compensated');
 -- A compensation that has not executed yet does not count either.
@@ -309,7 +335,7 @@ SELECT accepted, state, reason_code FROM cscp.command_transition((SELECT target 
 -- Executing it (through command_transition) compensates the target.
 SELECT u.s AS to_state, t.accepted, t.state
   FROM unnest('{confirmed,authz_pending,authorized,started,executed}'::cscp.command_state[]) WITH ORDINALITY u(s, n),
-       LATERAL cscp.command_transition((SELECT recovery FROM comp), u.s) t
+       LATERAL public.step((SELECT recovery FROM comp), u.s) t
  ORDER BY n;
 SELECT state, reason_code, detail ->> 'compensated_by' = (SELECT recovery FROM comp)::text AS by_the_recovery
   FROM cscp.command WHERE command_id = (SELECT target FROM comp);
@@ -357,7 +383,7 @@ SELECT s.command_id = c.command_id AS same_command, s.state, s.replayed, s.outco
 -- ... started: in progress; nothing is run a second time.
 SELECT u.s, t.accepted
   FROM unnest('{confirmed,authz_pending,authorized,started}'::cscp.command_state[]) WITH ORDINALITY u(s, n),
-       LATERAL cscp.command_transition((SELECT command_id FROM cscp.command WHERE idempotency_key = 'sub-1:pay'), u.s) t
+       LATERAL public.step((SELECT command_id FROM cscp.command WHERE idempotency_key = 'sub-1:pay'), u.s) t
  ORDER BY n;
 SET cscp.clock = '2026-03-01 10:01:00+00';
 SELECT state, replayed, outcome
@@ -559,10 +585,14 @@ SELECT x.state, x.outcome ->> 'reason_code' AS reason_code
 
 ---------------------------------------------------------------------------------------------------
 -- 5. command_status: what may come next (the table and the invariants) and which recoveries apply.
-SET cscp.clock = '2026-03-01 15:00:00+00';
+SET cscp.clock = '2026-03-01 10:05:00+00';
 SELECT r.s, st.state, st.terminal, st.reason_code, st.next_allowed, st.recovery_options,
        st.outcome ->> 'state' AS outcome_state
   FROM reach r, cscp.command_status(r.id) st ORDER BY r.s;
+-- Once their contexts have expired, nothing of them moves forward to confirmed, authz_pending,
+-- authorized or started (context_expired); a started command may still finish.
+SET cscp.clock = '2026-03-01 15:00:00+00';
+SELECT r.s, st.next_allowed FROM reach r, cscp.command_status(r.id) st WHERE NOT st.terminal ORDER BY r.s;
 -- A mutating command in canonicalized may not go to authz_pending (not confirmed), nor, when it
 -- was inserted directly with no context, frame or message ids, to confirmation_required
 -- (snapshot_missing); an executed command may not be compensated until a compensation has

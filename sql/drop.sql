@@ -1,6 +1,7 @@
 -- DROP EXTENSION cscp leaves nothing behind; CREATE EXTENSION works again afterwards.
 -- The suite's own helpers depend on cscp's types; they go first.
-DROP FUNCTION ctx_in(text, cscp.context_status), ctx_fixed(text, text, cscp.context_status), try(text);
+DROP FUNCTION ctx_in(text, cscp.context_status), ctx_fixed(text, text, cscp.context_status), try(text),
+              step(uuid, cscp.command_state, text);
 DROP FUNCTION cmd_key(uuid), cmd_rows(text), with_keys(jsonb), ctx_rows(text), ev_rows(text),
               cscp_tables(), snap(), changes();
 DROP EXTENSION cscp;

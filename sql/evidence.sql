@@ -29,7 +29,7 @@ DECLARE
     result text := '';
 BEGIN
     FOREACH s IN ARRAY states LOOP
-        SELECT * INTO r FROM cscp.command_transition(pg_temp.cmd(key), s,
+        SELECT * INTO r FROM public.step(pg_temp.cmd(key), s,
                                                      CASE WHEN reason IS NOT NULL THEN reason || '-' || s END);
         result := result || CASE WHEN result = '' THEN '' ELSE ' ' END
                   || CASE WHEN r.accepted THEN s::text ELSE 'refused:' || r.reason_code END;

@@ -131,3 +131,24 @@ $$;
 
 SELECT extname, extversion, extnamespace::regnamespace FROM pg_extension WHERE extname = 'cscp';
 SELECT count(*) > 0 AS has_functions FROM pg_proc WHERE pronamespace = 'cscp'::regnamespace;
+
+-- step(command_id, to_state, reason): one step of a command as the tests drive it: confirmed
+-- through the user's answer (cscp.confirm, by message 'yes:' || its idempotency key: only the
+-- answer confirms), any other state through cscp.command_transition.
+CREATE FUNCTION public.step(id uuid, to_state cscp.command_state, reason text DEFAULT NULL)
+RETURNS TABLE(accepted boolean, state cscp.command_state, reason_code text) LANGUAGE plpgsql AS $$
+DECLARE
+    c cscp.command;
+    outcome text;
+BEGIN
+    IF to_state <> 'confirmed' THEN
+        RETURN QUERY SELECT * FROM cscp.command_transition(id, to_state, reason);
+        RETURN;
+    END IF;
+    SELECT * INTO c FROM cscp.command x WHERE x.command_id = id;
+    SELECT a.outcome INTO outcome
+      FROM cscp.confirm(c.tenant_id, c.conversation_id, c.actor_id, 'yes:' || c.idempotency_key, true) a;
+    SELECT * INTO c FROM cscp.command x WHERE x.command_id = id;
+    RETURN QUERY SELECT outcome = 'confirmed', c.state, CASE WHEN outcome = 'confirmed' THEN c.reason_code ELSE outcome END;
+END
+$$;

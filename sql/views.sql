@@ -4,12 +4,18 @@ SET timezone = 'UTC';
 SET cscp.clock = '2026-05-01 10:00:00+00';
 SELECT cscp.policy_set(t, jsonb_build_object('detail_level', t)) ->> 'detail_level' AS level
   FROM unnest(ARRAY['none', 'summary', 'full']) t;
-SELECT (cscp.slot_set((cscp.context_open(t, 'conv-v', '+15550001',
-        '{"active_intent": "transfer", "active_target": {"iban": "NL00BANK0123456789"}}')).context_id,
-        'pending_confirmation', '{"command_id": "5b0c4a6e-8f7a-4c1e-9d2b-3e4f5a6b7c8d",
-            "idempotency_key": "secret-key", "target_fingerprint": "sha256:feed",
-            "expires_at": "2026-05-01T10:05:00Z"}')).status AS prepared
+SELECT (cscp.context_open(t, 'conv-v', '+15550001',
+        '{"active_intent": "transfer", "active_target": {"iban": "NL00BANK0123456789"}}')).status AS prepared
   FROM unnest(ARRAY['none', 'summary', 'full']) t;
+-- A pending confirmation, written around the triggers (which hold the slot to a command that
+-- waits for it; only the view's redaction matters here).
+SET session_replication_role = replica;
+UPDATE cscp.context x
+   SET slots = x.slots || '{"pending_confirmation": {"command_id": "5b0c4a6e-8f7a-4c1e-9d2b-3e4f5a6b7c8d",
+            "idempotency_key": "secret-key", "target_fingerprint": "sha256:feed",
+            "expires_at": "2026-05-01T10:05:00Z"}}'
+ WHERE x.conversation_id = 'conv-v';
+RESET session_replication_role;
 
 SELECT tenant_id, conversation_id, actor, status, detail_level, jsonb_pretty(slots) AS slots
   FROM cscp.active_context WHERE conversation_id = 'conv-v' ORDER BY tenant_id;

@@ -5,14 +5,15 @@
  *
  * The decisions are cscp._approve's (PL/pgSQL, confirm.sql): which
  * approval the answer is for, its outcome, and the writes the answer makes
- * as its caller (the command's transition, an expired context recorded,
- * the answer kept for replay).  This file calls it directly, through the
- * function manager rather than through SQL, so that the application role
- * need not (and cannot) execute cscp._approve; then it does the two things
- * the PL/pgSQL body may not call internal functions for: it releases the
- * context's slot naming the command (cscp_context_release, as confirm
- * does), and writes the evidence of an outcome that moved nothing
- * (cscp_evidence_refuse, as the owner).
+ * as its caller (the command's transition, an expired context recorded).
+ * This file calls it directly, through the function manager rather than
+ * through SQL, so that the application role need not (and cannot) execute
+ * cscp._approve; then it does the things the PL/pgSQL body may not do as
+ * the caller: it releases the context's slot naming the command
+ * (cscp_context_release, as confirm does), keeps the answer for replay in
+ * cscp.answer, and writes the evidence of an outcome that moved nothing
+ * (cscp_evidence_refuse); the last two as the owner, since application
+ * roles only read those tables.
  *
  * Locks, in order: the advisory lock of (tenant, 'approve', conversation,
  * message), the context row, then the command row (all taken by the body).
@@ -37,6 +38,33 @@ static Datum
 field(HeapTupleHeader rec, const char *name, bool *isnull)
 {
 	return GetAttributeByName(rec, name, isnull);
+}
+
+/*
+ * Keep the outcome of an approval message for replay: its cscp.answer row,
+ * written as the owner.  args: tenant, conversation, message id, approver,
+ * outcome, command id, context id (the last two may be null).
+ */
+static void
+keep_answer(Datum *args, const bool *isnull)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[8] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, UUIDOID,
+	UUIDOID, TIMESTAMPTZOID};
+	char		nulls[8];
+	CscpOwnerScope owner;
+
+	for (int i = 0; i < 8; i++)
+		nulls[i] = isnull[i] ? 'n' : ' ';
+	cscp_owner_enter("answer", &owner);
+	cscp_spi_plan(&plan,
+				  "INSERT INTO cscp.answer (tenant_id, conversation_id, kind, message_id,"
+				  "                         answered_by, outcome, command_id, context_id, created_at)"
+				  " VALUES ($1, $2, 'approve', $3, $4, $5, $6, $7, $8)",
+				  8, argtypes);
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not keep the answer of an approval");
+	cscp_owner_leave(&owner);
 }
 
 /* The context row (tenant, context_id) as the caller sees it, into *ctx and *desc; false if none. */
@@ -109,6 +137,23 @@ cscp_approve(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+
+	/* The answer kept for replay, unless it is a replay. */
+	if (!DatumGetBool(field(rec, "o_replayed", &isnull)) || isnull)
+	{
+		Datum		a[8];
+		bool		an[8] = {false, false, false, false, false, nulls[1], nulls[2], false};
+
+		a[0] = PG_GETARG_DATUM(0);
+		a[1] = PG_GETARG_DATUM(1);
+		a[2] = PG_GETARG_DATUM(3);
+		a[3] = PG_GETARG_DATUM(2);
+		a[4] = values[0];
+		a[5] = values[1];
+		a[6] = values[2];
+		a[7] = TimestampTzGetDatum(cscp_now());
+		keep_answer(a, an);
+	}
 
 	/* The context's slot naming the command released, as every answer does. */
 	if (!no_release && !no_context)

@@ -249,6 +249,97 @@ approval_window(Datum tenant)
 }
 
 /*
+ * What a confirmation request does beside the command's own transition
+ * (command_submit's mutating command, or a step to confirmation_required):
+ * the earlier pending confirmation of the context is superseded (that
+ * command, if it is of this context and still waiting, is rejected,
+ * confirmation_superseded), and the context becomes pending with its
+ * pending_confirmation slot naming command_id (key, fingerprint and the
+ * window, the command's own); the command becomes the context's last, and
+ * last_message, when given, its last message.  ctx is the context's row,
+ * locked by the caller.
+ */
+static void
+ask_confirmation(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, text *key, text *fingerprint,
+				 Datum window, text *last_message)
+{
+	static SPIPlanPtr supersede_plan = NULL;
+	static SPIPlanPtr pending_plan = NULL;
+	static const Oid supersede_types[4] = {TEXTOID, UUIDOID, UUIDOID, UUIDOID};
+	static const Oid pending_types[7] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID,
+	TEXTOID, TEXTOID};
+	bool		isnull;
+	Datum		tenant = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"),
+									  ctxdesc, &isnull);
+	Datum		context_id = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "context_id"),
+										  ctxdesc, &isnull);
+	Datum		args[7];
+	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+
+	{
+		Jsonb	   *slots = DatumGetJsonbP(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "slots"),
+														ctxdesc, &isnull));
+
+		/* Only the most recent confirmation request is pending: the earlier one is superseded. */
+		if (slot_pending(slots, "pending_confirmation"))
+		{
+			JsonbValue *pc = cscp_jsonb_get(slots, "pending_confirmation");
+			JsonbValue *old = getKeyJsonValueFromContainer(pc->val.binary.data, "command_id",
+														   strlen("command_id"), NULL);
+			char	   *oldid = (old != NULL && old->type == jbvString) ?
+				pnstrdup(old->val.string.val, old->val.string.len) : NULL;
+
+			/*
+			 * Only a command bound to the slot is superseded: one of this
+			 * context (so of its conversation and actor).  A slot that names
+			 * anything else (written around the triggers) is just replaced.
+			 */
+			if (oldid != NULL && cscp_is_uuid_text(oldid))
+			{
+				args[0] = tenant;
+				args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(oldid));
+				args[2] = command_id;
+				args[3] = context_id;
+				cscp_spi_plan(&supersede_plan,
+							  "UPDATE cscp.command x"
+							  "   SET state = 'rejected', reason_code = 'confirmation_superseded',"
+							  "       detail = jsonb_build_object('superseded_by', $3)"
+							  " WHERE x.tenant_id = $1 AND x.command_id = $2 AND x.context_id = $4"
+							  "   AND x.state = 'confirmation_required'",
+							  4, supersede_types);
+				if (SPI_execute_plan(supersede_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+					elog(ERROR, "could not supersede a confirmation request");
+			}
+		}
+	}
+
+	args[0] = tenant;
+	args[1] = context_id;
+	args[2] = command_id;
+	args[3] = PointerGetDatum(key);
+	args[4] = PointerGetDatum(fingerprint);
+	nulls[4] = fingerprint ? ' ' : 'n';
+	args[5] = CStringGetTextDatum(cscp_utc_iso(DatumGetTimestampTz(window)));
+	args[6] = PointerGetDatum(last_message);
+	nulls[6] = last_message ? ' ' : 'n';
+	cscp_spi_plan(&pending_plan,
+				  "UPDATE cscp.context x"
+				  "   SET status = CASE WHEN x.status = 'active' THEN 'pending'::cscp.context_status"
+				  "                     ELSE x.status END,"
+				  "       slots = x.slots || jsonb_build_object('pending_confirmation',"
+				  "                   jsonb_build_object('command_id', $3, 'idempotency_key', $4,"
+				  "                                      'target_fingerprint', $5,"
+				  "                                      'expires_at', $6)),"
+				  "       last_command_id = $3,"
+				  "       last_message_id = coalesce($7, x.last_message_id),"
+				  "       expires_at = cscp.context_touch(x)"
+				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
+				  7, pending_types);
+	if (SPI_execute_plan(pending_plan, args, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record a confirmation request on its context");
+}
+
+/*
  * What an approval request does beside the command's own transition: an
  * earlier pending approval of the context is superseded (that command is
  * rejected, approval_superseded), and the context becomes pending with its
@@ -260,7 +351,7 @@ request_approval(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, const char 
 {
 	static SPIPlanPtr supersede_plan = NULL;
 	static SPIPlanPtr context_plan = NULL;
-	static const Oid supersede_types[3] = {TEXTOID, UUIDOID, UUIDOID};
+	static const Oid supersede_types[4] = {TEXTOID, UUIDOID, UUIDOID, UUIDOID};
 	static const Oid context_types[5] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID};
 	bool		isnull;
 	Datum		tenant = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"),
@@ -280,16 +371,19 @@ request_approval(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, const char 
 
 		if (oldid != NULL && cscp_is_uuid_text(oldid))
 		{
+			/* Only a command of this context: one the slot is bound to. */
 			args[0] = tenant;
 			args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(oldid));
 			args[2] = command_id;
+			args[3] = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "context_id"), ctxdesc,
+								   &isnull);
 			cscp_spi_plan(&supersede_plan,
 						  "UPDATE cscp.command x"
 						  "   SET state = 'rejected', reason_code = 'approval_superseded',"
 						  "       detail = jsonb_build_object('superseded_by', $3)"
-						  " WHERE x.tenant_id = $1 AND x.command_id = $2"
+						  " WHERE x.tenant_id = $1 AND x.command_id = $2 AND x.context_id = $4"
 						  "   AND x.state = 'authz_pending'",
-						  3, supersede_types);
+						  4, supersede_types);
 			if (SPI_execute_plan(supersede_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
 				elog(ERROR, "could not supersede an approval request");
 		}
@@ -335,6 +429,17 @@ compensate_target(Datum tenant, Datum command_id, Datum target)
 				  3, argtypes);
 	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not compensate command");
+}
+
+/* The target_fingerprint of a command row (lock_command's), or NULL. */
+static text *
+command_fingerprint(HeapTuple cmd, TupleDesc cmddesc)
+{
+	bool		isnull;
+	Datum		d = heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "target_fingerprint"),
+								 cmddesc, &isnull);
+
+	return isnull ? NULL : DatumGetTextPP(d);
 }
 
 /* Raise 22023: no command with this id (for this tenant). */
@@ -435,7 +540,7 @@ lock_command(Datum command_id, TupleDesc *desc)
 				  "SELECT x.tenant_id, x.command_id, x.conversation_id, x.state, x.mutating,"
 				  "       x.auto_confirm, x.confirmed_at, x.authorized_at, x.window_expires_at,"
 				  "       x.message_ids, x.context_ref, x.actor_id, x.context_id, x.frame_id,"
-				  "       x.recovery_kind, x.target_command_id"
+				  "       x.recovery_kind, x.target_command_id, x.idempotency_key, x.target_fingerprint"
 				  "  FROM cscp.command x WHERE x.command_id = $1 FOR UPDATE",
 				  1, argtypes);
 	if (SPI_execute_plan(plan, &command_id, NULL, false, 0) != SPI_OK_SELECT)
@@ -523,8 +628,12 @@ PG_FUNCTION_INFO_V1(cscp_command_transition);
  * Moves a command along its lifecycle.  A transition the table or an
  * invariant refuses is returned (accepted = false, the state unchanged, the
  * refusing reason code) and recorded as an invalid_transition_attempt.
+ * The one step it raises for (55000) is confirmed from confirmation_required:
+ * only cscp.confirm records the answer that step needs.
  * authz_pending with reason approval_required asks for an approval (detail
- * may name its approver_id); confirmed, authorized, rejected and canceled
+ * may name its approver_id), confirmation_required asks for a confirmation
+ * as command_submit does (window, pending slot, the earlier question
+ * superseded); confirmed, authorized, rejected and canceled
  * release the context's pending slot naming the command.
  */
 Datum
@@ -541,6 +650,7 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 	Jsonb	   *detail = PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3);
 	char	   *approver = NULL;
 	bool		approval;
+	bool		asking;
 	char	   *result_reason = NULL;
 	bool		accepted = false;
 	const char *context_refusal = NULL;
@@ -586,8 +696,9 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 	 */
 	approval = to == CMD_AUTHZ_PENDING && reason_code != NULL &&
 		strcmp(reason_code, "approval_required") == 0;
+	asking = to == CMD_CONFIRMATION_REQUIRED;
 	args[0] = PG_GETARG_DATUM(0);
-	if (approval || to == CMD_CONFIRMED ||
+	if (approval || asking || to == CMD_CONFIRMED ||
 		(to == CMD_AUTHORIZED && !authorize_alone(args[0])) ||
 		to == CMD_REJECTED || to == CMD_CANCELED)
 	{
@@ -605,11 +716,15 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 		}
 	}
 	/*
-	 * An approval request is refused also for its context's sake (not live,
-	 * blocked), which only this function knows: with that reason when the
-	 * command's own rules allow the step.
+	 * An approval or confirmation request is refused also for its context's
+	 * sake (not live, blocked), which only this function knows: with that
+	 * reason when the command's own rules allow the step.  A command with no
+	 * context (inserted directly without one) has no slot to ask in: its
+	 * step to confirmation_required asks nothing, as before.
 	 */
-	if (approval)
+	if (asking && ctx == NULL)
+		asking = false;
+	if (approval || asking)
 	{
 		char	   *status = ctx ? spi_text(ctx, ctxdesc, "cscp.context", "status") : NULL;
 		bool		live = ctx != NULL &&
@@ -619,10 +734,14 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 		if (status == NULL || !live ||
 			(strcmp(status, "active") != 0 && strcmp(status, "pending") != 0))
 			context_refusal = (live && status != NULL && strcmp(status, "blocked") == 0) ?
-				"context_blocked" : "context_expired";
-		else
+				"context_blocked" :
+				(status != NULL && strcmp(status, "closed") == 0) ? "context_closed" : "context_expired";
+		else if (approval)
 			window = approval_window(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"),
 												  ctxdesc, &isnull));
+		else
+			window = policy_window(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"),
+												ctxdesc, &isnull), "confirmation_ttl");
 	}
 
 	{
@@ -640,6 +759,13 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 		if (cmd == NULL)
 			no_command(PG_GETARG_DATUM(0));
 		why = cscp_command_step_refusal(cmd, cmddesc, to, &result_state);
+		if (why != NULL && strcmp(why, "not_answered") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("command %s cannot be confirmed without the user's answer",
+							DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0)))),
+					 errdetail("A command is confirmed only by the user's answer to its question."),
+					 errhint("Record the user's answer with cscp.confirm.")));
 		if (why == NULL)
 			why = context_refusal;
 		if (why != NULL)
@@ -650,7 +776,7 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 			result_reason = MemoryContextStrdup(callerctx, why);
 		}
 		else if (!move_command(cmd, cmddesc, to, PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2),
-							   detail, window, !approval, &m))
+							   detail, window, !approval && !asking, &m))
 			no_command(PG_GETARG_DATUM(0));
 		else
 		{
@@ -659,6 +785,12 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 
 			if (approval)
 				request_approval(ctx, ctxdesc, PG_GETARG_DATUM(0), approver, window);
+			else if (asking)
+				ask_confirmation(ctx, ctxdesc, PG_GETARG_DATUM(0),
+								 DatumGetTextPP(heap_getattr(cmd, cscp_column(cmddesc, "cscp.command",
+																			  "idempotency_key"),
+															 cmddesc, &isnull)),
+								 command_fingerprint(cmd, cmddesc), window, NULL);
 			else if (ctx != NULL && (to == CMD_CONFIRMED || to == CMD_AUTHORIZED ||
 									 to == CMD_REJECTED || to == CMD_CANCELED))
 				cscp_context_release(ctx, ctxdesc, PG_GETARG_DATUM(0), NULL);
@@ -1076,8 +1208,6 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	static SPIPlanPtr frame_insert_plan = NULL;
 	static SPIPlanPtr insert_plan = NULL;
 	static SPIPlanPtr reject_plan = NULL;
-	static SPIPlanPtr supersede_plan = NULL;
-	static SPIPlanPtr pending_plan = NULL;
 	static SPIPlanPtr use_plan = NULL;
 	static const Oid key_types[2] = {TEXTOID, TEXTOID};
 	static const Oid id_types[2] = {TEXTOID, UUIDOID};
@@ -1088,9 +1218,6 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 		JSONBOID, TEXTARRAYOID, TEXTOID, BOOLOID, BOOLOID, JSONBOID, TEXTOID, UUIDOID,
 	TEXTOID, TEXTOID, TIMESTAMPTZOID};
 	static const Oid reject_types[3] = {TEXTOID, UUIDOID, TEXTOID};
-	static const Oid supersede_types[3] = {TEXTOID, UUIDOID, UUIDOID};
-	static const Oid pending_types[7] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID,
-	TEXTOID, TEXTOID};
 	static const Oid use_types[4] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID};
 	TimestampTz now = cscp_now();
 	Datum		tenant = PointerGetDatum(q->tenant_id);
@@ -1359,71 +1486,13 @@ conflict:
 		return;
 	}
 
-	if (asking)
-	{
-		Datum		command_id = spi_col(cmd, cmddesc, "cscp.command", "command_id", &isnull);
-		Jsonb	   *slots = DatumGetJsonbP(spi_col(ctx, ctxdesc, "cscp.context", "slots", &isnull));
-
-		/* Only the most recent confirmation request is pending: the earlier one is superseded. */
-		if (slot_pending(slots, "pending_confirmation"))
-		{
-			JsonbValue *pc = cscp_jsonb_get(slots, "pending_confirmation");
-			JsonbValue *old = getKeyJsonValueFromContainer(pc->val.binary.data, "command_id",
-														   strlen("command_id"), NULL);
-			char	   *oldid = (old != NULL && old->type == jbvString) ?
-				pnstrdup(old->val.string.val, old->val.string.len) : NULL;
-
-			if (oldid == NULL || !cscp_is_uuid_text(oldid))
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-						 errmsg("invalid input syntax for type uuid: \"%s\"", oldid ? oldid : ""),
-						 errdetail("The pending_confirmation slot of the context does not name a command.")));
-			args[0] = tenant;
-			args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(oldid));
-			args[2] = command_id;
-			cscp_spi_plan(&supersede_plan,
-						  "UPDATE cscp.command x"
-						  "   SET state = 'rejected', reason_code = 'confirmation_superseded',"
-						  "       detail = jsonb_build_object('superseded_by', $3)"
-						  " WHERE x.tenant_id = $1 AND x.command_id = $2"
-						  "   AND x.state = 'confirmation_required'",
-						  3, supersede_types);
-			run(supersede_plan, args, NULL, false, SPI_OK_UPDATE);
-		}
-	}
-
 	/*
 	 * The command becomes its context's last (a use: its TTL slides); one
 	 * that asks for confirmation makes the context pending with it.
 	 */
 	if (asking)
-	{
-		Datum		command_id = spi_col(cmd, cmddesc, "cscp.command", "command_id", &isnull);
-
-		args[0] = tenant;
-		args[1] = context_id;
-		args[2] = command_id;
-		args[3] = PointerGetDatum(q->idempotency_key);
-		args[4] = PointerGetDatum(q->target_fingerprint);
-		nulls[4] = q->target_fingerprint ? ' ' : 'n';
-		args[5] = CStringGetTextDatum(cscp_utc_iso(DatumGetTimestampTz(window)));
-		args[6] = PointerGetDatum(last_message);
-		nulls[6] = last_message ? ' ' : 'n';
-		cscp_spi_plan(&pending_plan,
-					  "UPDATE cscp.context x"
-					  "   SET status = CASE WHEN x.status = 'active' THEN 'pending'::cscp.context_status"
-					  "                     ELSE x.status END,"
-					  "       slots = x.slots || jsonb_build_object('pending_confirmation',"
-					  "                   jsonb_build_object('command_id', $3, 'idempotency_key', $4,"
-					  "                                      'target_fingerprint', $5,"
-					  "                                      'expires_at', $6)),"
-					  "       last_command_id = $3,"
-					  "       last_message_id = coalesce($7, x.last_message_id),"
-					  "       expires_at = cscp.context_touch(x)"
-					  " WHERE x.tenant_id = $1 AND x.context_id = $2",
-					  7, pending_types);
-		run(pending_plan, args, nulls, false, SPI_OK_UPDATE);
-	}
+		ask_confirmation(ctx, ctxdesc, spi_col(cmd, cmddesc, "cscp.command", "command_id", &isnull),
+						 q->idempotency_key, q->target_fingerprint, window, last_message);
 	else
 	{
 		args[0] = tenant;

@@ -17,6 +17,14 @@
  *	  unless it was auto-confirmed;
  *	- confirmed and authorized (from authz_pending) only while the confirmation
  *	  or approval window is open;
+ *	- confirmed only with the user's recorded answer: a cscp.answer row
+ *	  (written by cscp.confirm, as the owner) with outcome confirmed for the
+ *	  command and the message id the step appends; command_transition is
+ *	  refused the step (not_answered);
+ *	- nothing moves forward (confirmed, authz_pending, authorized, started)
+ *	  once the command's context has expired or closed; a started command
+ *	  may still finish, and a cancel recovery (which only records that its
+ *	  target was canceled) runs whatever its context;
  *	- compensated needs an executed compensate recovery aimed at it;
  *	- each transition appends one evidence row (evidence.c) and, with
  *	  cscp.notify on, one notification.
@@ -131,10 +139,14 @@ typedef struct CommandFacts
 	bool		confirmed;		/* has passed confirmed */
 	bool		authorized;		/* has passed authorized */
 	bool		window_closed;	/* its confirmation or approval window has passed */
+	bool		answered;		/* a recorded answer confirms it (cscp.answer) */
+	bool		cancel_recovery;	/* a cancel recovery: it only records a cancellation */
 	Datum		tenant_id;		/* text */
 	Datum		command_id;		/* uuid */
 	HeapTuple	row;			/* the row, for snapshot_refusal, or NULL */
 	TupleDesc	desc;			/* its descriptor */
+	Datum		context_id;		/* uuid, when has_context */
+	bool		has_context;
 } CommandFacts;
 
 /* Whether an executed compensate recovery aims at the command. */
@@ -302,6 +314,92 @@ snapshot_refusal(CommandFacts *c, char **detail)
 	return NULL;
 }
 
+/* Whether a recovery_kind value (text; isnull when none) is a cancel. */
+static bool
+is_cancel(bool isnull, Datum kind)
+{
+	text	   *t;
+
+	if (isnull)
+		return false;
+	t = DatumGetTextPP(kind);
+	return VARSIZE_ANY_EXHDR(t) == 6 && memcmp(VARDATA_ANY(t), "cancel", 6) == 0;
+}
+
+/*
+ * Whether the command's context has ended: "context_closed" when it is
+ * closed, "context_expired" when it is expired (recorded or past its
+ * expires_at at cscp.now()) or no longer exists; NULL while it is live or
+ * when the command has no context.  Read as the caller (row-level
+ * security applies as to any statement).
+ */
+static const char *
+context_ended(CommandFacts *c)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[2] = {TEXTOID, UUIDOID};
+	Datum		args[2];
+	const char *why = NULL;
+
+	if (!c->has_context || c->cancel_recovery)
+		return NULL;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "SELECT x.status::text, x.expires_at FROM cscp.context x"
+				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
+				  2, argtypes);
+	args[0] = c->tenant_id;
+	args[1] = c->context_id;
+	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the context of a command");
+	if (SPI_processed == 0)
+		why = "context_expired";
+	else
+	{
+		HeapTuple	row = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		char	   *status = SPI_getvalue(row, desc, 1);
+		bool		isnull;
+		Datum		expires = SPI_getbinval(row, desc, 2, &isnull);
+
+		if (status != NULL && strcmp(status, "closed") == 0)
+			why = "context_closed";
+		else if (status == NULL || !cscp_status_live(status) ||
+				 isnull || DatumGetTimestampTz(expires) <= cscp_now())
+			why = "context_expired";
+	}
+	SPI_finish();
+	return why;
+}
+
+/*
+ * Whether cscp.answer records the user's "yes" to the command (tenant,
+ * conversation, command_id) given by message message_id: the answer
+ * cscp.confirm writes, as the owner, before it confirms the command.
+ */
+static bool
+answer_recorded(Datum tenant, Datum conversation, Datum command_id, Datum message_id)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[4] = {TEXTOID, TEXTOID, UUIDOID, TEXTOID};
+	Datum		args[4] = {tenant, conversation, command_id, message_id};
+	bool		found;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "SELECT 1 FROM cscp.answer a"
+				  " WHERE a.tenant_id = $1 AND a.conversation_id = $2 AND a.kind = 'confirm'"
+				  "   AND a.message_id = $4 AND a.command_id = $3 AND a.outcome = 'confirmed'",
+				  4, argtypes);
+	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up the answer of a command");
+	found = SPI_processed > 0;
+	SPI_finish();
+	return found;
+}
+
 /*
  * Why from -> to is refused for this command, as a reason code, or NULL when
  * it is allowed.  *detail gets a sentence for an error message.
@@ -332,6 +430,23 @@ refusal(CommandFacts *c, CommandState to, char **detail)
 	{
 		*detail = pstrdup("The approval window has passed; ask for approval again.");
 		return "approval_expired";
+	}
+	if (to == CMD_CONFIRMED || to == CMD_AUTHZ_PENDING || to == CMD_AUTHORIZED ||
+		to == CMD_STARTED)
+	{
+		const char *ended = context_ended(c);
+
+		if (ended != NULL)
+		{
+			*detail = psprintf("The command's context has %s; nothing of it moves forward.",
+							   strcmp(ended, "context_closed") == 0 ? "closed" : "expired");
+			return ended;
+		}
+	}
+	if (to == CMD_CONFIRMED && !c->answered)
+	{
+		*detail = pstrdup("A command is confirmed only by the user's answer, recorded by cscp.confirm.");
+		return "not_answered";
 	}
 	if (to == CMD_AUTHZ_PENDING && from == CMD_CANONICALIZED &&
 		c->mutating && !c->auto_confirm)
@@ -376,6 +491,7 @@ typedef struct CommandColumns
 	int			tenant_id,
 				command_id,
 				conversation_id,
+				context_id,
 				context_ref,
 				message_ids,
 				command_name,
@@ -386,6 +502,7 @@ typedef struct CommandColumns
 				detail,
 				outcome,
 				window_expires_at,
+				recovery_kind,
 				confirmed_at,
 				authorized_at,
 				created_at,
@@ -415,6 +532,7 @@ load_columns(Relation rel)
 	cols.tenant_id = cscp_column(desc, "cscp.command", "tenant_id");
 	cols.command_id = cscp_column(desc, "cscp.command", "command_id");
 	cols.conversation_id = cscp_column(desc, "cscp.command", "conversation_id");
+	cols.context_id = cscp_column(desc, "cscp.command", "context_id");
 	cols.context_ref = cscp_column(desc, "cscp.command", "context_ref");
 	cols.message_ids = cscp_column(desc, "cscp.command", "message_ids");
 	cols.command_name = cscp_column(desc, "cscp.command", "command_name");
@@ -425,6 +543,7 @@ load_columns(Relation rel)
 	cols.detail = cscp_column(desc, "cscp.command", "detail");
 	cols.outcome = cscp_column(desc, "cscp.command", "outcome");
 	cols.window_expires_at = cscp_column(desc, "cscp.command", "window_expires_at");
+	cols.recovery_kind = cscp_column(desc, "cscp.command", "recovery_kind");
 	cols.confirmed_at = cscp_column(desc, "cscp.command", "confirmed_at");
 	cols.authorized_at = cscp_column(desc, "cscp.command", "authorized_at");
 	cols.created_at = cscp_column(desc, "cscp.command", "created_at");
@@ -525,10 +644,14 @@ row_facts(CmdRow r, TupleDesc desc)
 	c.authorized = !ROW_N(r, cols.authorized_at);
 	c.window_closed = !ROW_N(r, cols.window_expires_at) &&
 		DatumGetTimestampTz(ROW_V(r, cols.window_expires_at)) <= cscp_now();
+	c.answered = false;
+	c.cancel_recovery = is_cancel(ROW_N(r, cols.recovery_kind), ROW_V(r, cols.recovery_kind));
 	c.tenant_id = ROW_V(r, cols.tenant_id);
 	c.command_id = ROW_V(r, cols.command_id);
 	c.row = NULL;				/* the caller sets the tuple r came from */
 	c.desc = desc;
+	c.has_context = !ROW_N(r, cols.context_id);
+	c.context_id = ROW_V(r, cols.context_id);
 	return c;
 }
 
@@ -834,7 +957,27 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 				 errdetail("Every update of a command is a transition of its lifecycle."),
 				 errhint("Use cscp.command_transition.")));
 
+	/* A yes is the recorded answer whose message id this step appends. */
+	if (to == CMD_CONFIRMED && !ROW_N(nw, cols.message_ids))
+	{
+		Datum	   *elems;
+		bool	   *enulls;
+		int			n;
+
+		deconstruct_array(DatumGetArrayTypeP(ROW_V(nw, cols.message_ids)), TEXTOID, -1, false,
+						  TYPALIGN_INT, &elems, &enulls, &n);
+		c.answered = n > 0 && !enulls[n - 1] &&
+			answer_recorded(c.tenant_id, ROW_V(o, cols.conversation_id), c.command_id,
+							elems[n - 1]);
+	}
+
 	why = refusal(&c, to, &detail);
+	if (why != NULL && strcmp(why, "not_answered") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("command %s cannot be confirmed without the user's answer", id),
+				 errdetail("%s", detail),
+				 errhint("Record the user's answer with cscp.confirm.")));
 	if (why != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -1177,6 +1320,12 @@ facts_of_record(HeapTupleHeader rec, const char *argname, Oid *typoid)
 	c.window_closed = !isnull && DatumGetTimestampTz(d) <= cscp_now();
 	c.tenant_id = GetAttributeByName(rec, "tenant_id", &isnull);
 	c.command_id = GetAttributeByName(rec, "command_id", &isnull);
+	c.context_id = GetAttributeByName(rec, "context_id", &isnull);
+	c.has_context = !isnull;
+	d = GetAttributeByName(rec, "recovery_kind", &isnull);
+	c.cancel_recovery = is_cancel(isnull, d);
+	/* What may come next: the answer, when it comes, is cscp.confirm's to record. */
+	c.answered = true;
 	return c;
 }
 
@@ -1215,6 +1364,12 @@ facts_of_row(HeapTuple row, TupleDesc desc)
 	c.command_id = heap_getattr(row, cscp_column(desc, "cscp.command", "command_id"), desc, &isnull);
 	c.row = row;
 	c.desc = desc;
+	c.context_id = heap_getattr(row, cscp_column(desc, "cscp.command", "context_id"), desc, &isnull);
+	c.has_context = !isnull;
+	d = heap_getattr(row, cscp_column(desc, "cscp.command", "recovery_kind"), desc, &isnull);
+	c.cancel_recovery = is_cancel(isnull, d);
+	/* A step asked for by command_transition carries no answer. */
+	c.answered = false;
 	return c;
 }
 

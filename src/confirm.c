@@ -6,8 +6,10 @@
  *
  * The safety rules of RFC-WF-0034 live here:
  *	- a yes confirms only the command the context's pending_confirmation
- *	  slot names, and only while that command is confirmation_required and
- *	  its window is open; a yes after the window answers
+ *	  slot names, and only when that command is bound to the slot (same
+ *	  tenant, conversation, actor and context), confirmation_required, and
+ *	  its own window (window_expires_at, not the slot's copy) is open; a slot
+ *	  that names anything else answers nothing_pending; a yes after the window answers
  *	  confirmation_expired whether or not a sweep has run (and lapses the
  *	  question: the command is rejected, the slot cleared);
  *	- an expired context interprets nothing (expired), and the question it
@@ -17,7 +19,9 @@
  *	- every outcome is returned, never raised, and leaves evidence: the
  *	  transition it caused, or an invalid_transition_attempt saying why it
  *	  caused none; the first outcome of each message is kept in cscp.answer
- *	  and replayed when the message comes again.
+ *	  (written here as the owner, before the command moves: the command
+ *	  trigger confirms a command only with its answer recorded) and replayed
+ *	  when the message comes again.
  *
  * Locks, in order: the advisory lock of (tenant, 'confirm', conversation,
  * message), the context row, then the pending command's row.
@@ -137,6 +141,20 @@ apply(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, text *
 	cscp_context_release(ctx, ctxdesc, args[1], why);
 }
 
+/* Whether cmd (NULL: none) waits for a yes: confirmation_required, with a window. */
+static bool
+waiting(HeapTuple cmd, TupleDesc cmddesc)
+{
+	bool		isnull;
+
+	if (cmd == NULL ||
+		strcmp(SPI_getvalue(cmd, cmddesc, cscp_column(cmddesc, "cscp.command", "state")),
+			   "confirmation_required") != 0)
+		return false;
+	(void) col(cmd, cmddesc, "cscp.command", "window_expires_at", &isnull);
+	return !isnull;
+}
+
 /* The string under key of a jsonb object value, or NULL. */
 static char *
 object_string(JsonbValue *obj, const char *key)
@@ -168,7 +186,7 @@ cscp_confirm(PG_FUNCTION_ARGS)
 	static SPIPlanPtr last_plan = NULL;
 	static SPIPlanPtr record_plan = NULL;
 	static const Oid answer_types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	static const Oid command_types[2] = {TEXTOID, UUIDOID};
+	static const Oid command_types[5] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, UUIDOID};
 	static const Oid record_types[9] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 	UUIDOID, UUIDOID, TIMESTAMPTZOID};
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
@@ -186,6 +204,10 @@ cscp_confirm(PG_FUNCTION_ARGS)
 				cmddesc = NULL;
 	JsonbValue *pc = NULL;
 	const char *outcome;
+	const char *lapse_why = NULL;	/* the question lapses, for this reason */
+	const char *why = NULL;		/* the answer moves the command to to_state */
+	CommandState to_state = CMD_CONFIRMED;
+	CscpOwnerScope owner;
 	bool		moved = false;
 	bool		isnull;
 	Datum		args[9];
@@ -264,14 +286,27 @@ cscp_confirm(PG_FUNCTION_ARGS)
 	{
 		char	   *id = object_string(pc, "command_id");
 
-		if (id != NULL)
+		/*
+		 * The command the slot names, if it is bound to the slot's context:
+		 * of the same tenant, conversation, actor and context.  A slot that
+		 * names anything else (written around the triggers) names nothing,
+		 * so that no answer here moves another conversation's command.
+		 */
+		if (id != NULL && cscp_is_uuid_text(id))
 		{
 			args[0] = col(ctx, ctxdesc, "cscp.context", "tenant_id", &isnull);
 			args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(id));
+			args[2] = PointerGetDatum(conversation);
+			args[3] = PointerGetDatum(actor);
+			args[4] = col(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
 			cscp_spi_plan(&lock_plan,
-						  "SELECT x.tenant_id, x.command_id, x.state FROM cscp.command x"
-						  " WHERE x.tenant_id = $1 AND x.command_id = $2 FOR UPDATE",
-						  2, command_types);
+						  "SELECT x.tenant_id, x.command_id, x.state, x.window_expires_at,"
+						  "       x.target_fingerprint"
+						  "  FROM cscp.command x"
+						  " WHERE x.tenant_id = $1 AND x.command_id = $2"
+						  "   AND x.conversation_id = $3 AND x.actor_id = $4 AND x.context_id = $5"
+						  "   FOR UPDATE",
+						  5, command_types);
 			run(lock_plan, args, NULL, SPI_OK_SELECT);
 			if (SPI_processed == 1)
 			{
@@ -291,19 +326,17 @@ cscp_confirm(PG_FUNCTION_ARGS)
 		 * no.  The question it held dies with it, swept or not.
 		 */
 		outcome = "expired";
-		cscp_lapse(ctx, ctxdesc, cmd, cmddesc, "context_expired");
+		lapse_why = "context_expired";
 	}
-	else if (pc == NULL || cmd == NULL ||
-			 strcmp(SPI_getvalue(cmd, cmddesc, cscp_column(cmddesc, "cscp.command", "state")),
-					"confirmation_required") != 0)
+	else if (!waiting(cmd, cmddesc))
 	{
 		/* Nothing pending; but when the last question lapsed, say so, and name it. */
 		char	   *reason = SPI_getvalue(ctx, ctxdesc, cscp_column(ctxdesc, "cscp.context", "reason"));
 
+		cmd = NULL;
 		if (reason != NULL && strcmp(reason, "confirmation_expired") == 0)
 		{
 			outcome = "confirmation_expired";
-			cmd = NULL;
 			args[0] = col(ctx, ctxdesc, "cscp.context", "tenant_id", &isnull);
 			args[1] = col(ctx, ctxdesc, "cscp.context", "last_command_id", &isnull);
 			if (!isnull)
@@ -325,16 +358,16 @@ cscp_confirm(PG_FUNCTION_ARGS)
 	}
 	else
 	{
-		char	   *expires = object_string(pc, "expires_at");
-		char	   *asked = object_string(pc, "target_fingerprint");
+		/* The command's own window and fingerprint decide, not the slot's copies. */
+		TimestampTz window = DatumGetTimestampTz(col(cmd, cmddesc, "cscp.command",
+													 "window_expires_at", &isnull));
+		char	   *asked = SPI_getvalue(cmd, cmddesc,
+										 cscp_column(cmddesc, "cscp.command", "target_fingerprint"));
 
-		if (expires != NULL &&
-			DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in, CStringGetDatum(expires),
-													ObjectIdGetDatum(InvalidOid),
-													Int32GetDatum(-1))) <= now)
+		if (window <= now)
 		{
 			outcome = "confirmation_expired";
-			cscp_lapse(ctx, ctxdesc, cmd, cmddesc, "confirmation_expired");
+			lapse_why = "confirmation_expired";
 		}
 		else if (fingerprint != NULL &&
 				 (asked == NULL || strcmp(asked, text_to_cstring(fingerprint)) != 0))
@@ -342,14 +375,14 @@ cscp_confirm(PG_FUNCTION_ARGS)
 		else if (answer)
 		{
 			outcome = "confirmed";
-			apply(ctx, ctxdesc, cmd, cmddesc, message_id, CMD_CONFIRMED, "confirmed_by_user");
-			moved = true;
+			to_state = CMD_CONFIRMED;
+			why = "confirmed_by_user";
 		}
 		else
 		{
 			outcome = "declined";
-			apply(ctx, ctxdesc, cmd, cmddesc, message_id, CMD_REJECTED, "declined");
-			moved = true;
+			to_state = CMD_REJECTED;
+			why = "declined";
 		}
 	}
 
@@ -362,6 +395,40 @@ cscp_confirm(PG_FUNCTION_ARGS)
 	{
 		context_id = col(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
 		result_nulls[2] = false;
+	}
+
+	/*
+	 * The outcome replayed for the message from now on, written first (a yes
+	 * is confirmed only with its answer recorded, command_fsm.c) and as the
+	 * owner: application roles only read cscp.answer.
+	 */
+	args[0] = PointerGetDatum(tenant);
+	args[1] = PointerGetDatum(conversation);
+	args[2] = CStringGetTextDatum("confirm");
+	args[3] = PointerGetDatum(message_id);
+	args[4] = PointerGetDatum(actor);
+	args[5] = CStringGetTextDatum(outcome);
+	args[6] = command_id;
+	nulls[6] = result_nulls[1] ? 'n' : ' ';
+	args[7] = context_id;
+	nulls[7] = result_nulls[2] ? 'n' : ' ';
+	args[8] = TimestampTzGetDatum(now);
+	cscp_owner_enter("answer", &owner);
+	cscp_spi_plan(&record_plan,
+				  "INSERT INTO cscp.answer (tenant_id, conversation_id, kind, message_id,"
+				  "                         answered_by, outcome, command_id, context_id, created_at)"
+				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+				  9, record_types);
+	run(record_plan, args, nulls, SPI_OK_INSERT);
+	cscp_owner_leave(&owner);
+
+	/* What the answer does: the question lapses, or the command moves. */
+	if (lapse_why != NULL)
+		cscp_lapse(ctx, ctxdesc, cmd, cmddesc, lapse_why);
+	else if (why != NULL)
+	{
+		apply(ctx, ctxdesc, cmd, cmddesc, message_id, to_state, why);
+		moved = true;
 	}
 
 	/* The evidence of an outcome that moved nothing (the trigger records the others'). */
@@ -401,25 +468,6 @@ cscp_confirm(PG_FUNCTION_ARGS)
 		e.detail = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
 		cscp_evidence_refuse(&e, command_id, !result_nulls[1]);
 	}
-
-	/* The outcome replayed for the message from now on, inserted with the caller's rights. */
-	args[0] = PointerGetDatum(tenant);
-	args[1] = PointerGetDatum(conversation);
-	args[2] = CStringGetTextDatum("confirm");
-	args[3] = PointerGetDatum(message_id);
-	args[4] = PointerGetDatum(actor);
-	args[5] = CStringGetTextDatum(outcome);
-	args[6] = command_id;
-	nulls[6] = result_nulls[1] ? 'n' : ' ';
-	args[7] = context_id;
-	nulls[7] = result_nulls[2] ? 'n' : ' ';
-	args[8] = TimestampTzGetDatum(now);
-	cscp_spi_plan(&record_plan,
-				  "INSERT INTO cscp.answer (tenant_id, conversation_id, kind, message_id,"
-				  "                         answered_by, outcome, command_id, context_id, created_at)"
-				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-				  9, record_types);
-	run(record_plan, args, nulls, SPI_OK_INSERT);
 
 	{
 		MemoryContext old = MemoryContextSwitchTo(callerctx);

@@ -13,7 +13,8 @@
  *	- expiry invariant: a live context whose expires_at <= cscp.now() is
  *	  expired whether or not the sweep has run; the only write it accepts
  *	  is the one that records it as expired;
- *	- slots obey the slot rules (slots.c);
+ *	- slots obey the slot rules (slots.c), and the pending slots name only
+ *	  commands bound to the context, waiting for that answer (slots.c);
  *	- identity columns never change; updated_at and version are maintained.
  *
  * "One live context per (tenant, conversation, actor)" is the primary key
@@ -282,6 +283,19 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	repl[cols.version - 1] = true;
 
 	tuple = heap_modify_tuple(tuple, desc, values, nulls, repl);
+
+	/* The pending slots of the new context name only commands bound to it. */
+	d = heap_getattr(tuple, cols.slots, desc, &isnull);
+	if (!isnull && !tenantnull && !convnull)
+	{
+		bool		idnull,
+					actornull;
+		Datum		id = heap_getattr(tuple, cols.context_id, desc, &idnull);
+		Datum		actor = heap_getattr(tuple, cols.actor_id, desc, &actornull);
+
+		if (!idnull && !actornull)
+			cscp_pending_slots_bound(DatumGetJsonbP(d), NULL, tenant, id, conv, actor);
+	}
 	if (!tenantnull)
 		cscp_notify_transition(TextDatumGetCString(tenant), "context",
 							   SPI_getvalue(tuple, desc, cols.context_id),
@@ -368,6 +382,12 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 			slots = cscp_slots_validate(DatumGetJsonbP(d),
 										oldnull ? NULL : DatumGetJsonbP(od),
 										SPI_getvalue(oldtup, desc, cols.tenant_id));
+			/* The pending slots name only commands bound to this context. */
+			cscp_pending_slots_bound(DatumGetJsonbP(d), oldnull ? NULL : DatumGetJsonbP(od),
+									 heap_getattr(oldtup, cols.tenant_id, desc, &isnull),
+									 heap_getattr(oldtup, cols.context_id, desc, &isnull),
+									 heap_getattr(oldtup, cols.conversation_id, desc, &isnull),
+									 heap_getattr(oldtup, cols.actor_id, desc, &isnull));
 			values[cols.slots - 1] = JsonbPGetDatum(slots);
 			repl[cols.slots - 1] = true;
 		}

@@ -358,6 +358,8 @@ extern int32 cscp_routing_hash_uuid(const pg_uuid_t *uuid);
 extern Jsonb *cscp_slots_validate(Jsonb *newslots, Jsonb *oldslots,
 								  const char *tenant_id);
 extern Jsonb *cscp_slots_visible(Jsonb *slots, Jsonb *policy);
+extern void cscp_pending_slots_bound(Jsonb *newslots, Jsonb *oldslots, Datum tenant,
+									 Datum context_id, Datum conversation, Datum actor);
 extern bool cscp_is_uuid_text(const char *str);
 
 /* conversation.c: a conversation row, locked, as the C code reads it */

@@ -12,6 +12,12 @@
  * back) or forbidden (never written).  "max_slot_bytes" caps the size of
  * one value's JSON text.
  *
+ * The pending slots are bound to their commands (cscp_pending_slots_bound):
+ * pending_confirmation and pending_approval name only a command of the
+ * context's own tenant, conversation, actor and context that waits for
+ * that answer, with the window the command has, so that a "yes" given in
+ * one conversation can never reach another's command.
+ *
  * Only values that change are checked, so a slot that an earlier policy
  * allowed stays readable to superusers in the table without blocking
  * updates of other slots; readers go through cscp_slots_visible().
@@ -20,9 +26,12 @@
  */
 #include "cscp.h"
 
+#include "catalog/pg_type.h"
 #include "common/sha2.h"
+#include "executor/spi.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
+#include "utils/timestamp.h"
 
 static const char *const minimum_slots[] = {
 	"active_intent", "active_target", "pending_confirmation",
@@ -331,6 +340,137 @@ cscp_slots_validate(Jsonb *newslots, Jsonb *oldslots, const char *tenant_id)
 			res = pushJsonbValue(&state, tok, &v);
 	}
 	return rewritten ? JsonbValueToJsonb(res) : newslots;
+}
+
+/* The string under key of the object v, or NULL (absent, null or not a string). */
+static char *
+pending_field(JsonbValue *v, const char *key)
+{
+	JsonbValue *f = getKeyJsonValueFromContainer(v->val.binary.data, key, strlen(key), NULL);
+
+	if (f == NULL || f->type != jbvString)
+		return NULL;
+	return pnstrdup(f->val.string.val, f->val.string.len);
+}
+
+/* Raise 22023: the pending slot does not name a command bound to it. */
+static void
+unbound_error(const char *slot, const char *detail)
+{
+	bool		confirmation = (strcmp(slot, "pending_confirmation") == 0);
+
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("slot \"%s\" does not name a command waiting in this context", slot),
+			 errdetail("%s", detail),
+			 confirmation ?
+			 errhint("Let cscp.command_submit ask for the confirmation; it sets the slot.") :
+			 errhint("Ask for an approval with cscp.command_transition(..., 'authz_pending', 'approval_required'); it sets the slot.")));
+}
+
+/*
+ * Hold one pending slot (pending_confirmation or pending_approval, an
+ * object of the right shape) to its command, read as the caller: of the
+ * context's tenant, conversation, actor and context, in
+ * confirmation_required (authz_pending for an approval), with the window
+ * the slot gives; a confirmation's idempotency key and target fingerprint
+ * are the command's too.  The caller is connected to SPI.
+ */
+static void
+check_pending_binding(const char *slot, JsonbValue *v, Datum *key)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[5] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, UUIDOID};
+	bool		confirmation = (strcmp(slot, "pending_confirmation") == 0);
+	char	   *id = pending_field(v, "command_id");
+	char	   *expires = pending_field(v, "expires_at");
+	Datum		args[5];
+	HeapTuple	row;
+	TupleDesc	desc;
+	char	   *state;
+	bool		isnull;
+	Datum		window;
+	TimestampTz given;
+
+	if (id == NULL || expires == NULL || !cscp_parse_timestamptz(expires, &given))
+		return;					/* check_pending_shape refuses it */
+	args[0] = key[0];
+	args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(id));
+	args[2] = key[1];
+	args[3] = key[2];
+	args[4] = key[3];
+	cscp_spi_plan(&plan,
+				  "SELECT x.state::text, x.window_expires_at, x.idempotency_key, x.target_fingerprint"
+				  "  FROM cscp.command x"
+				  " WHERE x.tenant_id = $1 AND x.command_id = $2 AND x.conversation_id = $3"
+				  "   AND x.actor_id = $4 AND x.context_id = $5",
+				  5, argtypes);
+	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the command of a pending slot");
+	if (SPI_processed == 0)
+		unbound_error(slot, psprintf("Command %s is not a command of this context's conversation, actor and context.", id));
+	row = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	state = SPI_getvalue(row, desc, 1);
+	if (strcmp(state, confirmation ? "confirmation_required" : "authz_pending") != 0)
+		unbound_error(slot, psprintf("Command %s is %s, not waiting for %s.", id, state,
+									 confirmation ? "a confirmation" : "an approval"));
+	window = SPI_getbinval(row, desc, 2, &isnull);
+	if (isnull || DatumGetTimestampTz(window) != given)
+		unbound_error(slot, psprintf("The slot's \"expires_at\" is not the end of the command's window (%s).",
+									 isnull ? "none" : cscp_utc_iso(DatumGetTimestampTz(window))));
+	if (confirmation)
+	{
+		char	   *key_given = pending_field(v, "idempotency_key");
+		char	   *key_cmd = SPI_getvalue(row, desc, 3);
+		char	   *fp_given = pending_field(v, "target_fingerprint");
+		char	   *fp_cmd = SPI_getvalue(row, desc, 4);
+
+		if (key_given == NULL || strcmp(key_given, key_cmd) != 0)
+			unbound_error(slot, "The slot's \"idempotency_key\" is not the command's.");
+		if ((fp_given == NULL) != (fp_cmd == NULL) ||
+			(fp_given != NULL && strcmp(fp_given, fp_cmd) != 0))
+			unbound_error(slot, "The slot's \"target_fingerprint\" is not the command's.");
+	}
+}
+
+/*
+ * Hold the pending_confirmation and pending_approval slots of a context
+ * being written (newslots; oldslots NULL on insert) to their commands:
+ * each that changes to an object must name a command bound to it
+ * (check_pending_binding).  The context's tenant, id, conversation and
+ * actor identify it.  Raises 22023.
+ */
+void
+cscp_pending_slots_bound(Jsonb *newslots, Jsonb *oldslots, Datum tenant, Datum context_id,
+						 Datum conversation, Datum actor)
+{
+	static const char *const keys[2] = {"pending_confirmation", "pending_approval"};
+	Datum		key[4] = {tenant, conversation, actor, context_id};
+	bool		connected = false;
+
+	if (!JB_ROOT_IS_OBJECT(newslots) || JB_ROOT_IS_SCALAR(newslots))
+		return;
+	for (int i = 0; i < 2; i++)
+	{
+		JsonbValue *v = cscp_jsonb_get(newslots, keys[i]);
+		JsonbValue *oldv;
+
+		if (v == NULL || v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+			continue;
+		oldv = oldslots ? cscp_jsonb_get(oldslots, keys[i]) : NULL;
+		if (oldv != NULL && cscp_jsonb_values_equal(oldv, v))
+			continue;
+		if (!connected)
+		{
+			if (SPI_connect() != SPI_OK_CONNECT)
+				elog(ERROR, "SPI_connect failed");
+			connected = true;
+		}
+		check_pending_binding(keys[i], v, key);
+	}
+	if (connected)
+		SPI_finish();
 }
 
 /*

@@ -29,15 +29,18 @@ COMMENT ON FUNCTION cscp.confirm(text, text, text, text, boolean, text) IS
 
 -- The decisions of cscp.approve (C, src/approve.c, which calls this directly): the outcome, and
 -- what the answer changes as the caller (the command's transition, an expired context
--- recorded, the answer kept).  What is left to the C caller: the context's slot released
--- (o_release_command, o_release_why) and the evidence of an outcome that moved nothing
--- (o_refusal, with o_context_expires_at and o_detail), which cscp's owner writes.
+-- recorded).  What is left to the C caller: the context's slot released (o_release_command,
+-- o_release_why), the answer kept for replay unless it is one (o_replayed), and the evidence
+-- of an outcome that moved nothing (o_refusal, with o_context_expires_at and o_detail), the
+-- last two written as cscp's owner.  The pending_approval slot names a command only when that
+-- command is of the slot's context (and so of its conversation and actor); the command's own
+-- window decides, not the slot's copy of it.
 CREATE FUNCTION cscp._approve(tenant_id text, conversation_id text, approver_id text, message_id text,
                               decision boolean, command_id uuid,
                               OUT o_outcome text, OUT o_command_id uuid, OUT o_context_id uuid,
                               OUT o_release_command uuid, OUT o_release_why text,
                               OUT o_refusal boolean, OUT o_context_expires_at timestamptz,
-                              OUT o_detail jsonb)
+                              OUT o_detail jsonb, OUT o_replayed boolean)
 LANGUAGE plpgsql VOLATILE
 AS $$
 #variable_conflict use_variable
@@ -54,8 +57,10 @@ DECLARE
     v_lapse_why text;
     v_apply cscp.command_state;     -- the answer moves the pending command to this state
     v_apply_why text;
+    v_pa_id uuid;                   -- the command the pending approval names, if a uuid
 BEGIN
     o_refusal := false;
+    o_replayed := false;
     PERFORM cscp.check_tenant(tenant_id);
     PERFORM cscp.check_id('conversation_id', conversation_id);
     PERFORM cscp.check_id('approver_id', approver_id);
@@ -102,14 +107,19 @@ BEGIN
         o_outcome := a.outcome;
         o_command_id := a.command_id;
         o_context_id := a.context_id;
+        o_replayed := true;
         RETURN;
     END IF;
 
     pa := CASE WHEN jsonb_typeof(c.slots -> 'pending_approval') = 'object'
                THEN c.slots -> 'pending_approval' END;
-    IF pa IS NOT NULL AND (command_id IS NULL OR pa ->> 'command_id' = command_id::text) THEN
+    v_pa_id := CASE WHEN pa ->> 'command_id' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+                    THEN (pa ->> 'command_id')::uuid END;
+    IF pa IS NOT NULL AND (command_id IS NULL OR v_pa_id = command_id) THEN
+        -- Bound to the slot: a command of the slot's own context, or none.
         SELECT * INTO cmd FROM cscp.command x
-         WHERE x.tenant_id = c.tenant_id AND x.command_id = (pa ->> 'command_id')::uuid FOR UPDATE;
+         WHERE x.tenant_id = c.tenant_id AND x.command_id = v_pa_id
+           AND x.conversation_id = c.conversation_id AND x.context_id = c.context_id FOR UPDATE;
     ELSIF command_id IS NOT NULL THEN
         SELECT * INTO cmd FROM cscp.command x
          WHERE x.tenant_id = tenant_id AND x.command_id = _approve.command_id FOR UPDATE;
@@ -126,6 +136,8 @@ BEGIN
            FOR UPDATE;
         pa := CASE WHEN jsonb_typeof(c.slots -> 'pending_approval') = 'object'
                    THEN c.slots -> 'pending_approval' END;
+        v_pa_id := CASE WHEN pa ->> 'command_id' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+                        THEN (pa ->> 'command_id')::uuid END;
         IF c.context_id IS NULL THEN
             o_outcome := 'no_context';
         ELSIF c.status NOT IN ('active', 'pending', 'blocked') OR c.expires_at <= v_now THEN
@@ -133,7 +145,8 @@ BEGIN
             o_outcome := 'expired';
             IF pa IS NOT NULL THEN
                 SELECT * INTO cmd FROM cscp.command x
-                 WHERE x.tenant_id = c.tenant_id AND x.command_id = (pa ->> 'command_id')::uuid FOR UPDATE;
+                 WHERE x.tenant_id = c.tenant_id AND x.command_id = v_pa_id
+                   AND x.conversation_id = c.conversation_id AND x.context_id = c.context_id FOR UPDATE;
             END IF;
             v_lapse := true;
             v_lapse_cmd := cmd;
@@ -161,9 +174,9 @@ BEGIN
             SELECT * INTO cmd FROM cscp.command x
              WHERE x.tenant_id = c.tenant_id AND x.command_id = c.last_command_id;
         END IF;
-    ELSIF cmd.state IS DISTINCT FROM 'authz_pending' THEN
+    ELSIF cmd.state IS DISTINCT FROM 'authz_pending' OR cmd.window_expires_at IS NULL THEN
         o_outcome := 'nothing_pending';
-    ELSIF (pa ->> 'expires_at')::timestamptz <= v_now THEN
+    ELSIF cmd.window_expires_at <= v_now THEN
         o_outcome := 'approval_expired';
         v_lapse := true;
         v_lapse_cmd := cmd;
@@ -215,10 +228,6 @@ BEGIN
         o_context_expires_at := c.expires_at;
         o_detail := jsonb_build_object('decision', decision, 'approver_id', approver_id);
     END IF;
-    INSERT INTO cscp.answer (tenant_id, conversation_id, kind, message_id, answered_by, outcome,
-                             command_id, context_id, created_at)
-    VALUES (tenant_id, conversation_id, 'approve', message_id, approver_id, o_outcome, o_command_id,
-            c.context_id, cscp.now());
 END
 $$;
 COMMENT ON FUNCTION cscp._approve(text, text, text, text, boolean, uuid) IS

@@ -220,11 +220,16 @@ BEGIN
     EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.context, cscp.document, cscp.policy TO %s', r);
     -- Which context is live, and when each retired, is written by the context triggers as their owner.
     EXECUTE format('GRANT SELECT ON cscp.context_live, cscp.context_retired TO %s', r);
-    -- Commands change only by transitions (no DELETE); frames and answers are written once;
-    -- evidence is read-only: the trigger and cscp._evidence_refusal write it as its owner.
+    -- Commands change only by transitions (no DELETE); frames are written once; answers are
+    -- read-only: cscp.confirm and cscp.approve write them as their owner (a yes confirms a
+    -- command only with its answer recorded, so no role below the owner may forge one); a
+    -- role granted by an earlier version loses INSERT on them.  Evidence is read-only: the
+    -- trigger and cscp._evidence_refusal write it as its owner.
     EXECUTE format('GRANT SELECT, INSERT, UPDATE ON cscp.command TO %s', r);
     EXECUTE format('GRANT SELECT ON cscp.command_window, cscp.command_retired TO %s', r);
-    EXECUTE format('GRANT SELECT, INSERT ON cscp.frame, cscp.answer TO %s', r);
+    EXECUTE format('GRANT SELECT, INSERT ON cscp.frame TO %s', r);
+    EXECUTE format('GRANT SELECT ON cscp.answer TO %s', r);
+    EXECUTE format('REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON cscp.answer FROM %s', r);
     EXECUTE format('GRANT SELECT ON cscp.evidence TO %s', r);
     -- Conversations change only through their turns (the triggers see to it; UPDATE is needed
     -- for the row lock every append takes); turns are written once; events are read-only.
