@@ -131,3 +131,8 @@ $$;
 
 SELECT extname, extversion, extnamespace::regnamespace FROM pg_extension WHERE extname = 'cscp';
 SELECT count(*) > 0 AS has_functions FROM pg_proc WHERE pronamespace = 'cscp'::regnamespace;
+
+-- The read-only commands the suites submit, declared in the defaults of tenant '*' (any other
+-- command is mutating under the default policy key undeclared_commands).
+SELECT count(*) FROM (SELECT cscp.command_declare('*', n, false)
+                        FROM unnest(ARRAY['lookup', 'report', 'track_order', 'balance']) n) d;

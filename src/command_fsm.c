@@ -55,7 +55,8 @@ static CscpEnumCache state_cache = {.n = CMD_NUM_STATES, .names = cscp_command_s
  * [confirmation_required -> confirmed ->] authz_pending -> authorized ->
  * started -> executed | failed, authz_pending -> rejected; the extensions
  * canonicalized -> rejected and confirmation_required -> rejected; cancel
- * from every state before started; compensated from executed and failed.
+ * from every state before started and from started (RFC-WF-0018 section
+ * VI.A: a running command is stopped); compensated from executed and failed.
  */
 static const bool allowed[CMD_NUM_STATES][CMD_NUM_STATES] = {
 	/* to: rcv can cfr cfd azp aut rej sta exe fai cnl cmp */
@@ -66,7 +67,7 @@ static const bool allowed[CMD_NUM_STATES][CMD_NUM_STATES] = {
 	/* authz_pending */ {F, F, F, F, F, T, T, F, F, F, T, F},
 	/* authorized */ {F, F, F, F, F, F, F, T, F, F, T, F},
 	/* rejected */ {F, F, F, F, F, F, F, F, F, F, F, F},
-	/* started */ {F, F, F, F, F, F, F, F, T, T, F, F},
+	/* started */ {F, F, F, F, F, F, F, F, T, T, T, F},
 	/* executed */ {F, F, F, F, F, F, F, F, F, F, F, T},
 	/* failed */ {F, F, F, F, F, F, F, F, F, F, F, T},
 	/* canceled */ {F, F, F, F, F, F, F, F, F, F, F, F},
@@ -553,6 +554,25 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 		/* The policy that skipped confirmation, recorded with the acceptance. */
 		decision = "auto_confirm";
 		reason = "policy.auto_confirm";
+	}
+
+	/*
+	 * Whether it mutates is the registry's (registry.c), for a direct INSERT
+	 * too; a cancel recovery changes nothing itself.
+	 */
+	{
+		bool		tnull,
+					nnull;
+		Datum		tenant = heap_getattr(tuple, cols.tenant_id, desc, &tnull);
+		Datum		name = heap_getattr(tuple, cols.command_name, desc, &nnull);
+		char	   *kind = SPI_getvalue(tuple, desc, SPI_fnumber(desc, "recovery_kind"));
+
+		/* an empty name is left to the table's CHECK constraint */
+		if (!tnull && !nnull && VARSIZE_ANY_EXHDR(DatumGetTextPP(name)) > 0 &&
+			(kind == NULL || strcmp(kind, "cancel") != 0))
+			(void) cscp_registry_mutating(DatumGetTextPP(tenant), DatumGetTextPP(name),
+										  get_bool(tuple, desc, cols.mutating),
+										  kind == NULL ? CSCP_REGISTRY_ROW : CSCP_REGISTRY_RECOVERY_ROW);
 	}
 
 	nulls[cols.outcome - 1] = repl[cols.outcome - 1] = true;
