@@ -136,6 +136,32 @@ SELECT try(format($$UPDATE cscp.command SET state = 'started' WHERE command_id =
 RESET ROLE;
 RESET cscp.tenant_id;
 
+---------------------------------------------------------------------------------------------------
+-- needs_approval: a command so declared starts only after cscp.approve approved it.  Authorized
+-- without an approval, it is refused at started (not_approved): through command_transition as a
+-- refusal with evidence, and by a direct UPDATE as the application role with 55000.
+SELECT cscp.command_declare('cr2', 'wire', true, true, 'critical') IS NOT NULL AS declared;
+SELECT command_id AS w1 FROM cscp.command_submit('cr2', 's1', 'u', 's1:w1', 'wire', true, '{m7}') \gset
+SELECT outcome FROM cscp.confirm('cr2', 's1', 'u', 'm8', true);
+SELECT count(*) FROM (SELECT cscp.command_transition(:'w1', s::cscp.command_state)
+                        FROM unnest(ARRAY['authz_pending', 'authorized']) s) t;
+SELECT accepted, state, reason_code FROM cscp.command_transition(:'w1', 'started');
+SELECT event_type, reason_code FROM cscp.evidence
+ WHERE tenant_id = 'cr2' AND command_id = :'w1' AND event_type = 'invalid_transition_attempt';
+SELECT next_allowed FROM cscp.command_status(:'w1');
+SET ROLE cr_app;
+SET cscp.tenant_id = 'cr2';
+SELECT try(format($$UPDATE cscp.command SET state = 'started' WHERE command_id = %L$$, :'w1'));
+RESET ROLE;
+RESET cscp.tenant_id;
+-- The approval flow: authz_pending asking for an approval, cscp.approve, then it starts.
+SELECT command_id AS w2 FROM cscp.command_submit('cr2', 's1', 'u', 's1:w2', 'wire', true, '{m9}') \gset
+SELECT outcome FROM cscp.confirm('cr2', 's1', 'u', 'm10', true);
+SELECT accepted, state FROM cscp.command_transition(:'w2', 'authz_pending', 'approval_required',
+                                                    '{"approver_id": "boss"}');
+SELECT outcome FROM cscp.approve('cr2', 's1', 'boss', 'm11', true);
+SELECT accepted, state FROM cscp.command_transition(:'w2', 'started');
+
 DROP OWNED BY cr_app;
 DROP ROLE cr_app;
 RESET cscp.clock;

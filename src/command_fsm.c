@@ -14,7 +14,8 @@
  *	- every UPDATE is a transition of the table below; the columns that say
  *	  what the command is never change; message_ids only grow;
  *	- started needs authorized, and a mutating command needs confirmed too
- *	  unless it was auto-confirmed;
+ *	  unless it was auto-confirmed; a command the registry declares
+ *	  needs_approval needs an approval answered by cscp.approve (registry.c);
  *	- confirmed and authorized (from authz_pending) only while the confirmation
  *	  or approval window is open;
  *	- compensated needs an executed compensate recovery aimed at it;
@@ -216,6 +217,12 @@ refusal(CommandFacts *c, CommandState to, char **detail)
 		{
 			*detail = pstrdup("A command starts only after it was authorized.");
 			return "not_authorized";
+		}
+		if (cscp_registry_unapproved(c->tenant_id, c->command_id))
+		{
+			*detail = pstrdup("The command registry says this command needs an approval; "
+							  "it starts only after cscp.approve approved it.");
+			return "not_approved";
 		}
 	}
 	if (to == CMD_COMPENSATED && !compensation_executed(c))

@@ -321,6 +321,7 @@ typedef enum CscpRegistryMode
 } CscpRegistryMode;
 
 extern bool cscp_registry_mutating(text *tenant, text *name, bool given, CscpRegistryMode mode);
+extern bool cscp_registry_unapproved(Datum tenant, Datum command_id);
 
 /* lifetime.c: every expiry cscp computes or stores */
 #define CSCP_MAX_LIFETIME_YEARS 10		/* max_ttl and the lifetimes */

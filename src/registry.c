@@ -12,7 +12,9 @@
  * caller: the caller's flag; refuse: 22023).  command_submit asks it with
  * the caller's argument (a contradiction is 22023); the command trigger
  * asks it for every new row, so that a direct INSERT cannot file a
- * mutating command as read-only.
+ * mutating command as read-only.  A command declared needs_approval starts
+ * only once an answer of cscp.approve approved it (cscp_registry_unapproved,
+ * asked by the transition rules at started).
  *
  * cscp_governance_record is the AFTER ROW trigger on cscp.policy,
  * cscp.authority and cscp.command_registry.  When the tenant's policy names
@@ -151,6 +153,38 @@ cscp_registry_mutating(text *tenant, text *name, bool given, CscpRegistryMode mo
 						   tenant_c),
 				 errhint("Declare the command read-only with cscp.command_declare, or write it with mutating = true.")));
 	return row ? given : true;
+}
+
+/*
+ * Whether command command_id of tenant is declared (now) as needing an
+ * approval and has none: no answer of cscp.approve approved it.  Read with
+ * the caller's rights, as the transition it judges.
+ */
+bool
+cscp_registry_unapproved(Datum tenant, Datum command_id)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[2] = {TEXTOID, UUIDOID};
+	Datum		args[2] = {tenant, command_id};
+	bool		unapproved;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "SELECT 1 FROM cscp.command c"
+				  " WHERE c.tenant_id = $1 AND c.command_id = $2"
+				  "   AND (SELECT r.needs_approval FROM cscp.command_registry r"
+				  "         WHERE r.tenant_id IN (c.tenant_id, '*') AND r.command_name = c.command_name"
+				  "         ORDER BY r.tenant_id = '*' LIMIT 1)"
+				  "   AND NOT EXISTS (SELECT 1 FROM cscp.answer a"
+				  "                    WHERE a.tenant_id = c.tenant_id AND a.kind = 'approve'"
+				  "                      AND a.command_id = c.command_id AND a.outcome = 'approved')",
+				  2, argtypes);
+	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the command registry");
+	unapproved = SPI_processed > 0;
+	SPI_finish();
+	return unapproved;
 }
 
 /*
