@@ -79,6 +79,11 @@ SELECT try($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_
              VALUES ('cr', 'd:2', 'd', 'u', 'wipe_disk', false)$$);
 SELECT try($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name, mutating)
              VALUES ('cr', 'd:3', 'd', 'u', 'get_balance', false)$$);
+-- Under 'refuse', an undeclared command cannot be inserted at all, even as mutating.
+SELECT cscp.policy_set('cr', '{"undeclared_commands": "refuse"}')->>'undeclared_commands' AS mode;
+SELECT try($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name, mutating)
+             VALUES ('cr', 'd:4', 'd', 'u', 'wipe_disk', true)$$);
+SELECT cscp.policy_set('cr', '{"undeclared_commands": null}')->>'undeclared_commands' AS mode;
 -- Nor through the API with a contradicting flag.
 SELECT try($$SELECT cscp.command_submit('cr', 'c1', 'u', 'c1:9', 'transfer_money', false, '{m9}')$$);
 -- It declares for its own tenant (API and direct SQL), never for '*' nor another tenant.

@@ -107,7 +107,15 @@ cscp_registry_mutating(text *tenant, text *name, bool given, CscpRegistryMode mo
 	bool		needs_approval = false;
 	char	   *tenant_c = text_to_cstring(tenant);
 	char	   *name_c = text_to_cstring(name);
-	char	   *undeclared;
+	char	   *undeclared = policy_string(cscp_policy_get(tenant_c), "undeclared_commands");
+
+	/*
+	 * A row that says mutating says at least what the registry would; only
+	 * refuse can still turn it away (the policy is cached, the registry is a
+	 * query).
+	 */
+	if (row && given && (recovery || undeclared == NULL || strcmp(undeclared, "refuse") != 0))
+		return true;
 
 	if (registry_lookup(tenant, name, &declared_mutating, &needs_approval))
 	{
@@ -130,7 +138,6 @@ cscp_registry_mutating(text *tenant, text *name, bool given, CscpRegistryMode mo
 		return row ? given : declared_mutating;
 	}
 
-	undeclared = policy_string(cscp_policy_get(tenant_c), "undeclared_commands");
 	if (undeclared != NULL && strcmp(undeclared, "caller") == 0)
 		return given;
 	if (undeclared != NULL && strcmp(undeclared, "refuse") == 0)
