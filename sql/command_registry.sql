@@ -79,6 +79,11 @@ SELECT try($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_
              VALUES ('cr', 'd:2', 'd', 'u', 'wipe_disk', false)$$);
 SELECT try($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name, mutating)
              VALUES ('cr', 'd:3', 'd', 'u', 'get_balance', false)$$);
+-- Nor filed read-only as a cancel recovery under a name that is not "<name>:cancel".
+SELECT try($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name, mutating,
+                                      recovery_kind, target_command_id)
+             SELECT 'cr', 'd:5', 'd', 'u', 'transfer_money', false, 'cancel', command_id
+               FROM cscp.command WHERE tenant_id = 'cr' AND idempotency_key = 'd:3'$$);
 -- Under 'refuse', an undeclared command cannot be inserted at all, even as mutating.
 SELECT cscp.policy_set('cr', '{"undeclared_commands": "refuse"}')->>'undeclared_commands' AS mode;
 SELECT try($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name, mutating)

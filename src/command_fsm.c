@@ -565,7 +565,7 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 
 	/*
 	 * Whether it mutates is the registry's (registry.c), for a direct INSERT
-	 * too; a cancel recovery changes nothing itself.
+	 * too; a cancel recovery ("<name>:cancel") changes nothing itself.
 	 */
 	{
 		bool		tnull,
@@ -573,10 +573,13 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 		Datum		tenant = heap_getattr(tuple, cols.tenant_id, desc, &tnull);
 		Datum		name = heap_getattr(tuple, cols.command_name, desc, &nnull);
 		char	   *kind = SPI_getvalue(tuple, desc, SPI_fnumber(desc, "recovery_kind"));
+		char	   *name_c = nnull ? NULL : TextDatumGetCString(name);
+		size_t		len = name_c ? strlen(name_c) : 0;
+		bool		cancel = kind != NULL && strcmp(kind, "cancel") == 0 &&
+			len > 7 && strcmp(name_c + len - 7, ":cancel") == 0;
 
 		/* an empty name is left to the table's CHECK constraint */
-		if (!tnull && !nnull && VARSIZE_ANY_EXHDR(DatumGetTextPP(name)) > 0 &&
-			(kind == NULL || strcmp(kind, "cancel") != 0))
+		if (!tnull && len > 0 && !cancel)
 			(void) cscp_registry_mutating(DatumGetTextPP(tenant), DatumGetTextPP(name),
 										  get_bool(tuple, desc, cols.mutating),
 										  kind == NULL ? CSCP_REGISTRY_ROW : CSCP_REGISTRY_RECOVERY_ROW);
