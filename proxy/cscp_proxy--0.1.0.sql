@@ -219,6 +219,7 @@ CREATE TYPE cscp.context_status AS ENUM ('active', 'pending', 'blocked', 'expire
 CREATE TYPE cscp.conversation_state AS ENUM ('open', 'closed');
 CREATE TYPE cscp.fact_scope AS ENUM ('global', 'task', 'hypothetical', 'draft', 'session');
 CREATE TYPE cscp.memory_type AS ENUM ('user', 'capability', 'organizational');
+CREATE TYPE cscp.command_registry AS (tenant_id text, command_name text, mutating boolean, needs_approval boolean, risk text, updated_at timestamp with time zone);
 CREATE TYPE cscp.context AS (tenant_id text, context_id uuid, conversation_id text, actor_id text, status cscp.context_status, created_at timestamp with time zone, updated_at timestamp with time zone, expires_at timestamp with time zone, slots jsonb, last_message_id text, last_command_id uuid, correlation_id text, reason text, ttl interval, version bigint);
 CREATE TYPE cscp.conversation AS (tenant_id text, conversation_id text, agent_id text, state cscp.conversation_state, schema jsonb, timeout_ms bigint, deadline timestamp with time zone, causation_id text, opened_at timestamp with time zone, closed_at timestamp with time zone, outcome jsonb, close_reason text, next_turn_index integer, next_event_seq integer, updated_at timestamp with time zone);
 CREATE TYPE cscp.event AS (tenant_id text, conversation_id text, event_id text, seq integer, type text, causation_id text, turn_index integer, payload jsonb, created_at timestamp with time zone);
@@ -376,6 +377,19 @@ LANGUAGE sql VOLATILE AS $f$
 $f$;
 COMMENT ON FUNCTION cscp.check_invariants(tenant_id text) IS 'One row per violated invariant (of one tenant, or of all): multiple_live_contexts, unlisted_live_context, unlisted_retired_context, unlisted_command, unexplained_command_state, start_without_confirmation, start_without_authorization, broken_evidence_chain, turn_index_gap, valid_fact_with_valid_successor, cyclic_fact_chain, foreign_pending_slot, confirmed_without_answer, moved_after_context_ended, unbounded_expiry, frame_hash_mismatch, unframed_command, invalid_recovery; empty when healthy (through the proxy: rows)';
 
+-- command_declare: all
+CREATE FUNCTION cscp_proxy.command_declare(_tenant text, _clock text, tenant_id text, command_name text, mutating boolean, needs_approval boolean, risk text) RETURNS SETOF cscp.command_registry
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON ALL;
+    SELECT * FROM cscp.command_declare(cscp.proxy_session(_tenant, _clock, tenant_id), command_name, mutating, needs_approval, risk);
+$f$;
+CREATE FUNCTION cscp.command_declare(tenant_id text, command_name text, mutating boolean, needs_approval boolean DEFAULT false, risk text DEFAULT 'normal'::text) RETURNS cscp.command_registry
+LANGUAGE sql VOLATILE AS $f$
+    SELECT r FROM cscp_proxy.command_declare(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5) r ORDER BY r::text LIMIT 1
+$f$;
+COMMENT ON FUNCTION cscp.command_declare(tenant_id text, command_name text, mutating boolean, needs_approval boolean, risk text) IS 'Declare a command of a tenant (or replace its declaration): whether it mutates, needs approval, and its risk (low, normal, high, critical) (through the proxy: all)';
+
 -- command_recover: id on target_command_id
 CREATE FUNCTION cscp_proxy.command_recover(_tenant text, _clock text, target_command_id uuid, kind text, idempotency_key text, payload jsonb) RETURNS TABLE(command_id uuid, state cscp.command_state, replayed boolean, outcome jsonb)
 LANGUAGE plproxy AS $f$
@@ -389,7 +403,7 @@ BEGIN
     RETURN QUERY SELECT * FROM cscp_proxy.command_recover(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4);
 END
 $f$;
-COMMENT ON FUNCTION cscp.command_recover(target_command_id uuid, kind text, idempotency_key text, payload jsonb) IS 'Recover a command with a new one aimed at it: retry (failed), reprocess (rejected, failed, canceled), cancel (before started), compensate (executed, failed) (through the proxy: id)';
+COMMENT ON FUNCTION cscp.command_recover(target_command_id uuid, kind text, idempotency_key text, payload jsonb) IS 'Recover a command with a new one aimed at it: retry (failed), reprocess (rejected, failed, canceled), cancel (up to started), compensate (executed, failed) (through the proxy: id)';
 
 -- command_status: id on command_id
 CREATE FUNCTION cscp_proxy.command_status(_tenant text, _clock text, command_id uuid) RETURNS TABLE(state cscp.command_state, last_transition_at timestamp with time zone, terminal boolean, outcome jsonb, reason_code text, next_allowed cscp.command_state[], recovery_options text[])

@@ -410,6 +410,8 @@ SELECT try($$SELECT cscp.command_submit('tc', 'sub-1', 'actor', 'sub-1:pay', 'tr
                                          '{"amount": 11}', 'acct:42')$$);
 SELECT try($$SELECT cscp.command_submit('tc', 'sub-1', 'actor', 'sub-1:pay', 'refund', true, '{sub-1:m2}',
                                          '{"amount": 10}', 'acct:42')$$);
+-- (Not a different request: whether 'transfer' mutates is the registry's, and undeclared it is
+-- mutating whatever the caller says, so this one replays.)
 SELECT try($$SELECT cscp.command_submit('tc', 'sub-1', 'actor', 'sub-1:pay', 'transfer', false, '{sub-1:m2}',
                                          '{"amount": 10}', 'acct:42')$$);
 SELECT try($$SELECT cscp.command_submit('tc', 'sub-other', 'actor', 'sub-1:pay', 'transfer', true, '{sub-1:m2}',

@@ -24,6 +24,7 @@ SELECT try($$UPDATE cscp.context SET ttl = interval '-5 minutes' WHERE tenant_id
 SELECT ttl FROM cscp.context WHERE tenant_id = 'rr';
 
 -- command: tenant, ids, name, payload, recovery kind, target with kind
+SELECT cscp.command_declare('rr', 'x', false) IS NOT NULL AS declared;
 SELECT try($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name, mutating)
              VALUES ('rr', '', 'r', 'a', 'x', false)$$);
 SELECT try($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name, mutating)

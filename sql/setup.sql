@@ -152,3 +152,7 @@ BEGIN
     RETURN QUERY SELECT outcome = 'confirmed', c.state, CASE WHEN outcome = 'confirmed' THEN c.reason_code ELSE outcome END;
 END
 $$;
+-- The read-only commands the suites submit, declared in the defaults of tenant '*' (any other
+-- command is mutating under the default policy key undeclared_commands).
+SELECT count(*) FROM (SELECT cscp.command_declare('*', n, false)
+                        FROM unnest(ARRAY['lookup', 'report', 'track_order', 'balance', 'read']) n) d;

@@ -1606,6 +1606,9 @@ submit_checks(CommandRequest *q)
 	if (q->target_fingerprint != NULL)
 		cscp_check_id("target_fingerprint", q->target_fingerprint);
 	q->context_required = true;
+	/* Whether it mutates is the registry's, not the caller's (registry.c). */
+	q->mutating = cscp_registry_mutating(q->tenant_id, q->command_name, q->mutating,
+										 CSCP_REGISTRY_ARGUMENT);
 }
 
 PG_FUNCTION_INFO_V1(cscp_command_submit);
@@ -1854,7 +1857,8 @@ cscp_command_recover(PG_FUNCTION_ARGS)
 	else if (strcmp(kind, "cancel") == 0)
 		applies = target_state == CMD_RECEIVED || target_state == CMD_CANONICALIZED ||
 			target_state == CMD_CONFIRMATION_REQUIRED || target_state == CMD_CONFIRMED ||
-			target_state == CMD_AUTHZ_PENDING || target_state == CMD_AUTHORIZED;
+			target_state == CMD_AUTHZ_PENDING || target_state == CMD_AUTHORIZED ||
+			target_state == CMD_STARTED;
 	else
 		applies = target_state == CMD_EXECUTED || target_state == CMD_FAILED;
 
@@ -1867,7 +1871,9 @@ cscp_command_recover(PG_FUNCTION_ARGS)
 		Datum		own = spi_col(t, tdesc, "cscp.command", "payload", &isnull);
 
 		q.command_name = command_text(t, tdesc, "command_name");
-		q.mutating = DatumGetBool(spi_col(t, tdesc, "cscp.command", "mutating", &isnull));
+		q.mutating = cscp_registry_mutating(q.tenant_id, q.command_name,
+											DatumGetBool(spi_col(t, tdesc, "cscp.command", "mutating", &isnull)),
+											CSCP_REGISTRY_RECOVERY);
 		q.payload = DatumGetJsonbP(DirectFunctionCall2(jsonb_concat, own, JsonbPGetDatum(payload)));
 		q.target_fingerprint = command_text(t, tdesc, "target_fingerprint");
 	}
@@ -1877,6 +1883,9 @@ cscp_command_recover(PG_FUNCTION_ARGS)
 												  text_to_cstring(command_text(t, tdesc, "command_name")),
 												  kind));
 		q.mutating = strcmp(kind, "compensate") == 0;
+		if (q.mutating)
+			q.mutating = cscp_registry_mutating(q.tenant_id, q.command_name, true,
+												CSCP_REGISTRY_RECOVERY);
 		q.payload = payload;
 	}
 	q.has_target = true;

@@ -14,7 +14,8 @@
  *	- every UPDATE is a transition of the table below; the columns that say
  *	  what the command is never change; message_ids only grow;
  *	- started needs authorized, and a mutating command needs confirmed too
- *	  unless it was auto-confirmed;
+ *	  unless it was auto-confirmed; a command the registry declares
+ *	  needs_approval needs an approval answered by cscp.approve (registry.c);
  *	- confirmed and authorized (from authz_pending) only while the confirmation
  *	  or approval window is open;
  *	- confirmed only with the user's recorded answer: a cscp.answer row
@@ -63,7 +64,8 @@ static CscpEnumCache state_cache = {.n = CMD_NUM_STATES, .names = cscp_command_s
  * [confirmation_required -> confirmed ->] authz_pending -> authorized ->
  * started -> executed | failed, authz_pending -> rejected; the extensions
  * canonicalized -> rejected and confirmation_required -> rejected; cancel
- * from every state before started; compensated from executed and failed.
+ * from every state before started and from started (RFC-WF-0018 section
+ * VI.A: a running command is stopped); compensated from executed and failed.
  */
 static const bool allowed[CMD_NUM_STATES][CMD_NUM_STATES] = {
 	/* to: rcv can cfr cfd azp aut rej sta exe fai cnl cmp */
@@ -74,7 +76,7 @@ static const bool allowed[CMD_NUM_STATES][CMD_NUM_STATES] = {
 	/* authz_pending */ {F, F, F, F, F, T, T, F, F, F, T, F},
 	/* authorized */ {F, F, F, F, F, F, F, T, F, F, T, F},
 	/* rejected */ {F, F, F, F, F, F, F, F, F, F, F, F},
-	/* started */ {F, F, F, F, F, F, F, F, T, T, F, F},
+	/* started */ {F, F, F, F, F, F, F, F, T, T, T, F},
 	/* executed */ {F, F, F, F, F, F, F, F, F, F, F, T},
 	/* failed */ {F, F, F, F, F, F, F, F, F, F, F, T},
 	/* canceled */ {F, F, F, F, F, F, F, F, F, F, F, F},
@@ -466,6 +468,12 @@ refusal(CommandFacts *c, CommandState to, char **detail)
 		{
 			*detail = pstrdup("A command starts only after it was authorized.");
 			return "not_authorized";
+		}
+		if (cscp_registry_unapproved(c->tenant_id, c->command_id))
+		{
+			*detail = pstrdup("The command registry says this command needs an approval; "
+							  "it starts only after cscp.approve approved it.");
+			return "not_approved";
 		}
 	}
 	if (from == CMD_CANONICALIZED && to != CMD_REJECTED && to != CMD_CANCELED)
@@ -890,6 +898,28 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 		/* The policy that skipped confirmation, recorded with the acceptance. */
 		decision = "auto_confirm";
 		reason = "policy.auto_confirm";
+	}
+
+	/*
+	 * Whether it mutates is the registry's (registry.c), for a direct INSERT
+	 * too; a cancel recovery ("<name>:cancel") changes nothing itself.
+	 */
+	{
+		bool		tnull,
+					nnull;
+		Datum		tenant = heap_getattr(tuple, cols.tenant_id, desc, &tnull);
+		Datum		name = heap_getattr(tuple, cols.command_name, desc, &nnull);
+		char	   *kind = SPI_getvalue(tuple, desc, SPI_fnumber(desc, "recovery_kind"));
+		char	   *name_c = nnull ? NULL : TextDatumGetCString(name);
+		size_t		len = name_c ? strlen(name_c) : 0;
+		bool		cancel = kind != NULL && strcmp(kind, "cancel") == 0 &&
+			len > 7 && strcmp(name_c + len - 7, ":cancel") == 0;
+
+		/* an empty name is left to the table's CHECK constraint */
+		if (!tnull && len > 0 && !cancel)
+			(void) cscp_registry_mutating(DatumGetTextPP(tenant), DatumGetTextPP(name),
+										  get_bool(tuple, desc, cols.mutating),
+										  kind == NULL ? CSCP_REGISTRY_ROW : CSCP_REGISTRY_RECOVERY_ROW);
 	}
 
 	nulls[cols.outcome - 1] = repl[cols.outcome - 1] = true;

@@ -313,6 +313,18 @@ extern bool cscp_parse_interval(const char *str, Interval *result);
 extern int64 cscp_policy_int(Jsonb *policy, const char *key, int64 fallback);
 extern bool cscp_policy_lists(Jsonb *policy, const char *key, const char *name);
 
+/* registry.c: whether a command mutates, and the governance of a tenant */
+typedef enum CscpRegistryMode
+{
+	CSCP_REGISTRY_ARGUMENT,		/* command_submit's mutating argument */
+	CSCP_REGISTRY_RECOVERY,		/* a retry, reprocess or compensate cscp forms */
+	CSCP_REGISTRY_ROW,			/* a new row of cscp.command */
+	CSCP_REGISTRY_RECOVERY_ROW	/* a new row of cscp.command naming a target */
+} CscpRegistryMode;
+
+extern bool cscp_registry_mutating(text *tenant, text *name, bool given, CscpRegistryMode mode);
+extern bool cscp_registry_unapproved(Datum tenant, Datum command_id);
+
 /* lifetime.c: every expiry cscp computes or stores */
 #define CSCP_MAX_LIFETIME_YEARS 10		/* max_ttl and the lifetimes */
 #define CSCP_MAX_RETENTION_YEARS 100	/* retention_* */

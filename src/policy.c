@@ -40,6 +40,7 @@ typedef enum PolicyKind
 	POLICY_SHARE,				/* number in (0, 1] */
 	POLICY_BOOLEAN,
 	POLICY_NAMES,				/* array of non-empty strings */
+	POLICY_ROLE,				/* a role name: a string of 1 to 63 bytes */
 	POLICY_SLOT_RULES			/* object {slot: stored|derived|forbidden} */
 } PolicyKind;
 
@@ -71,6 +72,8 @@ static const PolicyKey policy_keys[] = {
 	{.name = "replay_divergence", .kind = POLICY_CHOICE, .choices = {"keep", "error"}},
 	{.name = "fact_budget_share", .kind = POLICY_SHARE},
 	{.name = "supersede_same_key", .kind = POLICY_BOOLEAN},
+	{.name = "undeclared_commands", .kind = POLICY_CHOICE, .choices = {"mutating", "caller", "refuse"}},
+	{.name = "admin_role", .kind = POLICY_ROLE},
 };
 
 #define NUM_POLICY_KEYS ((int) lengthof(policy_keys))
@@ -210,6 +213,12 @@ check_policy_value(const PolicyKey *k, JsonbValue *v)
 					policy_type_error(k->name, "a number greater than 0 and at most 1");
 				break;
 			}
+		case POLICY_ROLE:
+			/* whether the role exists is asked when it is used (registry.c) */
+			if (v->type != jbvString || v->val.string.len == 0 ||
+				v->val.string.len >= NAMEDATALEN)
+				policy_type_error(k->name, psprintf("a role name of 1 to %d bytes", NAMEDATALEN - 1));
+			break;
 		case POLICY_BOOLEAN:
 			if (v->type != jbvBool)
 				policy_type_error(k->name, "true or false");

@@ -193,7 +193,7 @@ CREATE FUNCTION cscp.command_recover(target_command_id uuid, kind text, idempote
 RETURNS TABLE(command_id uuid, state cscp.command_state, replayed boolean, outcome jsonb)
     AS 'MODULE_PATHNAME', 'cscp_command_recover' LANGUAGE C VOLATILE ROWS 1;
 COMMENT ON FUNCTION cscp.command_recover(uuid, text, text, jsonb) IS
-  'Recover a command with a new one aimed at it: retry (failed), reprocess (rejected, failed, canceled), cancel (before started), compensate (executed, failed)';
+  'Recover a command with a new one aimed at it: retry (failed), reprocess (rejected, failed, canceled), cancel (up to started), compensate (executed, failed)';
 
 CREATE FUNCTION cscp.command_status(command_id uuid)
 RETURNS TABLE(state cscp.command_state, last_transition_at timestamptz, terminal boolean,
@@ -226,7 +226,7 @@ BEGIN
         WHEN cmd.state = 'executed' THEN ARRAY['compensate']
         WHEN cmd.state IN ('rejected', 'canceled') THEN ARRAY['reprocess']
         WHEN cmd.state IN ('received', 'canonicalized', 'confirmation_required', 'confirmed',
-                           'authz_pending', 'authorized') THEN ARRAY['cancel']
+                           'authz_pending', 'authorized', 'started') THEN ARRAY['cancel']
         ELSE '{}'::text[] END;
     RETURN NEXT;
 END

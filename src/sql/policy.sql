@@ -33,7 +33,8 @@ INSERT INTO cscp.policy (tenant_id, settings) VALUES ('*', '{
     "turn_content": "full",
     "replay_divergence": "keep",
     "fact_budget_share": 0.7,
-    "supersede_same_key": false
+    "supersede_same_key": false,
+    "undeclared_commands": "mutating"
 }');
 
 -- Read through a per-backend cache that every change to cscp.policy drops (policy.c).

@@ -151,6 +151,24 @@ CREATE POLICY tenant_update ON cscp.authority FOR UPDATE
 CREATE POLICY tenant_delete ON cscp.authority FOR DELETE
     USING (tenant_id = cscp.current_tenant() AND tenant_id <> '*');
 
+-- The registry: like policies, a tenant reads its own and the defaults, writes only its own.
+ALTER TABLE cscp.command_registry ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_read ON cscp.command_registry FOR SELECT
+    USING (tenant_id = cscp.current_tenant() OR tenant_id = '*');
+CREATE POLICY tenant_insert ON cscp.command_registry FOR INSERT
+    WITH CHECK (tenant_id = cscp.current_tenant() AND tenant_id <> '*');
+CREATE POLICY tenant_update ON cscp.command_registry FOR UPDATE
+    USING (tenant_id = cscp.current_tenant() AND tenant_id <> '*')
+    WITH CHECK (tenant_id = cscp.current_tenant() AND tenant_id <> '*');
+CREATE POLICY tenant_delete ON cscp.command_registry FOR DELETE
+    USING (tenant_id = cscp.current_tenant() AND tenant_id <> '*');
+
+-- The log: operators read the tenants their binding lets them see (granted SELECT by
+-- cscp.grant_operator); application roles are granted nothing on it.
+ALTER TABLE cscp.governance_log ENABLE ROW LEVEL SECURITY;
+CREATE POLICY operator_read ON cscp.governance_log FOR SELECT
+    USING (cscp.operator_tenant_visible(tenant_id));
+
 -- Raise 22023 unless role names an existing role.
 CREATE FUNCTION cscp._role(role name) RETURNS regrole
 LANGUAGE plpgsql STABLE
@@ -240,6 +258,8 @@ BEGIN
     EXECUTE format('GRANT SELECT, INSERT, UPDATE ON cscp.fact, cscp.identity TO %s', r);
     EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.authority, cscp.working_set, '
                    'cscp.environment TO %s', r);
+    -- The command registry, like the policy (registry.sql); its governance log is not the app's.
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.command_registry TO %s', r);
     -- The public API only: no internal (_-prefixed) function, which an application could
     -- otherwise call with arguments cscp never passes, and no trigger function.  A role
     -- granted by an earlier version loses the internal ones.
@@ -268,10 +288,11 @@ LANGUAGE plpgsql VOLATILE
 AS $$
 BEGIN
     EXECUTE format('GRANT USAGE ON SCHEMA cscp TO %s', r);
-    EXECUTE format('GRANT SELECT ON cscp.active_context, cscp.command_lifecycle TO %s', r);
+    EXECUTE format('GRANT SELECT ON cscp.active_context, cscp.command_lifecycle, cscp.governance_log TO %s', r);
     EXECUTE format('GRANT EXECUTE ON FUNCTION cscp.show_active_context(text, text), '
                    'cscp.inspect_active_context(text, text), cscp.inspect_command_lifecycle(text, text), '
                    'cscp.check_invariants(text), cscp.bound_tenants(text), cscp.now(), '
+                   'cscp.operator_tenant_visible(text), '
                    -- row-level security calls it before the table's privileges are checked:
                    -- with it, a SELECT on a table is refused for want of that privilege
                    'cscp.current_tenant() TO %s', r);
@@ -383,6 +404,8 @@ SELECT pg_catalog.pg_extension_config_dump('cscp.working_set', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.environment', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.tombstone', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.tenant_binding', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.command_registry', 'WHERE tenant_id <> ''*''');
+SELECT pg_catalog.pg_extension_config_dump('cscp.governance_log', '');
 -- Evidence and inspection ids are time-ordered (cscp._row_id()), not drawn from a sequence:
 -- rows written after a restore get later ids than the restored ones.
 

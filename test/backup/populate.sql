@@ -9,6 +9,7 @@ SELECT cscp.shard_set(1, ARRAY[0]) IS NOT NULL;
 
 SELECT cscp.policy_set('bk', '{"detail_level": "full", "auto_confirm": ["ping"], "context_ttl": "1 hour"}') IS NOT NULL;
 SELECT cscp.authority_set('bk', 'cfo', 350);
+SELECT cscp.command_declare('bk', 'pay', true, false, 'high') IS NOT NULL;
 
 -- Contexts in every status; commands run to the end, auto-confirmed, refused, waiting for a
 -- confirmation and for an approval; answers; a compensation.

@@ -82,7 +82,7 @@ BEGIN
     SELECT * INTO r FROM cscp.confirm('acme', conv, 'u', k || '-y2', true);
     step := step + 1; answer := r.outcome; RETURN NEXT;
 
-    SELECT * INTO r FROM cscp.command_submit('acme', conv, 'u', k || '-3', 'refund', false,
+    SELECT * INTO r FROM cscp.command_submit('acme', conv, 'u', k || '-3', 'lookup', false,
                                              ARRAY[k || '-m3']);
     c3 := r.command_id;
     SELECT * INTO r FROM cscp.command_transition(c3, 'authz_pending', 'approval_required',

@@ -53,7 +53,7 @@ SELECT is((SELECT string_agg(event_type, ' ' ORDER BY evidence_id) FROM cscp.evi
           'authz.requested authz.decided execution.started execution.executed',
           'one evidence row per step and one for the refusal');
 
-SELECT command_id AS c2 FROM cscp.command_submit('acme', 'alt', 'u', 'alt-2', 'refund', false, ARRAY['m2']) \gset
+SELECT command_id AS c2 FROM cscp.command_submit('acme', 'alt', 'u', 'alt-2', 'lookup', false, ARRAY['m2']) \gset
 SELECT results_eq(format('SELECT accepted, state::text FROM cscp.command_transition(%L, %L, %L, %L)',
                          :'c2', 'authz_pending', 'approval_required', '{"approver_id": "boss"}'),
                   $$VALUES (true, 'authz_pending')$$, 'an approval request');

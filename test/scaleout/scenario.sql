@@ -21,6 +21,8 @@ SELECT cscp.policy_set('acme', '{"context_ttl": "15 minutes", "confirmation_ttl"
 SELECT cscp.policy_effective('acme') ->> 'confirmation_ttl' AS confirmation_ttl;
 SELECT cscp.authority_set('acme', 'cfo', 250);
 SELECT cscp.authority_rank('acme', 'cfo') AS cfo_rank;
+-- The read-only commands below (undeclared commands are mutating by default).
+SELECT count(*) AS declared FROM (SELECT cscp.command_declare('acme', n, false) FROM unnest(ARRAY['balance', 'lookup']) n) d;
 SELECT pg_temp.try($$SELECT cscp.policy_set('acme', '{"no_such_key": 1}')$$) AS bad_policy;
 
 \echo '== contexts: open, slots, transitions, expiry'

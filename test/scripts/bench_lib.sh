@@ -189,6 +189,8 @@ bench_cluster_start() {
 	trap 'cluster_stop; rm -rf "$BENCH_OUT"' EXIT
 	psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<SQL
 CREATE EXTENSION cscp;
+-- W1's command reads only (undeclared commands are mutating by default).
+SELECT cscp.command_declare('bench', 'track_order', false);
 CREATE ROLE $BENCH_ROLE LOGIN;
 SELECT cscp.grant_app('$BENCH_ROLE');
 SQL

@@ -24,6 +24,7 @@ KINDS=("$@")
 cluster_start
 psql -X -q -v ON_ERROR_STOP=1 <<'SQL'
 CREATE EXTENSION cscp;
+INSERT INTO cscp.command_registry (tenant_id, command_name, mutating) VALUES ('bench', 'track_order', false);
 CREATE ROLE bench_app LOGIN;
 SELECT cscp.grant_app('bench_app');
 INSERT INTO cscp.document (tenant_id, session_id, namespace, payload, expires_at)

@@ -41,6 +41,7 @@ echo "cscp crash test: $CLIENTS clients, $KILLS crashes, seed $SEED (fsync=on, s
 
 psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<SQL
 CREATE EXTENSION cscp;
+SELECT cscp.command_declare('crash', 'lookup_order', false);
 CREATE ROLE $ROLE LOGIN;
 SELECT cscp.grant_app('$ROLE');
 SQL

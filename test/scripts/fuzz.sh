@@ -26,6 +26,7 @@ cluster_start
 echo "cscp fuzz: seed $SEED, $CALLS calls"
 psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<SQL
 CREATE EXTENSION cscp;
+SELECT cscp.command_declare('fuzz', 'lookup_order', false);
 CREATE ROLE $ROLE LOGIN;
 SELECT cscp.grant_app('$ROLE');
 -- the role the fuzz grants and revokes (not $ROLE, which must keep its privileges)

@@ -35,7 +35,8 @@ fi
 
 echo "== pgTAP"
 psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "DROP DATABASE IF EXISTS cscp_tap" -c "CREATE DATABASE cscp_tap" &&
-	psql -X -q -v ON_ERROR_STOP=1 -d cscp_tap -c "CREATE EXTENSION pgtap" -c "CREATE EXTENSION cscp" ||
+	psql -X -q -v ON_ERROR_STOP=1 -d cscp_tap -c "CREATE EXTENSION pgtap" -c "CREATE EXTENSION cscp" \
+		-c "SELECT cscp.command_declare('*', n, false) FROM unnest(ARRAY['lookup', 'report', 'track_order', 'balance']) n" ||
 	{ status=1; failed+=("pgTAP setup"); }
 if ! pg_prove --failures -d cscp_tap test/pgtap/*.sql; then
 	status=1

@@ -1,0 +1,372 @@
+/*-------------------------------------------------------------------------
+ *
+ * registry.c
+ *	  The command registry (whether a command mutates) and the governance
+ *	  of a tenant: who may change its policy, authority ranks and registry,
+ *	  and the record of every such change.
+ *
+ * Whether a command mutates is decided by cscp_registry_mutating alone:
+ * the tenant's declaration in cscp.command_registry (else the defaults of
+ * tenant '*'), and for a command declared nowhere the policy key
+ * undeclared_commands (mutating, the default: whatever the caller says;
+ * caller: the caller's flag; refuse: 22023).  command_submit asks it with
+ * the caller's argument (a contradiction is 22023); the command trigger
+ * asks it for every new row, so that a direct INSERT cannot file a
+ * mutating command as read-only.  A command declared needs_approval starts
+ * only once an answer of cscp.approve approved it (cscp_registry_unapproved,
+ * asked by the transition rules at started).
+ *
+ * cscp_governance_record is the AFTER ROW trigger on cscp.policy,
+ * cscp.authority and cscp.command_registry.  When the tenant's policy names
+ * an admin_role, only a member of that role (or a superuser, or the owner
+ * of cscp's tables) may change them: anyone else gets 42501 and the
+ * statement changes nothing.  Every change is then appended to
+ * cscp.governance_log as the owner of the tables (no application role may
+ * write it), naming the role that made it: GetUserId() of the statement,
+ * since the trigger is not SECURITY DEFINER and the API functions that
+ * write these tables run with their caller's rights.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "cscp.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+/* The policy's string under key, or NULL. */
+static char *
+policy_string(Jsonb *policy, const char *key)
+{
+	JsonbValue *v = cscp_jsonb_get(policy, key);
+
+	if (v == NULL || v->type != jbvString)
+		return NULL;
+	return pnstrdup(v->val.string.val, v->val.string.len);
+}
+
+/*
+ * The declaration of command name for tenant (its own, else tenant '*'s):
+ * false when there is none.  Read with the caller's rights (row-level
+ * security shows a tenant its own rows and the defaults).
+ */
+static bool
+registry_lookup(text *tenant, text *name, bool *mutating, bool *needs_approval)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[2] = {TEXTOID, TEXTOID};
+	Datum		args[2] = {PointerGetDatum(tenant), PointerGetDatum(name)};
+	bool		found = false;
+	bool		isnull;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "SELECT r.mutating, r.needs_approval FROM cscp.command_registry r"
+				  " WHERE r.tenant_id IN ($1, '*') AND r.command_name = $2"
+				  " ORDER BY r.tenant_id = '*' LIMIT 1",
+				  2, argtypes);
+	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the command registry");
+	if (SPI_processed == 1)
+	{
+		found = true;
+		*mutating = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		*needs_approval = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	SPI_finish();
+	return found;
+}
+
+/*
+ * Whether command name of tenant mutates, given what the writer says
+ * (given).  CSCP_REGISTRY_ARGUMENT (command_submit): the registry's flag,
+ * 22023 when given contradicts it.  CSCP_REGISTRY_RECOVERY (a retry,
+ * reprocess or compensate cscp forms): the registry's flag, given never
+ * refused.  CSCP_REGISTRY_ROW and CSCP_REGISTRY_RECOVERY_ROW (a new row of
+ * cscp.command): given, 22023 when it says read-only what the registry or
+ * the policy makes mutating.  A command declared nowhere follows the
+ * policy key undeclared_commands: mutating (the default), caller, or
+ * refuse (22023, but for a recovery of a command already accepted).
+ */
+bool
+cscp_registry_mutating(text *tenant, text *name, bool given, CscpRegistryMode mode)
+{
+	bool		row = (mode == CSCP_REGISTRY_ROW || mode == CSCP_REGISTRY_RECOVERY_ROW);
+	bool		recovery = (mode == CSCP_REGISTRY_RECOVERY || mode == CSCP_REGISTRY_RECOVERY_ROW);
+	bool		declared_mutating = false;
+	bool		needs_approval = false;
+	char	   *tenant_c = text_to_cstring(tenant);
+	char	   *name_c = text_to_cstring(name);
+	char	   *undeclared = policy_string(cscp_policy_get(tenant_c), "undeclared_commands");
+
+	/*
+	 * A row that says mutating says at least what the registry would; only
+	 * refuse can still turn it away (the policy is cached, the registry is a
+	 * query).
+	 */
+	if (row && given && (recovery || undeclared == NULL || strcmp(undeclared, "refuse") != 0))
+		return true;
+
+	if (registry_lookup(tenant, name, &declared_mutating, &needs_approval))
+	{
+		if (mode == CSCP_REGISTRY_ARGUMENT && given != declared_mutating)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("command \"%s\" is declared %s", name_c,
+							declared_mutating ? "mutating" : "read-only"),
+					 errdetail("The command registry of tenant \"%s\" says mutating = %s; the call says %s.",
+							   tenant_c, declared_mutating ? "true" : "false", given ? "true" : "false"),
+					 errhint("Pass mutating => %s, or change the declaration with cscp.command_declare.",
+							 declared_mutating ? "true" : "false")));
+		if (row && declared_mutating && !given)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("command \"%s\" is declared mutating", name_c),
+					 errdetail("The command registry of tenant \"%s\" says mutating = true; the row says false.",
+							   tenant_c),
+					 errhint("Write the command with mutating = true, or change the declaration with cscp.command_declare.")));
+		return row ? given : declared_mutating;
+	}
+
+	if (undeclared != NULL && strcmp(undeclared, "caller") == 0)
+		return given;
+	if (undeclared != NULL && strcmp(undeclared, "refuse") == 0)
+	{
+		if (recovery)
+			return given;
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("command \"%s\" is not declared", name_c),
+				 errdetail("The policy of tenant \"%s\" refuses commands its command registry does not declare.",
+						   tenant_c),
+				 errhint("Declare it with cscp.command_declare, or set the policy key undeclared_commands to \"mutating\" or \"caller\".")));
+	}
+	/* "mutating", the default */
+	if (row && !given)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("undeclared command \"%s\" must be mutating", name_c),
+				 errdetail("The policy of tenant \"%s\" treats every command its command registry does not declare as mutating.",
+						   tenant_c),
+				 errhint("Declare the command read-only with cscp.command_declare, or write it with mutating = true.")));
+	return row ? given : true;
+}
+
+/*
+ * Whether command command_id of tenant is declared (now) as needing an
+ * approval and has none: no answer of cscp.approve approved it.  Read with
+ * the caller's rights, as the transition it judges.
+ */
+bool
+cscp_registry_unapproved(Datum tenant, Datum command_id)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[2] = {TEXTOID, UUIDOID};
+	Datum		args[2] = {tenant, command_id};
+	bool		unapproved;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "SELECT 1 FROM cscp.command c"
+				  " WHERE c.tenant_id = $1 AND c.command_id = $2"
+				  "   AND (SELECT r.needs_approval FROM cscp.command_registry r"
+				  "         WHERE r.tenant_id IN (c.tenant_id, '*') AND r.command_name = c.command_name"
+				  "         ORDER BY r.tenant_id = '*' LIMIT 1)"
+				  "   AND NOT EXISTS (SELECT 1 FROM cscp.answer a"
+				  "                    WHERE a.tenant_id = c.tenant_id AND a.kind = 'approve'"
+				  "                      AND a.command_id = c.command_id AND a.outcome = 'approved')",
+				  2, argtypes);
+	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the command registry");
+	unapproved = SPI_processed > 0;
+	SPI_finish();
+	return unapproved;
+}
+
+/*
+ * The admin role of a change to a governance row of tenant (NULL: none).
+ * For a policy row, the one in force before the change: the old row's
+ * admin_role, else the defaults'; for the other tables, the tenant's
+ * effective policy.
+ */
+static char *
+admin_role_of(Relation rel, const char *tenant, HeapTuple oldtup)
+{
+	if (strcmp(RelationGetRelationName(rel), "policy") == 0)
+	{
+		char	   *role = NULL;
+
+		if (oldtup != NULL)
+		{
+			bool		isnull;
+			Datum		d = heap_getattr(oldtup, cscp_column(RelationGetDescr(rel), "cscp.policy", "settings"),
+										 RelationGetDescr(rel), &isnull);
+
+			if (!isnull)
+				role = policy_string(DatumGetJsonbP(d), "admin_role");
+		}
+		return role != NULL ? role : policy_string(cscp_policy_get("*"), "admin_role");
+	}
+	return policy_string(cscp_policy_get(tenant), "admin_role");
+}
+
+/* 42501 unless the current role may change the governance rows of tenant. */
+static void
+check_admin(Relation rel, const char *tenant, HeapTuple oldtup)
+{
+	char	   *admin = admin_role_of(rel, tenant, oldtup);
+	Oid			admin_oid;
+	Oid			userid = GetUserId();
+
+	if (admin == NULL || superuser() || has_privs_of_role(userid, rel->rd_rel->relowner))
+		return;
+	admin_oid = get_role_oid(admin, true);
+	if (OidIsValid(admin_oid) && has_privs_of_role(userid, admin_oid))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to change %s of tenant \"%s\"",
+					strcmp(RelationGetRelationName(rel), "policy") == 0 ? "the policy" :
+					strcmp(RelationGetRelationName(rel), "authority") == 0 ? "the authority ranks" :
+					"the command registry", tenant),
+			 errdetail("The policy of tenant \"%s\" lets only members of role \"%s\" change its policy, authority ranks and command registry.",
+					   tenant, admin),
+			 errhint("Make the change as a member of role \"%s\".", admin)));
+}
+
+/* The whole row as jsonb. */
+static Datum
+row_json(HeapTuple tuple, TupleDesc desc)
+{
+	Datum		json = DirectFunctionCall1(row_to_json, heap_copy_tuple_as_datum(tuple, desc));
+
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(text_to_cstring(DatumGetTextPP(json))));
+}
+
+/* The key of a governance row within its tenant: NULL for a policy. */
+static Datum
+row_key(Relation rel, HeapTuple tuple, bool *isnull)
+{
+	const char *name = RelationGetRelationName(rel);
+	const char *column = strcmp(name, "authority") == 0 ? "authority" :
+		strcmp(name, "command_registry") == 0 ? "command_name" : NULL;
+
+	*isnull = column == NULL;
+	if (column == NULL)
+		return (Datum) 0;
+	return heap_getattr(tuple, cscp_column(RelationGetDescr(rel), name, column),
+						RelationGetDescr(rel), isnull);
+}
+
+PG_FUNCTION_INFO_V1(cscp_governance_record);
+
+/*
+ * Trigger cscp.governance_record(), AFTER INSERT OR UPDATE OR DELETE FOR
+ * EACH ROW on cscp.policy, cscp.authority and cscp.command_registry: the
+ * admin role check, then one row of cscp.governance_log.
+ */
+Datum
+cscp_governance_record(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[8] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID,
+	NAMEOID, TIMESTAMPTZOID};
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Relation	rel;
+	TupleDesc	desc;
+	HeapTuple	oldtup = NULL,
+				newtup = NULL,
+				row;
+	const char *action;
+	char	   *tenant;
+	Datum		args[8];
+	char		nulls[8] = "        ";
+	bool		isnull;
+	CscpOwnerScope owner;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("cscp.governance_record() must be called as an AFTER ROW trigger")));
+	rel = trigdata->tg_relation;
+	desc = RelationGetDescr(rel);
+	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+	{
+		newtup = trigdata->tg_trigtuple;
+		action = "insert";
+	}
+	else if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+	{
+		oldtup = trigdata->tg_trigtuple;
+		newtup = trigdata->tg_newtuple;
+		action = "update";
+	}
+	else
+	{
+		oldtup = trigdata->tg_trigtuple;
+		action = "delete";
+	}
+	row = newtup != NULL ? newtup : oldtup;
+	tenant = SPI_getvalue(row, desc, cscp_column(desc, RelationGetRelationName(rel), "tenant_id"));
+
+	check_admin(rel, tenant, oldtup);
+
+	args[0] = CStringGetTextDatum(tenant);
+	args[1] = CStringGetTextDatum(RelationGetRelationName(rel));
+	args[2] = row_key(rel, row, &isnull);
+	if (isnull)
+		nulls[2] = 'n';
+	args[3] = CStringGetTextDatum(action);
+	if (oldtup != NULL)
+		args[4] = row_json(oldtup, desc);
+	else
+		nulls[4] = 'n';
+	if (newtup != NULL)
+		args[5] = row_json(newtup, desc);
+	else
+		nulls[5] = 'n';
+	args[6] = DirectFunctionCall1(namein, CStringGetDatum(GetUserNameFromId(GetUserId(), false)));
+	args[7] = TimestampTzGetDatum(cscp_now());
+
+	cscp_owner_enter("governance_log", &owner);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "INSERT INTO cscp.governance_log (tenant_id, object, object_key, action,"
+				  "    old_value, new_value, changed_by, changed_at)"
+				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+				  8, argtypes);
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not record a governance change");
+	SPI_finish();
+	cscp_owner_leave(&owner);
+	return PointerGetDatum(NULL);
+}
+
+PG_FUNCTION_INFO_V1(cscp_operator_tenant_visible);
+
+/*
+ * cscp.operator_tenant_visible(tenant_id text) RETURNS boolean: whether the
+ * current role may see tenant as an operator (row-level security of
+ * cscp.governance_log).
+ */
+Datum
+cscp_operator_tenant_visible(PG_FUNCTION_ARGS)
+{
+	text	   *tenant = PG_GETARG_TEXT_PP(0);
+
+	PG_RETURN_BOOL(cscp_tenancy_allows(VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant),
+									   CSCP_ROLE_OPERATOR));
+}
