@@ -75,6 +75,51 @@ slot_pending(Jsonb *slots, const char *key)
 }
 
 /*
+ * Supersede the question the context's slot (pending_confirmation or
+ * pending_approval) asks, when a new one (command_id) replaces it: the
+ * command the slot names is rejected with reason, if it is of this context
+ * (so of its conversation and actor) and still waits in state waiting.  A
+ * slot that names anything else (written around the triggers) is just
+ * replaced by the caller.
+ */
+static void
+supersede_question(Datum tenant, Datum context_id, Jsonb *slots, const char *slot,
+				   Datum command_id, const char *waiting, const char *reason)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[6] = {TEXTOID, UUIDOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID};
+	JsonbValue *v;
+	JsonbValue *old;
+	char	   *oldid;
+	Datum		args[6];
+
+	if (!slot_pending(slots, slot))
+		return;
+	v = cscp_jsonb_get(slots, slot);
+	old = getKeyJsonValueFromContainer(v->val.binary.data, "command_id", strlen("command_id"), NULL);
+	if (old == NULL || old->type != jbvString)
+		return;
+	oldid = pnstrdup(old->val.string.val, old->val.string.len);
+	if (!cscp_is_uuid_text(oldid))
+		return;
+	args[0] = tenant;
+	args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(oldid));
+	args[2] = command_id;
+	args[3] = context_id;
+	args[4] = CStringGetTextDatum(reason);
+	args[5] = CStringGetTextDatum(waiting);
+	cscp_spi_plan(&plan,
+				  "UPDATE cscp.command x"
+				  "   SET state = 'rejected', reason_code = $5,"
+				  "       detail = jsonb_build_object('superseded_by', $3)"
+				  " WHERE x.tenant_id = $1 AND x.command_id = $2 AND x.context_id = $4"
+				  "   AND x.state = $6::cscp.command_state",
+				  6, types);
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not supersede a question");
+}
+
+/*
  * Clear the pending_confirmation and pending_approval slots of the context
  * row ctx (a whole cscp.context row) that name command_id, and bring the
  * context back to active, with reason why when given, once nothing is
@@ -263,9 +308,7 @@ static void
 ask_confirmation(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, text *key, text *fingerprint,
 				 Datum window, text *last_message)
 {
-	static SPIPlanPtr supersede_plan = NULL;
 	static SPIPlanPtr pending_plan = NULL;
-	static const Oid supersede_types[4] = {TEXTOID, UUIDOID, UUIDOID, UUIDOID};
 	static const Oid pending_types[7] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID,
 	TEXTOID, TEXTOID};
 	bool		isnull;
@@ -276,42 +319,12 @@ ask_confirmation(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, text *key, 
 	Datum		args[7];
 	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
-	{
-		Jsonb	   *slots = DatumGetJsonbP(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "slots"),
-														ctxdesc, &isnull));
-
-		/* Only the most recent confirmation request is pending: the earlier one is superseded. */
-		if (slot_pending(slots, "pending_confirmation"))
-		{
-			JsonbValue *pc = cscp_jsonb_get(slots, "pending_confirmation");
-			JsonbValue *old = getKeyJsonValueFromContainer(pc->val.binary.data, "command_id",
-														   strlen("command_id"), NULL);
-			char	   *oldid = (old != NULL && old->type == jbvString) ?
-				pnstrdup(old->val.string.val, old->val.string.len) : NULL;
-
-			/*
-			 * Only a command bound to the slot is superseded: one of this
-			 * context (so of its conversation and actor).  A slot that names
-			 * anything else (written around the triggers) is just replaced.
-			 */
-			if (oldid != NULL && cscp_is_uuid_text(oldid))
-			{
-				args[0] = tenant;
-				args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(oldid));
-				args[2] = command_id;
-				args[3] = context_id;
-				cscp_spi_plan(&supersede_plan,
-							  "UPDATE cscp.command x"
-							  "   SET state = 'rejected', reason_code = 'confirmation_superseded',"
-							  "       detail = jsonb_build_object('superseded_by', $3)"
-							  " WHERE x.tenant_id = $1 AND x.command_id = $2 AND x.context_id = $4"
-							  "   AND x.state = 'confirmation_required'",
-							  4, supersede_types);
-				if (SPI_execute_plan(supersede_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
-					elog(ERROR, "could not supersede a confirmation request");
-			}
-		}
-	}
+	/* Only the most recent confirmation request is pending: the earlier one is superseded. */
+	supersede_question(tenant, context_id,
+					   DatumGetJsonbP(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "slots"),
+												   ctxdesc, &isnull)),
+					   "pending_confirmation", command_id, "confirmation_required",
+					   "confirmation_superseded");
 
 	args[0] = tenant;
 	args[1] = context_id;
@@ -349,9 +362,7 @@ static void
 request_approval(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, const char *approver,
 				 Datum window)
 {
-	static SPIPlanPtr supersede_plan = NULL;
 	static SPIPlanPtr context_plan = NULL;
-	static const Oid supersede_types[4] = {TEXTOID, UUIDOID, UUIDOID, UUIDOID};
 	static const Oid context_types[5] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID};
 	bool		isnull;
 	Datum		tenant = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"),
@@ -361,33 +372,10 @@ request_approval(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, const char 
 	Datum		args[5];
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 
-	if (slot_pending(slots, "pending_approval"))
-	{
-		JsonbValue *pa = cscp_jsonb_get(slots, "pending_approval");
-		JsonbValue *old = getKeyJsonValueFromContainer(pa->val.binary.data, "command_id",
-													   strlen("command_id"), NULL);
-		char	   *oldid = (old != NULL && old->type == jbvString) ?
-			pnstrdup(old->val.string.val, old->val.string.len) : NULL;
-
-		if (oldid != NULL && cscp_is_uuid_text(oldid))
-		{
-			/* Only a command of this context: one the slot is bound to. */
-			args[0] = tenant;
-			args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(oldid));
-			args[2] = command_id;
-			args[3] = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "context_id"), ctxdesc,
-								   &isnull);
-			cscp_spi_plan(&supersede_plan,
-						  "UPDATE cscp.command x"
-						  "   SET state = 'rejected', reason_code = 'approval_superseded',"
-						  "       detail = jsonb_build_object('superseded_by', $3)"
-						  " WHERE x.tenant_id = $1 AND x.command_id = $2 AND x.context_id = $4"
-						  "   AND x.state = 'authz_pending'",
-						  4, supersede_types);
-			if (SPI_execute_plan(supersede_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
-				elog(ERROR, "could not supersede an approval request");
-		}
-	}
+	supersede_question(tenant,
+					   heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "context_id"), ctxdesc,
+									&isnull),
+					   slots, "pending_approval", command_id, "authz_pending", "approval_superseded");
 
 	args[0] = tenant;
 	args[1] = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "context_id"), ctxdesc, &isnull);
