@@ -265,11 +265,13 @@ BEGIN
     -- granted by an earlier version loses the internal ones.
     EXECUTE (SELECT format('GRANT EXECUTE ON FUNCTION %s TO %s', string_agg(p.oid::regprocedure::text, ', '), r)
                FROM pg_catalog.pg_proc p
-              WHERE p.pronamespace = 'cscp'::regnamespace AND p.proname !~ '^_'
+              WHERE p.pronamespace = 'cscp'::regnamespace AND p.proname !~ '^(_|http_)'
                 AND p.prorettype <> 'pg_catalog.trigger'::regtype);
+    -- Nor the gateway's endpoints (cscp.grant_gateway's): a key passed to them would act for its
+    -- tenant whatever tenants the role is bound to.
     EXECUTE (SELECT format('REVOKE EXECUTE ON FUNCTION %s FROM %s', string_agg(p.oid::regprocedure::text, ', '), r)
                FROM pg_catalog.pg_proc p
-              WHERE p.pronamespace = 'cscp'::regnamespace AND p.proname ~ '^_');
+              WHERE p.pronamespace = 'cscp'::regnamespace AND p.proname ~ '^(_|http_)');
     -- Administration and operator inspection are not the application's.
     EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.grant_app(name, text[]), cscp.grant_operator(name, text[]), '
                    'cscp.revoke_app(name), cscp.revoke_operator(name), cscp.grant_gateway(name), '

@@ -6,7 +6,7 @@
 -- evidence_verify, fact_write, ws_put); and the functions that take a row of a table refuse a
 -- row with null fields (22004) instead of crashing, whoever calls them.
 BEGIN;
-SELECT plan(38);
+SELECT plan(39);
 
 CREATE ROLE tap_int_app;
 CREATE ROLE tap_int_old;
@@ -30,8 +30,12 @@ SELECT is(ARRAY(SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc p
                  WHERE p.pronamespace = 'cscp'::regnamespace AND p.proname ~ '^_'
                    AND has_function_privilege('tap_int_old', p.oid, 'EXECUTE') ORDER BY 1),
           '{}'::text[], 'grant_app takes the internal functions back from a role granted them before');
+SELECT is(ARRAY(SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc p
+                 WHERE p.pronamespace = 'cscp'::regnamespace AND p.proname ~ '^http_'
+                   AND has_function_privilege('tap_int_app', p.oid, 'EXECUTE') ORDER BY 1),
+          '{}'::text[], 'no endpoint of the HTTPS gateway is executable by an application role');
 SELECT is(ARRAY(SELECT DISTINCT p.proname::text FROM pg_catalog.pg_proc p
-                 WHERE p.pronamespace = 'cscp'::regnamespace AND p.proname !~ '^_'
+                 WHERE p.pronamespace = 'cscp'::regnamespace AND p.proname !~ '^(_|http_)'
                    AND p.prorettype <> 'pg_catalog.trigger'::regtype
                    AND NOT has_function_privilege('tap_int_app', p.oid, 'EXECUTE') ORDER BY 1),
           ARRAY['api_key_create', 'api_key_revoke', 'check_invariants', 'grant_app', 'grant_gateway', 'grant_operator', 'inspect_active_context',
