@@ -18,6 +18,9 @@ packages=(
 	wrk                                   # make bench-http
 	${CSCP_EXTRA_PACKAGES:-}
 )
+# npm installs the tests' JSON validators (ajv, @redocly/cli) under test/node; Debian's npm
+# brings Node.js with it, unless a Node.js with its own npm is there already.
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do
