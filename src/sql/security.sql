@@ -95,17 +95,26 @@ CREATE POLICY tenant_isolation ON cscp.document
     USING (tenant_id = cscp.current_tenant())
     WITH CHECK (tenant_id = cscp.current_tenant());
 
--- Policies: a tenant reads its own and the defaults, and writes only its own.
-ALTER TABLE cscp.policy ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_read ON cscp.policy FOR SELECT
-    USING (tenant_id = cscp.current_tenant() OR tenant_id = '*');
-CREATE POLICY tenant_insert ON cscp.policy FOR INSERT
-    WITH CHECK (tenant_id = cscp.current_tenant() AND tenant_id <> '*');
-CREATE POLICY tenant_update ON cscp.policy FOR UPDATE
-    USING (tenant_id = cscp.current_tenant() AND tenant_id <> '*')
-    WITH CHECK (tenant_id = cscp.current_tenant() AND tenant_id <> '*');
-CREATE POLICY tenant_delete ON cscp.policy FOR DELETE
-    USING (tenant_id = cscp.current_tenant() AND tenant_id <> '*');
+-- Tenant settings (policies, authority ranks, the command registry): a tenant reads its own
+-- and the defaults of tenant '*', and writes only its own.
+DO $$
+DECLARE
+    t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['policy', 'authority', 'command_registry'] LOOP
+        EXECUTE pg_catalog.format('ALTER TABLE cscp.%I ENABLE ROW LEVEL SECURITY', t);
+        EXECUTE pg_catalog.format('CREATE POLICY tenant_read ON cscp.%I FOR SELECT'
+                                  ' USING (tenant_id = cscp.current_tenant() OR tenant_id = ''*'')', t);
+        EXECUTE pg_catalog.format('CREATE POLICY tenant_insert ON cscp.%I FOR INSERT'
+                                  ' WITH CHECK (tenant_id = cscp.current_tenant() AND tenant_id <> ''*'')', t);
+        EXECUTE pg_catalog.format('CREATE POLICY tenant_update ON cscp.%I FOR UPDATE'
+                                  ' USING (tenant_id = cscp.current_tenant() AND tenant_id <> ''*'')'
+                                  ' WITH CHECK (tenant_id = cscp.current_tenant() AND tenant_id <> ''*'')', t);
+        EXECUTE pg_catalog.format('CREATE POLICY tenant_delete ON cscp.%I FOR DELETE'
+                                  ' USING (tenant_id = cscp.current_tenant() AND tenant_id <> ''*'')', t);
+    END LOOP;
+END
+$$;
 
 ALTER TABLE cscp.inspection_log ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON cscp.inspection_log
@@ -138,30 +147,6 @@ CREATE POLICY tenant_isolation ON cscp.environment
 ALTER TABLE cscp.tombstone ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_read ON cscp.tombstone FOR SELECT
     USING (tenant_id = cscp.current_tenant());
-
--- Authority ranks: like policies, a tenant reads its own and the defaults, writes only its own.
-ALTER TABLE cscp.authority ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_read ON cscp.authority FOR SELECT
-    USING (tenant_id = cscp.current_tenant() OR tenant_id = '*');
-CREATE POLICY tenant_insert ON cscp.authority FOR INSERT
-    WITH CHECK (tenant_id = cscp.current_tenant() AND tenant_id <> '*');
-CREATE POLICY tenant_update ON cscp.authority FOR UPDATE
-    USING (tenant_id = cscp.current_tenant() AND tenant_id <> '*')
-    WITH CHECK (tenant_id = cscp.current_tenant() AND tenant_id <> '*');
-CREATE POLICY tenant_delete ON cscp.authority FOR DELETE
-    USING (tenant_id = cscp.current_tenant() AND tenant_id <> '*');
-
--- The registry: like policies, a tenant reads its own and the defaults, writes only its own.
-ALTER TABLE cscp.command_registry ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_read ON cscp.command_registry FOR SELECT
-    USING (tenant_id = cscp.current_tenant() OR tenant_id = '*');
-CREATE POLICY tenant_insert ON cscp.command_registry FOR INSERT
-    WITH CHECK (tenant_id = cscp.current_tenant() AND tenant_id <> '*');
-CREATE POLICY tenant_update ON cscp.command_registry FOR UPDATE
-    USING (tenant_id = cscp.current_tenant() AND tenant_id <> '*')
-    WITH CHECK (tenant_id = cscp.current_tenant() AND tenant_id <> '*');
-CREATE POLICY tenant_delete ON cscp.command_registry FOR DELETE
-    USING (tenant_id = cscp.current_tenant() AND tenant_id <> '*');
 
 -- The log: operators read the tenants their binding lets them see (granted SELECT by
 -- cscp.grant_operator); application roles are granted nothing on it.
