@@ -10,6 +10,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
+#include "pgcompat.h"
 
 #include "access/xact.h"
 #include "fmgr.h"
@@ -43,7 +44,7 @@ cscp_parse_timestamptz(const char *str, TimestampTz *result)
 	if (ParseDateTime(str, workbuf, sizeof(workbuf), field, ftype,
 					  MAXDATEFIELDS, &nf) != 0)
 		return false;
-	if (DecodeDateTime(field, ftype, nf, &dtype, tm, &fsec, &tz) != 0)
+	if (cscp_decode_date_time(field, ftype, nf, &dtype, tm, &fsec, &tz) != 0)
 		return false;
 	if (dtype != DTK_DATE)
 		return false;

@@ -371,7 +371,7 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 
 	if (!cscp_same_value(oldtup, newtup, desc, cols.slots))
 	{
-		Datum		d = heap_getattr(newtup, cols.slots, desc, &isnull);
+		d = heap_getattr(newtup, cols.slots, desc, &isnull);
 
 		if (!isnull)
 		{

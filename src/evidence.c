@@ -32,13 +32,13 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
+#include "pgcompat.h"
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
-#include "storage/backendid.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/array.h"
@@ -137,7 +137,7 @@ cscp_evidence_hash(const CscpEvidence *e)
 /*
  * A new id for a row of cscp.evidence or cscp.inspection_log: microseconds
  * since 2020 (enough for 71 years) shifted left by 12 bits, and the
- * backend's slot (MyBackendId) modulo 4096 in the low bits.  Each backend
+ * backend's process slot modulo 4096 in the low bits.  Each backend
  * hands out increasing ids (a microsecond later than its last one, when
  * the clock has not moved or went back), so ids are unique while fewer
  * than 4096 backends run; with more, two backends whose slots agree
@@ -153,7 +153,7 @@ cscp_row_id(void)
 		t = last + 1;
 	last = t;
 	return (t << CSCP_ROW_ID_SLOT_BITS) |
-		((int64) MyBackendId & ((1 << CSCP_ROW_ID_SLOT_BITS) - 1));
+		((int64) cscp_my_proc_slot() & ((1 << CSCP_ROW_ID_SLOT_BITS) - 1));
 }
 
 PG_FUNCTION_INFO_V1(cscp_row_id_sql);

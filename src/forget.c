@@ -50,6 +50,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
+#include "pgcompat.h"
 
 #include "access/htup_details.h"
 #include "access/table.h"
@@ -131,9 +132,9 @@ forget_lock(const char *tenant_id, const char *kind, const char *id, bool exclus
 		return;
 	}
 
-	if (forget_id_locks_lxid != MyProc->lxid)
+	if (forget_id_locks_lxid != cscp_my_lxid())
 	{
-		forget_id_locks_lxid = MyProc->lxid;
+		forget_id_locks_lxid = cscp_my_lxid();
 		forget_id_locks = 0;
 	}
 	if (forget_id_locks >= CSCP_FORGET_ID_LOCKS)

@@ -69,7 +69,7 @@ cscp_inspect(FunctionCallInfo fcinfo, SPIPlanPtr *plan, const char *source,
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	CscpOwnerScope scope;
 	Datum		args[6];
-	char		nulls[6] = "      ";
+	char		nulls[] = "      ";
 	StringInfoData tenants;
 	uint64		n;
 
@@ -215,7 +215,7 @@ cscp_check_invariants(PG_FUNCTION_ARGS)
 	ArrayType  *allowed;
 	CscpOwnerScope scope;
 	Datum		args[2];
-	char		nulls[2] = "  ";
+	char		nulls[] = "  ";
 
 	if (tenant != NULL)
 		cscp_check_id("tenant_id", tenant);

@@ -84,6 +84,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
+#include "pgcompat.h"
 
 #include "catalog/pg_collation_d.h"
 #include "fmgr.h"
@@ -308,7 +309,7 @@ supported_hint(void)
 }
 
 /* Raise 22023: keyword's value at path is not what it must be. */
-static void pg_attribute_noreturn()
+static pg_noreturn void
 malformed(const char *kw, const char *what, const JsonPathStep *path)
 {
 	ereport(ERROR,
@@ -472,7 +473,7 @@ is_count(JsonbValue *v)
 }
 
 /* Raise 22023: the pattern at path would make matching backtrack or crawl. */
-static void pg_attribute_noreturn()
+static pg_noreturn void
 slow_pattern(JsonbValue *pattern, const JsonPathStep *path, const char *what, const char *why)
 {
 	JsonPathStep here = member_step(path, "pattern", strlen("pattern"));

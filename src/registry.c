@@ -291,7 +291,7 @@ cscp_governance_record(PG_FUNCTION_ARGS)
 	const char *action;
 	char	   *tenant;
 	Datum		args[8];
-	char		nulls[8] = "        ";
+	char		nulls[] = "        ";
 	bool		isnull;
 	CscpOwnerScope owner;
 

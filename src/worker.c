@@ -30,6 +30,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
+#include "pgcompat.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -231,7 +232,7 @@ cscp_sweep_pause(void)
 	TimestampTz until;
 
 	if (in_sweep_worker || !last_sweep_backlog || cscp_sweep_backlog_delay <= 0 ||
-		MyProc->lxid == last_sweep_lxid)
+		cscp_my_lxid() == last_sweep_lxid)
 		return;
 
 	now = GetCurrentTimestamp();
@@ -259,6 +260,6 @@ void
 cscp_sweep_record(bool backlog)
 {
 	last_sweep_end = GetCurrentTimestamp();
-	last_sweep_lxid = MyProc->lxid;
+	last_sweep_lxid = cscp_my_lxid();
 	last_sweep_backlog = backlog;
 }
