@@ -8,6 +8,17 @@ EXTENSION  = cscp
 EXTVERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" cscp.control)
 PGVERSION  = 15
 
+# `make test PG=18` (or PG=17, any goals): the same goals in a Debian root carrying that
+# PostgreSQL, set up on first use and reused (test/scripts/pgversion.sh). PG=15 is this machine.
+PG ?= $(PGVERSION)
+ifneq ($(PG),$(PGVERSION))
+.PHONY: $(or $(MAKECMDGOALS),all)
+$(firstword $(MAKECMDGOALS) all):
+	@bash test/scripts/pgversion.sh $(PG) $(MAKECMDGOALS)
+$(wordlist 2,$(words $(MAKECMDGOALS)),$(MAKECMDGOALS)):
+	@:
+else
+
 MODULE_big = cscp
 OBJS = \
 	src/cscp.o \
@@ -218,3 +229,5 @@ fuzz: build
 .PHONY: stress
 stress: build
 	@bash test/scripts/stress.sh
+
+endif # PG
