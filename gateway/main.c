@@ -131,7 +131,7 @@ configure(int argc, char **argv)
 		{
 			char		ch = *p == '-' ? '_' : (*p >= 'a' && *p <= 'z' ? *p - 'a' + 'A' : *p);
 
-			strncat(env, &ch, 1);
+			env[strlen(env)] = ch;	/* env's unused bytes are zeros */
 		}
 		value = getenv(env);
 		if (value != NULL && value[0] != '\0')
