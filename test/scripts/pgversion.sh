@@ -83,6 +83,7 @@ cleanup() {
 	mounted=()
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM HUP    # through the EXIT trap: nothing stays mounted
 
 mount_in_root() {
 	local type=$1 target=$root$2
