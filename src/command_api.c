@@ -75,45 +75,38 @@ slot_pending(Jsonb *slots, const char *key)
 }
 
 /*
- * Supersede the question the context's slot (pending_confirmation or
- * pending_approval) asks, when a new one (command_id) replaces it: the
- * command the slot names is rejected with reason, if it is of this context
- * (so of its conversation and actor) and still waits in state waiting.  A
- * slot that names anything else (written around the triggers) is just
- * replaced by the caller.
+ * Supersede the question (a confirmation, or an approval) that the context
+ * ctx (its row, locked by the caller) asks now, before command_id starts to
+ * wait on a new one: every other command of the context that
+ * cscp.command_window lists as waiting on that question, and that is still
+ * in its waiting state, is rejected (confirmation_superseded or
+ * approval_superseded, superseded_by command_id).  A context asks one
+ * question of each kind at a time (the command trigger holds it), so this
+ * is the one its slot names, or one a direct write left without a slot.
  */
 static void
-supersede_question(Datum tenant, Datum context_id, Jsonb *slots, const char *slot,
-				   Datum command_id, const char *waiting, const char *reason)
+supersede_question(HeapTuple ctx, TupleDesc ctxdesc, bool approval, Datum command_id)
 {
 	static SPIPlanPtr plan = NULL;
-	static const Oid types[6] = {TEXTOID, UUIDOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID};
-	JsonbValue *v;
-	JsonbValue *old;
-	char	   *oldid;
+	static const Oid types[6] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID, TEXTOID};
+	bool		isnull;
 	Datum		args[6];
 
-	if (!slot_pending(slots, slot))
-		return;
-	v = cscp_jsonb_get(slots, slot);
-	old = getKeyJsonValueFromContainer(v->val.binary.data, "command_id", strlen("command_id"), NULL);
-	if (old == NULL || old->type != jbvString)
-		return;
-	oldid = pnstrdup(old->val.string.val, old->val.string.len);
-	if (!cscp_is_uuid_text(oldid))
-		return;
-	args[0] = tenant;
-	args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(oldid));
+	args[0] = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"), ctxdesc, &isnull);
+	args[1] = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "context_id"), ctxdesc, &isnull);
 	args[2] = command_id;
-	args[3] = context_id;
-	args[4] = CStringGetTextDatum(reason);
-	args[5] = CStringGetTextDatum(waiting);
+	args[3] = CStringGetTextDatum(approval ? "approval" : "confirmation");
+	args[4] = CStringGetTextDatum(approval ? "approval_superseded" : "confirmation_superseded");
+	args[5] = CStringGetTextDatum(approval ? "authz_pending" : "confirmation_required");
 	cscp_spi_plan(&plan,
 				  "UPDATE cscp.command x"
 				  "   SET state = 'rejected', reason_code = $5,"
 				  "       detail = jsonb_build_object('superseded_by', $3)"
-				  " WHERE x.tenant_id = $1 AND x.command_id = $2 AND x.context_id = $4"
-				  "   AND x.state = $6::cscp.command_state",
+				  " WHERE x.tenant_id = $1 AND x.context_id = $2 AND x.command_id <> $3"
+				  "   AND x.state = $6::cscp.command_state"
+				  "   AND x.command_id IN (SELECT w.command_id FROM cscp.command_window w"
+				  "                         WHERE w.tenant_id = $1 AND w.context_id = $2"
+				  "                           AND w.question = $4)",
 				  6, types);
 	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not supersede a question");
@@ -280,10 +273,7 @@ spi_text(HeapTuple tuple, TupleDesc desc, const char *table, const char *name)
 static Datum
 policy_window(Datum tenant, const char *key)
 {
-	Interval   *ttl = cscp_lifetime(cscp_policy_get(TextDatumGetCString(tenant)), NULL, key, key);
-
-	return DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(cscp_now()),
-							   IntervalPGetDatum(ttl));
+	return TimestampTzGetDatum(cscp_window_end(TextDatumGetCString(tenant), key));
 }
 
 /* The end of an approval window opened now: cscp.now() + the tenant's approval_ttl. */
@@ -295,14 +285,12 @@ approval_window(Datum tenant)
 
 /*
  * What a confirmation request does beside the command's own transition
- * (command_submit's mutating command, or a step to confirmation_required):
- * the earlier pending confirmation of the context is superseded (that
- * command, if it is of this context and still waiting, is rejected,
- * confirmation_superseded), and the context becomes pending with its
- * pending_confirmation slot naming command_id (key, fingerprint and the
- * window, the command's own); the command becomes the context's last, and
- * last_message, when given, its last message.  ctx is the context's row,
- * locked by the caller.
+ * (command_submit's mutating command, or a step to confirmation_required),
+ * once supersede_question has made way for it: the context becomes pending
+ * with its pending_confirmation slot naming command_id (key, fingerprint
+ * and the window, the command's own); the command becomes the context's
+ * last, and last_message, when given, its last message.  ctx is the
+ * context's row, locked by the caller.
  */
 static void
 ask_confirmation(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, text *key, text *fingerprint,
@@ -318,13 +306,6 @@ ask_confirmation(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, text *key, 
 										  ctxdesc, &isnull);
 	Datum		args[7];
 	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
-
-	/* Only the most recent confirmation request is pending: the earlier one is superseded. */
-	supersede_question(tenant, context_id,
-					   DatumGetJsonbP(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "slots"),
-												   ctxdesc, &isnull)),
-					   "pending_confirmation", command_id, "confirmation_required",
-					   "confirmation_superseded");
 
 	args[0] = tenant;
 	args[1] = context_id;
@@ -353,10 +334,9 @@ ask_confirmation(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, text *key, 
 }
 
 /*
- * What an approval request does beside the command's own transition: an
- * earlier pending approval of the context is superseded (that command is
- * rejected, approval_superseded), and the context becomes pending with its
- * pending_approval slot.
+ * What an approval request does beside the command's own transition, once
+ * supersede_question has made way for it: the context becomes pending with
+ * its pending_approval slot.
  */
 static void
 request_approval(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, const char *approver,
@@ -367,15 +347,8 @@ request_approval(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, const char 
 	bool		isnull;
 	Datum		tenant = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"),
 									  ctxdesc, &isnull);
-	Jsonb	   *slots = DatumGetJsonbP(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "slots"),
-													ctxdesc, &isnull));
 	Datum		args[5];
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
-
-	supersede_question(tenant,
-					   heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "context_id"), ctxdesc,
-									&isnull),
-					   slots, "pending_approval", command_id, "authz_pending", "approval_superseded");
 
 	args[0] = tenant;
 	args[1] = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "context_id"), ctxdesc, &isnull);
@@ -763,11 +736,14 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 			accepted = false;
 			result_reason = MemoryContextStrdup(callerctx, why);
 		}
-		else if (!move_command(cmd, cmddesc, to, PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2),
-							   detail, window, !approval && !asking, &m))
-			no_command(PG_GETARG_DATUM(0));
 		else
 		{
+			/* A new question first makes way: the earlier one is superseded. */
+			if (approval || asking)
+				supersede_question(ctx, ctxdesc, approval, PG_GETARG_DATUM(0));
+			if (!move_command(cmd, cmddesc, to, PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2),
+							  detail, window, !approval && !asking, &m))
+				no_command(PG_GETARG_DATUM(0));
 			if (m.reason_code != NULL)
 				result_reason = MemoryContextStrdup(callerctx, m.reason_code);
 
@@ -1202,15 +1178,15 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	static const Oid frame_find_types[3] = {TEXTOID, UUIDOID, TEXTOID};
 	static const Oid frame_insert_types[6] = {TEXTOID, UUIDOID, TEXTOID, UUIDOID, JSONBOID,
 	TIMESTAMPTZOID};
-	static const Oid insert_types[17] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, UUIDOID, UUIDOID,
+	static const Oid insert_types[18] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, UUIDOID, UUIDOID,
 		JSONBOID, TEXTARRAYOID, TEXTOID, BOOLOID, BOOLOID, JSONBOID, TEXTOID, UUIDOID,
-	TEXTOID, TEXTOID, TIMESTAMPTZOID};
+	TEXTOID, TEXTOID, TIMESTAMPTZOID, UUIDOID};
 	static const Oid reject_types[3] = {TEXTOID, UUIDOID, TEXTOID};
 	static const Oid use_types[4] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID};
 	TimestampTz now = cscp_now();
 	Datum		tenant = PointerGetDatum(q->tenant_id);
-	Datum		args[17];
-	char		nulls[17];
+	Datum		args[18];
+	char		nulls[18];
 	SPITupleTable *tt;
 	HeapTuple	cmd,
 				ctx = NULL;
@@ -1223,7 +1199,8 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	const char *reason = q->refuse_reason;
 	char	   *status = NULL;
 	Datum		context_id = (Datum) 0,
-				frame_id = (Datum) 0;
+				frame_id = (Datum) 0,
+				command_id = (Datum) 0;
 	bool		has_frame = false;
 	char	   *hash = NULL;
 	Jsonb	   *context_ref = NULL;
@@ -1414,7 +1391,15 @@ conflict:
 	 */
 	asking = usable && reason == NULL && q->mutating && !auto_confirm;
 	if (asking)
+	{
+		/* Its id now, so that the question it replaces is superseded by it first. */
+		pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
+
+		cscp_routing_uuid(cscp_routing_hash_text(q->conversation_id), uuid);
+		command_id = UUIDPGetDatum(uuid);
 		window = policy_window(tenant, "confirmation_ttl");
+		supersede_question(ctx, ctxdesc, false, command_id);
+	}
 
 	args[0] = tenant;
 	args[1] = PointerGetDatum(q->idempotency_key);
@@ -1440,15 +1425,17 @@ conflict:
 	args[15] = CStringGetTextDatum(asking ? "confirmation_required" : "canonicalized");
 	args[16] = window;
 	nulls[16] = asking ? ' ' : 'n';
+	args[17] = command_id;
+	nulls[17] = asking ? ' ' : 'n';
 	cscp_spi_plan(&insert_plan,
 				  "INSERT INTO cscp.command AS x (tenant_id, idempotency_key, conversation_id,"
 				  "    actor_id, context_id, frame_id, context_ref, message_ids, command_name,"
 				  "    mutating, auto_confirm, payload, target_fingerprint, state,"
-				  "    target_command_id, recovery_kind, window_expires_at)"
+				  "    target_command_id, recovery_kind, window_expires_at, command_id)"
 				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
-				  "         $16::cscp.command_state, $14, $15, $17)"
+				  "         $16::cscp.command_state, $14, $15, $17, $18)"
 				  " RETURNING " COMMAND_RESULT_COLUMNS,
-				  17, insert_types);
+				  18, insert_types);
 	tt = run(insert_plan, args, nulls, false, SPI_OK_INSERT_RETURNING);
 	cmd = tt->vals[0];
 	cmddesc = tt->tupdesc;

@@ -141,6 +141,7 @@ extern Datum cscp_context_view_datum(HeapTuple row, TupleDesc desc, TupleDesc ro
 extern TimestampTz cscp_context_touch(const char *tenant_id, TimestampTz expires_at, Interval *ttl);
 extern Interval *cscp_lifetime(Jsonb *policy, Interval *requested, const char *policy_key,
 							   const char *argname);
+extern TimestampTz cscp_window_end(const char *tenant, const char *policy_key);
 
 /* clock.c */
 extern TimestampTz cscp_now(void);
