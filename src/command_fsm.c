@@ -1115,12 +1115,13 @@ static const CscpRowGuard guard = {
 
 /*
  * Run one statement on cscp.command_window or cscp.command_retired as their
- * owner (application roles only read them).
+ * owner (application roles only read them); returns the rows it wrote.
  */
-static void
+static uint64
 due_exec(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes, Datum *args,
 		 const char *nulls, int expect)
 {
+	uint64		processed;
 	CscpOwnerScope owner;
 
 	cscp_owner_enter("command_window", &owner);
@@ -1129,8 +1130,10 @@ due_exec(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes, Datu
 	cscp_spi_plan(plan, sql, nargs, argtypes);
 	if (SPI_execute_plan(*plan, args, nulls, false, 0) != expect)
 		elog(ERROR, "could not keep the list of open windows and finished commands");
+	processed = SPI_processed;
 	SPI_finish();
 	cscp_owner_leave(&owner);
+	return processed;
 }
 
 /*
@@ -1192,7 +1195,8 @@ static const char *const due_insert_sql[2] = {
 	" VALUES ($1, $2, $3, $4)",
 	"INSERT INTO cscp.command_window (tenant_id, conversation_id, command_id, window_expires_at,"
 	"                                 context_id, question)"
-	" VALUES ($1, $2, $3, $4, $5, $6)",
+	" VALUES ($1, $2, $3, $4, $5, $6)"
+	" ON CONFLICT (tenant_id, context_id, question) WHERE context_id IS NOT NULL DO NOTHING",
 };
 static const int due_nargs[2] = {4, 6};
 
@@ -1209,28 +1213,11 @@ due_release(bool window, Datum *args)
 }
 
 /*
- * A command's row into cscp.command_window (window) or
- * cscp.command_retired, by its INSERT statement, as the owner.
+ * The command that waits on the same question (args as due_row's, for a
+ * window) in the same context, as text, or NULL.  Read as the owner.
  */
-static void
-due_take(bool window, Datum *args, bool ctxnull)
-{
-	static SPIPlanPtr plans[2] = {NULL, NULL};
-	char		nulls[6] = {' ', ' ', ' ', ' ', ctxnull ? 'n' : ' ', ' '};
-
-	due_exec(&plans[window], due_insert_sql[window], due_nargs[window], due_types, args, nulls,
-			 SPI_OK_INSERT);
-}
-
-/*
- * A context asks one question of each kind at a time: refuse a command
- * that would wait (args as due_row's, for a window) in a context where
- * another command already waits on the same question.  The unique index
- * command_window_question_key refuses the same when two writers race;
- * this says it plainly in the common case.  Read as the owner.
- */
-static void
-due_one_question(Datum *args)
+static char *
+due_other_question(Datum *args)
 {
 	static SPIPlanPtr plan = NULL;
 	CscpOwnerScope owner;
@@ -1244,20 +1231,43 @@ due_one_question(Datum *args)
 				  " WHERE w.tenant_id = $1 AND w.context_id = $5 AND w.question = $6"
 				  "   AND w.command_id <> $3",
 				  6, due_types);
-	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
+	/* not read-only: a fresh snapshot sees the writer we waited for */
+	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up the question of a context");
 	if (SPI_processed > 0)
 		other = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	SPI_finish();
 	cscp_owner_leave(&owner);
-	if (other != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the context already has a command waiting for %s",
-						TextDatumGetCString(args[5])),
-				 errdetail("Command %s waits for the user's answer in context %s; a context asks one question at a time.",
-						   other, DatumGetCString(DirectFunctionCall1(uuid_out, args[4]))),
-				 errhint("Ask with cscp.command_submit or cscp.command_transition, which supersede the earlier question.")));
+	return other;
+}
+
+/*
+ * A command's row into cscp.command_window (window) or
+ * cscp.command_retired, by its INSERT statement, as the owner.  A context
+ * asks one question of each kind at a time: a window row that the unique
+ * index command_window_question_key finds taken already (another command
+ * of the context waits on the same question, committed before or while we
+ * waited for it) is refused, 55000.
+ */
+static void
+due_take(bool window, Datum *args, bool ctxnull)
+{
+	static SPIPlanPtr plans[2] = {NULL, NULL};
+	char		nulls[6] = {' ', ' ', ' ', ' ', ctxnull ? 'n' : ' ', ' '};
+	char	   *other;
+
+	if (due_exec(&plans[window], due_insert_sql[window], due_nargs[window], due_types, args, nulls,
+				 SPI_OK_INSERT) == 1)
+		return;
+	other = due_other_question(args);
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("the context already has a command waiting for %s",
+					TextDatumGetCString(args[5])),
+			 errdetail("Command %s waits for the user's answer in context %s; a context asks one question at a time.",
+					   other ? other : "(not visible to this statement)",
+					   DatumGetCString(DirectFunctionCall1(uuid_out, args[4]))),
+			 errhint("Ask with cscp.command_submit or cscp.command_transition, which supersede the earlier question.")));
 }
 
 /*
@@ -1289,11 +1299,7 @@ due_follow(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc)
 		if (had)
 			due_release(window, oldargs);
 		if (has)
-		{
-			if (window && !newctxnull)
-				due_one_question(newargs);
 			due_take(window, newargs, newctxnull);
-		}
 	}
 }
 
