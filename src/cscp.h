@@ -143,6 +143,11 @@ extern Interval *cscp_lifetime(Jsonb *policy, Interval *requested, const char *p
 							   const char *argname);
 extern TimestampTz cscp_window_end(const char *tenant, const char *policy_key);
 
+/* frame.c: the context state a command is formed from */
+extern Jsonb *cscp_frame_state(HeapTuple ctx, TupleDesc desc, ArrayType *message_ids);
+extern Datum cscp_frame_record(Datum tenant, text *conversation, Datum context_id, Jsonb *state,
+							   char **hash);
+
 /* clock.c */
 extern TimestampTz cscp_now(void);
 extern bool cscp_parse_timestamptz(const char *str, TimestampTz *result);

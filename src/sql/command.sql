@@ -162,7 +162,7 @@ COMMENT ON FUNCTION cscp.command_next_allowed(cscp.command) IS
 -- The canonical state a frame records: ids of pending commands left out (they are random, and
 -- the same calls must give the same hash on every database); times in UTC.
 CREATE FUNCTION cscp._frame_state(c cscp.context, message_ids text[]) RETURNS jsonb
-    AS 'MODULE_PATHNAME', 'cscp_frame_state' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'cscp_frame_state_sql' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION cscp._frame_state(cscp.context, text[]) IS
   'Internal: the canonical context state a command frame records';
 
