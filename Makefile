@@ -33,6 +33,7 @@ OBJS = \
 	src/frame.o \
 	src/command_api.o \
 	src/confirm.o \
+	src/answer.o \
 	src/approve.o \
 	src/spiplan.o \
 	src/events.o \

@@ -40,33 +40,6 @@ field(HeapTupleHeader rec, const char *name, bool *isnull)
 	return GetAttributeByName(rec, name, isnull);
 }
 
-/*
- * Keep the outcome of an approval message for replay: its cscp.answer row,
- * written as the owner.  args: tenant, conversation, message id, approver,
- * outcome, command id, context id (the last two may be null).
- */
-static void
-keep_answer(Datum *args, const bool *isnull)
-{
-	static SPIPlanPtr plan = NULL;
-	static const Oid argtypes[8] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, UUIDOID,
-	UUIDOID, TIMESTAMPTZOID};
-	char		nulls[8];
-	CscpOwnerScope owner;
-
-	for (int i = 0; i < 8; i++)
-		nulls[i] = isnull[i] ? 'n' : ' ';
-	cscp_owner_enter("answer", &owner);
-	cscp_spi_plan(&plan,
-				  "INSERT INTO cscp.answer (tenant_id, conversation_id, kind, message_id,"
-				  "                         answered_by, outcome, command_id, context_id, created_at)"
-				  " VALUES ($1, $2, 'approve', $3, $4, $5, $6, $7, $8)",
-				  8, argtypes);
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not keep the answer of an approval");
-	cscp_owner_leave(&owner);
-}
-
 /* The context row (tenant, context_id) as the caller sees it, into *ctx and *desc; false if none. */
 static bool
 read_context(Datum tenant, Datum context_id, HeapTuple *ctx, TupleDesc *desc)
@@ -110,6 +83,7 @@ cscp_approve(PG_FUNCTION_ARGS)
 	Datum		release;
 	bool		no_release;
 	bool		isnull;
+	CscpAnswer	a = {0};
 
 	LOCAL_FCINFO(call, APPROVE_NARGS);
 
@@ -139,21 +113,18 @@ cscp_approve(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 
 	/* The answer kept for replay, unless it is a replay. */
+	a.tenant_id = PG_GETARG_TEXT_PP(0);
+	a.conversation_id = PG_GETARG_TEXT_PP(1);
+	a.answered_by = PG_GETARG_TEXT_PP(2);
+	a.message_id = PG_GETARG_TEXT_PP(3);
+	a.kind = "approve";
+	a.outcome = TextDatumGetCString(values[0]);
+	a.command_id = values[1];
+	a.has_command = !nulls[1];
+	a.context_id = values[2];
+	a.has_context = !nulls[2];
 	if (!DatumGetBool(field(rec, "o_replayed", &isnull)) || isnull)
-	{
-		Datum		a[8];
-		bool		an[8] = {false, false, false, false, false, nulls[1], nulls[2], false};
-
-		a[0] = PG_GETARG_DATUM(0);
-		a[1] = PG_GETARG_DATUM(1);
-		a[2] = PG_GETARG_DATUM(3);
-		a[3] = PG_GETARG_DATUM(2);
-		a[4] = values[0];
-		a[5] = values[1];
-		a[6] = values[2];
-		a[7] = TimestampTzGetDatum(cscp_now());
-		keep_answer(a, an);
-	}
+		cscp_answer_record(&a);
 
 	/* The context's slot naming the command released, as every answer does. */
 	if (!no_release && !no_context)
@@ -169,29 +140,11 @@ cscp_approve(PG_FUNCTION_ARGS)
 	/* An outcome that moved nothing: its invalid_transition_attempt, written as the owner. */
 	if (DatumGetBool(field(rec, "o_refusal", &isnull)) && !isnull)
 	{
-		CscpEvidence e = {0};
-		Datum		message_id = PG_GETARG_DATUM(3);
 		Datum		detail = field(rec, "o_detail", &isnull);
+		Jsonb	   *d = isnull ? NULL : DatumGetJsonbP(detail);
+		Datum		expires = field(rec, "o_context_expires_at", &isnull);
 
-		e.tenant_id = TextDatumGetCString(PG_GETARG_DATUM(0));
-		e.conversation_id = TextDatumGetCString(PG_GETARG_DATUM(1));
-		e.to_state = "authorized";
-		e.reason_code = TextDatumGetCString(values[0]);
-		e.message_ids = construct_array(&message_id, 1, TEXTOID, -1, false, TYPALIGN_INT);
-		e.detail = isnull ? NULL : DatumGetJsonbP(detail);
-		if (!no_context)
-		{
-			JsonbParseState *st = NULL;
-			Datum		expires = field(rec, "o_context_expires_at", &isnull);
-
-			pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-			cscp_jsonb_push_text(&st, "context_id",
-								 DatumGetCString(DirectFunctionCall1(uuid_out, context_id)));
-			cscp_jsonb_push_text(&st, "expires_at",
-								 isnull ? NULL : cscp_utc_iso(DatumGetTimestampTz(expires)));
-			e.context_ref = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
-		}
-		cscp_evidence_refuse(&e, values[1], !nulls[1]);
+		cscp_answer_refusal(&a, "authorized", isnull ? 0 : DatumGetTimestampTz(expires), d);
 	}
 	SPI_finish();
 

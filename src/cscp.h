@@ -272,6 +272,29 @@ extern PGDLLEXPORT Datum cscp_expire_contexts(PG_FUNCTION_ARGS);
 extern void cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc,
 					   const char *why);
 
+/* answer.c: what every answer shares */
+typedef struct CscpAnswer
+{
+	text	   *tenant_id;
+	text	   *conversation_id;
+	const char *kind;			/* confirm, approve */
+	text	   *message_id;
+	text	   *answered_by;
+	const char *outcome;
+	Datum		command_id;		/* uuid, when has_command */
+	bool		has_command;
+	Datum		context_id;		/* uuid, when has_context */
+	bool		has_context;
+} CscpAnswer;
+
+extern void cscp_answer_lock(text *tenant, const char *kind, text *conversation, text *message_id);
+extern bool cscp_answer_replay(text *tenant, text *conversation, const char *kind,
+							   text *message_id, Datum *values, bool *nulls,
+							   MemoryContext callerctx);
+extern void cscp_answer_record(const CscpAnswer *a);
+extern void cscp_answer_refusal(const CscpAnswer *a, const char *to_state,
+								TimestampTz context_expires, Jsonb *detail);
+
 /* owner.c: a section of C code run as the owner of cscp's tables */
 typedef struct CscpOwnerScope
 {
