@@ -21,6 +21,22 @@
 #include "utils/fmgrprotos.h"
 
 /*
+ * The text of field key of a pending slot (a jsonb object value), as ->>
+ * gives it: a string's characters, another value's JSON text, or NULL.
+ */
+char *
+cscp_slot_text(JsonbValue *slot, const char *key)
+{
+	JsonbValue *v = getKeyJsonValueFromContainer(slot->val.binary.data, key, strlen(key), NULL);
+
+	if (v == NULL || v->type == jbvNull)
+		return NULL;
+	if (v->type == jbvString)
+		return pnstrdup(v->val.string.val, v->val.string.len);
+	return cscp_jsonb_value_to_cstring(v);
+}
+
+/*
  * Serialise the answers of kind to message message_id of a conversation:
  * concurrent deliveries of one message wait here, then replay.
  */

@@ -155,19 +155,6 @@ waiting(HeapTuple cmd, TupleDesc cmddesc)
 	return !isnull;
 }
 
-/* The string under key of a jsonb object value, or NULL. */
-static char *
-object_string(JsonbValue *obj, const char *key)
-{
-	JsonbValue *v = getKeyJsonValueFromContainer(obj->val.binary.data, key, strlen(key), NULL);
-
-	if (v == NULL || v->type == jbvNull)
-		return NULL;
-	if (v->type == jbvString)
-		return pnstrdup(v->val.string.val, v->val.string.len);
-	return cscp_jsonb_value_to_cstring(v);
-}
-
 /*
  * The command the context's pending_confirmation slot names, locked, if it
  * is bound to the slot's context: of the same tenant, conversation, actor
@@ -191,7 +178,7 @@ bound_command(HeapTuple ctx, TupleDesc ctxdesc, text *conversation, text *actor,
 						"pending_confirmation");
 	if (pc == NULL || pc->type != jbvBinary || !JsonContainerIsObject(pc->val.binary.data))
 		return NULL;
-	id = object_string(pc, "command_id");
+	id = cscp_slot_text(pc, "command_id");
 	if (id == NULL || !cscp_is_uuid_text(id))
 		return NULL;
 	args[0] = col(ctx, ctxdesc, "cscp.context", "tenant_id", &isnull);

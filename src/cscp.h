@@ -287,6 +287,7 @@ typedef struct CscpAnswer
 	bool		has_context;
 } CscpAnswer;
 
+extern char *cscp_slot_text(JsonbValue *slot, const char *key);
 extern void cscp_answer_lock(text *tenant, const char *kind, text *conversation, text *message_id);
 extern bool cscp_answer_replay(text *tenant, text *conversation, const char *kind,
 							   text *message_id, Datum *values, bool *nulls,
