@@ -276,13 +276,6 @@ policy_window(Datum tenant, const char *key)
 	return TimestampTzGetDatum(cscp_window_end(TextDatumGetCString(tenant), key));
 }
 
-/* The end of an approval window opened now: cscp.now() + the tenant's approval_ttl. */
-static Datum
-approval_window(Datum tenant)
-{
-	return policy_window(tenant, "approval_ttl");
-}
-
 /*
  * What a confirmation request does beside the command's own transition
  * (command_submit's mutating command, or a step to confirmation_required),
@@ -519,6 +512,156 @@ move_command(HeapTuple cmd, TupleDesc cmddesc, CommandState to, Datum reason, Js
 	return true;
 }
 
+/* A step asked of command_transition, and what it comes to. */
+typedef struct Step
+{
+	Datum		command_id;
+	CommandState to;
+	Datum		reason;			/* text, or (Datum) 0 */
+	Jsonb	   *detail;			/* or NULL */
+	char	   *approver;		/* the approver_id detail names, or NULL */
+	bool		approval;		/* authz_pending asking for an approval */
+	bool		asking;			/* confirmation_required asking for a confirmation */
+	HeapTuple	ctx;			/* the command's context, locked, or NULL */
+	TupleDesc	ctxdesc;
+	Datum		window;			/* the question's window, when approval or asking */
+	const char *context_refusal;	/* the context refuses the question, or NULL */
+} Step;
+
+/* Read and check command_transition's arguments into *st (22023). */
+static void
+step_args(FunctionCallInfo fcinfo, Oid state_type, Step *st)
+{
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("to_state must not be null"),
+				 errhint("Pass a cscp.command_state such as 'authorized'.")));
+	st->to = cscp_command_state_of(state_type, PG_GETARG_DATUM(1));
+	st->reason = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	if (!PG_ARGISNULL(2))
+		cscp_check_id("reason_code", PG_GETARG_TEXT_PP(2));
+	st->detail = PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3);
+	check_object("detail", st->detail);
+	st->approver = detail_approver(st->detail);
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("command_id must not be null"),
+				 errhint("Pass the command_id returned by cscp.command_submit.")));
+	st->command_id = PG_GETARG_DATUM(0);
+	st->approval = st->to == CMD_AUTHZ_PENDING && !PG_ARGISNULL(2) &&
+		strcmp(text_to_cstring(PG_GETARG_TEXT_PP(2)), "approval_required") == 0;
+	st->asking = st->to == CMD_CONFIRMATION_REQUIRED;
+}
+
+/*
+ * Lock the command's context first when this step may change it: an
+ * approval request, a question, or a step that answers or releases the
+ * question (pending_confirmation or pending_approval) the context holds.
+ * Context before command is the order every caller keeps (cscp.confirm
+ * and cscp.approve too); the other steps never touch the context, so they
+ * lock the command alone.
+ */
+static void
+step_context(Step *st)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[1] = {UUIDOID};
+	CommandState to = st->to;
+
+	if (!(st->approval || st->asking || to == CMD_CONFIRMED || to == CMD_AUTHORIZED ||
+		  to == CMD_REJECTED || to == CMD_CANCELED))
+		return;
+	cscp_spi_plan(&plan,
+				  "SELECT " CONTEXT_COLUMNS " FROM cscp.command c JOIN cscp.context x"
+				  "    ON x.tenant_id = c.tenant_id AND x.context_id = c.context_id"
+				  " WHERE c.command_id = $1 FOR UPDATE OF x",
+				  1, types);
+	if (SPI_execute_plan(plan, &st->command_id, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not lock a context");
+	if (SPI_processed == 1)
+	{
+		st->ctx = SPI_tuptable->vals[0];
+		st->ctxdesc = SPI_tuptable->tupdesc;
+	}
+}
+
+/*
+ * An approval or confirmation request is refused also for its context's
+ * sake (not live, blocked), which only this function knows: with that
+ * reason when the command's own rules allow the step.  Otherwise the
+ * question's window opens now, for the tenant's approval_ttl or
+ * confirmation_ttl.  A command with no context (inserted directly without
+ * one) has no slot to ask in: its step to confirmation_required asks
+ * nothing.
+ */
+static void
+step_question(Step *st)
+{
+	char	   *status;
+	bool		isnull;
+	bool		live;
+	Datum		tenant;
+
+	if (st->asking && st->ctx == NULL)
+		st->asking = false;
+	if (!st->approval && !st->asking)
+		return;
+	status = st->ctx ? spi_text(st->ctx, st->ctxdesc, "cscp.context", "status") : NULL;
+	live = st->ctx != NULL &&
+		DatumGetTimestampTz(heap_getattr(st->ctx, cscp_column(st->ctxdesc, "cscp.context", "expires_at"),
+										 st->ctxdesc, &isnull)) > cscp_now();
+	if (status == NULL || !live ||
+		(strcmp(status, "active") != 0 && strcmp(status, "pending") != 0))
+	{
+		st->context_refusal = (live && status != NULL && strcmp(status, "blocked") == 0) ?
+			"context_blocked" :
+			(status != NULL && strcmp(status, "closed") == 0) ? "context_closed" : "context_expired";
+		return;
+	}
+	tenant = heap_getattr(st->ctx, cscp_column(st->ctxdesc, "cscp.context", "tenant_id"),
+						  st->ctxdesc, &isnull);
+	st->window = policy_window(tenant, st->approval ? "approval_ttl" : "confirmation_ttl");
+}
+
+/*
+ * An allowed step, written: the earlier question superseded first when
+ * this one asks, the command moved by its UPDATE (judged again by the
+ * trigger), then what the step does to its context (the question asked,
+ * or the slot naming the command released) and, for an executed
+ * compensation, to its target.  The command's reason code, if any, into
+ * *reason.
+ */
+static void
+step_write(Step *st, HeapTuple cmd, TupleDesc cmddesc, char **reason)
+{
+	MovedCommand m;
+	bool		isnull;
+	CommandState to = st->to;
+
+	if (st->approval || st->asking)
+		supersede_question(st->ctx, st->ctxdesc, st->approval, st->command_id);
+	if (!move_command(cmd, cmddesc, to, st->reason, st->detail, st->window,
+					  !st->approval && !st->asking, &m))
+		no_command(st->command_id);
+	*reason = m.reason_code;
+	if (st->approval)
+		request_approval(st->ctx, st->ctxdesc, st->command_id, st->approver, st->window);
+	else if (st->asking)
+		ask_confirmation(st->ctx, st->ctxdesc, st->command_id,
+						 DatumGetTextPP(heap_getattr(cmd, cscp_column(cmddesc, "cscp.command",
+																	  "idempotency_key"),
+													 cmddesc, &isnull)),
+						 command_fingerprint(cmd, cmddesc), st->window, NULL);
+	else if (st->ctx != NULL && (to == CMD_CONFIRMED || to == CMD_AUTHORIZED ||
+								 to == CMD_REJECTED || to == CMD_CANCELED))
+		cscp_context_release(st->ctx, st->ctxdesc, st->command_id, NULL);
+	if (to == CMD_EXECUTED && m.recovery_kind != NULL &&
+		strcmp(m.recovery_kind, "compensate") == 0 && !m.target_null)
+		compensate_target(m.tenant, st->command_id, m.target);
+}
+
 PG_FUNCTION_INFO_V1(cscp_command_transition);
 
 /*
@@ -540,176 +683,69 @@ PG_FUNCTION_INFO_V1(cscp_command_transition);
 Datum
 cscp_command_transition(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr context_plan = NULL;
-	static const Oid find_types[1] = {UUIDOID};
 	MemoryContext callerctx = CurrentMemoryContext;
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			state_type;
-	CommandState to,
-				result_state = CMD_RECEIVED;
-	char	   *reason_code = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
-	Jsonb	   *detail = PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3);
-	char	   *approver = NULL;
-	bool		approval;
-	bool		asking;
-	char	   *result_reason = NULL;
+	Step		st = {0};
+	CommandState result_state = CMD_RECEIVED;
+	char	   *reason = NULL;
 	bool		accepted = false;
-	const char *context_refusal = NULL;
-	bool		isnull;
-	Datum		args[1];
-	Datum		window = (Datum) 0;
-	HeapTuple	ctx = NULL;
-	TupleDesc	ctxdesc = NULL;
+	HeapTuple	cmd;
 	TupleDesc	cmddesc = NULL;
+	const char *why;
 	Datum		values[3];
 	bool		result_nulls[3] = {false, false, false};
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	state_type = TupleDescAttr(rsinfo->setDesc, 1)->atttypid;
-
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("to_state must not be null"),
-				 errhint("Pass a cscp.command_state such as 'authorized'.")));
-	to = cscp_command_state_of(state_type, PG_GETARG_DATUM(1));
-	if (reason_code != NULL)
-		cscp_check_id("reason_code", PG_GETARG_TEXT_PP(2));
-	check_object("detail", detail);
-	approver = detail_approver(detail);
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("command_id must not be null"),
-				 errhint("Pass the command_id returned by cscp.command_submit.")));
+	step_args(fcinfo, state_type, &st);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	step_context(&st);
+	step_question(&st);
 
 	/*
-	 * Lock the command's row, and its context's row first when this step may
-	 * change the context: an approval request, or a step that answers the
-	 * question (pending_confirmation or pending_approval) its context holds.
-	 * Context before command is the order every caller keeps (cscp.confirm
-	 * and cscp.approve too); the other steps never touch the context, so
-	 * they lock the command alone.
+	 * The command's row is locked and judged by the command trigger's own
+	 * rules (cscp_command_step_refusal); a refused step is recorded as an
+	 * invalid_transition_attempt and returned, and only an allowed one is
+	 * written, by an UPDATE that the trigger judges again and that RLS,
+	 * privileges and triggers apply to.
 	 */
-	approval = to == CMD_AUTHZ_PENDING && reason_code != NULL &&
-		strcmp(reason_code, "approval_required") == 0;
-	asking = to == CMD_CONFIRMATION_REQUIRED;
-	args[0] = PG_GETARG_DATUM(0);
-	if (approval || asking || to == CMD_CONFIRMED || to == CMD_AUTHORIZED ||
-		to == CMD_REJECTED || to == CMD_CANCELED)
+	cmd = lock_command(st.command_id, &cmddesc);
+	if (cmd == NULL)
+		no_command(st.command_id);
+	why = cscp_command_step_refusal(cmd, cmddesc, st.to, &result_state);
+	if (why != NULL && strcmp(why, "not_answered") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("command %s cannot be confirmed without the user's answer",
+						DatumGetCString(DirectFunctionCall1(uuid_out, st.command_id))),
+				 errdetail("A command is confirmed only by the user's answer to its question."),
+				 errhint("Record the user's answer with cscp.confirm.")));
+	if (why == NULL)
+		why = st.context_refusal;
+	if (why != NULL)
 	{
-		cscp_spi_plan(&context_plan,
-					  "SELECT " CONTEXT_COLUMNS " FROM cscp.command c JOIN cscp.context x"
-					  "    ON x.tenant_id = c.tenant_id AND x.context_id = c.context_id"
-					  " WHERE c.command_id = $1 FOR UPDATE OF x",
-					  1, find_types);
-		if (SPI_execute_plan(context_plan, args, NULL, false, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not lock a context");
-		if (SPI_processed == 1)
-		{
-			ctx = SPI_tuptable->vals[0];
-			ctxdesc = SPI_tuptable->tupdesc;
-		}
+		cscp_command_record_refusal(cmd, cmddesc, result_state, st.to, why,
+									refusal_detail(st.reason == (Datum) 0 ? NULL :
+												   TextDatumGetCString(st.reason), st.detail));
+		reason = (char *) why;
 	}
-	/*
-	 * An approval or confirmation request is refused also for its context's
-	 * sake (not live, blocked), which only this function knows: with that
-	 * reason when the command's own rules allow the step.  A command with no
-	 * context (inserted directly without one) has no slot to ask in: its
-	 * step to confirmation_required asks nothing, as before.
-	 */
-	if (asking && ctx == NULL)
-		asking = false;
-	if (approval || asking)
+	else
 	{
-		char	   *status = ctx ? spi_text(ctx, ctxdesc, "cscp.context", "status") : NULL;
-		bool		live = ctx != NULL &&
-			DatumGetTimestampTz(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "expires_at"),
-											 ctxdesc, &isnull)) > cscp_now();
-
-		if (status == NULL || !live ||
-			(strcmp(status, "active") != 0 && strcmp(status, "pending") != 0))
-			context_refusal = (live && status != NULL && strcmp(status, "blocked") == 0) ?
-				"context_blocked" :
-				(status != NULL && strcmp(status, "closed") == 0) ? "context_closed" : "context_expired";
-		else if (approval)
-			window = approval_window(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"),
-												  ctxdesc, &isnull));
-		else
-			window = policy_window(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"),
-												ctxdesc, &isnull), "confirmation_ttl");
+		step_write(&st, cmd, cmddesc, &reason);
+		accepted = true;
+		result_state = st.to;
 	}
-
-	{
-		/*
-		 * The step itself.  The command's row is locked and judged by the
-		 * command trigger's own rules (cscp_command_step_refusal); a refused
-		 * step is recorded as an invalid_transition_attempt and returned, and
-		 * only an allowed one is written, by an UPDATE that the trigger
-		 * judges again and that RLS, privileges and triggers apply to.
-		 */
-		HeapTuple	cmd = lock_command(PG_GETARG_DATUM(0), &cmddesc);
-		const char *why;
-		MovedCommand m;
-
-		if (cmd == NULL)
-			no_command(PG_GETARG_DATUM(0));
-		why = cscp_command_step_refusal(cmd, cmddesc, to, &result_state);
-		if (why != NULL && strcmp(why, "not_answered") == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("command %s cannot be confirmed without the user's answer",
-							DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0)))),
-					 errdetail("A command is confirmed only by the user's answer to its question."),
-					 errhint("Record the user's answer with cscp.confirm.")));
-		if (why == NULL)
-			why = context_refusal;
-		if (why != NULL)
-		{
-			cscp_command_record_refusal(cmd, cmddesc, result_state, to, why,
-										refusal_detail(reason_code, detail));
-			accepted = false;
-			result_reason = MemoryContextStrdup(callerctx, why);
-		}
-		else
-		{
-			/* A new question first makes way: the earlier one is superseded. */
-			if (approval || asking)
-				supersede_question(ctx, ctxdesc, approval, PG_GETARG_DATUM(0));
-			if (!move_command(cmd, cmddesc, to, PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2),
-							  detail, window, !approval && !asking, &m))
-				no_command(PG_GETARG_DATUM(0));
-			if (m.reason_code != NULL)
-				result_reason = MemoryContextStrdup(callerctx, m.reason_code);
-
-			if (approval)
-				request_approval(ctx, ctxdesc, PG_GETARG_DATUM(0), approver, window);
-			else if (asking)
-				ask_confirmation(ctx, ctxdesc, PG_GETARG_DATUM(0),
-								 DatumGetTextPP(heap_getattr(cmd, cscp_column(cmddesc, "cscp.command",
-																			  "idempotency_key"),
-															 cmddesc, &isnull)),
-								 command_fingerprint(cmd, cmddesc), window, NULL);
-			else if (ctx != NULL && (to == CMD_CONFIRMED || to == CMD_AUTHORIZED ||
-									 to == CMD_REJECTED || to == CMD_CANCELED))
-				cscp_context_release(ctx, ctxdesc, PG_GETARG_DATUM(0), NULL);
-
-			if (to == CMD_EXECUTED && m.recovery_kind != NULL &&
-				strcmp(m.recovery_kind, "compensate") == 0 && !m.target_null)
-				compensate_target(m.tenant, PG_GETARG_DATUM(0), m.target);
-			accepted = true;
-			result_state = to;
-		}
-	}
+	if (reason != NULL)
+		reason = MemoryContextStrdup(callerctx, reason);
 	SPI_finish();
 
 	values[0] = BoolGetDatum(accepted);
 	values[1] = cscp_command_state_datum(state_type, result_state);
-	if (result_reason != NULL)
-		values[2] = CStringGetTextDatum(result_reason);
+	if (reason != NULL)
+		values[2] = CStringGetTextDatum(reason);
 	else
 		result_nulls[2] = true;
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, result_nulls);
@@ -1516,38 +1552,11 @@ command_text(HeapTuple t, TupleDesc desc, const char *name)
 	return isnull ? NULL : DatumGetTextPCopy(d);
 }
 
-PG_FUNCTION_INFO_V1(cscp_command_recover);
-
-/*
- * cscp.command_recover(target_command_id uuid, kind text, idempotency_key
- *                      text, payload jsonb)
- * RETURNS TABLE(command_id uuid, state cscp.command_state, replayed boolean,
- *               outcome jsonb)
- *
- * A new command aimed at the target, formed as command_submit forms one
- * (replayed by its idempotency key): retry and reprocess repeat the target
- * with payload merged over its own, cancel and compensate are commands
- * "<name>:<kind>".  A recovery that does not apply to the target's state is
- * rejected at once (recovery_not_applicable); a cancel that applies is
- * carried out here: the target canceled, the recovery command executed.
- */
-Datum
-cscp_command_recover(PG_FUNCTION_ARGS)
+/* Raise 22023 unless command_recover's arguments are well formed; its kind. */
+static char *
+recover_args(FunctionCallInfo fcinfo)
 {
-	static SPIPlanPtr target_plan = NULL;
-	static const Oid target_types[1] = {UUIDOID};
-	MemoryContext callerctx = CurrentMemoryContext;
-	CommandRequest q = {0};
-	CommandResult r;
 	char	   *kind;
-	Jsonb	   *payload;
-	HeapTuple	t;
-	TupleDesc	tdesc;
-	Oid			state_type;
-	CommandState target_state;
-	bool		applies;
-	bool		isnull;
-	Datum		target_id;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -1572,9 +1581,103 @@ cscp_command_recover(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("payload must not be null"),
 				 errhint("Pass '{}'.")));
-	payload = PG_GETARG_JSONB_P(3);
-	check_object("payload", payload);
-	target_id = PG_GETARG_DATUM(0);
+	check_object("payload", PG_GETARG_JSONB_P(3));
+	return kind;
+}
+
+/*
+ * Whether a recovery of kind applies to a target in state s: retry a
+ * failed command; reprocess a rejected, failed or canceled one; cancel one
+ * that has not finished (started included); compensate an executed or
+ * failed one.
+ */
+static bool
+recovery_applies(const char *kind, CommandState s)
+{
+	if (strcmp(kind, "retry") == 0)
+		return s == CMD_FAILED;
+	if (strcmp(kind, "reprocess") == 0)
+		return s == CMD_REJECTED || s == CMD_FAILED || s == CMD_CANCELED;
+	if (strcmp(kind, "cancel") == 0)
+		return s == CMD_RECEIVED || s == CMD_CANONICALIZED || s == CMD_CONFIRMATION_REQUIRED ||
+			s == CMD_CONFIRMED || s == CMD_AUTHZ_PENDING || s == CMD_AUTHORIZED || s == CMD_STARTED;
+	return s == CMD_EXECUTED || s == CMD_FAILED;
+}
+
+/*
+ * The command a recovery of kind forms against target t: retry and
+ * reprocess form the same command again (payload merged, mutating as the
+ * registry says); cancel and compensate form "<name>:<kind>", a
+ * compensation mutating.  Refused at once (recovery_not_applicable) when
+ * the kind does not apply; only a cancel needs no usable context.
+ */
+static void
+recovery_request(HeapTuple t, TupleDesc tdesc, const char *kind, text *key, Jsonb *payload,
+				 bool applies, CommandRequest *q)
+{
+	bool		isnull;
+
+	q->conversation_id = command_text(t, tdesc, "conversation_id");
+	q->actor_id = command_text(t, tdesc, "actor_id");
+	q->idempotency_key = key;
+	q->message_ids = DatumGetArrayTypeP(spi_col(t, tdesc, "cscp.command", "message_ids", &isnull));
+	if (strcmp(kind, "retry") == 0 || strcmp(kind, "reprocess") == 0)
+	{
+		Datum		own = spi_col(t, tdesc, "cscp.command", "payload", &isnull);
+
+		q->command_name = command_text(t, tdesc, "command_name");
+		q->mutating = cscp_registry_mutating(q->tenant_id, q->command_name,
+											 DatumGetBool(spi_col(t, tdesc, "cscp.command", "mutating", &isnull)),
+											 CSCP_REGISTRY_RECOVERY);
+		q->payload = DatumGetJsonbP(DirectFunctionCall2(jsonb_concat, own, JsonbPGetDatum(payload)));
+		q->target_fingerprint = command_text(t, tdesc, "target_fingerprint");
+	}
+	else
+	{
+		q->command_name = cstring_to_text(psprintf("%s:%s",
+												   text_to_cstring(command_text(t, tdesc, "command_name")),
+												   kind));
+		q->mutating = strcmp(kind, "compensate") == 0 &&
+			cscp_registry_mutating(q->tenant_id, q->command_name, true, CSCP_REGISTRY_RECOVERY);
+		q->payload = payload;
+	}
+	q->has_target = true;
+	q->target_command_id = spi_col(t, tdesc, "cscp.command", "command_id", &isnull);
+	q->recovery_kind = cstring_to_text(kind);
+	q->refuse_reason = applies ? NULL : "recovery_not_applicable";
+	q->context_required = strcmp(kind, "cancel") != 0;
+}
+
+PG_FUNCTION_INFO_V1(cscp_command_recover);
+
+/*
+ * cscp.command_recover(target_command_id uuid, kind text, idempotency_key
+ *                      text, payload jsonb)
+ * RETURNS TABLE(command_id uuid, state cscp.command_state, replayed boolean,
+ *               outcome jsonb)
+ *
+ * A new command aimed at the target, formed as command_submit forms one
+ * (replayed by its idempotency key): retry and reprocess repeat the target
+ * with payload merged over its own, cancel and compensate are commands
+ * "<name>:<kind>".  A recovery that does not apply to the target's state is
+ * rejected at once (recovery_not_applicable); a cancel that applies is
+ * carried out here: the target canceled, the recovery command executed.
+ */
+Datum
+cscp_command_recover(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr target_plan = NULL;
+	static const Oid target_types[1] = {UUIDOID};
+	MemoryContext callerctx = CurrentMemoryContext;
+	CommandRequest q = {0};
+	CommandResult r;
+	char	   *kind = recover_args(fcinfo);
+	HeapTuple	t;
+	TupleDesc	tdesc;
+	Oid			state_type;
+	bool		applies;
+	bool		isnull;
+	Datum		target_id = PG_GETARG_DATUM(0);
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	state_type = TupleDescAttr(((ReturnSetInfo *) fcinfo->resultinfo)->setDesc, 1)->atttypid;
@@ -1586,63 +1689,18 @@ cscp_command_recover(PG_FUNCTION_ARGS)
 				  1, target_types);
 	run(target_plan, &target_id, NULL, true, SPI_OK_SELECT);
 	if (SPI_processed != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("command %s does not exist",
-						DatumGetCString(DirectFunctionCall1(uuid_out, target_id))),
-				 errhint("Check the id, and that cscp.tenant_id names the command's tenant.")));
+		no_command(target_id);
 	t = SPI_copytuple(SPI_tuptable->vals[0]);
 	tdesc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
 	q.tenant_id = command_text(t, tdesc, "tenant_id");
 	cscp_check_tenant(q.tenant_id);
-	target_state = cscp_command_state_of(state_type, spi_col(t, tdesc, "cscp.command", "state", &isnull));
-
-	if (strcmp(kind, "retry") == 0)
-		applies = target_state == CMD_FAILED;
-	else if (strcmp(kind, "reprocess") == 0)
-		applies = target_state == CMD_REJECTED || target_state == CMD_FAILED ||
-			target_state == CMD_CANCELED;
-	else if (strcmp(kind, "cancel") == 0)
-		applies = target_state == CMD_RECEIVED || target_state == CMD_CANONICALIZED ||
-			target_state == CMD_CONFIRMATION_REQUIRED || target_state == CMD_CONFIRMED ||
-			target_state == CMD_AUTHZ_PENDING || target_state == CMD_AUTHORIZED ||
-			target_state == CMD_STARTED;
-	else
-		applies = target_state == CMD_EXECUTED || target_state == CMD_FAILED;
-
-	q.conversation_id = command_text(t, tdesc, "conversation_id");
-	q.actor_id = command_text(t, tdesc, "actor_id");
-	q.idempotency_key = PG_GETARG_TEXT_PP(2);
-	q.message_ids = DatumGetArrayTypeP(spi_col(t, tdesc, "cscp.command", "message_ids", &isnull));
-	if (strcmp(kind, "retry") == 0 || strcmp(kind, "reprocess") == 0)
-	{
-		Datum		own = spi_col(t, tdesc, "cscp.command", "payload", &isnull);
-
-		q.command_name = command_text(t, tdesc, "command_name");
-		q.mutating = cscp_registry_mutating(q.tenant_id, q.command_name,
-											DatumGetBool(spi_col(t, tdesc, "cscp.command", "mutating", &isnull)),
-											CSCP_REGISTRY_RECOVERY);
-		q.payload = DatumGetJsonbP(DirectFunctionCall2(jsonb_concat, own, JsonbPGetDatum(payload)));
-		q.target_fingerprint = command_text(t, tdesc, "target_fingerprint");
-	}
-	else
-	{
-		q.command_name = cstring_to_text(psprintf("%s:%s",
-												  text_to_cstring(command_text(t, tdesc, "command_name")),
-												  kind));
-		q.mutating = strcmp(kind, "compensate") == 0;
-		if (q.mutating)
-			q.mutating = cscp_registry_mutating(q.tenant_id, q.command_name, true,
-												CSCP_REGISTRY_RECOVERY);
-		q.payload = payload;
-	}
-	q.has_target = true;
-	q.target_command_id = spi_col(t, tdesc, "cscp.command", "command_id", &isnull);
-	q.recovery_kind = cstring_to_text(kind);
-	q.refuse_reason = applies ? NULL : "recovery_not_applicable";
-	q.context_required = strcmp(kind, "cancel") != 0;
+	applies = recovery_applies(kind, cscp_command_state_of(state_type,
+														   spi_col(t, tdesc, "cscp.command",
+																   "state", &isnull)));
+	recovery_request(t, tdesc, kind, PG_GETARG_TEXT_PP(2), PG_GETARG_JSONB_P(3), applies, &q);
 	command_create(&q, &r, callerctx);
 
+	/* A cancel that applies cancels its target at once, and records its own run. */
 	if (!r.replayed && applies && strcmp(kind, "cancel") == 0 && r.state == CMD_CANONICALIZED)
 	{
 		TupleDesc	rdesc;
