@@ -987,6 +987,17 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 				 errdetail("Every update of a command is a transition of its lifecycle."),
 				 errhint("Use cscp.command_transition.")));
 
+	/*
+	 * A question has a window, until when the answer counts: one an UPDATE
+	 * does not give is the tenant's confirmation_ttl, as the API gives it.
+	 */
+	if (to == CMD_CONFIRMATION_REQUIRED && ROW_N(nw, cols.window_expires_at))
+	{
+		ROW_V(nw, cols.window_expires_at) =
+			TimestampTzGetDatum(cscp_window_end(row_text(o, cols.tenant_id), "confirmation_ttl"));
+		ROW_N(nw, cols.window_expires_at) = false;
+	}
+
 	/* A yes is the recorded answer whose message id this step appends. */
 	if (to == CMD_CONFIRMED && !ROW_N(nw, cols.message_ids))
 	{
@@ -1104,33 +1115,38 @@ static const CscpRowGuard guard = {
 
 /*
  * Run one statement on cscp.command_window or cscp.command_retired as their
- * owner (application roles only read them).
+ * owner (application roles only read them); returns the rows it wrote.
  */
-static void
+static uint64
 due_exec(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes, Datum *args,
-		 int expect)
+		 const char *nulls, int expect)
 {
+	uint64		processed;
 	CscpOwnerScope owner;
 
 	cscp_owner_enter("command_window", &owner);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(plan, sql, nargs, argtypes);
-	if (SPI_execute_plan(*plan, args, NULL, false, 0) != expect)
+	if (SPI_execute_plan(*plan, args, nulls, false, 0) != expect)
 		elog(ERROR, "could not keep the list of open windows and finished commands");
+	processed = SPI_processed;
 	SPI_finish();
 	cscp_owner_leave(&owner);
+	return processed;
 }
 
 /*
  * The row of a command (in state s) in cscp.command_window (window) or
- * cscp.command_retired: its key into args[0..2] and its time into args[3].
- * False when the command has no such row: not in a window (or with no end
- * to it), or not finished (row is not read then, and may be NULL); or a key
- * column is null, which the NOT NULL constraints refuse.
+ * cscp.command_retired: its key into args[0..2] and its time into args[3];
+ * for a window, its context into args[4] (*ctxnull when none) and the
+ * question it waits on into args[5].  False when the command has no such
+ * row: not in a window (or with no end to it), or not finished (row is not
+ * read then, and may be NULL); or a key column is null, which the NOT NULL
+ * constraints refuse.
  */
 static bool
-due_row(HeapTuple row, TupleDesc desc, CommandState s, bool window, Datum *args)
+due_row(HeapTuple row, TupleDesc desc, CommandState s, bool window, Datum *args, bool *ctxnull)
 {
 	bool		isnull;
 
@@ -1147,6 +1163,11 @@ due_row(HeapTuple row, TupleDesc desc, CommandState s, bool window, Datum *args)
 		return false;
 	args[3] = heap_getattr(row, window ? cols.window_expires_at : cols.last_transition_at,
 						   desc, &isnull);
+	if (window)
+	{
+		args[4] = heap_getattr(row, cols.context_id, desc, ctxnull);
+		args[5] = CStringGetTextDatum(s == CMD_CONFIRMATION_REQUIRED ? "confirmation" : "approval");
+	}
 	return !isnull;
 }
 
@@ -1157,7 +1178,7 @@ due_state(HeapTuple row, TupleDesc desc)
 	return is_null(row, desc, cols.state) ? CMD_RECEIVED : get_state(row, desc);
 }
 
-static const Oid due_types[4] = {TEXTOID, TEXTOID, UUIDOID, TIMESTAMPTZOID};
+static const Oid due_types[6] = {TEXTOID, TEXTOID, UUIDOID, TIMESTAMPTZOID, UUIDOID, TEXTOID};
 
 /*
  * The statements on each list, [1] cscp.command_window and [0]
@@ -1172,9 +1193,12 @@ static const char *const due_delete_sql[2] = {
 static const char *const due_insert_sql[2] = {
 	"INSERT INTO cscp.command_retired (tenant_id, conversation_id, command_id, retired_at)"
 	" VALUES ($1, $2, $3, $4)",
-	"INSERT INTO cscp.command_window (tenant_id, conversation_id, command_id, window_expires_at)"
-	" VALUES ($1, $2, $3, $4)",
+	"INSERT INTO cscp.command_window (tenant_id, conversation_id, command_id, window_expires_at,"
+	"                                 context_id, question)"
+	" VALUES ($1, $2, $3, $4, $5, $6)"
+	" ON CONFLICT (tenant_id, context_id, question) WHERE context_id IS NOT NULL DO NOTHING",
 };
+static const int due_nargs[2] = {4, 6};
 
 /*
  * A command's row out of cscp.command_window (window) or
@@ -1185,19 +1209,65 @@ due_release(bool window, Datum *args)
 {
 	static SPIPlanPtr plans[2] = {NULL, NULL};
 
-	due_exec(&plans[window], due_delete_sql[window], 4, due_types, args, SPI_OK_DELETE);
+	due_exec(&plans[window], due_delete_sql[window], 4, due_types, args, NULL, SPI_OK_DELETE);
+}
+
+/*
+ * The command that waits on the same question (args as due_row's, for a
+ * window) in the same context, as text, or NULL.  Read as the owner.
+ */
+static char *
+due_other_question(Datum *args)
+{
+	static SPIPlanPtr plan = NULL;
+	CscpOwnerScope owner;
+	char	   *other = NULL;
+
+	cscp_owner_enter("command_window", &owner);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "SELECT w.command_id::text FROM cscp.command_window w"
+				  " WHERE w.tenant_id = $1 AND w.context_id = $5 AND w.question = $6"
+				  "   AND w.command_id <> $3",
+				  6, due_types);
+	/* not read-only: a fresh snapshot sees the writer we waited for */
+	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up the question of a context");
+	if (SPI_processed > 0)
+		other = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	SPI_finish();
+	cscp_owner_leave(&owner);
+	return other;
 }
 
 /*
  * A command's row into cscp.command_window (window) or
- * cscp.command_retired, by its INSERT statement, as the owner.
+ * cscp.command_retired, by its INSERT statement, as the owner.  A context
+ * asks one question of each kind at a time: a window row that the unique
+ * index command_window_question_key finds taken already (another command
+ * of the context waits on the same question, committed before or while we
+ * waited for it) is refused, 55000.
  */
 static void
-due_take(bool window, Datum *args)
+due_take(bool window, Datum *args, bool ctxnull)
 {
 	static SPIPlanPtr plans[2] = {NULL, NULL};
+	char		nulls[6] = {' ', ' ', ' ', ' ', ctxnull ? 'n' : ' ', ' '};
+	char	   *other;
 
-	due_exec(&plans[window], due_insert_sql[window], 4, due_types, args, SPI_OK_INSERT);
+	if (due_exec(&plans[window], due_insert_sql[window], due_nargs[window], due_types, args, nulls,
+				 SPI_OK_INSERT) == 1)
+		return;
+	other = due_other_question(args);
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("the context already has a command waiting for %s",
+					TextDatumGetCString(args[5])),
+			 errdetail("Command %s waits for the user's answer in context %s; a context asks one question at a time.",
+					   other ? other : "(not visible to this statement)",
+					   DatumGetCString(DirectFunctionCall1(uuid_out, args[4]))),
+			 errhint("Ask with cscp.command_submit or cscp.command_transition, which supersede the earlier question.")));
 }
 
 /*
@@ -1206,7 +1276,7 @@ due_take(bool window, Datum *args)
  * each list, a row that no longer matches goes, one the new version needs
  * comes.  No index of cscp.command names the state or these times, so its
  * transitions stay HOT updates; these short rows carry what the sweep
- * finds commands by.
+ * finds commands by, and the one question a context waits on.
  */
 static void
 due_follow(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc)
@@ -1217,17 +1287,19 @@ due_follow(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc)
 	for (int w = 0; w < 2; w++)
 	{
 		bool		window = (w == 0);
-		Datum		oldargs[4];
-		Datum		newargs[4];
-		bool		had = due_row(oldtup, desc, from, window, oldargs);
-		bool		has = due_row(newtup, desc, to, window, newargs);
+		Datum		oldargs[6];
+		Datum		newargs[6];
+		bool		oldctxnull = true,
+					newctxnull = true;
+		bool		had = due_row(oldtup, desc, from, window, oldargs, &oldctxnull);
+		bool		has = due_row(newtup, desc, to, window, newargs, &newctxnull);
 
 		if (had && has && oldargs[3] == newargs[3])
 			continue;			/* same time (and key, which never changes) */
 		if (had)
 			due_release(window, oldargs);
 		if (has)
-			due_take(window, newargs);
+			due_take(window, newargs, newctxnull);
 	}
 }
 
@@ -1278,7 +1350,7 @@ cscp_command_unlist(PG_FUNCTION_ARGS)
 		due_exec(&plan,
 				 "WITH gone AS (DELETE FROM cscp.command_window)"
 				 " DELETE FROM cscp.command_retired",
-				 0, NULL, NULL, SPI_OK_DELETE);
+				 0, NULL, NULL, NULL, SPI_OK_DELETE);
 		return PointerGetDatum(NULL);
 	}
 	if (!TRIGGER_FIRED_BY_DELETE(trigdata->tg_event) || !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
@@ -1291,9 +1363,10 @@ cscp_command_unlist(PG_FUNCTION_ARGS)
 	state = due_state(row, desc);
 	for (int w = 0; w < 2; w++)
 	{
-		Datum		args[4];
+		Datum		args[6];
+		bool		ctxnull;
 
-		if (due_row(row, desc, state, w == 0, args))
+		if (due_row(row, desc, state, w == 0, args, &ctxnull))
 			due_release(w == 0, args);
 	}
 	return PointerGetDatum(row);

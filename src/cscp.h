@@ -141,6 +141,12 @@ extern Datum cscp_context_view_datum(HeapTuple row, TupleDesc desc, TupleDesc ro
 extern TimestampTz cscp_context_touch(const char *tenant_id, TimestampTz expires_at, Interval *ttl);
 extern Interval *cscp_lifetime(Jsonb *policy, Interval *requested, const char *policy_key,
 							   const char *argname);
+extern TimestampTz cscp_window_end(const char *tenant, const char *policy_key);
+
+/* frame.c: the context state a command is formed from */
+extern Jsonb *cscp_frame_state(HeapTuple ctx, TupleDesc desc, ArrayType *message_ids);
+extern Datum cscp_frame_record(Datum tenant, text *conversation, Datum context_id, Jsonb *state,
+							   char **hash);
 
 /* clock.c */
 extern TimestampTz cscp_now(void);
@@ -265,6 +271,30 @@ extern PGDLLEXPORT Datum cscp_expire_contexts(PG_FUNCTION_ARGS);
 /* confirm.c: a confirmation or approval question that lapsed */
 extern void cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc,
 					   const char *why);
+
+/* answer.c: what every answer shares */
+typedef struct CscpAnswer
+{
+	text	   *tenant_id;
+	text	   *conversation_id;
+	const char *kind;			/* confirm, approve */
+	text	   *message_id;
+	text	   *answered_by;
+	const char *outcome;
+	Datum		command_id;		/* uuid, when has_command */
+	bool		has_command;
+	Datum		context_id;		/* uuid, when has_context */
+	bool		has_context;
+} CscpAnswer;
+
+extern char *cscp_slot_text(JsonbValue *slot, const char *key);
+extern void cscp_answer_lock(text *tenant, const char *kind, text *conversation, text *message_id);
+extern bool cscp_answer_replay(text *tenant, text *conversation, const char *kind,
+							   text *message_id, Datum *values, bool *nulls,
+							   MemoryContext callerctx);
+extern void cscp_answer_record(const CscpAnswer *a);
+extern void cscp_answer_refusal(const CscpAnswer *a, const char *to_state,
+								TimestampTz context_expires, Jsonb *detail);
 
 /* owner.c: a section of C code run as the owner of cscp's tables */
 typedef struct CscpOwnerScope
