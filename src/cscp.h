@@ -290,7 +290,7 @@ extern bool cscp_context_opening;
 	"   WHERE l.tenant_id = $1 AND l.conversation_id = $2 AND l.actor_id = $3)"
 
 /* forget.c: erasure and its tombstones */
-extern bool cscp_erasing;
+extern bool cscp_forgotten(const char *tenant_id, const char *kind, const char *id);
 extern char *cscp_forget_hash(const char *tenant_id, const char *kind, const char *id);
 extern void cscp_refuse_forgotten(const char *tenant_id, const char *kind, const char *id);
 
