@@ -14,9 +14,11 @@
  *	  security, privileges, triggers, rules and ALTER TABLE apply as to any
  *	  statement.
  *	  The live context is found through cscp.context_live, whose primary key
- *	  allows one per triple.  A concurrent open may insert the live context
- *	  between the look and the insert: the trigger then skips the insert
- *	  (cscp_context_opening), and the loop finds that one.
+ *	  allows one per triple.  A new context first claims its triple there
+ *	  (cscp_context_claim, context_fsm.c); a concurrent open may have made
+ *	  the live context between the look and the claim: the claim then fails,
+ *	  having written nothing, and the loop finds that context.  The INSERT
+ *	  that follows a claim is judged by the trigger like any other.
  *
  *-------------------------------------------------------------------------
  */
@@ -34,28 +36,6 @@
 #define OPEN_ATTEMPTS 3
 
 /*
- * Run the open's INSERT with cscp_context_opening set: a triple that has a
- * live context already makes it insert nothing (context_fsm.c).
- */
-static int
-insert_opening(SPIPlanPtr plan, Datum *args, const char *nulls)
-{
-	int			rc;
-
-	cscp_context_opening = true;
-	PG_TRY();
-	{
-		rc = SPI_execute_plan(plan, args, nulls, false, 0);
-	}
-	PG_FINALLY();
-	{
-		cscp_context_opening = false;
-	}
-	PG_END_TRY();
-	return rc;
-}
-
-/*
  * Open (or reuse) the context of (tenant, conversation, actor) with slots
  * merged in; see the file header.  Connected to SPI by the caller; returns
  * the row as stored (in SPI memory), with its descriptor in *desc.
@@ -71,11 +51,13 @@ cscp_context_open_row(text *tenant, text *conversation, text *actor, Jsonb *slot
 	static const Oid use_types[6] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, TIMESTAMPTZOID};
 	static const Oid live_types[3] = {TEXTOID, TEXTOID, TEXTOID};
 	static const Oid expire_types[2] = {TEXTOID, UUIDOID};
-	static const Oid insert_types[7] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID,
-	INTERVALOID, TEXTOID};
+	static const Oid insert_types[8] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID,
+	INTERVALOID, TEXTOID, UUIDOID};
 	TimestampTz now = cscp_now();
-	Datum		args[7];
-	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	TimestampTz expires_at;
+	pg_uuid_t	id;
+	Datum		args[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	Jsonb	   *empty = NULL;
 
 	if (slots == NULL)
@@ -87,6 +69,9 @@ cscp_context_open_row(text *tenant, text *conversation, text *actor, Jsonb *slot
 		slots = empty;
 	}
 	ttl = cscp_lifetime(cscp_policy_get(text_to_cstring(tenant)), ttl, "context_ttl", "ttl");
+	expires_at = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
+														 TimestampTzGetDatum(now),
+														 IntervalPGetDatum(ttl)));
 
 	for (int attempt = 0; attempt < OPEN_ATTEMPTS; attempt++)
 	{
@@ -145,31 +130,31 @@ cscp_context_open_row(text *tenant, text *conversation, text *actor, Jsonb *slot
 				elog(ERROR, "could not record the expiry of a context");
 		}
 
+		/* The triple claimed (else it has a live context: look again), then the row. */
+		cscp_routing_uuid(cscp_routing_hash_text(conversation), &id);
+		if (!cscp_context_claim(tenant, conversation, actor, &id, expires_at))
+			continue;
 		args[0] = PointerGetDatum(tenant);
 		args[1] = PointerGetDatum(conversation);
 		args[2] = PointerGetDatum(actor);
 		args[3] = JsonbPGetDatum(slots);
-		args[4] = TimestampTzGetDatum(DatumGetTimestampTz(
-														  DirectFunctionCall2(timestamptz_pl_interval,
-																			  TimestampTzGetDatum(now),
-																			  IntervalPGetDatum(ttl))));
+		args[4] = TimestampTzGetDatum(expires_at);
 		nulls[4] = ' ';
 		args[5] = IntervalPGetDatum(ttl);
 		args[6] = PointerGetDatum(correlation);
 		nulls[6] = correlation ? ' ' : 'n';
+		args[7] = UUIDPGetDatum(&id);
 		cscp_spi_plan(&insert_plan,
 					  "INSERT INTO cscp.context AS x (tenant_id, conversation_id, actor_id, slots,"
-					  "    expires_at, ttl, correlation_id)"
-					  " VALUES ($1, $2, $3, $4, $5, $6, $7)"
+					  "    expires_at, ttl, correlation_id, context_id)"
+					  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
 					  " RETURNING *",
-					  7, insert_types);
-		if (insert_opening(insert_plan, args, nulls) != SPI_OK_INSERT_RETURNING)
+					  8, insert_types);
+		if (SPI_execute_plan(insert_plan, args, nulls, false, 0) != SPI_OK_INSERT_RETURNING ||
+			SPI_processed != 1)
 			elog(ERROR, "could not insert a context");
-		if (SPI_processed == 1)
-		{
-			*desc = SPI_tuptable->tupdesc;
-			return SPI_tuptable->vals[0];
-		}
+		*desc = SPI_tuptable->tupdesc;
+		return SPI_tuptable->vals[0];
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),

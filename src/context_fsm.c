@@ -59,13 +59,6 @@
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
-/*
- * Set by cscp.context_open around its INSERT: a new context whose triple
- * already has a live one is then skipped (the INSERT returns no row, and
- * the open looks again) rather than refused as a duplicate key.
- */
-bool		cscp_context_opening = false;
-
 typedef enum ContextStatus
 {
 	CTX_ACTIVE,
@@ -571,17 +564,84 @@ retire_flush(void)
 }
 
 /*
- * A new context takes its triple's row in cscp.context_live (or a row there
- * that names a context no longer live, see below).  Returns false
- * when the triple has a live context already and cscp.context_open is
- * inserting (the row is then skipped); raises 23505 otherwise.
+ * Take the row of a triple in cscp.context_live for a new context (args as
+ * live_key's, and its expires_at in args[4]): a free key, or a row that
+ * names a context no longer live, left by writes made with the triggers off
+ * (session_replication_role = replica).  With mine, a row that already
+ * names this context (claimed by cscp_context_claim) is taken as well.
+ * Waits for a concurrent claim of the triple to commit or roll back;
+ * returns false when the triple has a live context.
  */
 static bool
-live_claim(HeapTuple row, TupleDesc desc)
+live_take(Datum *args, bool mine)
 {
 	static SPIPlanPtr plan = NULL;
+	static SPIPlanPtr mine_plan = NULL;
 	static SPIPlanPtr stale_plan = NULL;
 	static const Oid types[5] = {TEXTOID, TEXTOID, TEXTOID, UUIDOID, TIMESTAMPTZOID};
+
+	if (mine)
+	{
+		if (live_exec(&mine_plan,
+					  "WITH mine AS (SELECT FROM cscp.context_live y"
+					  "               WHERE y.tenant_id = $1 AND y.conversation_id = $2"
+					  "                 AND y.actor_id = $3 AND y.context_id = $4),"
+					  "     ins AS (INSERT INTO cscp.context_live"
+					  "              (tenant_id, conversation_id, actor_id, context_id, expires_at)"
+					  "             SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (SELECT FROM mine)"
+					  "             ON CONFLICT DO NOTHING RETURNING 1)"
+					  " SELECT WHERE EXISTS (SELECT FROM mine) OR EXISTS (SELECT FROM ins)",
+					  5, types, args, SPI_OK_SELECT) == 1)
+			return true;
+	}
+	else if (live_exec(&plan,
+					   "INSERT INTO cscp.context_live"
+					   " (tenant_id, conversation_id, actor_id, context_id, expires_at)"
+					   " VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+					   5, types, args, SPI_OK_INSERT) == 1)
+		return true;
+
+	return live_exec(&stale_plan,
+					 "UPDATE cscp.context_live l SET context_id = $4, expires_at = $5"
+					 " WHERE l.tenant_id = $1 AND l.conversation_id = $2 AND l.actor_id = $3"
+					 "   AND NOT EXISTS (SELECT FROM cscp.context x"
+					 "                    WHERE x.tenant_id = l.tenant_id"
+					 "                      AND x.context_id = l.context_id"
+					 "                      AND x.status IN ('active', 'pending', 'blocked'))",
+					 5, types, args, SPI_OK_UPDATE) == 1;
+}
+
+/*
+ * Claim (tenant, conversation, actor) in cscp.context_live for the context
+ * id that is about to be inserted, expiring at expires_at: the step a new
+ * context takes first.  Returns false, having written nothing, when the
+ * triple has a live context (committed, or another transaction's that
+ * committed while this one waited).  The claim is this transaction's: the
+ * context's INSERT, in the same transaction, finds it (live_claim).
+ */
+bool
+cscp_context_claim(text *tenant, text *conversation, text *actor, pg_uuid_t *context_id,
+				   TimestampTz expires_at)
+{
+	Datum		args[5];
+
+	args[0] = PointerGetDatum(tenant);
+	args[1] = PointerGetDatum(conversation);
+	args[2] = PointerGetDatum(actor);
+	args[3] = UUIDPGetDatum(context_id);
+	args[4] = TimestampTzGetDatum(expires_at);
+	return live_take(args, false);
+}
+
+/*
+ * A new context holds its triple's row in cscp.context_live: it takes the
+ * row (live_take), or finds it claimed for this very context by
+ * cscp_context_claim.  Raises 23505 when the triple has a live context,
+ * whoever inserts.
+ */
+static void
+live_claim(HeapTuple row, TupleDesc desc)
+{
 	Datum		args[5];
 	bool		isnull[5];
 	Relation	live;
@@ -590,31 +650,9 @@ live_claim(HeapTuple row, TupleDesc desc)
 	args[4] = heap_getattr(row, cols.expires_at, desc, &isnull[4]);
 	for (int i = 0; i < 5; i++)
 		if (isnull[i])
-			return true;		/* the NOT NULL constraint refuses the row */
-
-	if (live_exec(&plan,
-				  "INSERT INTO cscp.context_live"
-				  " (tenant_id, conversation_id, actor_id, context_id, expires_at)"
-				  " VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
-				  5, types, args, SPI_OK_INSERT) == 1)
-		return true;
-
-	/*
-	 * The triple's row names a context that is no longer live: left by
-	 * writes made with the triggers off (session_replication_role =
-	 * replica).  The new context takes it over.
-	 */
-	if (live_exec(&stale_plan,
-				  "UPDATE cscp.context_live l SET context_id = $4, expires_at = $5"
-				  " WHERE l.tenant_id = $1 AND l.conversation_id = $2 AND l.actor_id = $3"
-				  "   AND NOT EXISTS (SELECT FROM cscp.context x"
-				  "                    WHERE x.tenant_id = l.tenant_id"
-				  "                      AND x.context_id = l.context_id"
-				  "                      AND x.status IN ('active', 'pending', 'blocked'))",
-				  5, types, args, SPI_OK_UPDATE) == 1)
-		return true;
-	if (cscp_context_opening)
-		return false;
+			return;				/* the NOT NULL constraint refuses the row */
+	if (live_take(args, true))
+		return;
 	/* Released by the abort, like any relation an error leaves open. */
 	live = relation_open(cscp_relation_oid("context_live", false), AccessShareLock);
 	ereport(ERROR,
@@ -625,7 +663,6 @@ live_claim(HeapTuple row, TupleDesc desc)
 					   TextDatumGetCString(args[2])),
 			 errhint("Use cscp.context_open, which returns the live context of a conversation and actor."),
 			 errtableconstraint(live, "context_live_key")));
-	return false;				/* keep compiler quiet */
 }
 
 /* A live context deleted: its row in cscp.context_live goes too. */
@@ -766,10 +803,7 @@ cscp_context_guard(PG_FUNCTION_ARGS)
 	row = (HeapTuple) DatumGetPointer(cscp_row_guard(fcinfo, &guard));
 	desc = RelationGetDescr(trigdata->tg_relation);
 	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
-	{
-		if (!live_claim(row, desc))
-			return PointerGetDatum(NULL);
-	}
+		live_claim(row, desc);
 	else
 		live_follow(trigdata->tg_trigtuple, row, desc);
 	return PointerGetDatum(row);

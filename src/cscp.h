@@ -277,8 +277,9 @@ typedef struct CscpOwnerScope
 extern void cscp_owner_enter(const char *relname, CscpOwnerScope *scope);
 extern void cscp_owner_leave(CscpOwnerScope *scope);
 
-/* context_fsm.c: set by cscp.context_open around its INSERT */
-extern bool cscp_context_opening;
+/* context_fsm.c: a new context's claim of its triple, taken before its INSERT */
+extern bool cscp_context_claim(text *tenant, text *conversation, text *actor,
+							   pg_uuid_t *context_id, TimestampTz expires_at);
 
 /*
  * SQL: the id of the live context of ($1 tenant, $2 conversation, $3 actor),
