@@ -39,10 +39,8 @@ extern int	cscp_sweep_batch;
 extern int	cscp_sweep_backlog_delay;
 extern char *cscp_sweep_database;
 
-/* worker.c: the optional sweep worker, and the pace of a session's sweeps */
+/* worker.c: the optional sweep worker */
 extern void cscp_worker_register(void);
-extern void cscp_sweep_pause(void);
-extern void cscp_sweep_record(bool backlog);
 
 /* Channel of cscp.notify's notifications. */
 #define CSCP_NOTIFY_CHANNEL "cscp_events"
