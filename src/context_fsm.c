@@ -32,13 +32,9 @@
  * names, and both are HOT updates (given room on the page).  The trigger takes no locks of its own: the UPDATE holds the
  * row lock.
  *
- * The sweep expires contexts through cscp._expire_contexts, which runs its
- * UPDATE with the trigger's retirements gathered rather than run one
- * statement a row, and then moves them all from cscp.context_live to
- * cscp.context_retired in one statement (retire_flush).  Any other write the
- * trigger makes to those tables while some are gathered, in the same
- * (sub)transaction, moves them first, so the two tables see the writes in
- * the order a row at a time would have made them.
+ * The sweep expires contexts through cscp._expire_contexts: one UPDATE,
+ * whose trigger moves each context retired from cscp.context_live to
+ * cscp.context_retired as any other retirement (live_retire).
  *
  *-------------------------------------------------------------------------
  */
@@ -46,15 +42,11 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
-#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
-#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
@@ -425,57 +417,8 @@ live_key(HeapTuple row, TupleDesc desc, Datum *args, bool *isnull)
 }
 
 /*
- * Retirements gathered while cscp._expire_contexts runs its UPDATE: for
- * each context, its cscp.context_live key, the status it retired to and
- * the new version's updated_at, copied into cxt.  Only those of the
- * UPDATE's own (sub)transaction are gathered: one made in a subtransaction
- * (a user's trigger with an exception block) could be rolled back before the
- * moves are made, so it is made at once, in that subtransaction.
- */
-#define RETIRE_COLS 6
-
-/*
- * Each column of a gathered retirement, in live_retire's argument order
- * (tenant, conversation, actor, context id, status, updated_at): its
- * element type as an array parameter of retire_flush's statement.
- */
-static const struct
-{
-	Oid			elemtype;
-	Oid			arraytype;
-	int			len;
-	bool		byval;
-	char		align;
-}			retire_col[RETIRE_COLS] = {
-	{TEXTOID, TEXTARRAYOID, -1, false, TYPALIGN_INT},
-	{TEXTOID, TEXTARRAYOID, -1, false, TYPALIGN_INT},
-	{TEXTOID, TEXTARRAYOID, -1, false, TYPALIGN_INT},
-	{UUIDOID, UUIDARRAYOID, UUID_LEN, false, TYPALIGN_CHAR},
-	{TEXTOID, TEXTARRAYOID, -1, false, TYPALIGN_INT},
-	{TIMESTAMPTZOID, TIMESTAMPTZARRAYOID, sizeof(TimestampTz), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE},
-};
-
-typedef struct RetireBatch
-{
-	MemoryContext cxt;
-	SubTransactionId subxid;
-	int			n;
-	int			cap;
-	Datum	   *col[RETIRE_COLS];	/* col[i][j]: column i of retirement j */
-} RetireBatch;
-
-static RetireBatch *retire_batch = NULL;
-
-static void retire_flush(void);
-
-/*
- * Run one statement on cscp.context_live as its owner; returns the number
- * of rows it processed.  Retirements gathered so far are moved first, in
- * the (sub)transaction that gathered them only: moved in a subtransaction,
- * they would be lost with it if it rolled back.  (So a context deleted in a
- * user's subtransaction just after this UPDATE expired it leaves a row in
- * cscp.context_retired, which check_invariants reports and the owner's
- * sweep deletes once it is due.)
+ * Run one statement on cscp.context_live (or cscp.context_retired) as its
+ * owner; returns the number of rows it processed.
  */
 static uint64
 live_exec(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes,
@@ -484,9 +427,6 @@ live_exec(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes,
 	CscpOwnerScope owner;
 	uint64		n;
 
-	if (retire_batch != NULL && retire_batch->n > 0 &&
-		retire_batch->subxid == GetCurrentSubTransactionId())
-		retire_flush();
 	cscp_owner_enter("context_live", &owner);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -497,70 +437,6 @@ live_exec(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes,
 	SPI_finish();
 	cscp_owner_leave(&owner);
 	return n;
-}
-
-/* Add a retirement (args as live_retire's) to retire_batch. */
-static void
-retire_gather(Datum *args)
-{
-	RetireBatch *b = retire_batch;
-	MemoryContext old = MemoryContextSwitchTo(b->cxt);
-
-	if (b->n == b->cap)
-	{
-		b->cap = b->cap == 0 ? 256 : b->cap * 2;
-		for (int i = 0; i < RETIRE_COLS; i++)
-			b->col[i] = b->col[i] == NULL ? palloc(b->cap * sizeof(Datum))
-				: repalloc(b->col[i], b->cap * sizeof(Datum));
-	}
-	for (int i = 0; i < RETIRE_COLS; i++)
-		b->col[i][b->n] = datumCopy(args[i], retire_col[i].byval, retire_col[i].len);
-	b->n++;
-	MemoryContextSwitchTo(old);
-}
-
-/*
- * Move the gathered retirements from cscp.context_live to
- * cscp.context_retired, in one statement, as live_retire does one by one.
- */
-static void
-retire_flush(void)
-{
-	static SPIPlanPtr plan = NULL;
-	RetireBatch *b = retire_batch;
-	Oid			types[RETIRE_COLS];
-	Datum		args[RETIRE_COLS];
-	int			n = b->n;
-
-	for (int i = 0; i < RETIRE_COLS; i++)
-	{
-		types[i] = retire_col[i].arraytype;
-		args[i] = PointerGetDatum(construct_array(b->col[i], n, retire_col[i].elemtype,
-												  retire_col[i].len, retire_col[i].byval,
-												  retire_col[i].align));
-	}
-	/* emptied first: live_exec would flush again */
-	b->n = 0;
-	if (live_exec(&plan,
-				  "WITH k AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2),"
-				  "                                   pg_catalog.unnest($3), pg_catalog.unnest($4),"
-				  "                                   pg_catalog.unnest($5), pg_catalog.unnest($6))"
-				  "             AS k (tenant_id, conversation_id, actor_id, context_id, status, retired_at)),"
-				  "     gone AS (DELETE FROM cscp.context_live l"
-				  "               WHERE l.ctid = ANY (ARRAY("
-				  "                         SELECT x.ctid FROM k CROSS JOIN LATERAL ("
-				  "                               SELECT y.ctid FROM cscp.context_live y"
-				  "                                WHERE y.tenant_id = k.tenant_id"
-				  "                                  AND y.conversation_id = k.conversation_id"
-				  "                                  AND y.actor_id = k.actor_id"
-				  "                                  AND y.context_id = k.context_id"
-				  "                               OFFSET 0) x)))"
-				  " INSERT INTO cscp.context_retired"
-				  "  (tenant_id, conversation_id, context_id, status, retired_at)"
-				  " SELECT k.tenant_id, k.conversation_id, k.context_id, k.status::cscp.context_status,"
-				  "        k.retired_at FROM k",
-				  RETIRE_COLS, types, args, SPI_OK_INSERT) != (uint64) n)
-		elog(ERROR, "could not keep cscp.context_retired");
 }
 
 /*
@@ -699,12 +575,6 @@ live_retire(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc, ContextStatus to
 	args[4] = CStringGetTextDatum(status_names[to]);
 	isnull[4] = false;
 	args[5] = heap_getattr(newtup, cols.updated_at, desc, &isnull[5]);
-	if (retire_batch != NULL && retire_batch->subxid == GetCurrentSubTransactionId() &&
-		!isnull[0] && !isnull[1] && !isnull[2] && !isnull[3] && !isnull[5])
-	{
-		retire_gather(args);
-		return;
-	}
 	(void) live_exec(&plan,
 					 "WITH gone AS (DELETE FROM cscp.context_live l"
 					 "               WHERE l.tenant_id = $1 AND l.conversation_id = $2"
@@ -877,8 +747,7 @@ PG_FUNCTION_INFO_V1(cscp_expire_contexts);
  * cscp._expire_contexts(batch int) RETURNS bigint: the sweep's expiry.  Up
  * to batch contexts due in cscp.context_live, each still live and past its
  * own expires_at at cscp.now(), locked (those another transaction holds are
- * skipped) and recorded as expired by TTL.  The trigger's retirements are
- * gathered while the UPDATE runs and moved in one statement after it.
+ * skipped) and recorded as expired by TTL; the trigger retires each.
  * Returns the number of contexts expired.
  */
 Datum
@@ -888,22 +757,14 @@ cscp_expire_contexts(PG_FUNCTION_ARGS)
 	static const Oid types[2] = {INT4OID, TIMESTAMPTZOID};
 	int32		batch = PG_GETARG_INT32(0);
 	Datum		args[2];
-	RetireBatch b;
-	volatile int ret = 0;
-	volatile uint64 n = 0;
+	int			ret;
+	uint64		n;
 
 	if (batch < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("batch must be positive"),
 				 errdetail("The batch given is %d.", batch)));
-	if (retire_batch != NULL)
-		elog(ERROR, "cscp._expire_contexts cannot run inside itself");
-
-	memset(&b, 0, sizeof(b));
-	b.subxid = GetCurrentSubTransactionId();
-	b.cxt = AllocSetContextCreate(CurrentMemoryContext, "cscp retirements",
-								  ALLOCSET_DEFAULT_SIZES);
 	args[0] = Int32GetDatum(batch);
 	args[1] = TimestampTzGetDatum(cscp_now());
 
@@ -925,22 +786,10 @@ cscp_expire_contexts(PG_FUNCTION_ARGS)
 				  "                     FOR UPDATE SKIP LOCKED) x))"
 				  "   AND c.status IN ('active', 'pending', 'blocked') AND c.expires_at <= $2",
 				  2, types);
-	retire_batch = &b;
-	PG_TRY();
-	{
-		ret = SPI_execute_plan(plan, args, NULL, false, 0);
-		n = SPI_processed;
-		if (b.n > 0)
-			retire_flush();
-	}
-	PG_FINALLY();
-	{
-		retire_batch = NULL;
-	}
-	PG_END_TRY();
+	ret = SPI_execute_plan(plan, args, NULL, false, 0);
+	n = SPI_processed;
 	if (ret != SPI_OK_UPDATE)
 		elog(ERROR, "could not expire contexts: %s", SPI_result_code_string(ret));
 	SPI_finish();
-	MemoryContextDelete(b.cxt);
 	PG_RETURN_INT64((int64) n);
 }
