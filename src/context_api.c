@@ -35,6 +35,146 @@
 /* The attempts an open makes before it gives up (40001). */
 #define OPEN_ATTEMPTS 3
 
+/* The arguments of an open, as its statements take them. */
+typedef struct OpenArgs
+{
+	text	   *tenant;
+	text	   *conversation;
+	text	   *actor;
+	Jsonb	   *slots;
+	Interval   *ttl;
+	text	   *correlation;
+	TimestampTz now;
+} OpenArgs;
+
+/*
+ * The live context of the triple in use (unexpired): found, locked,
+ * extended and given the slots by one UPDATE.  NULL when there is none.
+ */
+static HeapTuple
+open_use(const OpenArgs *o, TupleDesc *desc)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[6] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, TIMESTAMPTZOID};
+	Datum		args[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+
+	args[0] = PointerGetDatum(o->tenant);
+	args[1] = PointerGetDatum(o->conversation);
+	args[2] = PointerGetDatum(o->actor);
+	args[3] = JsonbPGetDatum(o->slots);
+	args[4] = PointerGetDatum(o->correlation);
+	nulls[4] = o->correlation ? ' ' : 'n';
+	args[5] = TimestampTzGetDatum(o->now);
+	cscp_spi_plan(&plan,
+				  "UPDATE cscp.context x"
+				  "   SET slots = x.slots || $4,"
+				  "       expires_at = cscp.context_touch(x),"
+				  "       correlation_id = coalesce($5, x.correlation_id)"
+				  " WHERE x.tenant_id = $1"
+				  "   AND x.context_id = " CSCP_LIVE_CONTEXT_ID
+				  "   AND x.status IN ('active', 'pending', 'blocked') AND x.expires_at > $6"
+				  " RETURNING *",
+				  6, types);
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not extend a context");
+	if (SPI_processed != 1)
+		return NULL;
+	*desc = SPI_tuptable->tupdesc;
+	return SPI_tuptable->vals[0];
+}
+
+/*
+ * None in use: the triple's live context, if any, is locked, and recorded
+ * expired when past its TTL.  Returns false when it has come to life since
+ * open_use looked (a concurrent open committed it): look again.
+ */
+static bool
+open_expire_stale(const OpenArgs *o)
+{
+	static SPIPlanPtr live_plan = NULL;
+	static SPIPlanPtr expire_plan = NULL;
+	static const Oid live_types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	static const Oid expire_types[2] = {TEXTOID, UUIDOID};
+	Datum		args[3];
+	HeapTuple	live;
+	TupleDesc	livedesc;
+	bool		isnull;
+
+	args[0] = PointerGetDatum(o->tenant);
+	args[1] = PointerGetDatum(o->conversation);
+	args[2] = PointerGetDatum(o->actor);
+	cscp_spi_plan(&live_plan,
+				  "SELECT x.tenant_id, x.context_id, x.expires_at FROM cscp.context x"
+				  " WHERE x.tenant_id = $1"
+				  "   AND x.context_id = " CSCP_LIVE_CONTEXT_ID
+				  "   AND x.status IN ('active', 'pending', 'blocked')"
+				  " FOR UPDATE",
+				  3, live_types);
+	if (SPI_execute_plan(live_plan, args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up a live context");
+	if (SPI_processed != 1)
+		return true;
+	live = SPI_tuptable->vals[0];
+	livedesc = SPI_tuptable->tupdesc;
+	if (DatumGetTimestampTz(SPI_getbinval(live, livedesc, 3, &isnull)) > o->now)
+		return false;
+	args[0] = SPI_getbinval(live, livedesc, 1, &isnull);
+	args[1] = SPI_getbinval(live, livedesc, 2, &isnull);
+	cscp_spi_plan(&expire_plan,
+				  "UPDATE cscp.context x SET status = 'expired', reason = 'ttl'"
+				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
+				  2, expire_types);
+	if (SPI_execute_plan(expire_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record the expiry of a context");
+	return true;
+}
+
+/*
+ * A new context: the triple claimed in cscp.context_live (cscp_context_claim),
+ * then the row inserted with the claimed id, which the trigger judges like
+ * any other.  NULL, having written nothing, when the claim finds a live
+ * context (a concurrent open made it): look again.
+ */
+static HeapTuple
+open_insert(const OpenArgs *o, TupleDesc *desc)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[8] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID,
+	INTERVALOID, TEXTOID, UUIDOID};
+	TimestampTz expires_at;
+	pg_uuid_t	id;
+	Datum		args[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+
+	expires_at = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
+														 TimestampTzGetDatum(o->now),
+														 IntervalPGetDatum(o->ttl)));
+	cscp_routing_uuid(cscp_routing_hash_text(o->conversation), &id);
+	if (!cscp_context_claim(o->tenant, o->conversation, o->actor, &id, expires_at))
+		return NULL;
+	args[0] = PointerGetDatum(o->tenant);
+	args[1] = PointerGetDatum(o->conversation);
+	args[2] = PointerGetDatum(o->actor);
+	args[3] = JsonbPGetDatum(o->slots);
+	args[4] = TimestampTzGetDatum(expires_at);
+	args[5] = IntervalPGetDatum(o->ttl);
+	args[6] = PointerGetDatum(o->correlation);
+	nulls[6] = o->correlation ? ' ' : 'n';
+	args[7] = UUIDPGetDatum(&id);
+	cscp_spi_plan(&plan,
+				  "INSERT INTO cscp.context AS x (tenant_id, conversation_id, actor_id, slots,"
+				  "    expires_at, ttl, correlation_id, context_id)"
+				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+				  " RETURNING *",
+				  8, types);
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_INSERT_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not insert a context");
+	*desc = SPI_tuptable->tupdesc;
+	return SPI_tuptable->vals[0];
+}
+
 /*
  * Open (or reuse) the context of (tenant, conversation, actor) with slots
  * merged in; see the file header.  Connected to SPI by the caller; returns
@@ -44,117 +184,25 @@ HeapTuple
 cscp_context_open_row(text *tenant, text *conversation, text *actor, Jsonb *slots,
 					  Interval *ttl, text *correlation, TupleDesc *desc)
 {
-	static SPIPlanPtr use_plan = NULL;
-	static SPIPlanPtr live_plan = NULL;
-	static SPIPlanPtr expire_plan = NULL;
-	static SPIPlanPtr insert_plan = NULL;
-	static const Oid use_types[6] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, TIMESTAMPTZOID};
-	static const Oid live_types[3] = {TEXTOID, TEXTOID, TEXTOID};
-	static const Oid expire_types[2] = {TEXTOID, UUIDOID};
-	static const Oid insert_types[8] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID,
-	INTERVALOID, TEXTOID, UUIDOID};
-	TimestampTz now = cscp_now();
-	TimestampTz expires_at;
-	pg_uuid_t	id;
-	Datum		args[8];
-	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	Jsonb	   *empty = NULL;
+	OpenArgs	o = {tenant, conversation, actor, slots, ttl, correlation, cscp_now()};
 
-	if (slots == NULL)
+	if (o.slots == NULL)
 	{
 		JsonbParseState *st = NULL;
 
 		pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-		empty = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
-		slots = empty;
+		o.slots = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
 	}
-	ttl = cscp_lifetime(cscp_policy_get(text_to_cstring(tenant)), ttl, "context_ttl", "ttl");
-	expires_at = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
-														 TimestampTzGetDatum(now),
-														 IntervalPGetDatum(ttl)));
+	o.ttl = cscp_lifetime(cscp_policy_get(text_to_cstring(tenant)), ttl, "context_ttl", "ttl");
 
 	for (int attempt = 0; attempt < OPEN_ATTEMPTS; attempt++)
 	{
-		bool		isnull;
+		HeapTuple	row = open_use(&o, desc);
 
-		/* The live context in use: found, locked and extended by one UPDATE. */
-		args[0] = PointerGetDatum(tenant);
-		args[1] = PointerGetDatum(conversation);
-		args[2] = PointerGetDatum(actor);
-		args[3] = JsonbPGetDatum(slots);
-		args[4] = PointerGetDatum(correlation);
-		nulls[4] = correlation ? ' ' : 'n';
-		args[5] = TimestampTzGetDatum(now);
-		cscp_spi_plan(&use_plan,
-					  "UPDATE cscp.context x"
-					  "   SET slots = x.slots || $4,"
-					  "       expires_at = cscp.context_touch(x),"
-					  "       correlation_id = coalesce($5, x.correlation_id)"
-					  " WHERE x.tenant_id = $1"
-					  "   AND x.context_id = " CSCP_LIVE_CONTEXT_ID
-					  "   AND x.status IN ('active', 'pending', 'blocked') AND x.expires_at > $6"
-					  " RETURNING *",
-					  6, use_types);
-		if (SPI_execute_plan(use_plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
-			elog(ERROR, "could not extend a context");
-		if (SPI_processed == 1)
-		{
-			*desc = SPI_tuptable->tupdesc;
-			return SPI_tuptable->vals[0];
-		}
-
-		/* None in use: a live one past its TTL is recorded expired first. */
-		cscp_spi_plan(&live_plan,
-					  "SELECT x.tenant_id, x.context_id, x.expires_at FROM cscp.context x"
-					  " WHERE x.tenant_id = $1"
-					  "   AND x.context_id = " CSCP_LIVE_CONTEXT_ID
-					  "   AND x.status IN ('active', 'pending', 'blocked')"
-					  " FOR UPDATE",
-					  3, live_types);
-		if (SPI_execute_plan(live_plan, args, NULL, false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not look up a live context");
-		if (SPI_processed == 1)
-		{
-			HeapTuple	live = SPI_tuptable->vals[0];
-			TupleDesc	livedesc = SPI_tuptable->tupdesc;
-
-			if (DatumGetTimestampTz(SPI_getbinval(live, livedesc, 3, &isnull)) > now)
-				continue;		/* came to life since the update looked */
-			args[0] = SPI_getbinval(live, livedesc, 1, &isnull);
-			args[1] = SPI_getbinval(live, livedesc, 2, &isnull);
-			cscp_spi_plan(&expire_plan,
-						  "UPDATE cscp.context x SET status = 'expired', reason = 'ttl'"
-						  " WHERE x.tenant_id = $1 AND x.context_id = $2",
-						  2, expire_types);
-			if (SPI_execute_plan(expire_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
-				elog(ERROR, "could not record the expiry of a context");
-		}
-
-		/* The triple claimed (else it has a live context: look again), then the row. */
-		cscp_routing_uuid(cscp_routing_hash_text(conversation), &id);
-		if (!cscp_context_claim(tenant, conversation, actor, &id, expires_at))
-			continue;
-		args[0] = PointerGetDatum(tenant);
-		args[1] = PointerGetDatum(conversation);
-		args[2] = PointerGetDatum(actor);
-		args[3] = JsonbPGetDatum(slots);
-		args[4] = TimestampTzGetDatum(expires_at);
-		nulls[4] = ' ';
-		args[5] = IntervalPGetDatum(ttl);
-		args[6] = PointerGetDatum(correlation);
-		nulls[6] = correlation ? ' ' : 'n';
-		args[7] = UUIDPGetDatum(&id);
-		cscp_spi_plan(&insert_plan,
-					  "INSERT INTO cscp.context AS x (tenant_id, conversation_id, actor_id, slots,"
-					  "    expires_at, ttl, correlation_id, context_id)"
-					  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
-					  " RETURNING *",
-					  8, insert_types);
-		if (SPI_execute_plan(insert_plan, args, nulls, false, 0) != SPI_OK_INSERT_RETURNING ||
-			SPI_processed != 1)
-			elog(ERROR, "could not insert a context");
-		*desc = SPI_tuptable->tupdesc;
-		return SPI_tuptable->vals[0];
+		if (row == NULL && open_expire_stale(&o))
+			row = open_insert(&o, desc);
+		if (row != NULL)
+			return row;
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
