@@ -8,11 +8,11 @@
  *	  inserts.
  *
  *	  The common case, a live context in use, is found, locked and
- *	  extended by one UPDATE.  Only when there is none (or it is past its
- *	  TTL) does the open look further: record the expiry, then insert a new
- *	  one.  Every read and write is a saved SPI statement, so row-level
- *	  security, privileges, triggers, rules and ALTER TABLE apply as to any
- *	  statement.
+ *	  extended by one UPDATE.  When there is none, a new one is inserted;
+ *	  only when the triple still has a live context (past its TTL) does the
+ *	  open look further: record the expiry, then insert a new one.  Every
+ *	  read and write is a saved SPI statement, so row-level security,
+ *	  privileges, triggers, rules and ALTER TABLE apply as to any statement.
  *	  The live context is found through cscp.context_live, whose primary key
  *	  allows one per triple.  A new context first claims its triple there
  *	  (cscp_context_claim, context_fsm.c); a concurrent open may have made
@@ -85,9 +85,11 @@ open_use(const OpenArgs *o, TupleDesc *desc)
 }
 
 /*
- * None in use: the triple's live context, if any, is locked, and recorded
- * expired when past its TTL.  Returns false when it has come to life since
- * open_use looked (a concurrent open committed it): look again.
+ * The triple's claim failed: its live context, if any, is locked, and
+ * recorded expired when past its TTL.  Returns true when it recorded an
+ * expiry (the triple is free to claim again), false when the live context
+ * is in use (a concurrent open committed it since open_use looked) or
+ * this role cannot see it: look again.
  */
 static bool
 open_expire_stale(const OpenArgs *o)
@@ -114,7 +116,7 @@ open_expire_stale(const OpenArgs *o)
 	if (SPI_execute_plan(live_plan, args, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up a live context");
 	if (SPI_processed != 1)
-		return true;
+		return false;
 	live = SPI_tuptable->vals[0];
 	livedesc = SPI_tuptable->tupdesc;
 	if (DatumGetTimestampTz(SPI_getbinval(live, livedesc, 3, &isnull)) > o->now)
@@ -199,6 +201,8 @@ cscp_context_open_row(text *tenant, text *conversation, text *actor, Jsonb *slot
 	{
 		HeapTuple	row = open_use(&o, desc);
 
+		if (row == NULL)
+			row = open_insert(&o, desc);
 		if (row == NULL && open_expire_stale(&o))
 			row = open_insert(&o, desc);
 		if (row != NULL)
