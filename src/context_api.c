@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * context_api.c
- *	  cscp.context_open and cscp.slot_set in C.  context_open: the live
+ *	  cscp.context_open, cscp.slot_set and cscp.context_transition in C
+ *	  (cscp.context_get, a read, is SQL).  context_open: the live
  *	  usable context of (tenant, conversation, actor), or a new active one,
  *	  with the given slots merged in.  The context trigger (context_fsm.c)
  *	  holds every write to its rules; this file only finds, extends and
@@ -428,6 +429,108 @@ cscp_slot_set(PG_FUNCTION_ARGS)
 				 errmsg("context %s does not exist",
 						DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0)))),
 				 errhint("Check the id, and that cscp.tenant_id names the context's tenant.")));
+	spictx = MemoryContextSwitchTo(callerctx);
+	result = cscp_context_view_datum(row, desc, rowdesc);
+	MemoryContextSwitchTo(spictx);
+	SPI_finish();
+	PG_RETURN_DATUM(result);
+}
+
+PG_FUNCTION_INFO_V1(cscp_context_transition);
+
+/*
+ * cscp.context_transition(context_id uuid, to_status cscp.context_status,
+ *                         reason text) RETURNS cscp.context
+ *
+ * Move a context along its lifecycle: the row locked, then one UPDATE that
+ * the context trigger holds to the transition table and the expiry
+ * invariant (a refused step raises 55000 and changes nothing).  A move to a
+ * live status is a use of the context (cscp_context_touch).  Row-level
+ * security hides other tenants' contexts, so no tenant check is needed.
+ */
+Datum
+cscp_context_transition(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr lock_plan = NULL;
+	static SPIPlanPtr update_plan = NULL;
+	static const Oid lock_types[1] = {UUIDOID};
+	static const Oid update_types[5] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, TIMESTAMPTZOID};
+	MemoryContext callerctx = CurrentMemoryContext;
+	TupleDesc	rowdesc;
+	TupleDesc	desc = NULL;
+	HeapTuple	row;
+	Datum		args[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	char	   *id;
+	char	   *from;
+	char	   *to;
+	bool		isnull;
+	Datum		result;
+	MemoryContext spictx;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("to_status must not be null"),
+				 errhint("Pass one of active, pending, blocked, expired, closed.")));
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("context_id must not be null"),
+				 errhint("Pass the context_id returned by cscp.context_open.")));
+	if (get_call_result_type(fcinfo, NULL, &rowdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "cscp.context_transition must return a composite type");
+	rowdesc = BlessTupleDesc(rowdesc);
+	id = DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0)));
+	to = DatumGetCString(DirectFunctionCall1(enum_out, PG_GETARG_DATUM(1)));
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&lock_plan,
+				  "SELECT x.tenant_id, x.status::text, x.expires_at, x.ttl FROM cscp.context x"
+				  " WHERE x.context_id = $1 FOR UPDATE",
+				  1, lock_types);
+	args[0] = PG_GETARG_DATUM(0);
+	if (SPI_execute_plan(lock_plan, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up a context");
+	if (SPI_processed == 1)
+	{
+		HeapTuple	c = SPI_tuptable->vals[0];
+		TupleDesc	cdesc = SPI_tuptable->tupdesc;
+		TimestampTz expires_at = DatumGetTimestampTz(SPI_getbinval(c, cdesc, 3, &isnull));
+
+		from = SPI_getvalue(c, cdesc, 2);
+		if (strcmp(from, to) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("invalid context transition from \"%s\" to \"%s\"", from, to),
+					 errdetail("Context %s is already %s.", id, from)));
+		args[0] = SPI_getbinval(c, cdesc, 1, &isnull);
+		args[1] = PG_GETARG_DATUM(0);
+		args[2] = CStringGetTextDatum(to);
+		args[3] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+		nulls[3] = PG_ARGISNULL(2) ? 'n' : ' ';
+		if (cscp_status_live(to))
+			expires_at = cscp_context_touch(TextDatumGetCString(args[0]), expires_at,
+											DatumGetIntervalP(SPI_getbinval(c, cdesc, 4, &isnull)));
+		args[4] = TimestampTzGetDatum(expires_at);
+		cscp_spi_plan(&update_plan,
+					  "UPDATE cscp.context x"
+					  "   SET status = $3::cscp.context_status, reason = coalesce($4, x.reason),"
+					  "       expires_at = $5"
+					  " WHERE x.tenant_id = $1 AND x.context_id = $2"
+					  " RETURNING *",
+					  5, update_types);
+		row = cscp_spi_update_one(update_plan, args, nulls, &desc, "move a context");
+	}
+	else
+		row = NULL;
+	if (row == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("context %s does not exist", id),
+				 errhint("Check the id, and that cscp.tenant_id names the context's tenant.")));
+	/* Live or just retired, never past its TTL and live: as readers see it. */
 	spictx = MemoryContextSwitchTo(callerctx);
 	result = cscp_context_view_datum(row, desc, rowdesc);
 	MemoryContextSwitchTo(spictx);
