@@ -38,7 +38,9 @@ OBJS = \
 	src/events.o \
 	src/context_link.o \
 	src/turns.o \
-	src/conversation.o \
+	src/turn_guard.o \
+	src/conversation_fsm.o \
+	src/conversation_api.o \
 	src/message_turn.o \
 	src/identity.o \
 	src/facts.o \

@@ -15,7 +15,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "cscp.h"
+#include "conversation.h"
 
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
