@@ -245,10 +245,36 @@ settle_message_id(TurnRow *row)
 						CSCP_MAX_MESSAGE_ID_BYTES)));
 }
 
+/* Whether conv already holds a turn at turn_index. */
+static bool
+turn_stored(const CscpConversation *conv, int32 turn_index)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[3] = {TEXTOID, TEXTOID, INT4OID};
+	Datum		args[3];
+	bool		found;
+
+	args[0] = CStringGetTextDatum(conv->tenant_id);
+	args[1] = CStringGetTextDatum(conv->conversation_id);
+	args[2] = Int32GetDatum(turn_index);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "SELECT 1 FROM cscp.turn t"
+				  " WHERE t.tenant_id = $1 AND t.conversation_id = $2 AND t.turn_index = $3",
+				  3, types);
+	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up a turn");
+	found = SPI_processed == 1;
+	SPI_finish();
+	return found;
+}
+
 /*
  * Whether row is the final turn of conv, closed, that the close recorded
- * just before it (the event at next_event_seq - 1 is conversation.closed
- * and names this turn); *ev is that event.
+ * just before it: the event at next_event_seq - 1 is conversation.closed
+ * and names this turn (index, message id, content), which is not stored
+ * yet.  *ev is that event.
  */
 static bool
 is_recorded_final_turn(const CscpConversation *conv, const TurnRow *row, CscpEvent *ev)
@@ -259,7 +285,8 @@ is_recorded_final_turn(const CscpConversation *conv, const TurnRow *row, CscpEve
 		strcmp(ev->type, "conversation.closed") == 0 &&
 		ev->turn_index == row->facts.turn_index &&
 		ev->message_id != NULL && strcmp(ev->message_id, row->facts.message_id) == 0 &&
-		ev->content_hash != NULL && strcmp(ev->content_hash, row->facts.content_hash) == 0;
+		ev->content_hash != NULL && strcmp(ev->content_hash, row->facts.content_hash) == 0 &&
+		!turn_stored(conv, row->facts.turn_index);
 }
 
 /* The checks and bookkeeping of INSERT; returns the tuple to store. */
