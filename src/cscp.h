@@ -163,6 +163,7 @@ extern bool cscp_jsonb_values_equal(JsonbValue *a, JsonbValue *b);
 extern char *cscp_jsonb_value_to_cstring(JsonbValue *v);
 extern Jsonb *cscp_jsonb_value_to_jsonb(JsonbValue *v);
 extern char *cscp_jsonb_key_cstring(JsonbValue *key);
+extern char *cscp_jsonb_unknown_key(Jsonb *obj, const char *const *names, int n);
 extern void cscp_jsonb_push_text(JsonbParseState **st, const char *key, const char *value);
 extern void cscp_jsonb_push_int(JsonbParseState **st, const char *key, int64 value);
 extern void cscp_jsonb_push_bool(JsonbParseState **st, const char *key, bool value, bool isnull);

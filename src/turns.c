@@ -139,31 +139,19 @@ cscp_turn_optional_fields(Jsonb *turn, const char *argname, bool only_optional)
 
 	if (only_optional)
 	{
-		JsonbIterator *it;
-		JsonbValue	v;
-		JsonbIteratorToken tok;
+		char	   *unknown;
 
 		if (!JB_ROOT_IS_OBJECT(turn) || JB_ROOT_IS_SCALAR(turn))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("%s must be a JSON object", argname),
 					 errhint("It holds a turn's optional fields: to, groupId, speakerId, agent.")));
-		it = JsonbIteratorInit(&turn->root);
-		while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
-		{
-			bool		known = false;
-
-			if (tok != WJB_KEY)
-				continue;
-			for (int i = 0; i < (int) lengthof(optional_fields) && !known; i++)
-				known = (int) strlen(optional_fields[i]) == v.val.string.len &&
-					memcmp(optional_fields[i], v.val.string.val, v.val.string.len) == 0;
-			if (!known)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("%s has an unknown field \"%s\"", argname, cscp_jsonb_key_cstring(&v)),
-						 errhint("It holds a turn's optional fields: to, groupId, speakerId, agent.")));
-		}
+		unknown = cscp_jsonb_unknown_key(turn, optional_fields, lengthof(optional_fields));
+		if (unknown != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s has an unknown field \"%s\"", argname, unknown),
+					 errhint("It holds a turn's optional fields: to, groupId, speakerId, agent.")));
 	}
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
 	for (int i = 0; i < (int) lengthof(optional_fields); i++)
@@ -224,20 +212,12 @@ cscp_check_json_limits(Jsonb *j, const char *what)
 	}
 }
 
-/*
- * Parse the ConversationTurn turn (the API argument argname) into out;
- * raise 22023 for anything that is not one.
- */
-void
-cscp_turn_parse(Jsonb *turn, const char *argname, CscpTurn *out)
+/* Raise 22023 unless turn is a JSON object with no field outside the ConversationTurn. */
+static void
+check_turn_object(Jsonb *turn, const char *argname)
 {
-	JsonbIterator *it;
-	JsonbValue	v,
-				key = {0};
-	JsonbIteratorToken tok;
-	JsonbValue *f;
+	char	   *unknown;
 
-	memset(out, 0, sizeof(CscpTurn));
 	if (turn == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -252,35 +232,72 @@ cscp_turn_parse(Jsonb *turn, const char *argname, CscpTurn *out)
 				 errhint("Pass a ConversationTurn such as '{\"from\": \"maria\", \"role\": \"user\", \"content\": \"hi\", \"ts\": 1767225600000}'.")));
 
 	/* No field outside the ConversationTurn: a typo must not mean "absent". */
-	it = JsonbIteratorInit(&turn->root);
-	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
-	{
-		bool		known = false;
-
-		if (tok != WJB_KEY)
-			continue;
-		key = v;
-		for (int i = 0; i < (int) lengthof(turn_fields) && !known; i++)
-			known = (int) strlen(turn_fields[i]) == key.val.string.len &&
-				memcmp(turn_fields[i], key.val.string.val, key.val.string.len) == 0;
-		if (!known)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s has an unknown field \"%s\"", argname,
-							cscp_jsonb_key_cstring(&key)),
-					 errhint("A ConversationTurn has the fields messageId, from, content, ts, role and turnIndex, and optionally to, groupId, speakerId and agent.")));
-	}
-
-	f = cscp_jsonb_get(turn, "from");
-	if (f == NULL || f->type != jbvString || f->val.string.len == 0)
-		bad_field(argname, "from", "a non-empty string", f);
-	if (f->val.string.len > CSCP_MAX_ID_BYTES)
+	unknown = cscp_jsonb_unknown_key(turn, turn_fields, lengthof(turn_fields));
+	if (unknown != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("field \"from\" of %s is too long", argname),
+				 errmsg("%s has an unknown field \"%s\"", argname, unknown),
+				 errhint("A ConversationTurn has the fields messageId, from, content, ts, role and turnIndex, and optionally to, groupId, speakerId and agent.")));
+}
+
+/* The string field f of the turn argname, at most limit bytes; 22023 otherwise. */
+static char *
+bounded_string(const char *argname, const char *field, JsonbValue *f, int limit)
+{
+	if (f == NULL || f->type != jbvString || f->val.string.len == 0)
+		bad_field(argname, field, "a non-empty string", f);
+	if (f->val.string.len > limit)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("field \"%s\" of %s is too long", field, argname),
 				 errdetail("It is %d bytes long; the limit is %d bytes.",
-						   f->val.string.len, CSCP_MAX_ID_BYTES)));
-	out->sender = pnstrdup(f->val.string.val, f->val.string.len);
+						   f->val.string.len, limit)));
+	return pnstrdup(f->val.string.val, f->val.string.len);
+}
+
+/* The turnIndex f of the turn argname; 22023 unless a non-negative int4 below the maximum. */
+static int32
+turn_index_field(const char *argname, JsonbValue *f)
+{
+	Numeric		n;
+	bool		have_error = false;
+	int32		idx;
+
+	if (f->type != jbvNumeric)
+		bad_field(argname, "turnIndex", "a non-negative integer", f);
+	n = f->val.numeric;
+	if (numeric_is_nan(n) ||
+		DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(n),
+										  DirectFunctionCall1(numeric_floor,
+															  NumericGetDatum(n)))) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("field \"turnIndex\" of %s must be an integer", argname),
+				 errdetail("It is %s.", cscp_jsonb_value_to_cstring(f))));
+	idx = numeric_int4_opt_error(n, &have_error);
+	if (have_error || idx < 0 || idx == PG_INT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("field \"turnIndex\" of %s is out of range", argname),
+				 errdetail("It is %s; a turn index is between 0 and %d.",
+						   cscp_jsonb_value_to_cstring(f), PG_INT32_MAX - 1),
+				 errhint("Omit turnIndex to append at the conversation's next index.")));
+	return idx;
+}
+
+/*
+ * Parse the ConversationTurn turn (the API argument argname) into out;
+ * raise 22023 for anything that is not one.
+ */
+void
+cscp_turn_parse(Jsonb *turn, const char *argname, CscpTurn *out)
+{
+	JsonbValue *f;
+
+	memset(out, 0, sizeof(CscpTurn));
+	check_turn_object(turn, argname);
+
+	out->sender = bounded_string(argname, "from", cscp_jsonb_get(turn, "from"), CSCP_MAX_ID_BYTES);
 
 	f = cscp_jsonb_get(turn, "role");
 	if (f == NULL || f->type != jbvString ||
@@ -300,46 +317,13 @@ cscp_turn_parse(Jsonb *turn, const char *argname, CscpTurn *out)
 	f = cscp_jsonb_get(turn, "turnIndex");
 	if (f != NULL && f->type != jbvNull)
 	{
-		Numeric		n;
-		bool		have_error = false;
-		int32		idx;
-
-		if (f->type != jbvNumeric)
-			bad_field(argname, "turnIndex", "a non-negative integer", f);
-		n = f->val.numeric;
-		if (numeric_is_nan(n) ||
-			DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(n),
-											  DirectFunctionCall1(numeric_floor,
-																  NumericGetDatum(n)))) != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("field \"turnIndex\" of %s must be an integer", argname),
-					 errdetail("It is %s.", cscp_jsonb_value_to_cstring(f))));
-		idx = numeric_int4_opt_error(n, &have_error);
-		if (have_error || idx < 0 || idx == PG_INT32_MAX)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("field \"turnIndex\" of %s is out of range", argname),
-					 errdetail("It is %s; a turn index is between 0 and %d.",
-							   cscp_jsonb_value_to_cstring(f), PG_INT32_MAX - 1),
-					 errhint("Omit turnIndex to append at the conversation's next index.")));
 		out->has_index = true;
-		out->turn_index = idx;
+		out->turn_index = turn_index_field(argname, f);
 	}
 
 	f = cscp_jsonb_get(turn, "messageId");
 	if (f != NULL && f->type != jbvNull)
-	{
-		if (f->type != jbvString || f->val.string.len == 0)
-			bad_field(argname, "messageId", "a non-empty string", f);
-		if (f->val.string.len > CSCP_MAX_MESSAGE_ID_BYTES)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("field \"messageId\" of %s is too long", argname),
-					 errdetail("It is %d bytes long; the limit is %d bytes.",
-							   f->val.string.len, CSCP_MAX_MESSAGE_ID_BYTES)));
-		out->message_id = pnstrdup(f->val.string.val, f->val.string.len);
-	}
+		out->message_id = bounded_string(argname, "messageId", f, CSCP_MAX_MESSAGE_ID_BYTES);
 
 	out->extra = cscp_turn_optional_fields(turn, argname, false);
 	cscp_check_json_limits(out->content, "turn content");
