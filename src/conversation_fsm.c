@@ -46,49 +46,49 @@ typedef enum ConversationState
 static const char *const state_names[CONV_NUM_STATES] = {"open", "closed"};
 static CscpEnumCache state_cache = {.n = CONV_NUM_STATES, .names = state_names};
 
-/* Column numbers of cscp.conversation, looked up by name once per relation. */
-typedef struct ConversationColumns
+/* The columns of cscp.conversation the C code reads, by name. */
+typedef enum ConversationColumn
 {
-	Oid			relid;
-	int			tenant_id,
-				conversation_id,
-				state,
-				schema,
-				timeout_ms,
-				deadline,
-				opened_at,
-				closed_at,
-				outcome,
-				close_reason,
-				next_turn_index,
-				next_event_seq,
-				updated_at;
-} ConversationColumns;
+	C_TENANT_ID,
+	C_CONVERSATION_ID,
+	C_AGENT_ID,
+	C_STATE,
+	C_SCHEMA,
+	C_TIMEOUT_MS,
+	C_DEADLINE,
+	C_CAUSATION_ID,
+	C_OPENED_AT,
+	C_CLOSED_AT,
+	C_OUTCOME,
+	C_CLOSE_REASON,
+	C_NEXT_TURN_INDEX,
+	C_NEXT_EVENT_SEQ,
+	C_UPDATED_AT,
+	C_NUM_COLUMNS
+} ConversationColumn;
 
-static ConversationColumns cols = {InvalidOid};
+static const char *const column_names[C_NUM_COLUMNS] = {
+	"tenant_id",
+	"conversation_id",
+	"agent_id",
+	"state",
+	"schema",
+	"timeout_ms",
+	"deadline",
+	"causation_id",
+	"opened_at",
+	"closed_at",
+	"outcome",
+	"close_reason",
+	"next_turn_index",
+	"next_event_seq",
+	"updated_at",
+};
 
-static void
-load_columns(Relation rel)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
+static CscpColumns columns = {.table = "cscp.conversation", .n = C_NUM_COLUMNS, .names = column_names};
 
-	if (cols.relid == RelationGetRelid(rel))
-		return;
-	cols.tenant_id = cscp_column(desc, "cscp.conversation", "tenant_id");
-	cols.conversation_id = cscp_column(desc, "cscp.conversation", "conversation_id");
-	cols.state = cscp_column(desc, "cscp.conversation", "state");
-	cols.schema = cscp_column(desc, "cscp.conversation", "schema");
-	cols.timeout_ms = cscp_column(desc, "cscp.conversation", "timeout_ms");
-	cols.deadline = cscp_column(desc, "cscp.conversation", "deadline");
-	cols.opened_at = cscp_column(desc, "cscp.conversation", "opened_at");
-	cols.closed_at = cscp_column(desc, "cscp.conversation", "closed_at");
-	cols.outcome = cscp_column(desc, "cscp.conversation", "outcome");
-	cols.close_reason = cscp_column(desc, "cscp.conversation", "close_reason");
-	cols.next_turn_index = cscp_column(desc, "cscp.conversation", "next_turn_index");
-	cols.next_event_seq = cscp_column(desc, "cscp.conversation", "next_event_seq");
-	cols.updated_at = cscp_column(desc, "cscp.conversation", "updated_at");
-	cols.relid = RelationGetRelid(rel);
-}
+/* The column number of c in cscp.conversation. */
+#define COL(c) (columns.attnum[c])
 
 /*
  * The deadline of a conversation of tenant started at now with timeout_ms;
@@ -132,43 +132,43 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	bool	   *repl = palloc0(natts * sizeof(bool));
 	bool		isnull;
 	Datum		d;
-	char	   *tenant = SPI_getvalue(tuple, desc, cols.tenant_id);
+	char	   *tenant = SPI_getvalue(tuple, desc, COL(C_TENANT_ID));
 
-	d = heap_getattr(tuple, cols.state, desc, &isnull);
+	d = heap_getattr(tuple, COL(C_STATE), desc, &isnull);
 	if (!isnull &&
-		cscp_enum_index(&state_cache, TupleDescAttr(desc, cols.state - 1)->atttypid, d) != CONV_OPEN)
+		cscp_enum_index(&state_cache, TupleDescAttr(desc, COL(C_STATE) - 1)->atttypid, d) != CONV_OPEN)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("a new conversation must be open"),
 				 errhint("Start it with cscp.conversation_start; close it with cscp.conversation_close.")));
 
-	d = heap_getattr(tuple, cols.schema, desc, &isnull);
+	d = heap_getattr(tuple, COL(C_SCHEMA), desc, &isnull);
 	if (!isnull)
 	{
 		cscp_check_json_limits(DatumGetJsonbP(d), "schema");
 		cscp_jsonschema_check(DatumGetJsonbP(d));
 	}
 
-	d = heap_getattr(tuple, cols.timeout_ms, desc, &isnull);
+	d = heap_getattr(tuple, COL(C_TIMEOUT_MS), desc, &isnull);
 	if (!isnull)
 	{
-		values[cols.deadline - 1] =
+		values[COL(C_DEADLINE) - 1] =
 			TimestampTzGetDatum(timeout_deadline(DatumGetInt64(d), tenant ? tenant : "*", now));
 	}
 	else
-		nulls[cols.deadline - 1] = true;
-	repl[cols.deadline - 1] = true;
+		nulls[COL(C_DEADLINE) - 1] = true;
+	repl[COL(C_DEADLINE) - 1] = true;
 
-	values[cols.opened_at - 1] = TimestampTzGetDatum(now);
-	repl[cols.opened_at - 1] = true;
-	values[cols.updated_at - 1] = TimestampTzGetDatum(now);
-	repl[cols.updated_at - 1] = true;
-	values[cols.next_turn_index - 1] = Int32GetDatum(0);
-	repl[cols.next_turn_index - 1] = true;
-	values[cols.next_event_seq - 1] = Int32GetDatum(0);
-	repl[cols.next_event_seq - 1] = true;
-	nulls[cols.closed_at - 1] = nulls[cols.outcome - 1] = nulls[cols.close_reason - 1] = true;
-	repl[cols.closed_at - 1] = repl[cols.outcome - 1] = repl[cols.close_reason - 1] = true;
+	values[COL(C_OPENED_AT) - 1] = TimestampTzGetDatum(now);
+	repl[COL(C_OPENED_AT) - 1] = true;
+	values[COL(C_UPDATED_AT) - 1] = TimestampTzGetDatum(now);
+	repl[COL(C_UPDATED_AT) - 1] = true;
+	values[COL(C_NEXT_TURN_INDEX) - 1] = Int32GetDatum(0);
+	repl[COL(C_NEXT_TURN_INDEX) - 1] = true;
+	values[COL(C_NEXT_EVENT_SEQ) - 1] = Int32GetDatum(0);
+	repl[COL(C_NEXT_EVENT_SEQ) - 1] = true;
+	nulls[COL(C_CLOSED_AT) - 1] = nulls[COL(C_OUTCOME) - 1] = nulls[COL(C_CLOSE_REASON) - 1] = true;
+	repl[COL(C_CLOSED_AT) - 1] = repl[COL(C_OUTCOME) - 1] = repl[COL(C_CLOSE_REASON) - 1] = true;
 	return heap_modify_tuple(tuple, desc, values, nulls, repl);
 }
 
@@ -195,16 +195,16 @@ read_progress(HeapTuple tuple, TupleDesc desc, ConversationProgress *p)
 	bool		isnull;
 	Datum		d;
 
-	p->closed = cscp_enum_index(&state_cache, TupleDescAttr(desc, cols.state - 1)->atttypid,
-								heap_getattr(tuple, cols.state, desc, &isnull)) == CONV_CLOSED;
-	p->next_turn_index = DatumGetInt32(heap_getattr(tuple, cols.next_turn_index, desc, &isnull));
-	p->next_event_seq = DatumGetInt32(heap_getattr(tuple, cols.next_event_seq, desc, &isnull));
-	d = heap_getattr(tuple, cols.closed_at, desc, &isnull);
+	p->closed = cscp_enum_index(&state_cache, TupleDescAttr(desc, COL(C_STATE) - 1)->atttypid,
+								heap_getattr(tuple, COL(C_STATE), desc, &isnull)) == CONV_CLOSED;
+	p->next_turn_index = DatumGetInt32(heap_getattr(tuple, COL(C_NEXT_TURN_INDEX), desc, &isnull));
+	p->next_event_seq = DatumGetInt32(heap_getattr(tuple, COL(C_NEXT_EVENT_SEQ), desc, &isnull));
+	d = heap_getattr(tuple, COL(C_CLOSED_AT), desc, &isnull);
 	p->has_closed_at = !isnull;
 	p->closed_at = isnull ? 0 : DatumGetTimestampTz(d);
-	d = heap_getattr(tuple, cols.outcome, desc, &isnull);
+	d = heap_getattr(tuple, COL(C_OUTCOME), desc, &isnull);
 	p->outcome = isnull ? NULL : DatumGetJsonbP(d);
-	d = heap_getattr(tuple, cols.close_reason, desc, &isnull);
+	d = heap_getattr(tuple, COL(C_CLOSE_REASON), desc, &isnull);
 	p->close_reason = isnull ? NULL : TextDatumGetCString(d);
 }
 
@@ -319,16 +319,16 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	Datum	   *values = palloc0(natts * sizeof(Datum));
 	bool	   *nulls = palloc0(natts * sizeof(bool));
 	bool	   *repl = palloc0(natts * sizeof(bool));
-	static const char *const fixed[] = {
-		"tenant_id", "conversation_id", "agent_id", "schema", "timeout_ms", "deadline",
-		"causation_id", "opened_at"
+	static const ConversationColumn fixed[] = {
+		C_TENANT_ID, C_CONVERSATION_ID, C_AGENT_ID, C_SCHEMA, C_TIMEOUT_MS, C_DEADLINE,
+		C_CAUSATION_ID, C_OPENED_AT
 	};
 	bool		isnull,
 				isnull_state;
-	char	   *id = SPI_getvalue(oldtup, desc, cols.conversation_id);
+	char	   *id = SPI_getvalue(oldtup, desc, COL(C_CONVERSATION_ID));
 
-	if (cscp_enum_index(&state_cache, TupleDescAttr(desc, cols.state - 1)->atttypid,
-						heap_getattr(oldtup, cols.state, desc, &isnull)) == CONV_CLOSED)
+	if (cscp_enum_index(&state_cache, TupleDescAttr(desc, COL(C_STATE) - 1)->atttypid,
+						heap_getattr(oldtup, COL(C_STATE), desc, &isnull)) == CONV_CLOSED)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("conversation \"%s\" is closed", id),
@@ -336,22 +336,22 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 				 errhint("Start a new conversation with cscp.conversation_start.")));
 
 	for (int i = 0; i < (int) lengthof(fixed); i++)
-		if (!cscp_same_value(oldtup, newtup, desc, cscp_column(desc, "cscp.conversation", fixed[i])))
+		if (!cscp_same_value(oldtup, newtup, desc, COL(fixed[i])))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("column \"%s\" of a conversation cannot be changed", fixed[i]),
+					 errmsg("column \"%s\" of a conversation cannot be changed", column_names[fixed[i]]),
 					 errhint("Start a new conversation with cscp.conversation_start.")));
 
-	check_progress(desc, oldtup, newtup, SPI_getvalue(oldtup, desc, cols.tenant_id), id);
+	check_progress(desc, oldtup, newtup, SPI_getvalue(oldtup, desc, COL(C_TENANT_ID)), id);
 
-	values[cols.updated_at - 1] = TimestampTzGetDatum(now);
-	repl[cols.updated_at - 1] = true;
+	values[COL(C_UPDATED_AT) - 1] = TimestampTzGetDatum(now);
+	repl[COL(C_UPDATED_AT) - 1] = true;
 	newtup = heap_modify_tuple(newtup, desc, values, nulls, repl);
 
 	/* closed exactly when it has closed_at (and close_reason, by the rules) */
-	(void) heap_getattr(newtup, cols.closed_at, desc, &isnull);
-	if ((cscp_enum_index(&state_cache, TupleDescAttr(desc, cols.state - 1)->atttypid,
-						 heap_getattr(newtup, cols.state, desc, &isnull_state)) == CONV_CLOSED) == isnull)
+	(void) heap_getattr(newtup, COL(C_CLOSED_AT), desc, &isnull);
+	if ((cscp_enum_index(&state_cache, TupleDescAttr(desc, COL(C_STATE) - 1)->atttypid,
+						 heap_getattr(newtup, COL(C_STATE), desc, &isnull_state)) == CONV_CLOSED) == isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_CHECK_VIOLATION),
 				 errmsg("conversation \"%s\" must have closed_at and close_reason exactly when it is closed", id),
@@ -379,7 +379,7 @@ static CscpRowRules rules = {
 static const CscpRowGuard guard = {
 	.name = "cscp.conversation_guard()",
 	.rules = &rules,
-	.load_columns = load_columns,
+	.columns = &columns,
 	.insert = guard_insert,
 	.update = guard_update,
 };

@@ -104,11 +104,29 @@ typedef struct CscpRowRules
 	int			other_attnum[CSCP_MAX_ROW_RULES];
 } CscpRowRules;
 
+#define CSCP_MAX_COLUMNS 24
+
+/*
+ * Column numbers of a table, looked up by name once per relation (so that
+ * ALTER TABLE moving a column is followed): attnum[i] is names[i].
+ */
+typedef struct CscpColumns
+{
+	const char *table;
+	int			n;
+	const char *const *names;
+	Oid			relid;
+	int			attnum[CSCP_MAX_COLUMNS];
+} CscpColumns;
+
+extern void cscp_columns_load(CscpColumns *cols, Relation rel);
+
 typedef struct CscpRowGuard
 {
 	const char *name;
 	CscpRowRules *rules;		/* checked on the row the guard returns */
-	void		(*load_columns) (Relation rel);
+	CscpColumns *columns;		/* looked up before each row, when given */
+	void		(*load_columns) (Relation rel);	/* else this, when given */
 	HeapTuple	(*insert) (Relation rel, HeapTuple tuple, TimestampTz now);
 	HeapTuple	(*update) (Relation rel, HeapTuple oldtup, HeapTuple newtup,
 							   const Bitmapset *updatedcols, TimestampTz now);

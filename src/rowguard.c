@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * rowguard.c
- *	  What the BEFORE ROW triggers guarding cscp's tables (context_fsm.c,
- *	  command_fsm.c) have in common: the trigger protocol, column lookup by
- *	  name, and comparing a column across the old and new row.
+ *	  What the BEFORE ROW triggers guarding cscp's tables have in common:
+ *	  the trigger protocol, column lookup by name, column rules, and
+ *	  comparing a column across the old and new row.
  *
  *-------------------------------------------------------------------------
  */
@@ -27,6 +27,20 @@ cscp_column(TupleDesc desc, const char *table, const char *name)
 	if (attnum <= 0)
 		elog(ERROR, "%s has no column \"%s\"", table, name);
 	return attnum;
+}
+
+/* Look up the column numbers of cols in rel, unless they were looked up in rel already. */
+void
+cscp_columns_load(CscpColumns *cols, Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	Assert(cols->n <= CSCP_MAX_COLUMNS);
+	if (cols->relid == RelationGetRelid(rel))
+		return;
+	for (int i = 0; i < cols->n; i++)
+		cols->attnum[i] = cscp_column(desc, cols->table, cols->names[i]);
+	cols->relid = RelationGetRelid(rel);
 }
 
 /* Whether column attnum holds the same value in both tuples. */
@@ -207,7 +221,10 @@ cscp_row_guard(FunctionCallInfo fcinfo, const CscpRowGuard *guard)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("%s must be a BEFORE ROW trigger", guard->name)));
 
-	guard->load_columns(trigdata->tg_relation);
+	if (guard->columns != NULL)
+		cscp_columns_load(guard->columns, trigdata->tg_relation);
+	else if (guard->load_columns != NULL)
+		guard->load_columns(trigdata->tg_relation);
 	now = cscp_now();
 
 	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))

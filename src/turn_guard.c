@@ -112,49 +112,45 @@ cscp_turn_record(const CscpConversation *conv, const CscpTurnFacts *turn, CscpCl
 	return event_id;
 }
 
-/* Column numbers of cscp.turn, looked up by name once per relation. */
-typedef struct TurnColumns
+/* The columns of cscp.turn the trigger reads or sets, by name. */
+typedef enum TurnColumn
 {
-	Oid			relid;
-	int			tenant_id,
-				conversation_id,
-				turn_index,
-				message_id,
-				role,
-				sender,
-				content,
-				content_hash,
-				content_size,
-				ts,
-				event_id,
-				recorded_at,
-				extra;
-} TurnColumns;
+	T_TENANT_ID,
+	T_CONVERSATION_ID,
+	T_TURN_INDEX,
+	T_MESSAGE_ID,
+	T_ROLE,
+	T_SENDER,
+	T_CONTENT,
+	T_CONTENT_HASH,
+	T_CONTENT_SIZE,
+	T_TS,
+	T_EVENT_ID,
+	T_RECORDED_AT,
+	T_EXTRA,
+	T_NUM_COLUMNS
+} TurnColumn;
 
-static TurnColumns cols = {InvalidOid};
+static const char *const column_names[T_NUM_COLUMNS] = {
+	"tenant_id",
+	"conversation_id",
+	"turn_index",
+	"message_id",
+	"role",
+	"sender",
+	"content",
+	"content_hash",
+	"content_size",
+	"ts",
+	"event_id",
+	"recorded_at",
+	"extra",
+};
 
-static void
-load_columns(Relation rel)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
+static CscpColumns columns = {.table = "cscp.turn", .n = T_NUM_COLUMNS, .names = column_names};
 
-	if (cols.relid == RelationGetRelid(rel))
-		return;
-	cols.tenant_id = cscp_column(desc, "cscp.turn", "tenant_id");
-	cols.conversation_id = cscp_column(desc, "cscp.turn", "conversation_id");
-	cols.turn_index = cscp_column(desc, "cscp.turn", "turn_index");
-	cols.message_id = cscp_column(desc, "cscp.turn", "message_id");
-	cols.role = cscp_column(desc, "cscp.turn", "role");
-	cols.sender = cscp_column(desc, "cscp.turn", "sender");
-	cols.content = cscp_column(desc, "cscp.turn", "content");
-	cols.content_hash = cscp_column(desc, "cscp.turn", "content_hash");
-	cols.content_size = cscp_column(desc, "cscp.turn", "content_size");
-	cols.extra = cscp_column(desc, "cscp.turn", "extra");
-	cols.ts = cscp_column(desc, "cscp.turn", "ts");
-	cols.event_id = cscp_column(desc, "cscp.turn", "event_id");
-	cols.recorded_at = cscp_column(desc, "cscp.turn", "recorded_at");
-	cols.relid = RelationGetRelid(rel);
-}
+/* The column number of c in cscp.turn. */
+#define COL(c) (columns.attnum[c])
 
 /* A text column of tuple as a C string; 22023 naming what when it is NULL. */
 static char *
@@ -189,10 +185,10 @@ read_turn_row(HeapTuple tuple, TupleDesc desc, TurnRow *row)
 	char	   *role;
 	char	   *sender;
 
-	row->tenant = required_text(tuple, desc, cols.tenant_id, "tenant_id");
-	row->convid = required_text(tuple, desc, cols.conversation_id, "conversation_id");
-	role = required_text(tuple, desc, cols.role, "role");
-	sender = required_text(tuple, desc, cols.sender, "sender (the turn's \"from\")");
+	row->tenant = required_text(tuple, desc, COL(T_TENANT_ID), "tenant_id");
+	row->convid = required_text(tuple, desc, COL(T_CONVERSATION_ID), "conversation_id");
+	role = required_text(tuple, desc, COL(T_ROLE), "role");
+	sender = required_text(tuple, desc, COL(T_SENDER), "sender (the turn's \"from\")");
 	if (cscp_turn_role(role, strlen(role)) == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -204,13 +200,13 @@ read_turn_row(HeapTuple tuple, TupleDesc desc, TurnRow *row)
 						CSCP_MAX_ID_BYTES)));
 	row->facts.role = role;
 	row->facts.sender = sender;
-	(void) heap_getattr(tuple, cols.ts, desc, &isnull);
+	(void) heap_getattr(tuple, COL(T_TS), desc, &isnull);
 	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("ts of a turn must not be null"),
 				 errhint("Give the time of the turn as a number, such as milliseconds since 1970.")));
-	d = heap_getattr(tuple, cols.content, desc, &isnull);
+	d = heap_getattr(tuple, COL(T_CONTENT), desc, &isnull);
 	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -218,14 +214,14 @@ read_turn_row(HeapTuple tuple, TupleDesc desc, TurnRow *row)
 				 errhint("A turn without content carries the JSON value null: 'null'::jsonb.")));
 	row->content = DatumGetJsonbP(d);
 	cscp_check_json_limits(row->content, "turn content");
-	d = heap_getattr(tuple, cols.extra, desc, &isnull);
+	d = heap_getattr(tuple, COL(T_EXTRA), desc, &isnull);
 	if (!isnull)
 		(void) cscp_turn_optional_fields(DatumGetJsonbP(d), "column \"extra\" of a turn", true);
 
-	d = heap_getattr(tuple, cols.turn_index, desc, &isnull);
+	d = heap_getattr(tuple, COL(T_TURN_INDEX), desc, &isnull);
 	row->has_index = !isnull;
 	row->facts.turn_index = isnull ? 0 : DatumGetInt32(d);
-	d = heap_getattr(tuple, cols.message_id, desc, &isnull);
+	d = heap_getattr(tuple, COL(T_MESSAGE_ID), desc, &isnull);
 	row->facts.message_id = isnull ? NULL : TextDatumGetCString(d);
 }
 
@@ -336,24 +332,24 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	else
 		event_id = cscp_turn_record(&conv, &row.facts, CSCP_CLOSE_NONE, NULL, now);
 
-	values[cols.turn_index - 1] = Int32GetDatum(row.facts.turn_index);
-	repl[cols.turn_index - 1] = true;
-	values[cols.message_id - 1] = CStringGetTextDatum(row.facts.message_id);
-	repl[cols.message_id - 1] = true;
+	values[COL(T_TURN_INDEX) - 1] = Int32GetDatum(row.facts.turn_index);
+	repl[COL(T_TURN_INDEX) - 1] = true;
+	values[COL(T_MESSAGE_ID) - 1] = CStringGetTextDatum(row.facts.message_id);
+	repl[COL(T_MESSAGE_ID) - 1] = true;
 	turn_content = cscp_jsonb_get_cstring(cscp_policy_get(row.tenant), "turn_content");
 	if (turn_content != NULL && strcmp(turn_content, "reference") == 0)
 	{
-		nulls[cols.content - 1] = true;
-		repl[cols.content - 1] = true;
+		nulls[COL(T_CONTENT) - 1] = true;
+		repl[COL(T_CONTENT) - 1] = true;
 	}
-	values[cols.content_hash - 1] = CStringGetTextDatum(row.facts.content_hash);
-	repl[cols.content_hash - 1] = true;
-	values[cols.content_size - 1] = Int32GetDatum(size);
-	repl[cols.content_size - 1] = true;
-	values[cols.event_id - 1] = CStringGetTextDatum(event_id);
-	repl[cols.event_id - 1] = true;
-	values[cols.recorded_at - 1] = TimestampTzGetDatum(now);
-	repl[cols.recorded_at - 1] = true;
+	values[COL(T_CONTENT_HASH) - 1] = CStringGetTextDatum(row.facts.content_hash);
+	repl[COL(T_CONTENT_HASH) - 1] = true;
+	values[COL(T_CONTENT_SIZE) - 1] = Int32GetDatum(size);
+	repl[COL(T_CONTENT_SIZE) - 1] = true;
+	values[COL(T_EVENT_ID) - 1] = CStringGetTextDatum(event_id);
+	repl[COL(T_EVENT_ID) - 1] = true;
+	values[COL(T_RECORDED_AT) - 1] = TimestampTzGetDatum(now);
+	repl[COL(T_RECORDED_AT) - 1] = true;
 	return heap_modify_tuple(tuple, desc, values, nulls, repl);
 }
 
@@ -372,7 +368,7 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 
 static const CscpRowGuard guard = {
 	.name = "cscp.turn_guard()",
-	.load_columns = load_columns,
+	.columns = &columns,
 	.insert = guard_insert,
 	.update = guard_update,
 };
