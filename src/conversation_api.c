@@ -266,6 +266,70 @@ text_arg(FunctionCallInfo fcinfo, int n)
 	return PG_ARGISNULL(n) ? NULL : PG_GETARG_TEXT_PP(n);
 }
 
+/*
+ * INSERT the conversation row of cscp.conversation_start (arguments 0 to 6
+ * of fcinfo), an ordinary statement held by conversation_guard; false when
+ * a conversation of that id exists already.
+ */
+static bool
+insert_conversation(FunctionCallInfo fcinfo, const char *conv_s)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[6] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, INT8OID, TEXTOID};
+	static const int argnums[6] = {0, 1, 2, 4, 5, 6};
+	Datum		args[6];
+	char		nulls[6];
+	bool		inserted;
+
+	for (int i = 0; i < 6; i++)
+	{
+		args[i] = PG_ARGISNULL(argnums[i]) ? (Datum) 0 : PG_GETARG_DATUM(argnums[i]);
+		nulls[i] = PG_ARGISNULL(argnums[i]) ? 'n' : ' ';
+	}
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "INSERT INTO cscp.conversation (tenant_id, conversation_id, agent_id,"
+				  " schema, timeout_ms, causation_id)"
+				  " VALUES ($1, $2, $3, $4, $5, $6)"
+				  " ON CONFLICT (tenant_id, conversation_id) DO NOTHING",
+				  6, types);
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not start conversation \"%s\"", conv_s);
+	inserted = SPI_processed == 1;
+	SPI_finish();
+	return inserted;
+}
+
+/*
+ * A start of a conversation that exists: the same agent sending the same
+ * first turn t replays it (fills res); anything else is 23505.
+ */
+static void
+replay_start(const char *tenant_s, const char *conv_s, const char *agent, CscpTurn *t,
+			 TurnResult *res)
+{
+	CscpConversation conv;
+	RecordedTurn first;
+	char	   *msg = t->message_id ? t->message_id : cscp_turn_message_id(conv_s, 0, t->role);
+	int32		size;
+
+	if (!cscp_conversation_lock(tenant_s, conv_s, &conv))
+		cscp_conversation_missing(tenant_s, conv_s);
+	if (strcmp(conv.agent_id, agent) != 0 ||
+		!find_turn(tenant_s, conv_s, msg, &first) || first.turn_index != 0 ||
+		strcmp(first.content_hash, cscp_turn_content_hash(t->content, &size)) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNIQUE_VIOLATION),
+				 errmsg("conversation \"%s\" already exists", conv_s),
+				 errdetail("It was started by agent \"%s\"; only the same agent sending the same first turn replays that start.",
+						   conv.agent_id),
+				 errhint("Use a new conversation id, or resend the original start to replay it.")));
+	res->event_id = first.event_id;
+	res->turn_index = 0;
+	res->message_id = msg;
+}
+
 PG_FUNCTION_INFO_V1(cscp_conversation_start);
 
 /*
@@ -276,7 +340,6 @@ PG_FUNCTION_INFO_V1(cscp_conversation_start);
 Datum
 cscp_conversation_start(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr plan = NULL;
 	text	   *tenant = text_arg(fcinfo, 0);
 	text	   *convid = text_arg(fcinfo, 1);
 	text	   *agent = text_arg(fcinfo, 2);
@@ -285,9 +348,6 @@ cscp_conversation_start(PG_FUNCTION_ARGS)
 			   *conv_s;
 	CscpTurn	t;
 	TurnResult	res = {0};
-	Datum		args[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
-	bool		inserted;
 
 	cscp_check_tenant(tenant);
 	cscp_check_id("conversation_id", convid);
@@ -310,62 +370,10 @@ cscp_conversation_start(PG_FUNCTION_ARGS)
 		cscp_turn_check_schema(conv_s, PG_GETARG_JSONB_P(4), t.content);
 	}
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (plan == NULL)
-	{
-		Oid			argtypes[6] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, INT8OID, TEXTOID};
-
-		plan = SPI_prepare("INSERT INTO cscp.conversation (tenant_id, conversation_id, agent_id,"
-						   " schema, timeout_ms, causation_id)"
-						   " VALUES ($1, $2, $3, $4, $5, $6)"
-						   " ON CONFLICT (tenant_id, conversation_id) DO NOTHING",
-						   6, argtypes);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-	}
-	args[0] = PointerGetDatum(tenant);
-	args[1] = PointerGetDatum(convid);
-	args[2] = PointerGetDatum(agent);
-	args[3] = PG_ARGISNULL(4) ? (Datum) 0 : PG_GETARG_DATUM(4);
-	nulls[3] = PG_ARGISNULL(4) ? 'n' : ' ';
-	args[4] = PG_ARGISNULL(5) ? (Datum) 0 : PG_GETARG_DATUM(5);
-	nulls[4] = PG_ARGISNULL(5) ? 'n' : ' ';
-	args[5] = PointerGetDatum(causation);
-	nulls[5] = causation ? ' ' : 'n';
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not start conversation \"%s\"", conv_s);
-	inserted = SPI_processed == 1;
-	SPI_finish();
-
-	if (inserted)
-	{
+	if (insert_conversation(fcinfo, conv_s))
 		insert_turn(tenant_s, conv_s, &t, &res);
-	}
 	else
-	{
-		/* The same start sent again replays it; anything else is a clash. */
-		CscpConversation conv;
-		RecordedTurn first;
-		char	   *msg = t.message_id ? t.message_id : cscp_turn_message_id(conv_s, 0, t.role);
-		int32		size;
-
-		if (!cscp_conversation_lock(tenant_s, conv_s, &conv))
-			cscp_conversation_missing(tenant_s, conv_s);
-		if (strcmp(conv.agent_id, text_to_cstring(agent)) != 0 ||
-			!find_turn(tenant_s, conv_s, msg, &first) || first.turn_index != 0 ||
-			strcmp(first.content_hash, cscp_turn_content_hash(t.content, &size)) != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNIQUE_VIOLATION),
-					 errmsg("conversation \"%s\" already exists", conv_s),
-					 errdetail("It was started by agent \"%s\"; only the same agent sending the same first turn replays that start.",
-							   conv.agent_id),
-					 errhint("Use a new conversation id, or resend the original start to replay it.")));
-		res.event_id = first.event_id;
-		res.turn_index = 0;
-		res.message_id = msg;
-	}
+		replay_start(tenant_s, conv_s, text_to_cstring(agent), &t, &res);
 	return_row(fcinfo, &res, false);
 	return (Datum) 0;
 }
