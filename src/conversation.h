@@ -87,8 +87,8 @@ typedef struct CscpEvent
 {
 	char	   *type;
 	int32		turn_index;		/* -1: none */
-	char	   *message_id;		/* payload's "messageId" (a turn's event); else NULL */
-	char	   *content_hash;	/* payload's "contentHash" (a turn's event); else NULL */
+	char	   *message_id;		/* payload's "messageId" (conversation.closed); else NULL */
+	char	   *content_hash;	/* payload's "contentHash" (conversation.closed); else NULL */
 	char	   *reason;			/* payload's "reason" (conversation.closed); else NULL */
 	Jsonb	   *outcome;		/* payload's "outcome" (conversation.closed); else NULL */
 	TimestampTz created_at;
@@ -112,6 +112,7 @@ extern CscpTurnVerdict cscp_conversation_turn_verdict(const CscpConversation *co
 extern void cscp_conversation_refuse_turn(CscpTurnVerdict verdict,
 										  const CscpConversation *conv,
 										  int32 turn_index);
+extern void cscp_conversation_closed_error(const CscpConversation *conv, int sqlerrcode);
 extern bool cscp_conversation_past_deadline(const CscpConversation *conv, TimestampTz now);
 extern bool cscp_conversation_lock(const char *tenant_id, const char *conversation_id,
 								   CscpConversation *conv);

@@ -37,23 +37,6 @@
 typedef CscpTurnResult TurnResult;
 
 /*
- * Raise 22023: the conversation is closed (RFC 0005 §E: a turn for a closed
- * conversation is a validation error).
- */
-static void
-closed_conversation(const CscpConversation *conv)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("conversation \"%s\" is closed", conv->conversation_id),
-			 errdetail("%s turn %d; a closed conversation takes no more turns.",
-					   strcmp(conv->close_reason, "timeout") == 0 ?
-					   "It timed out, recorded by its final" : "It was closed by its final",
-					   conv->next_turn_index - 1),
-			 errhint("Start a new conversation with cscp.conversation_start.")));
-}
-
-/*
  * INSERT the turn t, an ordinary statement: the turn trigger checks and
  * records it (turn_guard.c).  Fills res from the row stored.
  */
@@ -422,7 +405,7 @@ lock_for_turn(text *tenant, text *convid, Jsonb *turn, char **tenant_s, char **c
 			res->outcome = "replayed";
 			return true;
 		}
-		closed_conversation(conv);
+		cscp_conversation_closed_error(conv, ERRCODE_INVALID_PARAMETER_VALUE);
 	}
 	if (!cscp_conversation_past_deadline(conv, *now))
 		return false;

@@ -126,10 +126,7 @@ static HeapTuple
 guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
-	int			natts = desc->natts;
-	Datum	   *values = palloc0(natts * sizeof(Datum));
-	bool	   *nulls = palloc0(natts * sizeof(bool));
-	bool	   *repl = palloc0(natts * sizeof(bool));
+	CscpRowEdit edit;
 	bool		isnull;
 	Datum		d;
 	char	   *tenant = SPI_getvalue(tuple, desc, COL(C_TENANT_ID));
@@ -149,27 +146,23 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 		cscp_jsonschema_check(DatumGetJsonbP(d));
 	}
 
+	cscp_row_edit_init(&edit, desc);
 	d = heap_getattr(tuple, COL(C_TIMEOUT_MS), desc, &isnull);
 	if (!isnull)
-	{
-		values[COL(C_DEADLINE) - 1] =
-			TimestampTzGetDatum(timeout_deadline(DatumGetInt64(d), tenant ? tenant : "*", now));
-	}
+		cscp_row_edit_set(&edit, COL(C_DEADLINE),
+						  TimestampTzGetDatum(timeout_deadline(DatumGetInt64(d),
+															   tenant ? tenant : "*", now)),
+						  false);
 	else
-		nulls[COL(C_DEADLINE) - 1] = true;
-	repl[COL(C_DEADLINE) - 1] = true;
-
-	values[COL(C_OPENED_AT) - 1] = TimestampTzGetDatum(now);
-	repl[COL(C_OPENED_AT) - 1] = true;
-	values[COL(C_UPDATED_AT) - 1] = TimestampTzGetDatum(now);
-	repl[COL(C_UPDATED_AT) - 1] = true;
-	values[COL(C_NEXT_TURN_INDEX) - 1] = Int32GetDatum(0);
-	repl[COL(C_NEXT_TURN_INDEX) - 1] = true;
-	values[COL(C_NEXT_EVENT_SEQ) - 1] = Int32GetDatum(0);
-	repl[COL(C_NEXT_EVENT_SEQ) - 1] = true;
-	nulls[COL(C_CLOSED_AT) - 1] = nulls[COL(C_OUTCOME) - 1] = nulls[COL(C_CLOSE_REASON) - 1] = true;
-	repl[COL(C_CLOSED_AT) - 1] = repl[COL(C_OUTCOME) - 1] = repl[COL(C_CLOSE_REASON) - 1] = true;
-	return heap_modify_tuple(tuple, desc, values, nulls, repl);
+		cscp_row_edit_set(&edit, COL(C_DEADLINE), (Datum) 0, true);
+	cscp_row_edit_set(&edit, COL(C_OPENED_AT), TimestampTzGetDatum(now), false);
+	cscp_row_edit_set(&edit, COL(C_UPDATED_AT), TimestampTzGetDatum(now), false);
+	cscp_row_edit_set(&edit, COL(C_NEXT_TURN_INDEX), Int32GetDatum(0), false);
+	cscp_row_edit_set(&edit, COL(C_NEXT_EVENT_SEQ), Int32GetDatum(0), false);
+	cscp_row_edit_set(&edit, COL(C_CLOSED_AT), (Datum) 0, true);
+	cscp_row_edit_set(&edit, COL(C_OUTCOME), (Datum) 0, true);
+	cscp_row_edit_set(&edit, COL(C_CLOSE_REASON), (Datum) 0, true);
+	return cscp_row_edit_apply(&edit, tuple);
 }
 
 /* The columns that move only with the event log, in the order they are named. */
@@ -315,10 +308,7 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 			 TimestampTz now)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
-	int			natts = desc->natts;
-	Datum	   *values = palloc0(natts * sizeof(Datum));
-	bool	   *nulls = palloc0(natts * sizeof(bool));
-	bool	   *repl = palloc0(natts * sizeof(bool));
+	CscpRowEdit edit;
 	static const ConversationColumn fixed[] = {
 		C_TENANT_ID, C_CONVERSATION_ID, C_AGENT_ID, C_SCHEMA, C_TIMEOUT_MS, C_DEADLINE,
 		C_CAUSATION_ID, C_OPENED_AT
@@ -344,9 +334,9 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 
 	check_progress(desc, oldtup, newtup, SPI_getvalue(oldtup, desc, COL(C_TENANT_ID)), id);
 
-	values[COL(C_UPDATED_AT) - 1] = TimestampTzGetDatum(now);
-	repl[COL(C_UPDATED_AT) - 1] = true;
-	newtup = heap_modify_tuple(newtup, desc, values, nulls, repl);
+	cscp_row_edit_init(&edit, desc);
+	cscp_row_edit_set(&edit, COL(C_UPDATED_AT), TimestampTzGetDatum(now), false);
+	newtup = cscp_row_edit_apply(&edit, newtup);
 
 	/* closed exactly when it has closed_at (and close_reason, by the rules) */
 	(void) heap_getattr(newtup, COL(C_CLOSED_AT), desc, &isnull);
@@ -423,6 +413,23 @@ cscp_conversation_turn_verdict(const CscpConversation *conv, int32 turn_index,
 	return CSCP_TURN_OK;
 }
 
+/*
+ * Raise sqlerrcode: conv is closed.  The turn trigger says 55000; the API
+ * says 22023, a validation error (RFC 0005 §E).
+ */
+void
+cscp_conversation_closed_error(const CscpConversation *conv, int sqlerrcode)
+{
+	ereport(ERROR,
+			(errcode(sqlerrcode),
+			 errmsg("conversation \"%s\" is closed", conv->conversation_id),
+			 errdetail("%s turn %d; a closed conversation takes no more turns.",
+					   strcmp(conv->close_reason, "timeout") == 0 ?
+					   "It timed out, recorded by its final" : "It was closed by its final",
+					   conv->next_turn_index - 1),
+			 errhint("Start a new conversation with cscp.conversation_start.")));
+}
+
 /* Raise the error that verdict (not CSCP_TURN_OK) stands for. */
 void
 cscp_conversation_refuse_turn(CscpTurnVerdict verdict, const CscpConversation *conv,
@@ -435,14 +442,7 @@ cscp_conversation_refuse_turn(CscpTurnVerdict verdict, const CscpConversation *c
 		case CSCP_TURN_OK:
 			return;
 		case CSCP_TURN_CLOSED:
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("conversation \"%s\" is closed", id),
-					 errdetail("%s turn %d; a closed conversation takes no more turns.",
-							   strcmp(conv->close_reason, "timeout") == 0 ?
-							   "It timed out, recorded by its final" : "It was closed by its final",
-							   conv->next_turn_index - 1),
-					 errhint("Start a new conversation with cscp.conversation_start.")));
+			cscp_conversation_closed_error(conv, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE);
 			break;
 		case CSCP_TURN_TIMED_OUT:
 			ereport(ERROR,
@@ -570,39 +570,25 @@ cscp_conversation_advance(const CscpConversation *conv, int32 next_turn_index,
 {
 	static SPIPlanPtr move_plan = NULL;
 	static SPIPlanPtr close_plan = NULL;
+	static const Oid types[7] = {TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID, JSONBOID,
+	TIMESTAMPTZOID};
 	Datum		args[7];
 	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	SPIPlanPtr	plan;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (move_plan == NULL)
-	{
-		Oid			argtypes[4] = {TEXTOID, TEXTOID, INT4OID, INT4OID};
-
-		move_plan = SPI_prepare("UPDATE cscp.conversation c"
-								" SET next_turn_index = $3, next_event_seq = $4"
-								" WHERE c.tenant_id = $1 AND c.conversation_id = $2",
-								4, argtypes);
-		if (move_plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(move_plan);
-	}
-	if (close_plan == NULL)
-	{
-		Oid			argtypes[7] = {TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID, JSONBOID,
-		TIMESTAMPTZOID};
-
-		close_plan = SPI_prepare("UPDATE cscp.conversation c"
-								 " SET next_turn_index = $3, next_event_seq = $4,"
-								 " state = 'closed', close_reason = $5, outcome = $6,"
-								 " closed_at = $7"
-								 " WHERE c.tenant_id = $1 AND c.conversation_id = $2",
-								 7, argtypes);
-		if (close_plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(close_plan);
-	}
+	cscp_spi_plan(&move_plan,
+				  "UPDATE cscp.conversation c"
+				  "   SET next_turn_index = $3, next_event_seq = $4"
+				  " WHERE c.tenant_id = $1 AND c.conversation_id = $2",
+				  4, types);
+	cscp_spi_plan(&close_plan,
+				  "UPDATE cscp.conversation c"
+				  "   SET next_turn_index = $3, next_event_seq = $4,"
+				  "       state = 'closed', close_reason = $5, outcome = $6, closed_at = $7"
+				  " WHERE c.tenant_id = $1 AND c.conversation_id = $2",
+				  7, types);
 	args[0] = CStringGetTextDatum(conv->tenant_id);
 	args[1] = CStringGetTextDatum(conv->conversation_id);
 	args[2] = Int32GetDatum(next_turn_index);

@@ -132,6 +132,19 @@ typedef struct CscpRowGuard
 							   const Bitmapset *updatedcols, TimestampTz now);
 } CscpRowGuard;
 
+/* Column values a guard sets in a row: heap_modify_tuple's three arrays. */
+typedef struct CscpRowEdit
+{
+	TupleDesc	desc;
+	Datum	   *values;
+	bool	   *nulls;
+	bool	   *repl;
+} CscpRowEdit;
+
+extern void cscp_row_edit_init(CscpRowEdit *edit, TupleDesc desc);
+extern void cscp_row_edit_set(CscpRowEdit *edit, int attnum, Datum value, bool isnull);
+extern HeapTuple cscp_row_edit_apply(CscpRowEdit *edit, HeapTuple tuple);
+
 extern int	cscp_column(TupleDesc desc, const char *table, const char *name);
 extern bool cscp_same_value(HeapTuple a, HeapTuple b, TupleDesc desc, int attnum);
 extern Datum cscp_row_guard(FunctionCallInfo fcinfo, const CscpRowGuard *guard);

@@ -43,6 +43,32 @@ cscp_columns_load(CscpColumns *cols, Relation rel)
 	cols->relid = RelationGetRelid(rel);
 }
 
+/* Start an edit of a row of desc that sets no column yet. */
+void
+cscp_row_edit_init(CscpRowEdit *edit, TupleDesc desc)
+{
+	edit->desc = desc;
+	edit->values = palloc0(desc->natts * sizeof(Datum));
+	edit->nulls = palloc0(desc->natts * sizeof(bool));
+	edit->repl = palloc0(desc->natts * sizeof(bool));
+}
+
+/* Set column attnum to value (or to NULL) in the edit. */
+void
+cscp_row_edit_set(CscpRowEdit *edit, int attnum, Datum value, bool isnull)
+{
+	edit->values[attnum - 1] = value;
+	edit->nulls[attnum - 1] = isnull;
+	edit->repl[attnum - 1] = true;
+}
+
+/* tuple with the edit's columns set, as a new tuple. */
+HeapTuple
+cscp_row_edit_apply(CscpRowEdit *edit, HeapTuple tuple)
+{
+	return heap_modify_tuple(tuple, edit->desc, edit->values, edit->nulls, edit->repl);
+}
+
 /* Whether column attnum holds the same value in both tuples. */
 bool
 cscp_same_value(HeapTuple a, HeapTuple b, TupleDesc desc, int attnum)

@@ -299,10 +299,7 @@ static HeapTuple
 guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
-	int			natts = desc->natts;
-	Datum	   *values = palloc0(natts * sizeof(Datum));
-	bool	   *nulls = palloc0(natts * sizeof(bool));
-	bool	   *repl = palloc0(natts * sizeof(bool));
+	CscpRowEdit edit;
 	TurnRow		row;
 	CscpConversation conv;
 	CscpEvent	final;
@@ -341,25 +338,17 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	else
 		event_id = cscp_turn_record(&conv, &row.facts, CSCP_CLOSE_NONE, NULL, now);
 
-	values[COL(T_TURN_INDEX) - 1] = Int32GetDatum(row.facts.turn_index);
-	repl[COL(T_TURN_INDEX) - 1] = true;
-	values[COL(T_MESSAGE_ID) - 1] = CStringGetTextDatum(row.facts.message_id);
-	repl[COL(T_MESSAGE_ID) - 1] = true;
+	cscp_row_edit_init(&edit, desc);
+	cscp_row_edit_set(&edit, COL(T_TURN_INDEX), Int32GetDatum(row.facts.turn_index), false);
+	cscp_row_edit_set(&edit, COL(T_MESSAGE_ID), CStringGetTextDatum(row.facts.message_id), false);
 	turn_content = cscp_jsonb_get_cstring(cscp_policy_get(row.tenant), "turn_content");
 	if (turn_content != NULL && strcmp(turn_content, "reference") == 0)
-	{
-		nulls[COL(T_CONTENT) - 1] = true;
-		repl[COL(T_CONTENT) - 1] = true;
-	}
-	values[COL(T_CONTENT_HASH) - 1] = CStringGetTextDatum(row.facts.content_hash);
-	repl[COL(T_CONTENT_HASH) - 1] = true;
-	values[COL(T_CONTENT_SIZE) - 1] = Int32GetDatum(size);
-	repl[COL(T_CONTENT_SIZE) - 1] = true;
-	values[COL(T_EVENT_ID) - 1] = CStringGetTextDatum(event_id);
-	repl[COL(T_EVENT_ID) - 1] = true;
-	values[COL(T_RECORDED_AT) - 1] = TimestampTzGetDatum(now);
-	repl[COL(T_RECORDED_AT) - 1] = true;
-	return heap_modify_tuple(tuple, desc, values, nulls, repl);
+		cscp_row_edit_set(&edit, COL(T_CONTENT), (Datum) 0, true);
+	cscp_row_edit_set(&edit, COL(T_CONTENT_HASH), CStringGetTextDatum(row.facts.content_hash), false);
+	cscp_row_edit_set(&edit, COL(T_CONTENT_SIZE), Int32GetDatum(size), false);
+	cscp_row_edit_set(&edit, COL(T_EVENT_ID), CStringGetTextDatum(event_id), false);
+	cscp_row_edit_set(&edit, COL(T_RECORDED_AT), TimestampTzGetDatum(now), false);
+	return cscp_row_edit_apply(&edit, tuple);
 }
 
 /* UPDATE of a turn: refused, turns never change. */
