@@ -97,6 +97,7 @@ cscp_event_append(const char *tenant_id, const char *conversation_id, int32 seq,
 /*
  * Read event seq of the conversation into *ev, with the caller's rights
  * (application roles read their tenant's events); false when there is none.
+ * The payload's fields are read for conversation.closed only.
  */
 bool
 cscp_event_read(const char *tenant_id, const char *conversation_id, int32 seq, CscpEvent *ev)
@@ -113,8 +114,8 @@ cscp_event_read(const char *tenant_id, const char *conversation_id, int32 seq, C
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
-				  "SELECT e.type, e.turn_index, e.payload ->> 'reason', e.payload -> 'outcome',"
-				  "       e.created_at, e.payload ->> 'messageId', e.payload ->> 'contentHash'"
+				  "SELECT e.type, e.turn_index, e.created_at,"
+				  "       CASE WHEN e.type = 'conversation.closed' THEN e.payload END"
 				  "  FROM cscp.event e"
 				  " WHERE e.tenant_id = $1 AND e.conversation_id = $2 AND e.seq = $3",
 				  3, types);
@@ -132,12 +133,21 @@ cscp_event_read(const char *tenant_id, const char *conversation_id, int32 seq, C
 		ev->type = SPI_getvalue(tup, desc, 1);
 		d = SPI_getbinval(tup, desc, 2, &isnull);
 		ev->turn_index = isnull ? -1 : DatumGetInt32(d);
-		ev->reason = SPI_getvalue(tup, desc, 3);
+		ev->created_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 3, &isnull));
+		ev->message_id = ev->content_hash = ev->reason = NULL;
+		ev->outcome = NULL;
 		d = SPI_getbinval(tup, desc, 4, &isnull);
-		ev->outcome = isnull ? NULL : DatumGetJsonbPCopy(d);
-		ev->created_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
-		ev->message_id = SPI_getvalue(tup, desc, 6);
-		ev->content_hash = SPI_getvalue(tup, desc, 7);
+		if (!isnull)
+		{
+			Jsonb	   *payload = DatumGetJsonbP(d);
+			JsonbValue *outcome = cscp_jsonb_get(payload, "outcome");
+
+			ev->message_id = cscp_jsonb_get_cstring(payload, "messageId");
+			ev->content_hash = cscp_jsonb_get_cstring(payload, "contentHash");
+			ev->reason = cscp_jsonb_get_cstring(payload, "reason");
+			if (outcome != NULL)
+				ev->outcome = cscp_jsonb_value_to_jsonb(outcome);
+		}
 		MemoryContextSwitchTo(spictx);
 	}
 	SPI_finish();
