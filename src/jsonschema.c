@@ -224,25 +224,6 @@ is_array(JsonbValue *v)
 	return v->type == jbvBinary && JsonContainerIsArray(v->val.binary.data);
 }
 
-/* The JSON Schema type name of an instance value ("number" for every number). */
-static const char *
-instance_type(JsonbValue *v)
-{
-	switch (v->type)
-	{
-		case jbvNull:
-			return "null";
-		case jbvBool:
-			return "boolean";
-		case jbvNumeric:
-			return "number";
-		case jbvString:
-			return "string";
-		default:
-			return is_object(v) ? "object" : "array";
-	}
-}
-
 /* numeric_cmp of two numerics: negative, zero or positive. */
 static int
 num_cmp(Numeric a, Numeric b)
@@ -655,7 +636,7 @@ check_schema(JsonbValue *schema, const JsonPathStep *path)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("schema must be a JSON object or a boolean"),
 				 errdetail("The value at %s is of type %s.",
-						   path_string(path), instance_type(schema))));
+						   path_string(path), cscp_json_type_name(schema))));
 
 	it = JsonbIteratorInit(schema->val.binary.data);
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
@@ -703,7 +684,7 @@ type_matches(JsonbValue *t, JsonbValue *inst)
 
 	if (strcmp(name, "integer") == 0)
 		return inst->type == jbvNumeric && num_is_integral(inst->val.numeric);
-	return strcmp(name, instance_type(inst)) == 0;
+	return strcmp(name, cscp_json_type_name(inst)) == 0;
 }
 
 /* NULL if inst has one of the types of "type" (a string or array), else the violation. */
@@ -718,7 +699,7 @@ validate_type(JsonbValue *t, JsonbValue *inst, const JsonPathStep *path)
 		if (type_matches(t, inst))
 			return NULL;
 		return violation(path, "expected type \"%.*s\", got \"%s\"",
-						 t->val.string.len, t->val.string.val, instance_type(inst));
+						 t->val.string.len, t->val.string.val, cscp_json_type_name(inst));
 	}
 	initStringInfo(&expected);
 	n = JsonContainerSize(t->val.binary.data);
@@ -732,7 +713,7 @@ validate_type(JsonbValue *t, JsonbValue *inst, const JsonPathStep *path)
 						 e->val.string.len, e->val.string.val);
 	}
 	return violation(path, "expected type %s, got \"%s\"",
-					 expected.data, instance_type(inst));
+					 expected.data, cscp_json_type_name(inst));
 }
 
 static char *validate(JsonbValue *schema, JsonbValue *inst, const JsonPathStep *path);

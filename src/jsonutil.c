@@ -52,6 +52,29 @@ cscp_jsonb_value_to_cstring(JsonbValue *v)
 	return JsonbToCString(NULL, &j->root, VARSIZE(j));
 }
 
+/* The JSON type name of a value ("number" for every number), for messages. */
+const char *
+cscp_json_type_name(JsonbValue *v)
+{
+	switch (v->type)
+	{
+		case jbvNull:
+			return "null";
+		case jbvBool:
+			return "boolean";
+		case jbvNumeric:
+			return "number";
+		case jbvString:
+			return "string";
+		case jbvArray:
+			return "array";
+		case jbvBinary:
+			return JsonContainerIsArray(v->val.binary.data) ? "array" : "object";
+		default:
+			return "object";
+	}
+}
+
 /* Whether two jsonb values are equal as jsonb (the = operator). */
 bool
 cscp_jsonb_values_equal(JsonbValue *a, JsonbValue *b)
