@@ -1076,26 +1076,55 @@ check_schema_size(Jsonb *schema)
 	}
 }
 
-/* Raise 22023 unless schema is a usable schema of the supported subset. */
-void
-cscp_jsonschema_check(Jsonb *schema)
+/* Raise 22023 for a null schema. */
+static void
+require_schema(Jsonb *schema)
 {
-	MemoryContext ctx,
-				old;
-	JsonbValue	sv;
-
 	if (schema == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("schema must not be null")));
-	ctx = AllocSetContextCreate(CurrentMemoryContext, "cscp jsonschema",
-								ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(ctx);
-	check_schema_size(schema);
+}
+
+/*
+ * The first violation of instance against schema as "<path>: <reason>" in
+ * the caller's context, NULL when it is valid (or not given); with
+ * check_it, the schema is checked first (22023).  The work is done in a
+ * memory context of its own.
+ */
+static char *
+run_schema(Jsonb *schema, Jsonb *instance, bool check_it)
+{
+	MemoryContext ctx = AllocSetContextCreate(CurrentMemoryContext, "cscp jsonschema",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(ctx);
+	JsonbValue	sv,
+				iv;
+	char	   *msg = NULL;
+
+	if (check_it)
+		check_schema_size(schema);
 	jsonb_root_value(schema, &sv);
-	check_schema(&sv, NULL);
+	if (check_it)
+		check_schema(&sv, NULL);
+	if (instance != NULL)
+	{
+		jsonb_root_value(instance, &iv);
+		msg = validate(&sv, &iv, NULL);
+	}
 	MemoryContextSwitchTo(old);
+	if (msg != NULL)
+		msg = pstrdup(msg);
 	MemoryContextDelete(ctx);
+	return msg;
+}
+
+/* Raise 22023 unless schema is a usable schema of the supported subset. */
+void
+cscp_jsonschema_check(Jsonb *schema)
+{
+	require_schema(schema);
+	run_schema(schema, NULL, true);
 }
 
 /*
@@ -1106,34 +1135,13 @@ cscp_jsonschema_check(Jsonb *schema)
 char *
 cscp_jsonschema_validate(Jsonb *schema, Jsonb *instance)
 {
-	MemoryContext ctx,
-				old;
-	JsonbValue	sv,
-				iv;
-	char	   *msg;
-
-	if (schema == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("schema must not be null")));
+	require_schema(schema);
 	if (instance == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("instance must not be null"),
 				 errhint("Pass the JSON value 'null'::jsonb to validate a JSON null.")));
-	ctx = AllocSetContextCreate(CurrentMemoryContext, "cscp jsonschema",
-								ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(ctx);
-	check_schema_size(schema);
-	jsonb_root_value(schema, &sv);
-	check_schema(&sv, NULL);
-	jsonb_root_value(instance, &iv);
-	msg = validate(&sv, &iv, NULL);
-	MemoryContextSwitchTo(old);
-	if (msg != NULL)
-		msg = pstrdup(msg);
-	MemoryContextDelete(ctx);
-	return msg;
+	return run_schema(schema, instance, true);
 }
 
 /*
@@ -1190,25 +1198,12 @@ memo_keep(Jsonb *schema, Jsonb *instance, const char *violation)
 char *
 cscp_jsonschema_validate_checked(Jsonb *schema, Jsonb *instance)
 {
-	MemoryContext ctx,
-				old;
-	JsonbValue	sv,
-				iv;
 	char	   *msg;
 
 	Assert(schema != NULL && instance != NULL);
 	if (memo_holds(schema, instance))
 		return memo.violation ? pstrdup(memo.violation) : NULL;
-	ctx = AllocSetContextCreate(CurrentMemoryContext, "cscp jsonschema",
-								ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(ctx);
-	jsonb_root_value(schema, &sv);
-	jsonb_root_value(instance, &iv);
-	msg = validate(&sv, &iv, NULL);
-	MemoryContextSwitchTo(old);
-	if (msg != NULL)
-		msg = pstrdup(msg);
-	MemoryContextDelete(ctx);
+	msg = run_schema(schema, instance, false);
 	memo_keep(schema, instance, msg);
 	return msg;
 }
