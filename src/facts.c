@@ -152,37 +152,34 @@ typedef struct FactColumns
 
 static FactColumns cols = {InvalidOid};
 
+static const CscpColumnSpec fact_columns[] = {
+	CSCP_COLUMN(FactColumns, tenant_id),
+	CSCP_COLUMN(FactColumns, subject_id),
+	CSCP_COLUMN(FactColumns, fact_id),
+	CSCP_COLUMN(FactColumns, key),
+	CSCP_COLUMN(FactColumns, value),
+	CSCP_COLUMN(FactColumns, source),
+	CSCP_COLUMN(FactColumns, authority),
+	CSCP_COLUMN(FactColumns, authority_rank),
+	CSCP_COLUMN(FactColumns, created_at),
+	CSCP_COLUMN(FactColumns, is_valid),
+	CSCP_COLUMN(FactColumns, superseded_by),
+	CSCP_COLUMN(FactColumns, supersedes),
+	CSCP_COLUMN(FactColumns, memory_type),
+	CSCP_COLUMN(FactColumns, scope),
+	CSCP_COLUMN(FactColumns, scope_id),
+	CSCP_COLUMN(FactColumns, depends_on),
+	CSCP_COLUMN(FactColumns, derived_facts),
+	CSCP_COLUMN(FactColumns, needs_review),
+	CSCP_COLUMN(FactColumns, is_constraint),
+	CSCP_COLUMN(FactColumns, constraint_type),
+};
+
 /* Look up the column numbers of cscp.fact, once per relation. */
 static void
 load_columns(Relation rel)
 {
-	TupleDesc	desc = RelationGetDescr(rel);
-
-	if (cols.relid == RelationGetRelid(rel))
-		return;
-#define COL(name) cols.name = cscp_column(desc, "cscp.fact", #name)
-	COL(tenant_id);
-	COL(subject_id);
-	COL(fact_id);
-	COL(key);
-	COL(value);
-	COL(source);
-	COL(authority);
-	COL(authority_rank);
-	COL(created_at);
-	COL(is_valid);
-	COL(superseded_by);
-	COL(supersedes);
-	COL(memory_type);
-	COL(scope);
-	COL(scope_id);
-	COL(depends_on);
-	COL(derived_facts);
-	COL(needs_review);
-	COL(is_constraint);
-	COL(constraint_type);
-#undef COL
-	cols.relid = RelationGetRelid(rel);
+	cscp_columns_load(rel, "cscp.fact", fact_columns, lengthof(fact_columns), &cols.relid, &cols);
 }
 
 /* A text column as a C string, or NULL. */
