@@ -991,6 +991,32 @@ chain_store(ChainReader *r)
 }
 
 /*
+ * The query of a chain walk from fact $3 of subject ($1, $2): a recursive
+ * CTE that follows from each fact the links step names (SQL after
+ * "f.fact_id"), at most limit a step, then each fact's links and row (SQL:
+ * the whole row, or NULL).
+ */
+#define CHAIN_WALK(step, limit, row) \
+	"WITH RECURSIVE walk(fact_id, is_valid, superseded_by, supersedes) AS (" \
+	"  SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes FROM cscp.fact f" \
+	"   WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3" \
+	"  UNION" \
+	"  SELECT n.fact_id, n.is_valid, n.superseded_by, n.supersedes" \
+	"    FROM walk w CROSS JOIN LATERAL (" \
+	"         SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes" \
+	"           FROM cscp.fact f" \
+	"          WHERE f.tenant_id = $1 AND f.subject_id = $2" \
+	"            AND f.fact_id " step \
+	"          LIMIT " limit ") n)" \
+	" SELECT w.fact_id, w.is_valid, w.superseded_by, w.supersedes, " row \
+	"   FROM walk w"
+
+/* The whole row of the walk's fact w, in CHAIN_WALK. */
+#define CHAIN_ROW \
+	"(SELECT h FROM cscp.fact h" \
+	"  WHERE h.tenant_id = $1 AND h.subject_id = $2 AND h.fact_id = w.fact_id)"
+
+/*
  * Read the facts reachable from start (forward only, or both ways with
  * both) of (tenant, subject) into r->facts, with the whole row of each
  * (both) or of the head only.  Forward, the start is read first on its
@@ -1043,40 +1069,12 @@ chain_read(ChainReader *r, text *tenant, text *subject, const char *start, bool 
 	}
 	if (both)
 		cscp_spi_plan(&both_plan,
-					  "WITH RECURSIVE walk(fact_id, is_valid, superseded_by, supersedes) AS ("
-					  "  SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes FROM cscp.fact f"
-					  "   WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3"
-					  "  UNION"
-					  "  SELECT n.fact_id, n.is_valid, n.superseded_by, n.supersedes"
-					  "    FROM walk w CROSS JOIN LATERAL ("
-					  "         SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes"
-					  "           FROM cscp.fact f"
-					  "          WHERE f.tenant_id = $1 AND f.subject_id = $2"
-					  "            AND f.fact_id = ANY (ARRAY[w.superseded_by, w.supersedes])"
-					  "          LIMIT 2) n)"
-					  " SELECT w.fact_id, w.is_valid, w.superseded_by, w.supersedes,"
-					  "        (SELECT h FROM cscp.fact h"
-					  "          WHERE h.tenant_id = $1 AND h.subject_id = $2 AND h.fact_id = w.fact_id)"
-					  "   FROM walk w",
+					  CHAIN_WALK("= ANY (ARRAY[w.superseded_by, w.supersedes])", "2", CHAIN_ROW),
 					  3, types);
 	else
 		cscp_spi_plan(&forward_plan,
-					  "WITH RECURSIVE walk(fact_id, is_valid, superseded_by, supersedes) AS ("
-					  "  SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes FROM cscp.fact f"
-					  "   WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3"
-					  "  UNION"
-					  "  SELECT n.fact_id, n.is_valid, n.superseded_by, n.supersedes"
-					  "    FROM walk w CROSS JOIN LATERAL ("
-					  "         SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes"
-					  "           FROM cscp.fact f"
-					  "          WHERE f.tenant_id = $1 AND f.subject_id = $2"
-					  "            AND f.fact_id = w.superseded_by"
-					  "          LIMIT 1) n)"
-					  " SELECT w.fact_id, w.is_valid, w.superseded_by, w.supersedes,"
-					  "        CASE WHEN w.superseded_by IS NULL THEN"
-					  "        (SELECT h FROM cscp.fact h"
-					  "          WHERE h.tenant_id = $1 AND h.subject_id = $2 AND h.fact_id = w.fact_id) END"
-					  "   FROM walk w",
+					  CHAIN_WALK("= w.superseded_by", "1",
+								 "CASE WHEN w.superseded_by IS NULL THEN " CHAIN_ROW " END"),
 					  3, types);
 	if (SPI_execute_plan(both ? both_plan : forward_plan, args, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read a supersession chain");
