@@ -423,10 +423,28 @@ add_ws_item(Assembly *a, const char *key, const char *value_text)
 	"(pg_catalog.setweight(pg_catalog.to_tsvector('english'::regconfig, pg_catalog.translate(" k ", '_-.', '   ')), 'A')" \
 	" || pg_catalog.setweight(pg_catalog.jsonb_to_tsvector('english'::regconfig, " v ", '[\"string\", \"numeric\"]'), 'B'))"
 
-/* The working-set items SPI_tuptable holds (key, value), as lines while they fit. */
+/*
+ * The working-set items of key k and value v that match the tsquery q (all
+ * when q is NULL), and the start of their order: most relevant first.
+ */
+#define WS_MATCH(k, v, q) \
+	" AND (" q "::tsquery IS NULL OR " WS_VECTOR(k, v) " @@ " q "::tsquery)" \
+	" ORDER BY coalesce(pg_catalog.ts_rank(" WS_VECTOR(k, v) ", " q "::tsquery), 0) DESC,"
+
+/* The tsquery text (or NULL) as the argument *arg of a saved plan, its null flag *null. */
 static void
-add_ws_rows(Assembly *a, MemoryContext rowcxt)
+tsquery_arg(const char *tsquery, Datum *arg, char *null)
 {
+	*arg = tsquery ? CStringGetTextDatum(tsquery) : (Datum) 0;
+	*null = tsquery ? ' ' : 'n';
+}
+
+/* The working-set items (key, value) plan reads, as lines while they fit.  SPI is connected. */
+static void
+add_ws_rows(Assembly *a, SPIPlanPtr plan, Datum *args, const char *nulls, MemoryContext rowcxt)
+{
+	if (SPI_execute_plan(plan, args, nulls, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the working set");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	row = SPI_tuptable->vals[i];
@@ -617,8 +635,7 @@ read_facts(const ContextRequest *r, const char *tsquery)
 	args[2] = PointerGetDatum(r->session);
 	args[3] = r->task ? PointerGetDatum(r->task) : (Datum) 0;
 	nulls[3] = r->task ? ' ' : 'n';
-	args[4] = tsquery ? CStringGetTextDatum(tsquery) : (Datum) 0;
-	nulls[4] = tsquery ? ' ' : 'n';
+	tsquery_arg(tsquery, &args[4], &nulls[4]);
 	if (SPI_execute_plan(plan, args, nulls, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the facts");
 }
@@ -664,17 +681,11 @@ add_given_working_set(Assembly *a, Jsonb *given_ws, const char *tsquery, MemoryC
 				  " WHERE pg_catalog.jsonb_typeof(e.x) = 'array'"
 				  " AND pg_catalog.jsonb_typeof(e.x -> 0) = 'string'"
 				  " AND e.x -> 1 IS NOT NULL"
-				  " AND ($2::tsquery IS NULL OR "
-				  WS_VECTOR("(e.x ->> 0)", "(e.x -> 1)") " @@ $2::tsquery)"
-				  " ORDER BY coalesce(pg_catalog.ts_rank("
-				  WS_VECTOR("(e.x ->> 0)", "(e.x -> 1)") ", $2::tsquery), 0) DESC,"
+				  WS_MATCH("(e.x ->> 0)", "(e.x -> 1)", "$2")
 				  " e.n", 2, argtypes);
 	args[0] = JsonbPGetDatum(given_ws);
-	args[1] = tsquery ? CStringGetTextDatum(tsquery) : (Datum) 0;
-	nulls[1] = tsquery ? ' ' : 'n';
-	if (SPI_execute_plan(plan, args, nulls, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the working set");
-	add_ws_rows(a, rowcxt);
+	tsquery_arg(tsquery, &args[1], &nulls[1]);
+	add_ws_rows(a, plan, args, nulls, rowcxt);
 }
 
 /*
@@ -693,19 +704,13 @@ add_session_working_set(Assembly *a, const ContextRequest *r, TimestampTz now,
 
 	cscp_spi_plan(&plan, "SELECT w.key, w.value FROM cscp.working_set w"
 				  " WHERE w.tenant_id = $1 AND w.session_id = $2 AND w.expires_at > $3"
-				  " AND ($4::tsquery IS NULL OR "
-				  WS_VECTOR("w.key", "w.value") " @@ $4::tsquery)"
-				  " ORDER BY coalesce(pg_catalog.ts_rank("
-				  WS_VECTOR("w.key", "w.value") ", $4::tsquery), 0) DESC,"
+				  WS_MATCH("w.key", "w.value", "$4")
 				  " w.updated_at DESC, w.key COLLATE \"C\"", 4, argtypes);
 	args[0] = PointerGetDatum(r->tenant);
 	args[1] = PointerGetDatum(r->session);
 	args[2] = TimestampTzGetDatum(now);
-	args[3] = tsquery ? CStringGetTextDatum(tsquery) : (Datum) 0;
-	nulls[3] = tsquery ? ' ' : 'n';
-	if (SPI_execute_plan(plan, args, nulls, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the working set");
-	add_ws_rows(a, rowcxt);
+	tsquery_arg(tsquery, &args[3], &nulls[3]);
+	add_ws_rows(a, plan, args, nulls, rowcxt);
 }
 
 /*
