@@ -192,6 +192,7 @@ extern char *cscp_jsonb_value_to_cstring(JsonbValue *v);
 extern Jsonb *cscp_jsonb_value_to_jsonb(JsonbValue *v);
 extern char *cscp_jsonb_key_cstring(JsonbValue *key);
 extern const char *cscp_json_type_name(JsonbValue *v);
+extern bool cscp_jsonb_deeper_than(Jsonb *j, int limit);
 extern void cscp_jsonb_push_text(JsonbParseState **st, const char *key, const char *value);
 extern void cscp_jsonb_push_int(JsonbParseState **st, const char *key, int64 value);
 extern void cscp_jsonb_push_bool(JsonbParseState **st, const char *key, bool value, bool isnull);

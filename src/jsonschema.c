@@ -1048,32 +1048,18 @@ validate(JsonbValue *schema, JsonbValue *inst, const JsonPathStep *path)
 static void
 check_schema_size(Jsonb *schema)
 {
-	JsonbIterator *it;
-	JsonbValue	v;
-	JsonbIteratorToken tok;
-	int			depth = 0;
-
 	if (VARSIZE(schema) > MAX_SCHEMA_BYTES)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("schema is too large"),
 				 errdetail("It takes %zu bytes; the limit is %d bytes.",
 						   (size_t) VARSIZE(schema), MAX_SCHEMA_BYTES)));
-	it = JsonbIteratorInit(&schema->root);
-	while ((tok = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
-	{
-		if (tok == WJB_BEGIN_ARRAY || tok == WJB_BEGIN_OBJECT)
-		{
-			if (++depth > MAX_SCHEMA_DEPTH)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("schema is nested too deeply"),
-						 errdetail("Arrays and objects may be nested at most %d levels deep in a schema.",
-								   MAX_SCHEMA_DEPTH)));
-		}
-		else if (tok == WJB_END_ARRAY || tok == WJB_END_OBJECT)
-			depth--;
-	}
+	if (cscp_jsonb_deeper_than(schema, MAX_SCHEMA_DEPTH))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("schema is nested too deeply"),
+				 errdetail("Arrays and objects may be nested at most %d levels deep in a schema.",
+						   MAX_SCHEMA_DEPTH)));
 }
 
 /* Raise 22023 for a null schema. */
