@@ -64,6 +64,21 @@ extern Datum cscp_enum_datum(CscpEnumCache *cache, Oid typoid, int index);
 extern bool cscp_status_live(const char *status);
 
 /*
+ * enums.c: the column numbers of a table, looked up by name once per
+ * relation into the int fields of a caller's struct (CSCP_COLUMN names one)
+ */
+typedef struct CscpColumnSpec
+{
+	const char *name;
+	size_t		offset;			/* of an int field of the caller's struct */
+} CscpColumnSpec;
+
+#define CSCP_COLUMN(type, field) {#field, offsetof(type, field)}
+
+extern bool cscp_columns_load(Relation rel, const char *table, const CscpColumnSpec *spec,
+							  int n, Oid *relid, void *cols);
+
+/*
  * rowguard.c: shared by the BEFORE ROW triggers.
  *
  * A guard's column rules are what CHECK constraints would say.  They are
@@ -199,6 +214,8 @@ extern char *cscp_jsonb_value_to_cstring(JsonbValue *v);
 extern Jsonb *cscp_jsonb_value_to_jsonb(JsonbValue *v);
 extern char *cscp_jsonb_key_cstring(JsonbValue *key);
 extern char *cscp_jsonb_unknown_key(Jsonb *obj, const char *const *names, int n);
+extern const char *cscp_json_type_name(JsonbValue *v);
+extern bool cscp_jsonb_deeper_than(Jsonb *j, int limit);
 extern void cscp_jsonb_push_text(JsonbParseState **st, const char *key, const char *value);
 extern void cscp_jsonb_push_int(JsonbParseState **st, const char *key, int64 value);
 extern void cscp_jsonb_push_bool(JsonbParseState **st, const char *key, bool value, bool isnull);
@@ -413,6 +430,8 @@ extern int32 cscp_routing_hash_text(text *conversation_id);
 extern int32 cscp_routing_hash_key(text *tenant_id, text *key);
 extern void cscp_routing_uuid(int32 hash, pg_uuid_t *uuid);
 extern int32 cscp_routing_hash_uuid(const pg_uuid_t *uuid);
+extern void cscp_routing_id_fill(HeapTuple tuple, TupleDesc desc, int conv_att, int id_att,
+								 const char *kind, const char *hint, Datum *values, bool *repl);
 
 /* slots.c */
 extern Jsonb *cscp_slots_validate(Jsonb *newslots, Jsonb *oldslots,

@@ -106,22 +106,22 @@ typedef struct IdentityColumns
 
 static IdentityColumns cols = {InvalidOid};
 
+static const CscpColumnSpec identity_columns[] = {
+	CSCP_COLUMN(IdentityColumns, tenant_id),
+	CSCP_COLUMN(IdentityColumns, subject_id),
+	CSCP_COLUMN(IdentityColumns, identity),
+	CSCP_COLUMN(IdentityColumns, version),
+	CSCP_COLUMN(IdentityColumns, set_at),
+	CSCP_COLUMN(IdentityColumns, reason),
+	CSCP_COLUMN(IdentityColumns, history),
+};
+
 /* Look up the column numbers of cscp.identity, once per relation. */
 static void
 load_columns(Relation rel)
 {
-	TupleDesc	desc = RelationGetDescr(rel);
-
-	if (cols.relid == RelationGetRelid(rel))
-		return;
-	cols.tenant_id = cscp_column(desc, "cscp.identity", "tenant_id");
-	cols.subject_id = cscp_column(desc, "cscp.identity", "subject_id");
-	cols.identity = cscp_column(desc, "cscp.identity", "identity");
-	cols.version = cscp_column(desc, "cscp.identity", "version");
-	cols.set_at = cscp_column(desc, "cscp.identity", "set_at");
-	cols.reason = cscp_column(desc, "cscp.identity", "reason");
-	cols.history = cscp_column(desc, "cscp.identity", "history");
-	cols.relid = RelationGetRelid(rel);
+	cscp_columns_load(rel, "cscp.identity", identity_columns, lengthof(identity_columns),
+					  &cols.relid, &cols);
 }
 
 /* A new identity: version 1, set now, no history, no reason. */
