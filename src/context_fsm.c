@@ -213,27 +213,9 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	Datum		d;
 
 	/* Routing-ready id. */
-	d = heap_getattr(tuple, cols.context_id, desc, &isnull);
-	if (!convnull)
-	{
-		int32		hash = cscp_routing_hash_text(DatumGetTextPP(conv));
-
-		if (isnull)
-		{
-			pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
-
-			cscp_routing_uuid(hash, uuid);
-			values[cols.context_id - 1] = UUIDPGetDatum(uuid);
-			repl[cols.context_id - 1] = true;
-		}
-		else if (cscp_routing_hash_uuid(DatumGetUUIDP(d)) != hash)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("context id %s does not carry the routing hash of its conversation",
-							SPI_getvalue(tuple, desc, cols.context_id)),
-					 errdetail("The first 32 bits of a context id must be cscp.routing_conversation_hash(conversation_id)."),
-					 errhint("Leave context_id null to have one generated, or use cscp.routing_id(conversation_id).")));
-	}
+	cscp_routing_id_fill(tuple, desc, cols.conversation_id, cols.context_id, "context",
+						 "Leave context_id null to have one generated, or use cscp.routing_id(conversation_id).",
+						 values, repl);
 
 	d = heap_getattr(tuple, cols.status, desc, &isnull);
 	if (!isnull && status_of(TupleDescAttr(desc, cols.status - 1)->atttypid, d) != CTX_ACTIVE)

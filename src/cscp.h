@@ -63,20 +63,6 @@ extern int	cscp_enum_index(CscpEnumCache *cache, Oid typoid, Datum value);
 extern Datum cscp_enum_datum(CscpEnumCache *cache, Oid typoid, int index);
 extern bool cscp_status_live(const char *status);
 
-/*
- * enums.c: the column numbers of a table, looked up by name once per
- * relation into the int fields of a caller's struct (CSCP_COLUMN names one)
- */
-typedef struct CscpColumnSpec
-{
-	const char *name;
-	size_t		offset;			/* of an int field of the caller's struct */
-} CscpColumnSpec;
-
-#define CSCP_COLUMN(type, field) {#field, offsetof(type, field)}
-
-extern bool cscp_columns_load(Relation rel, const char *table, const CscpColumnSpec *spec,
-							  int n, Oid *relid, void *cols);
 
 /*
  * rowguard.c: shared by the BEFORE ROW triggers.

@@ -2,14 +2,11 @@
  *
  * enums.c
  *	  Mapping between cscp's enum types (context_status, command_state) and
- *	  the C enums of their state machines, by label; and, in the same way,
- *	  between the columns of cscp's tables and the numbers its triggers
- *	  read them by.
+ *	  the C enums of their state machines, by label.
  *
  * The pg_enum oids of a type are looked up once per type oid and kept; a
  * recreated type (DROP and CREATE EXTENSION in one session) has a new oid
- * and is looked up again.  Column numbers are kept likewise per relation
- * oid.
+ * and is looked up again.
  *
  *-------------------------------------------------------------------------
  */
@@ -65,21 +62,3 @@ cscp_status_live(const char *status)
 		 strcmp(status, "blocked") == 0);
 }
 
-/*
- * Look up the n columns of spec in rel (table, for messages) into the int
- * fields of *cols they name, unless *relid says they are rel's already;
- * whether it looked them up.
- */
-bool
-cscp_columns_load(Relation rel, const char *table, const CscpColumnSpec *spec, int n,
-				  Oid *relid, void *cols)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
-
-	if (*relid == RelationGetRelid(rel))
-		return false;
-	for (int i = 0; i < n; i++)
-		*(int *) ((char *) cols + spec[i].offset) = cscp_column(desc, table, spec[i].name);
-	*relid = RelationGetRelid(rel);
-	return true;
-}

@@ -124,63 +124,59 @@ classify_source(const char *source_type)
 /* The authority of a writer who names none and whose identity names no known one. */
 #define DEFAULT_AUTHORITY "guest"
 
-/* Column numbers of cscp.fact, looked up by name once per relation. */
-typedef struct FactColumns
+/* Column numbers of cscp.fact, looked up by name once per relation (rowguard.c). */
+typedef enum
 {
-	Oid			relid;
-	int			tenant_id,
-				subject_id,
-				fact_id,
-				key,
-				value,
-				source,
-				authority,
-				authority_rank,
-				created_at,
-				is_valid,
-				superseded_by,
-				supersedes,
-				memory_type,
-				scope,
-				scope_id,
-				depends_on,
-				derived_facts,
-				needs_review,
-				is_constraint,
-				constraint_type;
-} FactColumns;
+	F_TENANT_ID,
+	F_SUBJECT_ID,
+	F_FACT_ID,
+	F_KEY,
+	F_VALUE,
+	F_SOURCE,
+	F_AUTHORITY,
+	F_AUTHORITY_RANK,
+	F_CREATED_AT,
+	F_IS_VALID,
+	F_SUPERSEDED_BY,
+	F_SUPERSEDES,
+	F_MEMORY_TYPE,
+	F_SCOPE,
+	F_SCOPE_ID,
+	F_DEPENDS_ON,
+	F_DERIVED_FACTS,
+	F_NEEDS_REVIEW,
+	F_IS_CONSTRAINT,
+	F_CONSTRAINT_TYPE,
+	F_NUM_COLUMNS
+} FactColumn;
 
-static FactColumns cols = {InvalidOid};
-
-static const CscpColumnSpec fact_columns[] = {
-	CSCP_COLUMN(FactColumns, tenant_id),
-	CSCP_COLUMN(FactColumns, subject_id),
-	CSCP_COLUMN(FactColumns, fact_id),
-	CSCP_COLUMN(FactColumns, key),
-	CSCP_COLUMN(FactColumns, value),
-	CSCP_COLUMN(FactColumns, source),
-	CSCP_COLUMN(FactColumns, authority),
-	CSCP_COLUMN(FactColumns, authority_rank),
-	CSCP_COLUMN(FactColumns, created_at),
-	CSCP_COLUMN(FactColumns, is_valid),
-	CSCP_COLUMN(FactColumns, superseded_by),
-	CSCP_COLUMN(FactColumns, supersedes),
-	CSCP_COLUMN(FactColumns, memory_type),
-	CSCP_COLUMN(FactColumns, scope),
-	CSCP_COLUMN(FactColumns, scope_id),
-	CSCP_COLUMN(FactColumns, depends_on),
-	CSCP_COLUMN(FactColumns, derived_facts),
-	CSCP_COLUMN(FactColumns, needs_review),
-	CSCP_COLUMN(FactColumns, is_constraint),
-	CSCP_COLUMN(FactColumns, constraint_type),
+static const char *const column_names[F_NUM_COLUMNS] = {
+	"tenant_id",
+	"subject_id",
+	"fact_id",
+	"key",
+	"value",
+	"source",
+	"authority",
+	"authority_rank",
+	"created_at",
+	"is_valid",
+	"superseded_by",
+	"supersedes",
+	"memory_type",
+	"scope",
+	"scope_id",
+	"depends_on",
+	"derived_facts",
+	"needs_review",
+	"is_constraint",
+	"constraint_type",
 };
 
-/* Look up the column numbers of cscp.fact, once per relation. */
-static void
-load_columns(Relation rel)
-{
-	cscp_columns_load(rel, "cscp.fact", fact_columns, lengthof(fact_columns), &cols.relid, &cols);
-}
+static CscpColumns columns = {.table = "cscp.fact", .n = F_NUM_COLUMNS, .names = column_names};
+
+/* The column number of c in cscp.fact. */
+#define COL(c) (columns.attnum[c])
 
 /* A text column as a C string, or NULL. */
 static char *
@@ -321,9 +317,9 @@ check_key_authority(HeapTuple tuple, TupleDesc desc, Datum tenant, Datum subject
 	Oid			argtypes[7] = {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID, TEXTOID};
 	Datum		args[7];
 	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	char	   *key = text_col(tuple, desc, cols.key);
-	char	   *scope = SPI_getvalue(tuple, desc, cols.scope);
-	char	   *scope_id = text_col(tuple, desc, cols.scope_id);
+	char	   *key = text_col(tuple, desc, COL(F_KEY));
+	char	   *scope = SPI_getvalue(tuple, desc, COL(F_SCOPE));
+	char	   *scope_id = text_col(tuple, desc, COL(F_SCOPE_ID));
 
 	if (key == NULL || scope == NULL ||
 		strcmp(scope, "hypothetical") == 0 || strcmp(scope, "draft") == 0)
@@ -377,14 +373,14 @@ check_born_fresh(HeapTuple tuple, TupleDesc desc, const char *fact_id)
 	bool		isnull;
 	Datum		derived;
 
-	if (!bool_col(tuple, desc, cols.is_valid) ||
-		!heap_attisnull(tuple, cols.superseded_by, desc))
+	if (!bool_col(tuple, desc, COL(F_IS_VALID)) ||
+		!heap_attisnull(tuple, COL(F_SUPERSEDED_BY), desc))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("a new fact must be valid and not superseded"),
 				 errdetail("Fact \"%s\" was inserted with is_valid false or superseded_by set.", fact_id),
 				 errhint("Insert the newer fact with supersedes naming this one; cscp links the chain.")));
-	derived = heap_getattr(tuple, cols.derived_facts, desc, &isnull);
+	derived = heap_getattr(tuple, COL(F_DERIVED_FACTS), desc, &isnull);
 	if (!isnull && ArrayGetNItems(ARR_NDIM(DatumGetArrayTypeP(derived)),
 								  ARR_DIMS(DatumGetArrayTypeP(derived))) > 0)
 		ereport(ERROR,
@@ -474,7 +470,7 @@ dependency_stale(HeapTuple tuple, TupleDesc desc, Datum tenant, Datum subject,
 	int			ndeps;
 	bool		stale = false;
 
-	text_array_col(tuple, desc, cols.depends_on, &deps, &depnulls, &ndeps);
+	text_array_col(tuple, desc, COL(F_DEPENDS_ON), &deps, &depnulls, &ndeps);
 	for (int i = 0; i < ndeps; i++)
 	{
 		char	   *dep;
@@ -554,22 +550,22 @@ fact_defaults(HeapTuple tuple, TupleDesc desc, const char *authority, int rank,
 	bool	   *nulls = palloc0(desc->natts * sizeof(bool));
 	bool	   *repl = palloc0(desc->natts * sizeof(bool));
 
-	values[cols.authority - 1] = CStringGetTextDatum(authority);
-	repl[cols.authority - 1] = true;
-	values[cols.authority_rank - 1] = Int32GetDatum(rank);
-	repl[cols.authority_rank - 1] = true;
-	values[cols.created_at - 1] = TimestampTzGetDatum(now);
-	repl[cols.created_at - 1] = true;
-	values[cols.needs_review - 1] = BoolGetDatum(needs_review);
-	repl[cols.needs_review - 1] = true;
+	values[COL(F_AUTHORITY) - 1] = CStringGetTextDatum(authority);
+	repl[COL(F_AUTHORITY) - 1] = true;
+	values[COL(F_AUTHORITY_RANK) - 1] = Int32GetDatum(rank);
+	repl[COL(F_AUTHORITY_RANK) - 1] = true;
+	values[COL(F_CREATED_AT) - 1] = TimestampTzGetDatum(now);
+	repl[COL(F_CREATED_AT) - 1] = true;
+	values[COL(F_NEEDS_REVIEW) - 1] = BoolGetDatum(needs_review);
+	repl[COL(F_NEEDS_REVIEW) - 1] = true;
 
-	if (heap_attisnull(tuple, cols.memory_type, desc))
+	if (heap_attisnull(tuple, COL(F_MEMORY_TYPE), desc))
 	{
-		values[cols.memory_type - 1] =
+		values[COL(F_MEMORY_TYPE) - 1] =
 			cscp_enum_datum(&memory_type_cache,
-							TupleDescAttr(desc, cols.memory_type - 1)->atttypid,
+							TupleDescAttr(desc, COL(F_MEMORY_TYPE) - 1)->atttypid,
 							classify_source(source_type));
-		repl[cols.memory_type - 1] = true;
+		repl[COL(F_MEMORY_TYPE) - 1] = true;
 	}
 	return heap_modify_tuple(tuple, desc, values, nulls, repl);
 }
@@ -586,17 +582,17 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	bool		tnull,
 				snull,
 				isnull;
-	Datum		tenant = heap_getattr(tuple, cols.tenant_id, desc, &tnull);
-	Datum		subject = heap_getattr(tuple, cols.subject_id, desc, &snull);
-	char	   *fact_id = text_col(tuple, desc, cols.fact_id);
-	char	   *supersedes = text_col(tuple, desc, cols.supersedes);
-	Datum		srcd = heap_getattr(tuple, cols.source, desc, &isnull);
+	Datum		tenant = heap_getattr(tuple, COL(F_TENANT_ID), desc, &tnull);
+	Datum		subject = heap_getattr(tuple, COL(F_SUBJECT_ID), desc, &snull);
+	char	   *fact_id = text_col(tuple, desc, COL(F_FACT_ID));
+	char	   *supersedes = text_col(tuple, desc, COL(F_SUPERSEDES));
+	Datum		srcd = heap_getattr(tuple, COL(F_SOURCE), desc, &isnull);
 	Jsonb	   *source = isnull ? NULL : DatumGetJsonbP(srcd);
 	JsonbValue *authv;
 	char	   *authority;
 	char	   *source_type;
 	int			rank;
-	bool		needs_review = bool_col(tuple, desc, cols.needs_review);
+	bool		needs_review = bool_col(tuple, desc, COL(F_NEEDS_REVIEW));
 
 	/* NOT NULL and CHECK constraints speak for missing ids and a bad source. */
 	if (tnull || snull || fact_id == NULL || source == NULL || !JB_ROOT_IS_OBJECT(source))
@@ -670,18 +666,18 @@ static void
 check_validity_step(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc, Datum tenant,
 					Datum subject, const char *fact_id)
 {
-	bool		was_valid = bool_col(oldtup, desc, cols.is_valid);
-	bool		is_valid = bool_col(newtup, desc, cols.is_valid);
-	char	   *successor = text_col(newtup, desc, cols.superseded_by);
+	bool		was_valid = bool_col(oldtup, desc, COL(F_IS_VALID));
+	bool		is_valid = bool_col(newtup, desc, COL(F_IS_VALID));
+	char	   *successor = text_col(newtup, desc, COL(F_SUPERSEDED_BY));
 
 	if (!was_valid)
 	{
-		if (is_valid || !cscp_same_value(oldtup, newtup, desc, cols.superseded_by))
+		if (is_valid || !cscp_same_value(oldtup, newtup, desc, COL(F_SUPERSEDED_BY)))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("fact \"%s\" is superseded", fact_id),
 					 errdetail("It was superseded by fact \"%s\"; a superseded fact never becomes valid again and keeps its successor.",
-							   text_col(oldtup, desc, cols.superseded_by)),
+							   text_col(oldtup, desc, COL(F_SUPERSEDED_BY))),
 					 errhint("Write a new fact that supersedes the current one with cscp.fact_write.")));
 	}
 	else if (!is_valid || successor != NULL)
@@ -737,10 +733,10 @@ check_derived_growth(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc, Datum t
 				nnew;
 	bool		ok = true;
 
-	if (cscp_same_value(oldtup, newtup, desc, cols.derived_facts))
+	if (cscp_same_value(oldtup, newtup, desc, COL(F_DERIVED_FACTS)))
 		return;
-	text_array_col(oldtup, desc, cols.derived_facts, &olds, &oldnulls, &nold);
-	text_array_col(newtup, desc, cols.derived_facts, &news, &newnulls, &nnew);
+	text_array_col(oldtup, desc, COL(F_DERIVED_FACTS), &olds, &oldnulls, &nold);
+	text_array_col(newtup, desc, COL(F_DERIVED_FACTS), &news, &newnulls, &nnew);
 	for (int i = 0; i < nnew && ok; i++)
 	{
 		char	   *id = newnulls[i] ? NULL : TextDatumGetCString(news[i]);
@@ -768,9 +764,9 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	bool		isnull;
-	Datum		tenant = heap_getattr(oldtup, cols.tenant_id, desc, &isnull);
-	Datum		subject = heap_getattr(oldtup, cols.subject_id, desc, &isnull);
-	char	   *fact_id = text_col(oldtup, desc, cols.fact_id);
+	Datum		tenant = heap_getattr(oldtup, COL(F_TENANT_ID), desc, &isnull);
+	Datum		subject = heap_getattr(oldtup, COL(F_SUBJECT_ID), desc, &isnull);
+	char	   *fact_id = text_col(oldtup, desc, COL(F_FACT_ID));
 
 	check_fixed_columns(oldtup, newtup, desc, fact_id);
 	check_validity_step(oldtup, newtup, desc, tenant, subject, fact_id);
@@ -780,7 +776,7 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 
 static const CscpRowGuard guard = {
 	.name = "cscp.fact_guard()",
-	.load_columns = load_columns,
+	.columns = &columns,
 	.insert = guard_insert,
 	.update = guard_update,
 };
@@ -824,18 +820,18 @@ cscp_fact_link(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("cscp.fact_link() must be an AFTER INSERT ROW trigger")));
-	load_columns(trigdata->tg_relation);
+	cscp_columns_load(&columns, trigdata->tg_relation);
 	tuple = trigdata->tg_trigtuple;
 	desc = RelationGetDescr(trigdata->tg_relation);
 
-	args[0] = heap_getattr(tuple, cols.tenant_id, desc, &isnull);
-	args[1] = heap_getattr(tuple, cols.subject_id, desc, &isnull);
-	args[2] = heap_getattr(tuple, cols.fact_id, desc, &isnull);
+	args[0] = heap_getattr(tuple, COL(F_TENANT_ID), desc, &isnull);
+	args[1] = heap_getattr(tuple, COL(F_SUBJECT_ID), desc, &isnull);
+	args[2] = heap_getattr(tuple, COL(F_FACT_ID), desc, &isnull);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 
-	args[3] = heap_getattr(tuple, cols.supersedes, desc, &isnull);
+	args[3] = heap_getattr(tuple, COL(F_SUPERSEDES), desc, &isnull);
 	if (!isnull)
 	{
 		cscp_spi_plan(&mark_plan, "UPDATE cscp.fact f SET is_valid = false, superseded_by = $3"
@@ -865,7 +861,7 @@ cscp_fact_link(PG_FUNCTION_ARGS)
 			elog(ERROR, "could not flag derived facts for review");
 	}
 
-	text_array_col(tuple, desc, cols.depends_on, &deps, &depnulls, &ndeps);
+	text_array_col(tuple, desc, COL(F_DEPENDS_ON), &deps, &depnulls, &ndeps);
 	cscp_spi_plan(&derive_plan, "UPDATE cscp.fact f SET derived_facts = array_append(f.derived_facts, $3)"
 			  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $4"
 			  " AND NOT ($3 = ANY (f.derived_facts))", 4, argtypes);

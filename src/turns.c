@@ -48,27 +48,6 @@ cscp_turn_role(const char *s, int len)
 	return NULL;
 }
 
-/* The JSON type name of a value, for messages. */
-static const char *
-json_type_name(JsonbValue *v)
-{
-	switch (v->type)
-	{
-		case jbvNull:
-			return "null";
-		case jbvBool:
-			return "boolean";
-		case jbvNumeric:
-			return "number";
-		case jbvString:
-			return "string";
-		default:
-			if (v->type == jbvBinary && JsonContainerIsArray(v->val.binary.data))
-				return "array";
-			return "object";
-	}
-}
-
 /* Raise 22023: field of the turn argument has the wrong type or value. */
 static void
 bad_field(const char *argname, const char *field, const char *expected, JsonbValue *v)
@@ -76,7 +55,7 @@ bad_field(const char *argname, const char *field, const char *expected, JsonbVal
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("field \"%s\" of %s must be %s", field, argname, expected),
-			 v ? errdetail("It is a JSON %s.", json_type_name(v)) : 0,
+			 v ? errdetail("It is a JSON %s.", cscp_json_type_name(v)) : 0,
 			 errhint("A ConversationTurn is {\"messageId\", \"from\", \"content\", \"ts\", \"role\", \"turnIndex\"}; from, content, ts and role are required.")));
 }
 
@@ -181,11 +160,6 @@ cscp_turn_optional_fields(Jsonb *turn, const char *argname, bool only_optional)
 void
 cscp_check_json_limits(Jsonb *j, const char *what)
 {
-	JsonbIterator *it;
-	JsonbValue	v;
-	JsonbIteratorToken tok;
-	int			depth = 0;
-
 	if (VARSIZE(j) > CSCP_MAX_TURN_CONTENT_BYTES)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -193,23 +167,12 @@ cscp_check_json_limits(Jsonb *j, const char *what)
 				 errdetail("It takes %zu bytes; the limit is %d bytes.",
 						   (size_t) VARSIZE(j), CSCP_MAX_TURN_CONTENT_BYTES),
 				 errhint("Store large payloads elsewhere and put their identifier in the turn.")));
-	if (JB_ROOT_IS_SCALAR(j))
-		return;
-	it = JsonbIteratorInit(&j->root);
-	while ((tok = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
-	{
-		if (tok == WJB_BEGIN_ARRAY || tok == WJB_BEGIN_OBJECT)
-		{
-			if (++depth > CSCP_MAX_TURN_CONTENT_DEPTH)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("%s is nested too deeply", what),
-						 errdetail("Arrays and objects may be nested at most %d levels deep.",
-								   CSCP_MAX_TURN_CONTENT_DEPTH)));
-		}
-		else if (tok == WJB_END_ARRAY || tok == WJB_END_OBJECT)
-			depth--;
-	}
+	if (!JB_ROOT_IS_SCALAR(j) && cscp_jsonb_deeper_than(j, CSCP_MAX_TURN_CONTENT_DEPTH))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s is nested too deeply", what),
+				 errdetail("Arrays and objects may be nested at most %d levels deep.",
+						   CSCP_MAX_TURN_CONTENT_DEPTH)));
 }
 
 /* Raise 22023 unless turn is a JSON object with no field outside the ConversationTurn. */
