@@ -395,6 +395,8 @@ extern int32 cscp_routing_hash_text(text *conversation_id);
 extern int32 cscp_routing_hash_key(text *tenant_id, text *key);
 extern void cscp_routing_uuid(int32 hash, pg_uuid_t *uuid);
 extern int32 cscp_routing_hash_uuid(const pg_uuid_t *uuid);
+extern void cscp_routing_id_fill(HeapTuple tuple, TupleDesc desc, int conv_att, int id_att,
+								 const char *kind, const char *hint, Datum *values, bool *repl);
 
 /* slots.c */
 extern Jsonb *cscp_slots_validate(Jsonb *newslots, Jsonb *oldslots,
