@@ -39,10 +39,8 @@ extern int	cscp_sweep_batch;
 extern int	cscp_sweep_backlog_delay;
 extern char *cscp_sweep_database;
 
-/* worker.c: the optional sweep worker, and the pace of a session's sweeps */
+/* worker.c: the optional sweep worker */
 extern void cscp_worker_register(void);
-extern void cscp_sweep_pause(void);
-extern void cscp_sweep_record(bool backlog);
 
 /* Channel of cscp.notify's notifications. */
 #define CSCP_NOTIFY_CHANNEL "cscp_events"
@@ -307,8 +305,9 @@ typedef struct CscpOwnerScope
 extern void cscp_owner_enter(const char *relname, CscpOwnerScope *scope);
 extern void cscp_owner_leave(CscpOwnerScope *scope);
 
-/* context_fsm.c: set by cscp.context_open around its INSERT */
-extern bool cscp_context_opening;
+/* context_fsm.c: a new context's claim of its triple, taken before its INSERT */
+extern bool cscp_context_claim(text *tenant, text *conversation, text *actor,
+							   pg_uuid_t *context_id, TimestampTz expires_at);
 
 /*
  * SQL: the id of the live context of ($1 tenant, $2 conversation, $3 actor),
@@ -320,7 +319,7 @@ extern bool cscp_context_opening;
 	"   WHERE l.tenant_id = $1 AND l.conversation_id = $2 AND l.actor_id = $3)"
 
 /* forget.c: erasure and its tombstones */
-extern bool cscp_erasing;
+extern bool cscp_forgotten(const char *tenant_id, const char *kind, const char *id);
 extern char *cscp_forget_hash(const char *tenant_id, const char *kind, const char *id);
 extern void cscp_refuse_forgotten(const char *tenant_id, const char *kind, const char *id);
 
