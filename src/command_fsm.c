@@ -149,6 +149,7 @@ typedef struct CommandFacts
 	TupleDesc	desc;			/* its descriptor */
 	Datum		context_id;		/* uuid, when has_context */
 	bool		has_context;
+	bool		lock_context;	/* read the context FOR SHARE (a step being written) */
 } CommandFacts;
 
 /* Whether an executed compensate recovery aims at the command. */
@@ -333,13 +334,16 @@ is_cancel(bool isnull, Datum kind)
  * closed, "context_expired" when it is expired (recorded or past its
  * expires_at at cscp.now()) or no longer exists; NULL while it is live or
  * when the command has no context.  Read as the caller (row-level
- * security applies as to any statement).
+ * security applies as to any statement); for a step being written
+ * (c->lock_context), FOR SHARE, so that the context cannot end until the
+ * step commits, and a step that waited for its end sees it.
  */
 static const char *
 context_ended(CommandFacts *c)
 {
-	static SPIPlanPtr plan = NULL;
+	static SPIPlanPtr plans[2] = {NULL, NULL};
 	static const Oid argtypes[2] = {TEXTOID, UUIDOID};
+	SPIPlanPtr	plan;
 	Datum		args[2];
 	const char *why = NULL;
 
@@ -347,10 +351,14 @@ context_ended(CommandFacts *c)
 		return NULL;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plan,
+	cscp_spi_plan(&plans[c->lock_context],
+				  c->lock_context ?
+				  "SELECT x.status::text, x.expires_at FROM cscp.context x"
+				  " WHERE x.tenant_id = $1 AND x.context_id = $2 FOR SHARE" :
 				  "SELECT x.status::text, x.expires_at FROM cscp.context x"
 				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
 				  2, argtypes);
+	plan = plans[c->lock_context];
 	args[0] = c->tenant_id;
 	args[1] = c->context_id;
 	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
@@ -660,6 +668,7 @@ row_facts(CmdRow r, TupleDesc desc)
 	c.desc = desc;
 	c.has_context = !ROW_N(r, cols.context_id);
 	c.context_id = ROW_V(r, cols.context_id);
+	c.lock_context = true;		/* the trigger judges a step being written */
 	return c;
 }
 
@@ -1437,6 +1446,7 @@ facts_of_record(HeapTupleHeader rec, const char *argname, Oid *typoid)
 	c.cancel_recovery = is_cancel(isnull, d);
 	/* What may come next: the answer, when it comes, is cscp.confirm's to record. */
 	c.answered = true;
+	c.lock_context = false;		/* a question asked, not a step written */
 	return c;
 }
 
@@ -1481,6 +1491,7 @@ facts_of_row(HeapTuple row, TupleDesc desc)
 	c.cancel_recovery = is_cancel(isnull, d);
 	/* A step asked for by command_transition carries no answer. */
 	c.answered = false;
+	c.lock_context = false;		/* command_transition holds the context already */
 	return c;
 }
 
