@@ -102,34 +102,52 @@ typedef struct CscpRowRules
 	int			other_attnum[CSCP_MAX_ROW_RULES];
 } CscpRowRules;
 
+#define CSCP_MAX_COLUMNS 24
+
+/*
+ * Column numbers of a table, looked up by name once per relation (so that
+ * ALTER TABLE moving a column is followed): attnum[i] is names[i].
+ */
+typedef struct CscpColumns
+{
+	const char *table;
+	int			n;
+	const char *const *names;
+	Oid			relid;
+	int			attnum[CSCP_MAX_COLUMNS];
+} CscpColumns;
+
+extern void cscp_columns_load(CscpColumns *cols, Relation rel);
+
 typedef struct CscpRowGuard
 {
 	const char *name;
 	CscpRowRules *rules;		/* checked on the row the guard returns */
-	void		(*load_columns) (Relation rel);
+	CscpColumns *columns;		/* looked up before each row, when given */
+	void		(*load_columns) (Relation rel);	/* else this, when given */
 	HeapTuple	(*insert) (Relation rel, HeapTuple tuple, TimestampTz now);
 	HeapTuple	(*update) (Relation rel, HeapTuple oldtup, HeapTuple newtup,
 							   const Bitmapset *updatedcols, TimestampTz now);
 } CscpRowGuard;
+
+/* Column values a guard sets in a row: heap_modify_tuple's three arrays. */
+typedef struct CscpRowEdit
+{
+	TupleDesc	desc;
+	Datum	   *values;
+	bool	   *nulls;
+	bool	   *repl;
+} CscpRowEdit;
+
+extern void cscp_row_edit_init(CscpRowEdit *edit, TupleDesc desc);
+extern void cscp_row_edit_set(CscpRowEdit *edit, int attnum, Datum value, bool isnull);
+extern HeapTuple cscp_row_edit_apply(CscpRowEdit *edit, HeapTuple tuple);
 
 extern int	cscp_column(TupleDesc desc, const char *table, const char *name);
 extern bool cscp_same_value(HeapTuple a, HeapTuple b, TupleDesc desc, int attnum);
 extern Datum cscp_row_guard(FunctionCallInfo fcinfo, const CscpRowGuard *guard);
 extern bool cscp_column_updated(const Bitmapset *updatedcols, int attnum);
 extern void cscp_row_check(Relation rel, HeapTuple tuple, CscpRowRules *rules);
-
-/* conversation.c: a turn recorded as cscp.conversation_exchange records it */
-typedef struct CscpTurnResult
-{
-	char	   *event_id;
-	int32		turn_index;
-	char	   *message_id;
-	const char *outcome;		/* exchanged | replayed | diverged | aborted | timed_out */
-	Jsonb	   *turn;			/* the turn recorded, when replayed, diverged or aborted */
-} CscpTurnResult;
-
-extern void cscp_exchange_turn(text *tenant, text *conversation, Jsonb *turn,
-							   CscpTurnResult *res);
 
 /* context_api.c: opening a context, and the context as readers see it */
 extern HeapTuple cscp_context_open_row(text *tenant, text *conversation, text *actor,
@@ -181,6 +199,7 @@ extern bool cscp_jsonb_values_equal(JsonbValue *a, JsonbValue *b);
 extern char *cscp_jsonb_value_to_cstring(JsonbValue *v);
 extern Jsonb *cscp_jsonb_value_to_jsonb(JsonbValue *v);
 extern char *cscp_jsonb_key_cstring(JsonbValue *key);
+extern char *cscp_jsonb_unknown_key(Jsonb *obj, const char *const *names, int n);
 extern void cscp_jsonb_push_text(JsonbParseState **st, const char *key, const char *value);
 extern void cscp_jsonb_push_int(JsonbParseState **st, const char *key, int64 value);
 extern void cscp_jsonb_push_bool(JsonbParseState **st, const char *key, bool value, bool isnull);
@@ -263,7 +282,7 @@ extern void cscp_key_lock(text *tenant, const char *key, int keylen);
 extern bool cscp_context_for(text *tenant, text *conversation, text *actor,
 							 HeapTuple *ctx, TupleDesc *desc);
 
-/* conversation.c, context_fsm.c: steps of the sweep that sweep.c calls directly */
+/* conversation_api.c, context_fsm.c: steps of the sweep that sweep.c calls directly */
 extern PGDLLEXPORT Datum cscp_conversation_timeout(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum cscp_expire_contexts(PG_FUNCTION_ARGS);
 
@@ -405,94 +424,6 @@ extern Jsonb *cscp_slots_visible(Jsonb *slots, Jsonb *policy);
 extern void cscp_pending_slots_bound(Jsonb *newslots, Jsonb *oldslots, Datum tenant,
 									 Datum context_id, Datum conversation, Datum actor);
 extern bool cscp_is_uuid_text(const char *str);
-
-/* conversation.c: a conversation row, locked, as the C code reads it */
-typedef struct CscpConversation
-{
-	char	   *tenant_id;
-	char	   *conversation_id;
-	char	   *agent_id;
-	bool		closed;
-	Jsonb	   *schema;			/* NULL: no schema */
-	int64		timeout_ms;		/* 0: no timeout */
-	TimestampTz deadline;		/* valid when timeout_ms > 0 */
-	char	   *causation_id;
-	int32		next_turn_index;
-	int32		next_event_seq;
-	char	   *close_reason;	/* NULL while open */
-	uint64		generation;		/* cscp_conversation_generation when read */
-} CscpConversation;
-
-/*
- * Bumped by every cscp_conversation_advance in this backend: a
- * CscpConversation read under the same generation is still the row.
- */
-extern uint64 cscp_conversation_generation;
-
-/*
- * Set by the API around the INSERT of a turn into a conversation it has
- * locked and read; the turn trigger takes it in place of locking and
- * reading the row again, once, when it names the turn's conversation and
- * no advance came between.
- */
-extern const CscpConversation *cscp_turn_conversation;
-
-extern void cscp_turn_validate_early(const char *tenant_id, const char *conversation_id,
-									 Jsonb *content, TimestampTz now);
-extern bool cscp_conversation_lock(const char *tenant_id, const char *conversation_id,
-								   CscpConversation *conv);
-extern void cscp_conversation_advance(const CscpConversation *conv,
-									  int32 next_turn_index, int32 next_event_seq,
-									  const char *close_reason, Jsonb *outcome,
-									  TimestampTz now);
-extern char *cscp_event_id(const char *conversation_id, int32 seq);
-
-/* turns.c: a ConversationTurn, and how the API asks the turn trigger to close */
-typedef struct CscpTurn
-{
-	char	   *message_id;		/* NULL: assigned */
-	bool		has_index;
-	int32		turn_index;
-	const char *role;
-	char	   *sender;
-	Jsonb	   *content;
-	Datum		ts;				/* numeric */
-	Jsonb	   *extra;			/* to, groupId, speakerId, agent; NULL: none */
-} CscpTurn;
-
-typedef enum CscpCloseKind
-{
-	CSCP_CLOSE_NONE,
-	CSCP_CLOSE_BY_TURN,			/* cscp.conversation_close */
-	CSCP_CLOSE_BY_TIMEOUT		/* the deadline passed */
-} CscpCloseKind;
-
-/* Set by the API around the INSERT of a closing turn; read by the turn trigger. */
-typedef struct CscpCloseIntent
-{
-	const char *tenant_id;
-	const char *conversation_id;
-	CscpCloseKind kind;
-	Jsonb	   *outcome;
-} CscpCloseIntent;
-
-extern CscpCloseIntent *cscp_close_intent;
-
-#define CSCP_MAX_MESSAGE_ID_BYTES (2 * CSCP_MAX_ID_BYTES + 32)
-#define CSCP_MAX_TURN_CONTENT_BYTES (1024 * 1024)
-#define CSCP_MAX_TURN_CONTENT_DEPTH 64
-
-extern void cscp_turn_parse(Jsonb *turn, const char *argname, CscpTurn *out);
-extern Jsonb *cscp_turn_optional_fields(Jsonb *turn, const char *argname, bool only_optional);
-extern void cscp_turn_check_schema(const char *convid, Jsonb *schema, Jsonb *content);
-extern char *cscp_turn_content_hash(Jsonb *content, int32 *size);
-extern void cscp_check_json_limits(Jsonb *j, const char *what);
-
-/* events.c: one row of cscp.event, written as the table's owner */
-extern char *cscp_event_append(const char *tenant_id, const char *conversation_id,
-							   int32 seq, const char *type, const char *causation_id,
-							   int32 turn_index, const char *payload_json,
-							   TimestampTz now);
 
 /* context_link.c: what a turn and a close do to the conversation's contexts */
 extern void cscp_context_note_message(const char *tenant_id, const char *conversation_id,

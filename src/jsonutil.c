@@ -52,6 +52,29 @@ cscp_jsonb_value_to_cstring(JsonbValue *v)
 	return JsonbToCString(NULL, &j->root, VARSIZE(j));
 }
 
+/* The first key of the object obj not among the n names, or NULL when it has none. */
+char *
+cscp_jsonb_unknown_key(Jsonb *obj, const char *const *names, int n)
+{
+	JsonbIterator *it = JsonbIteratorInit(&obj->root);
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		bool		known = false;
+
+		if (tok != WJB_KEY)
+			continue;
+		for (int i = 0; i < n && !known; i++)
+			known = (int) strlen(names[i]) == v.val.string.len &&
+				memcmp(names[i], v.val.string.val, v.val.string.len) == 0;
+		if (!known)
+			return cscp_jsonb_key_cstring(&v);
+	}
+	return NULL;
+}
+
 /* Whether two jsonb values are equal as jsonb (the = operator). */
 bool
 cscp_jsonb_values_equal(JsonbValue *a, JsonbValue *b)
