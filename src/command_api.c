@@ -556,12 +556,13 @@ step_args(FunctionCallInfo fcinfo, Oid state_type, Step *st)
 }
 
 /*
- * Lock the command's context first when this step may change it: an
+ * Lock the command's context first when this step may change it (an
  * approval request, a question, or a step that answers or releases the
- * question (pending_confirmation or pending_approval) the context holds.
- * Context before command is the order every caller keeps (cscp.confirm
- * and cscp.approve too); the other steps never touch the context, so they
- * lock the command alone.
+ * question the context holds) or must not outlive it (a step forward:
+ * the command trigger holds the context FOR SHARE until the step commits,
+ * so that the context cannot end under it).  Context before command is
+ * the order every caller keeps (cscp.confirm and cscp.approve too); the
+ * other steps (executed, failed, compensated) lock the command alone.
  */
 static void
 step_context(Step *st)
@@ -570,8 +571,8 @@ step_context(Step *st)
 	static const Oid types[1] = {UUIDOID};
 	CommandState to = st->to;
 
-	if (!(st->approval || st->asking || to == CMD_CONFIRMED || to == CMD_AUTHORIZED ||
-		  to == CMD_REJECTED || to == CMD_CANCELED))
+	if (!(st->approval || st->asking || to == CMD_CONFIRMED || to == CMD_AUTHZ_PENDING ||
+		  to == CMD_AUTHORIZED || to == CMD_STARTED || to == CMD_REJECTED || to == CMD_CANCELED))
 		return;
 	cscp_spi_plan(&plan,
 				  "SELECT " CONTEXT_COLUMNS " FROM cscp.command c JOIN cscp.context x"

@@ -360,7 +360,13 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 		}
 	}
 
-	values[cols.updated_at - 1] = TimestampTzGetDatum(now);
+	/*
+	 * When it ends, the time it really ended: a statement's start can be
+	 * earlier than the row lock it waited for, and a command's step that
+	 * held the context before (command_fsm.c locks it) must read as
+	 * earlier than the end.
+	 */
+	values[cols.updated_at - 1] = TimestampTzGetDatum(IS_LIVE(to) ? now : cscp_now_exact());
 	repl[cols.updated_at - 1] = true;
 	values[cols.version - 1] =
 		Int64GetDatum(DatumGetInt64(heap_getattr(oldtup, cols.version, desc, &isnull)) + 1);

@@ -167,6 +167,7 @@ extern Datum cscp_frame_record(Datum tenant, text *conversation, Datum context_i
 
 /* clock.c */
 extern TimestampTz cscp_now(void);
+extern TimestampTz cscp_now_exact(void);
 extern bool cscp_parse_timestamptz(const char *str, TimestampTz *result);
 
 /* args.c */
