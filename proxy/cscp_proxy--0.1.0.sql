@@ -375,7 +375,7 @@ CREATE FUNCTION cscp.check_invariants(tenant_id text DEFAULT NULL::text) RETURNS
 LANGUAGE sql VOLATILE AS $f$
     SELECT * FROM cscp_proxy.check_invariants(cscp_proxy.tenant(), cscp_proxy.clock(), $1)
 $f$;
-COMMENT ON FUNCTION cscp.check_invariants(tenant_id text) IS 'One row per violated invariant (of one tenant, or of all): multiple_live_contexts, unlisted_live_context, unlisted_retired_context, unlisted_command, unexplained_command_state, start_without_confirmation, start_without_authorization, broken_evidence_chain, turn_index_gap, valid_fact_with_valid_successor, cyclic_fact_chain, foreign_pending_slot, confirmed_without_answer, moved_after_context_ended, unbounded_expiry, frame_hash_mismatch, unframed_command, invalid_recovery; empty when healthy (through the proxy: rows)';
+COMMENT ON FUNCTION cscp.check_invariants(tenant_id text) IS 'One row per violated invariant (of one tenant, or of all): multiple_live_contexts, unlisted_live_context, unlisted_retired_context, unlisted_command, unexplained_command_state, start_without_confirmation, start_without_authorization, broken_evidence_chain, turn_index_gap, valid_fact_with_valid_successor, cyclic_fact_chain, foreign_pending_slot, multiple_waiting_commands, confirmed_without_answer, moved_after_context_ended, unbounded_expiry, frame_hash_mismatch, unframed_command, invalid_recovery; empty when healthy (through the proxy: rows)';
 
 -- command_declare: all
 CREATE FUNCTION cscp_proxy.command_declare(_tenant text, _clock text, tenant_id text, command_name text, mutating boolean, needs_approval boolean, risk text) RETURNS SETOF cscp.command_registry

@@ -85,7 +85,8 @@ SELECT pg_temp.lists('k3');
 -- hold the head of either queue: the owner's sweep drops those that are due.
 BEGIN;
 SET LOCAL session_replication_role = replica;
-INSERT INTO cscp.command_window VALUES ('cl', 'c1', cscp.routing_id('c1'), '2026-08-01 10:00:00+00');
+INSERT INTO cscp.command_window VALUES ('cl', 'c1', cscp.routing_id('c1'), '2026-08-01 10:00:00+00',
+                                        NULL, 'confirmation');
 INSERT INTO cscp.command_retired VALUES ('cl', 'c1', cscp.routing_id('c1'), '2026-07-01 10:00:00+00');
 COMMIT;
 SELECT count(*) AS stale_rows FROM cscp.check_invariants('cl') WHERE kind = 'unlisted_command';
@@ -128,7 +129,7 @@ SELECT cscp.grant_app('cl_app');
 SET ROLE cl_app;
 SET cscp.tenant_id = 'cl';
 SELECT count(*) AS own_window_rows FROM cscp.command_window;
-INSERT INTO cscp.command_window VALUES ('cl', 'c1', cscp.routing_id('c1'), cscp.now());
+INSERT INTO cscp.command_window VALUES ('cl', 'c1', cscp.routing_id('c1'), cscp.now(), NULL, 'confirmation');
 DELETE FROM cscp.command_retired;
 SET cscp.tenant_id = 'other';
 SELECT count(*) AS other_tenant_sees FROM cscp.command_window;

@@ -119,8 +119,8 @@ SELECT outcome, command_id IS NULL AS no_command FROM cscp.confirm('tb', 'conv-y
 SELECT * FROM pg_temp.cmds('conv-x');
 SELECT * FROM pg_temp.refusals('conv-y');
 RESET ROLE;
--- A new question in Y replaces that slot, and supersedes only a command of Y's own context:
--- X's command still waits.
+-- A new question in Y replaces that slot, and supersedes the command of Y's own context that
+-- still waited (y-pay-2, which the slot no longer named): X's command still waits.
 SELECT state FROM cscp.command_submit('tb', 'conv-y', 'eve', 'y-pay-3', 'pay', true, '{y:m7}', '{}', 'acct:y3');
 SELECT * FROM pg_temp.cmds('conv-x') UNION ALL SELECT * FROM pg_temp.cmds('conv-y');
 SELECT pg_temp.pending('conv-y') AS y_pending;
@@ -137,16 +137,18 @@ SELECT outcome FROM cscp.confirm('tb', 'conv-y', 'eve', 'y:m5', true);
 
 -- A slot expires_at later than the command's window: the command's window decides.  Past it,
 -- the yes answers confirmation_expired (and the question lapses), never 55000.
-SELECT command_id AS y2_cmd, window_expires_at AS y2_window FROM cscp.command
- WHERE idempotency_key = 'y-pay-2' AND tenant_id = 'tb' \gset
+SELECT command_id AS y3_cmd, window_expires_at AS y3_window FROM cscp.command
+ WHERE idempotency_key = 'y-pay-3' AND tenant_id = 'tb' \gset
 SET session_replication_role = replica;
 UPDATE cscp.context x
    SET slots = x.slots || jsonb_build_object('pending_confirmation',
-                  jsonb_build_object('command_id', :'y2_cmd', 'idempotency_key', 'y-pay-2',
-                                     'target_fingerprint', 'acct:y2', 'expires_at', '2026-06-01T10:25:00Z'))
+                  jsonb_build_object('command_id', :'y3_cmd', 'idempotency_key', 'y-pay-3',
+                                     'target_fingerprint', 'acct:y3',
+                                     'expires_at', :'y3_window'::timestamptz + interval '20 minutes'))
  WHERE x.context_id = :'y_ctx';
 RESET session_replication_role;
-SET cscp.clock = '2026-06-01 10:06:00+00';
+SELECT set_config('cscp.clock', (:'y3_window'::timestamptz + interval '1 minute')::text, false) IS NOT NULL
+    AS past_y3_window;
 SET ROLE cb_app;
 SELECT outcome FROM cscp.confirm('tb', 'conv-y', 'eve', 'y:m6', true);
 SELECT * FROM pg_temp.cmds('conv-y');
@@ -207,7 +209,8 @@ SELECT e.event_type, e.reason_code, e.message_ids FROM cscp.evidence e
  WHERE e.command_id = :'x_cmd' AND e.to_state = 'confirmed';
 RESET ROLE;
 -- Even the superuser's UPDATE is refused without the answer (a command in confirmation_required
--- entered by a direct UPDATE has no window and no slot: nothing can confirm it).
+-- entered by a direct UPDATE gets the policy's window but no slot: nothing can confirm it, and
+-- the context's next question supersedes it, below).
 SELECT command_id AS z_cmd FROM cscp.command_submit('tb', 'conv-x', 'maria', 'x-read', 'read', false,
                                                     '{x:m3}') \gset
 SELECT try(format($$UPDATE cscp.command SET state = 'confirmation_required' WHERE command_id = %L$$, :'z_cmd')) AS ask;
@@ -268,6 +271,52 @@ RESET ROLE;
 
 -- What command_status offers on a dead context.
 SELECT next_allowed FROM cscp.command_status(:'e1');
+
+---------------------------------------------------------------------------------------------------
+-- 5. A context asks one question of each kind at a time, whoever writes.  As the application
+-- role: a command made to wait by direct SQL beside the context's question is refused (55000,
+-- naming the one that waits); the API's next question supersedes whatever waits, slot or not.
+SET cscp.clock = '2026-06-01 14:00:00+00';
+SELECT context_id AS q_ctx FROM cscp.context_open('tb', 'conv-q', 'maria') \gset
+SET ROLE cb_app;
+SELECT command_id AS q1 FROM cscp.command_submit('tb', 'conv-q', 'maria', 'q-pay-1', 'pay', true,
+                                                 '{q:m1}', '{}', 'acct:q1') \gset
+SELECT command_id AS q2 FROM cscp.command_submit('tb', 'conv-q', 'maria', 'q-read', 'read', false,
+                                                 '{q:m2}') \gset
+-- A second waiting command by UPDATE, and by INSERT (born waiting, with its frame and window).
+SELECT pg_temp.err(format('UPDATE cscp.command SET state = %L WHERE command_id = %L',
+                          'confirmation_required', :'q2')) AS second_by_update;
+SELECT pg_temp.err(format($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id,
+                                  context_id, frame_id, context_ref, message_ids, command_name,
+                                  mutating, state, window_expires_at)
+                          SELECT tenant_id, 'q-pay-2', conversation_id, actor_id, context_id, frame_id,
+                                 context_ref, message_ids || '{q:m3}', 'pay', true, 'confirmation_required',
+                                 window_expires_at
+                            FROM cscp.command WHERE command_id = %L$$, :'q1')) AS second_by_insert;
+SELECT * FROM pg_temp.cmds('conv-q');
+-- The waiting command's row in cscp.command_window names its context and its question.
+SELECT question, context_id = :'q_ctx' AS of_context FROM cscp.command_window WHERE command_id = :'q1';
+-- The API's own question supersedes it, before the new command starts to wait.
+SELECT state FROM cscp.command_submit('tb', 'conv-q', 'maria', 'q-pay-3', 'pay', true, '{q:m4}', '{}', 'acct:q3');
+SELECT * FROM pg_temp.cmds('conv-q');
+SELECT pg_temp.pending('conv-q') AS q_pending;
+RESET ROLE;
+-- A command made to wait around the slot (by the owner, in a context with no question) is
+-- superseded by the next question all the same: the rule is the context's, not the slot's.
+SELECT accepted FROM cscp.command_transition(:'q2', 'canceled');
+SELECT command_id AS q5 FROM cscp.command_submit('tb', 'conv-q', 'maria', 'q-read-5', 'read', false,
+                                                 '{q:m5}') \gset
+SELECT state FROM cscp.command_transition((SELECT command_id FROM cscp.command
+                                            WHERE tenant_id = 'tb' AND idempotency_key = 'q-pay-3'),
+                                          'rejected', 'user_changed_mind');
+UPDATE cscp.command SET state = 'confirmation_required' WHERE command_id = :'q5';
+SELECT pg_temp.pending('conv-q') AS q_pending, window_expires_at IS NOT NULL AS has_window
+  FROM cscp.command WHERE command_id = :'q5';
+SET ROLE cb_app;
+SELECT state FROM cscp.command_submit('tb', 'conv-q', 'maria', 'q-pay-6', 'pay', true, '{q:m6}', '{}', 'acct:q6');
+SELECT * FROM pg_temp.cmds('conv-q');
+RESET ROLE;
+SELECT count(*) AS multiple_waiting FROM cscp.check_invariants('tb') WHERE kind = 'multiple_waiting_commands';
 
 DROP FUNCTION pg_temp.cmds(text), pg_temp.pending(text), pg_temp.refusals(text), pg_temp.err(text);
 SELECT cscp.revoke_app('cb_app');

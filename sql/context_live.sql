@@ -119,9 +119,25 @@ SELECT count(*) AS visible, bool_and(tenant_id = 'lv') AS own_tenant_only FROM c
 SELECT try($$DELETE FROM cscp.context_live$$) AS delete_rows;
 SELECT try($$UPDATE cscp.context_live SET expires_at = now()$$) AS update_rows;
 SELECT try($$INSERT INTO cscp.context_live VALUES ('lv', 'c9', 'a', gen_random_uuid(), now())$$) AS insert_row;
--- Through cscp it works as before: the trigger writes the row as the owner.
+-- Through cscp it works as before: the open claims the triple's row as the owner, then inserts.
 SELECT status FROM cscp.context_open('lv', 'c5', 'a');
 SELECT * FROM pg_temp.live('c5');
+-- Its INSERT is judged like any: a second live context for the triple is refused (23505), also
+-- one that takes the live context's id, which the triple's row names (the primary key refuses
+-- it); the open returns the live one; a context no longer live gives its triple up.
+SELECT try($$INSERT INTO cscp.context (tenant_id, conversation_id, actor_id, expires_at, ttl)
+             VALUES ('lv', 'c5', 'a', cscp.now() + interval '1 hour', interval '1 hour')$$) AS second_live;
+SELECT try(format($$INSERT INTO cscp.context (tenant_id, context_id, conversation_id, actor_id, expires_at, ttl)
+                    VALUES ('lv', %L, 'c5', 'a', cscp.now() + interval '1 hour', interval '1 hour')$$,
+                  pg_temp.id('c5'))) AS same_id;
+SELECT (cscp.context_open('lv', 'c5', 'a')).context_id = pg_temp.id('c5') AS open_returns_live;
+SELECT (cscp.context_transition(pg_temp.id('c5'), 'closed')).status;
+INSERT INTO cscp.context (tenant_id, conversation_id, actor_id, expires_at, ttl)
+VALUES ('lv', 'c5', 'a', cscp.now() + interval '1 hour', interval '1 hour');
+SELECT * FROM pg_temp.live('c5');
+SELECT (cscp.context_open('lv', 'c5', 'a')).context_id = l.context_id AS open_returns_inserted
+  FROM cscp.context_live l WHERE l.tenant_id = 'lv' AND l.conversation_id = 'c5';
+SELECT status, count(*) FROM cscp.context WHERE tenant_id = 'lv' AND conversation_id = 'c5' GROUP BY 1 ORDER BY 1;
 RESET cscp.tenant_id;
 RESET ROLE;
 REVOKE ALL ON ALL TABLES IN SCHEMA cscp FROM lv_app;

@@ -132,9 +132,9 @@ SELECT count(*) AS retired_rows FROM cscp.context_retired WHERE tenant_id = 'rt'
 SELECT count(*) AS problems FROM cscp.check_invariants('rt');
 
 ---------------------------------------------------------------------------------------------------
--- The sweep's expiry (cscp._expire_contexts) gathers the moves of the contexts it expires and
--- makes them in one statement after its UPDATE: every context expired leaves cscp.context_live
--- and gets its row here, with its own updated_at; at most `batch` a call.
+-- The sweep's expiry (cscp._expire_contexts) moves each context it expires as any retirement is
+-- moved: every context expired leaves cscp.context_live and gets its row here, with its own
+-- updated_at; at most `batch` a call.
 SET cscp.clock = '2026-06-01 10:00:00+00';
 SELECT count(*) AS opened
   FROM generate_series(1, 30) i, cscp.context_open('rt', 'b' || i, 'a', '{}', interval '10 minutes') c;
@@ -160,8 +160,8 @@ SELECT cscp._expire_contexts(25) AS expired;
 SELECT try($$SELECT cscp._expire_contexts(0)$$) AS zero_batch, cscp._expire_contexts(NULL) AS null_batch;
 
 -- A trigger of the user's that deletes a context as it expires (an AFTER trigger, so it runs
--- while the UPDATE's moves are still gathered): the gathered moves are made before the DELETE's
--- own, so the deleted context leaves no row behind, and the others keep theirs.
+-- after the UPDATE's moves): the deleted context leaves no row behind, and the others keep
+-- theirs.
 SET cscp.clock = '2026-06-02 10:00:00+00';
 SELECT count(*) AS opened
   FROM generate_series(1, 3) i, cscp.context_open('rt', 'd' || i, 'a', '{}', interval '10 minutes') c;
@@ -187,8 +187,8 @@ SELECT count(*) AS live_rows FROM cscp.context_live WHERE tenant_id = 'rt' AND c
 SELECT count(*) AS problems FROM cscp.check_invariants('rt');
 
 -- A user's trigger that retires another context in a subtransaction and rolls it back: that
--- retirement is made at once, in the subtransaction, not gathered, so the rollback undoes all of
--- it; e2 stays live, with its row in cscp.context_live and none here.
+-- retirement is made in the subtransaction, so the rollback undoes all of it; e2 stays live,
+-- with its row in cscp.context_live and none here.
 SET cscp.clock = '2026-06-03 10:00:00+00';
 SELECT status FROM cscp.context_open('rt', 'e1', 'a', '{}', interval '10 minutes');
 SELECT status FROM cscp.context_open('rt', 'e2', 'a', '{}', interval '1 day');

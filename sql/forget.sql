@@ -69,6 +69,27 @@ SELECT tenant_id, kind, id_hash = cscp.forget_hash('fg', 'conversation', 'conv-g
   FROM cscp.tombstone WHERE tenant_id = 'fg';
 SELECT count(*) AS tombstones_naming_the_id FROM cscp.tombstone t WHERE t::text LIKE '%conv-gone%';
 
+-- Evidence goes before its retention only with what an erasure forgets: a row whose conversation
+-- (or subject) has a tombstone may be deleted, whoever deletes it (the erasure's own deletes are
+-- judged so: the tombstone comes first); any other row is kept (55000), and an application role
+-- deletes none (42501).  (A row of the forgotten conversation, written with the triggers off.)
+SET session_replication_role = replica;
+INSERT INTO cscp.evidence (tenant_id, conversation_id, seq, stage, event_type, created_at, hash)
+VALUES ('fg', 'conv-gone', 1, 'late', 'late', cscp.now(), '');
+RESET session_replication_role;
+SELECT try($$DELETE FROM cscp.evidence WHERE tenant_id = 'fg' AND conversation_id = 'conv-kept'$$) AS kept_conversation;
+CREATE ROLE fg_app;
+SELECT cscp.grant_app('fg_app') IS NOT NULL AS granted;
+SET ROLE fg_app;
+SET cscp.tenant_id = 'fg';
+SELECT try($$DELETE FROM cscp.evidence WHERE tenant_id = 'fg' AND conversation_id = 'conv-gone'$$) AS as_application;
+RESET cscp.tenant_id;
+RESET ROLE;
+DROP OWNED BY fg_app;
+DROP ROLE fg_app;
+WITH gone AS (DELETE FROM cscp.evidence WHERE tenant_id = 'fg' AND conversation_id = 'conv-gone' RETURNING 1)
+SELECT count(*) AS forgotten_conversation FROM gone;
+
 -- A late write is refused, with a hint, through the API and through direct SQL; nothing changes.
 SELECT try($$SELECT cscp.context_open('fg', 'conv-gone', 'ana')$$);
 SELECT try($$SELECT cscp.conversation_start('fg', 'conv-gone', 'agent', '{"from": "agent", "role": "agent", "content": "hi", "ts": 3}')$$);

@@ -75,9 +75,9 @@ SELECT try($$SELECT cscp.build_context_given('t', 's', 'x', NULL, -1, NULL, '[1,
 SELECT try($$SELECT cscp._conversation_timeout('t', 'no such conversation')$$);
 SELECT try($$SELECT cscp._expire_contexts(-1)$$);
 SELECT try($$SELECT cscp.session_state(NULL, NULL)$$);
-SELECT try($$SELECT cscp._approve(NULL, NULL, NULL, NULL, NULL, NULL)$$);
+SELECT try($$SELECT cscp.approve(NULL, NULL, NULL, NULL, NULL, NULL)$$);
 BEGIN;
-SELECT o_outcome, o_refusal FROM cscp._approve('t', 'c', 'a', 'm', true, NULL);
+SELECT outcome FROM cscp.approve('t', 'c', 'a', 'm', true, NULL);
 ROLLBACK;
 SELECT try($$SELECT cscp._sweep_purge(NULL, NULL)$$);
 SELECT try($$SELECT cscp._frame_state(jsonb_populate_record(NULL::cscp.context, '{"slots": [null]}'), '{NULL}')$$);

@@ -105,7 +105,7 @@ DELETE FROM cscp.command_window WHERE command_id = pg_temp.cmd('win-1');
 SELECT * FROM pg_temp.found();
 ROLLBACK;
 BEGIN;
-INSERT INTO cscp.command_window VALUES ('inv', 'conv-1', cscp.routing_id('conv-1'), cscp.now());
+INSERT INTO cscp.command_window VALUES ('inv', 'conv-1', cscp.routing_id('conv-1'), cscp.now(), NULL, 'approval');
 UPDATE cscp.command_retired SET retired_at = retired_at - interval '1 day'
  WHERE command_id = pg_temp.cmd('ping-1');
 SELECT * FROM pg_temp.found();
@@ -212,6 +212,15 @@ UPDATE cscp.context
                                                'target_fingerprint', NULL, 'expires_at', '2026-06-01T09:05:00Z'))
  WHERE tenant_id = 'inv' AND conversation_id = 'conv-2';
 SELECT * FROM pg_temp.found();
+ROLLBACK;
+
+-- multiple_waiting_commands: every command of conv-1's context made to wait for confirmation.
+BEGIN;
+SET LOCAL session_replication_role = replica;
+UPDATE cscp.command SET state = 'confirmation_required', window_expires_at = cscp.now() + interval '5 minutes'
+ WHERE tenant_id = 'inv' AND conversation_id = 'conv-1' AND context_id IS NOT NULL;
+SELECT kind, object_id, regexp_replace(detail, ': .*', '') AS detail FROM pg_temp.found()
+ WHERE kind = 'multiple_waiting_commands';
 ROLLBACK;
 
 -- confirmed_without_answer: the yes that confirmed a command erased.

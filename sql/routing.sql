@@ -17,6 +17,15 @@ SELECT try($$INSERT INTO cscp.context (tenant_id, context_id, conversation_id, a
              VALUES ('t', '00000000-0000-4000-8000-000000000000', 'direct-2', 'a',
                      cscp.now() + interval '1 hour', interval '1 hour')$$);
 SELECT count(*) FROM cscp.context WHERE conversation_id = 'direct-2';
+-- The same rule for a command's id.
+INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name, mutating)
+VALUES ('t', 'direct-1:1', 'direct-1', 'a', 'direct_cmd', true);
+SELECT cscp.routing_hash(command_id) = cscp.routing_conversation_hash(conversation_id) AS routed
+  FROM cscp.command WHERE idempotency_key = 'direct-1:1';
+SELECT try($$INSERT INTO cscp.command (tenant_id, command_id, idempotency_key, conversation_id, actor_id,
+                                      command_name, mutating)
+             VALUES ('t', '00000000-0000-4000-8000-000000000000', 'direct-2:1', 'direct-2', 'a',
+                     'direct_cmd', true)$$);
 SELECT try($$SELECT cscp.routing_id(NULL)$$);
 SELECT try($$SELECT cscp.routing_id('')$$);
 
@@ -68,6 +77,18 @@ SET cscp.tenant_id = 't';
 SELECT cscp.routing_conversation_hash('c-1') = :before AS app_same_hash;
 SELECT cscp.routing_hash((cscp.context_open('t', 'app-conv', 'a')).context_id)
        = cscp.routing_conversation_hash('app-conv') AS app_id_routed;
+-- Direct SQL as the application role is held to the same rule, for contexts and commands.
+SELECT try($$INSERT INTO cscp.context (tenant_id, context_id, conversation_id, actor_id, expires_at, ttl)
+             VALUES ('t', '00000000-0000-4000-8000-000000000000', 'app-direct', 'a',
+                     cscp.now() + interval '1 hour', interval '1 hour')$$) AS app_context_id;
+SELECT try($$INSERT INTO cscp.command (tenant_id, command_id, idempotency_key, conversation_id, actor_id,
+                                      command_name, mutating)
+             VALUES ('t', '00000000-0000-4000-8000-000000000000', 'app-direct:1', 'app-direct', 'a',
+                     'direct_cmd', true)$$) AS app_command_id;
+INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name, mutating)
+VALUES ('t', 'app-direct:2', 'app-direct', 'a', 'direct_cmd', true);
+SELECT cscp.routing_hash(command_id) = cscp.routing_conversation_hash('app-direct') AS app_command_routed
+  FROM cscp.command WHERE idempotency_key = 'app-direct:2';
 SELECT try($$SELECT * FROM cscp.secret_key$$) AS app_reads_key;
 SELECT try($$SELECT cscp.secret_key_set(sha256('mine'), true)$$) AS app_sets_key;
 SELECT try($$INSERT INTO cscp.secret_key (key) VALUES (sha256('mine'))$$) AS app_inserts_key;

@@ -3,87 +3,463 @@
  * approve.c
  *	  cscp.approve: the answer to the pending approval of a conversation.
  *
- * The decisions are cscp._approve's (PL/pgSQL, confirm.sql): which
- * approval the answer is for, its outcome, and the writes the answer makes
- * as its caller (the command's transition, an expired context recorded).
- * This file calls it directly, through the function manager rather than
- * through SQL, so that the application role need not (and cannot) execute
- * cscp._approve; then it does the things the PL/pgSQL body may not do as
- * the caller: it releases the context's slot naming the command
- * (cscp_context_release, as confirm does), keeps the answer for replay in
- * cscp.answer, and writes the evidence of an outcome that moved nothing
- * (cscp_evidence_refuse); the last two as the owner, since application
- * roles only read those tables.
+ * The twin of cscp.confirm (confirm.c), for approvers:
+ *	- the answer is for the pending_approval slot of the conversation's live
+ *	  context (or of the context of the command named), and moves only the
+ *	  command that slot names when that command is bound to it (same tenant,
+ *	  conversation and context), authz_pending with its own window open
+ *	  (window_expires_at, not the slot's copy); an approver the slot names
+ *	  must be the one answering (approver_mismatch); two live contexts
+ *	  waiting for an approval and no command named: ambiguous;
+ *	- an expired context decides nothing (expired), and the approval it
+ *	  held dies with it; a late answer lapses the question
+ *	  (approval_expired);
+ *	- every outcome is returned, never raised, and leaves evidence; the
+ *	  first outcome of each message is kept in cscp.answer and replayed
+ *	  (answer.c).
  *
  * Locks, in order: the advisory lock of (tenant, 'approve', conversation,
- * message), the context row, then the command row (all taken by the body).
+ * message), the context row, then the command row.  Every statement runs
+ * with the caller's rights but the answer and the evidence of a refusal,
+ * written as the owner (answer.c, evidence.c).
  *
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
 
+#include "access/htup_details.h"
 #include "catalog/pg_type.h"
+#include "executor/spi.h"
 #include "funcapi.h"
-#include "nodes/makefuncs.h"
-#include "parser/parse_func.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgrprotos.h"
+#include "utils/uuid.h"
 
-/* The number of arguments of cscp.approve and of its body cscp._approve. */
-#define APPROVE_NARGS 6
-
-/* Field name of the record rec, and whether it is null. */
-static Datum
-field(HeapTupleHeader rec, const char *name, bool *isnull)
+/* An approval's arguments. */
+typedef struct ApproveCall
 {
-	return GetAttributeByName(rec, name, isnull);
+	text	   *tenant;
+	text	   *conversation;
+	text	   *approver;
+	text	   *message_id;
+	bool		decision;
+	Datum		command_id;		/* uuid, when has_command_id */
+	bool		has_command_id;
+} ApproveCall;
+
+/* What the answer is about, and what it comes to. */
+typedef struct Approval
+{
+	HeapTuple	ctx;			/* the context, locked, or NULL */
+	TupleDesc	ctxdesc;
+	int			live_waiting;	/* live contexts waiting for an approval (none named) */
+	bool		pa;				/* the context has a pending_approval object */
+	char	   *pa_command;		/* the command_id it names (its text), or NULL */
+	Datum		pa_uuid;		/* that id as a uuid, when pa_is_uuid */
+	bool		pa_is_uuid;
+	char	   *pa_approver;	/* the approver it names, or NULL */
+	HeapTuple	cmd;			/* the command it is about, or NULL */
+	TupleDesc	cmddesc;
+	const char *outcome;
+	const char *lapse_why;		/* the question lapses, for this reason, or NULL */
+	const char *apply_why;		/* the answer moves the command to apply_to, or NULL */
+	CommandState apply_to;
+	bool		lapse_cmd;		/* the lapse rejects cmd too */
+} Approval;
+
+/* Column name of row (of table), or (Datum) 0 with *isnull. */
+static Datum
+col(HeapTuple row, TupleDesc desc, const char *table, const char *name, bool *isnull)
+{
+	return heap_getattr(row, cscp_column(desc, table, name), desc, isnull);
+}
+
+/* Text of column name of row (of table), or NULL. */
+static char *
+col_text(HeapTuple row, TupleDesc desc, const char *table, const char *name)
+{
+	return SPI_getvalue(row, desc, cscp_column(desc, table, name));
+}
+
+/* Run a saved plan; elog unless it gives expected. */
+static void
+run(SPIPlanPtr plan, Datum *args, int expected)
+{
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != expected)
+		elog(ERROR, "cscp internal query failed in cscp.approve");
+}
+
+/* Whether the context row is live: its status and its expiry. */
+static bool
+context_live(HeapTuple ctx, TupleDesc desc)
+{
+	bool		isnull;
+
+	return cscp_status_live(col_text(ctx, desc, "cscp.context", "status")) &&
+		DatumGetTimestampTz(col(ctx, desc, "cscp.context", "expires_at", &isnull)) > cscp_now();
+}
+
+/* Raise 22023 unless the arguments are well formed; fill in *call. */
+static void
+check_args(FunctionCallInfo fcinfo, ApproveCall *call)
+{
+	cscp_check_tenant(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0));
+	cscp_check_id("conversation_id", PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1));
+	cscp_check_id("approver_id", PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2));
+	cscp_check_id("message_id", PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3));
+	if (PG_ARGISNULL(4))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("decision must not be null"),
+				 errhint("Pass true for yes, false for no.")));
+	call->tenant = PG_GETARG_TEXT_PP(0);
+	call->conversation = PG_GETARG_TEXT_PP(1);
+	call->approver = PG_GETARG_TEXT_PP(2);
+	call->message_id = PG_GETARG_TEXT_PP(3);
+	call->decision = PG_GETARG_BOOL(4);
+	call->has_command_id = !PG_ARGISNULL(5);
+	call->command_id = call->has_command_id ? PG_GETARG_DATUM(5) : (Datum) 0;
 }
 
 /*
- * Keep the outcome of an approval message for replay: its cscp.answer row,
- * written as the owner.  args: tenant, conversation, message id, approver,
- * outcome, command id, context id (the last two may be null).
+ * The context the answer is for, by its id: the one of the command named
+ * (22023 when the conversation has no such command), or the one live
+ * context of the conversation waiting for an approval (none when there are
+ * several: a->live_waiting says how many).  (Datum) 0 with *found false
+ * when there is none.
  */
-static void
-keep_answer(Datum *args, const bool *isnull)
+static Datum
+answered_context(const ApproveCall *call, Approval *a, bool *found)
 {
-	static SPIPlanPtr plan = NULL;
-	static const Oid argtypes[8] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, UUIDOID,
-	UUIDOID, TIMESTAMPTZOID};
-	char		nulls[8];
-	CscpOwnerScope owner;
+	static SPIPlanPtr named_plan = NULL;
+	static SPIPlanPtr live_plan = NULL;
+	static const Oid named_types[3] = {TEXTOID, UUIDOID, TEXTOID};
+	static const Oid live_types[2] = {TEXTOID, TEXTOID};
+	Datum		args[3] = {PointerGetDatum(call->tenant), call->command_id,
+	PointerGetDatum(call->conversation)};
+	bool		isnull;
+	Datum		id;
 
-	for (int i = 0; i < 8; i++)
-		nulls[i] = isnull[i] ? 'n' : ' ';
-	cscp_owner_enter("answer", &owner);
-	cscp_spi_plan(&plan,
-				  "INSERT INTO cscp.answer (tenant_id, conversation_id, kind, message_id,"
-				  "                         answered_by, outcome, command_id, context_id, created_at)"
-				  " VALUES ($1, $2, 'approve', $3, $4, $5, $6, $7, $8)",
-				  8, argtypes);
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not keep the answer of an approval");
-	cscp_owner_leave(&owner);
+	*found = false;
+	if (call->has_command_id)
+	{
+		cscp_spi_plan(&named_plan,
+					  "SELECT x.context_id FROM cscp.command x"
+					  " WHERE x.tenant_id = $1 AND x.command_id = $2 AND x.conversation_id = $3",
+					  3, named_types);
+		run(named_plan, args, SPI_OK_SELECT);
+		if (SPI_processed == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("command %s does not exist in conversation \"%s\"",
+							DatumGetCString(DirectFunctionCall1(uuid_out, call->command_id)),
+							text_to_cstring(call->conversation)),
+					 errhint("Pass the id of a command of this conversation, or null for its pending approval.")));
+		id = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		*found = !isnull;
+		return id;
+	}
+	args[1] = PointerGetDatum(call->conversation);
+	cscp_spi_plan(&live_plan,
+				  "SELECT count(*)::int4, min(x.context_id::text)::uuid"
+				  "  FROM cscp.context_live l JOIN cscp.context x"
+				  "       ON x.tenant_id = l.tenant_id AND x.context_id = l.context_id"
+				  " WHERE l.tenant_id = $1 AND l.conversation_id = $2"
+				  "   AND x.status IN ('active', 'pending', 'blocked')"
+				  "   AND jsonb_typeof(x.slots -> 'pending_approval') = 'object'",
+				  2, live_types);
+	run(live_plan, args, SPI_OK_SELECT);
+	a->live_waiting = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+												  &isnull));
+	id = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	*found = !isnull && a->live_waiting == 1;
+	return id;
 }
 
-/* The context row (tenant, context_id) as the caller sees it, into *ctx and *desc; false if none. */
-static bool
-read_context(Datum tenant, Datum context_id, HeapTuple *ctx, TupleDesc *desc)
+/* Lock and read a context row: by its id (latest false), or the conversation's latest. */
+static void
+lock_context(const ApproveCall *call, Datum context_id, bool latest, Approval *a)
+{
+	static SPIPlanPtr id_plan = NULL;
+	static SPIPlanPtr latest_plan = NULL;
+	static const Oid id_types[2] = {TEXTOID, UUIDOID};
+	static const Oid latest_types[2] = {TEXTOID, TEXTOID};
+	Datum		args[2] = {PointerGetDatum(call->tenant),
+	latest ? PointerGetDatum(call->conversation) : context_id};
+
+	if (latest)
+	{
+		cscp_spi_plan(&latest_plan,
+					  "SELECT * FROM cscp.context y"
+					  " WHERE y.tenant_id = $1 AND y.conversation_id = $2"
+					  " ORDER BY y.status IN ('active', 'pending', 'blocked') DESC,"
+					  "          y.updated_at DESC, y.version DESC"
+					  " LIMIT 1 FOR UPDATE",
+					  2, latest_types);
+		run(latest_plan, args, SPI_OK_SELECT);
+	}
+	else
+	{
+		cscp_spi_plan(&id_plan,
+					  "SELECT * FROM cscp.context x WHERE x.tenant_id = $1 AND x.context_id = $2"
+					  " FOR UPDATE",
+					  2, id_types);
+		run(id_plan, args, SPI_OK_SELECT);
+	}
+	a->ctx = SPI_processed == 1 ? SPI_tuptable->vals[0] : NULL;
+	a->ctxdesc = SPI_tuptable->tupdesc;
+	a->pa = a->pa_is_uuid = false;
+	a->pa_command = a->pa_approver = NULL;
+	if (a->ctx != NULL)
+	{
+		bool		isnull;
+		Datum		slots = col(a->ctx, a->ctxdesc, "cscp.context", "slots", &isnull);
+		JsonbValue *pa = isnull ? NULL : cscp_jsonb_get(DatumGetJsonbP(slots), "pending_approval");
+
+		if (pa != NULL && pa->type == jbvBinary && JsonContainerIsObject(pa->val.binary.data))
+		{
+			a->pa = true;
+			a->pa_command = cscp_slot_text(pa, "command_id");
+			a->pa_approver = cscp_slot_text(pa, "approver_id");
+			a->pa_is_uuid = a->pa_command != NULL && cscp_is_uuid_text(a->pa_command);
+			if (a->pa_is_uuid)
+				a->pa_uuid = DirectFunctionCall1(uuid_in, CStringGetDatum(a->pa_command));
+		}
+	}
+}
+
+/*
+ * Lock and read a command row: the one the slot names, bound to the
+ * context (bound), or the one named by id in the tenant.  NULL when none.
+ */
+static HeapTuple
+lock_command(Approval *a, const ApproveCall *call, Datum id, bool bound)
+{
+	static SPIPlanPtr bound_plan = NULL;
+	static SPIPlanPtr id_plan = NULL;
+	static const Oid bound_types[4] = {TEXTOID, UUIDOID, TEXTOID, UUIDOID};
+	static const Oid id_types[2] = {TEXTOID, UUIDOID};
+	bool		isnull;
+	Datum		args[4];
+
+	if (bound)
+	{
+		args[0] = col(a->ctx, a->ctxdesc, "cscp.context", "tenant_id", &isnull);
+		args[1] = id;
+		args[2] = col(a->ctx, a->ctxdesc, "cscp.context", "conversation_id", &isnull);
+		args[3] = col(a->ctx, a->ctxdesc, "cscp.context", "context_id", &isnull);
+		cscp_spi_plan(&bound_plan,
+					  "SELECT * FROM cscp.command x"
+					  " WHERE x.tenant_id = $1 AND x.command_id = $2"
+					  "   AND x.conversation_id = $3 AND x.context_id = $4 FOR UPDATE",
+					  4, bound_types);
+		run(bound_plan, args, SPI_OK_SELECT);
+	}
+	else
+	{
+		args[0] = PointerGetDatum(call->tenant);
+		args[1] = id;
+		cscp_spi_plan(&id_plan,
+					  "SELECT * FROM cscp.command x WHERE x.tenant_id = $1 AND x.command_id = $2"
+					  " FOR UPDATE",
+					  2, id_types);
+		run(id_plan, args, SPI_OK_SELECT);
+	}
+	if (SPI_processed != 1)
+		return NULL;
+	a->cmddesc = SPI_tuptable->tupdesc;
+	return SPI_tuptable->vals[0];
+}
+
+/* The command the context names last (unlocked, as the caller sees it), or NULL. */
+static HeapTuple
+last_command(Approval *a)
 {
 	static SPIPlanPtr plan = NULL;
-	static const Oid argtypes[2] = {TEXTOID, UUIDOID};
-	Datum		args[2] = {tenant, context_id};
+	static const Oid types[2] = {TEXTOID, UUIDOID};
+	bool		isnull;
+	Datum		args[2];
 
-	cscp_spi_plan(&plan, "SELECT * FROM cscp.context x WHERE x.tenant_id = $1 AND x.context_id = $2",
-				  2, argtypes);
-	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the context of an approval");
+	if (a->ctx == NULL)
+		return NULL;
+	args[0] = col(a->ctx, a->ctxdesc, "cscp.context", "tenant_id", &isnull);
+	args[1] = col(a->ctx, a->ctxdesc, "cscp.context", "last_command_id", &isnull);
+	if (isnull)
+		return NULL;
+	cscp_spi_plan(&plan, "SELECT * FROM cscp.command x WHERE x.tenant_id = $1 AND x.command_id = $2",
+				  2, types);
+	run(plan, args, SPI_OK_SELECT);
 	if (SPI_processed != 1)
-		return false;
-	*ctx = SPI_copytuple(SPI_tuptable->vals[0]);
-	*desc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
-	return true;
+		return NULL;
+	a->cmddesc = SPI_tuptable->tupdesc;
+	return SPI_tuptable->vals[0];
+}
+
+/* Whether text value (or NULL) equals the C string s (or NULL): IS NOT DISTINCT FROM. */
+static bool
+same_text(const char *value, const char *s)
+{
+	return (value == NULL || s == NULL) ? value == s : strcmp(value, s) == 0;
+}
+
+/*
+ * With no live context waiting for an approval and no command named: the
+ * answer is judged against the conversation's latest context.
+ */
+static void
+judge_latest(const ApproveCall *call, Approval *a)
+{
+	char	   *reason;
+
+	lock_context(call, (Datum) 0, true, a);
+	if (a->ctx == NULL)
+	{
+		a->outcome = "no_context";
+		return;
+	}
+	if (!context_live(a->ctx, a->ctxdesc))
+	{
+		/* An expired context: the approval it held dies with it, swept or not. */
+		a->outcome = "expired";
+		if (a->pa_is_uuid)
+			a->cmd = lock_command(a, call, a->pa_uuid, true);
+		a->lapse_why = "context_expired";
+		a->lapse_cmd = true;
+		return;
+	}
+	reason = col_text(a->ctx, a->ctxdesc, "cscp.context", "reason");
+	if (same_text(reason, "approval_expired"))
+	{
+		a->outcome = "approval_expired";
+		a->cmd = last_command(a);
+	}
+	else
+		a->outcome = "nothing_pending";
+}
+
+/*
+ * The answer names no command the slot asks about (or the slot is gone):
+ * approval_expired when the command named, or the context's last question,
+ * lapsed; command_mismatch when another approval is pending; else
+ * nothing_pending.
+ */
+static void
+judge_unbound(const ApproveCall *call, Approval *a)
+{
+	char	   *cmd_reason = a->cmd ? col_text(a->cmd, a->cmddesc, "cscp.command", "reason_code") : NULL;
+	char	   *ctx_reason = a->ctx ? col_text(a->ctx, a->ctxdesc, "cscp.context", "reason") : NULL;
+
+	if (call->has_command_id && same_text(cmd_reason, "approval_expired"))
+		a->outcome = "approval_expired";
+	else if (call->has_command_id && a->pa)
+		a->outcome = "command_mismatch";
+	else if (!call->has_command_id && same_text(ctx_reason, "approval_expired"))
+		a->outcome = "approval_expired";
+	else
+		a->outcome = "nothing_pending";
+	if (strcmp(a->outcome, "approval_expired") == 0 && a->cmd == NULL)
+		a->cmd = last_command(a);
+}
+
+/*
+ * The answer is about the command the slot names: it must wait in
+ * authz_pending with its own window open, for the approver the slot names
+ * (if any); then it approves or denies.
+ */
+static void
+judge_bound(const ApproveCall *call, Approval *a)
+{
+	bool		window_null;
+	Datum		window = col(a->cmd, a->cmddesc, "cscp.command", "window_expires_at", &window_null);
+
+	if (!same_text(col_text(a->cmd, a->cmddesc, "cscp.command", "state"), "authz_pending") ||
+		window_null)
+		a->outcome = "nothing_pending";
+	else if (DatumGetTimestampTz(window) <= cscp_now())
+	{
+		a->outcome = "approval_expired";
+		a->lapse_why = "approval_expired";
+		a->lapse_cmd = true;
+	}
+	else if (a->pa_approver != NULL && strcmp(a->pa_approver, text_to_cstring(call->approver)) != 0)
+		a->outcome = "approver_mismatch";
+	else
+	{
+		a->outcome = call->decision ? "approved" : "denied";
+		a->apply_to = call->decision ? CMD_AUTHORIZED : CMD_REJECTED;
+		a->apply_why = a->outcome;
+	}
+}
+
+/*
+ * Judge the answer: its outcome, and whether the question lapses or the
+ * command moves (the rules of this file's header, in order).
+ */
+static void
+judge(const ApproveCall *call, Approval *a)
+{
+	char	   *cmd_id = a->cmd ? col_text(a->cmd, a->cmddesc, "cscp.command", "command_id") : NULL;
+
+	if (!call->has_command_id && a->live_waiting > 1)
+		a->outcome = "ambiguous";
+	else if (a->ctx == NULL && !call->has_command_id)
+		judge_latest(call, a);
+	else if (a->ctx != NULL && !context_live(a->ctx, a->ctxdesc))
+	{
+		/* Only the pending approval dies with the context; a named command that was not it stays. */
+		a->outcome = "expired";
+		a->lapse_why = "context_expired";
+		a->lapse_cmd = a->pa;
+	}
+	else if (!a->pa || !same_text(cmd_id, a->pa_command))
+		judge_unbound(call, a);
+	else if (a->cmd == NULL)
+		a->outcome = "nothing_pending";
+	else
+		judge_bound(call, a);
+}
+
+/*
+ * The answer moves the pending command (its UPDATE, with the caller's
+ * rights, so that every rule applies as to any UPDATE) and releases the
+ * context's slot naming it.
+ */
+static void
+apply(const ApproveCall *call, Approval *a)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[6] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	bool		isnull;
+	Datum		args[6];
+
+	args[0] = col(a->cmd, a->cmddesc, "cscp.command", "tenant_id", &isnull);
+	args[1] = col(a->cmd, a->cmddesc, "cscp.command", "command_id", &isnull);
+	args[2] = CStringGetTextDatum(cscp_command_state_names[a->apply_to]);
+	args[3] = CStringGetTextDatum(a->apply_why);
+	args[4] = PointerGetDatum(call->approver);
+	args[5] = PointerGetDatum(call->message_id);
+	cscp_spi_plan(&plan,
+				  "UPDATE cscp.command x"
+				  "   SET state = $3::cscp.command_state, reason_code = $4,"
+				  "       detail = jsonb_build_object('approver_id', $5),"
+				  "       message_ids = x.message_ids || $6"
+				  " WHERE x.tenant_id = $1 AND x.command_id = $2",
+				  6, types);
+	run(plan, args, SPI_OK_UPDATE);
+	cscp_context_release(a->ctx, a->ctxdesc, args[1], a->apply_why);
+}
+
+/* The detail of an approval's refusal: {decision, approver_id}. */
+static Jsonb *
+refusal_detail(const ApproveCall *call)
+{
+	JsonbParseState *st = NULL;
+
+	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+	cscp_jsonb_push_bool(&st, "decision", call->decision, false);
+	cscp_jsonb_push_text(&st, "approver_id", text_to_cstring(call->approver));
+	return JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
 }
 
 PG_FUNCTION_INFO_V1(cscp_approve);
@@ -92,117 +468,95 @@ PG_FUNCTION_INFO_V1(cscp_approve);
  * cscp.approve(tenant_id text, conversation_id text, approver_id text,
  *              message_id text, decision boolean, command_id uuid)
  * RETURNS TABLE(outcome text, command_id uuid, context_id uuid)
+ *
+ * Outcomes: approved, denied, no_context, expired, nothing_pending,
+ * approval_expired, approver_mismatch, command_mismatch, ambiguous.  In
+ * steps: the message's lock, the context, the replay, the command, the
+ * verdict, the answer recorded, then what it does.
  */
 Datum
 cscp_approve(PG_FUNCTION_ARGS)
 {
-	static const Oid argtypes[APPROVE_NARGS] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, BOOLOID, UUIDOID};
-	ReturnSetInfo *rsinfo;
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	MemoryContext callerctx = CurrentMemoryContext;
-	FmgrInfo	flinfo;
-	Oid			body;
-	Datum		result;
-	HeapTupleHeader rec;
+	ApproveCall call;
+	Approval	a = {0};
+	CscpAnswer	ans = {0};
+	Datum		context_id;
+	bool		found;
+	bool		isnull;
 	Datum		values[3];
 	bool		nulls[3];
-	Datum		context_id;
-	bool		no_context;
-	Datum		release;
-	bool		no_release;
-	bool		isnull;
-
-	LOCAL_FCINFO(call, APPROVE_NARGS);
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-
-	/* The decisions, called as a function, not as SQL: no EXECUTE privilege is asked for. */
-	body = LookupFuncName(list_make2(makeString("cscp"), makeString("_approve")), APPROVE_NARGS,
-						  argtypes, false);
-	fmgr_info(body, &flinfo);
-	InitFunctionCallInfoData(*call, &flinfo, APPROVE_NARGS, PG_GET_COLLATION(), NULL, NULL);
-	for (int i = 0; i < APPROVE_NARGS; i++)
-		call->args[i] = fcinfo->args[i];
-	result = FunctionCallInvoke(call);
-	if (call->isnull)
-		elog(ERROR, "cscp._approve returned null");
-	rec = DatumGetHeapTupleHeader(result);
-
-	values[0] = field(rec, "o_outcome", &nulls[0]);
-	values[1] = field(rec, "o_command_id", &nulls[1]);
-	values[2] = field(rec, "o_context_id", &nulls[2]);
-	context_id = values[2];
-	no_context = nulls[2];
-	release = field(rec, "o_release_command", &no_release);
-
+	check_args(fcinfo, &call);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-
-	/* The answer kept for replay, unless it is a replay. */
-	if (!DatumGetBool(field(rec, "o_replayed", &isnull)) || isnull)
+	cscp_answer_lock(call.tenant, "approve", call.conversation, call.message_id);
+	context_id = answered_context(&call, &a, &found);
+	if (found)
+		lock_context(&call, context_id, false, &a);
+	if (cscp_answer_replay(call.tenant, call.conversation, "approve", call.message_id, values, nulls,
+						   callerctx))
 	{
-		Datum		a[8];
-		bool		an[8] = {false, false, false, false, false, nulls[1], nulls[2], false};
-
-		a[0] = PG_GETARG_DATUM(0);
-		a[1] = PG_GETARG_DATUM(1);
-		a[2] = PG_GETARG_DATUM(3);
-		a[3] = PG_GETARG_DATUM(2);
-		a[4] = values[0];
-		a[5] = values[1];
-		a[6] = values[2];
-		a[7] = TimestampTzGetDatum(cscp_now());
-		keep_answer(a, an);
+		SPI_finish();
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		return (Datum) 0;
 	}
 
-	/* The context's slot naming the command released, as every answer does. */
-	if (!no_release && !no_context)
+	if (a.pa && (!call.has_command_id ||
+				 (a.pa_is_uuid && DatumGetBool(DirectFunctionCall2(uuid_eq, a.pa_uuid,
+																   call.command_id)))))
 	{
-		HeapTuple	ctx;
-		TupleDesc	desc;
-		Datum		why = field(rec, "o_release_why", &isnull);
-
-		if (read_context(fcinfo->args[0].value, context_id, &ctx, &desc))
-			cscp_context_release(ctx, desc, release, isnull ? NULL : TextDatumGetCString(why));
+		/* Bound to the slot: a command of the slot's own context, or none. */
+		if (a.pa_is_uuid)
+			a.cmd = lock_command(&a, &call, a.pa_uuid, true);
 	}
+	else if (call.has_command_id)
+		a.cmd = lock_command(&a, &call, call.command_id, false);
+	judge(&call, &a);
 
-	/* An outcome that moved nothing: its invalid_transition_attempt, written as the owner. */
-	if (DatumGetBool(field(rec, "o_refusal", &isnull)) && !isnull)
+	ans.tenant_id = call.tenant;
+	ans.conversation_id = call.conversation;
+	ans.kind = "approve";
+	ans.message_id = call.message_id;
+	ans.answered_by = call.approver;
+	ans.outcome = a.outcome;
+	if (a.cmd != NULL)
 	{
-		CscpEvidence e = {0};
-		Datum		message_id = PG_GETARG_DATUM(3);
-		Datum		detail = field(rec, "o_detail", &isnull);
-
-		e.tenant_id = TextDatumGetCString(PG_GETARG_DATUM(0));
-		e.conversation_id = TextDatumGetCString(PG_GETARG_DATUM(1));
-		e.to_state = "authorized";
-		e.reason_code = TextDatumGetCString(values[0]);
-		e.message_ids = construct_array(&message_id, 1, TEXTOID, -1, false, TYPALIGN_INT);
-		e.detail = isnull ? NULL : DatumGetJsonbP(detail);
-		if (!no_context)
-		{
-			JsonbParseState *st = NULL;
-			Datum		expires = field(rec, "o_context_expires_at", &isnull);
-
-			pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-			cscp_jsonb_push_text(&st, "context_id",
-								 DatumGetCString(DirectFunctionCall1(uuid_out, context_id)));
-			cscp_jsonb_push_text(&st, "expires_at",
-								 isnull ? NULL : cscp_utc_iso(DatumGetTimestampTz(expires)));
-			e.context_ref = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
-		}
-		cscp_evidence_refuse(&e, values[1], !nulls[1]);
+		ans.command_id = col(a.cmd, a.cmddesc, "cscp.command", "command_id", &isnull);
+		ans.has_command = true;
 	}
-	SPI_finish();
+	if (a.ctx != NULL)
+	{
+		ans.context_id = col(a.ctx, a.ctxdesc, "cscp.context", "context_id", &isnull);
+		ans.has_context = true;
+	}
+	cscp_answer_record(&ans);
+
+	if (a.lapse_why != NULL)
+		cscp_lapse(a.ctx, a.ctxdesc, a.lapse_cmd ? a.cmd : NULL, a.cmddesc, a.lapse_why);
+	if (a.apply_why != NULL)
+		apply(&call, &a);
+	else
+		cscp_answer_refusal(&ans, "authorized",
+							a.ctx == NULL ? 0 :
+							DatumGetTimestampTz(col(a.ctx, a.ctxdesc, "cscp.context", "expires_at",
+													&isnull)),
+							refusal_detail(&call));
 
 	{
 		MemoryContext old = MemoryContextSwitchTo(callerctx);
 
-		for (int i = 0; i < 3; i++)
-			if (!nulls[i])
-				values[i] = datumCopy(values[i], false, i == 0 ? -1 : UUID_LEN);
+		values[0] = CStringGetTextDatum(a.outcome);
+		nulls[0] = false;
+		values[1] = ans.has_command ? datumCopy(ans.command_id, false, UUID_LEN) : (Datum) 0;
+		nulls[1] = !ans.has_command;
+		values[2] = ans.has_context ? datumCopy(ans.context_id, false, UUID_LEN) : (Datum) 0;
+		nulls[2] = !ans.has_context;
 		MemoryContextSwitchTo(old);
 	}
+	SPI_finish();
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	return (Datum) 0;
 }

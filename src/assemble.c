@@ -116,6 +116,12 @@ typedef struct Assembly
 	int64		used;			/* tokens of all sections */
 	int64		budget;			/* -1: no budget */
 	bool		truncated;
+	/* what the result lists beside the text: JSON strings, comma-separated */
+	StringInfoData fact_ids;
+	StringInfoData review_ids;	/* the facts shown marked needs_review */
+	StringInfoData ws_keys;		/* the working-set items shown */
+	int64		fact_budget;	/* the facts' share of the budget; -1: none */
+	int64		omitted;		/* facts left out */
 } Assembly;
 
 /*
@@ -325,6 +331,14 @@ append_json_string(StringInfo buf, const char *s)
 	cscp_canonical_string(buf, s, strlen(s));
 }
 
+/* Append the JSON string s to the comma-separated list buf. */
+static void
+append_json_item(StringInfo buf, const char *s)
+{
+	appendStringInfoString(buf, buf->len ? "," : "");
+	append_json_string(buf, s);
+}
+
 /* The first column of a one-row SPI result as jsonb copied into cxt, or NULL. */
 static Jsonb *
 spi_jsonb(MemoryContext cxt)
@@ -353,7 +367,7 @@ static char *
 query_tsquery(text *query)
 {
 	static SPIPlanPtr plan = NULL;
-	Oid			argtypes[1] = {TEXTOID};
+	static const Oid argtypes[1] = {TEXTOID};
 	Datum		arg = PointerGetDatum(query);
 	bool		isnull;
 	Datum		d;
@@ -362,14 +376,8 @@ query_tsquery(text *query)
 	int			n;
 	StringInfoData buf;
 
-	if (plan == NULL)
-	{
-		plan = SPI_prepare("SELECT pg_catalog.tsvector_to_array("
-						   "pg_catalog.to_tsvector('english'::regconfig, $1))", 1, argtypes);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-	}
+	cscp_spi_plan(&plan, "SELECT pg_catalog.tsvector_to_array("
+				  "pg_catalog.to_tsvector('english'::regconfig, $1))", 1, argtypes);
 	if (SPI_execute_plan(plan, &arg, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not parse the query");
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -400,13 +408,10 @@ query_tsquery(text *query)
 
 /* One working-set item as a line, and its key in the result's "working_set" when it fits. */
 static void
-add_ws_item(Assembly *a, const char *key, const char *value_text, StringInfo ws_keys)
+add_ws_item(Assembly *a, const char *key, const char *value_text)
 {
 	if (add_line(a, SEC_WORKING_SET, psprintf("- %s: %s", key, value_text), a->budget))
-	{
-		appendStringInfoString(ws_keys, ws_keys->len ? "," : "");
-		append_json_string(ws_keys, key);
-	}
+		append_json_item(&a->ws_keys, key);
 }
 
 /*
@@ -418,10 +423,28 @@ add_ws_item(Assembly *a, const char *key, const char *value_text, StringInfo ws_
 	"(pg_catalog.setweight(pg_catalog.to_tsvector('english'::regconfig, pg_catalog.translate(" k ", '_-.', '   ')), 'A')" \
 	" || pg_catalog.setweight(pg_catalog.jsonb_to_tsvector('english'::regconfig, " v ", '[\"string\", \"numeric\"]'), 'B'))"
 
-/* The working-set items SPI_tuptable holds (key, value), as lines while they fit. */
+/*
+ * The working-set items of key k and value v that match the tsquery q (all
+ * when q is NULL), and the start of their order: most relevant first.
+ */
+#define WS_MATCH(k, v, q) \
+	" AND (" q "::tsquery IS NULL OR " WS_VECTOR(k, v) " @@ " q "::tsquery)" \
+	" ORDER BY coalesce(pg_catalog.ts_rank(" WS_VECTOR(k, v) ", " q "::tsquery), 0) DESC,"
+
+/* The tsquery text (or NULL) as the argument *arg of a saved plan, its null flag *null. */
 static void
-add_ws_rows(Assembly *a, StringInfo ws_keys, MemoryContext rowcxt)
+tsquery_arg(const char *tsquery, Datum *arg, char *null)
 {
+	*arg = tsquery ? CStringGetTextDatum(tsquery) : (Datum) 0;
+	*null = tsquery ? ' ' : 'n';
+}
+
+/* The working-set items (key, value) plan reads, as lines while they fit.  SPI is connected. */
+static void
+add_ws_rows(Assembly *a, SPIPlanPtr plan, Datum *args, const char *nulls, MemoryContext rowcxt)
+{
+	if (SPI_execute_plan(plan, args, nulls, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the working set");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	row = SPI_tuptable->vals[i];
@@ -430,299 +453,284 @@ add_ws_rows(Assembly *a, StringInfo ws_keys, MemoryContext rowcxt)
 		MemoryContext old = MemoryContextSwitchTo(rowcxt);
 
 		add_ws_item(a, SPI_getvalue(row, desc, 1),
-					jsonb_text(DatumGetJsonbP(SPI_getbinval(row, desc, 2, &isnull))), ws_keys);
+					jsonb_text(DatumGetJsonbP(SPI_getbinval(row, desc, 2, &isnull))));
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(rowcxt);
 	}
 }
 
-/*
- * build_context's body.  With given, the session's environment and working
- * set are given_env and given_ws (as cscp.session_state returns them, read
- * on the session's node of a scale-out deployment) instead of read here.
- *
- * {"text", "tokens", "budget", "fact_budget", "fact_ids", "needs_review",
- *  "working_set", "facts_omitted", "truncated", "now"}
- */
-static Datum
-assemble_context(FunctionCallInfo fcinfo, bool given, Jsonb *given_env, Jsonb *given_ws)
+/* The arguments of build_context, checked. */
+typedef struct ContextRequest
 {
-	static SPIPlanPtr identity_plan = NULL;
-	static SPIPlanPtr env_plan = NULL;
-	static SPIPlanPtr facts_plan = NULL;
-	static SPIPlanPtr ws_plan = NULL;
-	static SPIPlanPtr ws_given_plan = NULL;
-	text	   *tenant = PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0);
-	text	   *subject = PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1);
-	text	   *session = PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2);
-	text	   *query = PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3);
-	text	   *task = PG_ARGISNULL(5) ? NULL : PG_GETARG_TEXT_PP(5);
-	MemoryContext callerctx = CurrentMemoryContext;
-	MemoryContext rowcxt;
-	Assembly	a = {0};
-	TimestampTz now = cscp_now();
-	char	   *now_text = cscp_utc_iso(now);
-	double		share = 0.7;
-	int64		fact_budget = -1;
-	int64		fact_limit = -1;
-	bool		constraints_fit = true;
-	Jsonb	   *identity;
-	Jsonb	   *environment;
-	StringInfoData text;
-	int64		omitted = 0;
-	Jsonb	   *policy;
-	JsonbValue *sharev;
-	char	   *tsquery;
-	StringInfoData fact_ids,
-				review_ids,
-				ws_keys,
-				result;
-	Datum		args[5];
-	char		argnulls[5] = {' ', ' ', ' ', ' ', ' '};
-	Datum		out;
+	text	   *tenant;
+	text	   *subject;
+	text	   *session;
+	text	   *query;			/* NULL: none */
+	text	   *task;			/* NULL: none */
+	int64		budget;			/* -1: no budget */
+} ContextRequest;
 
-	cscp_check_tenant(tenant);
-	cscp_check_id("subject_id", subject);
-	cscp_check_id("session_id", session);
-	if (task != NULL)
-		cscp_check_id("task_id", task);
-	a.budget = -1;
+/* Read and check build_context's arguments (a negative budget: 22023). */
+static void
+read_request(FunctionCallInfo fcinfo, ContextRequest *r)
+{
+	r->tenant = PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0);
+	r->subject = PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1);
+	r->session = PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2);
+	r->query = PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3);
+	r->task = PG_ARGISNULL(5) ? NULL : PG_GETARG_TEXT_PP(5);
+	cscp_check_tenant(r->tenant);
+	cscp_check_id("subject_id", r->subject);
+	cscp_check_id("session_id", r->session);
+	if (r->task != NULL)
+		cscp_check_id("task_id", r->task);
+	r->budget = -1;
 	if (!PG_ARGISNULL(4))
 	{
-		a.budget = PG_GETARG_INT32(4);
-		if (a.budget < 0)
+		r->budget = PG_GETARG_INT32(4);
+		if (r->budget < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("token_budget must not be negative"),
 					 errdetail("The budget given is %d.", PG_GETARG_INT32(4)),
 					 errhint("Pass the number of tokens the context may take, or NULL for no limit.")));
 	}
+}
 
-	policy = cscp_policy_get(text_to_cstring(tenant));
-	sharev = cscp_jsonb_get(policy, "fact_budget_share");
+/* The share of the budget left after the environment that facts may take (policy, 0.7). */
+static double
+fact_budget_share(text *tenant)
+{
+	Jsonb	   *policy = cscp_policy_get(text_to_cstring(tenant));
+	JsonbValue *sharev = cscp_jsonb_get(policy, "fact_budget_share");
+
 	if (sharev != NULL && sharev->type == jbvNumeric)
-		share = DatumGetFloat8(DirectFunctionCall1(numeric_float8,
-												   NumericGetDatum(sharev->val.numeric)));
-	for (int i = 0; i < NUM_SECTIONS; i++)
-		initStringInfo(&a.sections[i]);
-	initStringInfo(&fact_ids);
-	initStringInfo(&review_ids);
-	initStringInfo(&ws_keys);
-	rowcxt = AllocSetContextCreate(CurrentMemoryContext, "cscp build_context row",
-								   ALLOCSET_DEFAULT_SIZES);
+		return DatumGetFloat8(DirectFunctionCall1(numeric_float8,
+												  NumericGetDatum(sharev->val.numeric)));
+	return 0.7;
+}
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+/* An empty assembly within budget tokens (-1: none), in the current context. */
+static void
+assembly_init(Assembly *a, int64 budget)
+{
+	for (int i = 0; i < NUM_SECTIONS; i++)
+		initStringInfo(&a->sections[i]);
+	a->used = 0;
+	a->budget = budget;
+	a->truncated = false;
+	initStringInfo(&a->fact_ids);
+	initStringInfo(&a->review_ids);
+	initStringInfo(&a->ws_keys);
+	a->fact_budget = -1;
+	a->omitted = 0;
+}
+
+/*
+ * The jsonb the saved query sql (one column, parameters tenant and id)
+ * finds, copied into cxt, or NULL.  SPI is connected.
+ */
+static Jsonb *
+read_jsonb_row(SPIPlanPtr *plan, const char *sql, text *tenant, text *id, const char *what,
+			   MemoryContext cxt)
+{
+	static const Oid argtypes[2] = {TEXTOID, TEXTOID};
+	Datum		args[2];
 
 	args[0] = PointerGetDatum(tenant);
-	args[1] = PointerGetDatum(subject);
-	args[2] = PointerGetDatum(session);
+	args[1] = PointerGetDatum(id);
+	cscp_spi_plan(plan, sql, 2, argtypes);
+	if (SPI_execute_plan(*plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the %s", what);
+	return spi_jsonb(cxt);
+}
 
-	/* Identity. */
-	if (identity_plan == NULL)
+/* The facts line of a row of read_facts' result, and whether it needs review. */
+static char *
+fact_line(HeapTuple row, TupleDesc desc, bool *review)
+{
+	bool		isnull;
+	char	   *type = SPI_getvalue(row, desc, 5);
+	StringInfoData line;
+
+	*review = DatumGetBool(SPI_getbinval(row, desc, 6, &isnull));
+	initStringInfo(&line);
+	appendStringInfo(&line, "- %s: %s", SPI_getvalue(row, desc, 2),
+					 jsonb_text(DatumGetJsonbP(SPI_getbinval(row, desc, 3, &isnull))));
+	if (type != NULL)
+		appendStringInfo(&line, " (%s)", type);
+	if (*review)
+		appendStringInfoString(&line, " [needs review]");
+	return line.data;
+}
+
+/*
+ * The constraints (or the plain facts) of read_facts' result as lines while
+ * they fit within limit; no plain fact goes in once a constraint was left
+ * out (*constraints_fit false).
+ */
+static void
+add_fact_rows(Assembly *a, bool constraints, bool *constraints_fit, int64 limit,
+			  MemoryContext rowcxt)
+{
+	for (uint64 i = 0; i < SPI_processed; i++)
 	{
-		Oid			argtypes[2] = {TEXTOID, TEXTOID};
+		HeapTuple	row = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		MemoryContext old;
+		char	   *id;
+		char	   *line;
+		bool		review;
 
-		identity_plan = SPI_prepare("SELECT i.identity FROM cscp.identity i"
-									" WHERE i.tenant_id = $1 AND i.subject_id = $2", 2, argtypes);
-		if (identity_plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(identity_plan);
-	}
-	if (SPI_execute_plan(identity_plan, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the identity");
-	identity = spi_jsonb(callerctx);
-
-	/* Environment. */
-	if (given)
-		environment = given_env;
-	else if (env_plan == NULL)
-	{
-		Oid			argtypes[2] = {TEXTOID, TEXTOID};
-
-		env_plan = SPI_prepare("SELECT e.environment FROM cscp.environment e"
-							   " WHERE e.tenant_id = $1 AND e.session_id = $2", 2, argtypes);
-		if (env_plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(env_plan);
-	}
-	if (!given)
-	{
-		args[1] = PointerGetDatum(session);
-		if (SPI_execute_plan(env_plan, args, NULL, true, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not read the environment");
-		environment = spi_jsonb(callerctx);
-	}
-
-	/*
-	 * The spec's order: the identity and the time always, then the rest of
-	 * the environment while it fits.
-	 */
-	add_object_lines(&a, SEC_IDENTITY, identity, identity_order, NULL, -1, rowcxt);
-	add_time_lines(&a, now, now_text, environment);
-	add_object_lines(&a, SEC_ENVIRONMENT, environment, NULL, environment_skip, a.budget, rowcxt);
-
-	/*
-	 * Then the facts, within their share of what remains: valid ones of this
-	 * subject in scope, constraints first, then by relevance.
-	 */
-	if (a.budget >= 0)
-	{
-		fact_budget = (int64) floor((double) Max(a.budget - a.used, 0) * share);
-		fact_limit = a.used + fact_budget;
-	}
-	tsquery = query ? query_tsquery(query) : NULL;
-	if (facts_plan == NULL)
-	{
-		Oid			argtypes[5] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-
-		facts_plan = SPI_prepare("SELECT f.fact_id, f.key, f.value, f.is_constraint,"
-								 " f.constraint_type, f.needs_review"
-								 " FROM cscp.fact f"
-								 " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.is_valid"
-								 " AND (f.scope = 'global'"
-								 "  OR (f.scope = 'session' AND f.scope_id = $3)"
-								 "  OR (f.scope = 'task' AND f.scope_id = $4))"
-								 " ORDER BY f.is_constraint DESC,"
-								 " coalesce(pg_catalog.ts_rank(f.search, $5::tsquery), 0) DESC,"
-								 " f.created_at DESC, f.fact_id COLLATE \"C\"",
-								 5, argtypes);
-		if (facts_plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(facts_plan);
-	}
-	args[1] = PointerGetDatum(subject);
-	args[3] = task ? PointerGetDatum(task) : (Datum) 0;
-	argnulls[3] = task ? ' ' : 'n';
-	args[4] = tsquery ? CStringGetTextDatum(tsquery) : (Datum) 0;
-	argnulls[4] = tsquery ? ' ' : 'n';
-	if (SPI_execute_plan(facts_plan, args, argnulls, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the facts");
-
-	for (int pass = 0; pass < 2; pass++)
-	{
-		bool		constraints = (pass == 0);
-		for (uint64 i = 0; i < SPI_processed; i++)
+		if (DatumGetBool(SPI_getbinval(row, desc, 4, &isnull)) != constraints)
+			continue;
+		old = MemoryContextSwitchTo(rowcxt);
+		id = SPI_getvalue(row, desc, 1);
+		line = fact_line(row, desc, &review);
+		if ((constraints || *constraints_fit) &&
+			add_line(a, constraints ? SEC_CONSTRAINTS : SEC_FACTS, line, limit))
 		{
-			HeapTuple	row = SPI_tuptable->vals[i];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			bool		isnull;
-			MemoryContext old;
-			char	   *id;
-			char	   *type;
-			bool		review;
-			StringInfoData line;
-
-			if (DatumGetBool(SPI_getbinval(row, desc, 4, &isnull)) != constraints)
-				continue;
-			old = MemoryContextSwitchTo(rowcxt);
-			id = SPI_getvalue(row, desc, 1);
-			type = SPI_getvalue(row, desc, 5);
-			review = DatumGetBool(SPI_getbinval(row, desc, 6, &isnull));
-			initStringInfo(&line);
-			appendStringInfo(&line, "- %s: %s", SPI_getvalue(row, desc, 2),
-							 jsonb_text(DatumGetJsonbP(SPI_getbinval(row, desc, 3, &isnull))));
-			if (type != NULL)
-				appendStringInfo(&line, " (%s)", type);
+			append_json_item(&a->fact_ids, id);
 			if (review)
-				appendStringInfoString(&line, " [needs review]");
-			/* No plain fact goes in while a constraint is left out. */
-			if ((constraints || constraints_fit) &&
-				add_line(&a, constraints ? SEC_CONSTRAINTS : SEC_FACTS, line.data, fact_limit))
-			{
-				appendStringInfoString(&fact_ids, fact_ids.len ? "," : "");
-				append_json_string(&fact_ids, id);
-				if (review)
-				{
-					appendStringInfoString(&review_ids, review_ids.len ? "," : "");
-					append_json_string(&review_ids, id);
-				}
-			}
-			else
-			{
-				omitted++;
-				a.truncated = true;
-				if (constraints)
-					constraints_fit = false;
-			}
-			MemoryContextSwitchTo(old);
-			MemoryContextReset(rowcxt);
+				append_json_item(&a->review_ids, id);
 		}
-	}
-
-	/*
-	 * Last, the working set in what is left: with a query that has words,
-	 * the live items of the session that share one with it, most relevant
-	 * first; without, every live item; ties (and all, without a query) most
-	 * recently put first.
-	 */
-	args[3] = args[4];
-	argnulls[3] = argnulls[4];
-	if (given)
-	{
-		/* [[key, value], ...] in session_state's order (most recent first). */
-		if (given_ws != NULL && JB_ROOT_IS_ARRAY(given_ws) && !JB_ROOT_IS_SCALAR(given_ws))
+		else
 		{
-			Oid			argtypes[2] = {JSONBOID, TEXTOID};
-			Datum		gargs[2];
-			char		gnulls[2] = {' ', argnulls[4]};
-
-			if (ws_given_plan == NULL)
-			{
-				ws_given_plan = SPI_prepare("SELECT e.x ->> 0, e.x -> 1"
-											" FROM pg_catalog.jsonb_array_elements($1) WITH ORDINALITY e(x, n)"
-											" WHERE pg_catalog.jsonb_typeof(e.x) = 'array'"
-											" AND pg_catalog.jsonb_typeof(e.x -> 0) = 'string'"
-											" AND e.x -> 1 IS NOT NULL"
-											" AND ($2::tsquery IS NULL OR "
-											WS_VECTOR("(e.x ->> 0)", "(e.x -> 1)") " @@ $2::tsquery)"
-											" ORDER BY coalesce(pg_catalog.ts_rank("
-											WS_VECTOR("(e.x ->> 0)", "(e.x -> 1)") ", $2::tsquery), 0) DESC,"
-											" e.n", 2, argtypes);
-				if (ws_given_plan == NULL)
-					elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-				SPI_keepplan(ws_given_plan);
-			}
-			gargs[0] = JsonbPGetDatum(given_ws);
-			gargs[1] = args[4];
-			if (SPI_execute_plan(ws_given_plan, gargs, gnulls, true, 0) != SPI_OK_SELECT)
-				elog(ERROR, "could not read the working set");
-			add_ws_rows(&a, &ws_keys, rowcxt);
+			a->omitted++;
+			a->truncated = true;
+			if (constraints)
+				*constraints_fit = false;
 		}
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(rowcxt);
 	}
-	else
+}
+
+/*
+ * The valid facts of the subject in scope into SPI_tuptable: constraints
+ * first, then by relevance to tsquery (text, or NULL), recency and id.
+ */
+static void
+read_facts(const ContextRequest *r, const char *tsquery)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[5] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		args[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+
+	cscp_spi_plan(&plan, "SELECT f.fact_id, f.key, f.value, f.is_constraint,"
+				  " f.constraint_type, f.needs_review"
+				  " FROM cscp.fact f"
+				  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.is_valid"
+				  " AND (f.scope = 'global'"
+				  "  OR (f.scope = 'session' AND f.scope_id = $3)"
+				  "  OR (f.scope = 'task' AND f.scope_id = $4))"
+				  " ORDER BY f.is_constraint DESC,"
+				  " coalesce(pg_catalog.ts_rank(f.search, $5::tsquery), 0) DESC,"
+				  " f.created_at DESC, f.fact_id COLLATE \"C\"",
+				  5, argtypes);
+	args[0] = PointerGetDatum(r->tenant);
+	args[1] = PointerGetDatum(r->subject);
+	args[2] = PointerGetDatum(r->session);
+	args[3] = r->task ? PointerGetDatum(r->task) : (Datum) 0;
+	nulls[3] = r->task ? ' ' : 'n';
+	tsquery_arg(tsquery, &args[4], &nulls[4]);
+	if (SPI_execute_plan(plan, args, nulls, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the facts");
+}
+
+/*
+ * The facts, within share of what the budget leaves: constraints first,
+ * then plain facts.  SPI is connected.
+ */
+static void
+add_facts(Assembly *a, const ContextRequest *r, const char *tsquery, double share,
+		  MemoryContext rowcxt)
+{
+	int64		limit = -1;
+	bool		constraints_fit = true;
+
+	if (a->budget >= 0)
 	{
-		if (ws_plan == NULL)
-		{
-			Oid			argtypes[4] = {TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID};
-
-			ws_plan = SPI_prepare("SELECT w.key, w.value FROM cscp.working_set w"
-								  " WHERE w.tenant_id = $1 AND w.session_id = $2 AND w.expires_at > $3"
-								  " AND ($4::tsquery IS NULL OR "
-								  WS_VECTOR("w.key", "w.value") " @@ $4::tsquery)"
-								  " ORDER BY coalesce(pg_catalog.ts_rank("
-								  WS_VECTOR("w.key", "w.value") ", $4::tsquery), 0) DESC,"
-								  " w.updated_at DESC, w.key COLLATE \"C\"", 4, argtypes);
-			if (ws_plan == NULL)
-				elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-			SPI_keepplan(ws_plan);
-		}
-		args[1] = PointerGetDatum(session);
-		args[2] = TimestampTzGetDatum(now);
-		if (SPI_execute_plan(ws_plan, args, argnulls, true, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not read the working set");
-		add_ws_rows(&a, &ws_keys, rowcxt);
+		a->fact_budget = (int64) floor((double) Max(a->budget - a->used, 0) * share);
+		limit = a->used + a->fact_budget;
 	}
+	read_facts(r, tsquery);
+	add_fact_rows(a, true, &constraints_fit, limit, rowcxt);
+	add_fact_rows(a, false, &constraints_fit, limit, rowcxt);
+}
 
-	/* The result, built in the caller's context. */
-	MemoryContextSwitchTo(callerctx);
+/*
+ * The working set given as session_state returns it ([[key, value], ...],
+ * most recent first): the items that match tsquery (all without one), most
+ * relevant first.  SPI is connected.
+ */
+static void
+add_given_working_set(Assembly *a, Jsonb *given_ws, const char *tsquery, MemoryContext rowcxt)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[2] = {JSONBOID, TEXTOID};
+	Datum		args[2];
+	char		nulls[2] = {' ', ' '};
+
+	if (given_ws == NULL || !JB_ROOT_IS_ARRAY(given_ws) || JB_ROOT_IS_SCALAR(given_ws))
+		return;
+	cscp_spi_plan(&plan, "SELECT e.x ->> 0, e.x -> 1"
+				  " FROM pg_catalog.jsonb_array_elements($1) WITH ORDINALITY e(x, n)"
+				  " WHERE pg_catalog.jsonb_typeof(e.x) = 'array'"
+				  " AND pg_catalog.jsonb_typeof(e.x -> 0) = 'string'"
+				  " AND e.x -> 1 IS NOT NULL"
+				  WS_MATCH("(e.x ->> 0)", "(e.x -> 1)", "$2")
+				  " e.n", 2, argtypes);
+	args[0] = JsonbPGetDatum(given_ws);
+	tsquery_arg(tsquery, &args[1], &nulls[1]);
+	add_ws_rows(a, plan, args, nulls, rowcxt);
+}
+
+/*
+ * The session's live working-set items that match tsquery (all without
+ * one), most relevant first, ties most recently put first.  SPI is
+ * connected.
+ */
+static void
+add_session_working_set(Assembly *a, const ContextRequest *r, TimestampTz now,
+						const char *tsquery, MemoryContext rowcxt)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[4] = {TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID};
+	Datum		args[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+
+	cscp_spi_plan(&plan, "SELECT w.key, w.value FROM cscp.working_set w"
+				  " WHERE w.tenant_id = $1 AND w.session_id = $2 AND w.expires_at > $3"
+				  WS_MATCH("w.key", "w.value", "$4")
+				  " w.updated_at DESC, w.key COLLATE \"C\"", 4, argtypes);
+	args[0] = PointerGetDatum(r->tenant);
+	args[1] = PointerGetDatum(r->session);
+	args[2] = TimestampTzGetDatum(now);
+	tsquery_arg(tsquery, &args[3], &nulls[3]);
+	add_ws_rows(a, plan, args, nulls, rowcxt);
+}
+
+/*
+ * build_context's result, in the current context:
+ * {"text", "tokens", "budget", "fact_budget", "fact_ids", "needs_review",
+ *  "working_set", "facts_omitted", "truncated", "now"}
+ */
+static Datum
+context_result(Assembly *a, const char *now_text)
+{
+	StringInfoData text;
+	StringInfoData result;
+
 	initStringInfo(&text);
 	for (int i = 0; i < NUM_SECTIONS; i++)
-		if (a.sections[i].len > 0)
+		if (a->sections[i].len > 0)
 		{
 			if (text.len > 0)
 				appendStringInfoChar(&text, '\n');
-			appendBinaryStringInfo(&text, a.sections[i].data, a.sections[i].len);
+			appendBinaryStringInfo(&text, a->sections[i].data, a->sections[i].len);
 		}
 	if (text.len > 0)
 		text.data[--text.len] = '\0';
@@ -730,19 +738,76 @@ assemble_context(FunctionCallInfo fcinfo, bool given, Jsonb *given_env, Jsonb *g
 	appendStringInfoString(&result, "{\"text\":");
 	append_json_string(&result, text.data);
 	appendStringInfo(&result, ",\"tokens\":" INT64_FORMAT, count_tokens(text.data, text.len));
-	if (a.budget >= 0)
+	if (a->budget >= 0)
 		appendStringInfo(&result, ",\"budget\":" INT64_FORMAT ",\"fact_budget\":" INT64_FORMAT,
-						 a.budget, fact_budget);
+						 a->budget, a->fact_budget);
 	else
 		appendStringInfoString(&result, ",\"budget\":null,\"fact_budget\":null");
 	appendStringInfo(&result, ",\"fact_ids\":[%s],\"needs_review\":[%s],\"working_set\":[%s]",
-					 fact_ids.data, review_ids.data, ws_keys.data);
+					 a->fact_ids.data, a->review_ids.data, a->ws_keys.data);
 	appendStringInfo(&result, ",\"facts_omitted\":" INT64_FORMAT ",\"truncated\":%s,\"now\":",
-					 omitted, a.truncated ? "true" : "false");
+					 a->omitted, a->truncated ? "true" : "false");
 	append_json_string(&result, now_text);
 	appendStringInfoChar(&result, '}');
-	out = DirectFunctionCall1(jsonb_in, CStringGetDatum(result.data));
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(result.data));
+}
 
+/*
+ * build_context's body, in the StateBench spec's order: the identity and
+ * the time always, then the rest of the environment while it fits, then the
+ * facts within their share of what remains, last the working set in what is
+ * left.  With given, the session's environment and working set are
+ * given_env and given_ws (as cscp.session_state returns them, read on the
+ * session's node of a scale-out deployment) instead of read here.
+ */
+static Datum
+assemble_context(FunctionCallInfo fcinfo, bool given, Jsonb *given_env, Jsonb *given_ws)
+{
+	static SPIPlanPtr identity_plan = NULL;
+	static SPIPlanPtr env_plan = NULL;
+	MemoryContext callerctx = CurrentMemoryContext;
+	MemoryContext rowcxt;
+	ContextRequest r;
+	Assembly	a;
+	TimestampTz now = cscp_now();
+	char	   *now_text = cscp_utc_iso(now);
+	double		share;
+	Jsonb	   *identity;
+	Jsonb	   *environment = given_env;
+	char	   *tsquery;
+	Datum		out;
+
+	read_request(fcinfo, &r);
+	share = fact_budget_share(r.tenant);
+	assembly_init(&a, r.budget);
+	rowcxt = AllocSetContextCreate(CurrentMemoryContext, "cscp build_context row",
+								   ALLOCSET_DEFAULT_SIZES);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+
+	/* The rows of the subject and of the session. */
+	identity = read_jsonb_row(&identity_plan, "SELECT i.identity FROM cscp.identity i"
+							  " WHERE i.tenant_id = $1 AND i.subject_id = $2",
+							  r.tenant, r.subject, "identity", callerctx);
+	if (!given)
+		environment = read_jsonb_row(&env_plan, "SELECT e.environment FROM cscp.environment e"
+									 " WHERE e.tenant_id = $1 AND e.session_id = $2",
+									 r.tenant, r.session, "environment", callerctx);
+
+	/* The sections, in the order the budget is spent. */
+	add_object_lines(&a, SEC_IDENTITY, identity, identity_order, NULL, -1, rowcxt);
+	add_time_lines(&a, now, now_text, environment);
+	add_object_lines(&a, SEC_ENVIRONMENT, environment, NULL, environment_skip, a.budget, rowcxt);
+	tsquery = r.query ? query_tsquery(r.query) : NULL;
+	add_facts(&a, &r, tsquery, share, rowcxt);
+	if (given)
+		add_given_working_set(&a, given_ws, tsquery, rowcxt);
+	else
+		add_session_working_set(&a, &r, now, tsquery, rowcxt);
+
+	/* The result, built in the caller's context. */
+	MemoryContextSwitchTo(callerctx);
+	out = context_result(&a, now_text);
 	SPI_finish();
 	MemoryContextDelete(rowcxt);
 	PG_RETURN_DATUM(out);

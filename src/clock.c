@@ -75,6 +75,18 @@ cscp_now(void)
 	return cached_clock_value;
 }
 
+/*
+ * cscp.clock when it is set, else the current time (clock_timestamp()):
+ * for a write that must read as later than what it waited for.
+ */
+TimestampTz
+cscp_now_exact(void)
+{
+	if (cscp_clock_setting == NULL || cscp_clock_setting[0] == '\0')
+		return GetCurrentTimestamp();
+	return cscp_now();
+}
+
 PG_FUNCTION_INFO_V1(cscp_now_sql);
 
 /* cscp.now() */

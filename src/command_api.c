@@ -75,45 +75,38 @@ slot_pending(Jsonb *slots, const char *key)
 }
 
 /*
- * Supersede the question the context's slot (pending_confirmation or
- * pending_approval) asks, when a new one (command_id) replaces it: the
- * command the slot names is rejected with reason, if it is of this context
- * (so of its conversation and actor) and still waits in state waiting.  A
- * slot that names anything else (written around the triggers) is just
- * replaced by the caller.
+ * Supersede the question (a confirmation, or an approval) that the context
+ * ctx (its row, locked by the caller) asks now, before command_id starts to
+ * wait on a new one: every other command of the context that
+ * cscp.command_window lists as waiting on that question, and that is still
+ * in its waiting state, is rejected (confirmation_superseded or
+ * approval_superseded, superseded_by command_id).  A context asks one
+ * question of each kind at a time (the command trigger holds it), so this
+ * is the one its slot names, or one a direct write left without a slot.
  */
 static void
-supersede_question(Datum tenant, Datum context_id, Jsonb *slots, const char *slot,
-				   Datum command_id, const char *waiting, const char *reason)
+supersede_question(HeapTuple ctx, TupleDesc ctxdesc, bool approval, Datum command_id)
 {
 	static SPIPlanPtr plan = NULL;
-	static const Oid types[6] = {TEXTOID, UUIDOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID};
-	JsonbValue *v;
-	JsonbValue *old;
-	char	   *oldid;
+	static const Oid types[6] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID, TEXTOID};
+	bool		isnull;
 	Datum		args[6];
 
-	if (!slot_pending(slots, slot))
-		return;
-	v = cscp_jsonb_get(slots, slot);
-	old = getKeyJsonValueFromContainer(v->val.binary.data, "command_id", strlen("command_id"), NULL);
-	if (old == NULL || old->type != jbvString)
-		return;
-	oldid = pnstrdup(old->val.string.val, old->val.string.len);
-	if (!cscp_is_uuid_text(oldid))
-		return;
-	args[0] = tenant;
-	args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(oldid));
+	args[0] = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"), ctxdesc, &isnull);
+	args[1] = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "context_id"), ctxdesc, &isnull);
 	args[2] = command_id;
-	args[3] = context_id;
-	args[4] = CStringGetTextDatum(reason);
-	args[5] = CStringGetTextDatum(waiting);
+	args[3] = CStringGetTextDatum(approval ? "approval" : "confirmation");
+	args[4] = CStringGetTextDatum(approval ? "approval_superseded" : "confirmation_superseded");
+	args[5] = CStringGetTextDatum(approval ? "authz_pending" : "confirmation_required");
 	cscp_spi_plan(&plan,
 				  "UPDATE cscp.command x"
 				  "   SET state = 'rejected', reason_code = $5,"
 				  "       detail = jsonb_build_object('superseded_by', $3)"
-				  " WHERE x.tenant_id = $1 AND x.command_id = $2 AND x.context_id = $4"
-				  "   AND x.state = $6::cscp.command_state",
+				  " WHERE x.tenant_id = $1 AND x.context_id = $2 AND x.command_id <> $3"
+				  "   AND x.state = $6::cscp.command_state"
+				  "   AND x.command_id IN (SELECT w.command_id FROM cscp.command_window w"
+				  "                         WHERE w.tenant_id = $1 AND w.context_id = $2"
+				  "                           AND w.question = $4)",
 				  6, types);
 	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not supersede a question");
@@ -280,29 +273,17 @@ spi_text(HeapTuple tuple, TupleDesc desc, const char *table, const char *name)
 static Datum
 policy_window(Datum tenant, const char *key)
 {
-	Interval   *ttl = cscp_lifetime(cscp_policy_get(TextDatumGetCString(tenant)), NULL, key, key);
-
-	return DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(cscp_now()),
-							   IntervalPGetDatum(ttl));
-}
-
-/* The end of an approval window opened now: cscp.now() + the tenant's approval_ttl. */
-static Datum
-approval_window(Datum tenant)
-{
-	return policy_window(tenant, "approval_ttl");
+	return TimestampTzGetDatum(cscp_window_end(TextDatumGetCString(tenant), key));
 }
 
 /*
  * What a confirmation request does beside the command's own transition
- * (command_submit's mutating command, or a step to confirmation_required):
- * the earlier pending confirmation of the context is superseded (that
- * command, if it is of this context and still waiting, is rejected,
- * confirmation_superseded), and the context becomes pending with its
- * pending_confirmation slot naming command_id (key, fingerprint and the
- * window, the command's own); the command becomes the context's last, and
- * last_message, when given, its last message.  ctx is the context's row,
- * locked by the caller.
+ * (command_submit's mutating command, or a step to confirmation_required),
+ * once supersede_question has made way for it: the context becomes pending
+ * with its pending_confirmation slot naming command_id (key, fingerprint
+ * and the window, the command's own); the command becomes the context's
+ * last, and last_message, when given, its last message.  ctx is the
+ * context's row, locked by the caller.
  */
 static void
 ask_confirmation(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, text *key, text *fingerprint,
@@ -318,13 +299,6 @@ ask_confirmation(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, text *key, 
 										  ctxdesc, &isnull);
 	Datum		args[7];
 	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
-
-	/* Only the most recent confirmation request is pending: the earlier one is superseded. */
-	supersede_question(tenant, context_id,
-					   DatumGetJsonbP(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "slots"),
-												   ctxdesc, &isnull)),
-					   "pending_confirmation", command_id, "confirmation_required",
-					   "confirmation_superseded");
 
 	args[0] = tenant;
 	args[1] = context_id;
@@ -353,10 +327,9 @@ ask_confirmation(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, text *key, 
 }
 
 /*
- * What an approval request does beside the command's own transition: an
- * earlier pending approval of the context is superseded (that command is
- * rejected, approval_superseded), and the context becomes pending with its
- * pending_approval slot.
+ * What an approval request does beside the command's own transition, once
+ * supersede_question has made way for it: the context becomes pending with
+ * its pending_approval slot.
  */
 static void
 request_approval(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, const char *approver,
@@ -367,15 +340,8 @@ request_approval(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, const char 
 	bool		isnull;
 	Datum		tenant = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"),
 									  ctxdesc, &isnull);
-	Jsonb	   *slots = DatumGetJsonbP(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "slots"),
-													ctxdesc, &isnull));
 	Datum		args[5];
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
-
-	supersede_question(tenant,
-					   heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "context_id"), ctxdesc,
-									&isnull),
-					   slots, "pending_approval", command_id, "authz_pending", "approval_superseded");
 
 	args[0] = tenant;
 	args[1] = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "context_id"), ctxdesc, &isnull);
@@ -439,66 +405,6 @@ no_command(Datum command_id)
 			 errmsg("command %s does not exist",
 					DatumGetCString(DirectFunctionCall1(uuid_out, command_id))),
 			 errhint("Check the id, and that cscp.tenant_id names the command's tenant.")));
-}
-
-/*
- * Whether the step of command command_id to authorized can do without its
- * context's row lock: yes when the command waits in authz_pending with no
- * approval window (no approval was asked for), and its context's slots
- * name it in no pending question, so that there is nothing to release.
- *
- * Both are read without locks, by one query as the caller (row-level
- * security applies as to any statement), after the writes of this
- * transaction so far.  The lifecycle has no way back into authz_pending, so
- * no later version of the command can come to wait for an approval: from
- * every later state, authorized is refused.  A question naming the command
- * that is written into the context after the read is ordered after the
- * whole step, as if the step had committed first.  The id can be held by
- * several tenants (seen together by a role row-level security does not
- * bind); every row found must qualify, and none found means no.
- */
-static bool
-authorize_alone(Datum command_id)
-{
-	static SPIPlanPtr plan = NULL;
-	static const Oid argtypes[1] = {UUIDOID};
-	char	   *id = NULL;
-	bool		alone;
-
-	cscp_spi_plan(&plan,
-				  "SELECT c.state = 'authz_pending' AND c.window_expires_at IS NULL, x.slots"
-				  "  FROM cscp.command c LEFT JOIN cscp.context x"
-				  "    ON x.tenant_id = c.tenant_id AND x.context_id = c.context_id"
-				  " WHERE c.command_id = $1",
-				  1, argtypes);
-	if (SPI_execute_plan(plan, &command_id, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read command %s",
-			 DatumGetCString(DirectFunctionCall1(uuid_out, command_id)));
-	alone = SPI_processed > 0;
-	for (uint64 i = 0; i < SPI_processed && alone; i++)
-	{
-		HeapTuple	row = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		Datum		waiting = SPI_getbinval(row, desc, 1, &isnull);
-		Datum		slots;
-
-		if (isnull || !DatumGetBool(waiting))
-		{
-			alone = false;
-			break;
-		}
-		slots = SPI_getbinval(row, desc, 2, &isnull);
-		if (isnull)
-			continue;
-		if (id == NULL)
-			id = DatumGetCString(DirectFunctionCall1(uuid_out, command_id));
-		if (slot_names_command(DatumGetJsonbP(slots), "pending_confirmation", id) ||
-			slot_names_command(DatumGetJsonbP(slots), "pending_approval", id))
-			alone = false;
-	}
-	SPI_freetuptable(SPI_tuptable);
-	return alone;
 }
 
 /* What the step wrote: the RETURNING list of its UPDATE. */
@@ -606,6 +512,157 @@ move_command(HeapTuple cmd, TupleDesc cmddesc, CommandState to, Datum reason, Js
 	return true;
 }
 
+/* A step asked of command_transition, and what it comes to. */
+typedef struct Step
+{
+	Datum		command_id;
+	CommandState to;
+	Datum		reason;			/* text, or (Datum) 0 */
+	Jsonb	   *detail;			/* or NULL */
+	char	   *approver;		/* the approver_id detail names, or NULL */
+	bool		approval;		/* authz_pending asking for an approval */
+	bool		asking;			/* confirmation_required asking for a confirmation */
+	HeapTuple	ctx;			/* the command's context, locked, or NULL */
+	TupleDesc	ctxdesc;
+	Datum		window;			/* the question's window, when approval or asking */
+	const char *context_refusal;	/* the context refuses the question, or NULL */
+} Step;
+
+/* Read and check command_transition's arguments into *st (22023). */
+static void
+step_args(FunctionCallInfo fcinfo, Oid state_type, Step *st)
+{
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("to_state must not be null"),
+				 errhint("Pass a cscp.command_state such as 'authorized'.")));
+	st->to = cscp_command_state_of(state_type, PG_GETARG_DATUM(1));
+	st->reason = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	if (!PG_ARGISNULL(2))
+		cscp_check_id("reason_code", PG_GETARG_TEXT_PP(2));
+	st->detail = PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3);
+	check_object("detail", st->detail);
+	st->approver = detail_approver(st->detail);
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("command_id must not be null"),
+				 errhint("Pass the command_id returned by cscp.command_submit.")));
+	st->command_id = PG_GETARG_DATUM(0);
+	st->approval = st->to == CMD_AUTHZ_PENDING && !PG_ARGISNULL(2) &&
+		strcmp(text_to_cstring(PG_GETARG_TEXT_PP(2)), "approval_required") == 0;
+	st->asking = st->to == CMD_CONFIRMATION_REQUIRED;
+}
+
+/*
+ * Lock the command's context first when this step may change it (an
+ * approval request, a question, or a step that answers or releases the
+ * question the context holds) or must not outlive it (a step forward:
+ * the command trigger holds the context FOR SHARE until the step commits,
+ * so that the context cannot end under it).  Context before command is
+ * the order every caller keeps (cscp.confirm and cscp.approve too); the
+ * other steps (executed, failed, compensated) lock the command alone.
+ */
+static void
+step_context(Step *st)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[1] = {UUIDOID};
+	CommandState to = st->to;
+
+	if (!(st->approval || st->asking || to == CMD_CONFIRMED || to == CMD_AUTHZ_PENDING ||
+		  to == CMD_AUTHORIZED || to == CMD_STARTED || to == CMD_REJECTED || to == CMD_CANCELED))
+		return;
+	cscp_spi_plan(&plan,
+				  "SELECT " CONTEXT_COLUMNS " FROM cscp.command c JOIN cscp.context x"
+				  "    ON x.tenant_id = c.tenant_id AND x.context_id = c.context_id"
+				  " WHERE c.command_id = $1 FOR UPDATE OF x",
+				  1, types);
+	if (SPI_execute_plan(plan, &st->command_id, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not lock a context");
+	if (SPI_processed == 1)
+	{
+		st->ctx = SPI_tuptable->vals[0];
+		st->ctxdesc = SPI_tuptable->tupdesc;
+	}
+}
+
+/*
+ * An approval or confirmation request is refused also for its context's
+ * sake (not live, blocked), which only this function knows: with that
+ * reason when the command's own rules allow the step.  Otherwise the
+ * question's window opens now, for the tenant's approval_ttl or
+ * confirmation_ttl.  A command with no context (inserted directly without
+ * one) has no slot to ask in: its step to confirmation_required asks
+ * nothing.
+ */
+static void
+step_question(Step *st)
+{
+	char	   *status;
+	bool		isnull;
+	bool		live;
+	Datum		tenant;
+
+	if (st->asking && st->ctx == NULL)
+		st->asking = false;
+	if (!st->approval && !st->asking)
+		return;
+	status = st->ctx ? spi_text(st->ctx, st->ctxdesc, "cscp.context", "status") : NULL;
+	live = st->ctx != NULL &&
+		DatumGetTimestampTz(heap_getattr(st->ctx, cscp_column(st->ctxdesc, "cscp.context", "expires_at"),
+										 st->ctxdesc, &isnull)) > cscp_now();
+	if (status == NULL || !live ||
+		(strcmp(status, "active") != 0 && strcmp(status, "pending") != 0))
+	{
+		st->context_refusal = (live && status != NULL && strcmp(status, "blocked") == 0) ?
+			"context_blocked" :
+			(status != NULL && strcmp(status, "closed") == 0) ? "context_closed" : "context_expired";
+		return;
+	}
+	tenant = heap_getattr(st->ctx, cscp_column(st->ctxdesc, "cscp.context", "tenant_id"),
+						  st->ctxdesc, &isnull);
+	st->window = policy_window(tenant, st->approval ? "approval_ttl" : "confirmation_ttl");
+}
+
+/*
+ * An allowed step, written: the earlier question superseded first when
+ * this one asks, the command moved by its UPDATE (judged again by the
+ * trigger), then what the step does to its context (the question asked,
+ * or the slot naming the command released) and, for an executed
+ * compensation, to its target.  The command's reason code, if any, into
+ * *reason.
+ */
+static void
+step_write(Step *st, HeapTuple cmd, TupleDesc cmddesc, char **reason)
+{
+	MovedCommand m;
+	bool		isnull;
+	CommandState to = st->to;
+
+	if (st->approval || st->asking)
+		supersede_question(st->ctx, st->ctxdesc, st->approval, st->command_id);
+	if (!move_command(cmd, cmddesc, to, st->reason, st->detail, st->window,
+					  !st->approval && !st->asking, &m))
+		no_command(st->command_id);
+	*reason = m.reason_code;
+	if (st->approval)
+		request_approval(st->ctx, st->ctxdesc, st->command_id, st->approver, st->window);
+	else if (st->asking)
+		ask_confirmation(st->ctx, st->ctxdesc, st->command_id,
+						 DatumGetTextPP(heap_getattr(cmd, cscp_column(cmddesc, "cscp.command",
+																	  "idempotency_key"),
+													 cmddesc, &isnull)),
+						 command_fingerprint(cmd, cmddesc), st->window, NULL);
+	else if (st->ctx != NULL && (to == CMD_CONFIRMED || to == CMD_AUTHORIZED ||
+								 to == CMD_REJECTED || to == CMD_CANCELED))
+		cscp_context_release(st->ctx, st->ctxdesc, st->command_id, NULL);
+	if (to == CMD_EXECUTED && m.recovery_kind != NULL &&
+		strcmp(m.recovery_kind, "compensate") == 0 && !m.target_null)
+		compensate_target(m.tenant, st->command_id, m.target);
+}
+
 PG_FUNCTION_INFO_V1(cscp_command_transition);
 
 /*
@@ -627,347 +684,73 @@ PG_FUNCTION_INFO_V1(cscp_command_transition);
 Datum
 cscp_command_transition(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr context_plan = NULL;
-	static const Oid find_types[1] = {UUIDOID};
 	MemoryContext callerctx = CurrentMemoryContext;
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			state_type;
-	CommandState to,
-				result_state = CMD_RECEIVED;
-	char	   *reason_code = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
-	Jsonb	   *detail = PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3);
-	char	   *approver = NULL;
-	bool		approval;
-	bool		asking;
-	char	   *result_reason = NULL;
+	Step		st = {0};
+	CommandState result_state = CMD_RECEIVED;
+	char	   *reason = NULL;
 	bool		accepted = false;
-	const char *context_refusal = NULL;
-	bool		isnull;
-	Datum		args[1];
-	Datum		window = (Datum) 0;
-	HeapTuple	ctx = NULL;
-	TupleDesc	ctxdesc = NULL;
+	HeapTuple	cmd;
 	TupleDesc	cmddesc = NULL;
+	const char *why;
 	Datum		values[3];
 	bool		result_nulls[3] = {false, false, false};
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	state_type = TupleDescAttr(rsinfo->setDesc, 1)->atttypid;
-
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("to_state must not be null"),
-				 errhint("Pass a cscp.command_state such as 'authorized'.")));
-	to = cscp_command_state_of(state_type, PG_GETARG_DATUM(1));
-	if (reason_code != NULL)
-		cscp_check_id("reason_code", PG_GETARG_TEXT_PP(2));
-	check_object("detail", detail);
-	approver = detail_approver(detail);
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("command_id must not be null"),
-				 errhint("Pass the command_id returned by cscp.command_submit.")));
+	step_args(fcinfo, state_type, &st);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	step_context(&st);
+	step_question(&st);
 
 	/*
-	 * Lock the command's row, and its context's row first when this step may
-	 * change the context: an approval request, or a step that answers the
-	 * question (pending_confirmation or pending_approval) its context holds.
-	 * Context before command is the order every caller keeps (cscp.confirm
-	 * and cscp.approve too); the other steps never touch the context, so
-	 * they lock the command alone, and so does the step to authorized when
-	 * it has nothing to release (authorize_alone).
+	 * The command's row is locked and judged by the command trigger's own
+	 * rules (cscp_command_step_refusal); a refused step is recorded as an
+	 * invalid_transition_attempt and returned, and only an allowed one is
+	 * written, by an UPDATE that the trigger judges again and that RLS,
+	 * privileges and triggers apply to.
 	 */
-	approval = to == CMD_AUTHZ_PENDING && reason_code != NULL &&
-		strcmp(reason_code, "approval_required") == 0;
-	asking = to == CMD_CONFIRMATION_REQUIRED;
-	args[0] = PG_GETARG_DATUM(0);
-	if (approval || asking || to == CMD_CONFIRMED ||
-		(to == CMD_AUTHORIZED && !authorize_alone(args[0])) ||
-		to == CMD_REJECTED || to == CMD_CANCELED)
+	cmd = lock_command(st.command_id, &cmddesc);
+	if (cmd == NULL)
+		no_command(st.command_id);
+	why = cscp_command_step_refusal(cmd, cmddesc, st.to, &result_state);
+	if (why != NULL && strcmp(why, "not_answered") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("command %s cannot be confirmed without the user's answer",
+						DatumGetCString(DirectFunctionCall1(uuid_out, st.command_id))),
+				 errdetail("A command is confirmed only by the user's answer to its question."),
+				 errhint("Record the user's answer with cscp.confirm.")));
+	if (why == NULL)
+		why = st.context_refusal;
+	if (why != NULL)
 	{
-		cscp_spi_plan(&context_plan,
-					  "SELECT " CONTEXT_COLUMNS " FROM cscp.command c JOIN cscp.context x"
-					  "    ON x.tenant_id = c.tenant_id AND x.context_id = c.context_id"
-					  " WHERE c.command_id = $1 FOR UPDATE OF x",
-					  1, find_types);
-		if (SPI_execute_plan(context_plan, args, NULL, false, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not lock a context");
-		if (SPI_processed == 1)
-		{
-			ctx = SPI_tuptable->vals[0];
-			ctxdesc = SPI_tuptable->tupdesc;
-		}
+		cscp_command_record_refusal(cmd, cmddesc, result_state, st.to, why,
+									refusal_detail(st.reason == (Datum) 0 ? NULL :
+												   TextDatumGetCString(st.reason), st.detail));
+		reason = (char *) why;
 	}
-	/*
-	 * An approval or confirmation request is refused also for its context's
-	 * sake (not live, blocked), which only this function knows: with that
-	 * reason when the command's own rules allow the step.  A command with no
-	 * context (inserted directly without one) has no slot to ask in: its
-	 * step to confirmation_required asks nothing, as before.
-	 */
-	if (asking && ctx == NULL)
-		asking = false;
-	if (approval || asking)
+	else
 	{
-		char	   *status = ctx ? spi_text(ctx, ctxdesc, "cscp.context", "status") : NULL;
-		bool		live = ctx != NULL &&
-			DatumGetTimestampTz(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "expires_at"),
-											 ctxdesc, &isnull)) > cscp_now();
-
-		if (status == NULL || !live ||
-			(strcmp(status, "active") != 0 && strcmp(status, "pending") != 0))
-			context_refusal = (live && status != NULL && strcmp(status, "blocked") == 0) ?
-				"context_blocked" :
-				(status != NULL && strcmp(status, "closed") == 0) ? "context_closed" : "context_expired";
-		else if (approval)
-			window = approval_window(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"),
-												  ctxdesc, &isnull));
-		else
-			window = policy_window(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"),
-												ctxdesc, &isnull), "confirmation_ttl");
+		step_write(&st, cmd, cmddesc, &reason);
+		accepted = true;
+		result_state = st.to;
 	}
-
-	{
-		/*
-		 * The step itself.  The command's row is locked and judged by the
-		 * command trigger's own rules (cscp_command_step_refusal); a refused
-		 * step is recorded as an invalid_transition_attempt and returned, and
-		 * only an allowed one is written, by an UPDATE that the trigger
-		 * judges again and that RLS, privileges and triggers apply to.
-		 */
-		HeapTuple	cmd = lock_command(PG_GETARG_DATUM(0), &cmddesc);
-		const char *why;
-		MovedCommand m;
-
-		if (cmd == NULL)
-			no_command(PG_GETARG_DATUM(0));
-		why = cscp_command_step_refusal(cmd, cmddesc, to, &result_state);
-		if (why != NULL && strcmp(why, "not_answered") == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("command %s cannot be confirmed without the user's answer",
-							DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0)))),
-					 errdetail("A command is confirmed only by the user's answer to its question."),
-					 errhint("Record the user's answer with cscp.confirm.")));
-		if (why == NULL)
-			why = context_refusal;
-		if (why != NULL)
-		{
-			cscp_command_record_refusal(cmd, cmddesc, result_state, to, why,
-										refusal_detail(reason_code, detail));
-			accepted = false;
-			result_reason = MemoryContextStrdup(callerctx, why);
-		}
-		else if (!move_command(cmd, cmddesc, to, PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2),
-							   detail, window, !approval && !asking, &m))
-			no_command(PG_GETARG_DATUM(0));
-		else
-		{
-			if (m.reason_code != NULL)
-				result_reason = MemoryContextStrdup(callerctx, m.reason_code);
-
-			if (approval)
-				request_approval(ctx, ctxdesc, PG_GETARG_DATUM(0), approver, window);
-			else if (asking)
-				ask_confirmation(ctx, ctxdesc, PG_GETARG_DATUM(0),
-								 DatumGetTextPP(heap_getattr(cmd, cscp_column(cmddesc, "cscp.command",
-																			  "idempotency_key"),
-															 cmddesc, &isnull)),
-								 command_fingerprint(cmd, cmddesc), window, NULL);
-			else if (ctx != NULL && (to == CMD_CONFIRMED || to == CMD_AUTHORIZED ||
-									 to == CMD_REJECTED || to == CMD_CANCELED))
-				cscp_context_release(ctx, ctxdesc, PG_GETARG_DATUM(0), NULL);
-
-			if (to == CMD_EXECUTED && m.recovery_kind != NULL &&
-				strcmp(m.recovery_kind, "compensate") == 0 && !m.target_null)
-				compensate_target(m.tenant, PG_GETARG_DATUM(0), m.target);
-			accepted = true;
-			result_state = to;
-		}
-	}
+	if (reason != NULL)
+		reason = MemoryContextStrdup(callerctx, reason);
 	SPI_finish();
 
 	values[0] = BoolGetDatum(accepted);
 	values[1] = cscp_command_state_datum(state_type, result_state);
-	if (result_reason != NULL)
-		values[2] = CStringGetTextDatum(result_reason);
+	if (reason != NULL)
+		values[2] = CStringGetTextDatum(reason);
 	else
 		result_nulls[2] = true;
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, result_nulls);
 	return (Datum) 0;
-}
-
-/* A whole jsonb as a value that pushJsonbValue copies in. */
-static JsonbValue *
-binary_value(Jsonb *j, JsonbValue *v)
-{
-	v->type = jbvBinary;
-	v->val.binary.data = &j->root;
-	v->val.binary.len = VARSIZE(j) - VARHDRSZ;
-	return v;
-}
-
-/* Field name of composite rec as a C string, or NULL. */
-static char *
-field_text(HeapTupleHeader rec, const char *name)
-{
-	bool		isnull;
-	Datum		d = GetAttributeByName(rec, name, &isnull);
-
-	return isnull ? NULL : TextDatumGetCString(d);
-}
-
-/* What a frame records of a context. */
-typedef struct FrameContext
-{
-	const char *tenant_id;
-	const char *conversation_id;
-	const char *actor_id;
-	const char *status;
-	const char *expires_at;		/* UTC text */
-	const char *last_message_id;
-	Jsonb	   *slots;
-} FrameContext;
-
-/* Whether a jsonb key is one of the pending-question slots. */
-static bool
-is_pending_key(JsonbValue *key)
-{
-	return (key->val.string.len == (int) strlen("pending_confirmation") &&
-			memcmp(key->val.string.val, "pending_confirmation", key->val.string.len) == 0) ||
-		(key->val.string.len == (int) strlen("pending_approval") &&
-		 memcmp(key->val.string.val, "pending_approval", key->val.string.len) == 0);
-}
-
-/*
- * The canonical context state a command frame records: the context's
- * identity, status, expiry (UTC), last message and slots, with the ids of
- * pending commands left out of the pending slots (they are random, and the
- * same calls must give the same hash on every database), and the command's
- * message ids.
- */
-static Jsonb *
-frame_state(const FrameContext *c, ArrayType *message_ids)
-{
-	JsonbParseState *st = NULL;
-	JsonbValue	k,
-				v;
-	JsonbValue *result;
-
-	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-	cscp_jsonb_push_text(&st, "tenant_id", c->tenant_id);
-	cscp_jsonb_push_text(&st, "conversation_id", c->conversation_id);
-	cscp_jsonb_push_text(&st, "actor_id", c->actor_id);
-	cscp_jsonb_push_text(&st, "status", c->status);
-	cscp_jsonb_push_text(&st, "expires_at", c->expires_at);
-	cscp_jsonb_push_text(&st, "last_message_id", c->last_message_id);
-
-	k.type = jbvString;
-	k.val.string.val = "slots";
-	k.val.string.len = strlen("slots");
-	pushJsonbValue(&st, WJB_KEY, &k);
-	if (c->slots == NULL)
-	{
-		v.type = jbvNull;
-		pushJsonbValue(&st, WJB_VALUE, &v);
-	}
-	else if (!JB_ROOT_IS_OBJECT(c->slots))
-		pushJsonbValue(&st, WJB_VALUE, binary_value(c->slots, &v));
-	else
-	{
-		JsonbIterator *it = JsonbIteratorInit(&c->slots->root);
-		JsonbIteratorToken tok;
-		bool		pending = false;
-
-		while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
-		{
-			if (tok == WJB_KEY)
-			{
-				pending = is_pending_key(&v);
-				pushJsonbValue(&st, WJB_KEY, &v);
-			}
-			else if (tok == WJB_VALUE && pending && v.type == jbvBinary &&
-					 JsonContainerIsObject(v.val.binary.data))
-			{
-				Jsonb	   *obj = JsonbValueToJsonb(&v);
-				JsonbValue	w;
-
-				obj = DatumGetJsonbP(DirectFunctionCall2(jsonb_delete, JsonbPGetDatum(obj),
-														 CStringGetTextDatum("command_id")));
-				pushJsonbValue(&st, WJB_VALUE, binary_value(obj, &w));
-			}
-			else
-				pushJsonbValue(&st, tok, tok == WJB_BEGIN_OBJECT || tok == WJB_END_OBJECT ?
-							   NULL : &v);
-		}
-	}
-
-	k.val.string.val = "message_ids";
-	k.val.string.len = strlen("message_ids");
-	pushJsonbValue(&st, WJB_KEY, &k);
-	if (message_ids == NULL)
-	{
-		v.type = jbvNull;
-		pushJsonbValue(&st, WJB_VALUE, &v);
-	}
-	else
-	{
-		Datum	   *elems;
-		bool	   *nulls;
-		int			n;
-
-		deconstruct_array(message_ids, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
-		pushJsonbValue(&st, WJB_BEGIN_ARRAY, NULL);
-		for (int i = 0; i < n; i++)
-		{
-			if (nulls[i])
-				v.type = jbvNull;
-			else
-			{
-				text	   *t = DatumGetTextPP(elems[i]);
-
-				v.type = jbvString;
-				v.val.string.val = VARDATA_ANY(t);
-				v.val.string.len = VARSIZE_ANY_EXHDR(t);
-			}
-			pushJsonbValue(&st, WJB_ELEM, &v);
-		}
-		pushJsonbValue(&st, WJB_END_ARRAY, NULL);
-	}
-	result = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
-	return JsonbValueToJsonb(result);
-}
-
-PG_FUNCTION_INFO_V1(cscp_frame_state);
-
-/* cscp._frame_state(c cscp.context, message_ids text[]) RETURNS jsonb */
-Datum
-cscp_frame_state(PG_FUNCTION_ARGS)
-{
-	HeapTupleHeader rec;
-	FrameContext c;
-	bool		isnull;
-	Datum		d;
-
-	if (PG_ARGISNULL(0))
-		PG_RETURN_NULL();
-	rec = PG_GETARG_HEAPTUPLEHEADER(0);
-	c.tenant_id = field_text(rec, "tenant_id");
-	c.conversation_id = field_text(rec, "conversation_id");
-	c.actor_id = field_text(rec, "actor_id");
-	d = GetAttributeByName(rec, "status", &isnull);
-	c.status = isnull ? NULL : DatumGetCString(DirectFunctionCall1(enum_out, d));
-	d = GetAttributeByName(rec, "expires_at", &isnull);
-	c.expires_at = isnull ? NULL : cscp_utc_iso(DatumGetTimestampTz(d));
-	c.last_message_id = field_text(rec, "last_message_id");
-	d = GetAttributeByName(rec, "slots", &isnull);
-	c.slots = isnull ? NULL : DatumGetJsonbP(d);
-	PG_RETURN_JSONB_P(frame_state(&c, PG_ARGISNULL(1) ? NULL : PG_GETARG_ARRAYTYPE_P(1)));
 }
 
 /* Raise 22023 unless value (named argname) is null or a JSON object. */
@@ -1181,255 +964,233 @@ cscp_context_for(text *tenant, text *conversation, text *actor, HeapTuple *ctx, 
 	return true;
 }
 
-/*
- * Form a command, or replay the one its idempotency key already names.
- * Locks, in order: the advisory lock of (tenant, key), the context of
- * (tenant, conversation, actor) -- the live one, else the latest -- then
- * the command rows.  The caller is connected to SPI.
- */
-static void
-command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerctx)
+/* Whether command row cmd is what request q asks for (a replay, not a conflict). */
+static bool
+same_request(HeapTuple cmd, TupleDesc desc, const CommandRequest *q)
 {
-	static SPIPlanPtr key_plan = NULL;
-	static SPIPlanPtr expire_plan = NULL;
-	static SPIPlanPtr frame_find_plan = NULL;
-	static SPIPlanPtr frame_insert_plan = NULL;
-	static SPIPlanPtr insert_plan = NULL;
-	static SPIPlanPtr reject_plan = NULL;
-	static SPIPlanPtr use_plan = NULL;
-	static const Oid key_types[2] = {TEXTOID, TEXTOID};
-	static const Oid id_types[2] = {TEXTOID, UUIDOID};
-	static const Oid frame_find_types[3] = {TEXTOID, UUIDOID, TEXTOID};
-	static const Oid frame_insert_types[6] = {TEXTOID, UUIDOID, TEXTOID, UUIDOID, JSONBOID,
-	TIMESTAMPTZOID};
-	static const Oid insert_types[17] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, UUIDOID, UUIDOID,
-		JSONBOID, TEXTARRAYOID, TEXTOID, BOOLOID, BOOLOID, JSONBOID, TEXTOID, UUIDOID,
-	TEXTOID, TEXTOID, TIMESTAMPTZOID};
-	static const Oid reject_types[3] = {TEXTOID, UUIDOID, TEXTOID};
-	static const Oid use_types[4] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID};
-	TimestampTz now = cscp_now();
-	Datum		tenant = PointerGetDatum(q->tenant_id);
-	Datum		args[17];
-	char		nulls[17];
-	SPITupleTable *tt;
-	HeapTuple	cmd,
-				ctx = NULL;
-	TupleDesc	cmddesc,
-				ctxdesc = NULL;
 	bool		isnull;
-	bool		usable = false;
-	bool		asking;
-	Datum		window = (Datum) 0;
-	const char *reason = q->refuse_reason;
-	char	   *status = NULL;
-	Datum		context_id = (Datum) 0,
-				frame_id = (Datum) 0;
-	bool		has_frame = false;
-	char	   *hash = NULL;
-	Jsonb	   *context_ref = NULL;
-	bool		auto_confirm = false;
-	char	   *tenant_c = text_to_cstring(q->tenant_id);
-	char	   *name_c = text_to_cstring(q->command_name);
-	text	   *last_message = last_message_id(q->message_ids);
+	Datum		target;
 
-	memset(nulls, ' ', sizeof(nulls));
+	if (text_differs(cmd, desc, "conversation_id", q->conversation_id) ||
+		text_differs(cmd, desc, "actor_id", q->actor_id) ||
+		text_differs(cmd, desc, "command_name", q->command_name) ||
+		DatumGetBool(spi_col(cmd, desc, "cscp.command", "mutating", &isnull)) != q->mutating ||
+		compareJsonbContainers(&DatumGetJsonbP(spi_col(cmd, desc, "cscp.command",
+													   "payload", &isnull))->root,
+							   &q->payload->root) != 0 ||
+		text_differs(cmd, desc, "target_fingerprint", q->target_fingerprint) ||
+		text_differs(cmd, desc, "recovery_kind", q->recovery_kind))
+		return false;
+	target = spi_col(cmd, desc, "cscp.command", "target_command_id", &isnull);
+	if (isnull != !q->has_target)
+		return false;
+	return isnull || DatumGetBool(DirectFunctionCall2(uuid_eq, target, q->target_command_id));
+}
 
-	/* Every submit of one key is serialised. */
+/*
+ * The replay step of forming a command: every submit of one key is
+ * serialised (an advisory lock of tenant and key), and a command already
+ * under the key (committed while we waited for the lock, too) is answered
+ * as a replay when it is the same request (true, *r filled in), or refused
+ * (23505) when it is not.  False when the key is new.
+ */
+static bool
+command_replay(const CommandRequest *q, CommandResult *r, MemoryContext callerctx)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[2] = {TEXTOID, TEXTOID};
+	Datum		args[2] = {PointerGetDatum(q->tenant_id), PointerGetDatum(q->idempotency_key)};
+	SPITupleTable *tt;
+	HeapTuple	cmd;
+
 	cscp_key_lock(q->tenant_id, VARDATA_ANY(q->idempotency_key),
 				  VARSIZE_ANY_EXHDR(q->idempotency_key));
-
-	/* A command already under the key (committed while we waited for its lock, too) replays. */
-	args[0] = tenant;
-	args[1] = PointerGetDatum(q->idempotency_key);
-	cscp_spi_plan(&key_plan,
+	cscp_spi_plan(&plan,
 				  "SELECT " COMMAND_RESULT_COLUMNS ", x.conversation_id, x.actor_id, x.command_name,"
 				  "       x.mutating, x.payload, x.target_fingerprint, x.recovery_kind,"
 				  "       x.target_command_id"
 				  "  FROM cscp.command x WHERE x.tenant_id = $1 AND x.idempotency_key = $2",
-				  2, key_types);
-	tt = run(key_plan, args, NULL, false, SPI_OK_SELECT);
-	if (SPI_processed == 1)
-	{
-		cmd = tt->vals[0];
-		cmddesc = tt->tupdesc;
-		if (text_differs(cmd, cmddesc, "conversation_id", q->conversation_id) ||
-			text_differs(cmd, cmddesc, "actor_id", q->actor_id) ||
-			text_differs(cmd, cmddesc, "command_name", q->command_name) ||
-			DatumGetBool(spi_col(cmd, cmddesc, "cscp.command", "mutating", &isnull)) != q->mutating ||
-			compareJsonbContainers(&DatumGetJsonbP(spi_col(cmd, cmddesc, "cscp.command",
-														   "payload", &isnull))->root,
-								   &q->payload->root) != 0 ||
-			text_differs(cmd, cmddesc, "target_fingerprint", q->target_fingerprint) ||
-			text_differs(cmd, cmddesc, "recovery_kind", q->recovery_kind))
-			goto conflict;
-		{
-			Datum		target = spi_col(cmd, cmddesc, "cscp.command", "target_command_id", &isnull);
-
-			if (isnull != !q->has_target ||
-				(!isnull && !DatumGetBool(DirectFunctionCall2(uuid_eq, target, q->target_command_id))))
-				goto conflict;
-		}
-		command_result(cmd, cmddesc, true, r, callerctx);
-		return;
-
-conflict:
+				  2, types);
+	tt = run(plan, args, NULL, false, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	cmd = tt->vals[0];
+	if (!same_request(cmd, tt->tupdesc, q))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNIQUE_VIOLATION),
 				 errmsg("idempotency key \"%s\" was already used for a different command",
 						text_to_cstring(q->idempotency_key)),
 				 errdetail("Command %s (%s) of conversation %s has this key.",
-						   spi_text(cmd, cmddesc, "cscp.command", "command_id"),
-						   spi_text(cmd, cmddesc, "cscp.command", "command_name"),
-						   spi_text(cmd, cmddesc, "cscp.command", "conversation_id")),
+						   spi_text(cmd, tt->tupdesc, "cscp.command", "command_id"),
+						   spi_text(cmd, tt->tupdesc, "cscp.command", "command_name"),
+						   spi_text(cmd, tt->tupdesc, "cscp.command", "conversation_id")),
 				 errhint("Use a new idempotency key for a new command; resend the same request to replay it.")));
-	}
+	command_result(cmd, tt->tupdesc, true, r, callerctx);
+	return true;
+}
 
-	if (cscp_context_for(q->tenant_id, q->conversation_id, q->actor_id, &ctx, &ctxdesc))
-	{
-		status = spi_text(ctx, ctxdesc, "cscp.context", "status");
-		context_id = spi_col(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
-		usable = cscp_status_live(status) &&
-			DatumGetTimestampTz(spi_col(ctx, ctxdesc, "cscp.context", "expires_at", &isnull)) > now;
-	}
+/* A new command as it is being formed: its context, snapshot and first state. */
+typedef struct Formation
+{
+	HeapTuple	ctx;			/* the context row (CONTEXT_COLUMNS), locked, or NULL */
+	TupleDesc	ctxdesc;
+	Datum		context_id;		/* uuid, when ctx */
+	bool		usable;			/* ctx is live and not past expires_at */
+	const char *reason;			/* refused at once with this reason, or NULL */
+	Datum		frame_id;		/* uuid, when has_frame */
+	bool		has_frame;
+	char	   *hash;			/* the frame's SHA-256, or NULL */
+	Jsonb	   *context_ref;	/* {context_id, frame_id, context_hash, expires_at}, or NULL */
+	bool		auto_confirm;
+	bool		asking;			/* it waits in confirmation_required at once */
+	Datum		window;			/* its window's end, when asking */
+	Datum		command_id;		/* uuid chosen before the insert, when asking */
+} Formation;
 
-	if (reason == NULL && q->context_required)
+/*
+ * The context step: the context of (tenant, conversation, actor) -- the
+ * live one, else the latest -- locked, and whether the command is refused
+ * for its sake: no_context, context_expired (a context past its
+ * expires_at is recorded expired, by TTL, on the way), or context_blocked
+ * for a mutating command.  A refusal the request carries comes first.
+ */
+static void
+form_context(const CommandRequest *q, Formation *f)
+{
+	static SPIPlanPtr expire_plan = NULL;
+	static const Oid types[2] = {TEXTOID, UUIDOID};
+	char	   *status = NULL;
+	bool		isnull;
+
+	f->reason = q->refuse_reason;
+	if (cscp_context_for(q->tenant_id, q->conversation_id, q->actor_id, &f->ctx, &f->ctxdesc))
 	{
-		if (ctx == NULL)
-			reason = "no_context";
-		else if (!usable)
+		status = spi_text(f->ctx, f->ctxdesc, "cscp.context", "status");
+		f->context_id = spi_col(f->ctx, f->ctxdesc, "cscp.context", "context_id", &isnull);
+		f->usable = cscp_status_live(status) &&
+			DatumGetTimestampTz(spi_col(f->ctx, f->ctxdesc, "cscp.context", "expires_at",
+										&isnull)) > cscp_now();
+	}
+	if (f->reason != NULL || !q->context_required)
+		return;
+	if (f->ctx == NULL)
+		f->reason = "no_context";
+	else if (!f->usable)
+	{
+		f->reason = "context_expired";
+		/* The expiry invariant made durable: recorded expired, by TTL. */
+		if (cscp_status_live(status))
 		{
-			reason = "context_expired";
-			/* The expiry invariant made durable: recorded expired, by TTL. */
-			if (cscp_status_live(status))
+			Datum		args[2] = {PointerGetDatum(q->tenant_id), f->context_id};
+			SPITupleTable *tt;
+
+			cscp_spi_plan(&expire_plan,
+						  "UPDATE cscp.context x SET status = 'expired', reason = 'ttl'"
+						  " WHERE x.tenant_id = $1 AND x.context_id = $2"
+						  " RETURNING " CONTEXT_COLUMNS,
+						  2, types);
+			tt = run(expire_plan, args, NULL, false, SPI_OK_UPDATE_RETURNING);
+			if (SPI_processed == 1)
 			{
-				args[0] = tenant;
-				args[1] = context_id;
-				cscp_spi_plan(&expire_plan,
-							  "UPDATE cscp.context x SET status = 'expired', reason = 'ttl'"
-							  " WHERE x.tenant_id = $1 AND x.context_id = $2"
-							  " RETURNING " CONTEXT_COLUMNS,
-							  2, id_types);
-				tt = run(expire_plan, args, NULL, false, SPI_OK_UPDATE_RETURNING);
-				if (SPI_processed == 1)
-				{
-					ctx = tt->vals[0];
-					ctxdesc = tt->tupdesc;
-				}
+				f->ctx = tt->vals[0];
+				f->ctxdesc = tt->tupdesc;
 			}
 		}
-		else if (q->mutating && strcmp(status, "blocked") == 0)
-			reason = "context_blocked";
 	}
+	else if (q->mutating && strcmp(status, "blocked") == 0)
+		f->reason = "context_blocked";
+}
 
-	if (usable && reason == NULL)
+/*
+ * The snapshot step (snapshot-on-execute): a command formed against a
+ * usable context records the frame of the state it was formed from; every
+ * command with a context carries its context_ref.
+ */
+static void
+form_snapshot(const CommandRequest *q, Formation *f)
+{
+	JsonbParseState *st = NULL;
+	bool		isnull;
+
+	if (f->usable && f->reason == NULL)
 	{
-		/* Snapshot-on-execute: the frame of the state the command is formed from. */
-		FrameContext fc;
-		Jsonb	   *state;
-		StringInfoData buf;
-		Datum		d;
-
-		fc.tenant_id = tenant_c;
-		fc.conversation_id = spi_text(ctx, ctxdesc, "cscp.context", "conversation_id");
-		fc.actor_id = spi_text(ctx, ctxdesc, "cscp.context", "actor_id");
-		fc.status = status;
-		d = spi_col(ctx, ctxdesc, "cscp.context", "expires_at", &isnull);
-		fc.expires_at = cscp_utc_iso(DatumGetTimestampTz(d));
-		fc.last_message_id = spi_text(ctx, ctxdesc, "cscp.context", "last_message_id");
-		d = spi_col(ctx, ctxdesc, "cscp.context", "slots", &isnull);
-		fc.slots = isnull ? NULL : DatumGetJsonbP(d);
-		state = frame_state(&fc, q->message_ids);
-		initStringInfo(&buf);
-		cscp_canonical_append(&buf, state);
-		hash = cscp_sha256_hex(buf.data, buf.len);
-
-		args[0] = tenant;
-		args[1] = context_id;
-		args[2] = CStringGetTextDatum(hash);
-		{
-			pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
-
-			/* Usually a new state: insert first, look up only when it is known. */
-			cscp_routing_uuid(cscp_routing_hash_text(q->conversation_id), uuid);
-			args[0] = tenant;
-			args[1] = UUIDPGetDatum(uuid);
-			args[2] = PointerGetDatum(q->conversation_id);
-			args[3] = context_id;
-			args[4] = JsonbPGetDatum(state);
-			args[5] = TimestampTzGetDatum(now);
-			cscp_spi_plan(&frame_insert_plan,
-						  "INSERT INTO cscp.frame (tenant_id, frame_id, conversation_id, context_id,"
-						  "                        state, created_at)"
-						  " VALUES ($1, $2, $3, $4, $5, $6)"
-						  " ON CONFLICT (tenant_id, context_id, context_hash) DO NOTHING"
-						  " RETURNING frame_id",
-						  6, frame_insert_types);
-			tt = run(frame_insert_plan, args, NULL, false, SPI_OK_INSERT_RETURNING);
-		}
-		if (SPI_processed == 0)
-		{
-			args[0] = tenant;
-			args[1] = context_id;
-			args[2] = CStringGetTextDatum(hash);
-			cscp_spi_plan(&frame_find_plan,
-						  "SELECT f.frame_id FROM cscp.frame f"
-						  " WHERE f.tenant_id = $1 AND f.context_id = $2 AND f.context_hash = $3",
-						  3, frame_find_types);
-			tt = run(frame_find_plan, args, NULL, false, SPI_OK_SELECT);
-			if (SPI_processed != 1)
-				elog(ERROR, "frame %s of context %s is neither new nor found", hash,
-					 DatumGetCString(DirectFunctionCall1(uuid_out, context_id)));
-		}
-		frame_id = SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &isnull);
-		has_frame = true;
+		f->frame_id = cscp_frame_record(PointerGetDatum(q->tenant_id), q->conversation_id,
+										f->context_id,
+										cscp_frame_state(f->ctx, f->ctxdesc, q->message_ids),
+										&f->hash);
+		f->has_frame = true;
 	}
-	if (ctx != NULL)
+	if (f->ctx == NULL)
+		return;
+	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+	cscp_jsonb_push_text(&st, "context_id",
+						 DatumGetCString(DirectFunctionCall1(uuid_out, f->context_id)));
+	cscp_jsonb_push_text(&st, "frame_id", f->has_frame ?
+						 DatumGetCString(DirectFunctionCall1(uuid_out, f->frame_id)) : NULL);
+	cscp_jsonb_push_text(&st, "context_hash", f->hash);
+	cscp_jsonb_push_text(&st, "expires_at",
+						 cscp_utc_iso(DatumGetTimestampTz(spi_col(f->ctx, f->ctxdesc, "cscp.context",
+																  "expires_at", &isnull))));
+	f->context_ref = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
+}
+
+/*
+ * The question step: a mutating command that the tenant's policy does not
+ * auto-confirm asks for confirmation at once.  Its id and window are chosen
+ * now, and the question its context asks is superseded by it before it
+ * starts to wait (a context asks one question at a time).
+ */
+static void
+form_question(const CommandRequest *q, Formation *f)
+{
+	f->auto_confirm = q->mutating && f->reason == NULL &&
+		cscp_policy_lists(cscp_policy_get(text_to_cstring(q->tenant_id)), "auto_confirm",
+						  text_to_cstring(q->command_name));
+	f->asking = f->usable && f->reason == NULL && q->mutating && !f->auto_confirm;
+	if (f->asking)
 	{
-		JsonbParseState *st = NULL;
-		JsonbValue	k,
-					v;
-		char	   *ctxid = DatumGetCString(DirectFunctionCall1(uuid_out, context_id));
+		pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
 
-		pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-		cscp_jsonb_push_text(&st, "context_id", ctxid);
-		cscp_jsonb_push_text(&st, "frame_id", has_frame ?
-				  DatumGetCString(DirectFunctionCall1(uuid_out, frame_id)) : NULL);
-		cscp_jsonb_push_text(&st, "context_hash", hash);
-		cscp_jsonb_push_text(&st, "expires_at",
-				  cscp_utc_iso(DatumGetTimestampTz(spi_col(ctx, ctxdesc, "cscp.context",
-														   "expires_at", &isnull))));
-		(void) k;
-		(void) v;
-		context_ref = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
+		cscp_routing_uuid(cscp_routing_hash_text(q->conversation_id), uuid);
+		f->command_id = UUIDPGetDatum(uuid);
+		f->window = policy_window(PointerGetDatum(q->tenant_id), "confirmation_ttl");
+		supersede_question(f->ctx, f->ctxdesc, false, f->command_id);
 	}
+}
 
-	auto_confirm = q->mutating && reason == NULL &&
-		cscp_policy_lists(cscp_policy_get(tenant_c), "auto_confirm", name_c);
+/*
+ * The insert step: the command row, canonicalized, or confirmation_required
+ * with its window when asking (the trigger records both steps, received ->
+ * canonicalized -> confirmation_required, as an insert and an update
+ * would).  Returns the row (COMMAND_RESULT_COLUMNS), its descriptor in
+ * *desc.
+ */
+static HeapTuple
+insert_command(const CommandRequest *q, const Formation *f, TupleDesc *desc)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[18] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, UUIDOID, UUIDOID,
+		JSONBOID, TEXTARRAYOID, TEXTOID, BOOLOID, BOOLOID, JSONBOID, TEXTOID, UUIDOID,
+	TEXTOID, TEXTOID, TIMESTAMPTZOID, UUIDOID};
+	Datum		args[18];
+	char		nulls[18];
+	SPITupleTable *tt;
 
-	/*
-	 * A mutating command that is not auto-confirmed asks for confirmation
-	 * at once: it is inserted in confirmation_required with its window, and
-	 * the trigger records both steps (received -> canonicalized ->
-	 * confirmation_required), as an insert and an update would.
-	 */
-	asking = usable && reason == NULL && q->mutating && !auto_confirm;
-	if (asking)
-		window = policy_window(tenant, "confirmation_ttl");
-
-	args[0] = tenant;
+	memset(nulls, ' ', sizeof(nulls));
+	args[0] = PointerGetDatum(q->tenant_id);
 	args[1] = PointerGetDatum(q->idempotency_key);
 	args[2] = PointerGetDatum(q->conversation_id);
 	args[3] = PointerGetDatum(q->actor_id);
-	args[4] = context_id;
-	nulls[4] = ctx ? ' ' : 'n';
-	args[5] = frame_id;
-	nulls[5] = has_frame ? ' ' : 'n';
-	args[6] = PointerGetDatum(context_ref);
-	nulls[6] = context_ref ? ' ' : 'n';
+	args[4] = f->context_id;
+	nulls[4] = f->ctx ? ' ' : 'n';
+	args[5] = f->frame_id;
+	nulls[5] = f->has_frame ? ' ' : 'n';
+	args[6] = PointerGetDatum(f->context_ref);
+	nulls[6] = f->context_ref ? ' ' : 'n';
 	args[7] = PointerGetDatum(q->message_ids);
 	args[8] = PointerGetDatum(q->command_name);
 	args[9] = BoolGetDatum(q->mutating);
-	args[10] = BoolGetDatum(auto_confirm);
+	args[10] = BoolGetDatum(f->auto_confirm);
 	args[11] = JsonbPGetDatum(q->payload);
 	args[12] = PointerGetDatum(q->target_fingerprint);
 	nulls[12] = q->target_fingerprint ? ' ' : 'n';
@@ -1437,67 +1198,103 @@ conflict:
 	nulls[13] = q->has_target ? ' ' : 'n';
 	args[14] = PointerGetDatum(q->recovery_kind);
 	nulls[14] = q->recovery_kind ? ' ' : 'n';
-	args[15] = CStringGetTextDatum(asking ? "confirmation_required" : "canonicalized");
-	args[16] = window;
-	nulls[16] = asking ? ' ' : 'n';
-	cscp_spi_plan(&insert_plan,
+	args[15] = CStringGetTextDatum(f->asking ? "confirmation_required" : "canonicalized");
+	args[16] = f->window;
+	nulls[16] = f->asking ? ' ' : 'n';
+	args[17] = f->command_id;
+	nulls[17] = f->asking ? ' ' : 'n';
+	cscp_spi_plan(&plan,
 				  "INSERT INTO cscp.command AS x (tenant_id, idempotency_key, conversation_id,"
 				  "    actor_id, context_id, frame_id, context_ref, message_ids, command_name,"
 				  "    mutating, auto_confirm, payload, target_fingerprint, state,"
-				  "    target_command_id, recovery_kind, window_expires_at)"
+				  "    target_command_id, recovery_kind, window_expires_at, command_id)"
 				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
-				  "         $16::cscp.command_state, $14, $15, $17)"
+				  "         $16::cscp.command_state, $14, $15, $17, $18)"
 				  " RETURNING " COMMAND_RESULT_COLUMNS,
-				  17, insert_types);
-	tt = run(insert_plan, args, nulls, false, SPI_OK_INSERT_RETURNING);
-	cmd = tt->vals[0];
-	cmddesc = tt->tupdesc;
-	memset(nulls, ' ', sizeof(nulls));
+				  18, types);
+	tt = run(plan, args, nulls, false, SPI_OK_INSERT_RETURNING);
+	*desc = tt->tupdesc;
+	return tt->vals[0];
+}
 
-	if (reason != NULL)
-	{
-		args[0] = tenant;
-		args[1] = spi_col(cmd, cmddesc, "cscp.command", "command_id", &isnull);
-		args[2] = CStringGetTextDatum(reason);
-		cscp_spi_plan(&reject_plan,
-					  "UPDATE cscp.command x SET state = 'rejected', reason_code = $3"
-					  " WHERE x.tenant_id = $1 AND x.command_id = $2"
-					  " RETURNING " COMMAND_RESULT_COLUMNS,
-					  3, reject_types);
-		tt = run(reject_plan, args, NULL, false, SPI_OK_UPDATE_RETURNING);
-		command_result(tt->vals[0], tt->tupdesc, false, r, callerctx);
+/* A command refused as it is formed: rejected with reason, so its key replays the refusal. */
+static void
+reject_command(const CommandRequest *q, Datum command_id, const char *reason, CommandResult *r,
+			   MemoryContext callerctx)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[3] = {TEXTOID, UUIDOID, TEXTOID};
+	Datum		args[3] = {PointerGetDatum(q->tenant_id), command_id, CStringGetTextDatum(reason)};
+	SPITupleTable *tt;
+
+	cscp_spi_plan(&plan,
+				  "UPDATE cscp.command x SET state = 'rejected', reason_code = $3"
+				  " WHERE x.tenant_id = $1 AND x.command_id = $2"
+				  " RETURNING " COMMAND_RESULT_COLUMNS,
+				  3, types);
+	tt = run(plan, args, NULL, false, SPI_OK_UPDATE_RETURNING);
+	command_result(tt->vals[0], tt->tupdesc, false, r, callerctx);
+}
+
+/*
+ * The command becomes its context's last (a use: its TTL slides), with
+ * last_message as the context's last message when given.
+ */
+static void
+use_context(const CommandRequest *q, const Formation *f, Datum command_id, text *last_message)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[4] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID};
+	Datum		args[4] = {PointerGetDatum(q->tenant_id), f->context_id, command_id,
+	PointerGetDatum(last_message)};
+	char		nulls[4] = {' ', ' ', ' ', last_message ? ' ' : 'n'};
+
+	cscp_spi_plan(&plan,
+				  "UPDATE cscp.context x"
+				  "   SET last_command_id = $3,"
+				  "       last_message_id = coalesce($4, x.last_message_id),"
+				  "       expires_at = cscp.context_touch(x)"
+				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
+				  4, types);
+	run(plan, args, nulls, false, SPI_OK_UPDATE);
+}
+
+/*
+ * Form a command, or replay the one its idempotency key already names, in
+ * named steps: replay, context, snapshot, question, insert, then the
+ * refusal or the context's use.  Locks, in order: the advisory lock of
+ * (tenant, key), the context of (tenant, conversation, actor), then the
+ * command rows.  The caller is connected to SPI.
+ */
+static void
+command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerctx)
+{
+	Formation	f = {0};
+	HeapTuple	cmd;
+	TupleDesc	cmddesc;
+	Datum		command_id;
+	bool		isnull;
+
+	if (command_replay(q, r, callerctx))
 		return;
-	}
-	if (!usable)
-	{
+	form_context(q, &f);
+	form_snapshot(q, &f);
+	form_question(q, &f);
+	cmd = insert_command(q, &f, &cmddesc);
+	command_id = spi_col(cmd, cmddesc, "cscp.command", "command_id", &isnull);
+	if (f.reason != NULL)
+		reject_command(q, command_id, f.reason, r, callerctx);
+	else if (!f.usable)
 		command_result(cmd, cmddesc, false, r, callerctx);
-		return;
-	}
-
-	/*
-	 * The command becomes its context's last (a use: its TTL slides); one
-	 * that asks for confirmation makes the context pending with it.
-	 */
-	if (asking)
-		ask_confirmation(ctx, ctxdesc, spi_col(cmd, cmddesc, "cscp.command", "command_id", &isnull),
-						 q->idempotency_key, q->target_fingerprint, window, last_message);
 	else
 	{
-		args[0] = tenant;
-		args[1] = context_id;
-		args[2] = spi_col(cmd, cmddesc, "cscp.command", "command_id", &isnull);
-		args[3] = PointerGetDatum(last_message);
-		nulls[3] = last_message ? ' ' : 'n';
-		cscp_spi_plan(&use_plan,
-					  "UPDATE cscp.context x"
-					  "   SET last_command_id = $3,"
-					  "       last_message_id = coalesce($4, x.last_message_id),"
-					  "       expires_at = cscp.context_touch(x)"
-					  " WHERE x.tenant_id = $1 AND x.context_id = $2",
-					  4, use_types);
-		run(use_plan, args, nulls, false, SPI_OK_UPDATE);
+		if (f.asking)
+			ask_confirmation(f.ctx, f.ctxdesc, command_id, q->idempotency_key,
+							 q->target_fingerprint, f.window, last_message_id(q->message_ids));
+		else
+			use_context(q, &f, command_id, last_message_id(q->message_ids));
+		command_result(cmd, cmddesc, false, r, callerctx);
 	}
-	command_result(cmd, cmddesc, false, r, callerctx);
 }
 
 /* Return r as the one row of a command_submit or command_recover call. */
@@ -1756,38 +1553,11 @@ command_text(HeapTuple t, TupleDesc desc, const char *name)
 	return isnull ? NULL : DatumGetTextPCopy(d);
 }
 
-PG_FUNCTION_INFO_V1(cscp_command_recover);
-
-/*
- * cscp.command_recover(target_command_id uuid, kind text, idempotency_key
- *                      text, payload jsonb)
- * RETURNS TABLE(command_id uuid, state cscp.command_state, replayed boolean,
- *               outcome jsonb)
- *
- * A new command aimed at the target, formed as command_submit forms one
- * (replayed by its idempotency key): retry and reprocess repeat the target
- * with payload merged over its own, cancel and compensate are commands
- * "<name>:<kind>".  A recovery that does not apply to the target's state is
- * rejected at once (recovery_not_applicable); a cancel that applies is
- * carried out here: the target canceled, the recovery command executed.
- */
-Datum
-cscp_command_recover(PG_FUNCTION_ARGS)
+/* Raise 22023 unless command_recover's arguments are well formed; its kind. */
+static char *
+recover_args(FunctionCallInfo fcinfo)
 {
-	static SPIPlanPtr target_plan = NULL;
-	static const Oid target_types[1] = {UUIDOID};
-	MemoryContext callerctx = CurrentMemoryContext;
-	CommandRequest q = {0};
-	CommandResult r;
 	char	   *kind;
-	Jsonb	   *payload;
-	HeapTuple	t;
-	TupleDesc	tdesc;
-	Oid			state_type;
-	CommandState target_state;
-	bool		applies;
-	bool		isnull;
-	Datum		target_id;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -1812,9 +1582,103 @@ cscp_command_recover(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("payload must not be null"),
 				 errhint("Pass '{}'.")));
-	payload = PG_GETARG_JSONB_P(3);
-	check_object("payload", payload);
-	target_id = PG_GETARG_DATUM(0);
+	check_object("payload", PG_GETARG_JSONB_P(3));
+	return kind;
+}
+
+/*
+ * Whether a recovery of kind applies to a target in state s: retry a
+ * failed command; reprocess a rejected, failed or canceled one; cancel one
+ * that has not finished (started included); compensate an executed or
+ * failed one.
+ */
+static bool
+recovery_applies(const char *kind, CommandState s)
+{
+	if (strcmp(kind, "retry") == 0)
+		return s == CMD_FAILED;
+	if (strcmp(kind, "reprocess") == 0)
+		return s == CMD_REJECTED || s == CMD_FAILED || s == CMD_CANCELED;
+	if (strcmp(kind, "cancel") == 0)
+		return s == CMD_RECEIVED || s == CMD_CANONICALIZED || s == CMD_CONFIRMATION_REQUIRED ||
+			s == CMD_CONFIRMED || s == CMD_AUTHZ_PENDING || s == CMD_AUTHORIZED || s == CMD_STARTED;
+	return s == CMD_EXECUTED || s == CMD_FAILED;
+}
+
+/*
+ * The command a recovery of kind forms against target t: retry and
+ * reprocess form the same command again (payload merged, mutating as the
+ * registry says); cancel and compensate form "<name>:<kind>", a
+ * compensation mutating.  Refused at once (recovery_not_applicable) when
+ * the kind does not apply; only a cancel needs no usable context.
+ */
+static void
+recovery_request(HeapTuple t, TupleDesc tdesc, const char *kind, text *key, Jsonb *payload,
+				 bool applies, CommandRequest *q)
+{
+	bool		isnull;
+
+	q->conversation_id = command_text(t, tdesc, "conversation_id");
+	q->actor_id = command_text(t, tdesc, "actor_id");
+	q->idempotency_key = key;
+	q->message_ids = DatumGetArrayTypeP(spi_col(t, tdesc, "cscp.command", "message_ids", &isnull));
+	if (strcmp(kind, "retry") == 0 || strcmp(kind, "reprocess") == 0)
+	{
+		Datum		own = spi_col(t, tdesc, "cscp.command", "payload", &isnull);
+
+		q->command_name = command_text(t, tdesc, "command_name");
+		q->mutating = cscp_registry_mutating(q->tenant_id, q->command_name,
+											 DatumGetBool(spi_col(t, tdesc, "cscp.command", "mutating", &isnull)),
+											 CSCP_REGISTRY_RECOVERY);
+		q->payload = DatumGetJsonbP(DirectFunctionCall2(jsonb_concat, own, JsonbPGetDatum(payload)));
+		q->target_fingerprint = command_text(t, tdesc, "target_fingerprint");
+	}
+	else
+	{
+		q->command_name = cstring_to_text(psprintf("%s:%s",
+												   text_to_cstring(command_text(t, tdesc, "command_name")),
+												   kind));
+		q->mutating = strcmp(kind, "compensate") == 0 &&
+			cscp_registry_mutating(q->tenant_id, q->command_name, true, CSCP_REGISTRY_RECOVERY);
+		q->payload = payload;
+	}
+	q->has_target = true;
+	q->target_command_id = spi_col(t, tdesc, "cscp.command", "command_id", &isnull);
+	q->recovery_kind = cstring_to_text(kind);
+	q->refuse_reason = applies ? NULL : "recovery_not_applicable";
+	q->context_required = strcmp(kind, "cancel") != 0;
+}
+
+PG_FUNCTION_INFO_V1(cscp_command_recover);
+
+/*
+ * cscp.command_recover(target_command_id uuid, kind text, idempotency_key
+ *                      text, payload jsonb)
+ * RETURNS TABLE(command_id uuid, state cscp.command_state, replayed boolean,
+ *               outcome jsonb)
+ *
+ * A new command aimed at the target, formed as command_submit forms one
+ * (replayed by its idempotency key): retry and reprocess repeat the target
+ * with payload merged over its own, cancel and compensate are commands
+ * "<name>:<kind>".  A recovery that does not apply to the target's state is
+ * rejected at once (recovery_not_applicable); a cancel that applies is
+ * carried out here: the target canceled, the recovery command executed.
+ */
+Datum
+cscp_command_recover(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr target_plan = NULL;
+	static const Oid target_types[1] = {UUIDOID};
+	MemoryContext callerctx = CurrentMemoryContext;
+	CommandRequest q = {0};
+	CommandResult r;
+	char	   *kind = recover_args(fcinfo);
+	HeapTuple	t;
+	TupleDesc	tdesc;
+	Oid			state_type;
+	bool		applies;
+	bool		isnull;
+	Datum		target_id = PG_GETARG_DATUM(0);
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	state_type = TupleDescAttr(((ReturnSetInfo *) fcinfo->resultinfo)->setDesc, 1)->atttypid;
@@ -1826,63 +1690,18 @@ cscp_command_recover(PG_FUNCTION_ARGS)
 				  1, target_types);
 	run(target_plan, &target_id, NULL, true, SPI_OK_SELECT);
 	if (SPI_processed != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("command %s does not exist",
-						DatumGetCString(DirectFunctionCall1(uuid_out, target_id))),
-				 errhint("Check the id, and that cscp.tenant_id names the command's tenant.")));
+		no_command(target_id);
 	t = SPI_copytuple(SPI_tuptable->vals[0]);
 	tdesc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
 	q.tenant_id = command_text(t, tdesc, "tenant_id");
 	cscp_check_tenant(q.tenant_id);
-	target_state = cscp_command_state_of(state_type, spi_col(t, tdesc, "cscp.command", "state", &isnull));
-
-	if (strcmp(kind, "retry") == 0)
-		applies = target_state == CMD_FAILED;
-	else if (strcmp(kind, "reprocess") == 0)
-		applies = target_state == CMD_REJECTED || target_state == CMD_FAILED ||
-			target_state == CMD_CANCELED;
-	else if (strcmp(kind, "cancel") == 0)
-		applies = target_state == CMD_RECEIVED || target_state == CMD_CANONICALIZED ||
-			target_state == CMD_CONFIRMATION_REQUIRED || target_state == CMD_CONFIRMED ||
-			target_state == CMD_AUTHZ_PENDING || target_state == CMD_AUTHORIZED ||
-			target_state == CMD_STARTED;
-	else
-		applies = target_state == CMD_EXECUTED || target_state == CMD_FAILED;
-
-	q.conversation_id = command_text(t, tdesc, "conversation_id");
-	q.actor_id = command_text(t, tdesc, "actor_id");
-	q.idempotency_key = PG_GETARG_TEXT_PP(2);
-	q.message_ids = DatumGetArrayTypeP(spi_col(t, tdesc, "cscp.command", "message_ids", &isnull));
-	if (strcmp(kind, "retry") == 0 || strcmp(kind, "reprocess") == 0)
-	{
-		Datum		own = spi_col(t, tdesc, "cscp.command", "payload", &isnull);
-
-		q.command_name = command_text(t, tdesc, "command_name");
-		q.mutating = cscp_registry_mutating(q.tenant_id, q.command_name,
-											DatumGetBool(spi_col(t, tdesc, "cscp.command", "mutating", &isnull)),
-											CSCP_REGISTRY_RECOVERY);
-		q.payload = DatumGetJsonbP(DirectFunctionCall2(jsonb_concat, own, JsonbPGetDatum(payload)));
-		q.target_fingerprint = command_text(t, tdesc, "target_fingerprint");
-	}
-	else
-	{
-		q.command_name = cstring_to_text(psprintf("%s:%s",
-												  text_to_cstring(command_text(t, tdesc, "command_name")),
-												  kind));
-		q.mutating = strcmp(kind, "compensate") == 0;
-		if (q.mutating)
-			q.mutating = cscp_registry_mutating(q.tenant_id, q.command_name, true,
-												CSCP_REGISTRY_RECOVERY);
-		q.payload = payload;
-	}
-	q.has_target = true;
-	q.target_command_id = spi_col(t, tdesc, "cscp.command", "command_id", &isnull);
-	q.recovery_kind = cstring_to_text(kind);
-	q.refuse_reason = applies ? NULL : "recovery_not_applicable";
-	q.context_required = strcmp(kind, "cancel") != 0;
+	applies = recovery_applies(kind, cscp_command_state_of(state_type,
+														   spi_col(t, tdesc, "cscp.command",
+																   "state", &isnull)));
+	recovery_request(t, tdesc, kind, PG_GETARG_TEXT_PP(2), PG_GETARG_JSONB_P(3), applies, &q);
 	command_create(&q, &r, callerctx);
 
+	/* A cancel that applies cancels its target at once, and records its own run. */
 	if (!r.replayed && applies && strcmp(kind, "cancel") == 0 && r.state == CMD_CANONICALIZED)
 	{
 		TupleDesc	rdesc;

@@ -149,6 +149,7 @@ typedef struct CommandFacts
 	TupleDesc	desc;			/* its descriptor */
 	Datum		context_id;		/* uuid, when has_context */
 	bool		has_context;
+	bool		lock_context;	/* read the context FOR SHARE (a step being written) */
 } CommandFacts;
 
 /* Whether an executed compensate recovery aims at the command. */
@@ -333,13 +334,16 @@ is_cancel(bool isnull, Datum kind)
  * closed, "context_expired" when it is expired (recorded or past its
  * expires_at at cscp.now()) or no longer exists; NULL while it is live or
  * when the command has no context.  Read as the caller (row-level
- * security applies as to any statement).
+ * security applies as to any statement); for a step being written
+ * (c->lock_context), FOR SHARE, so that the context cannot end until the
+ * step commits, and a step that waited for its end sees it.
  */
 static const char *
 context_ended(CommandFacts *c)
 {
-	static SPIPlanPtr plan = NULL;
+	static SPIPlanPtr plans[2] = {NULL, NULL};
 	static const Oid argtypes[2] = {TEXTOID, UUIDOID};
+	SPIPlanPtr	plan;
 	Datum		args[2];
 	const char *why = NULL;
 
@@ -347,10 +351,14 @@ context_ended(CommandFacts *c)
 		return NULL;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plan,
+	cscp_spi_plan(&plans[c->lock_context],
+				  c->lock_context ?
+				  "SELECT x.status::text, x.expires_at FROM cscp.context x"
+				  " WHERE x.tenant_id = $1 AND x.context_id = $2 FOR SHARE" :
 				  "SELECT x.status::text, x.expires_at FROM cscp.context x"
 				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
 				  2, argtypes);
+	plan = plans[c->lock_context];
 	args[0] = c->tenant_id;
 	args[1] = c->context_id;
 	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
@@ -660,6 +668,7 @@ row_facts(CmdRow r, TupleDesc desc)
 	c.desc = desc;
 	c.has_context = !ROW_N(r, cols.context_id);
 	c.context_id = ROW_V(r, cols.context_id);
+	c.lock_context = true;		/* the trigger judges a step being written */
 	return c;
 }
 
@@ -821,30 +830,16 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 				 errhint("Submit it with cscp.command_submit, then move it with cscp.command_transition.")));
 }
 
-/* The checks and defaults of INSERT; returns the tuple to store. */
-static HeapTuple
-guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
+/*
+ * The state a new command may be born in: received or canonicalized, or
+ * confirmation_required when it says all the two steps need (command_submit's
+ * insert of a mutating command: mutating, not auto-confirmed, a window).
+ */
+static void
+insert_state_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 {
-	TupleDesc	desc = RelationGetDescr(rel);
-	int			natts = desc->natts;
-	Datum	   *values = palloc0(natts * sizeof(Datum));
-	bool	   *nulls = palloc0(natts * sizeof(bool));
-	bool	   *repl = palloc0(natts * sizeof(bool));
-	CommandState state = get_state(tuple, desc);
-	bool		isnull,
-				convnull;
-	Datum		conv = heap_getattr(tuple, cols.conversation_id, desc, &convnull);
-	Datum		d;
-	const char *reason = NULL;
-	const char *decision = NULL;
-
 	if (state == CMD_CONFIRMATION_REQUIRED)
 	{
-		/*
-		 * Born asking for confirmation (command_submit's insert of a mutating
-		 * command): the row says all that the two steps need, and both are
-		 * recorded, as an insert canonicalized and an update would.
-		 */
 		if (!get_bool(tuple, desc, cols.mutating) || get_bool(tuple, desc, cols.auto_confirm) ||
 			is_null(tuple, desc, cols.window_expires_at))
 			ereport(ERROR,
@@ -859,69 +854,69 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 				 errmsg("a new command must be received or canonicalized, not %s",
 						cscp_command_state_names[state]),
 				 errhint("Submit it with cscp.command_submit, then move it with cscp.command_transition.")));
+}
 
-	d = heap_getattr(tuple, cols.command_id, desc, &isnull);
-	if (!convnull)
-	{
-		int32		hash = cscp_routing_hash_text(DatumGetTextPP(conv));
+/*
+ * An auto-confirmed command must be listed in its tenant's auto_confirm
+ * policy (22023); the policy that skipped confirmation is recorded with
+ * the acceptance: *decision and *reason for its evidence, else NULL.
+ */
+static void
+insert_auto_confirm(HeapTuple tuple, TupleDesc desc, const char **decision, const char **reason)
+{
+	char	   *tenant;
+	char	   *name;
 
-		if (isnull)
-		{
-			pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
+	*decision = *reason = NULL;
+	if (!get_bool(tuple, desc, cols.auto_confirm))
+		return;
+	tenant = SPI_getvalue(tuple, desc, cols.tenant_id);
+	name = SPI_getvalue(tuple, desc, cols.command_name);
+	if (tenant == NULL || name == NULL ||
+		!cscp_policy_lists(cscp_policy_get(tenant), "auto_confirm", name))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("command \"%s\" is not auto-confirmed by the policy of tenant \"%s\"",
+						name ? name : "", tenant ? tenant : ""),
+				 errhint("List the command in the policy key auto_confirm with cscp.policy_set, "
+						 "or let it go through confirmation.")));
+	*decision = "auto_confirm";
+	*reason = "policy.auto_confirm";
+}
 
-			cscp_routing_uuid(hash, uuid);
-			values[cols.command_id - 1] = UUIDPGetDatum(uuid);
-			repl[cols.command_id - 1] = true;
-		}
-		else if (cscp_routing_hash_uuid(DatumGetUUIDP(d)) != hash)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("command id %s does not carry the routing hash of its conversation",
-							SPI_getvalue(tuple, desc, cols.command_id)),
-					 errdetail("The first 32 bits of a command id must be cscp.routing_conversation_hash(conversation_id)."),
-					 errhint("Leave command_id null to have one generated.")));
-	}
+/*
+ * Whether it mutates is the registry's (registry.c), for a direct INSERT
+ * too; a cancel recovery ("<name>:cancel") changes nothing itself, and an
+ * empty name is left to the table's CHECK constraint.
+ */
+static void
+insert_registry_check(HeapTuple tuple, TupleDesc desc)
+{
+	bool		tnull,
+				nnull;
+	Datum		tenant = heap_getattr(tuple, cols.tenant_id, desc, &tnull);
+	Datum		name = heap_getattr(tuple, cols.command_name, desc, &nnull);
+	char	   *kind = SPI_getvalue(tuple, desc, cols.recovery_kind);
+	char	   *name_c = nnull ? NULL : TextDatumGetCString(name);
+	size_t		len = name_c ? strlen(name_c) : 0;
+	bool		cancel = kind != NULL && strcmp(kind, "cancel") == 0 &&
+		len > 7 && strcmp(name_c + len - 7, ":cancel") == 0;
 
-	if (get_bool(tuple, desc, cols.auto_confirm))
-	{
-		char	   *tenant = SPI_getvalue(tuple, desc, cols.tenant_id);
-		char	   *name = SPI_getvalue(tuple, desc, cols.command_name);
+	if (!tnull && len > 0 && !cancel)
+		(void) cscp_registry_mutating(DatumGetTextPP(tenant), DatumGetTextPP(name),
+									  get_bool(tuple, desc, cols.mutating),
+									  kind == NULL ? CSCP_REGISTRY_ROW : CSCP_REGISTRY_RECOVERY_ROW);
+}
 
-		if (tenant == NULL || name == NULL ||
-			!cscp_policy_lists(cscp_policy_get(tenant), "auto_confirm", name))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("command \"%s\" is not auto-confirmed by the policy of tenant \"%s\"",
-							name ? name : "", tenant ? tenant : ""),
-					 errhint("List the command in the policy key auto_confirm with cscp.policy_set, "
-							 "or let it go through confirmation.")));
-		/* The policy that skipped confirmation, recorded with the acceptance. */
-		decision = "auto_confirm";
-		reason = "policy.auto_confirm";
-	}
-
-	/*
-	 * Whether it mutates is the registry's (registry.c), for a direct INSERT
-	 * too; a cancel recovery ("<name>:cancel") changes nothing itself.
-	 */
-	{
-		bool		tnull,
-					nnull;
-		Datum		tenant = heap_getattr(tuple, cols.tenant_id, desc, &tnull);
-		Datum		name = heap_getattr(tuple, cols.command_name, desc, &nnull);
-		char	   *kind = SPI_getvalue(tuple, desc, SPI_fnumber(desc, "recovery_kind"));
-		char	   *name_c = nnull ? NULL : TextDatumGetCString(name);
-		size_t		len = name_c ? strlen(name_c) : 0;
-		bool		cancel = kind != NULL && strcmp(kind, "cancel") == 0 &&
-			len > 7 && strcmp(name_c + len - 7, ":cancel") == 0;
-
-		/* an empty name is left to the table's CHECK constraint */
-		if (!tnull && len > 0 && !cancel)
-			(void) cscp_registry_mutating(DatumGetTextPP(tenant), DatumGetTextPP(name),
-										  get_bool(tuple, desc, cols.mutating),
-										  kind == NULL ? CSCP_REGISTRY_ROW : CSCP_REGISTRY_RECOVERY_ROW);
-	}
-
+/*
+ * The columns a new command does not choose: no outcome, confirmation or
+ * authorization yet, no window unless born asking, the times now, and one
+ * version per step (2 when born asking, as if inserted canonicalized and
+ * then asked).  Into values, nulls and repl (heap_modify_tuple's arrays).
+ */
+static void
+insert_defaults(CommandState state, TimestampTz now, Datum *values, bool *nulls, bool *repl)
+{
 	nulls[cols.outcome - 1] = repl[cols.outcome - 1] = true;
 	nulls[cols.confirmed_at - 1] = repl[cols.confirmed_at - 1] = true;
 	nulls[cols.authorized_at - 1] = repl[cols.authorized_at - 1] = true;
@@ -933,12 +928,32 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	repl[cols.updated_at - 1] = true;
 	values[cols.last_transition_at - 1] = TimestampTzGetDatum(now);
 	repl[cols.last_transition_at - 1] = true;
-	/* one version per step, as if inserted canonicalized and then asked */
 	values[cols.version - 1] = Int64GetDatum(state == CMD_CONFIRMATION_REQUIRED ? 2 : 1);
 	repl[cols.version - 1] = true;
+}
+
+/* The checks and defaults of INSERT, in steps; returns the tuple to store. */
+static HeapTuple
+guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	Datum	   *values = palloc0(desc->natts * sizeof(Datum));
+	bool	   *nulls = palloc0(desc->natts * sizeof(bool));
+	bool	   *repl = palloc0(desc->natts * sizeof(bool));
+	CommandState state = get_state(tuple, desc);
+	const char *reason;
+	const char *decision;
+
+	insert_state_check(tuple, desc, state);
+	cscp_routing_id_fill(tuple, desc, cols.conversation_id, cols.command_id, "command",
+						 "Leave command_id null to have one generated.", values, repl);
+	insert_auto_confirm(tuple, desc, &decision, &reason);
+	insert_registry_check(tuple, desc);
+	insert_defaults(state, now, values, nulls, repl);
 	tuple = heap_modify_tuple(tuple, desc, values, nulls, repl);
 	insert_snapshot_check(tuple, desc, state);
 
+	/* The steps it was born through, recorded as an insert and an update would. */
 	if (state == CMD_CANONICALIZED || state == CMD_CONFIRMATION_REQUIRED)
 	{
 		CmdRow		r = deform(tuple, desc);
@@ -951,22 +966,10 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	return tuple;
 }
 
-/* The checks and bookkeeping of UPDATE; returns the tuple to store. */
-static HeapTuple
-guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *updatedcols,
-			 TimestampTz now)
+/* The columns that say what a command is never change (55000). */
+static void
+update_fixed_check(CmdRow o, CmdRow nw, TupleDesc desc)
 {
-	TupleDesc	desc = RelationGetDescr(rel);
-	CmdRow		o = deform(oldtup, desc);
-	CmdRow		nw = deform(newtup, desc);
-	char	   *id = DatumGetCString(DirectFunctionCall1(uuid_out, ROW_V(o, cols.command_id)));
-	CommandFacts c = row_facts(o, desc);
-	CommandState to = row_state(nw, desc);
-	const char *why;
-	char	   *detail = NULL;
-
-	c.row = oldtup;
-
 	for (int i = 0; i < (int) lengthof(fixed_columns); i++)
 	{
 		int			a = fixed_attnums[i];
@@ -979,15 +982,25 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 					 errmsg("column \"%s\" of a command cannot be changed", fixed_columns[i]),
 					 errhint("Submit a new command, or a recovery with cscp.command_recover.")));
 	}
+}
 
-	if (to == c.state)
+/*
+ * Judge the step from c's state to to (the new version nw, command id):
+ * every rule of refusal(), a yes being the recorded answer whose message
+ * id the step appends; raised, 55000, with the rule's reason and detail.
+ */
+static void
+update_step_check(CommandFacts *c, CmdRow o, CmdRow nw, CommandState to, const char *id)
+{
+	const char *why;
+	char	   *detail = NULL;
+
+	if (to == c->state)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("command %s is already %s", id, cscp_command_state_names[to]),
 				 errdetail("Every update of a command is a transition of its lifecycle."),
 				 errhint("Use cscp.command_transition.")));
-
-	/* A yes is the recorded answer whose message id this step appends. */
 	if (to == CMD_CONFIRMED && !ROW_N(nw, cols.message_ids))
 	{
 		Datum	   *elems;
@@ -996,12 +1009,11 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 
 		deconstruct_array(DatumGetArrayTypeP(ROW_V(nw, cols.message_ids)), TEXTOID, -1, false,
 						  TYPALIGN_INT, &elems, &enulls, &n);
-		c.answered = n > 0 && !enulls[n - 1] &&
-			answer_recorded(c.tenant_id, ROW_V(o, cols.conversation_id), c.command_id,
+		c->answered = n > 0 && !enulls[n - 1] &&
+			answer_recorded(c->tenant_id, ROW_V(o, cols.conversation_id), c->command_id,
 							elems[n - 1]);
 	}
-
-	why = refusal(&c, to, &detail);
+	why = refusal(c, to, &detail);
 	if (why != NULL && strcmp(why, "not_answered") == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -1013,12 +1025,11 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 strcmp(why, "invalid_transition") == 0 ?
 				 errmsg("invalid command transition from \"%s\" to \"%s\"",
-						cscp_command_state_names[c.state], cscp_command_state_names[to]) :
+						cscp_command_state_names[c->state], cscp_command_state_names[to]) :
 				 errmsg("command %s cannot move from \"%s\" to \"%s\" (%s)",
-						id, cscp_command_state_names[c.state], cscp_command_state_names[to], why),
+						id, cscp_command_state_names[c->state], cscp_command_state_names[to], why),
 				 errdetail("%s", detail),
 				 errhint("Use cscp.command_transition, which returns a refusal instead of raising it.")));
-
 	if (ROW_N(nw, cols.message_ids) ||
 		(!ROW_N(o, cols.message_ids) &&
 		 !array_is_prefix(ROW_V(o, cols.message_ids), ROW_V(nw, cols.message_ids))))
@@ -1026,47 +1037,36 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("message_ids of command %s can only grow", id),
 				 errhint("Append the ids of new messages; never remove one.")));
+}
 
-	/*
-	 * reason_code and detail describe the latest transition: an UPDATE that
-	 * does not set them gives none, rather than the previous transition's.
-	 */
+/*
+ * What a step writes beside the state, into the new version nw: the
+ * latest transition's reason and detail (none when the UPDATE gives
+ * none), when it was confirmed and authorized, its window (only while
+ * waiting), the times, the version, and a terminal state's outcome.
+ */
+static void
+update_bookkeeping(CmdRow o, CmdRow nw, CommandState to, const Bitmapset *updatedcols,
+				   TimestampTz now)
+{
 	if (!cscp_column_updated(updatedcols, cols.reason_code))
 		ROW_N(nw, cols.reason_code) = true;
 	if (!cscp_column_updated(updatedcols, cols.detail))
 		ROW_N(nw, cols.detail) = true;
-
-	if (to == CMD_CONFIRMED)
-	{
-		ROW_V(nw, cols.confirmed_at) = TimestampTzGetDatum(now);
-		ROW_N(nw, cols.confirmed_at) = false;
-	}
-	else
-	{
-		ROW_V(nw, cols.confirmed_at) = ROW_V(o, cols.confirmed_at);
-		ROW_N(nw, cols.confirmed_at) = ROW_N(o, cols.confirmed_at);
-	}
-	if (to == CMD_AUTHORIZED)
-	{
-		ROW_V(nw, cols.authorized_at) = TimestampTzGetDatum(now);
-		ROW_N(nw, cols.authorized_at) = false;
-	}
-	else
-	{
-		ROW_V(nw, cols.authorized_at) = ROW_V(o, cols.authorized_at);
-		ROW_N(nw, cols.authorized_at) = ROW_N(o, cols.authorized_at);
-	}
+	ROW_V(nw, cols.confirmed_at) = to == CMD_CONFIRMED ? TimestampTzGetDatum(now) :
+		ROW_V(o, cols.confirmed_at);
+	ROW_N(nw, cols.confirmed_at) = to == CMD_CONFIRMED ? false : ROW_N(o, cols.confirmed_at);
+	ROW_V(nw, cols.authorized_at) = to == CMD_AUTHORIZED ? TimestampTzGetDatum(now) :
+		ROW_V(o, cols.authorized_at);
+	ROW_N(nw, cols.authorized_at) = to == CMD_AUTHORIZED ? false : ROW_N(o, cols.authorized_at);
 	if (to != CMD_CONFIRMATION_REQUIRED && to != CMD_AUTHZ_PENDING)
 		ROW_N(nw, cols.window_expires_at) = true;
-
 	ROW_V(nw, cols.updated_at) = TimestampTzGetDatum(now);
 	ROW_N(nw, cols.updated_at) = false;
 	ROW_V(nw, cols.last_transition_at) = TimestampTzGetDatum(now);
 	ROW_N(nw, cols.last_transition_at) = false;
 	ROW_V(nw, cols.version) = Int64GetDatum(DatumGetInt64(ROW_V(o, cols.version)) + 1);
 	ROW_N(nw, cols.version) = false;
-
-	/* A terminal state's outcome, unless the UPDATE gives its own. */
 	if (IS_TERMINAL(to) && !cscp_column_updated(updatedcols, cols.outcome))
 	{
 		ROW_V(nw, cols.outcome) =
@@ -1074,7 +1074,35 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 						 ROW_N(nw, cols.detail) ? NULL : DatumGetJsonbP(ROW_V(nw, cols.detail)));
 		ROW_N(nw, cols.outcome) = false;
 	}
+}
 
+/* The checks and bookkeeping of UPDATE, in steps; returns the tuple to store. */
+static HeapTuple
+guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *updatedcols,
+			 TimestampTz now)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	CmdRow		o = deform(oldtup, desc);
+	CmdRow		nw = deform(newtup, desc);
+	char	   *id = DatumGetCString(DirectFunctionCall1(uuid_out, ROW_V(o, cols.command_id)));
+	CommandFacts c = row_facts(o, desc);
+	CommandState to = row_state(nw, desc);
+
+	c.row = oldtup;
+	update_fixed_check(o, nw, desc);
+
+	/*
+	 * A question has a window, until when the answer counts: one an UPDATE
+	 * does not give is the tenant's confirmation_ttl, as the API gives it.
+	 */
+	if (to == CMD_CONFIRMATION_REQUIRED && to != c.state && ROW_N(nw, cols.window_expires_at))
+	{
+		ROW_V(nw, cols.window_expires_at) =
+			TimestampTzGetDatum(cscp_window_end(row_text(o, cols.tenant_id), "confirmation_ttl"));
+		ROW_N(nw, cols.window_expires_at) = false;
+	}
+	update_step_check(&c, o, nw, to, id);
+	update_bookkeeping(o, nw, to, updatedcols, now);
 	record_transition(nw, c.state, to, now, NULL, NULL);
 	return form_like(newtup, desc, nw);
 }
@@ -1104,33 +1132,38 @@ static const CscpRowGuard guard = {
 
 /*
  * Run one statement on cscp.command_window or cscp.command_retired as their
- * owner (application roles only read them).
+ * owner (application roles only read them); returns the rows it wrote.
  */
-static void
+static uint64
 due_exec(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes, Datum *args,
-		 int expect)
+		 const char *nulls, int expect)
 {
+	uint64		processed;
 	CscpOwnerScope owner;
 
 	cscp_owner_enter("command_window", &owner);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(plan, sql, nargs, argtypes);
-	if (SPI_execute_plan(*plan, args, NULL, false, 0) != expect)
+	if (SPI_execute_plan(*plan, args, nulls, false, 0) != expect)
 		elog(ERROR, "could not keep the list of open windows and finished commands");
+	processed = SPI_processed;
 	SPI_finish();
 	cscp_owner_leave(&owner);
+	return processed;
 }
 
 /*
  * The row of a command (in state s) in cscp.command_window (window) or
- * cscp.command_retired: its key into args[0..2] and its time into args[3].
- * False when the command has no such row: not in a window (or with no end
- * to it), or not finished (row is not read then, and may be NULL); or a key
- * column is null, which the NOT NULL constraints refuse.
+ * cscp.command_retired: its key into args[0..2] and its time into args[3];
+ * for a window, its context into args[4] (*ctxnull when none) and the
+ * question it waits on into args[5].  False when the command has no such
+ * row: not in a window (or with no end to it), or not finished (row is not
+ * read then, and may be NULL); or a key column is null, which the NOT NULL
+ * constraints refuse.
  */
 static bool
-due_row(HeapTuple row, TupleDesc desc, CommandState s, bool window, Datum *args)
+due_row(HeapTuple row, TupleDesc desc, CommandState s, bool window, Datum *args, bool *ctxnull)
 {
 	bool		isnull;
 
@@ -1147,6 +1180,11 @@ due_row(HeapTuple row, TupleDesc desc, CommandState s, bool window, Datum *args)
 		return false;
 	args[3] = heap_getattr(row, window ? cols.window_expires_at : cols.last_transition_at,
 						   desc, &isnull);
+	if (window)
+	{
+		args[4] = heap_getattr(row, cols.context_id, desc, ctxnull);
+		args[5] = CStringGetTextDatum(s == CMD_CONFIRMATION_REQUIRED ? "confirmation" : "approval");
+	}
 	return !isnull;
 }
 
@@ -1157,7 +1195,7 @@ due_state(HeapTuple row, TupleDesc desc)
 	return is_null(row, desc, cols.state) ? CMD_RECEIVED : get_state(row, desc);
 }
 
-static const Oid due_types[4] = {TEXTOID, TEXTOID, UUIDOID, TIMESTAMPTZOID};
+static const Oid due_types[6] = {TEXTOID, TEXTOID, UUIDOID, TIMESTAMPTZOID, UUIDOID, TEXTOID};
 
 /*
  * The statements on each list, [1] cscp.command_window and [0]
@@ -1172,9 +1210,12 @@ static const char *const due_delete_sql[2] = {
 static const char *const due_insert_sql[2] = {
 	"INSERT INTO cscp.command_retired (tenant_id, conversation_id, command_id, retired_at)"
 	" VALUES ($1, $2, $3, $4)",
-	"INSERT INTO cscp.command_window (tenant_id, conversation_id, command_id, window_expires_at)"
-	" VALUES ($1, $2, $3, $4)",
+	"INSERT INTO cscp.command_window (tenant_id, conversation_id, command_id, window_expires_at,"
+	"                                 context_id, question)"
+	" VALUES ($1, $2, $3, $4, $5, $6)"
+	" ON CONFLICT (tenant_id, context_id, question) WHERE context_id IS NOT NULL DO NOTHING",
 };
+static const int due_nargs[2] = {4, 6};
 
 /*
  * A command's row out of cscp.command_window (window) or
@@ -1185,19 +1226,65 @@ due_release(bool window, Datum *args)
 {
 	static SPIPlanPtr plans[2] = {NULL, NULL};
 
-	due_exec(&plans[window], due_delete_sql[window], 4, due_types, args, SPI_OK_DELETE);
+	due_exec(&plans[window], due_delete_sql[window], 4, due_types, args, NULL, SPI_OK_DELETE);
+}
+
+/*
+ * The command that waits on the same question (args as due_row's, for a
+ * window) in the same context, as text, or NULL.  Read as the owner.
+ */
+static char *
+due_other_question(Datum *args)
+{
+	static SPIPlanPtr plan = NULL;
+	CscpOwnerScope owner;
+	char	   *other = NULL;
+
+	cscp_owner_enter("command_window", &owner);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "SELECT w.command_id::text FROM cscp.command_window w"
+				  " WHERE w.tenant_id = $1 AND w.context_id = $5 AND w.question = $6"
+				  "   AND w.command_id <> $3",
+				  6, due_types);
+	/* not read-only: a fresh snapshot sees the writer we waited for */
+	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up the question of a context");
+	if (SPI_processed > 0)
+		other = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	SPI_finish();
+	cscp_owner_leave(&owner);
+	return other;
 }
 
 /*
  * A command's row into cscp.command_window (window) or
- * cscp.command_retired, by its INSERT statement, as the owner.
+ * cscp.command_retired, by its INSERT statement, as the owner.  A context
+ * asks one question of each kind at a time: a window row that the unique
+ * index command_window_question_key finds taken already (another command
+ * of the context waits on the same question, committed before or while we
+ * waited for it) is refused, 55000.
  */
 static void
-due_take(bool window, Datum *args)
+due_take(bool window, Datum *args, bool ctxnull)
 {
 	static SPIPlanPtr plans[2] = {NULL, NULL};
+	char		nulls[6] = {' ', ' ', ' ', ' ', ctxnull ? 'n' : ' ', ' '};
+	char	   *other;
 
-	due_exec(&plans[window], due_insert_sql[window], 4, due_types, args, SPI_OK_INSERT);
+	if (due_exec(&plans[window], due_insert_sql[window], due_nargs[window], due_types, args, nulls,
+				 SPI_OK_INSERT) == 1)
+		return;
+	other = due_other_question(args);
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("the context already has a command waiting for %s",
+					TextDatumGetCString(args[5])),
+			 errdetail("Command %s waits for the user's answer in context %s; a context asks one question at a time.",
+					   other ? other : "(not visible to this statement)",
+					   DatumGetCString(DirectFunctionCall1(uuid_out, args[4]))),
+			 errhint("Ask with cscp.command_submit or cscp.command_transition, which supersede the earlier question.")));
 }
 
 /*
@@ -1206,7 +1293,7 @@ due_take(bool window, Datum *args)
  * each list, a row that no longer matches goes, one the new version needs
  * comes.  No index of cscp.command names the state or these times, so its
  * transitions stay HOT updates; these short rows carry what the sweep
- * finds commands by.
+ * finds commands by, and the one question a context waits on.
  */
 static void
 due_follow(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc)
@@ -1217,17 +1304,19 @@ due_follow(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc)
 	for (int w = 0; w < 2; w++)
 	{
 		bool		window = (w == 0);
-		Datum		oldargs[4];
-		Datum		newargs[4];
-		bool		had = due_row(oldtup, desc, from, window, oldargs);
-		bool		has = due_row(newtup, desc, to, window, newargs);
+		Datum		oldargs[6];
+		Datum		newargs[6];
+		bool		oldctxnull = true,
+					newctxnull = true;
+		bool		had = due_row(oldtup, desc, from, window, oldargs, &oldctxnull);
+		bool		has = due_row(newtup, desc, to, window, newargs, &newctxnull);
 
 		if (had && has && oldargs[3] == newargs[3])
 			continue;			/* same time (and key, which never changes) */
 		if (had)
 			due_release(window, oldargs);
 		if (has)
-			due_take(window, newargs);
+			due_take(window, newargs, newctxnull);
 	}
 }
 
@@ -1278,7 +1367,7 @@ cscp_command_unlist(PG_FUNCTION_ARGS)
 		due_exec(&plan,
 				 "WITH gone AS (DELETE FROM cscp.command_window)"
 				 " DELETE FROM cscp.command_retired",
-				 0, NULL, NULL, SPI_OK_DELETE);
+				 0, NULL, NULL, NULL, SPI_OK_DELETE);
 		return PointerGetDatum(NULL);
 	}
 	if (!TRIGGER_FIRED_BY_DELETE(trigdata->tg_event) || !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
@@ -1291,9 +1380,10 @@ cscp_command_unlist(PG_FUNCTION_ARGS)
 	state = due_state(row, desc);
 	for (int w = 0; w < 2; w++)
 	{
-		Datum		args[4];
+		Datum		args[6];
+		bool		ctxnull;
 
-		if (due_row(row, desc, state, w == 0, args))
+		if (due_row(row, desc, state, w == 0, args, &ctxnull))
 			due_release(w == 0, args);
 	}
 	return PointerGetDatum(row);
@@ -1356,6 +1446,7 @@ facts_of_record(HeapTupleHeader rec, const char *argname, Oid *typoid)
 	c.cancel_recovery = is_cancel(isnull, d);
 	/* What may come next: the answer, when it comes, is cscp.confirm's to record. */
 	c.answered = true;
+	c.lock_context = false;		/* a question asked, not a step written */
 	return c;
 }
 
@@ -1400,6 +1491,7 @@ facts_of_row(HeapTuple row, TupleDesc desc)
 	c.cancel_recovery = is_cancel(isnull, d);
 	/* A step asked for by command_transition carries no answer. */
 	c.answered = false;
+	c.lock_context = false;		/* command_transition holds the context already */
 	return c;
 }
 

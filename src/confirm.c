@@ -24,7 +24,7 @@
  *	  when the message comes again.
  *
  * Locks, in order: the advisory lock of (tenant, 'confirm', conversation,
- * message), the context row, then the pending command's row.
+ * message; answer.c), the context row, then the pending command's row.
  *
  *-------------------------------------------------------------------------
  */
@@ -155,17 +155,180 @@ waiting(HeapTuple cmd, TupleDesc cmddesc)
 	return !isnull;
 }
 
-/* The string under key of a jsonb object value, or NULL. */
-static char *
-object_string(JsonbValue *obj, const char *key)
+/*
+ * The command the context's pending_confirmation slot names, locked, if it
+ * is bound to the slot's context: of the same tenant, conversation, actor
+ * and context.  A slot that names anything else (written around the
+ * triggers) names nothing, so that no answer here moves another
+ * conversation's command.  NULL when there is none; *cmddesc its
+ * descriptor.
+ */
+static HeapTuple
+bound_command(HeapTuple ctx, TupleDesc ctxdesc, text *conversation, text *actor,
+			  TupleDesc *cmddesc)
 {
-	JsonbValue *v = getKeyJsonValueFromContainer(obj->val.binary.data, key, strlen(key), NULL);
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[5] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, UUIDOID};
+	bool		isnull;
+	JsonbValue *pc;
+	char	   *id;
+	Datum		args[5];
 
-	if (v == NULL || v->type == jbvNull)
+	pc = cscp_jsonb_get(DatumGetJsonbP(col(ctx, ctxdesc, "cscp.context", "slots", &isnull)),
+						"pending_confirmation");
+	if (pc == NULL || pc->type != jbvBinary || !JsonContainerIsObject(pc->val.binary.data))
 		return NULL;
-	if (v->type == jbvString)
-		return pnstrdup(v->val.string.val, v->val.string.len);
-	return cscp_jsonb_value_to_cstring(v);
+	id = cscp_slot_text(pc, "command_id");
+	if (id == NULL || !cscp_is_uuid_text(id))
+		return NULL;
+	args[0] = col(ctx, ctxdesc, "cscp.context", "tenant_id", &isnull);
+	args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(id));
+	args[2] = PointerGetDatum(conversation);
+	args[3] = PointerGetDatum(actor);
+	args[4] = col(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
+	cscp_spi_plan(&plan,
+				  "SELECT x.tenant_id, x.command_id, x.state, x.window_expires_at,"
+				  "       x.target_fingerprint"
+				  "  FROM cscp.command x"
+				  " WHERE x.tenant_id = $1 AND x.command_id = $2"
+				  "   AND x.conversation_id = $3 AND x.actor_id = $4 AND x.context_id = $5"
+				  "   FOR UPDATE",
+				  5, types);
+	run(plan, args, NULL, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		return NULL;
+	*cmddesc = SPI_tuptable->tupdesc;
+	return SPI_tuptable->vals[0];
+}
+
+/* The command the context names last, as the caller sees it, or NULL. */
+static HeapTuple
+last_command(HeapTuple ctx, TupleDesc ctxdesc, TupleDesc *cmddesc)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[2] = {TEXTOID, UUIDOID};
+	bool		isnull;
+	Datum		args[2];
+
+	args[0] = col(ctx, ctxdesc, "cscp.context", "tenant_id", &isnull);
+	args[1] = col(ctx, ctxdesc, "cscp.context", "last_command_id", &isnull);
+	if (isnull)
+		return NULL;
+	cscp_spi_plan(&plan,
+				  "SELECT x.tenant_id, x.command_id, x.state FROM cscp.command x"
+				  " WHERE x.tenant_id = $1 AND x.command_id = $2",
+				  2, types);
+	run(plan, args, NULL, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		return NULL;
+	*cmddesc = SPI_tuptable->tupdesc;
+	return SPI_tuptable->vals[0];
+}
+
+/* What an answer comes to, before anything is written. */
+typedef struct Verdict
+{
+	const char *outcome;
+	const char *lapse_why;		/* the question lapses, for this reason, or NULL */
+	const char *why;			/* the answer moves the command to to_state, or NULL */
+	CommandState to_state;
+	HeapTuple	cmd;			/* the command it is about, or NULL */
+	TupleDesc	cmddesc;
+} Verdict;
+
+/*
+ * Judge an answer (answer; fingerprint, or NULL) against the context ctx
+ * (or NULL) and the command bound to its slot (v->cmd, or NULL): the
+ * RFC-WF-0034 rules of this file's header, in order.  The command's own
+ * window and fingerprint decide, not the slot's copies.
+ */
+static void
+judge(HeapTuple ctx, TupleDesc ctxdesc, bool answer, text *fingerprint, Verdict *v)
+{
+	bool		isnull;
+	TimestampTz now = cscp_now();
+
+	if (ctx == NULL)
+		v->outcome = "no_context";
+	else if (!cscp_status_live(SPI_getvalue(ctx, ctxdesc, cscp_column(ctxdesc, "cscp.context", "status"))) ||
+			 DatumGetTimestampTz(col(ctx, ctxdesc, "cscp.context", "expires_at", &isnull)) <= now)
+	{
+		/* An expired context never interprets a yes or a no; its question dies with it. */
+		v->outcome = "expired";
+		v->lapse_why = "context_expired";
+	}
+	else if (!waiting(v->cmd, v->cmddesc))
+	{
+		/* Nothing pending; but when the last question lapsed, say so, and name it. */
+		char	   *reason = SPI_getvalue(ctx, ctxdesc, cscp_column(ctxdesc, "cscp.context", "reason"));
+
+		v->cmd = NULL;
+		v->outcome = "nothing_pending";
+		if (reason != NULL && strcmp(reason, "confirmation_expired") == 0)
+		{
+			v->outcome = "confirmation_expired";
+			v->cmd = last_command(ctx, ctxdesc, &v->cmddesc);
+		}
+	}
+	else
+	{
+		TimestampTz window = DatumGetTimestampTz(col(v->cmd, v->cmddesc, "cscp.command",
+													 "window_expires_at", &isnull));
+		char	   *asked = SPI_getvalue(v->cmd, v->cmddesc,
+										 cscp_column(v->cmddesc, "cscp.command", "target_fingerprint"));
+
+		if (window <= now)
+		{
+			v->outcome = "confirmation_expired";
+			v->lapse_why = "confirmation_expired";
+		}
+		else if (fingerprint != NULL &&
+				 (asked == NULL || strcmp(asked, text_to_cstring(fingerprint)) != 0))
+			v->outcome = "target_mismatch";
+		else if (answer)
+		{
+			v->outcome = "confirmed";
+			v->to_state = CMD_CONFIRMED;
+			v->why = "confirmed_by_user";
+		}
+		else
+		{
+			v->outcome = "declined";
+			v->to_state = CMD_REJECTED;
+			v->why = "declined";
+		}
+	}
+}
+
+/* The detail of a confirm answer's refusal: {answer, actor_id, target_fingerprint_given}. */
+static Jsonb *
+refusal_detail(bool answer, text *actor, bool fingerprint_given)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "{\"answer\": %s, \"actor_id\": ", answer ? "true" : "false");
+	cscp_canonical_string(&buf, VARDATA_ANY(actor), VARSIZE_ANY_EXHDR(actor));
+	appendStringInfo(&buf, ", \"target_fingerprint_given\": %s}",
+					 fingerprint_given ? "true" : "false");
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
+}
+
+/* Raise 22023 unless the arguments of cscp.confirm are well formed. */
+static void
+check_args(FunctionCallInfo fcinfo)
+{
+	cscp_check_tenant(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0));
+	cscp_check_id("conversation_id", PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1));
+	cscp_check_id("actor_id", PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2));
+	cscp_check_id("message_id", PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3));
+	if (PG_ARGISNULL(4))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("answer must not be null"),
+				 errhint("Pass true for yes, false for no.")));
+	if (!PG_ARGISNULL(5))
+		cscp_check_id("target_fingerprint", PG_GETARG_TEXT_PP(5));
 }
 
 PG_FUNCTION_INFO_V1(cscp_confirm);
@@ -176,308 +339,88 @@ PG_FUNCTION_INFO_V1(cscp_confirm);
  * RETURNS TABLE(outcome text, command_id uuid, context_id uuid)
  *
  * Outcomes: confirmed, declined, no_context, expired, nothing_pending,
- * confirmation_expired, target_mismatch.
+ * confirmation_expired, target_mismatch.  In steps: the message's lock and
+ * replay, the context and the command bound to its slot, the verdict, the
+ * answer recorded, then what it does (the question lapses, the command
+ * moves, or the evidence says why nothing moved).
  */
 Datum
 cscp_confirm(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr answer_plan = NULL;
-	static SPIPlanPtr lock_plan = NULL;
-	static SPIPlanPtr last_plan = NULL;
-	static SPIPlanPtr record_plan = NULL;
-	static const Oid answer_types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	static const Oid command_types[5] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, UUIDOID};
-	static const Oid record_types[9] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-	UUIDOID, UUIDOID, TIMESTAMPTZOID};
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	MemoryContext callerctx = CurrentMemoryContext;
-	text	   *tenant = PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0);
-	text	   *conversation = PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1);
-	text	   *actor = PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2);
-	text	   *message_id = PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3);
+	CscpAnswer	a = {0};
 	bool		answer;
-	text	   *fingerprint = PG_ARGISNULL(5) ? NULL : PG_GETARG_TEXT_PP(5);
-	TimestampTz now = cscp_now();
-	HeapTuple	ctx = NULL,
-				cmd = NULL;
-	TupleDesc	ctxdesc = NULL,
-				cmddesc = NULL;
-	JsonbValue *pc = NULL;
-	const char *outcome;
-	const char *lapse_why = NULL;	/* the question lapses, for this reason */
-	const char *why = NULL;		/* the answer moves the command to to_state */
-	CommandState to_state = CMD_CONFIRMED;
-	CscpOwnerScope owner;
-	bool		moved = false;
+	text	   *fingerprint;
+	HeapTuple	ctx = NULL;
+	TupleDesc	ctxdesc = NULL;
+	Verdict		v = {0};
 	bool		isnull;
-	Datum		args[9];
-	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	Datum		values[3];
-	bool		result_nulls[3] = {false, true, true};
-	Datum		command_id = (Datum) 0,
-				context_id = (Datum) 0;
-	StringInfoData key;
+	bool		nulls[3];
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	cscp_check_tenant(tenant);
-	cscp_check_id("conversation_id", conversation);
-	cscp_check_id("actor_id", actor);
-	cscp_check_id("message_id", message_id);
-	if (PG_ARGISNULL(4))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("answer must not be null"),
-				 errhint("Pass true for yes, false for no.")));
+	check_args(fcinfo);
+	a.tenant_id = PG_GETARG_TEXT_PP(0);
+	a.conversation_id = PG_GETARG_TEXT_PP(1);
+	a.answered_by = PG_GETARG_TEXT_PP(2);
+	a.message_id = PG_GETARG_TEXT_PP(3);
+	a.kind = "confirm";
 	answer = PG_GETARG_BOOL(4);
-	if (fingerprint != NULL)
-		cscp_check_id("target_fingerprint", fingerprint);
+	fingerprint = PG_ARGISNULL(5) ? NULL : PG_GETARG_TEXT_PP(5);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-
-	/* One answer per message: concurrent deliveries of it wait here, then replay. */
-	initStringInfo(&key);
-	appendStringInfoString(&key, "confirm\001");
-	appendBinaryStringInfo(&key, VARDATA_ANY(conversation), VARSIZE_ANY_EXHDR(conversation));
-	appendStringInfoChar(&key, '\001');
-	appendBinaryStringInfo(&key, VARDATA_ANY(message_id), VARSIZE_ANY_EXHDR(message_id));
-	cscp_key_lock(tenant, key.data, key.len);
-	cscp_context_for(tenant, conversation, actor, &ctx, &ctxdesc);
-
-	/* The answer already recorded for the message (committed while we waited, too) replays. */
-	args[0] = PointerGetDatum(tenant);
-	args[1] = PointerGetDatum(conversation);
-	args[2] = CStringGetTextDatum("confirm");
-	args[3] = PointerGetDatum(message_id);
-	cscp_spi_plan(&answer_plan,
-				  "SELECT a.outcome, a.command_id, a.context_id FROM cscp.answer a"
-				  " WHERE a.tenant_id = $1 AND a.conversation_id = $2 AND a.kind = $3"
-				  "   AND a.message_id = $4",
-				  4, answer_types);
-	run(answer_plan, args, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 1)
+	cscp_answer_lock(a.tenant_id, a.kind, a.conversation_id, a.message_id);
+	cscp_context_for(a.tenant_id, a.conversation_id, a.answered_by, &ctx, &ctxdesc);
+	if (cscp_answer_replay(a.tenant_id, a.conversation_id, a.kind, a.message_id, values, nulls,
+						   callerctx))
 	{
-		HeapTuple	a = SPI_tuptable->vals[0];
-		TupleDesc	adesc = SPI_tuptable->tupdesc;
-		MemoryContext old = MemoryContextSwitchTo(callerctx);
-
-		values[0] = datumCopy(SPI_getbinval(a, adesc, 1, &isnull), false, -1);
-		values[1] = SPI_getbinval(a, adesc, 2, &result_nulls[1]);
-		if (!result_nulls[1])
-			values[1] = datumCopy(values[1], false, UUID_LEN);
-		values[2] = SPI_getbinval(a, adesc, 3, &result_nulls[2]);
-		if (!result_nulls[2])
-			values[2] = datumCopy(values[2], false, UUID_LEN);
-		MemoryContextSwitchTo(old);
 		SPI_finish();
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, result_nulls);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		return (Datum) 0;
 	}
 
 	if (ctx != NULL)
+		v.cmd = bound_command(ctx, ctxdesc, a.conversation_id, a.answered_by, &v.cmddesc);
+	judge(ctx, ctxdesc, answer, fingerprint, &v);
+	a.outcome = v.outcome;
+	if (v.cmd != NULL)
 	{
-		Jsonb	   *slots = DatumGetJsonbP(col(ctx, ctxdesc, "cscp.context", "slots", &isnull));
-
-		pc = cscp_jsonb_get(slots, "pending_confirmation");
-		if (pc != NULL && (pc->type != jbvBinary || !JsonContainerIsObject(pc->val.binary.data)))
-			pc = NULL;
-	}
-	if (pc != NULL)
-	{
-		char	   *id = object_string(pc, "command_id");
-
-		/*
-		 * The command the slot names, if it is bound to the slot's context:
-		 * of the same tenant, conversation, actor and context.  A slot that
-		 * names anything else (written around the triggers) names nothing,
-		 * so that no answer here moves another conversation's command.
-		 */
-		if (id != NULL && cscp_is_uuid_text(id))
-		{
-			args[0] = col(ctx, ctxdesc, "cscp.context", "tenant_id", &isnull);
-			args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(id));
-			args[2] = PointerGetDatum(conversation);
-			args[3] = PointerGetDatum(actor);
-			args[4] = col(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
-			cscp_spi_plan(&lock_plan,
-						  "SELECT x.tenant_id, x.command_id, x.state, x.window_expires_at,"
-						  "       x.target_fingerprint"
-						  "  FROM cscp.command x"
-						  " WHERE x.tenant_id = $1 AND x.command_id = $2"
-						  "   AND x.conversation_id = $3 AND x.actor_id = $4 AND x.context_id = $5"
-						  "   FOR UPDATE",
-						  5, command_types);
-			run(lock_plan, args, NULL, SPI_OK_SELECT);
-			if (SPI_processed == 1)
-			{
-				cmd = SPI_tuptable->vals[0];
-				cmddesc = SPI_tuptable->tupdesc;
-			}
-		}
-	}
-
-	if (ctx == NULL)
-		outcome = "no_context";
-	else if (!cscp_status_live(SPI_getvalue(ctx, ctxdesc, cscp_column(ctxdesc, "cscp.context", "status"))) ||
-			 DatumGetTimestampTz(col(ctx, ctxdesc, "cscp.context", "expires_at", &isnull)) <= now)
-	{
-		/*
-		 * Expiry invariant: an expired context never interprets a yes or a
-		 * no.  The question it held dies with it, swept or not.
-		 */
-		outcome = "expired";
-		lapse_why = "context_expired";
-	}
-	else if (!waiting(cmd, cmddesc))
-	{
-		/* Nothing pending; but when the last question lapsed, say so, and name it. */
-		char	   *reason = SPI_getvalue(ctx, ctxdesc, cscp_column(ctxdesc, "cscp.context", "reason"));
-
-		cmd = NULL;
-		if (reason != NULL && strcmp(reason, "confirmation_expired") == 0)
-		{
-			outcome = "confirmation_expired";
-			args[0] = col(ctx, ctxdesc, "cscp.context", "tenant_id", &isnull);
-			args[1] = col(ctx, ctxdesc, "cscp.context", "last_command_id", &isnull);
-			if (!isnull)
-			{
-				cscp_spi_plan(&last_plan,
-							  "SELECT x.tenant_id, x.command_id, x.state FROM cscp.command x"
-							  " WHERE x.tenant_id = $1 AND x.command_id = $2",
-							  2, command_types);
-				run(last_plan, args, NULL, SPI_OK_SELECT);
-				if (SPI_processed == 1)
-				{
-					cmd = SPI_tuptable->vals[0];
-					cmddesc = SPI_tuptable->tupdesc;
-				}
-			}
-		}
-		else
-			outcome = "nothing_pending";
-	}
-	else
-	{
-		/* The command's own window and fingerprint decide, not the slot's copies. */
-		TimestampTz window = DatumGetTimestampTz(col(cmd, cmddesc, "cscp.command",
-													 "window_expires_at", &isnull));
-		char	   *asked = SPI_getvalue(cmd, cmddesc,
-										 cscp_column(cmddesc, "cscp.command", "target_fingerprint"));
-
-		if (window <= now)
-		{
-			outcome = "confirmation_expired";
-			lapse_why = "confirmation_expired";
-		}
-		else if (fingerprint != NULL &&
-				 (asked == NULL || strcmp(asked, text_to_cstring(fingerprint)) != 0))
-			outcome = "target_mismatch";
-		else if (answer)
-		{
-			outcome = "confirmed";
-			to_state = CMD_CONFIRMED;
-			why = "confirmed_by_user";
-		}
-		else
-		{
-			outcome = "declined";
-			to_state = CMD_REJECTED;
-			why = "declined";
-		}
-	}
-
-	if (cmd != NULL)
-	{
-		command_id = col(cmd, cmddesc, "cscp.command", "command_id", &isnull);
-		result_nulls[1] = isnull;
+		a.command_id = col(v.cmd, v.cmddesc, "cscp.command", "command_id", &isnull);
+		a.has_command = !isnull;
 	}
 	if (ctx != NULL)
 	{
-		context_id = col(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
-		result_nulls[2] = false;
+		a.context_id = col(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
+		a.has_context = true;
 	}
 
-	/*
-	 * The outcome replayed for the message from now on, written first (a yes
-	 * is confirmed only with its answer recorded, command_fsm.c) and as the
-	 * owner: application roles only read cscp.answer.
-	 */
-	args[0] = PointerGetDatum(tenant);
-	args[1] = PointerGetDatum(conversation);
-	args[2] = CStringGetTextDatum("confirm");
-	args[3] = PointerGetDatum(message_id);
-	args[4] = PointerGetDatum(actor);
-	args[5] = CStringGetTextDatum(outcome);
-	args[6] = command_id;
-	nulls[6] = result_nulls[1] ? 'n' : ' ';
-	args[7] = context_id;
-	nulls[7] = result_nulls[2] ? 'n' : ' ';
-	args[8] = TimestampTzGetDatum(now);
-	cscp_owner_enter("answer", &owner);
-	cscp_spi_plan(&record_plan,
-				  "INSERT INTO cscp.answer (tenant_id, conversation_id, kind, message_id,"
-				  "                         answered_by, outcome, command_id, context_id, created_at)"
-				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-				  9, record_types);
-	run(record_plan, args, nulls, SPI_OK_INSERT);
-	cscp_owner_leave(&owner);
-
-	/* What the answer does: the question lapses, or the command moves. */
-	if (lapse_why != NULL)
-		cscp_lapse(ctx, ctxdesc, cmd, cmddesc, lapse_why);
-	else if (why != NULL)
-	{
-		apply(ctx, ctxdesc, cmd, cmddesc, message_id, to_state, why);
-		moved = true;
-	}
-
-	/* The evidence of an outcome that moved nothing (the trigger records the others'). */
-	if (!moved)
-	{
-		CscpEvidence e = {0};
-		ArrayType  *ids;
-		Datum		m = PointerGetDatum(message_id);
-		StringInfoData buf;
-
-		ids = construct_array(&m, 1, TEXTOID, -1, false, TYPALIGN_INT);
-		e.tenant_id = text_to_cstring(tenant);
-		e.conversation_id = text_to_cstring(conversation);
-		e.to_state = "confirmed";
-		e.reason_code = outcome;
-		e.message_ids = ids;
-		if (ctx != NULL)
-		{
-			initStringInfo(&buf);
-			appendStringInfo(&buf, "{\"context_id\": \"%s\", \"expires_at\": ",
-							 DatumGetCString(DirectFunctionCall1(uuid_out, context_id)));
-			cscp_canonical_string(&buf,
-								  cscp_utc_iso(DatumGetTimestampTz(col(ctx, ctxdesc, "cscp.context",
-																	   "expires_at", &isnull))),
-								  strlen(cscp_utc_iso(DatumGetTimestampTz(col(ctx, ctxdesc,
-																			  "cscp.context",
-																			  "expires_at",
-																			  &isnull)))));
-			appendStringInfoChar(&buf, '}');
-			e.context_ref = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
-		}
-		initStringInfo(&buf);
-		appendStringInfo(&buf, "{\"answer\": %s, \"actor_id\": ", answer ? "true" : "false");
-		cscp_canonical_string(&buf, VARDATA_ANY(actor), VARSIZE_ANY_EXHDR(actor));
-		appendStringInfo(&buf, ", \"target_fingerprint_given\": %s}",
-						 fingerprint != NULL ? "true" : "false");
-		e.detail = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
-		cscp_evidence_refuse(&e, command_id, !result_nulls[1]);
-	}
+	/* Recorded first: a yes is confirmed only with its answer recorded. */
+	cscp_answer_record(&a);
+	if (v.lapse_why != NULL)
+		cscp_lapse(ctx, ctxdesc, v.cmd, v.cmddesc, v.lapse_why);
+	if (v.why != NULL)
+		apply(ctx, ctxdesc, v.cmd, v.cmddesc, a.message_id, v.to_state, v.why);
+	else
+		cscp_answer_refusal(&a, "confirmed",
+							ctx == NULL ? 0 :
+							DatumGetTimestampTz(col(ctx, ctxdesc, "cscp.context", "expires_at",
+													&isnull)),
+							refusal_detail(answer, a.answered_by, fingerprint != NULL));
 
 	{
 		MemoryContext old = MemoryContextSwitchTo(callerctx);
 
-		values[0] = CStringGetTextDatum(outcome);
-		values[1] = result_nulls[1] ? (Datum) 0 : datumCopy(command_id, false, UUID_LEN);
-		values[2] = result_nulls[2] ? (Datum) 0 : datumCopy(context_id, false, UUID_LEN);
+		values[0] = CStringGetTextDatum(a.outcome);
+		nulls[0] = false;
+		values[1] = a.has_command ? datumCopy(a.command_id, false, UUID_LEN) : (Datum) 0;
+		nulls[1] = !a.has_command;
+		values[2] = a.has_context ? datumCopy(a.context_id, false, UUID_LEN) : (Datum) 0;
+		nulls[2] = !a.has_context;
 		MemoryContextSwitchTo(old);
 	}
 	SPI_finish();
-	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, result_nulls);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	return (Datum) 0;
 }

@@ -1,22 +1,25 @@
 /*-------------------------------------------------------------------------
  *
  * context_api.c
- *	  cscp.context_open and cscp.slot_set in C.  context_open: the live
+ *	  cscp.context_open, cscp.slot_set and cscp.context_transition in C
+ *	  (cscp.context_get, a read, is SQL).  context_open: the live
  *	  usable context of (tenant, conversation, actor), or a new active one,
  *	  with the given slots merged in.  The context trigger (context_fsm.c)
  *	  holds every write to its rules; this file only finds, extends and
  *	  inserts.
  *
  *	  The common case, a live context in use, is found, locked and
- *	  extended by one UPDATE.  Only when there is none (or it is past its
- *	  TTL) does the open look further: record the expiry, then insert a new
- *	  one.  Every read and write is a saved SPI statement, so row-level
- *	  security, privileges, triggers, rules and ALTER TABLE apply as to any
- *	  statement.
+ *	  extended by one UPDATE.  When there is none, a new one is inserted;
+ *	  only when the triple still has a live context (past its TTL) does the
+ *	  open look further: record the expiry, then insert a new one.  Every
+ *	  read and write is a saved SPI statement, so row-level security,
+ *	  privileges, triggers, rules and ALTER TABLE apply as to any statement.
  *	  The live context is found through cscp.context_live, whose primary key
- *	  allows one per triple.  A concurrent open may insert the live context
- *	  between the look and the insert: the trigger then skips the insert
- *	  (cscp_context_opening), and the loop finds that one.
+ *	  allows one per triple.  A new context first claims its triple there
+ *	  (cscp_context_claim, context_fsm.c); a concurrent open may have made
+ *	  the live context between the look and the claim: the claim then fails,
+ *	  having written nothing, and the loop finds that context.  The INSERT
+ *	  that follows a claim is judged by the trigger like any other.
  *
  *-------------------------------------------------------------------------
  */
@@ -33,26 +36,146 @@
 /* The attempts an open makes before it gives up (40001). */
 #define OPEN_ATTEMPTS 3
 
-/*
- * Run the open's INSERT with cscp_context_opening set: a triple that has a
- * live context already makes it insert nothing (context_fsm.c).
- */
-static int
-insert_opening(SPIPlanPtr plan, Datum *args, const char *nulls)
+/* The arguments of an open, as its statements take them. */
+typedef struct OpenArgs
 {
-	int			rc;
+	text	   *tenant;
+	text	   *conversation;
+	text	   *actor;
+	Jsonb	   *slots;
+	Interval   *ttl;
+	text	   *correlation;
+	TimestampTz now;
+} OpenArgs;
 
-	cscp_context_opening = true;
-	PG_TRY();
-	{
-		rc = SPI_execute_plan(plan, args, nulls, false, 0);
-	}
-	PG_FINALLY();
-	{
-		cscp_context_opening = false;
-	}
-	PG_END_TRY();
-	return rc;
+/*
+ * The live context of the triple in use (unexpired): found, locked,
+ * extended and given the slots by one UPDATE.  NULL when there is none.
+ */
+static HeapTuple
+open_use(const OpenArgs *o, TupleDesc *desc)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[6] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, TIMESTAMPTZOID};
+	Datum		args[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+
+	args[0] = PointerGetDatum(o->tenant);
+	args[1] = PointerGetDatum(o->conversation);
+	args[2] = PointerGetDatum(o->actor);
+	args[3] = JsonbPGetDatum(o->slots);
+	args[4] = PointerGetDatum(o->correlation);
+	nulls[4] = o->correlation ? ' ' : 'n';
+	args[5] = TimestampTzGetDatum(o->now);
+	cscp_spi_plan(&plan,
+				  "UPDATE cscp.context x"
+				  "   SET slots = x.slots || $4,"
+				  "       expires_at = cscp.context_touch(x),"
+				  "       correlation_id = coalesce($5, x.correlation_id)"
+				  " WHERE x.tenant_id = $1"
+				  "   AND x.context_id = " CSCP_LIVE_CONTEXT_ID
+				  "   AND x.status IN ('active', 'pending', 'blocked') AND x.expires_at > $6"
+				  " RETURNING *",
+				  6, types);
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not extend a context");
+	if (SPI_processed != 1)
+		return NULL;
+	*desc = SPI_tuptable->tupdesc;
+	return SPI_tuptable->vals[0];
+}
+
+/*
+ * The triple's claim failed: its live context, if any, is locked, and
+ * recorded expired when past its TTL.  Returns true when it recorded an
+ * expiry (the triple is free to claim again), false when the live context
+ * is in use (a concurrent open committed it since open_use looked) or
+ * this role cannot see it: look again.
+ */
+static bool
+open_expire_stale(const OpenArgs *o)
+{
+	static SPIPlanPtr live_plan = NULL;
+	static SPIPlanPtr expire_plan = NULL;
+	static const Oid live_types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	static const Oid expire_types[2] = {TEXTOID, UUIDOID};
+	Datum		args[3];
+	HeapTuple	live;
+	TupleDesc	livedesc;
+	bool		isnull;
+
+	args[0] = PointerGetDatum(o->tenant);
+	args[1] = PointerGetDatum(o->conversation);
+	args[2] = PointerGetDatum(o->actor);
+	cscp_spi_plan(&live_plan,
+				  "SELECT x.tenant_id, x.context_id, x.expires_at FROM cscp.context x"
+				  " WHERE x.tenant_id = $1"
+				  "   AND x.context_id = " CSCP_LIVE_CONTEXT_ID
+				  "   AND x.status IN ('active', 'pending', 'blocked')"
+				  " FOR UPDATE",
+				  3, live_types);
+	if (SPI_execute_plan(live_plan, args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up a live context");
+	if (SPI_processed != 1)
+		return false;
+	live = SPI_tuptable->vals[0];
+	livedesc = SPI_tuptable->tupdesc;
+	if (DatumGetTimestampTz(SPI_getbinval(live, livedesc, 3, &isnull)) > o->now)
+		return false;
+	args[0] = SPI_getbinval(live, livedesc, 1, &isnull);
+	args[1] = SPI_getbinval(live, livedesc, 2, &isnull);
+	cscp_spi_plan(&expire_plan,
+				  "UPDATE cscp.context x SET status = 'expired', reason = 'ttl'"
+				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
+				  2, expire_types);
+	if (SPI_execute_plan(expire_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record the expiry of a context");
+	return true;
+}
+
+/*
+ * A new context: the triple claimed in cscp.context_live (cscp_context_claim),
+ * then the row inserted with the claimed id, which the trigger judges like
+ * any other.  NULL, having written nothing, when the claim finds a live
+ * context (a concurrent open made it): look again.
+ */
+static HeapTuple
+open_insert(const OpenArgs *o, TupleDesc *desc)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[8] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID,
+	INTERVALOID, TEXTOID, UUIDOID};
+	TimestampTz expires_at;
+	pg_uuid_t	id;
+	Datum		args[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+
+	expires_at = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
+														 TimestampTzGetDatum(o->now),
+														 IntervalPGetDatum(o->ttl)));
+	cscp_routing_uuid(cscp_routing_hash_text(o->conversation), &id);
+	if (!cscp_context_claim(o->tenant, o->conversation, o->actor, &id, expires_at))
+		return NULL;
+	args[0] = PointerGetDatum(o->tenant);
+	args[1] = PointerGetDatum(o->conversation);
+	args[2] = PointerGetDatum(o->actor);
+	args[3] = JsonbPGetDatum(o->slots);
+	args[4] = TimestampTzGetDatum(expires_at);
+	args[5] = IntervalPGetDatum(o->ttl);
+	args[6] = PointerGetDatum(o->correlation);
+	nulls[6] = o->correlation ? ' ' : 'n';
+	args[7] = UUIDPGetDatum(&id);
+	cscp_spi_plan(&plan,
+				  "INSERT INTO cscp.context AS x (tenant_id, conversation_id, actor_id, slots,"
+				  "    expires_at, ttl, correlation_id, context_id)"
+				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+				  " RETURNING *",
+				  8, types);
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_INSERT_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not insert a context");
+	*desc = SPI_tuptable->tupdesc;
+	return SPI_tuptable->vals[0];
 }
 
 /*
@@ -64,112 +187,27 @@ HeapTuple
 cscp_context_open_row(text *tenant, text *conversation, text *actor, Jsonb *slots,
 					  Interval *ttl, text *correlation, TupleDesc *desc)
 {
-	static SPIPlanPtr use_plan = NULL;
-	static SPIPlanPtr live_plan = NULL;
-	static SPIPlanPtr expire_plan = NULL;
-	static SPIPlanPtr insert_plan = NULL;
-	static const Oid use_types[6] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, TIMESTAMPTZOID};
-	static const Oid live_types[3] = {TEXTOID, TEXTOID, TEXTOID};
-	static const Oid expire_types[2] = {TEXTOID, UUIDOID};
-	static const Oid insert_types[7] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID,
-	INTERVALOID, TEXTOID};
-	TimestampTz now = cscp_now();
-	Datum		args[7];
-	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	Jsonb	   *empty = NULL;
+	OpenArgs	o = {tenant, conversation, actor, slots, ttl, correlation, cscp_now()};
 
-	if (slots == NULL)
+	if (o.slots == NULL)
 	{
 		JsonbParseState *st = NULL;
 
 		pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-		empty = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
-		slots = empty;
+		o.slots = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
 	}
-	ttl = cscp_lifetime(cscp_policy_get(text_to_cstring(tenant)), ttl, "context_ttl", "ttl");
+	o.ttl = cscp_lifetime(cscp_policy_get(text_to_cstring(tenant)), ttl, "context_ttl", "ttl");
 
 	for (int attempt = 0; attempt < OPEN_ATTEMPTS; attempt++)
 	{
-		bool		isnull;
+		HeapTuple	row = open_use(&o, desc);
 
-		/* The live context in use: found, locked and extended by one UPDATE. */
-		args[0] = PointerGetDatum(tenant);
-		args[1] = PointerGetDatum(conversation);
-		args[2] = PointerGetDatum(actor);
-		args[3] = JsonbPGetDatum(slots);
-		args[4] = PointerGetDatum(correlation);
-		nulls[4] = correlation ? ' ' : 'n';
-		args[5] = TimestampTzGetDatum(now);
-		cscp_spi_plan(&use_plan,
-					  "UPDATE cscp.context x"
-					  "   SET slots = x.slots || $4,"
-					  "       expires_at = cscp.context_touch(x),"
-					  "       correlation_id = coalesce($5, x.correlation_id)"
-					  " WHERE x.tenant_id = $1"
-					  "   AND x.context_id = " CSCP_LIVE_CONTEXT_ID
-					  "   AND x.status IN ('active', 'pending', 'blocked') AND x.expires_at > $6"
-					  " RETURNING *",
-					  6, use_types);
-		if (SPI_execute_plan(use_plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
-			elog(ERROR, "could not extend a context");
-		if (SPI_processed == 1)
-		{
-			*desc = SPI_tuptable->tupdesc;
-			return SPI_tuptable->vals[0];
-		}
-
-		/* None in use: a live one past its TTL is recorded expired first. */
-		cscp_spi_plan(&live_plan,
-					  "SELECT x.tenant_id, x.context_id, x.expires_at FROM cscp.context x"
-					  " WHERE x.tenant_id = $1"
-					  "   AND x.context_id = " CSCP_LIVE_CONTEXT_ID
-					  "   AND x.status IN ('active', 'pending', 'blocked')"
-					  " FOR UPDATE",
-					  3, live_types);
-		if (SPI_execute_plan(live_plan, args, NULL, false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not look up a live context");
-		if (SPI_processed == 1)
-		{
-			HeapTuple	live = SPI_tuptable->vals[0];
-			TupleDesc	livedesc = SPI_tuptable->tupdesc;
-
-			if (DatumGetTimestampTz(SPI_getbinval(live, livedesc, 3, &isnull)) > now)
-				continue;		/* came to life since the update looked */
-			args[0] = SPI_getbinval(live, livedesc, 1, &isnull);
-			args[1] = SPI_getbinval(live, livedesc, 2, &isnull);
-			cscp_spi_plan(&expire_plan,
-						  "UPDATE cscp.context x SET status = 'expired', reason = 'ttl'"
-						  " WHERE x.tenant_id = $1 AND x.context_id = $2",
-						  2, expire_types);
-			if (SPI_execute_plan(expire_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
-				elog(ERROR, "could not record the expiry of a context");
-		}
-
-		args[0] = PointerGetDatum(tenant);
-		args[1] = PointerGetDatum(conversation);
-		args[2] = PointerGetDatum(actor);
-		args[3] = JsonbPGetDatum(slots);
-		args[4] = TimestampTzGetDatum(DatumGetTimestampTz(
-														  DirectFunctionCall2(timestamptz_pl_interval,
-																			  TimestampTzGetDatum(now),
-																			  IntervalPGetDatum(ttl))));
-		nulls[4] = ' ';
-		args[5] = IntervalPGetDatum(ttl);
-		args[6] = PointerGetDatum(correlation);
-		nulls[6] = correlation ? ' ' : 'n';
-		cscp_spi_plan(&insert_plan,
-					  "INSERT INTO cscp.context AS x (tenant_id, conversation_id, actor_id, slots,"
-					  "    expires_at, ttl, correlation_id)"
-					  " VALUES ($1, $2, $3, $4, $5, $6, $7)"
-					  " RETURNING *",
-					  7, insert_types);
-		if (insert_opening(insert_plan, args, nulls) != SPI_OK_INSERT_RETURNING)
-			elog(ERROR, "could not insert a context");
-		if (SPI_processed == 1)
-		{
-			*desc = SPI_tuptable->tupdesc;
-			return SPI_tuptable->vals[0];
-		}
+		if (row == NULL)
+			row = open_insert(&o, desc);
+		if (row == NULL && open_expire_stale(&o))
+			row = open_insert(&o, desc);
+		if (row != NULL)
+			return row;
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
@@ -391,6 +429,108 @@ cscp_slot_set(PG_FUNCTION_ARGS)
 				 errmsg("context %s does not exist",
 						DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0)))),
 				 errhint("Check the id, and that cscp.tenant_id names the context's tenant.")));
+	spictx = MemoryContextSwitchTo(callerctx);
+	result = cscp_context_view_datum(row, desc, rowdesc);
+	MemoryContextSwitchTo(spictx);
+	SPI_finish();
+	PG_RETURN_DATUM(result);
+}
+
+PG_FUNCTION_INFO_V1(cscp_context_transition);
+
+/*
+ * cscp.context_transition(context_id uuid, to_status cscp.context_status,
+ *                         reason text) RETURNS cscp.context
+ *
+ * Move a context along its lifecycle: the row locked, then one UPDATE that
+ * the context trigger holds to the transition table and the expiry
+ * invariant (a refused step raises 55000 and changes nothing).  A move to a
+ * live status is a use of the context (cscp_context_touch).  Row-level
+ * security hides other tenants' contexts, so no tenant check is needed.
+ */
+Datum
+cscp_context_transition(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr lock_plan = NULL;
+	static SPIPlanPtr update_plan = NULL;
+	static const Oid lock_types[1] = {UUIDOID};
+	static const Oid update_types[5] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, TIMESTAMPTZOID};
+	MemoryContext callerctx = CurrentMemoryContext;
+	TupleDesc	rowdesc;
+	TupleDesc	desc = NULL;
+	HeapTuple	row;
+	Datum		args[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	char	   *id;
+	char	   *from;
+	char	   *to;
+	bool		isnull;
+	Datum		result;
+	MemoryContext spictx;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("to_status must not be null"),
+				 errhint("Pass one of active, pending, blocked, expired, closed.")));
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("context_id must not be null"),
+				 errhint("Pass the context_id returned by cscp.context_open.")));
+	if (get_call_result_type(fcinfo, NULL, &rowdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "cscp.context_transition must return a composite type");
+	rowdesc = BlessTupleDesc(rowdesc);
+	id = DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0)));
+	to = DatumGetCString(DirectFunctionCall1(enum_out, PG_GETARG_DATUM(1)));
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&lock_plan,
+				  "SELECT x.tenant_id, x.status::text, x.expires_at, x.ttl FROM cscp.context x"
+				  " WHERE x.context_id = $1 FOR UPDATE",
+				  1, lock_types);
+	args[0] = PG_GETARG_DATUM(0);
+	if (SPI_execute_plan(lock_plan, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up a context");
+	if (SPI_processed == 1)
+	{
+		HeapTuple	c = SPI_tuptable->vals[0];
+		TupleDesc	cdesc = SPI_tuptable->tupdesc;
+		TimestampTz expires_at = DatumGetTimestampTz(SPI_getbinval(c, cdesc, 3, &isnull));
+
+		from = SPI_getvalue(c, cdesc, 2);
+		if (strcmp(from, to) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("invalid context transition from \"%s\" to \"%s\"", from, to),
+					 errdetail("Context %s is already %s.", id, from)));
+		args[0] = SPI_getbinval(c, cdesc, 1, &isnull);
+		args[1] = PG_GETARG_DATUM(0);
+		args[2] = CStringGetTextDatum(to);
+		args[3] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+		nulls[3] = PG_ARGISNULL(2) ? 'n' : ' ';
+		if (cscp_status_live(to))
+			expires_at = cscp_context_touch(TextDatumGetCString(args[0]), expires_at,
+											DatumGetIntervalP(SPI_getbinval(c, cdesc, 4, &isnull)));
+		args[4] = TimestampTzGetDatum(expires_at);
+		cscp_spi_plan(&update_plan,
+					  "UPDATE cscp.context x"
+					  "   SET status = $3::cscp.context_status, reason = coalesce($4, x.reason),"
+					  "       expires_at = $5"
+					  " WHERE x.tenant_id = $1 AND x.context_id = $2"
+					  " RETURNING *",
+					  5, update_types);
+		row = cscp_spi_update_one(update_plan, args, nulls, &desc, "move a context");
+	}
+	else
+		row = NULL;
+	if (row == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("context %s does not exist", id),
+				 errhint("Check the id, and that cscp.tenant_id names the context's tenant.")));
+	/* Live or just retired, never past its TTL and live: as readers see it. */
 	spictx = MemoryContextSwitchTo(callerctx);
 	result = cscp_context_view_datum(row, desc, rowdesc);
 	MemoryContextSwitchTo(spictx);

@@ -32,13 +32,9 @@
  * names, and both are HOT updates (given room on the page).  The trigger takes no locks of its own: the UPDATE holds the
  * row lock.
  *
- * The sweep expires contexts through cscp._expire_contexts, which runs its
- * UPDATE with the trigger's retirements gathered rather than run one
- * statement a row, and then moves them all from cscp.context_live to
- * cscp.context_retired in one statement (retire_flush).  Any other write the
- * trigger makes to those tables while some are gathered, in the same
- * (sub)transaction, moves them first, so the two tables see the writes in
- * the order a row at a time would have made them.
+ * The sweep expires contexts through cscp._expire_contexts: one UPDATE,
+ * whose trigger moves each context retired from cscp.context_live to
+ * cscp.context_retired as any other retirement (live_retire).
  *
  *-------------------------------------------------------------------------
  */
@@ -46,25 +42,14 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
-#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
-#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
-
-/*
- * Set by cscp.context_open around its INSERT: a new context whose triple
- * already has a live one is then skipped (the INSERT returns no row, and
- * the open looks again) rather than refused as a duplicate key.
- */
-bool		cscp_context_opening = false;
 
 typedef enum ContextStatus
 {
@@ -228,27 +213,9 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	Datum		d;
 
 	/* Routing-ready id. */
-	d = heap_getattr(tuple, cols.context_id, desc, &isnull);
-	if (!convnull)
-	{
-		int32		hash = cscp_routing_hash_text(DatumGetTextPP(conv));
-
-		if (isnull)
-		{
-			pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
-
-			cscp_routing_uuid(hash, uuid);
-			values[cols.context_id - 1] = UUIDPGetDatum(uuid);
-			repl[cols.context_id - 1] = true;
-		}
-		else if (cscp_routing_hash_uuid(DatumGetUUIDP(d)) != hash)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("context id %s does not carry the routing hash of its conversation",
-							SPI_getvalue(tuple, desc, cols.context_id)),
-					 errdetail("The first 32 bits of a context id must be cscp.routing_conversation_hash(conversation_id)."),
-					 errhint("Leave context_id null to have one generated, or use cscp.routing_id(conversation_id).")));
-	}
+	cscp_routing_id_fill(tuple, desc, cols.conversation_id, cols.context_id, "context",
+						 "Leave context_id null to have one generated, or use cscp.routing_id(conversation_id).",
+						 values, repl);
 
 	d = heap_getattr(tuple, cols.status, desc, &isnull);
 	if (!isnull && status_of(TupleDescAttr(desc, cols.status - 1)->atttypid, d) != CTX_ACTIVE)
@@ -393,7 +360,13 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 		}
 	}
 
-	values[cols.updated_at - 1] = TimestampTzGetDatum(now);
+	/*
+	 * When it ends, the time it really ended: a statement's start can be
+	 * earlier than the row lock it waited for, and a command's step that
+	 * held the context before (command_fsm.c locks it) must read as
+	 * earlier than the end.
+	 */
+	values[cols.updated_at - 1] = TimestampTzGetDatum(IS_LIVE(to) ? now : cscp_now_exact());
 	repl[cols.updated_at - 1] = true;
 	values[cols.version - 1] =
 		Int64GetDatum(DatumGetInt64(heap_getattr(oldtup, cols.version, desc, &isnull)) + 1);
@@ -432,57 +405,8 @@ live_key(HeapTuple row, TupleDesc desc, Datum *args, bool *isnull)
 }
 
 /*
- * Retirements gathered while cscp._expire_contexts runs its UPDATE: for
- * each context, its cscp.context_live key, the status it retired to and
- * the new version's updated_at, copied into cxt.  Only those of the
- * UPDATE's own (sub)transaction are gathered: one made in a subtransaction
- * (a user's trigger with an exception block) could be rolled back before the
- * moves are made, so it is made at once, in that subtransaction.
- */
-#define RETIRE_COLS 6
-
-/*
- * Each column of a gathered retirement, in live_retire's argument order
- * (tenant, conversation, actor, context id, status, updated_at): its
- * element type as an array parameter of retire_flush's statement.
- */
-static const struct
-{
-	Oid			elemtype;
-	Oid			arraytype;
-	int			len;
-	bool		byval;
-	char		align;
-}			retire_col[RETIRE_COLS] = {
-	{TEXTOID, TEXTARRAYOID, -1, false, TYPALIGN_INT},
-	{TEXTOID, TEXTARRAYOID, -1, false, TYPALIGN_INT},
-	{TEXTOID, TEXTARRAYOID, -1, false, TYPALIGN_INT},
-	{UUIDOID, UUIDARRAYOID, UUID_LEN, false, TYPALIGN_CHAR},
-	{TEXTOID, TEXTARRAYOID, -1, false, TYPALIGN_INT},
-	{TIMESTAMPTZOID, TIMESTAMPTZARRAYOID, sizeof(TimestampTz), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE},
-};
-
-typedef struct RetireBatch
-{
-	MemoryContext cxt;
-	SubTransactionId subxid;
-	int			n;
-	int			cap;
-	Datum	   *col[RETIRE_COLS];	/* col[i][j]: column i of retirement j */
-} RetireBatch;
-
-static RetireBatch *retire_batch = NULL;
-
-static void retire_flush(void);
-
-/*
- * Run one statement on cscp.context_live as its owner; returns the number
- * of rows it processed.  Retirements gathered so far are moved first, in
- * the (sub)transaction that gathered them only: moved in a subtransaction,
- * they would be lost with it if it rolled back.  (So a context deleted in a
- * user's subtransaction just after this UPDATE expired it leaves a row in
- * cscp.context_retired, which check_invariants reports and the owner's
- * sweep deletes once it is due.)
+ * Run one statement on cscp.context_live (or cscp.context_retired) as its
+ * owner; returns the number of rows it processed.
  */
 static uint64
 live_exec(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes,
@@ -491,9 +415,6 @@ live_exec(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes,
 	CscpOwnerScope owner;
 	uint64		n;
 
-	if (retire_batch != NULL && retire_batch->n > 0 &&
-		retire_batch->subxid == GetCurrentSubTransactionId())
-		retire_flush();
 	cscp_owner_enter("context_live", &owner);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -506,82 +427,85 @@ live_exec(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes,
 	return n;
 }
 
-/* Add a retirement (args as live_retire's) to retire_batch. */
-static void
-retire_gather(Datum *args)
-{
-	RetireBatch *b = retire_batch;
-	MemoryContext old = MemoryContextSwitchTo(b->cxt);
-
-	if (b->n == b->cap)
-	{
-		b->cap = b->cap == 0 ? 256 : b->cap * 2;
-		for (int i = 0; i < RETIRE_COLS; i++)
-			b->col[i] = b->col[i] == NULL ? palloc(b->cap * sizeof(Datum))
-				: repalloc(b->col[i], b->cap * sizeof(Datum));
-	}
-	for (int i = 0; i < RETIRE_COLS; i++)
-		b->col[i][b->n] = datumCopy(args[i], retire_col[i].byval, retire_col[i].len);
-	b->n++;
-	MemoryContextSwitchTo(old);
-}
-
 /*
- * Move the gathered retirements from cscp.context_live to
- * cscp.context_retired, in one statement, as live_retire does one by one.
- */
-static void
-retire_flush(void)
-{
-	static SPIPlanPtr plan = NULL;
-	RetireBatch *b = retire_batch;
-	Oid			types[RETIRE_COLS];
-	Datum		args[RETIRE_COLS];
-	int			n = b->n;
-
-	for (int i = 0; i < RETIRE_COLS; i++)
-	{
-		types[i] = retire_col[i].arraytype;
-		args[i] = PointerGetDatum(construct_array(b->col[i], n, retire_col[i].elemtype,
-												  retire_col[i].len, retire_col[i].byval,
-												  retire_col[i].align));
-	}
-	/* emptied first: live_exec would flush again */
-	b->n = 0;
-	if (live_exec(&plan,
-				  "WITH k AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2),"
-				  "                                   pg_catalog.unnest($3), pg_catalog.unnest($4),"
-				  "                                   pg_catalog.unnest($5), pg_catalog.unnest($6))"
-				  "             AS k (tenant_id, conversation_id, actor_id, context_id, status, retired_at)),"
-				  "     gone AS (DELETE FROM cscp.context_live l"
-				  "               WHERE l.ctid = ANY (ARRAY("
-				  "                         SELECT x.ctid FROM k CROSS JOIN LATERAL ("
-				  "                               SELECT y.ctid FROM cscp.context_live y"
-				  "                                WHERE y.tenant_id = k.tenant_id"
-				  "                                  AND y.conversation_id = k.conversation_id"
-				  "                                  AND y.actor_id = k.actor_id"
-				  "                                  AND y.context_id = k.context_id"
-				  "                               OFFSET 0) x)))"
-				  " INSERT INTO cscp.context_retired"
-				  "  (tenant_id, conversation_id, context_id, status, retired_at)"
-				  " SELECT k.tenant_id, k.conversation_id, k.context_id, k.status::cscp.context_status,"
-				  "        k.retired_at FROM k",
-				  RETIRE_COLS, types, args, SPI_OK_INSERT) != (uint64) n)
-		elog(ERROR, "could not keep cscp.context_retired");
-}
-
-/*
- * A new context takes its triple's row in cscp.context_live (or a row there
- * that names a context no longer live, see below).  Returns false
- * when the triple has a live context already and cscp.context_open is
- * inserting (the row is then skipped); raises 23505 otherwise.
+ * Take the row of a triple in cscp.context_live for a new context (args as
+ * live_key's, and its expires_at in args[4]): a free key, or a row that
+ * names a context no longer live, left by writes made with the triggers off
+ * (session_replication_role = replica).  With mine, a row that already
+ * names this context (claimed by cscp_context_claim) is taken as well.
+ * Waits for a concurrent claim of the triple to commit or roll back;
+ * returns false when the triple has a live context.
  */
 static bool
-live_claim(HeapTuple row, TupleDesc desc)
+live_take(Datum *args, bool mine)
 {
 	static SPIPlanPtr plan = NULL;
+	static SPIPlanPtr mine_plan = NULL;
 	static SPIPlanPtr stale_plan = NULL;
 	static const Oid types[5] = {TEXTOID, TEXTOID, TEXTOID, UUIDOID, TIMESTAMPTZOID};
+
+	if (mine)
+	{
+		if (live_exec(&mine_plan,
+					  "WITH mine AS (SELECT FROM cscp.context_live y"
+					  "               WHERE y.tenant_id = $1 AND y.conversation_id = $2"
+					  "                 AND y.actor_id = $3 AND y.context_id = $4),"
+					  "     ins AS (INSERT INTO cscp.context_live"
+					  "              (tenant_id, conversation_id, actor_id, context_id, expires_at)"
+					  "             SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (SELECT FROM mine)"
+					  "             ON CONFLICT DO NOTHING RETURNING 1)"
+					  " SELECT WHERE EXISTS (SELECT FROM mine) OR EXISTS (SELECT FROM ins)",
+					  5, types, args, SPI_OK_SELECT) == 1)
+			return true;
+	}
+	else if (live_exec(&plan,
+					   "INSERT INTO cscp.context_live"
+					   " (tenant_id, conversation_id, actor_id, context_id, expires_at)"
+					   " VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+					   5, types, args, SPI_OK_INSERT) == 1)
+		return true;
+
+	return live_exec(&stale_plan,
+					 "UPDATE cscp.context_live l SET context_id = $4, expires_at = $5"
+					 " WHERE l.tenant_id = $1 AND l.conversation_id = $2 AND l.actor_id = $3"
+					 "   AND NOT EXISTS (SELECT FROM cscp.context x"
+					 "                    WHERE x.tenant_id = l.tenant_id"
+					 "                      AND x.context_id = l.context_id"
+					 "                      AND x.status IN ('active', 'pending', 'blocked'))",
+					 5, types, args, SPI_OK_UPDATE) == 1;
+}
+
+/*
+ * Claim (tenant, conversation, actor) in cscp.context_live for the context
+ * id that is about to be inserted, expiring at expires_at: the step a new
+ * context takes first.  Returns false, having written nothing, when the
+ * triple has a live context (committed, or another transaction's that
+ * committed while this one waited).  The claim is this transaction's: the
+ * context's INSERT, in the same transaction, finds it (live_claim).
+ */
+bool
+cscp_context_claim(text *tenant, text *conversation, text *actor, pg_uuid_t *context_id,
+				   TimestampTz expires_at)
+{
+	Datum		args[5];
+
+	args[0] = PointerGetDatum(tenant);
+	args[1] = PointerGetDatum(conversation);
+	args[2] = PointerGetDatum(actor);
+	args[3] = UUIDPGetDatum(context_id);
+	args[4] = TimestampTzGetDatum(expires_at);
+	return live_take(args, false);
+}
+
+/*
+ * A new context holds its triple's row in cscp.context_live: it takes the
+ * row (live_take), or finds it claimed for this very context by
+ * cscp_context_claim.  Raises 23505 when the triple has a live context,
+ * whoever inserts.
+ */
+static void
+live_claim(HeapTuple row, TupleDesc desc)
+{
 	Datum		args[5];
 	bool		isnull[5];
 	Relation	live;
@@ -590,31 +514,9 @@ live_claim(HeapTuple row, TupleDesc desc)
 	args[4] = heap_getattr(row, cols.expires_at, desc, &isnull[4]);
 	for (int i = 0; i < 5; i++)
 		if (isnull[i])
-			return true;		/* the NOT NULL constraint refuses the row */
-
-	if (live_exec(&plan,
-				  "INSERT INTO cscp.context_live"
-				  " (tenant_id, conversation_id, actor_id, context_id, expires_at)"
-				  " VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
-				  5, types, args, SPI_OK_INSERT) == 1)
-		return true;
-
-	/*
-	 * The triple's row names a context that is no longer live: left by
-	 * writes made with the triggers off (session_replication_role =
-	 * replica).  The new context takes it over.
-	 */
-	if (live_exec(&stale_plan,
-				  "UPDATE cscp.context_live l SET context_id = $4, expires_at = $5"
-				  " WHERE l.tenant_id = $1 AND l.conversation_id = $2 AND l.actor_id = $3"
-				  "   AND NOT EXISTS (SELECT FROM cscp.context x"
-				  "                    WHERE x.tenant_id = l.tenant_id"
-				  "                      AND x.context_id = l.context_id"
-				  "                      AND x.status IN ('active', 'pending', 'blocked'))",
-				  5, types, args, SPI_OK_UPDATE) == 1)
-		return true;
-	if (cscp_context_opening)
-		return false;
+			return;				/* the NOT NULL constraint refuses the row */
+	if (live_take(args, true))
+		return;
 	/* Released by the abort, like any relation an error leaves open. */
 	live = relation_open(cscp_relation_oid("context_live", false), AccessShareLock);
 	ereport(ERROR,
@@ -625,7 +527,6 @@ live_claim(HeapTuple row, TupleDesc desc)
 					   TextDatumGetCString(args[2])),
 			 errhint("Use cscp.context_open, which returns the live context of a conversation and actor."),
 			 errtableconstraint(live, "context_live_key")));
-	return false;				/* keep compiler quiet */
 }
 
 /* A live context deleted: its row in cscp.context_live goes too. */
@@ -662,12 +563,6 @@ live_retire(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc, ContextStatus to
 	args[4] = CStringGetTextDatum(status_names[to]);
 	isnull[4] = false;
 	args[5] = heap_getattr(newtup, cols.updated_at, desc, &isnull[5]);
-	if (retire_batch != NULL && retire_batch->subxid == GetCurrentSubTransactionId() &&
-		!isnull[0] && !isnull[1] && !isnull[2] && !isnull[3] && !isnull[5])
-	{
-		retire_gather(args);
-		return;
-	}
 	(void) live_exec(&plan,
 					 "WITH gone AS (DELETE FROM cscp.context_live l"
 					 "               WHERE l.tenant_id = $1 AND l.conversation_id = $2"
@@ -766,10 +661,7 @@ cscp_context_guard(PG_FUNCTION_ARGS)
 	row = (HeapTuple) DatumGetPointer(cscp_row_guard(fcinfo, &guard));
 	desc = RelationGetDescr(trigdata->tg_relation);
 	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
-	{
-		if (!live_claim(row, desc))
-			return PointerGetDatum(NULL);
-	}
+		live_claim(row, desc);
 	else
 		live_follow(trigdata->tg_trigtuple, row, desc);
 	return PointerGetDatum(row);
@@ -843,8 +735,7 @@ PG_FUNCTION_INFO_V1(cscp_expire_contexts);
  * cscp._expire_contexts(batch int) RETURNS bigint: the sweep's expiry.  Up
  * to batch contexts due in cscp.context_live, each still live and past its
  * own expires_at at cscp.now(), locked (those another transaction holds are
- * skipped) and recorded as expired by TTL.  The trigger's retirements are
- * gathered while the UPDATE runs and moved in one statement after it.
+ * skipped) and recorded as expired by TTL; the trigger retires each.
  * Returns the number of contexts expired.
  */
 Datum
@@ -854,22 +745,14 @@ cscp_expire_contexts(PG_FUNCTION_ARGS)
 	static const Oid types[2] = {INT4OID, TIMESTAMPTZOID};
 	int32		batch = PG_GETARG_INT32(0);
 	Datum		args[2];
-	RetireBatch b;
-	volatile int ret = 0;
-	volatile uint64 n = 0;
+	int			ret;
+	uint64		n;
 
 	if (batch < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("batch must be positive"),
 				 errdetail("The batch given is %d.", batch)));
-	if (retire_batch != NULL)
-		elog(ERROR, "cscp._expire_contexts cannot run inside itself");
-
-	memset(&b, 0, sizeof(b));
-	b.subxid = GetCurrentSubTransactionId();
-	b.cxt = AllocSetContextCreate(CurrentMemoryContext, "cscp retirements",
-								  ALLOCSET_DEFAULT_SIZES);
 	args[0] = Int32GetDatum(batch);
 	args[1] = TimestampTzGetDatum(cscp_now());
 
@@ -891,22 +774,10 @@ cscp_expire_contexts(PG_FUNCTION_ARGS)
 				  "                     FOR UPDATE SKIP LOCKED) x))"
 				  "   AND c.status IN ('active', 'pending', 'blocked') AND c.expires_at <= $2",
 				  2, types);
-	retire_batch = &b;
-	PG_TRY();
-	{
-		ret = SPI_execute_plan(plan, args, NULL, false, 0);
-		n = SPI_processed;
-		if (b.n > 0)
-			retire_flush();
-	}
-	PG_FINALLY();
-	{
-		retire_batch = NULL;
-	}
-	PG_END_TRY();
+	ret = SPI_execute_plan(plan, args, NULL, false, 0);
+	n = SPI_processed;
 	if (ret != SPI_OK_UPDATE)
 		elog(ERROR, "could not expire contexts: %s", SPI_result_code_string(ret));
 	SPI_finish();
-	MemoryContextDelete(b.cxt);
 	PG_RETURN_INT64((int64) n);
 }

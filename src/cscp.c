@@ -23,8 +23,7 @@
  *
  * cscp.sweep_interval, cscp.sweep_batch, cscp.sweep_backlog_delay and
  * cscp.sweep_database configure the optional
- * background worker (worker.c), registered here when cscp is preloaded;
- * cscp.sweep_backlog_delay also paces a session's sweeps of a backlog.
+ * background worker (worker.c), registered here when cscp is preloaded.
  *
  *-------------------------------------------------------------------------
  */
@@ -143,17 +142,15 @@ _PG_init(void)
 							NULL);
 
 	DefineCustomIntVariable("cscp.sweep_backlog_delay",
-							"Time between two sweeps of a backlog, by the background worker or "
-							"by one session.",
+							"Time the background worker waits between two sweeps of a backlog.",
 							"After a sweep in which an action reached its batch, the worker "
-							"sweeps again after this long (at most cscp.sweep_interval), and a "
-							"session's next call of cscp.sweep() in a later transaction first "
-							"waits until this long has passed. 0 sweeps a backlog without pause.",
+							"sweeps again after this long (at most cscp.sweep_interval). "
+							"0 sweeps a backlog without pause. A call of cscp.sweep() never waits.",
 							&cscp_sweep_backlog_delay,
 							6000,
 							0,
 							INT_MAX,
-							PGC_SUSET,
+							PGC_SIGHUP,
 							GUC_UNIT_MS,
 							NULL,
 							NULL,

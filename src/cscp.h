@@ -39,10 +39,8 @@ extern int	cscp_sweep_batch;
 extern int	cscp_sweep_backlog_delay;
 extern char *cscp_sweep_database;
 
-/* worker.c: the optional sweep worker, and the pace of a session's sweeps */
+/* worker.c: the optional sweep worker */
 extern void cscp_worker_register(void);
-extern void cscp_sweep_pause(void);
-extern void cscp_sweep_record(bool backlog);
 
 /* Channel of cscp.notify's notifications. */
 #define CSCP_NOTIFY_CHANNEL "cscp_events"
@@ -64,6 +62,7 @@ typedef struct CscpEnumCache
 extern int	cscp_enum_index(CscpEnumCache *cache, Oid typoid, Datum value);
 extern Datum cscp_enum_datum(CscpEnumCache *cache, Oid typoid, int index);
 extern bool cscp_status_live(const char *status);
+
 
 /*
  * rowguard.c: shared by the BEFORE ROW triggers.
@@ -104,34 +103,52 @@ typedef struct CscpRowRules
 	int			other_attnum[CSCP_MAX_ROW_RULES];
 } CscpRowRules;
 
+#define CSCP_MAX_COLUMNS 24
+
+/*
+ * Column numbers of a table, looked up by name once per relation (so that
+ * ALTER TABLE moving a column is followed): attnum[i] is names[i].
+ */
+typedef struct CscpColumns
+{
+	const char *table;
+	int			n;
+	const char *const *names;
+	Oid			relid;
+	int			attnum[CSCP_MAX_COLUMNS];
+} CscpColumns;
+
+extern void cscp_columns_load(CscpColumns *cols, Relation rel);
+
 typedef struct CscpRowGuard
 {
 	const char *name;
 	CscpRowRules *rules;		/* checked on the row the guard returns */
-	void		(*load_columns) (Relation rel);
+	CscpColumns *columns;		/* looked up before each row, when given */
+	void		(*load_columns) (Relation rel);	/* else this, when given */
 	HeapTuple	(*insert) (Relation rel, HeapTuple tuple, TimestampTz now);
 	HeapTuple	(*update) (Relation rel, HeapTuple oldtup, HeapTuple newtup,
 							   const Bitmapset *updatedcols, TimestampTz now);
 } CscpRowGuard;
+
+/* Column values a guard sets in a row: heap_modify_tuple's three arrays. */
+typedef struct CscpRowEdit
+{
+	TupleDesc	desc;
+	Datum	   *values;
+	bool	   *nulls;
+	bool	   *repl;
+} CscpRowEdit;
+
+extern void cscp_row_edit_init(CscpRowEdit *edit, TupleDesc desc);
+extern void cscp_row_edit_set(CscpRowEdit *edit, int attnum, Datum value, bool isnull);
+extern HeapTuple cscp_row_edit_apply(CscpRowEdit *edit, HeapTuple tuple);
 
 extern int	cscp_column(TupleDesc desc, const char *table, const char *name);
 extern bool cscp_same_value(HeapTuple a, HeapTuple b, TupleDesc desc, int attnum);
 extern Datum cscp_row_guard(FunctionCallInfo fcinfo, const CscpRowGuard *guard);
 extern bool cscp_column_updated(const Bitmapset *updatedcols, int attnum);
 extern void cscp_row_check(Relation rel, HeapTuple tuple, CscpRowRules *rules);
-
-/* conversation.c: a turn recorded as cscp.conversation_exchange records it */
-typedef struct CscpTurnResult
-{
-	char	   *event_id;
-	int32		turn_index;
-	char	   *message_id;
-	const char *outcome;		/* exchanged | replayed | diverged | aborted | timed_out */
-	Jsonb	   *turn;			/* the turn recorded, when replayed, diverged or aborted */
-} CscpTurnResult;
-
-extern void cscp_exchange_turn(text *tenant, text *conversation, Jsonb *turn,
-							   CscpTurnResult *res);
 
 /* context_api.c: opening a context, and the context as readers see it */
 extern HeapTuple cscp_context_open_row(text *tenant, text *conversation, text *actor,
@@ -141,9 +158,16 @@ extern Datum cscp_context_view_datum(HeapTuple row, TupleDesc desc, TupleDesc ro
 extern TimestampTz cscp_context_touch(const char *tenant_id, TimestampTz expires_at, Interval *ttl);
 extern Interval *cscp_lifetime(Jsonb *policy, Interval *requested, const char *policy_key,
 							   const char *argname);
+extern TimestampTz cscp_window_end(const char *tenant, const char *policy_key);
+
+/* frame.c: the context state a command is formed from */
+extern Jsonb *cscp_frame_state(HeapTuple ctx, TupleDesc desc, ArrayType *message_ids);
+extern Datum cscp_frame_record(Datum tenant, text *conversation, Datum context_id, Jsonb *state,
+							   char **hash);
 
 /* clock.c */
 extern TimestampTz cscp_now(void);
+extern TimestampTz cscp_now_exact(void);
 extern bool cscp_parse_timestamptz(const char *str, TimestampTz *result);
 
 /* args.c */
@@ -176,6 +200,9 @@ extern bool cscp_jsonb_values_equal(JsonbValue *a, JsonbValue *b);
 extern char *cscp_jsonb_value_to_cstring(JsonbValue *v);
 extern Jsonb *cscp_jsonb_value_to_jsonb(JsonbValue *v);
 extern char *cscp_jsonb_key_cstring(JsonbValue *key);
+extern char *cscp_jsonb_unknown_key(Jsonb *obj, const char *const *names, int n);
+extern const char *cscp_json_type_name(JsonbValue *v);
+extern bool cscp_jsonb_deeper_than(Jsonb *j, int limit);
 extern void cscp_jsonb_push_text(JsonbParseState **st, const char *key, const char *value);
 extern void cscp_jsonb_push_int(JsonbParseState **st, const char *key, int64 value);
 extern void cscp_jsonb_push_bool(JsonbParseState **st, const char *key, bool value, bool isnull);
@@ -258,13 +285,37 @@ extern void cscp_key_lock(text *tenant, const char *key, int keylen);
 extern bool cscp_context_for(text *tenant, text *conversation, text *actor,
 							 HeapTuple *ctx, TupleDesc *desc);
 
-/* conversation.c, context_fsm.c: steps of the sweep that sweep.c calls directly */
+/* conversation_api.c, context_fsm.c: steps of the sweep that sweep.c calls directly */
 extern PGDLLEXPORT Datum cscp_conversation_timeout(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum cscp_expire_contexts(PG_FUNCTION_ARGS);
 
 /* confirm.c: a confirmation or approval question that lapsed */
 extern void cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc,
 					   const char *why);
+
+/* answer.c: what every answer shares */
+typedef struct CscpAnswer
+{
+	text	   *tenant_id;
+	text	   *conversation_id;
+	const char *kind;			/* confirm, approve */
+	text	   *message_id;
+	text	   *answered_by;
+	const char *outcome;
+	Datum		command_id;		/* uuid, when has_command */
+	bool		has_command;
+	Datum		context_id;		/* uuid, when has_context */
+	bool		has_context;
+} CscpAnswer;
+
+extern char *cscp_slot_text(JsonbValue *slot, const char *key);
+extern void cscp_answer_lock(text *tenant, const char *kind, text *conversation, text *message_id);
+extern bool cscp_answer_replay(text *tenant, text *conversation, const char *kind,
+							   text *message_id, Datum *values, bool *nulls,
+							   MemoryContext callerctx);
+extern void cscp_answer_record(const CscpAnswer *a);
+extern void cscp_answer_refusal(const CscpAnswer *a, const char *to_state,
+								TimestampTz context_expires, Jsonb *detail);
 
 /* owner.c: a section of C code run as the owner of cscp's tables */
 typedef struct CscpOwnerScope
@@ -277,8 +328,9 @@ typedef struct CscpOwnerScope
 extern void cscp_owner_enter(const char *relname, CscpOwnerScope *scope);
 extern void cscp_owner_leave(CscpOwnerScope *scope);
 
-/* context_fsm.c: set by cscp.context_open around its INSERT */
-extern bool cscp_context_opening;
+/* context_fsm.c: a new context's claim of its triple, taken before its INSERT */
+extern bool cscp_context_claim(text *tenant, text *conversation, text *actor,
+							   pg_uuid_t *context_id, TimestampTz expires_at);
 
 /*
  * SQL: the id of the live context of ($1 tenant, $2 conversation, $3 actor),
@@ -290,7 +342,7 @@ extern bool cscp_context_opening;
 	"   WHERE l.tenant_id = $1 AND l.conversation_id = $2 AND l.actor_id = $3)"
 
 /* forget.c: erasure and its tombstones */
-extern bool cscp_erasing;
+extern bool cscp_forgotten(const char *tenant_id, const char *kind, const char *id);
 extern char *cscp_forget_hash(const char *tenant_id, const char *kind, const char *id);
 extern void cscp_refuse_forgotten(const char *tenant_id, const char *kind, const char *id);
 
@@ -365,6 +417,8 @@ extern int32 cscp_routing_hash_text(text *conversation_id);
 extern int32 cscp_routing_hash_key(text *tenant_id, text *key);
 extern void cscp_routing_uuid(int32 hash, pg_uuid_t *uuid);
 extern int32 cscp_routing_hash_uuid(const pg_uuid_t *uuid);
+extern void cscp_routing_id_fill(HeapTuple tuple, TupleDesc desc, int conv_att, int id_att,
+								 const char *kind, const char *hint, Datum *values, bool *repl);
 
 /* slots.c */
 extern Jsonb *cscp_slots_validate(Jsonb *newslots, Jsonb *oldslots,
@@ -373,94 +427,6 @@ extern Jsonb *cscp_slots_visible(Jsonb *slots, Jsonb *policy);
 extern void cscp_pending_slots_bound(Jsonb *newslots, Jsonb *oldslots, Datum tenant,
 									 Datum context_id, Datum conversation, Datum actor);
 extern bool cscp_is_uuid_text(const char *str);
-
-/* conversation.c: a conversation row, locked, as the C code reads it */
-typedef struct CscpConversation
-{
-	char	   *tenant_id;
-	char	   *conversation_id;
-	char	   *agent_id;
-	bool		closed;
-	Jsonb	   *schema;			/* NULL: no schema */
-	int64		timeout_ms;		/* 0: no timeout */
-	TimestampTz deadline;		/* valid when timeout_ms > 0 */
-	char	   *causation_id;
-	int32		next_turn_index;
-	int32		next_event_seq;
-	char	   *close_reason;	/* NULL while open */
-	uint64		generation;		/* cscp_conversation_generation when read */
-} CscpConversation;
-
-/*
- * Bumped by every cscp_conversation_advance in this backend: a
- * CscpConversation read under the same generation is still the row.
- */
-extern uint64 cscp_conversation_generation;
-
-/*
- * Set by the API around the INSERT of a turn into a conversation it has
- * locked and read; the turn trigger takes it in place of locking and
- * reading the row again, once, when it names the turn's conversation and
- * no advance came between.
- */
-extern const CscpConversation *cscp_turn_conversation;
-
-extern void cscp_turn_validate_early(const char *tenant_id, const char *conversation_id,
-									 Jsonb *content, TimestampTz now);
-extern bool cscp_conversation_lock(const char *tenant_id, const char *conversation_id,
-								   CscpConversation *conv);
-extern void cscp_conversation_advance(const CscpConversation *conv,
-									  int32 next_turn_index, int32 next_event_seq,
-									  const char *close_reason, Jsonb *outcome,
-									  TimestampTz now);
-extern char *cscp_event_id(const char *conversation_id, int32 seq);
-
-/* turns.c: a ConversationTurn, and how the API asks the turn trigger to close */
-typedef struct CscpTurn
-{
-	char	   *message_id;		/* NULL: assigned */
-	bool		has_index;
-	int32		turn_index;
-	const char *role;
-	char	   *sender;
-	Jsonb	   *content;
-	Datum		ts;				/* numeric */
-	Jsonb	   *extra;			/* to, groupId, speakerId, agent; NULL: none */
-} CscpTurn;
-
-typedef enum CscpCloseKind
-{
-	CSCP_CLOSE_NONE,
-	CSCP_CLOSE_BY_TURN,			/* cscp.conversation_close */
-	CSCP_CLOSE_BY_TIMEOUT		/* the deadline passed */
-} CscpCloseKind;
-
-/* Set by the API around the INSERT of a closing turn; read by the turn trigger. */
-typedef struct CscpCloseIntent
-{
-	const char *tenant_id;
-	const char *conversation_id;
-	CscpCloseKind kind;
-	Jsonb	   *outcome;
-} CscpCloseIntent;
-
-extern CscpCloseIntent *cscp_close_intent;
-
-#define CSCP_MAX_MESSAGE_ID_BYTES (2 * CSCP_MAX_ID_BYTES + 32)
-#define CSCP_MAX_TURN_CONTENT_BYTES (1024 * 1024)
-#define CSCP_MAX_TURN_CONTENT_DEPTH 64
-
-extern void cscp_turn_parse(Jsonb *turn, const char *argname, CscpTurn *out);
-extern Jsonb *cscp_turn_optional_fields(Jsonb *turn, const char *argname, bool only_optional);
-extern void cscp_turn_check_schema(const char *convid, Jsonb *schema, Jsonb *content);
-extern char *cscp_turn_content_hash(Jsonb *content, int32 *size);
-extern void cscp_check_json_limits(Jsonb *j, const char *what);
-
-/* events.c: one row of cscp.event, written as the table's owner */
-extern char *cscp_event_append(const char *tenant_id, const char *conversation_id,
-							   int32 seq, const char *type, const char *causation_id,
-							   int32 turn_index, const char *payload_json,
-							   TimestampTz now);
 
 /* context_link.c: what a turn and a close do to the conversation's contexts */
 extern void cscp_context_note_message(const char *tenant_id, const char *conversation_id,

@@ -28,29 +28,15 @@ doc_args(FunctionCallInfo fcinfo)
 	cscp_check_id("namespace", PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2));
 }
 
-PG_FUNCTION_INFO_V1(cscp_doc_put);
-
 /*
- * cscp.doc_put(tenant_id, session_id, namespace, payload jsonb, ttl_seconds int)
- * RETURNS text: merge payload's top-level keys into the document (a fresh
- * one once expired) and reset its TTL; returns 'session_id:namespace'.
+ * doc_put's payload (22023 unless an object) and its document's lifetime:
+ * ttl_seconds (22023 when null) bounded by the tenant's max_ttl.
  */
-Datum
-cscp_doc_put(PG_FUNCTION_ARGS)
+static Interval *
+doc_put_args(FunctionCallInfo fcinfo, Jsonb *payload)
 {
-	static SPIPlanPtr plan = NULL;
-	static SPIPlanPtr update_plan = NULL;
-	static SPIPlanPtr purge_plan = NULL;
-	static const Oid types[6] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
-	Jsonb	   *payload = PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3);
-	TimestampTz now = cscp_now();
 	Interval   *ttl;
-	Datum		args[6];
-	text	   *session;
-	text	   *ns;
-	bool		found;
 
-	doc_args(fcinfo);
 	if (payload == NULL || !JB_ROOT_IS_OBJECT(payload) || JB_ROOT_IS_SCALAR(payload))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -69,27 +55,32 @@ cscp_doc_put(PG_FUNCTION_ARGS)
 												Int32GetDatum(0), Int32GetDatum(0), Int32GetDatum(0),
 												Int32GetDatum(0),
 												Float8GetDatum((float8) PG_GETARG_INT32(4))));
-	ttl = cscp_lifetime(cscp_policy_get(text_to_cstring(PG_GETARG_TEXT_PP(0))), ttl,
-						"max_ttl", "ttl_seconds");
+	return cscp_lifetime(cscp_policy_get(text_to_cstring(PG_GETARG_TEXT_PP(0))), ttl,
+						 "max_ttl", "ttl_seconds");
+}
 
-	args[0] = PG_GETARG_DATUM(0);
-	args[1] = PG_GETARG_DATUM(1);
-	args[2] = PG_GETARG_DATUM(2);
-	args[3] = JsonbPGetDatum(payload);
-	args[4] = TimestampTzGetDatum(now);
-	args[5] = DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(now),
-								  IntervalPGetDatum(ttl));
-	/*
-	 * Update first: a session's document is written again and again, and an
-	 * UPDATE of the existing row skips what an INSERT ... ON CONFLICT pays
-	 * before it finds the conflict (the BEFORE INSERT triggers, among them
-	 * the tombstone check and its lock).  Only a live document is updated:
-	 * an expired one is deleted and the put starts a new one (the guard
-	 * refuses any UPDATE of an expired row, so expired data never comes
-	 * back).  A new document, one that a concurrent doc_delete removed
-	 * first, or an expired one falls through to the upsert, which also
-	 * settles a race between two first puts.
-	 */
+/*
+ * Merge the payload into document ($1, $2, $3) of args {tenant, session,
+ * namespace, payload, now, expires_at}.
+ *
+ * Update first: a session's document is written again and again, and an
+ * UPDATE of the existing row skips what an INSERT ... ON CONFLICT pays
+ * before it finds the conflict (the BEFORE INSERT triggers, among them
+ * the tombstone check and its lock).  Only a live document is updated:
+ * an expired one is deleted and the put starts a new one (the guard
+ * refuses any UPDATE of an expired row, so expired data never comes
+ * back).  A new document, one that a concurrent doc_delete removed
+ * first, or an expired one falls through to the upsert, which also
+ * settles a race between two first puts.
+ */
+static void
+doc_write(Datum *args)
+{
+	static SPIPlanPtr plan = NULL;
+	static SPIPlanPtr update_plan = NULL;
+	static SPIPlanPtr purge_plan = NULL;
+	static const Oid types[6] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&update_plan,
@@ -102,8 +93,7 @@ cscp_doc_put(PG_FUNCTION_ARGS)
 				  6, types);
 	if (SPI_execute_plan(update_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not write a document");
-	found = SPI_processed > 0;
-	if (!found)
+	if (SPI_processed == 0)
 	{
 		cscp_spi_plan(&purge_plan,
 					  "DELETE FROM cscp.document AS d"
@@ -125,11 +115,35 @@ cscp_doc_put(PG_FUNCTION_ARGS)
 			elog(ERROR, "could not write a document");
 	}
 	SPI_finish();
+}
 
-	session = PG_GETARG_TEXT_PP(1);
-	ns = PG_GETARG_TEXT_PP(2);
-	PG_RETURN_TEXT_P(cstring_to_text(psprintf("%s:%s", text_to_cstring(session),
-											  text_to_cstring(ns))));
+PG_FUNCTION_INFO_V1(cscp_doc_put);
+
+/*
+ * cscp.doc_put(tenant_id, session_id, namespace, payload jsonb, ttl_seconds int)
+ * RETURNS text: merge payload's top-level keys into the document (a fresh
+ * one once expired) and reset its TTL; returns 'session_id:namespace'.
+ */
+Datum
+cscp_doc_put(PG_FUNCTION_ARGS)
+{
+	Jsonb	   *payload = PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3);
+	TimestampTz now = cscp_now();
+	Interval   *ttl;
+	Datum		args[6];
+
+	doc_args(fcinfo);
+	ttl = doc_put_args(fcinfo, payload);
+	args[0] = PG_GETARG_DATUM(0);
+	args[1] = PG_GETARG_DATUM(1);
+	args[2] = PG_GETARG_DATUM(2);
+	args[3] = JsonbPGetDatum(payload);
+	args[4] = TimestampTzGetDatum(now);
+	args[5] = DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(now),
+								  IntervalPGetDatum(ttl));
+	doc_write(args);
+	PG_RETURN_TEXT_P(cstring_to_text(psprintf("%s:%s", text_to_cstring(PG_GETARG_TEXT_PP(1)),
+											  text_to_cstring(PG_GETARG_TEXT_PP(2)))));
 }
 
 PG_FUNCTION_INFO_V1(cscp_doc_get);

@@ -61,3 +61,4 @@ cscp_status_live(const char *status)
 		(strcmp(status, "active") == 0 || strcmp(status, "pending") == 0 ||
 		 strcmp(status, "blocked") == 0);
 }
+

@@ -15,9 +15,14 @@
  * "<conversation_id>:e<seq>" (a generated column), and its causation_id
  * is the previous event's id (or, for conversation.opened, the caller's).
  *
+ * The log is what the conversation's row follows: its counters and its
+ * state move only by the event just recorded at its next_event_seq, which
+ * conversation_guard reads back (cscp_event_read) to hold every UPDATE of
+ * the row to it.
+ *
  *-------------------------------------------------------------------------
  */
-#include "cscp.h"
+#include "conversation.h"
 
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
@@ -87,4 +92,64 @@ cscp_event_append(const char *tenant_id, const char *conversation_id, int32 seq,
 	SPI_finish();
 	cscp_owner_leave(&owner);
 	return cscp_event_id(conversation_id, seq);
+}
+
+/*
+ * Read event seq of the conversation into *ev, with the caller's rights
+ * (application roles read their tenant's events); false when there is none.
+ * The payload's fields are read for conversation.closed only.
+ */
+bool
+cscp_event_read(const char *tenant_id, const char *conversation_id, int32 seq, CscpEvent *ev)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[3] = {TEXTOID, TEXTOID, INT4OID};
+	MemoryContext callerctx = CurrentMemoryContext;
+	Datum		args[3];
+	bool		found;
+
+	args[0] = CStringGetTextDatum(tenant_id);
+	args[1] = CStringGetTextDatum(conversation_id);
+	args[2] = Int32GetDatum(seq);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "SELECT e.type, e.turn_index, e.created_at,"
+				  "       CASE WHEN e.type = 'conversation.closed' THEN e.payload END"
+				  "  FROM cscp.event e"
+				  " WHERE e.tenant_id = $1 AND e.conversation_id = $2 AND e.seq = $3",
+				  3, types);
+	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read event %d of conversation \"%s\"", seq, conversation_id);
+	found = SPI_processed == 1;
+	if (found)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext spictx = MemoryContextSwitchTo(callerctx);
+		bool		isnull;
+		Datum		d;
+
+		ev->type = SPI_getvalue(tup, desc, 1);
+		d = SPI_getbinval(tup, desc, 2, &isnull);
+		ev->turn_index = isnull ? -1 : DatumGetInt32(d);
+		ev->created_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 3, &isnull));
+		ev->message_id = ev->content_hash = ev->reason = NULL;
+		ev->outcome = NULL;
+		d = SPI_getbinval(tup, desc, 4, &isnull);
+		if (!isnull)
+		{
+			Jsonb	   *payload = DatumGetJsonbP(d);
+			JsonbValue *outcome = cscp_jsonb_get(payload, "outcome");
+
+			ev->message_id = cscp_jsonb_get_cstring(payload, "messageId");
+			ev->content_hash = cscp_jsonb_get_cstring(payload, "contentHash");
+			ev->reason = cscp_jsonb_get_cstring(payload, "reason");
+			if (outcome != NULL)
+				ev->outcome = cscp_jsonb_value_to_jsonb(outcome);
+		}
+		MemoryContextSwitchTo(spictx);
+	}
+	SPI_finish();
+	return found;
 }

@@ -15,8 +15,9 @@
  * application roles need (and get) no INSERT, UPDATE or DELETE privilege
  * on it; the
  * evidence_guard trigger refuses UPDATE and TRUNCATE from anyone, and
- * DELETE of a row still inside its tenant's retention_evidence (except by
- * cscp.forget_*, which erases whole chains; forget.c).
+ * DELETE of a row still inside its tenant's retention_evidence, unless its
+ * conversation or subject was forgotten (cscp.forget_* writes the
+ * tombstone first, then erases whole chains; forget.c).
  *
  * Each row's hash is the SHA-256 of the canonical JSON of its fields,
  * previous row's hash included; rows of one command form a chain numbered
@@ -330,6 +331,77 @@ cscp_evidence_hash_sql(PG_FUNCTION_ARGS)
 	PG_RETURN_TEXT_P(cstring_to_text(cscp_evidence_hash(&e)));
 }
 
+/* Whether s is a uuid as uuid_out writes it (36 characters, lower case). */
+static bool
+canonical_uuid(const char *s)
+{
+	if (s == NULL || strlen(s) != 36)
+		return false;
+	for (int i = 0; i < 36; i++)
+		if (i == 8 || i == 13 || i == 18 || i == 23 ? s[i] != '-' :
+			!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+/*
+ * Whether an evidence row belongs to what an erasure forgets (forget.c):
+ * its conversation has a tombstone, or its subject has, the subject being
+ * the actor of its command or, for a row without one, of the context its
+ * context_ref names (what cscp.forget_subject deletes).  The erasure
+ * writes its tombstone before its deletes, so they pass; anyone else's
+ * delete of such a row is judged the same.
+ */
+static bool
+evidence_forgotten(HeapTuple tuple, TupleDesc desc, const char *tenant)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[3] = {TEXTOID, UUIDOID, UUIDOID};
+	MemoryContext callerctx = CurrentMemoryContext;
+	bool		isnull;
+	Datum		args[3];
+	char		nulls[3] = {' ', ' ', 'n'};
+	char	   *subject = NULL;
+
+	if (cscp_forgotten(tenant, "conversation",
+					   SPI_getvalue(tuple, desc, SPI_fnumber(desc, "conversation_id"))))
+		return true;
+
+	args[0] = CStringGetTextDatum(tenant);
+	args[1] = heap_getattr(tuple, SPI_fnumber(desc, "command_id"), desc, &isnull);
+	if (isnull)
+	{
+		Datum		ref = heap_getattr(tuple, SPI_fnumber(desc, "context_ref"), desc, &isnull);
+		char	   *id = isnull ? NULL :
+			cscp_jsonb_get_cstring(DatumGetJsonbP(ref), "context_id");
+
+		if (!canonical_uuid(id))
+			return false;
+		nulls[1] = 'n';
+		args[2] = DirectFunctionCall1(uuid_in, CStringGetDatum(id));
+		nulls[2] = ' ';
+	}
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "SELECT coalesce((SELECT c.actor_id FROM cscp.command c"
+				  "                  WHERE c.tenant_id = $1 AND c.command_id = $2),"
+				  "                (SELECT x.actor_id FROM cscp.context x"
+				  "                  WHERE x.tenant_id = $1 AND x.context_id = $3))",
+				  3, types);
+	if (SPI_execute_plan(plan, args, nulls, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up the subject of an evidence row");
+	if (SPI_processed == 1)
+	{
+		char	   *s = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		if (s != NULL)
+			subject = MemoryContextStrdup(callerctx, s);
+	}
+	SPI_finish();
+	return subject != NULL && cscp_forgotten(tenant, "subject", subject);
+}
+
 PG_FUNCTION_INFO_V1(cscp_evidence_guard);
 
 /*
@@ -363,9 +435,6 @@ cscp_evidence_guard(PG_FUNCTION_ARGS)
 		char	   *keep;
 		Interval	retention;
 
-		/* cscp.forget_* erases whole chains, retention or not. */
-		if (cscp_erasing)
-			return PointerGetDatum(tuple);
 		policy = cscp_policy_get(tenant);
 		keep = cscp_jsonb_get_cstring(policy, "retention_evidence");
 		if (keep != NULL && cscp_parse_interval(keep, &retention))
@@ -378,6 +447,9 @@ cscp_evidence_guard(PG_FUNCTION_ARGS)
 			if (until <= cscp_now())
 				return PointerGetDatum(tuple);
 		}
+		/* cscp.forget_* erases whole chains, retention or not. */
+		if (evidence_forgotten(tuple, desc, tenant))
+			return PointerGetDatum(tuple);
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("evidence is append-only"),

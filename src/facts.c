@@ -124,66 +124,59 @@ classify_source(const char *source_type)
 /* The authority of a writer who names none and whose identity names no known one. */
 #define DEFAULT_AUTHORITY "guest"
 
-/* Column numbers of cscp.fact, looked up by name once per relation. */
-typedef struct FactColumns
+/* Column numbers of cscp.fact, looked up by name once per relation (rowguard.c). */
+typedef enum
 {
-	Oid			relid;
-	int			tenant_id,
-				subject_id,
-				fact_id,
-				key,
-				value,
-				source,
-				authority,
-				authority_rank,
-				created_at,
-				is_valid,
-				superseded_by,
-				supersedes,
-				memory_type,
-				scope,
-				scope_id,
-				depends_on,
-				derived_facts,
-				needs_review,
-				is_constraint,
-				constraint_type;
-} FactColumns;
+	F_TENANT_ID,
+	F_SUBJECT_ID,
+	F_FACT_ID,
+	F_KEY,
+	F_VALUE,
+	F_SOURCE,
+	F_AUTHORITY,
+	F_AUTHORITY_RANK,
+	F_CREATED_AT,
+	F_IS_VALID,
+	F_SUPERSEDED_BY,
+	F_SUPERSEDES,
+	F_MEMORY_TYPE,
+	F_SCOPE,
+	F_SCOPE_ID,
+	F_DEPENDS_ON,
+	F_DERIVED_FACTS,
+	F_NEEDS_REVIEW,
+	F_IS_CONSTRAINT,
+	F_CONSTRAINT_TYPE,
+	F_NUM_COLUMNS
+} FactColumn;
 
-static FactColumns cols = {InvalidOid};
+static const char *const column_names[F_NUM_COLUMNS] = {
+	"tenant_id",
+	"subject_id",
+	"fact_id",
+	"key",
+	"value",
+	"source",
+	"authority",
+	"authority_rank",
+	"created_at",
+	"is_valid",
+	"superseded_by",
+	"supersedes",
+	"memory_type",
+	"scope",
+	"scope_id",
+	"depends_on",
+	"derived_facts",
+	"needs_review",
+	"is_constraint",
+	"constraint_type",
+};
 
-/* Look up the column numbers of cscp.fact, once per relation. */
-static void
-load_columns(Relation rel)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
+static CscpColumns columns = {.table = "cscp.fact", .n = F_NUM_COLUMNS, .names = column_names};
 
-	if (cols.relid == RelationGetRelid(rel))
-		return;
-#define COL(name) cols.name = cscp_column(desc, "cscp.fact", #name)
-	COL(tenant_id);
-	COL(subject_id);
-	COL(fact_id);
-	COL(key);
-	COL(value);
-	COL(source);
-	COL(authority);
-	COL(authority_rank);
-	COL(created_at);
-	COL(is_valid);
-	COL(superseded_by);
-	COL(supersedes);
-	COL(memory_type);
-	COL(scope);
-	COL(scope_id);
-	COL(depends_on);
-	COL(derived_facts);
-	COL(needs_review);
-	COL(is_constraint);
-	COL(constraint_type);
-#undef COL
-	cols.relid = RelationGetRelid(rel);
-}
+/* The column number of c in cscp.fact. */
+#define COL(c) (columns.attnum[c])
 
 /* A text column as a C string, or NULL. */
 static char *
@@ -222,22 +215,6 @@ text_array_col(HeapTuple tuple, TupleDesc desc, int attnum, Datum **elems, bool 
 					  elems, elemnulls, n);
 }
 
-/* Prepare and keep a plan once. */
-static SPIPlanPtr
-keep_plan(SPIPlanPtr *plan, const char *sql, int nargs, Oid *argtypes)
-{
-	if (*plan == NULL)
-	{
-		SPIPlanPtr	p = SPI_prepare(sql, nargs, argtypes);
-
-		if (p == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(p);
-		*plan = p;
-	}
-	return *plan;
-}
-
 /* The rank of authority for tenant, or -1 when the tenant does not know it.  SPI is connected. */
 static int
 authority_rank(Datum tenant, const char *authority)
@@ -250,7 +227,7 @@ authority_rank(Datum tenant, const char *authority)
 
 	args[0] = tenant;
 	args[1] = CStringGetTextDatum(authority);
-	keep_plan(&plan, "SELECT cscp.authority_rank($1, $2)", 2, argtypes);
+	cscp_spi_plan(&plan, "SELECT cscp.authority_rank($1, $2)", 2, argtypes);
 	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not look up authority \"%s\"", authority);
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -267,7 +244,7 @@ identity_authority(Datum tenant, Datum subject)
 
 	args[0] = tenant;
 	args[1] = subject;
-	keep_plan(&plan, "SELECT i.identity ->> 'authority' FROM cscp.identity i"
+	cscp_spi_plan(&plan, "SELECT i.identity ->> 'authority' FROM cscp.identity i"
 			  " WHERE i.tenant_id = $1 AND i.subject_id = $2", 2, argtypes);
 	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the identity of a subject");
@@ -291,7 +268,7 @@ read_fact(SPIPlanPtr *plan, const char *sql, Datum tenant, Datum subject, const 
 	args[0] = tenant;
 	args[1] = subject;
 	args[2] = CStringGetTextDatum(fact_id);
-	keep_plan(plan, sql, 3, argtypes);
+	cscp_spi_plan(plan, sql, 3, argtypes);
 	if (SPI_execute_plan(*plan, args, NULL, !for_update, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read fact \"%s\"", fact_id);
 	return SPI_processed == 1;
@@ -340,9 +317,9 @@ check_key_authority(HeapTuple tuple, TupleDesc desc, Datum tenant, Datum subject
 	Oid			argtypes[7] = {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID, TEXTOID};
 	Datum		args[7];
 	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	char	   *key = text_col(tuple, desc, cols.key);
-	char	   *scope = SPI_getvalue(tuple, desc, cols.scope);
-	char	   *scope_id = text_col(tuple, desc, cols.scope_id);
+	char	   *key = text_col(tuple, desc, COL(F_KEY));
+	char	   *scope = SPI_getvalue(tuple, desc, COL(F_SCOPE));
+	char	   *scope_id = text_col(tuple, desc, COL(F_SCOPE_ID));
 
 	if (key == NULL || scope == NULL ||
 		strcmp(scope, "hypothetical") == 0 || strcmp(scope, "draft") == 0)
@@ -362,12 +339,12 @@ check_key_authority(HeapTuple tuple, TupleDesc desc, Datum tenant, Datum subject
 	 * and the check then reads with a new snapshot (not read-only): a
 	 * higher-authority fact committed while we waited is seen.
 	 */
-	keep_plan(&lock_plan, "SELECT pg_catalog.pg_advisory_xact_lock(1668506480,"
+	cscp_spi_plan(&lock_plan, "SELECT pg_catalog.pg_advisory_xact_lock(1668506480,"
 			  " pg_catalog.hashtext(pg_catalog.concat_ws(pg_catalog.chr(1), 'fact-key', $1, $2, $3)))",
 			  3, argtypes);
 	if (SPI_execute_plan(lock_plan, args, nulls, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not lock key \"%s\"", key);
-	keep_plan(&plan, "SELECT f.fact_id, f.authority, f.authority_rank FROM cscp.fact f"
+	cscp_spi_plan(&plan, "SELECT f.fact_id, f.authority, f.authority_rank FROM cscp.fact f"
 			  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.key = $3 AND f.is_valid"
 			  " AND f.authority_rank > $4"
 			  " AND (f.scope = 'global' OR (f.scope::text = $5 AND f.scope_id IS NOT DISTINCT FROM $6))"
@@ -387,112 +364,113 @@ check_key_authority(HeapTuple tuple, TupleDesc desc, Datum tenant, Datum subject
 }
 
 /*
- * The checks and defaults of INSERT: authority, memory type, dependencies,
- * and the fact superseded (locked, valid, not of a higher authority).
+ * Refuse a new fact that is not born valid and unsuperseded, or that comes
+ * with derived facts (55000).
  */
-static HeapTuple
-guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
+static void
+check_born_fresh(HeapTuple tuple, TupleDesc desc, const char *fact_id)
 {
-	static SPIPlanPtr dep_plan = NULL;
-	static SPIPlanPtr lock_plan = NULL;
-	TupleDesc	desc = RelationGetDescr(rel);
-	MemoryContext callerctx = CurrentMemoryContext;
-	Datum	   *values = palloc0(desc->natts * sizeof(Datum));
-	bool	   *nulls = palloc0(desc->natts * sizeof(bool));
-	bool	   *repl = palloc0(desc->natts * sizeof(bool));
-	bool		tnull,
-				snull,
-				isnull;
-	Datum		tenant = heap_getattr(tuple, cols.tenant_id, desc, &tnull);
-	Datum		subject = heap_getattr(tuple, cols.subject_id, desc, &snull);
-	char	   *fact_id = text_col(tuple, desc, cols.fact_id);
-	char	   *supersedes = text_col(tuple, desc, cols.supersedes);
-	Datum		srcd = heap_getattr(tuple, cols.source, desc, &isnull);
-	Jsonb	   *source = isnull ? NULL : DatumGetJsonbP(srcd);
-	JsonbValue *authv;
-	char	   *authority;
-	char	   *source_type;
-	int			rank;
-	bool		needs_review = bool_col(tuple, desc, cols.needs_review);
-	Datum	   *deps;
-	bool	   *depnulls;
-	int			ndeps;
+	bool		isnull;
 	Datum		derived;
 
-	/* NOT NULL and CHECK constraints speak for missing ids and a bad source. */
-	if (tnull || snull || fact_id == NULL || source == NULL || !JB_ROOT_IS_OBJECT(source))
-		return tuple;
-
-	/* Another tenant's fact: say so (42501) before looking at its chain. */
-	cscp_check_tenant(DatumGetTextPP(tenant));
-
-	if (!bool_col(tuple, desc, cols.is_valid) ||
-		!heap_attisnull(tuple, cols.superseded_by, desc))
+	if (!bool_col(tuple, desc, COL(F_IS_VALID)) ||
+		!heap_attisnull(tuple, COL(F_SUPERSEDED_BY), desc))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("a new fact must be valid and not superseded"),
 				 errdetail("Fact \"%s\" was inserted with is_valid false or superseded_by set.", fact_id),
 				 errhint("Insert the newer fact with supersedes naming this one; cscp links the chain.")));
-	derived = heap_getattr(tuple, cols.derived_facts, desc, &isnull);
+	derived = heap_getattr(tuple, COL(F_DERIVED_FACTS), desc, &isnull);
 	if (!isnull && ArrayGetNItems(ARR_NDIM(DatumGetArrayTypeP(derived)),
 								  ARR_DIMS(DatumGetArrayTypeP(derived))) > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("a new fact has no derived facts"),
 				 errhint("Name the facts a fact is derived from in its own depends_on; cscp records derived_facts.")));
+}
 
-	authv = cscp_jsonb_get(source, "authority");
+/*
+ * The source's "authority" (NULL when it names none) and its "type", or
+ * 22023 when either is not a string.
+ */
+static JsonbValue *
+check_source(Jsonb *source, char **source_type)
+{
+	JsonbValue *authv = cscp_jsonb_get(source, "authority");
+
 	if (authv != NULL && authv->type != jbvString)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("source authority must be a string"),
 				 errhint("Name an authority registered with cscp.authority_set, such as \"employee\".")));
-	source_type = cscp_jsonb_get_cstring(source, "type");
-	if (source_type == NULL)
+	*source_type = cscp_jsonb_get_cstring(source, "type");
+	if (*source_type == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("source must have a string \"type\""),
 				 errhint("Pass a source such as '{\"type\": \"user\", \"authority\": \"employee\"}'.")));
+	return authv;
+}
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+/*
+ * The fact's authority and its *rank: the source's (authv), else the
+ * subject's identity's when the tenant ranks it, else guest; an unranked
+ * authority named is 22023.  SPI is connected; the result is in the
+ * current context.
+ */
+static char *
+resolve_authority(Datum tenant, Datum subject, JsonbValue *authv, int *rank)
+{
+	char	   *authority;
 
-	/* Authority: the source's, else the identity's when known, else guest. */
 	if (authv != NULL)
 	{
 		authority = pnstrdup(authv->val.string.val, authv->val.string.len);
-		rank = authority_rank(tenant, authority);
-		if (rank < 0)
+		*rank = authority_rank(tenant, authority);
+		if (*rank < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("unknown authority \"%s\"", authority),
 					 errdetail("Tenant \"%s\" has no rank for it, and neither do the defaults.",
 							   TextDatumGetCString(tenant)),
 					 errhint("Register it with cscp.authority_set(tenant_id, authority, rank).")));
+		return authority;
 	}
-	else
+	authority = identity_authority(tenant, subject);
+	*rank = authority ? authority_rank(tenant, authority) : -1;
+	if (authority != NULL && *rank < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown authority \"%s\"", authority),
+				 errdetail("The fact's source names no authority, and the identity of subject \"%s\" names \"%s\", which tenant \"%s\" does not rank.",
+						   TextDatumGetCString(subject), authority, TextDatumGetCString(tenant)),
+				 errhint("Register it with cscp.authority_set(tenant_id, authority, rank), or name the authority in source.")));
+	if (*rank < 0)
 	{
-		authority = identity_authority(tenant, subject);
-		rank = authority ? authority_rank(tenant, authority) : -1;
-		if (authority != NULL && rank < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("unknown authority \"%s\"", authority),
-					 errdetail("The fact's source names no authority, and the identity of subject \"%s\" names \"%s\", which tenant \"%s\" does not rank.",
-							   TextDatumGetCString(subject), authority, TextDatumGetCString(tenant)),
-					 errhint("Register it with cscp.authority_set(tenant_id, authority, rank), or name the authority in source.")));
-		if (rank < 0)
-		{
-			authority = DEFAULT_AUTHORITY;
-			rank = authority_rank(tenant, authority);
-			if (rank < 0)
-				elog(ERROR, "the default authority \"%s\" has no rank", DEFAULT_AUTHORITY);
-		}
+		authority = DEFAULT_AUTHORITY;
+		*rank = authority_rank(tenant, authority);
+		if (*rank < 0)
+			elog(ERROR, "the default authority \"%s\" has no rank", DEFAULT_AUTHORITY);
 	}
-	authority = MemoryContextStrdup(callerctx, authority);
+	return authority;
+}
 
-	/* Dependencies: known facts of the subject; a stale one makes this fact stale too. */
-	text_array_col(tuple, desc, cols.depends_on, &deps, &depnulls, &ndeps);
+/*
+ * Whether a fact of the subject this one depends on is stale (superseded
+ * or itself flagged), making this one stale too; an unknown dependency is
+ * 22023.  SPI is connected.
+ */
+static bool
+dependency_stale(HeapTuple tuple, TupleDesc desc, Datum tenant, Datum subject,
+				 const char *fact_id)
+{
+	static SPIPlanPtr plan = NULL;
+	Datum	   *deps;
+	bool	   *depnulls;
+	int			ndeps;
+	bool		stale = false;
+
+	text_array_col(tuple, desc, COL(F_DEPENDS_ON), &deps, &depnulls, &ndeps);
 	for (int i = 0; i < ndeps; i++)
 	{
 		char	   *dep;
@@ -501,7 +479,7 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 			continue;			/* the CHECK constraint refuses it */
 		dep = TextDatumGetCString(deps[i]);
 		if (strcmp(dep, fact_id) == 0 ||
-			!read_fact(&dep_plan, "SELECT f.is_valid, f.needs_review FROM cscp.fact f"
+			!read_fact(&plan, "SELECT f.is_valid, f.needs_review FROM cscp.fact f"
 					   " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3",
 					   tenant, subject, dep, false))
 			ereport(ERROR,
@@ -510,68 +488,269 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 					 errdetail("Subject \"%s\" has no fact \"%s\".", TextDatumGetCString(subject), dep),
 					 errhint("A fact may depend only on facts of its subject written before it.")));
 		if (!spi_bool(1) || spi_bool(2))
-			needs_review = true;
+			stale = true;
 	}
+	return stale;
+}
 
-	/* The fact superseded: it exists, is the head of its chain, and does not outrank us. */
-	if (supersedes != NULL)
+/*
+ * Lock the fact superseded (FOR UPDATE) and check that it exists (22023),
+ * is the head of its chain (55000) and does not outrank the writer's
+ * authority of rank (42501).  SPI is connected.
+ */
+static void
+check_superseded(Datum tenant, Datum subject, const char *fact_id, const char *supersedes,
+				 const char *authority, int rank)
+{
+	static SPIPlanPtr plan = NULL;
+	char	   *successor;
+	char	   *old_authority;
+	int32		old_rank;
+
+	if (!read_fact(&plan, "SELECT f.is_valid, f.superseded_by, f.authority, f.authority_rank"
+				   " FROM cscp.fact f"
+				   " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3"
+				   " FOR UPDATE",
+				   tenant, subject, supersedes, true))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("fact \"%s\" does not exist", supersedes),
+				 errdetail("Fact \"%s\" names it in supersedes, but subject \"%s\" has no such fact.",
+						   fact_id, TextDatumGetCString(subject)),
+				 errhint("Check the id, and that cscp.tenant_id names the fact's tenant.")));
+	successor = spi_text(2);
+	if (!spi_bool(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("fact \"%s\" is already superseded", supersedes),
+				 errdetail("Fact \"%s\" superseded it.", successor ? successor : "(unknown)"),
+				 errhint("Supersede the current fact of its chain, which cscp.fact_current returns.")));
+	old_authority = spi_text(3);
+	old_rank = spi_int(4);
+	if (rank < old_rank)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("authority \"%s\" cannot supersede a fact of authority \"%s\"",
+						authority, old_authority),
+				 errdetail("Fact \"%s\" was written with authority \"%s\" (rank %d); the writer's authority \"%s\" ranks %d.",
+						   supersedes, old_authority, old_rank, authority, rank),
+				 errhint("Only a writer of authority \"%s\" or higher may replace it.",
+						 old_authority)));
+}
+
+/*
+ * The new fact with what cscp sets: authority and rank, created_at now,
+ * needs_review, and the memory type of source_type when none is given.
+ */
+static HeapTuple
+fact_defaults(HeapTuple tuple, TupleDesc desc, const char *authority, int rank,
+			  TimestampTz now, bool needs_review, const char *source_type)
+{
+	Datum	   *values = palloc0(desc->natts * sizeof(Datum));
+	bool	   *nulls = palloc0(desc->natts * sizeof(bool));
+	bool	   *repl = palloc0(desc->natts * sizeof(bool));
+
+	values[COL(F_AUTHORITY) - 1] = CStringGetTextDatum(authority);
+	repl[COL(F_AUTHORITY) - 1] = true;
+	values[COL(F_AUTHORITY_RANK) - 1] = Int32GetDatum(rank);
+	repl[COL(F_AUTHORITY_RANK) - 1] = true;
+	values[COL(F_CREATED_AT) - 1] = TimestampTzGetDatum(now);
+	repl[COL(F_CREATED_AT) - 1] = true;
+	values[COL(F_NEEDS_REVIEW) - 1] = BoolGetDatum(needs_review);
+	repl[COL(F_NEEDS_REVIEW) - 1] = true;
+
+	if (heap_attisnull(tuple, COL(F_MEMORY_TYPE), desc))
 	{
-		char	   *successor;
-		char	   *old_authority;
-		int32		old_rank;
-
-		if (!read_fact(&lock_plan, "SELECT f.is_valid, f.superseded_by, f.authority, f.authority_rank"
-					   " FROM cscp.fact f"
-					   " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3"
-					   " FOR UPDATE",
-					   tenant, subject, supersedes, true))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("fact \"%s\" does not exist", supersedes),
-					 errdetail("Fact \"%s\" names it in supersedes, but subject \"%s\" has no such fact.",
-							   fact_id, TextDatumGetCString(subject)),
-					 errhint("Check the id, and that cscp.tenant_id names the fact's tenant.")));
-		successor = spi_text(2);
-		if (!spi_bool(1))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("fact \"%s\" is already superseded", supersedes),
-					 errdetail("Fact \"%s\" superseded it.", successor ? successor : "(unknown)"),
-					 errhint("Supersede the current fact of its chain, which cscp.fact_current returns.")));
-		old_authority = spi_text(3);
-		old_rank = spi_int(4);
-		if (rank < old_rank)
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("authority \"%s\" cannot supersede a fact of authority \"%s\"",
-							authority, old_authority),
-					 errdetail("Fact \"%s\" was written with authority \"%s\" (rank %d); the writer's authority \"%s\" ranks %d.",
-							   supersedes, old_authority, old_rank, authority, rank),
-					 errhint("Only a writer of authority \"%s\" or higher may replace it.",
-							 old_authority)));
+		values[COL(F_MEMORY_TYPE) - 1] =
+			cscp_enum_datum(&memory_type_cache,
+							TupleDescAttr(desc, COL(F_MEMORY_TYPE) - 1)->atttypid,
+							classify_source(source_type));
+		repl[COL(F_MEMORY_TYPE) - 1] = true;
 	}
+	return heap_modify_tuple(tuple, desc, values, nulls, repl);
+}
+
+/*
+ * The checks and defaults of INSERT: authority, memory type, dependencies,
+ * and the fact superseded (locked, valid, not of a higher authority).
+ */
+static HeapTuple
+guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	MemoryContext callerctx = CurrentMemoryContext;
+	bool		tnull,
+				snull,
+				isnull;
+	Datum		tenant = heap_getattr(tuple, COL(F_TENANT_ID), desc, &tnull);
+	Datum		subject = heap_getattr(tuple, COL(F_SUBJECT_ID), desc, &snull);
+	char	   *fact_id = text_col(tuple, desc, COL(F_FACT_ID));
+	char	   *supersedes = text_col(tuple, desc, COL(F_SUPERSEDES));
+	Datum		srcd = heap_getattr(tuple, COL(F_SOURCE), desc, &isnull);
+	Jsonb	   *source = isnull ? NULL : DatumGetJsonbP(srcd);
+	JsonbValue *authv;
+	char	   *authority;
+	char	   *source_type;
+	int			rank;
+	bool		needs_review = bool_col(tuple, desc, COL(F_NEEDS_REVIEW));
+
+	/* NOT NULL and CHECK constraints speak for missing ids and a bad source. */
+	if (tnull || snull || fact_id == NULL || source == NULL || !JB_ROOT_IS_OBJECT(source))
+		return tuple;
+
+	/* Another tenant's fact: say so (42501) before looking at its chain. */
+	cscp_check_tenant(DatumGetTextPP(tenant));
+	check_born_fresh(tuple, desc, fact_id);
+	authv = check_source(source, &source_type);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	authority = MemoryContextStrdup(callerctx, resolve_authority(tenant, subject, authv, &rank));
+	if (dependency_stale(tuple, desc, tenant, subject, fact_id))
+		needs_review = true;
+	if (supersedes != NULL)
+		check_superseded(tenant, subject, fact_id, supersedes, authority, rank);
 	check_key_authority(tuple, desc, tenant, subject, fact_id, supersedes, authority, rank);
 	SPI_finish();
 
-	values[cols.authority - 1] = CStringGetTextDatum(authority);
-	repl[cols.authority - 1] = true;
-	values[cols.authority_rank - 1] = Int32GetDatum(rank);
-	repl[cols.authority_rank - 1] = true;
-	values[cols.created_at - 1] = TimestampTzGetDatum(now);
-	repl[cols.created_at - 1] = true;
-	values[cols.needs_review - 1] = BoolGetDatum(needs_review);
-	repl[cols.needs_review - 1] = true;
+	return fact_defaults(tuple, desc, authority, rank, now, needs_review, source_type);
+}
 
-	if (heap_attisnull(tuple, cols.memory_type, desc))
+/* Refuse an UPDATE of a column a fact never changes (55000). */
+static void
+check_fixed_columns(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc, const char *fact_id)
+{
+	static const char *const fixed[] = {
+		"tenant_id", "subject_id", "fact_id", "key", "value", "source", "authority",
+		"authority_rank", "created_at", "supersedes", "memory_type", "scope", "scope_id",
+		"depends_on", "is_constraint", "constraint_type"
+	};
+
+	for (int i = 0; i < (int) lengthof(fixed); i++)
+		if (!cscp_same_value(oldtup, newtup, desc, cscp_column(desc, "cscp.fact", fixed[i])))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("column \"%s\" of a fact cannot be changed", fixed[i]),
+					 errdetail("Facts are replaced, never edited, so that a replaced value cannot come back."),
+					 errhint("Write a new fact that supersedes fact \"%s\" with cscp.fact_write.", fact_id)));
+}
+
+/*
+ * Whether fact successor of the subject names fact_id in its supersedes
+ * (read with SPI).
+ */
+static bool
+supersedes_fact(Datum tenant, Datum subject, const char *successor, const char *fact_id)
+{
+	static SPIPlanPtr plan = NULL;
+	char	   *back = NULL;
+	bool		ok;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (read_fact(&plan, "SELECT f.supersedes FROM cscp.fact f"
+				  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3",
+				  tenant, subject, successor, false))
+		back = spi_text(1);
+	ok = (back != NULL && strcmp(back, fact_id) == 0);
+	SPI_finish();
+	return ok;
+}
+
+/*
+ * Refuse a change of is_valid or superseded_by other than the step a
+ * supersession makes: valid to superseded, by a fact that names this one
+ * in supersedes (55000).
+ */
+static void
+check_validity_step(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc, Datum tenant,
+					Datum subject, const char *fact_id)
+{
+	bool		was_valid = bool_col(oldtup, desc, COL(F_IS_VALID));
+	bool		is_valid = bool_col(newtup, desc, COL(F_IS_VALID));
+	char	   *successor = text_col(newtup, desc, COL(F_SUPERSEDED_BY));
+
+	if (!was_valid)
 	{
-		values[cols.memory_type - 1] =
-			cscp_enum_datum(&memory_type_cache,
-							TupleDescAttr(desc, cols.memory_type - 1)->atttypid,
-							classify_source(source_type));
-		repl[cols.memory_type - 1] = true;
+		if (is_valid || !cscp_same_value(oldtup, newtup, desc, COL(F_SUPERSEDED_BY)))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("fact \"%s\" is superseded", fact_id),
+					 errdetail("It was superseded by fact \"%s\"; a superseded fact never becomes valid again and keeps its successor.",
+							   text_col(oldtup, desc, COL(F_SUPERSEDED_BY))),
+					 errhint("Write a new fact that supersedes the current one with cscp.fact_write.")));
 	}
+	else if (!is_valid || successor != NULL)
+	{
+		if (is_valid || successor == NULL ||
+			!supersedes_fact(tenant, subject, successor, fact_id))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("fact \"%s\" can be superseded only by a fact that names it in supersedes", fact_id),
+					 errdetail("is_valid and superseded_by change together, when a newer fact supersedes this one."),
+					 errhint("Write the newer fact with cscp.fact_write(..., supersedes => '%s').", fact_id)));
+	}
+}
 
-	return heap_modify_tuple(tuple, desc, values, nulls, repl);
+/* Whether fact id of the subject names fact_id in its depends_on (read with SPI). */
+static bool
+depends_on_fact(Datum tenant, Datum subject, const char *id, const char *fact_id)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		args[4];
+	bool		found;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan, "SELECT 1 FROM cscp.fact f"
+				  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3"
+				  " AND $4 = ANY (f.depends_on)", 4, argtypes);
+	args[0] = tenant;
+	args[1] = subject;
+	args[2] = CStringGetTextDatum(id);
+	args[3] = CStringGetTextDatum(fact_id);
+	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read fact \"%s\"", id);
+	found = (SPI_processed == 1);
+	SPI_finish();
+	return found;
+}
+
+/*
+ * Refuse a change of derived_facts other than appending facts of the
+ * subject that depend on this one (55000).
+ */
+static void
+check_derived_growth(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc, Datum tenant,
+					 Datum subject, const char *fact_id)
+{
+	Datum	   *olds,
+			   *news;
+	bool	   *oldnulls,
+			   *newnulls;
+	int			nold,
+				nnew;
+	bool		ok = true;
+
+	if (cscp_same_value(oldtup, newtup, desc, COL(F_DERIVED_FACTS)))
+		return;
+	text_array_col(oldtup, desc, COL(F_DERIVED_FACTS), &olds, &oldnulls, &nold);
+	text_array_col(newtup, desc, COL(F_DERIVED_FACTS), &news, &newnulls, &nnew);
+	for (int i = 0; i < nnew && ok; i++)
+	{
+		char	   *id = newnulls[i] ? NULL : TextDatumGetCString(news[i]);
+
+		if (i < nold)
+			ok = (id != NULL && !oldnulls[i] && strcmp(id, TextDatumGetCString(olds[i])) == 0);
+		else
+			ok = (id != NULL && depends_on_fact(tenant, subject, id, fact_id));
+	}
+	if (!ok || nnew < nold)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("derived_facts of fact \"%s\" only grows by facts that depend on it", fact_id),
+				 errhint("Name the facts a fact is derived from in its own depends_on; cscp records derived_facts.")));
 }
 
 /*
@@ -583,125 +762,21 @@ static HeapTuple
 guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *updatedcols,
 			 TimestampTz now)
 {
-	static SPIPlanPtr succ_plan = NULL;
-	static SPIPlanPtr derived_plan = NULL;
-	static const char *const fixed[] = {
-		"tenant_id", "subject_id", "fact_id", "key", "value", "source", "authority",
-		"authority_rank", "created_at", "supersedes", "memory_type", "scope", "scope_id",
-		"depends_on", "is_constraint", "constraint_type"
-	};
 	TupleDesc	desc = RelationGetDescr(rel);
 	bool		isnull;
-	Datum		tenant = heap_getattr(oldtup, cols.tenant_id, desc, &isnull);
-	Datum		subject = heap_getattr(oldtup, cols.subject_id, desc, &isnull);
-	char	   *fact_id = text_col(oldtup, desc, cols.fact_id);
-	bool		was_valid = bool_col(oldtup, desc, cols.is_valid);
-	bool		is_valid = bool_col(newtup, desc, cols.is_valid);
-	char	   *successor = text_col(newtup, desc, cols.superseded_by);
+	Datum		tenant = heap_getattr(oldtup, COL(F_TENANT_ID), desc, &isnull);
+	Datum		subject = heap_getattr(oldtup, COL(F_SUBJECT_ID), desc, &isnull);
+	char	   *fact_id = text_col(oldtup, desc, COL(F_FACT_ID));
 
-	for (int i = 0; i < (int) lengthof(fixed); i++)
-		if (!cscp_same_value(oldtup, newtup, desc, cscp_column(desc, "cscp.fact", fixed[i])))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("column \"%s\" of a fact cannot be changed", fixed[i]),
-					 errdetail("Facts are replaced, never edited, so that a replaced value cannot come back."),
-					 errhint("Write a new fact that supersedes fact \"%s\" with cscp.fact_write.", fact_id)));
-
-	if (!was_valid)
-	{
-		if (is_valid || !cscp_same_value(oldtup, newtup, desc, cols.superseded_by))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("fact \"%s\" is superseded", fact_id),
-					 errdetail("It was superseded by fact \"%s\"; a superseded fact never becomes valid again and keeps its successor.",
-							   text_col(oldtup, desc, cols.superseded_by)),
-					 errhint("Write a new fact that supersedes the current one with cscp.fact_write.")));
-	}
-	else if (!is_valid || successor != NULL)
-	{
-		bool		ok = false;
-
-		if (!is_valid && successor != NULL)
-		{
-			char	   *back = NULL;
-
-			if (SPI_connect() != SPI_OK_CONNECT)
-				elog(ERROR, "SPI_connect failed");
-			if (read_fact(&succ_plan, "SELECT f.supersedes FROM cscp.fact f"
-						  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3",
-						  tenant, subject, successor, false))
-				back = spi_text(1);
-			ok = (back != NULL && strcmp(back, fact_id) == 0);
-			SPI_finish();
-		}
-		if (!ok)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("fact \"%s\" can be superseded only by a fact that names it in supersedes", fact_id),
-					 errdetail("is_valid and superseded_by change together, when a newer fact supersedes this one."),
-					 errhint("Write the newer fact with cscp.fact_write(..., supersedes => '%s').", fact_id)));
-	}
-
-	if (!cscp_same_value(oldtup, newtup, desc, cols.derived_facts))
-	{
-		Datum	   *olds,
-				   *news;
-		bool	   *oldnulls,
-				   *newnulls;
-		int			nold,
-					nnew;
-
-		text_array_col(oldtup, desc, cols.derived_facts, &olds, &oldnulls, &nold);
-		text_array_col(newtup, desc, cols.derived_facts, &news, &newnulls, &nnew);
-		for (int i = 0; i < nnew; i++)
-		{
-			char	   *id = newnulls[i] ? NULL : TextDatumGetCString(news[i]);
-			bool		ok;
-
-			if (i < nold)
-				ok = (id != NULL && !oldnulls[i] &&
-					  strcmp(id, TextDatumGetCString(olds[i])) == 0);
-			else
-			{
-				Oid			argtypes[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-				Datum		args[4];
-
-				ok = false;
-				if (id != NULL)
-				{
-					if (SPI_connect() != SPI_OK_CONNECT)
-						elog(ERROR, "SPI_connect failed");
-					keep_plan(&derived_plan, "SELECT 1 FROM cscp.fact f"
-							  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3"
-							  " AND $4 = ANY (f.depends_on)", 4, argtypes);
-					args[0] = tenant;
-					args[1] = subject;
-					args[2] = CStringGetTextDatum(id);
-					args[3] = CStringGetTextDatum(fact_id);
-					if (SPI_execute_plan(derived_plan, args, NULL, true, 1) != SPI_OK_SELECT)
-						elog(ERROR, "could not read fact \"%s\"", id);
-					ok = (SPI_processed == 1);
-					SPI_finish();
-				}
-			}
-			if (!ok)
-				ereport(ERROR,
-						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						 errmsg("derived_facts of fact \"%s\" only grows by facts that depend on it", fact_id),
-						 errhint("Name the facts a fact is derived from in its own depends_on; cscp records derived_facts.")));
-		}
-		if (nnew < nold)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("derived_facts of fact \"%s\" only grows by facts that depend on it", fact_id),
-					 errhint("Name the facts a fact is derived from in its own depends_on; cscp records derived_facts.")));
-	}
+	check_fixed_columns(oldtup, newtup, desc, fact_id);
+	check_validity_step(oldtup, newtup, desc, tenant, subject, fact_id);
+	check_derived_growth(oldtup, newtup, desc, tenant, subject, fact_id);
 	return newtup;
 }
 
 static const CscpRowGuard guard = {
 	.name = "cscp.fact_guard()",
-	.load_columns = load_columns,
+	.columns = &columns,
 	.insert = guard_insert,
 	.update = guard_update,
 };
@@ -745,21 +820,21 @@ cscp_fact_link(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("cscp.fact_link() must be an AFTER INSERT ROW trigger")));
-	load_columns(trigdata->tg_relation);
+	cscp_columns_load(&columns, trigdata->tg_relation);
 	tuple = trigdata->tg_trigtuple;
 	desc = RelationGetDescr(trigdata->tg_relation);
 
-	args[0] = heap_getattr(tuple, cols.tenant_id, desc, &isnull);
-	args[1] = heap_getattr(tuple, cols.subject_id, desc, &isnull);
-	args[2] = heap_getattr(tuple, cols.fact_id, desc, &isnull);
+	args[0] = heap_getattr(tuple, COL(F_TENANT_ID), desc, &isnull);
+	args[1] = heap_getattr(tuple, COL(F_SUBJECT_ID), desc, &isnull);
+	args[2] = heap_getattr(tuple, COL(F_FACT_ID), desc, &isnull);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 
-	args[3] = heap_getattr(tuple, cols.supersedes, desc, &isnull);
+	args[3] = heap_getattr(tuple, COL(F_SUPERSEDES), desc, &isnull);
 	if (!isnull)
 	{
-		keep_plan(&mark_plan, "UPDATE cscp.fact f SET is_valid = false, superseded_by = $3"
+		cscp_spi_plan(&mark_plan, "UPDATE cscp.fact f SET is_valid = false, superseded_by = $3"
 				  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $4 AND f.is_valid",
 				  4, argtypes);
 		if (SPI_execute_plan(mark_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
@@ -771,7 +846,7 @@ cscp_fact_link(PG_FUNCTION_ARGS)
 					 errhint("Supersede the current fact of its chain, which cscp.fact_current returns.")));
 
 		/* Repair: every fact derived from the superseded one, at any depth. */
-		keep_plan(&repair_plan,
+		cscp_spi_plan(&repair_plan,
 				  "WITH RECURSIVE derived(fact_id) AS ("
 				  "  SELECT unnest(f.derived_facts) FROM cscp.fact f"
 				  "   WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $4"
@@ -786,8 +861,8 @@ cscp_fact_link(PG_FUNCTION_ARGS)
 			elog(ERROR, "could not flag derived facts for review");
 	}
 
-	text_array_col(tuple, desc, cols.depends_on, &deps, &depnulls, &ndeps);
-	keep_plan(&derive_plan, "UPDATE cscp.fact f SET derived_facts = array_append(f.derived_facts, $3)"
+	text_array_col(tuple, desc, COL(F_DEPENDS_ON), &deps, &depnulls, &ndeps);
+	cscp_spi_plan(&derive_plan, "UPDATE cscp.fact f SET derived_facts = array_append(f.derived_facts, $3)"
 			  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $4"
 			  " AND NOT ($3 = ANY (f.derived_facts))", 4, argtypes);
 	for (int i = 0; i < ndeps; i++)
@@ -912,6 +987,32 @@ chain_store(ChainReader *r)
 }
 
 /*
+ * The query of a chain walk from fact $3 of subject ($1, $2): a recursive
+ * CTE that follows from each fact the links step names (SQL after
+ * "f.fact_id"), at most limit a step, then each fact's links and row (SQL:
+ * the whole row, or NULL).
+ */
+#define CHAIN_WALK(step, limit, row) \
+	"WITH RECURSIVE walk(fact_id, is_valid, superseded_by, supersedes) AS (" \
+	"  SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes FROM cscp.fact f" \
+	"   WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3" \
+	"  UNION" \
+	"  SELECT n.fact_id, n.is_valid, n.superseded_by, n.supersedes" \
+	"    FROM walk w CROSS JOIN LATERAL (" \
+	"         SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes" \
+	"           FROM cscp.fact f" \
+	"          WHERE f.tenant_id = $1 AND f.subject_id = $2" \
+	"            AND f.fact_id " step \
+	"          LIMIT " limit ") n)" \
+	" SELECT w.fact_id, w.is_valid, w.superseded_by, w.supersedes, " row \
+	"   FROM walk w"
+
+/* The whole row of the walk's fact w, in CHAIN_WALK. */
+#define CHAIN_ROW \
+	"(SELECT h FROM cscp.fact h" \
+	"  WHERE h.tenant_id = $1 AND h.subject_id = $2 AND h.fact_id = w.fact_id)"
+
+/*
  * Read the facts reachable from start (forward only, or both ways with
  * both) of (tenant, subject) into r->facts, with the whole row of each
  * (both) or of the head only.  Forward, the start is read first on its
@@ -964,40 +1065,12 @@ chain_read(ChainReader *r, text *tenant, text *subject, const char *start, bool 
 	}
 	if (both)
 		cscp_spi_plan(&both_plan,
-					  "WITH RECURSIVE walk(fact_id, is_valid, superseded_by, supersedes) AS ("
-					  "  SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes FROM cscp.fact f"
-					  "   WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3"
-					  "  UNION"
-					  "  SELECT n.fact_id, n.is_valid, n.superseded_by, n.supersedes"
-					  "    FROM walk w CROSS JOIN LATERAL ("
-					  "         SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes"
-					  "           FROM cscp.fact f"
-					  "          WHERE f.tenant_id = $1 AND f.subject_id = $2"
-					  "            AND f.fact_id = ANY (ARRAY[w.superseded_by, w.supersedes])"
-					  "          LIMIT 2) n)"
-					  " SELECT w.fact_id, w.is_valid, w.superseded_by, w.supersedes,"
-					  "        (SELECT h FROM cscp.fact h"
-					  "          WHERE h.tenant_id = $1 AND h.subject_id = $2 AND h.fact_id = w.fact_id)"
-					  "   FROM walk w",
+					  CHAIN_WALK("= ANY (ARRAY[w.superseded_by, w.supersedes])", "2", CHAIN_ROW),
 					  3, types);
 	else
 		cscp_spi_plan(&forward_plan,
-					  "WITH RECURSIVE walk(fact_id, is_valid, superseded_by, supersedes) AS ("
-					  "  SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes FROM cscp.fact f"
-					  "   WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3"
-					  "  UNION"
-					  "  SELECT n.fact_id, n.is_valid, n.superseded_by, n.supersedes"
-					  "    FROM walk w CROSS JOIN LATERAL ("
-					  "         SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes"
-					  "           FROM cscp.fact f"
-					  "          WHERE f.tenant_id = $1 AND f.subject_id = $2"
-					  "            AND f.fact_id = w.superseded_by"
-					  "          LIMIT 1) n)"
-					  " SELECT w.fact_id, w.is_valid, w.superseded_by, w.supersedes,"
-					  "        CASE WHEN w.superseded_by IS NULL THEN"
-					  "        (SELECT h FROM cscp.fact h"
-					  "          WHERE h.tenant_id = $1 AND h.subject_id = $2 AND h.fact_id = w.fact_id) END"
-					  "   FROM walk w",
+					  CHAIN_WALK("= w.superseded_by", "1",
+								 "CASE WHEN w.superseded_by IS NULL THEN " CHAIN_ROW " END"),
 					  3, types);
 	if (SPI_execute_plan(both ? both_plan : forward_plan, args, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read a supersession chain");

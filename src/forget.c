@@ -44,8 +44,11 @@
  * bulk writer waits for the running erasures of the tenants it writes, and
  * only of those.
  *
- * cscp_erasing is true only while forget_* runs its deletes; the evidence
- * trigger lets those deletes through (they take whole chains).
+ * The tombstone is written before the first delete, in the same
+ * transaction: the evidence trigger lets a row whose conversation or
+ * subject has one be deleted before its retention has passed (evidence.c),
+ * so an erasure takes whole chains, and nothing tells the trigger who
+ * deletes.
  *
  *-------------------------------------------------------------------------
  */
@@ -86,8 +89,6 @@
 /* Id locks taken by local transaction forget_id_locks_lxid. */
 static LocalTransactionId forget_id_locks_lxid = InvalidLocalTransactionId;
 static int	forget_id_locks = 0;
-
-bool		cscp_erasing = false;
 
 /* Kind, tenant and id, NUL-separated: what an id's tombstone key hashes. */
 static void
@@ -165,26 +166,26 @@ tombstones_empty(void)
 }
 
 /*
- * Raise 55000 when id (a conversation or subject, kind) of tenant_id was
- * forgotten.  Takes the shared lock of the id (forget_lock), so that an
+ * Whether id (a conversation or subject, kind) of tenant_id was forgotten,
+ * and when (*when): its tombstone, committed or this transaction's.  With
+ * lock, takes the shared lock of the id first (forget_lock), so that an
  * erasure of it running now is waited for.
  */
-void
-cscp_refuse_forgotten(const char *tenant_id, const char *kind, const char *id)
+static bool
+forgotten_at(const char *tenant_id, const char *kind, const char *id, bool lock,
+			 TimestampTz *when)
 {
 	static SPIPlanPtr plan = NULL;
 	static const Oid argtypes[2] = {TEXTOID, TEXTOID};
-	char	   *hash;
 	CscpOwnerScope owner;
 	Datum		args[2];
 	bool		found;
-	TimestampTz when = 0;
 
-	forget_lock(tenant_id, kind, id, false);
+	if (lock)
+		forget_lock(tenant_id, kind, id, false);
 	/* With the lock held, an empty table means no tombstone for us either. */
 	if (tombstones_empty())
-		return;
-	hash = cscp_forget_hash(tenant_id, kind, id);
+		return false;
 
 	cscp_owner_enter("tombstone", &owner);
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -194,7 +195,7 @@ cscp_refuse_forgotten(const char *tenant_id, const char *kind, const char *id)
 				  " WHERE t.tenant_id = $1 AND t.id_hash = $2",
 				  2, argtypes);
 	args[0] = CStringGetTextDatum(tenant_id);
-	args[1] = CStringGetTextDatum(hash);
+	args[1] = CStringGetTextDatum(cscp_forget_hash(tenant_id, kind, id));
 	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up tombstones");
 	found = SPI_processed > 0;
@@ -202,13 +203,37 @@ cscp_refuse_forgotten(const char *tenant_id, const char *kind, const char *id)
 	{
 		bool		isnull;
 
-		when = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
-												 SPI_tuptable->tupdesc, 1, &isnull));
+		*when = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
+												  SPI_tuptable->tupdesc, 1, &isnull));
 	}
 	SPI_finish();
 	cscp_owner_leave(&owner);
+	return found;
+}
 
-	if (found)
+/*
+ * Whether id (a conversation or subject, kind) of tenant_id has a tombstone
+ * this transaction sees, which an erasure writes before its first delete.
+ * Waits for no one: an erasure running elsewhere is not seen.
+ */
+bool
+cscp_forgotten(const char *tenant_id, const char *kind, const char *id)
+{
+	TimestampTz when;
+
+	return forgotten_at(tenant_id, kind, id, false, &when);
+}
+
+/*
+ * Raise 55000 when id (a conversation or subject, kind) of tenant_id was
+ * forgotten (forgotten_at, which waits for an erasure of it running now).
+ */
+void
+cscp_refuse_forgotten(const char *tenant_id, const char *kind, const char *id)
+{
+	TimestampTz when = 0;
+
+	if (forgotten_at(tenant_id, kind, id, true, &when))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("%s \"%s\" of tenant \"%s\" was forgotten", kind, id, tenant_id),
@@ -364,23 +389,14 @@ forget(text *tenant, text *id, const char *kind, const char *argname,
 	initStringInfo(&counts);
 	appendStringInfoChar(&counts, '{');
 	args[1] = PointerGetDatum(id);
-	cscp_erasing = true;
-	PG_TRY();
+	for (int i = 0; i < nsteps; i++)
 	{
-		for (int i = 0; i < nsteps; i++)
-		{
-			cscp_spi_plan(&plans[i], steps[i].sql, 2, argtypes);
-			if (SPI_execute_plan(plans[i], args, NULL, false, 0) != SPI_OK_DELETE)
-				elog(ERROR, "could not erase %s", steps[i].name);
-			appendStringInfo(&counts, "%s\"%s\": " UINT64_FORMAT, i > 0 ? ", " : "",
-							 steps[i].name, SPI_processed);
-		}
+		cscp_spi_plan(&plans[i], steps[i].sql, 2, argtypes);
+		if (SPI_execute_plan(plans[i], args, NULL, false, 0) != SPI_OK_DELETE)
+			elog(ERROR, "could not erase %s", steps[i].name);
+		appendStringInfo(&counts, "%s\"%s\": " UINT64_FORMAT, i > 0 ? ", " : "",
+						 steps[i].name, SPI_processed);
 	}
-	PG_FINALLY();
-	{
-		cscp_erasing = false;
-	}
-	PG_END_TRY();
 	appendStringInfoChar(&counts, '}');
 
 	/* The tombstone keeps the totals of every erasure of this id. */

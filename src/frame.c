@@ -1,8 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * frame.c
- *	  The guard of cscp.frame, the snapshot-on-execute record of the
- *	  context state a command was formed from.
+ *	  Frames: the snapshot-on-execute record of the context state a command
+ *	  was formed from.  The canonical state of a context (cscp_frame_state),
+ *	  the frame command_submit records (cscp_frame_record), and the guard
+ *	  of cscp.frame.
  *
  * Invariants kept here, whoever writes (the API, an application role by
  * direct SQL, the owner):
@@ -33,9 +35,262 @@
 #include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
+#include "utils/typcache.h"
+#include "utils/uuid.h"
 
-/* cscp._frame_state (command_api.c): the state command_submit records. */
-extern Datum cscp_frame_state(PG_FUNCTION_ARGS);
+/* What a frame records of a context. */
+typedef struct FrameContext
+{
+	const char *tenant_id;
+	const char *conversation_id;
+	const char *actor_id;
+	const char *status;
+	const char *expires_at;		/* UTC text */
+	const char *last_message_id;
+	Jsonb	   *slots;
+} FrameContext;
+
+/* A whole jsonb as a value that pushJsonbValue copies in. */
+static JsonbValue *
+binary_value(Jsonb *j, JsonbValue *v)
+{
+	v->type = jbvBinary;
+	v->val.binary.data = &j->root;
+	v->val.binary.len = VARSIZE(j) - VARHDRSZ;
+	return v;
+}
+
+/* Whether a jsonb key is one of the pending-question slots. */
+static bool
+is_pending_key(JsonbValue *key)
+{
+	return (key->val.string.len == (int) strlen("pending_confirmation") &&
+			memcmp(key->val.string.val, "pending_confirmation", key->val.string.len) == 0) ||
+		(key->val.string.len == (int) strlen("pending_approval") &&
+		 memcmp(key->val.string.val, "pending_approval", key->val.string.len) == 0);
+}
+
+/* Push the slots of c, with command_id left out of the pending ones. */
+static void
+push_slots(JsonbParseState **st, const FrameContext *c)
+{
+	JsonbValue	v;
+	JsonbIterator *it;
+	JsonbIteratorToken tok;
+	bool		pending = false;
+
+	if (c->slots == NULL)
+	{
+		v.type = jbvNull;
+		pushJsonbValue(st, WJB_VALUE, &v);
+		return;
+	}
+	if (!JB_ROOT_IS_OBJECT(c->slots))
+	{
+		pushJsonbValue(st, WJB_VALUE, binary_value(c->slots, &v));
+		return;
+	}
+	it = JsonbIteratorInit(&c->slots->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+		{
+			pending = is_pending_key(&v);
+			pushJsonbValue(st, WJB_KEY, &v);
+		}
+		else if (tok == WJB_VALUE && pending && v.type == jbvBinary &&
+				 JsonContainerIsObject(v.val.binary.data))
+		{
+			Jsonb	   *obj = JsonbValueToJsonb(&v);
+			JsonbValue	w;
+
+			obj = DatumGetJsonbP(DirectFunctionCall2(jsonb_delete, JsonbPGetDatum(obj),
+													 CStringGetTextDatum("command_id")));
+			pushJsonbValue(st, WJB_VALUE, binary_value(obj, &w));
+		}
+		else
+			pushJsonbValue(st, tok, tok == WJB_BEGIN_OBJECT || tok == WJB_END_OBJECT ?
+						   NULL : &v);
+	}
+}
+
+/* Push message_ids (text[], or NULL) as a JSON array (or null). */
+static void
+push_message_ids(JsonbParseState **st, ArrayType *message_ids)
+{
+	JsonbValue	v;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	if (message_ids == NULL)
+	{
+		v.type = jbvNull;
+		pushJsonbValue(st, WJB_VALUE, &v);
+		return;
+	}
+	deconstruct_array(message_ids, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	pushJsonbValue(st, WJB_BEGIN_ARRAY, NULL);
+	for (int i = 0; i < n; i++)
+	{
+		if (nulls[i])
+			v.type = jbvNull;
+		else
+		{
+			text	   *t = DatumGetTextPP(elems[i]);
+
+			v.type = jbvString;
+			v.val.string.val = VARDATA_ANY(t);
+			v.val.string.len = VARSIZE_ANY_EXHDR(t);
+		}
+		pushJsonbValue(st, WJB_ELEM, &v);
+	}
+	pushJsonbValue(st, WJB_END_ARRAY, NULL);
+}
+
+/*
+ * The canonical context state a command frame records: the context's
+ * identity, status, expiry (UTC), last message and slots, with the ids of
+ * pending commands left out of the pending slots (they are random, and the
+ * same calls must give the same hash on every database), and the command's
+ * message ids.
+ */
+static Jsonb *
+frame_state(const FrameContext *c, ArrayType *message_ids)
+{
+	JsonbParseState *st = NULL;
+	JsonbValue	k;
+
+	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+	cscp_jsonb_push_text(&st, "tenant_id", c->tenant_id);
+	cscp_jsonb_push_text(&st, "conversation_id", c->conversation_id);
+	cscp_jsonb_push_text(&st, "actor_id", c->actor_id);
+	cscp_jsonb_push_text(&st, "status", c->status);
+	cscp_jsonb_push_text(&st, "expires_at", c->expires_at);
+	cscp_jsonb_push_text(&st, "last_message_id", c->last_message_id);
+	k.type = jbvString;
+	k.val.string.val = "slots";
+	k.val.string.len = strlen("slots");
+	pushJsonbValue(&st, WJB_KEY, &k);
+	push_slots(&st, c);
+	k.val.string.val = "message_ids";
+	k.val.string.len = strlen("message_ids");
+	pushJsonbValue(&st, WJB_KEY, &k);
+	push_message_ids(&st, message_ids);
+	return JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
+}
+
+/*
+ * The canonical state (frame_state) of the context row ctx, as a query
+ * returns it with columns tenant_id, conversation_id, actor_id, status,
+ * expires_at, last_message_id and slots, for a command formed from
+ * message_ids.
+ */
+Jsonb *
+cscp_frame_state(HeapTuple ctx, TupleDesc desc, ArrayType *message_ids)
+{
+	FrameContext c;
+	bool		isnull;
+	Datum		d;
+
+	c.tenant_id = SPI_getvalue(ctx, desc, cscp_column(desc, "cscp.context", "tenant_id"));
+	c.conversation_id = SPI_getvalue(ctx, desc, cscp_column(desc, "cscp.context", "conversation_id"));
+	c.actor_id = SPI_getvalue(ctx, desc, cscp_column(desc, "cscp.context", "actor_id"));
+	c.status = SPI_getvalue(ctx, desc, cscp_column(desc, "cscp.context", "status"));
+	d = heap_getattr(ctx, cscp_column(desc, "cscp.context", "expires_at"), desc, &isnull);
+	c.expires_at = isnull ? NULL : cscp_utc_iso(DatumGetTimestampTz(d));
+	c.last_message_id = SPI_getvalue(ctx, desc, cscp_column(desc, "cscp.context", "last_message_id"));
+	d = heap_getattr(ctx, cscp_column(desc, "cscp.context", "slots"), desc, &isnull);
+	c.slots = isnull ? NULL : DatumGetJsonbP(d);
+	return frame_state(&c, message_ids);
+}
+
+PG_FUNCTION_INFO_V1(cscp_frame_state_sql);
+
+/*
+ * cscp._frame_state(c cscp.context, message_ids text[]) RETURNS jsonb: the
+ * state a frame of context c records, for a writer of frames by direct SQL
+ * (the guard below takes no other).
+ */
+Datum
+cscp_frame_state_sql(PG_FUNCTION_ARGS)
+{
+	HeapTupleHeader rec;
+	HeapTupleData tuple;
+	TupleDesc	desc;
+	Jsonb	   *state;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	rec = PG_GETARG_HEAPTUPLEHEADER(0);
+	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(rec), HeapTupleHeaderGetTypMod(rec));
+	tuple.t_len = HeapTupleHeaderGetDatumLength(rec);
+	ItemPointerSetInvalid(&tuple.t_self);
+	tuple.t_tableOid = InvalidOid;
+	tuple.t_data = rec;
+	state = cscp_frame_state(&tuple, desc, PG_ARGISNULL(1) ? NULL : PG_GETARG_ARRAYTYPE_P(1));
+	ReleaseTupleDesc(desc);
+	PG_RETURN_JSONB_P(state);
+}
+
+/*
+ * Record the frame of state (cscp_frame_state of context context_id, of
+ * tenant and conversation), as command_submit does before it forms a
+ * command: a new frame, or the one that records the same state already
+ * (frames are unique by context and hash).  Returns its frame_id; *hash
+ * gets the SHA-256 of the state.  By an ordinary INSERT with the caller's
+ * rights, so the guard below and any policy on cscp.frame apply.  The
+ * caller is connected to SPI.
+ */
+Datum
+cscp_frame_record(Datum tenant, text *conversation, Datum context_id, Jsonb *state, char **hash)
+{
+	static SPIPlanPtr insert_plan = NULL;
+	static SPIPlanPtr find_plan = NULL;
+	static const Oid insert_types[6] = {TEXTOID, UUIDOID, TEXTOID, UUIDOID, JSONBOID,
+	TIMESTAMPTZOID};
+	static const Oid find_types[3] = {TEXTOID, UUIDOID, TEXTOID};
+	pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
+	StringInfoData buf;
+	Datum		args[6];
+	bool		isnull;
+
+	initStringInfo(&buf);
+	cscp_canonical_append(&buf, state);
+	*hash = cscp_sha256_hex(buf.data, buf.len);
+
+	/* Usually a new state: insert first, look up only when it is known. */
+	cscp_routing_uuid(cscp_routing_hash_text(conversation), uuid);
+	args[0] = tenant;
+	args[1] = UUIDPGetDatum(uuid);
+	args[2] = PointerGetDatum(conversation);
+	args[3] = context_id;
+	args[4] = JsonbPGetDatum(state);
+	args[5] = TimestampTzGetDatum(cscp_now());
+	cscp_spi_plan(&insert_plan,
+				  "INSERT INTO cscp.frame (tenant_id, frame_id, conversation_id, context_id,"
+				  "                        state, created_at)"
+				  " VALUES ($1, $2, $3, $4, $5, $6)"
+				  " ON CONFLICT (tenant_id, context_id, context_hash) DO NOTHING"
+				  " RETURNING frame_id",
+				  6, insert_types);
+	if (SPI_execute_plan(insert_plan, args, NULL, false, 0) != SPI_OK_INSERT_RETURNING)
+		elog(ERROR, "could not record a frame");
+	if (SPI_processed == 0)
+	{
+		args[1] = context_id;
+		args[2] = CStringGetTextDatum(*hash);
+		cscp_spi_plan(&find_plan,
+					  "SELECT f.frame_id FROM cscp.frame f"
+					  " WHERE f.tenant_id = $1 AND f.context_id = $2 AND f.context_hash = $3",
+					  3, find_types);
+		if (SPI_execute_plan(find_plan, args, NULL, false, 0) != SPI_OK_SELECT ||
+			SPI_processed != 1)
+			elog(ERROR, "frame %s of context %s is neither new nor found", *hash,
+				 DatumGetCString(DirectFunctionCall1(uuid_out, context_id)));
+	}
+	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+}
 
 /* Column numbers of cscp.frame, looked up by name once per relation. */
 static struct
@@ -93,9 +348,10 @@ frame_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 				  "                 OR c.expires_at <= cscp.now()"
 				  "            THEN 'its context is expired or closed'"
 				  "            WHEN jsonb_typeof($4->'message_ids') IS DISTINCT FROM 'array'"
-				  "            THEN 'its state has no message ids' END,"
-				  "       c,"
-				  "       ARRAY(SELECT jsonb_array_elements_text($4->'message_ids'))"
+				  "            THEN 'its state has no message ids' END AS problem,"
+				  "       ARRAY(SELECT jsonb_array_elements_text($4->'message_ids')) AS ids,"
+				  "       c.tenant_id, c.conversation_id, c.actor_id, c.status, c.expires_at,"
+				  "       c.last_message_id, c.slots"
 				  "  FROM cscp.context c WHERE c.tenant_id = $1 AND c.context_id = $2",
 				  4, types);
 	if (SPI_execute_plan(plan, args, nulls, false, 1) != SPI_OK_SELECT)
@@ -112,11 +368,10 @@ frame_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 			problem = pstrdup(p);
 		else
 		{
-			Datum		ctx = SPI_getbinval(r, rdesc, 2, &isnull);
-			Datum		ids = SPI_getbinval(r, rdesc, 3, &isnull);
-			Datum		state = DirectFunctionCall2(cscp_frame_state, ctx, ids);
+			Datum		ids = SPI_getbinval(r, rdesc, 2, &isnull);
+			Jsonb	   *state = cscp_frame_state(r, rdesc, DatumGetArrayTypeP(ids));
 
-			if (!DatumGetBool(DirectFunctionCall2(jsonb_eq, state, args[3])))
+			if (!DatumGetBool(DirectFunctionCall2(jsonb_eq, JsonbPGetDatum(state), args[3])))
 				problem = "its state is not the context's";
 		}
 	}

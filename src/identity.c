@@ -91,38 +91,33 @@ cscp_identity_check(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(PG_GETARG_DATUM(0));
 }
 
-/* Column numbers of cscp.identity, looked up by name once per relation. */
-typedef struct IdentityColumns
+/* Column numbers of cscp.identity, looked up by name once per relation (rowguard.c). */
+typedef enum
 {
-	Oid			relid;
-	int			tenant_id,
-				subject_id,
-				identity,
-				version,
-				set_at,
-				reason,
-				history;
-} IdentityColumns;
+	I_TENANT_ID,
+	I_SUBJECT_ID,
+	I_IDENTITY,
+	I_VERSION,
+	I_SET_AT,
+	I_REASON,
+	I_HISTORY,
+	I_NUM_COLUMNS
+} IdentityColumn;
 
-static IdentityColumns cols = {InvalidOid};
+static const char *const column_names[I_NUM_COLUMNS] = {
+	"tenant_id",
+	"subject_id",
+	"identity",
+	"version",
+	"set_at",
+	"reason",
+	"history",
+};
 
-/* Look up the column numbers of cscp.identity, once per relation. */
-static void
-load_columns(Relation rel)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
+static CscpColumns columns = {.table = "cscp.identity", .n = I_NUM_COLUMNS, .names = column_names};
 
-	if (cols.relid == RelationGetRelid(rel))
-		return;
-	cols.tenant_id = cscp_column(desc, "cscp.identity", "tenant_id");
-	cols.subject_id = cscp_column(desc, "cscp.identity", "subject_id");
-	cols.identity = cscp_column(desc, "cscp.identity", "identity");
-	cols.version = cscp_column(desc, "cscp.identity", "version");
-	cols.set_at = cscp_column(desc, "cscp.identity", "set_at");
-	cols.reason = cscp_column(desc, "cscp.identity", "reason");
-	cols.history = cscp_column(desc, "cscp.identity", "history");
-	cols.relid = RelationGetRelid(rel);
-}
+/* The column number of c in cscp.identity. */
+#define COL(c) (columns.attnum[c])
 
 /* A new identity: version 1, set now, no history, no reason. */
 static HeapTuple
@@ -133,14 +128,14 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	bool	   *nulls = palloc0(desc->natts * sizeof(bool));
 	bool	   *repl = palloc0(desc->natts * sizeof(bool));
 
-	values[cols.version - 1] = Int32GetDatum(1);
-	repl[cols.version - 1] = true;
-	values[cols.set_at - 1] = TimestampTzGetDatum(now);
-	repl[cols.set_at - 1] = true;
-	nulls[cols.reason - 1] = true;
-	repl[cols.reason - 1] = true;
-	values[cols.history - 1] = DirectFunctionCall1(jsonb_in, CStringGetDatum("[]"));
-	repl[cols.history - 1] = true;
+	values[COL(I_VERSION) - 1] = Int32GetDatum(1);
+	repl[COL(I_VERSION) - 1] = true;
+	values[COL(I_SET_AT) - 1] = TimestampTzGetDatum(now);
+	repl[COL(I_SET_AT) - 1] = true;
+	nulls[COL(I_REASON) - 1] = true;
+	repl[COL(I_REASON) - 1] = true;
+	values[COL(I_HISTORY) - 1] = DirectFunctionCall1(jsonb_in, CStringGetDatum("[]"));
+	repl[COL(I_HISTORY) - 1] = true;
 	return heap_modify_tuple(tuple, desc, values, nulls, repl);
 }
 
@@ -153,7 +148,7 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	static const char *const fixed[] = {
 		"tenant_id", "subject_id", "version", "set_at", "history"
 	};
-	char	   *subject = SPI_getvalue(oldtup, desc, cols.subject_id);
+	char	   *subject = SPI_getvalue(oldtup, desc, COL(I_SUBJECT_ID));
 	char	   *reason;
 	char	   *set_at;
 	char	   *replaced_at;
@@ -171,9 +166,9 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 					 errmsg("column \"%s\" of an identity cannot be changed", fixed[i]),
 					 errhint("Replace the identity with cscp.identity_replace(tenant_id, subject_id, identity, reason).")));
 
-	if (cscp_same_value(oldtup, newtup, desc, cols.identity))
+	if (cscp_same_value(oldtup, newtup, desc, COL(I_IDENTITY)))
 	{
-		if (!cscp_same_value(oldtup, newtup, desc, cols.reason))
+		if (!cscp_same_value(oldtup, newtup, desc, COL(I_REASON)))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("column \"reason\" of an identity cannot be changed"),
@@ -181,8 +176,8 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 		return newtup;
 	}
 
-	reason = SPI_getvalue(newtup, desc, cols.reason);
-	if (!cscp_column_updated(updatedcols, cols.reason) || reason == NULL ||
+	reason = SPI_getvalue(newtup, desc, COL(I_REASON));
+	if (!cscp_column_updated(updatedcols, COL(I_REASON)) || reason == NULL ||
 		reason[strspn(reason, " \t\r\n")] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -193,10 +188,10 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	/* Append the replaced version to history. */
 	initStringInfo(&entry);
 	appendStringInfo(&entry, "[{\"version\":%d,\"identity\":",
-					 DatumGetInt32(heap_getattr(oldtup, cols.version, desc, &isnull)));
+					 DatumGetInt32(heap_getattr(oldtup, COL(I_VERSION), desc, &isnull)));
 	cscp_canonical_append(&entry,
-						  DatumGetJsonbP(heap_getattr(oldtup, cols.identity, desc, &isnull)));
-	set_at = cscp_utc_iso(DatumGetTimestampTz(heap_getattr(oldtup, cols.set_at, desc, &isnull)));
+						  DatumGetJsonbP(heap_getattr(oldtup, COL(I_IDENTITY), desc, &isnull)));
+	set_at = cscp_utc_iso(DatumGetTimestampTz(heap_getattr(oldtup, COL(I_SET_AT), desc, &isnull)));
 	replaced_at = cscp_utc_iso(now);
 	appendStringInfoString(&entry, ",\"set_at\":");
 	cscp_canonical_string(&entry, set_at, strlen(set_at));
@@ -207,25 +202,25 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	appendStringInfoString(&entry, "}]");
 
 	history = DirectFunctionCall2(jsonb_concat,
-								  heap_getattr(oldtup, cols.history, desc, &isnull),
+								  heap_getattr(oldtup, COL(I_HISTORY), desc, &isnull),
 								  DirectFunctionCall1(jsonb_in, CStringGetDatum(entry.data)));
 
 	values = palloc0(desc->natts * sizeof(Datum));
 	nulls = palloc0(desc->natts * sizeof(bool));
 	repl = palloc0(desc->natts * sizeof(bool));
-	values[cols.history - 1] = history;
-	repl[cols.history - 1] = true;
-	values[cols.version - 1] =
-		Int32GetDatum(DatumGetInt32(heap_getattr(oldtup, cols.version, desc, &isnull)) + 1);
-	repl[cols.version - 1] = true;
-	values[cols.set_at - 1] = TimestampTzGetDatum(now);
-	repl[cols.set_at - 1] = true;
+	values[COL(I_HISTORY) - 1] = history;
+	repl[COL(I_HISTORY) - 1] = true;
+	values[COL(I_VERSION) - 1] =
+		Int32GetDatum(DatumGetInt32(heap_getattr(oldtup, COL(I_VERSION), desc, &isnull)) + 1);
+	repl[COL(I_VERSION) - 1] = true;
+	values[COL(I_SET_AT) - 1] = TimestampTzGetDatum(now);
+	repl[COL(I_SET_AT) - 1] = true;
 	return heap_modify_tuple(newtup, desc, values, nulls, repl);
 }
 
 static const CscpRowGuard guard = {
 	.name = "cscp.identity_guard()",
-	.load_columns = load_columns,
+	.columns = &columns,
 	.insert = guard_insert,
 	.update = guard_update,
 };

@@ -50,6 +50,39 @@ check_operator_tenant(text *tenant)
 }
 
 /*
+ * The saved plan in *plan that reads the redacting view source and records
+ * the read: parameters allowed tenants, tenant, conversation, session
+ * tenant (each NULL: any), asker and what; with log_empty, a read of one
+ * conversation that shows nothing is recorded too.
+ */
+static void
+inspect_plan(SPIPlanPtr *plan, const char *source, bool log_empty)
+{
+	static const Oid argtypes[6] = {TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, NAMEOID, TEXTOID};
+
+	if (*plan != NULL)
+		return;
+	cscp_spi_plan(plan, psprintf("WITH shown AS MATERIALIZED ("
+								 "  SELECT v.* FROM %s v"
+								 "   WHERE ($1::text[] IS NULL OR v.tenant_id = ANY ($1::text[]))"
+								 "     AND ($2::text IS NULL OR v.tenant_id = $2::text)"
+								 "     AND ($3::text IS NULL OR v.conversation_id = $3::text)"
+								 "     AND ($4::text IS NULL OR v.tenant_id = $4::text)),"
+								 " logged AS ("
+								 "  INSERT INTO cscp.inspection_log"
+								 "         (tenant_id, inspector, conversation_id, rows_shown, source)"
+								 "  SELECT s.tenant_id, $5::name, s.conversation_id, count(*)::int, $6::text"
+								 "    FROM shown s GROUP BY s.tenant_id, s.conversation_id"
+								 "  UNION ALL"
+								 "  SELECT $2::text, $5::name, $3::text, 0, $6::text"
+								 "   WHERE %s AND $2::text IS NOT NULL AND $3::text IS NOT NULL"
+								 "     AND NOT EXISTS (SELECT FROM shown))"
+								 " SELECT s.* FROM shown s",
+								 source, log_empty ? "true" : "false"),
+				  6, argtypes);
+}
+
+/*
  * Return, as a materialized set, the rows of the redacting view source
  * that the asking role may see, narrowed to the tenant and conversation
  * arguments (NULL: any) and to cscp.tenant_id when it is set, and record
@@ -60,7 +93,6 @@ static void
 cscp_inspect(FunctionCallInfo fcinfo, SPIPlanPtr *plan, const char *source,
 			 const char *what, bool log_empty)
 {
-	static const Oid argtypes[6] = {TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, NAMEOID, TEXTOID};
 	text	   *tenant = arg_text(fcinfo, 0);
 	text	   *conversation = arg_text(fcinfo, 1);
 	char	   *asker = GetUserNameFromId(GetUserId(), false);
@@ -98,29 +130,7 @@ cscp_inspect(FunctionCallInfo fcinfo, SPIPlanPtr *plan, const char *source,
 	cscp_owner_enter("context", &scope);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (*plan == NULL)
-	{
-		char	   *sql = psprintf(
-								   "WITH shown AS MATERIALIZED ("
-								   "  SELECT v.* FROM %s v"
-								   "   WHERE ($1::text[] IS NULL OR v.tenant_id = ANY ($1::text[]))"
-								   "     AND ($2::text IS NULL OR v.tenant_id = $2::text)"
-								   "     AND ($3::text IS NULL OR v.conversation_id = $3::text)"
-								   "     AND ($4::text IS NULL OR v.tenant_id = $4::text)),"
-								   " logged AS ("
-								   "  INSERT INTO cscp.inspection_log"
-								   "         (tenant_id, inspector, conversation_id, rows_shown, source)"
-								   "  SELECT s.tenant_id, $5::name, s.conversation_id, count(*)::int, $6::text"
-								   "    FROM shown s GROUP BY s.tenant_id, s.conversation_id"
-								   "  UNION ALL"
-								   "  SELECT $2::text, $5::name, $3::text, 0, $6::text"
-								   "   WHERE %s AND $2::text IS NOT NULL AND $3::text IS NOT NULL"
-								   "     AND NOT EXISTS (SELECT FROM shown))"
-								   " SELECT s.* FROM shown s",
-								   source, log_empty ? "true" : "false");
-
-		cscp_spi_plan(plan, sql, 6, argtypes);
-	}
+	inspect_plan(plan, source, log_empty);
 	if (SPI_execute_plan(*plan, args, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "reading %s failed", source);
 	n = SPI_processed;

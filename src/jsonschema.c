@@ -225,25 +225,6 @@ is_array(JsonbValue *v)
 	return v->type == jbvBinary && JsonContainerIsArray(v->val.binary.data);
 }
 
-/* The JSON Schema type name of an instance value ("number" for every number). */
-static const char *
-instance_type(JsonbValue *v)
-{
-	switch (v->type)
-	{
-		case jbvNull:
-			return "null";
-		case jbvBool:
-			return "boolean";
-		case jbvNumeric:
-			return "number";
-		case jbvString:
-			return "string";
-		default:
-			return is_object(v) ? "object" : "array";
-	}
-}
-
 /* numeric_cmp of two numerics: negative, zero or positive. */
 static int
 num_cmp(Numeric a, Numeric b)
@@ -656,7 +637,7 @@ check_schema(JsonbValue *schema, const JsonPathStep *path)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("schema must be a JSON object or a boolean"),
 				 errdetail("The value at %s is of type %s.",
-						   path_string(path), instance_type(schema))));
+						   path_string(path), cscp_json_type_name(schema))));
 
 	it = JsonbIteratorInit(schema->val.binary.data);
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
@@ -704,7 +685,7 @@ type_matches(JsonbValue *t, JsonbValue *inst)
 
 	if (strcmp(name, "integer") == 0)
 		return inst->type == jbvNumeric && num_is_integral(inst->val.numeric);
-	return strcmp(name, instance_type(inst)) == 0;
+	return strcmp(name, cscp_json_type_name(inst)) == 0;
 }
 
 /* NULL if inst has one of the types of "type" (a string or array), else the violation. */
@@ -719,7 +700,7 @@ validate_type(JsonbValue *t, JsonbValue *inst, const JsonPathStep *path)
 		if (type_matches(t, inst))
 			return NULL;
 		return violation(path, "expected type \"%.*s\", got \"%s\"",
-						 t->val.string.len, t->val.string.val, instance_type(inst));
+						 t->val.string.len, t->val.string.val, cscp_json_type_name(inst));
 	}
 	initStringInfo(&expected);
 	n = JsonContainerSize(t->val.binary.data);
@@ -733,7 +714,7 @@ validate_type(JsonbValue *t, JsonbValue *inst, const JsonPathStep *path)
 						 e->val.string.len, e->val.string.val);
 	}
 	return violation(path, "expected type %s, got \"%s\"",
-					 expected.data, instance_type(inst));
+					 expected.data, cscp_json_type_name(inst));
 }
 
 static char *validate(JsonbValue *schema, JsonbValue *inst, const JsonPathStep *path);
@@ -1068,54 +1049,69 @@ validate(JsonbValue *schema, JsonbValue *inst, const JsonPathStep *path)
 static void
 check_schema_size(Jsonb *schema)
 {
-	JsonbIterator *it;
-	JsonbValue	v;
-	JsonbIteratorToken tok;
-	int			depth = 0;
-
 	if (VARSIZE(schema) > MAX_SCHEMA_BYTES)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("schema is too large"),
 				 errdetail("It takes %zu bytes; the limit is %d bytes.",
 						   (size_t) VARSIZE(schema), MAX_SCHEMA_BYTES)));
-	it = JsonbIteratorInit(&schema->root);
-	while ((tok = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
+	if (cscp_jsonb_deeper_than(schema, MAX_SCHEMA_DEPTH))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("schema is nested too deeply"),
+				 errdetail("Arrays and objects may be nested at most %d levels deep in a schema.",
+						   MAX_SCHEMA_DEPTH)));
+}
+
+/* Raise 22023 for a null schema. */
+static void
+require_schema(Jsonb *schema)
+{
+	if (schema == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("schema must not be null")));
+}
+
+/*
+ * The first violation of instance against schema as "<path>: <reason>" in
+ * the caller's context, NULL when it is valid (or not given); with
+ * check_it, the schema is checked first (22023).  The work is done in a
+ * memory context of its own.
+ */
+static char *
+run_schema(Jsonb *schema, Jsonb *instance, bool check_it)
+{
+	MemoryContext ctx = AllocSetContextCreate(CurrentMemoryContext, "cscp jsonschema",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(ctx);
+	JsonbValue	sv,
+				iv;
+	char	   *msg = NULL;
+
+	if (check_it)
+		check_schema_size(schema);
+	jsonb_root_value(schema, &sv);
+	if (check_it)
+		check_schema(&sv, NULL);
+	if (instance != NULL)
 	{
-		if (tok == WJB_BEGIN_ARRAY || tok == WJB_BEGIN_OBJECT)
-		{
-			if (++depth > MAX_SCHEMA_DEPTH)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("schema is nested too deeply"),
-						 errdetail("Arrays and objects may be nested at most %d levels deep in a schema.",
-								   MAX_SCHEMA_DEPTH)));
-		}
-		else if (tok == WJB_END_ARRAY || tok == WJB_END_OBJECT)
-			depth--;
+		jsonb_root_value(instance, &iv);
+		msg = validate(&sv, &iv, NULL);
 	}
+	MemoryContextSwitchTo(old);
+	if (msg != NULL)
+		msg = pstrdup(msg);
+	MemoryContextDelete(ctx);
+	return msg;
 }
 
 /* Raise 22023 unless schema is a usable schema of the supported subset. */
 void
 cscp_jsonschema_check(Jsonb *schema)
 {
-	MemoryContext ctx,
-				old;
-	JsonbValue	sv;
-
-	if (schema == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("schema must not be null")));
-	ctx = AllocSetContextCreate(CurrentMemoryContext, "cscp jsonschema",
-								ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(ctx);
-	check_schema_size(schema);
-	jsonb_root_value(schema, &sv);
-	check_schema(&sv, NULL);
-	MemoryContextSwitchTo(old);
-	MemoryContextDelete(ctx);
+	require_schema(schema);
+	run_schema(schema, NULL, true);
 }
 
 /*
@@ -1126,34 +1122,13 @@ cscp_jsonschema_check(Jsonb *schema)
 char *
 cscp_jsonschema_validate(Jsonb *schema, Jsonb *instance)
 {
-	MemoryContext ctx,
-				old;
-	JsonbValue	sv,
-				iv;
-	char	   *msg;
-
-	if (schema == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("schema must not be null")));
+	require_schema(schema);
 	if (instance == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("instance must not be null"),
 				 errhint("Pass the JSON value 'null'::jsonb to validate a JSON null.")));
-	ctx = AllocSetContextCreate(CurrentMemoryContext, "cscp jsonschema",
-								ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(ctx);
-	check_schema_size(schema);
-	jsonb_root_value(schema, &sv);
-	check_schema(&sv, NULL);
-	jsonb_root_value(instance, &iv);
-	msg = validate(&sv, &iv, NULL);
-	MemoryContextSwitchTo(old);
-	if (msg != NULL)
-		msg = pstrdup(msg);
-	MemoryContextDelete(ctx);
-	return msg;
+	return run_schema(schema, instance, true);
 }
 
 /*
@@ -1210,25 +1185,12 @@ memo_keep(Jsonb *schema, Jsonb *instance, const char *violation)
 char *
 cscp_jsonschema_validate_checked(Jsonb *schema, Jsonb *instance)
 {
-	MemoryContext ctx,
-				old;
-	JsonbValue	sv,
-				iv;
 	char	   *msg;
 
 	Assert(schema != NULL && instance != NULL);
 	if (memo_holds(schema, instance))
 		return memo.violation ? pstrdup(memo.violation) : NULL;
-	ctx = AllocSetContextCreate(CurrentMemoryContext, "cscp jsonschema",
-								ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(ctx);
-	jsonb_root_value(schema, &sv);
-	jsonb_root_value(instance, &iv);
-	msg = validate(&sv, &iv, NULL);
-	MemoryContextSwitchTo(old);
-	if (msg != NULL)
-		msg = pstrdup(msg);
-	MemoryContextDelete(ctx);
+	msg = run_schema(schema, instance, false);
 	memo_keep(schema, instance, msg);
 	return msg;
 }

@@ -52,6 +52,78 @@ cscp_jsonb_value_to_cstring(JsonbValue *v)
 	return JsonbToCString(NULL, &j->root, VARSIZE(j));
 }
 
+/* The first key of the object obj not among the n names, or NULL when it has none. */
+char *
+cscp_jsonb_unknown_key(Jsonb *obj, const char *const *names, int n)
+{
+	JsonbIterator *it = JsonbIteratorInit(&obj->root);
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		bool		known = false;
+
+		if (tok != WJB_KEY)
+			continue;
+		for (int i = 0; i < n && !known; i++)
+			known = (int) strlen(names[i]) == v.val.string.len &&
+				memcmp(names[i], v.val.string.val, v.val.string.len) == 0;
+		if (!known)
+			return cscp_jsonb_key_cstring(&v);
+	}
+	return NULL;
+}
+
+/*
+ * Whether arrays and objects in j are nested more than limit levels deep
+ * (the root counts as one level, a scalar's too); stops at the first
+ * level too deep.
+ */
+bool
+cscp_jsonb_deeper_than(Jsonb *j, int limit)
+{
+	JsonbIterator *it = JsonbIteratorInit(&j->root);
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	int			depth = 0;
+
+	while ((tok = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
+	{
+		if (tok == WJB_BEGIN_ARRAY || tok == WJB_BEGIN_OBJECT)
+		{
+			if (++depth > limit)
+				return true;
+		}
+		else if (tok == WJB_END_ARRAY || tok == WJB_END_OBJECT)
+			depth--;
+	}
+	return false;
+}
+
+/* The JSON type name of a value ("number" for every number), for messages. */
+const char *
+cscp_json_type_name(JsonbValue *v)
+{
+	switch (v->type)
+	{
+		case jbvNull:
+			return "null";
+		case jbvBool:
+			return "boolean";
+		case jbvNumeric:
+			return "number";
+		case jbvString:
+			return "string";
+		case jbvArray:
+			return "array";
+		case jbvBinary:
+			return JsonContainerIsArray(v->val.binary.data) ? "array" : "object";
+		default:
+			return "object";
+	}
+}
+
 /* Whether two jsonb values are equal as jsonb (the = operator). */
 bool
 cscp_jsonb_values_equal(JsonbValue *a, JsonbValue *b)

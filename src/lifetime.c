@@ -219,6 +219,20 @@ cscp_lifetime(Jsonb *policy, Interval *requested, const char *policy_key, const 
 }
 
 /*
+ * The end of a window opened now for tenant: cscp.now() plus the lifetime
+ * its policy gives under policy_key (confirmation_ttl, approval_ttl).
+ */
+TimestampTz
+cscp_window_end(const char *tenant, const char *policy_key)
+{
+	Interval   *ttl = cscp_lifetime(cscp_policy_get(tenant), NULL, policy_key, policy_key);
+
+	return DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
+												   TimestampTzGetDatum(cscp_now()),
+												   IntervalPGetDatum(ttl)));
+}
+
+/*
  * The latest expiry a write may store at now under policy: now + max_ttl.
  */
 TimestampTz

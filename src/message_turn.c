@@ -15,14 +15,14 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "cscp.h"
+#include "conversation.h"
 
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
 
 /* The fields a command object of message_turn may have. */
 static const char *const command_fields[] = {
-	"idempotency_key", "name", "mutating", "payload", "target_fingerprint", NULL
+	"idempotency_key", "name", "mutating", "payload", "target_fingerprint"
 };
 
 /* 22023 about field of the command object. */
@@ -56,27 +56,113 @@ command_string(Jsonb *command, const char *field, bool required)
 static void
 check_command_fields(Jsonb *command)
 {
-	JsonbIterator *it = JsonbIteratorInit(&command->root);
-	JsonbValue	v;
-	JsonbIteratorToken tok;
+	char	   *unknown = cscp_jsonb_unknown_key(command, command_fields, lengthof(command_fields));
 
-	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	if (unknown != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("command has an unknown field \"%s\"", unknown),
+				 errhint("A command has idempotency_key, name, mutating, payload and target_fingerprint.")));
+}
+
+/* The command message_turn submits, from its argument "command". */
+typedef struct CommandArgs
+{
+	text	   *key;
+	text	   *name;
+	text	   *fingerprint;	/* NULL: none */
+	bool		mutating;
+	Jsonb	   *payload;
+} CommandArgs;
+
+/* Check the command object and read it into *out; 22023 for anything wrong. */
+static void
+read_command(Jsonb *command, CommandArgs *out)
+{
+	JsonbValue *v;
+
+	if (!JB_ROOT_IS_OBJECT(command) || JB_ROOT_IS_SCALAR(command))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("command must be a JSON object"),
+				 errhint("Pass {\"idempotency_key\": ..., \"name\": ..., \"mutating\": false, \"payload\": {...}}, or NULL for no command.")));
+	check_command_fields(command);
+	out->key = command_string(command, "idempotency_key", true);
+	out->name = command_string(command, "name", true);
+	out->fingerprint = command_string(command, "target_fingerprint", false);
+	out->mutating = false;
+	v = cscp_jsonb_get(command, "mutating");
+	if (v != NULL && v->type != jbvNull)
 	{
-		bool		known = false;
-
-		if (tok != WJB_KEY)
-			continue;
-		for (int i = 0; command_fields[i] != NULL; i++)
-			if ((int) strlen(command_fields[i]) == v.val.string.len &&
-				memcmp(command_fields[i], v.val.string.val, v.val.string.len) == 0)
-				known = true;
-		if (!known)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("command has an unknown field \"%s\"",
-							pnstrdup(v.val.string.val, v.val.string.len)),
-					 errhint("A command has idempotency_key, name, mutating, payload and target_fingerprint.")));
+		if (v->type != jbvBool)
+			bad_command("mutating", "must be a boolean");
+		out->mutating = v->val.boolean;
 	}
+	v = cscp_jsonb_get(command, "payload");
+	if (v != NULL && v->type != jbvNull)
+	{
+		out->payload = cscp_jsonb_value_to_jsonb(v);
+		if (!JB_ROOT_IS_OBJECT(out->payload) || JB_ROOT_IS_SCALAR(out->payload))
+			bad_command("payload", "must be a JSON object");
+	}
+	else
+	{
+		JsonbParseState *pst = NULL;
+
+		pushJsonbValue(&pst, WJB_BEGIN_OBJECT, NULL);
+		out->payload = JsonbValueToJsonb(pushJsonbValue(&pst, WJB_END_OBJECT, NULL));
+	}
+	cscp_check_id("command.idempotency_key", out->key);
+	cscp_check_id("command.name", out->name);
+	if (out->fingerprint != NULL)
+		cscp_check_id("command.target_fingerprint", out->fingerprint);
+}
+
+/* Open (or reuse) the sender's context with slots; returns its id as text. */
+static char *
+open_context(text *tenant, text *conversation, text *actor, Jsonb *slots)
+{
+	MemoryContext callerctx = CurrentMemoryContext;
+	TupleDesc	desc;
+	HeapTuple	row;
+	char	   *context_id;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	row = cscp_context_open_row(tenant, conversation, actor, slots, NULL, NULL, &desc);
+	context_id = MemoryContextStrdup(callerctx,
+									 SPI_getvalue(row, desc,
+												  cscp_column(desc, "cscp.context", "context_id")));
+	SPI_finish();
+	return context_id;
+}
+
+/* The answer of message_turn; sub is NULL when no command was submitted. */
+static Jsonb *
+answer(const CscpTurnResult *tr, const char *context_id, const CscpSubmitted *sub)
+{
+	JsonbParseState *st = NULL;
+
+	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+	cscp_jsonb_push_text(&st, "event_id", tr->event_id);
+	cscp_jsonb_push_int(&st, "turn_index", tr->turn_index);
+	cscp_jsonb_push_text(&st, "message_id", tr->message_id);
+	cscp_jsonb_push_text(&st, "outcome", tr->outcome);
+	cscp_jsonb_push_text(&st, "context_id", context_id);
+	if (sub != NULL)
+	{
+		cscp_jsonb_push_text(&st, "command_id",
+							 DatumGetCString(DirectFunctionCall1(uuid_out, sub->command_id)));
+		cscp_jsonb_push_text(&st, "state", cscp_command_state_names[sub->state]);
+		cscp_jsonb_push_bool(&st, "replayed", sub->replayed, false);
+	}
+	else
+	{
+		cscp_jsonb_push_text(&st, "command_id", NULL);
+		cscp_jsonb_push_text(&st, "state", NULL);
+		cscp_jsonb_push_bool(&st, "replayed", false, true);
+	}
+	return JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
 }
 
 PG_FUNCTION_INFO_V1(cscp_message_turn);
@@ -96,17 +182,11 @@ cscp_message_turn(PG_FUNCTION_ARGS)
 	Jsonb	   *turn = PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3);
 	Jsonb	   *slots = PG_ARGISNULL(4) ? NULL : PG_GETARG_JSONB_P(4);
 	Jsonb	   *command = PG_ARGISNULL(5) ? NULL : PG_GETARG_JSONB_P(5);
-	text	   *key = NULL,
-			   *name = NULL,
-			   *fingerprint = NULL;
-	bool		mutating = false;
-	Jsonb	   *payload = NULL;
+	CommandArgs cmd = {0};
 	CscpTurnResult tr = {0};
 	CscpSubmitted sub = {0};
-	char	   *context_id = NULL;
-	JsonbParseState *st = NULL;
-	JsonbValue *result;
-	bool		go_on;
+	char	   *context_id;
+	Datum		msg;
 
 	/* Every argument is checked before anything is written. */
 	cscp_check_tenant(tenant);
@@ -118,94 +198,22 @@ cscp_message_turn(PG_FUNCTION_ARGS)
 				 errmsg("slots must be a JSON object"),
 				 errhint("Pass an object such as '{\"active_intent\": \"transfer\"}', or '{}'.")));
 	if (command != NULL)
-	{
-		JsonbValue *v;
+		read_command(command, &cmd);
 
-		if (!JB_ROOT_IS_OBJECT(command) || JB_ROOT_IS_SCALAR(command))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("command must be a JSON object"),
-					 errhint("Pass {\"idempotency_key\": ..., \"name\": ..., \"mutating\": false, \"payload\": {...}}, or NULL for no command.")));
-		check_command_fields(command);
-		key = command_string(command, "idempotency_key", true);
-		name = command_string(command, "name", true);
-		fingerprint = command_string(command, "target_fingerprint", false);
-		v = cscp_jsonb_get(command, "mutating");
-		if (v != NULL && v->type != jbvNull)
-		{
-			if (v->type != jbvBool)
-				bad_command("mutating", "must be a boolean");
-			mutating = v->val.boolean;
-		}
-		v = cscp_jsonb_get(command, "payload");
-		if (v != NULL && v->type != jbvNull)
-		{
-			payload = cscp_jsonb_value_to_jsonb(v);
-			if (!JB_ROOT_IS_OBJECT(payload) || JB_ROOT_IS_SCALAR(payload))
-				bad_command("payload", "must be a JSON object");
-		}
-		else
-		{
-			JsonbParseState *pst = NULL;
-
-			pushJsonbValue(&pst, WJB_BEGIN_OBJECT, NULL);
-			payload = JsonbValueToJsonb(pushJsonbValue(&pst, WJB_END_OBJECT, NULL));
-		}
-		cscp_check_id("command.idempotency_key", key);
-		cscp_check_id("command.name", name);
-		if (fingerprint != NULL)
-			cscp_check_id("command.target_fingerprint", fingerprint);
-	}
-
-	/* 1. the turn */
+	/* 1. the turn; one that timed out or aborted its replay goes no further */
 	cscp_exchange_turn(tenant, conversation, turn, &tr);
-	go_on = strcmp(tr.outcome, "timed_out") != 0 && strcmp(tr.outcome, "aborted") != 0;
+	if (strcmp(tr.outcome, "timed_out") == 0 || strcmp(tr.outcome, "aborted") == 0)
+		PG_RETURN_JSONB_P(answer(&tr, NULL, NULL));
 
 	/* 2. the sender's context, with the slots */
-	if (go_on)
-	{
-		MemoryContext callerctx = CurrentMemoryContext;
-		TupleDesc	desc;
-		HeapTuple	row;
-
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		row = cscp_context_open_row(tenant, conversation, actor, slots, NULL, NULL, &desc);
-		context_id = MemoryContextStrdup(callerctx,
-										 SPI_getvalue(row, desc,
-													  cscp_column(desc, "cscp.context", "context_id")));
-		SPI_finish();
-	}
+	context_id = open_context(tenant, conversation, actor, slots);
+	if (command == NULL)
+		PG_RETURN_JSONB_P(answer(&tr, context_id, NULL));
 
 	/* 3. the command the message asks for, bound to its message id */
-	if (go_on && command != NULL)
-	{
-		Datum		msg = CStringGetTextDatum(tr.message_id);
-
-		cscp_submit_command(tenant, conversation, actor, key, name, mutating,
-							construct_array(&msg, 1, TEXTOID, -1, false, TYPALIGN_INT),
-							payload, fingerprint, &sub);
-	}
-
-	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-	cscp_jsonb_push_text(&st, "event_id", tr.event_id);
-	cscp_jsonb_push_int(&st, "turn_index", tr.turn_index);
-	cscp_jsonb_push_text(&st, "message_id", tr.message_id);
-	cscp_jsonb_push_text(&st, "outcome", tr.outcome);
-	cscp_jsonb_push_text(&st, "context_id", context_id);
-	if (go_on && command != NULL)
-	{
-		cscp_jsonb_push_text(&st, "command_id",
-				 DatumGetCString(DirectFunctionCall1(uuid_out, sub.command_id)));
-		cscp_jsonb_push_text(&st, "state", cscp_command_state_names[sub.state]);
-		cscp_jsonb_push_bool(&st, "replayed", sub.replayed, false);
-	}
-	else
-	{
-		cscp_jsonb_push_text(&st, "command_id", NULL);
-		cscp_jsonb_push_text(&st, "state", NULL);
-		cscp_jsonb_push_bool(&st, "replayed", false, true);
-	}
-	result = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
-	PG_RETURN_JSONB_P(JsonbValueToJsonb(result));
+	msg = CStringGetTextDatum(tr.message_id);
+	cscp_submit_command(tenant, conversation, actor, cmd.key, cmd.name, cmd.mutating,
+						construct_array(&msg, 1, TEXTOID, -1, false, TYPALIGN_INT),
+						cmd.payload, cmd.fingerprint, &sub);
+	PG_RETURN_JSONB_P(answer(&tr, context_id, &sub));
 }

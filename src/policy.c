@@ -141,6 +141,118 @@ policy_type_error(const char *key, const char *expected)
 			 errhint("Correct the value, or pass null to fall back to the default.")));
 }
 
+/* Check an interval key: a positive interval as a string, within its bounds. */
+static void
+check_interval_value(const PolicyKey *k, JsonbValue *v)
+{
+	Interval	iv;
+	char	   *s;
+	bool		retention;
+
+	if (v->type != jbvString)
+		policy_type_error(k->name, "a positive interval as a string, such as \"30 minutes\"");
+	s = pnstrdup(v->val.string.val, v->val.string.len);
+	if (!cscp_parse_interval(s, &iv) || !interval_is_positive(&iv))
+		policy_type_error(k->name, "a positive interval as a string, such as \"30 minutes\"");
+	retention = strncmp(k->name, "retention_", 10) == 0;
+	if (!cscp_policy_interval_ok(&iv, retention))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("policy key \"%s\" is out of range", k->name),
+				 errdetail("It is \"%s\"; it must be greater than zero with no negative part, and at most %d years.",
+						   s, retention ? CSCP_MAX_RETENTION_YEARS : CSCP_MAX_LIFETIME_YEARS),
+				 (iv.month < 0 || iv.day < 0 || iv.time < 0) ?
+				 errhint("An interval with a negative part, such as \"-1 mon 30 days\", spans a different time on different dates.") :
+				 errhint("Lifetimes and \"max_ttl\" are at most %d years, retention periods at most %d years.",
+						 CSCP_MAX_LIFETIME_YEARS, CSCP_MAX_RETENTION_YEARS)));
+}
+
+/* Check a choice key: one of its strings. */
+static void
+check_choice_value(const PolicyKey *k, JsonbValue *v)
+{
+	StringInfoData buf;
+
+	if (v->type == jbvString)
+		for (int i = 0; i < (int) lengthof(k->choices) && k->choices[i]; i++)
+			if (strlen(k->choices[i]) == (size_t) v->val.string.len &&
+				strncmp(k->choices[i], v->val.string.val, v->val.string.len) == 0)
+				return;
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "one of");
+	for (int i = 0; i < (int) lengthof(k->choices) && k->choices[i]; i++)
+		appendStringInfo(&buf, "%s \"%s\"", i ? "," : "", k->choices[i]);
+	policy_type_error(k->name, buf.data);
+}
+
+/* Check an integer key: a whole number within [min, max]. */
+static void
+check_integer_value(const PolicyKey *k, JsonbValue *v)
+{
+	float8		f = 0;
+
+	if (v->type == jbvNumeric)
+		f = DatumGetFloat8(DirectFunctionCall1(numeric_float8,
+											   NumericGetDatum(v->val.numeric)));
+	if (v->type != jbvNumeric || f != floor(f) || f < k->min || f > k->max)
+		policy_type_error(k->name, psprintf("an integer from " INT64_FORMAT " to " INT64_FORMAT, k->min, k->max));
+}
+
+/* Check a share key: a number in (0, 1]. */
+static void
+check_share_value(const PolicyKey *k, JsonbValue *v)
+{
+	float8		f;
+
+	if (v->type != jbvNumeric)
+		policy_type_error(k->name, "a number greater than 0 and at most 1");
+	f = DatumGetFloat8(DirectFunctionCall1(numeric_float8,
+										   NumericGetDatum(v->val.numeric)));
+	if (!(f > 0.0 && f <= 1.0))
+		policy_type_error(k->name, "a number greater than 0 and at most 1");
+}
+
+/*
+ * Check a names key (an array of non-empty strings) or a slot-rules key (an
+ * object mapping non-empty slot names to stored, derived or forbidden).
+ */
+static void
+check_collection_value(const PolicyKey *k, JsonbValue *v)
+{
+	bool		names = (k->kind == POLICY_NAMES);
+	JsonbIterator *it;
+	JsonbValue	e;
+	JsonbIteratorToken tok;
+	const char *expected = names ?
+		"an array of non-empty strings" :
+		"an object mapping slot names to \"stored\", \"derived\" or \"forbidden\"";
+
+	if (v->type != jbvBinary ||
+		(names ? !JsonContainerIsArray(v->val.binary.data)
+		 : !JsonContainerIsObject(v->val.binary.data)))
+		policy_type_error(k->name, expected);
+	it = JsonbIteratorInit(v->val.binary.data);
+	while ((tok = JsonbIteratorNext(&it, &e, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY && e.val.string.len == 0)
+			policy_type_error(k->name, expected);
+		if (tok == WJB_ELEM &&
+			(e.type != jbvString || e.val.string.len == 0))
+			policy_type_error(k->name, expected);
+		if (tok == WJB_VALUE)
+		{
+			char	   *s;
+
+			if (e.type != jbvString)
+				policy_type_error(k->name, expected);
+			s = pnstrdup(e.val.string.val, e.val.string.len);
+			if (strcmp(s, "stored") != 0 && strcmp(s, "derived") != 0 &&
+				strcmp(s, "forbidden") != 0)
+				policy_type_error(k->name, expected);
+		}
+	}
+}
+
 /* Check one key's value against its declared kind. */
 static void
 check_policy_value(const PolicyKey *k, JsonbValue *v)
@@ -148,71 +260,17 @@ check_policy_value(const PolicyKey *k, JsonbValue *v)
 	switch (k->kind)
 	{
 		case POLICY_INTERVAL:
-			{
-				Interval	iv;
-				char	   *s;
-				bool		retention;
-
-				if (v->type != jbvString)
-					policy_type_error(k->name, "a positive interval as a string, such as \"30 minutes\"");
-				s = pnstrdup(v->val.string.val, v->val.string.len);
-				if (!cscp_parse_interval(s, &iv) || !interval_is_positive(&iv))
-					policy_type_error(k->name, "a positive interval as a string, such as \"30 minutes\"");
-				retention = strncmp(k->name, "retention_", 10) == 0;
-				if (!cscp_policy_interval_ok(&iv, retention))
-					ereport(ERROR,
-							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-							 errmsg("policy key \"%s\" is out of range", k->name),
-							 errdetail("It is \"%s\"; it must be greater than zero with no negative part, and at most %d years.",
-									   s, retention ? CSCP_MAX_RETENTION_YEARS : CSCP_MAX_LIFETIME_YEARS),
-							 (iv.month < 0 || iv.day < 0 || iv.time < 0) ?
-							 errhint("An interval with a negative part, such as \"-1 mon 30 days\", spans a different time on different dates.") :
-							 errhint("Lifetimes and \"max_ttl\" are at most %d years, retention periods at most %d years.",
-									 CSCP_MAX_LIFETIME_YEARS, CSCP_MAX_RETENTION_YEARS)));
-				break;
-			}
+			check_interval_value(k, v);
+			break;
 		case POLICY_CHOICE:
-			{
-				bool		ok = false;
-				StringInfoData buf;
-
-				if (v->type == jbvString)
-					for (int i = 0; i < (int) lengthof(k->choices) && k->choices[i]; i++)
-						if (strlen(k->choices[i]) == (size_t) v->val.string.len &&
-							strncmp(k->choices[i], v->val.string.val, v->val.string.len) == 0)
-							ok = true;
-				if (ok)
-					break;
-				initStringInfo(&buf);
-				appendStringInfoString(&buf, "one of");
-				for (int i = 0; i < (int) lengthof(k->choices) && k->choices[i]; i++)
-					appendStringInfo(&buf, "%s \"%s\"", i ? "," : "", k->choices[i]);
-				policy_type_error(k->name, buf.data);
-				break;
-			}
+			check_choice_value(k, v);
+			break;
 		case POLICY_INTEGER:
-			{
-				float8		f = 0;
-
-				if (v->type == jbvNumeric)
-					f = DatumGetFloat8(DirectFunctionCall1(numeric_float8,
-														   NumericGetDatum(v->val.numeric)));
-				if (v->type != jbvNumeric || f != floor(f) || f < k->min || f > k->max)
-					policy_type_error(k->name, psprintf("an integer from " INT64_FORMAT " to " INT64_FORMAT, k->min, k->max));
-				break;
-			}
+			check_integer_value(k, v);
+			break;
 		case POLICY_SHARE:
-			{
-				float8		f;
-
-				if (v->type != jbvNumeric)
-					policy_type_error(k->name, "a number greater than 0 and at most 1");
-				f = DatumGetFloat8(DirectFunctionCall1(numeric_float8,
-													   NumericGetDatum(v->val.numeric)));
-				if (!(f > 0.0 && f <= 1.0))
-					policy_type_error(k->name, "a number greater than 0 and at most 1");
-				break;
-			}
+			check_share_value(k, v);
+			break;
 		case POLICY_ROLE:
 			/* whether the role exists is asked when it is used (registry.c) */
 			if (v->type != jbvString || v->val.string.len == 0 ||
@@ -225,41 +283,8 @@ check_policy_value(const PolicyKey *k, JsonbValue *v)
 			break;
 		case POLICY_NAMES:
 		case POLICY_SLOT_RULES:
-			{
-				bool		names = (k->kind == POLICY_NAMES);
-				JsonbIterator *it;
-				JsonbValue	e;
-				JsonbIteratorToken tok;
-				const char *expected = names ?
-					"an array of non-empty strings" :
-					"an object mapping slot names to \"stored\", \"derived\" or \"forbidden\"";
-
-				if (v->type != jbvBinary ||
-					(names ? !JsonContainerIsArray(v->val.binary.data)
-					 : !JsonContainerIsObject(v->val.binary.data)))
-					policy_type_error(k->name, expected);
-				it = JsonbIteratorInit(v->val.binary.data);
-				while ((tok = JsonbIteratorNext(&it, &e, true)) != WJB_DONE)
-				{
-					if (tok == WJB_KEY && e.val.string.len == 0)
-						policy_type_error(k->name, expected);
-					if (tok == WJB_ELEM &&
-						(e.type != jbvString || e.val.string.len == 0))
-						policy_type_error(k->name, expected);
-					if (tok == WJB_VALUE)
-					{
-						char	   *s;
-
-						if (e.type != jbvString)
-							policy_type_error(k->name, expected);
-						s = pnstrdup(e.val.string.val, e.val.string.len);
-						if (strcmp(s, "stored") != 0 && strcmp(s, "derived") != 0 &&
-							strcmp(s, "forbidden") != 0)
-							policy_type_error(k->name, expected);
-					}
-				}
-				break;
-			}
+			check_collection_value(k, v);
+			break;
 	}
 }
 

@@ -19,8 +19,11 @@
  */
 #include "cscp.h"
 
+#include "access/htup_details.h"
+#include "executor/spi.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
+#include "utils/uuid.h"
 
 /* The routing hash of a conversation id. */
 int32
@@ -64,6 +67,43 @@ cscp_routing_hash_uuid(const pg_uuid_t *uuid)
 		((uint32) uuid->data[2] << 8) | (uint32) uuid->data[3];
 
 	return (int32) h;
+}
+
+/*
+ * The routing-ready id of a new row of a kind ("context", "command"): with
+ * a conversation (column conv_att), a null id (column id_att) is generated
+ * from its routing hash into values and repl (heap_modify_tuple's arrays),
+ * and a given one must carry that hash (22023, with hint).
+ */
+void
+cscp_routing_id_fill(HeapTuple tuple, TupleDesc desc, int conv_att, int id_att,
+					 const char *kind, const char *hint, Datum *values, bool *repl)
+{
+	bool		convnull;
+	bool		idnull;
+	Datum		conv = heap_getattr(tuple, conv_att, desc, &convnull);
+	Datum		id = heap_getattr(tuple, id_att, desc, &idnull);
+	int32		hash;
+
+	if (convnull)
+		return;
+	hash = cscp_routing_hash_text(DatumGetTextPP(conv));
+	if (idnull)
+	{
+		pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
+
+		cscp_routing_uuid(hash, uuid);
+		values[id_att - 1] = UUIDPGetDatum(uuid);
+		repl[id_att - 1] = true;
+	}
+	else if (cscp_routing_hash_uuid(DatumGetUUIDP(id)) != hash)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s id %s does not carry the routing hash of its conversation",
+						kind, SPI_getvalue(tuple, desc, id_att)),
+				 errdetail("The first 32 bits of a %s id must be cscp.routing_conversation_hash(conversation_id).",
+						   kind),
+				 errhint("%s", hint)));
 }
 
 PG_FUNCTION_INFO_V1(cscp_routing_id);

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * rowguard.c
- *	  What the BEFORE ROW triggers guarding cscp's tables (context_fsm.c,
- *	  command_fsm.c) have in common: the trigger protocol, column lookup by
- *	  name, and comparing a column across the old and new row.
+ *	  What the BEFORE ROW triggers guarding cscp's tables have in common:
+ *	  the trigger protocol, column lookup by name, column rules, and
+ *	  comparing a column across the old and new row.
  *
  *-------------------------------------------------------------------------
  */
@@ -27,6 +27,46 @@ cscp_column(TupleDesc desc, const char *table, const char *name)
 	if (attnum <= 0)
 		elog(ERROR, "%s has no column \"%s\"", table, name);
 	return attnum;
+}
+
+/* Look up the column numbers of cols in rel, unless they were looked up in rel already. */
+void
+cscp_columns_load(CscpColumns *cols, Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	Assert(cols->n <= CSCP_MAX_COLUMNS);
+	if (cols->relid == RelationGetRelid(rel))
+		return;
+	for (int i = 0; i < cols->n; i++)
+		cols->attnum[i] = cscp_column(desc, cols->table, cols->names[i]);
+	cols->relid = RelationGetRelid(rel);
+}
+
+/* Start an edit of a row of desc that sets no column yet. */
+void
+cscp_row_edit_init(CscpRowEdit *edit, TupleDesc desc)
+{
+	edit->desc = desc;
+	edit->values = palloc0(desc->natts * sizeof(Datum));
+	edit->nulls = palloc0(desc->natts * sizeof(bool));
+	edit->repl = palloc0(desc->natts * sizeof(bool));
+}
+
+/* Set column attnum to value (or to NULL) in the edit. */
+void
+cscp_row_edit_set(CscpRowEdit *edit, int attnum, Datum value, bool isnull)
+{
+	edit->values[attnum - 1] = value;
+	edit->nulls[attnum - 1] = isnull;
+	edit->repl[attnum - 1] = true;
+}
+
+/* tuple with the edit's columns set, as a new tuple. */
+HeapTuple
+cscp_row_edit_apply(CscpRowEdit *edit, HeapTuple tuple)
+{
+	return heap_modify_tuple(tuple, edit->desc, edit->values, edit->nulls, edit->repl);
 }
 
 /* Whether column attnum holds the same value in both tuples. */
@@ -207,7 +247,10 @@ cscp_row_guard(FunctionCallInfo fcinfo, const CscpRowGuard *guard)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("%s must be a BEFORE ROW trigger", guard->name)));
 
-	guard->load_columns(trigdata->tg_relation);
+	if (guard->columns != NULL)
+		cscp_columns_load(guard->columns, trigdata->tg_relation);
+	else if (guard->load_columns != NULL)
+		guard->load_columns(trigdata->tg_relation);
 	now = cscp_now();
 
 	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))

@@ -236,6 +236,77 @@ make_digest(const char *text)
 }
 
 /*
+ * The rule of slot key whose value changes to v (stored or derived): a
+ * known slot (else 22023) that the policy does not forbid (22023), of the
+ * right shape when it is a pending one.
+ */
+static const char *
+check_slot_allowed(const char *key, JsonbValue *v, SlotPolicy *sp)
+{
+	const char *rule;
+
+	if (!slot_name_known(key, sp))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown slot \"%s\"", key),
+				 errdetail("Slots are active_intent, active_target, pending_confirmation, "
+						   "pending_approval, last_result, work_item_id, names beginning "
+						   "with \"x_\", and the tenant's policy key \"extension_slots\"."),
+				 errhint("Name a custom slot \"x_%s\", or register it with cscp.policy_set.",
+						 key)));
+	rule = slot_rule(key, sp);
+	if (strcmp(rule, "forbidden") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("slot \"%s\" is forbidden by policy", key),
+				 errdetail("The policy of tenant \"%s\" marks slot \"%s\" forbidden.",
+						   sp->tenant_id, key),
+				 errhint("Keep only an identifier that refers to the data, or change the "
+						 "policy's \"slot_rules\".")));
+	if (strcmp(key, "pending_confirmation") == 0 || strcmp(key, "pending_approval") == 0)
+		check_pending_shape(key, v);
+	return rule;
+}
+
+/*
+ * What slot key stores of its new value v under rule: v itself, within
+ * max_slot_bytes (else 22023), or for a derived slot its digest, built in
+ * *dv (*rewritten set).  A digest written back (e.g. a row copied as it
+ * was read) is kept as it is.
+ */
+static JsonbValue *
+slot_stored_value(const char *key, const char *rule, JsonbValue *v, SlotPolicy *sp,
+				  JsonbValue *dv, bool *rewritten)
+{
+	bool		derived = (strcmp(rule, "derived") == 0);
+	char	   *text;
+	int64		max_bytes;
+	size_t		len;
+	Jsonb	   *digest;
+
+	if (derived && is_digest(v))
+		return v;
+	text = cscp_jsonb_value_to_cstring(v);
+	len = strlen(text);
+	max_bytes = cscp_policy_int(slot_policy(sp), "max_slot_bytes", 4096);
+	if ((int64) len > max_bytes)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("value of slot \"%s\" is too large", key),
+				 errdetail("Its JSON text is %zu bytes; the policy allows at most " INT64_FORMAT " bytes.",
+						   len, max_bytes),
+				 errhint("Store an identifier that refers to the data instead of the data.")));
+	if (!derived || v->type == jbvNull)
+		return v;
+	digest = make_digest(text);
+	dv->type = jbvBinary;
+	dv->val.binary.data = &digest->root;
+	dv->val.binary.len = VARSIZE(digest) - VARHDRSZ;
+	*rewritten = true;
+	return dv;
+}
+
+/*
  * Check every slot of newslots that differs from oldslots (NULL on insert)
  * and return the slots to store: newslots itself, or a copy in which
  * derived slots are replaced by their digests.  Raises 22023.
@@ -262,82 +333,25 @@ cscp_slots_validate(Jsonb *newslots, Jsonb *oldslots, const char *tenant_id)
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 	{
 		JsonbValue *oldv;
-		const char *rule;
-		char	   *text;
-		int64		max_bytes;
-		size_t		len;
+		JsonbValue	dv;
 
-		if (tok != WJB_KEY && tok != WJB_VALUE)
-		{
-			res = pushJsonbValue(&state, tok, NULL);
-			continue;
-		}
 		if (tok == WJB_KEY)
-		{
 			key = cscp_jsonb_key_cstring(&v);
-			res = pushJsonbValue(&state, tok, &v);
+		if (tok != WJB_VALUE)
+		{
+			res = pushJsonbValue(&state, tok, tok == WJB_KEY ? &v : NULL);
 			continue;
 		}
-
+		/* an unchanged slot is kept as it is */
 		oldv = oldslots ? cscp_jsonb_get(oldslots, key) : NULL;
 		if (oldv != NULL && cscp_jsonb_values_equal(oldv, &v))
 		{
 			res = pushJsonbValue(&state, tok, &v);
 			continue;
 		}
-
-		if (!slot_name_known(key, &sp))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("unknown slot \"%s\"", key),
-					 errdetail("Slots are active_intent, active_target, pending_confirmation, "
-							   "pending_approval, last_result, work_item_id, names beginning "
-							   "with \"x_\", and the tenant's policy key \"extension_slots\"."),
-					 errhint("Name a custom slot \"x_%s\", or register it with cscp.policy_set.",
-							 key)));
-		rule = slot_rule(key, &sp);
-		if (strcmp(rule, "forbidden") == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("slot \"%s\" is forbidden by policy", key),
-					 errdetail("The policy of tenant \"%s\" marks slot \"%s\" forbidden.",
-							   tenant_id, key),
-					 errhint("Keep only an identifier that refers to the data, or change the "
-							 "policy's \"slot_rules\".")));
-		if (strcmp(key, "pending_confirmation") == 0 || strcmp(key, "pending_approval") == 0)
-			check_pending_shape(key, &v);
-
-		/* A digest written back (e.g. a row copied as it was read) is kept. */
-		if (strcmp(rule, "derived") == 0 && is_digest(&v))
-		{
-			res = pushJsonbValue(&state, tok, &v);
-			continue;
-		}
-
-		text = cscp_jsonb_value_to_cstring(&v);
-		len = strlen(text);
-		max_bytes = cscp_policy_int(slot_policy(&sp), "max_slot_bytes", 4096);
-		if ((int64) len > max_bytes)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("value of slot \"%s\" is too large", key),
-					 errdetail("Its JSON text is %zu bytes; the policy allows at most " INT64_FORMAT " bytes.",
-							   len, max_bytes),
-					 errhint("Store an identifier that refers to the data instead of the data.")));
-
-		if (strcmp(rule, "derived") == 0 && v.type != jbvNull)
-		{
-			Jsonb	   *digest = make_digest(text);
-			JsonbValue	dv;
-
-			dv.type = jbvBinary;
-			dv.val.binary.data = &digest->root;
-			dv.val.binary.len = VARSIZE(digest) - VARHDRSZ;
-			res = pushJsonbValue(&state, tok, &dv);
-			rewritten = true;
-		}
-		else
-			res = pushJsonbValue(&state, tok, &v);
+		res = pushJsonbValue(&state, tok,
+							 slot_stored_value(key, check_slot_allowed(key, &v, &sp), &v, &sp,
+											   &dv, &rewritten));
 	}
 	return rewritten ? JsonbValueToJsonb(res) : newslots;
 }

@@ -11,14 +11,18 @@
  *
  * Everything runs with the caller's rights: an application role's sweep
  * sees and changes only its tenant's rows (row-level security), and deletes
- * only what it may delete.  The steps that are C (the pause between a
- * session's sweeps, a lapsed question, a conversation's timeout, the
- * contexts' expiry) are called here directly; the deletions are the
+ * only what it may delete.  The steps that are C (a lapsed question, a
+ * conversation's timeout, the contexts' expiry) are called here directly; the deletions are the
  * PL/pgSQL of cscp._sweep_purge, called through the function manager, so
  * that no internal function needs to be executable by the caller.
  *
  * Locks, in order, per lapsed window: the context row, then the command
  * row; per timed-out conversation: its row (then those its close takes).
+ *
+ * A call does one batch of each action and returns: it never waits.  A
+ * count that reached the batch says that more may be due; pacing the calls
+ * that work through such a backlog is the caller's (the background worker
+ * waits cscp.sweep_backlog_delay between them, worker.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -265,7 +269,6 @@ cscp_sweep(PG_FUNCTION_ARGS)
 	int64		counts[SW_NUM] = {0};
 	int32		batch;
 	Datum		now;
-	bool		backlog = false;
 	JsonbParseState *st = NULL;
 	JsonbValue *result;
 
@@ -277,12 +280,6 @@ cscp_sweep(PG_FUNCTION_ARGS)
 				 errdetail("The batch given is %d.", PG_GETARG_INT32(0)),
 				 errhint("Call cscp.sweep repeatedly with a moderate batch, such as 10000.")));
 	batch = PG_GETARG_INT32(0);
-
-	/*
-	 * After a call of this session that left work behind, the pause comes
-	 * first, so that the time and everything read below are taken after it.
-	 */
-	cscp_sweep_pause();
 	now = TimestampTzGetDatum(cscp_now());
 
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -296,12 +293,7 @@ cscp_sweep(PG_FUNCTION_ARGS)
 
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
 	for (int i = 0; i < SW_NUM; i++)
-	{
 		cscp_jsonb_push_int(&st, count_keys[i], counts[i]);
-		if (counts[i] >= batch)
-			backlog = true;
-	}
 	result = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
-	cscp_sweep_record(backlog);
 	PG_RETURN_JSONB_P(JsonbValueToJsonb(result));
 }

@@ -1,36 +1,27 @@
 /*-------------------------------------------------------------------------
  *
  * worker.c
- *	  The optional background worker that runs cscp.sweep() on a timer, and
- *	  the pause between a session's sweeps of a backlog.
+ *	  The optional background worker that runs cscp.sweep() on a timer.
  *
  * Started only when cscp is in shared_preload_libraries.  It connects to
  * cscp.sweep_database as the bootstrap superuser (and restarts when that
  * setting changes) and, every
  * cscp.sweep_interval (0: never; the settings are re-read on SIGHUP), runs
  * cscp.sweep(cscp.sweep_batch) in a transaction of its own, when the
- * extension is installed there.  A sweep that leaves work behind (one of its
- * actions reached the batch) is followed by the next one after
+ * extension is installed there.  A sweep that leaves work behind (one of the
+ * counts it returns reached the batch) is followed by the next one after
  * cscp.sweep_backlog_delay instead, until the backlog is gone: a backlog is
  * worked through at a bounded pace, in short transactions with pauses
- * between them, never in one long burst.  Nothing's correctness depends on
- * the worker: readers treat anything past its time as expired, and the sweep
- * only records and tidies.  An error in a sweep is logged and the worker
- * waits for the next interval.
- *
- * A session that calls cscp.sweep() again after a call that left work behind
- * is held to the same pace: the later call first waits until
- * cscp.sweep_backlog_delay has passed since the earlier one ended
- * (cscp_sweep_pause, cscp_sweep_record, called by sweep.c).  It waits before
- * it has read or locked a row, so it holds no row lock and has written
- * nothing; it does hold its statement's snapshot.  Calls within one
- * transaction are not paced (a wait there would hold the earlier call's row
- * locks), nor are the worker's, which pauses between its transactions.
+ * between them (this loop's waits, holding no snapshot and no lock), never
+ * in one long burst.  cscp.sweep() itself never waits: a session that calls
+ * it paces its own calls.  Nothing's correctness depends on the worker:
+ * readers treat anything past its time as expired, and the sweep only
+ * records and tidies.  An error in a sweep is logged and the worker waits
+ * for the next interval.
  *
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
-#include "pgcompat.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -40,28 +31,15 @@
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
-#include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
-#include "utils/timestamp.h"
 
 PGDLLEXPORT void cscp_sweep_worker_main(Datum arg);
 
 /* The database the worker connected to. */
 static char connected_database[NAMEDATALEN];
-
-/* Set in the worker, whose sweeps are paced by its own loop. */
-static bool in_sweep_worker = false;
-
-/*
- * This backend's last cscp.sweep(): when it ended, in which transaction, and
- * whether it left work behind.
- */
-static TimestampTz last_sweep_end = 0;
-static LocalTransactionId last_sweep_lxid = InvalidLocalTransactionId;
-static bool last_sweep_backlog = false;
 
 /* Register the worker; called from _PG_init while preloading. */
 void
@@ -82,8 +60,10 @@ cscp_worker_register(void)
 
 /*
  * One sweep in a transaction of its own; false when cscp is not installed.
- * *backlog is set when an action of the sweep reached its batch, so that
- * more may be waiting.
+ * *backlog is set when a count the sweep returned reached its batch, so
+ * that more may be waiting.  (A count can reach the batch with nothing left
+ * behind, the evidence purged with its commands; that costs one more sweep,
+ * which finds no backlog.)
  */
 static bool
 sweep_once(bool *backlog)
@@ -106,19 +86,16 @@ sweep_once(bool *backlog)
 	{
 		Oid			argtypes[1] = {INT4OID};
 		Datum		args[1] = {Int32GetDatum(cscp_sweep_batch)};
+		bool		isnull;
 
-		/*
-		 * Whether an action reached the batch is what the sweep noted at its
-		 * end (cscp_sweep_record).  A count can reach the batch with nothing
-		 * left behind (the evidence purged with its commands); that costs one
-		 * more sweep, which finds no backlog.
-		 */
-		last_sweep_backlog = false;
-		if (SPI_execute_with_args("SELECT cscp.sweep($1)::text",
+		if (SPI_execute_with_args("SELECT s::text, EXISTS (SELECT FROM pg_catalog.jsonb_each_text(s) e"
+								  "                         WHERE e.value::bigint >= $1)"
+								  "  FROM cscp.sweep($1) s",
 								  1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT ||
 			SPI_processed != 1)
 			elog(ERROR, "cscp.sweep() returned no row");
-		*backlog = last_sweep_backlog;
+		*backlog = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2,
+											  &isnull));
 		elog(DEBUG1, "cscp sweep: %s%s",
 			 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
 			 *backlog ? " (more to do)" : "");
@@ -142,7 +119,6 @@ cscp_sweep_worker_main(Datum arg)
 	MemoryContext loopctx;
 	volatile bool warned = false;
 
-	in_sweep_worker = true;
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
@@ -216,50 +192,4 @@ cscp_sweep_worker_main(Datum arg)
 		if (rc & WL_LATCH_SET)
 			ResetLatch(MyLatch);
 	}
-}
-
-/*
- * The first step of cscp.sweep().  When this backend's last sweep left work
- * behind and ended in an earlier transaction, wait until
- * cscp.sweep_backlog_delay has passed since it ended (never longer than the
- * delay from now, should the clock have gone back).  The wait can be
- * cancelled, and shows as wait event Extension.
- */
-void
-cscp_sweep_pause(void)
-{
-	TimestampTz now;
-	TimestampTz until;
-
-	if (in_sweep_worker || !last_sweep_backlog || cscp_sweep_backlog_delay <= 0 ||
-		cscp_my_lxid() == last_sweep_lxid)
-		return;
-
-	now = GetCurrentTimestamp();
-	until = TimestampTzPlusMilliseconds(last_sweep_end, cscp_sweep_backlog_delay);
-	if (until > TimestampTzPlusMilliseconds(now, cscp_sweep_backlog_delay))
-		until = TimestampTzPlusMilliseconds(now, cscp_sweep_backlog_delay);
-
-	while (now < until)
-	{
-		(void) WaitLatch(MyLatch,
-						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 TimestampDifferenceMilliseconds(now, until),
-						 PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		now = GetCurrentTimestamp();
-	}
-}
-
-/*
- * The last step of cscp.sweep(): note when it ended, in which transaction,
- * and whether one of its actions reached the batch.
- */
-void
-cscp_sweep_record(bool backlog)
-{
-	last_sweep_end = GetCurrentTimestamp();
-	last_sweep_lxid = cscp_my_lxid();
-	last_sweep_backlog = backlog;
 }

@@ -89,17 +89,27 @@ CREATE INDEX command_target_idx ON cscp.command (tenant_id, target_command_id)
 -- writes it as the owner, whoever writes the command: in with the step that opens the window,
 -- out with the step that leaves it; the command_unlist trigger takes it out when the command is
 -- deleted.  No key: the rows are found by time, and REPLICA IDENTITY FULL serves the
--- publications that move partitions.
+-- publications that move partitions.  Each row also names the command's context and the question
+-- it waits on (confirmation: confirmation_required; approval: authz_pending), so that a context
+-- asks one question of each kind at a time: the unique index refuses a second command waiting
+-- in the same context, whoever writes it and however the writers race, without an index on
+-- cscp.command that would name its state.
 CREATE TABLE cscp.command_window (
     tenant_id          text        NOT NULL,
     conversation_id    text        NOT NULL,
     command_id         uuid        NOT NULL,
-    window_expires_at  timestamptz NOT NULL
+    window_expires_at  timestamptz NOT NULL,
+    context_id         uuid,
+    question           text        NOT NULL CHECK (question IN ('confirmation', 'approval'))
 );
 ALTER TABLE cscp.command_window REPLICA IDENTITY FULL;
 COMMENT ON TABLE cscp.command_window IS
   'Commands with an open confirmation or approval window, by its end; kept by the command triggers for the sweep';
+COMMENT ON COLUMN cscp.command_window.question IS
+  'What the command waits for: confirmation (confirmation_required) or approval (authz_pending)';
 CREATE INDEX command_window_idx ON cscp.command_window (window_expires_at);
+CREATE UNIQUE INDEX command_window_question_key ON cscp.command_window (tenant_id, context_id, question)
+    WHERE context_id IS NOT NULL;
 
 -- The finished commands (rejected, executed, failed, canceled, compensated), for the sweep's
 -- purge: one row per command, retired_at its last_transition_at, which changes again only when
@@ -152,7 +162,7 @@ COMMENT ON FUNCTION cscp.command_next_allowed(cscp.command) IS
 -- The canonical state a frame records: ids of pending commands left out (they are random, and
 -- the same calls must give the same hash on every database); times in UTC.
 CREATE FUNCTION cscp._frame_state(c cscp.context, message_ids text[]) RETURNS jsonb
-    AS 'MODULE_PATHNAME', 'cscp_frame_state' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'cscp_frame_state_sql' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION cscp._frame_state(cscp.context, text[]) IS
   'Internal: the canonical context state a command frame records';
 

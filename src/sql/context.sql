@@ -111,8 +111,8 @@ COMMENT ON FUNCTION cscp.slots_visible(text, jsonb) IS
   'The slots readers see: names outside the minimum set, x_* and the policy''s extension_slots left out';
 
 -- The expires_at a use of context c sets: extended under a sliding TTL, kept under a fixed one
--- (the tenant's context_ttl_mode), kept once passed.  In C, where slot_set also uses it; public,
--- because the API's statements that use a context run with their caller's rights.
+-- (the tenant's context_ttl_mode), kept once passed.  In C (cscp_context_touch), which the API's
+-- statements call per row; public, because they run with their caller's rights.
 CREATE FUNCTION cscp.context_touch(c cscp.context) RETURNS timestamptz
     AS 'MODULE_PATHNAME', 'cscp_context_touch_sql' LANGUAGE C STABLE STRICT;
 COMMENT ON FUNCTION cscp.context_touch(cscp.context) IS
@@ -161,47 +161,11 @@ CREATE FUNCTION cscp.slot_set(context_id uuid, slot text, value jsonb) RETURNS c
 COMMENT ON FUNCTION cscp.slot_set(uuid, text, jsonb) IS
   'Set one slot of a live context (SQL NULL removes it); unknown, forbidden or oversized slots are refused (22023)';
 
+-- In C (context_api.c): the row locked, then one UPDATE that the trigger holds to the lifecycle
+-- and the expiry invariant; a move to a live status is a use (cscp_context_touch).
 CREATE FUNCTION cscp.context_transition(context_id uuid, to_status cscp.context_status,
                                         reason text DEFAULT NULL)
 RETURNS cscp.context
-LANGUAGE plpgsql VOLATILE
-AS $$
-#variable_conflict use_column
-DECLARE
-    c cscp.context;
-BEGIN
-    IF context_transition.to_status IS NULL THEN
-        RAISE EXCEPTION 'to_status must not be null'
-            USING ERRCODE = '22023', HINT = 'Pass one of active, pending, blocked, expired, closed.';
-    END IF;
-    IF context_transition.context_id IS NULL THEN
-        RAISE EXCEPTION 'context_id must not be null'
-            USING ERRCODE = '22023', HINT = 'Pass the context_id returned by cscp.context_open.';
-    END IF;
-    -- Row-level security hides other tenants' contexts, so no tenant check is needed after it.
-    SELECT * INTO c FROM cscp.context x WHERE x.context_id = context_transition.context_id FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'context % does not exist', context_transition.context_id
-            USING ERRCODE = '22023',
-                  HINT = 'Check the id, and that cscp.tenant_id names the context''s tenant.';
-    END IF;
-    IF c.status = context_transition.to_status THEN
-        RAISE EXCEPTION 'invalid context transition from "%" to "%"', c.status, c.status
-            USING ERRCODE = '55000',
-                  DETAIL = format('Context %s is already %s.', c.context_id, c.status);
-    END IF;
-    -- The trigger refuses transitions outside the lifecycle and any use of an expired context.
-    UPDATE cscp.context x
-       SET status = context_transition.to_status,
-           reason = coalesce(context_transition.reason, x.reason),
-           expires_at = CASE WHEN context_transition.to_status IN ('active', 'pending', 'blocked')
-                             THEN cscp.context_touch(c) ELSE x.expires_at END
-     WHERE x.tenant_id = c.tenant_id AND x.context_id = c.context_id
-    RETURNING * INTO c;
-    -- The context is live (the trigger refuses any use of an expired one): visible slots only.
-    c.slots := cscp.slots_visible(c.tenant_id, c.slots);
-    RETURN c;
-END
-$$;
+    AS 'MODULE_PATHNAME', 'cscp_context_transition' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION cscp.context_transition(uuid, cscp.context_status, text) IS
   'Move a context along its lifecycle; a refused transition raises 55000 and changes nothing';

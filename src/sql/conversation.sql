@@ -1,12 +1,13 @@
 -- conversation.sql: multi-turn conversations (OpenWOP RFC 0005): conversations, turns, events.
 --
--- The rules live in C, on the tables: conversation_guard (src/conversation.c) holds every write
--- to cscp.conversation, turn_guard (src/turns.c) every turn, so a direct INSERT is held to what
--- the API functions do: the ConversationTurn shape, a gapless turn index kept on the
--- conversation row (O(1) per append), the schema given at start, the closed state, the
--- timeout.  The turn trigger also records the turn's event, moves the conversation's counters,
--- and links the turn to its sender's live context.  Events are written by cscp's C code with the
--- table owner's rights only: application roles read them.
+-- The rules live in C, on the tables: conversation_guard (src/conversation_fsm.c) holds every
+-- write to cscp.conversation, turn_guard (src/turn_guard.c) every turn, so a direct INSERT is held
+-- to what the API functions do: the ConversationTurn shape, a gapless turn index kept on the
+-- conversation row (O(1) per append), the schema given at start, the closed state, the timeout.
+-- The turn trigger also records the turn's event, moves the conversation's counters, and links
+-- the turn to its sender's live context.  A conversation's state and counters follow its event
+-- log: an UPDATE moves them only as far as the event recorded at next_event_seq says.  Events
+-- are written by cscp's C code with the table owner's rights only: application roles read them.
 --
 -- Lock order: the conversation row, then context rows.
 
@@ -48,7 +49,7 @@ CREATE INDEX conversation_retired_idx ON cscp.conversation (closed_at) WHERE sta
 CREATE FUNCTION cscp.conversation_guard() RETURNS trigger
     AS 'MODULE_PATHNAME', 'cscp_conversation_guard' LANGUAGE C;
 COMMENT ON FUNCTION cscp.conversation_guard() IS
-  'Trigger: a conversation is born open with a supported schema; its state and counters move only with its turns';
+  'Trigger: a conversation is born open with a supported schema; its state and counters move only with its event log';
 CREATE TRIGGER conversation_guard BEFORE INSERT OR UPDATE ON cscp.conversation
     FOR EACH ROW EXECUTE FUNCTION cscp.conversation_guard();
 

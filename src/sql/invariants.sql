@@ -113,7 +113,10 @@ AS $$
          WHERE ($1 IS NULL OR w.tenant_id = $1)
            AND (m.command_id IS NULL OR m.state NOT IN ('confirmation_required', 'authz_pending')
                 OR m.window_expires_at IS DISTINCT FROM w.window_expires_at
-                OR m.conversation_id <> w.conversation_id)
+                OR m.conversation_id <> w.conversation_id
+                OR m.context_id IS DISTINCT FROM w.context_id
+                OR w.question <> CASE WHEN m.state = 'confirmation_required' THEN 'confirmation'
+                                      ELSE 'approval' END)
         UNION ALL
         SELECT 'unlisted_command', r.tenant_id, r.command_id::text,
                CASE WHEN m.command_id IS NULL THEN 'cscp.command_retired names a command that does not exist'
@@ -327,6 +330,20 @@ AS $$
          WHERE m.tenant_id <> n.tenant_id OR m.conversation_id <> n.conversation_id
             OR m.actor_id <> n.actor_id OR m.context_id IS DISTINCT FROM n.context_id
     ),
+    -- A context asking the same question twice: more than one of its commands waiting for a
+    -- confirmation (confirmation_required) or for an approval (authz_pending with a window).
+    questions AS (
+        SELECT 'multiple_waiting_commands'::text AS kind, m.tenant_id, m.context_id::text AS object_id,
+               format('%s commands wait for %s: %s', count(*),
+                      CASE WHEN m.state = 'confirmation_required' THEN 'confirmation' ELSE 'approval' END,
+                      string_agg(m.command_id::text, ', ' ORDER BY m.command_id)) AS detail
+          FROM cscp.command m
+         WHERE ($1 IS NULL OR m.tenant_id = $1) AND m.context_id IS NOT NULL
+           AND (m.state = 'confirmation_required'
+                OR (m.state = 'authz_pending' AND m.window_expires_at IS NOT NULL))
+         GROUP BY m.tenant_id, m.context_id, m.state
+        HAVING count(*) > 1
+    ),
     -- A command confirmed (by its row or its evidence) with neither a recorded yes for it
     -- (cscp.answer, kind confirm, outcome confirmed) nor an auto_confirm policy its acceptance
     -- records.
@@ -461,6 +478,7 @@ AS $$
         UNION ALL SELECT * FROM heads
         UNION ALL SELECT * FROM loops
         UNION ALL SELECT * FROM pendings
+        UNION ALL SELECT * FROM questions
         UNION ALL SELECT * FROM confirmations
         UNION ALL SELECT * FROM late
         UNION ALL SELECT * FROM lifetimes
@@ -479,4 +497,4 @@ CREATE FUNCTION cscp.check_invariants(tenant_id text DEFAULT NULL)
 RETURNS TABLE(kind text, tenant_id text, object_id text, detail text)
     AS 'MODULE_PATHNAME', 'cscp_check_invariants' LANGUAGE C STABLE;
 COMMENT ON FUNCTION cscp.check_invariants(text) IS
-  'One row per violated invariant (of one tenant, or of all): multiple_live_contexts, unlisted_live_context, unlisted_retired_context, unlisted_command, unexplained_command_state, start_without_confirmation, start_without_authorization, broken_evidence_chain, turn_index_gap, valid_fact_with_valid_successor, cyclic_fact_chain, foreign_pending_slot, confirmed_without_answer, moved_after_context_ended, unbounded_expiry, frame_hash_mismatch, unframed_command, invalid_recovery; empty when healthy';
+  'One row per violated invariant (of one tenant, or of all): multiple_live_contexts, unlisted_live_context, unlisted_retired_context, unlisted_command, unexplained_command_state, start_without_confirmation, start_without_authorization, broken_evidence_chain, turn_index_gap, valid_fact_with_valid_successor, cyclic_fact_chain, foreign_pending_slot, multiple_waiting_commands, confirmed_without_answer, moved_after_context_ended, unbounded_expiry, frame_hash_mismatch, unframed_command, invalid_recovery; empty when healthy';

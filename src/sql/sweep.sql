@@ -29,15 +29,15 @@ COMMENT ON FUNCTION cscp.retention_floor(text) IS
 -- cscp.context_live (whose expires_at is at most a minute before the context's own), each
 -- context still live and past its own expires_at at cscp.now() locked (those a transaction holds
 -- skipped) and recorded expired with reason 'ttl', reached by the row ids its locked scan
--- returned; the trigger's moves from cscp.context_live to cscp.context_retired are made in one
--- statement after the UPDATE rather than one a row.  Returns the number expired.
+-- returned; the trigger moves each from cscp.context_live to cscp.context_retired.  Returns the
+-- number expired.
 CREATE FUNCTION cscp._expire_contexts(batch int) RETURNS bigint
     AS 'MODULE_PATHNAME', 'cscp_expire_contexts' LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION cscp._expire_contexts(int) IS
   'Internal: the sweep''s expiry of up to batch contexts past their TTL';
 
 -- The part of cscp.sweep that deletes (C, src/sweep.c, calls it directly after the steps it
--- takes itself: the pause, the windows, the conversations' timeouts, the contexts' expiry).
+-- takes itself: the windows, the conversations' timeouts, the contexts' expiry).
 -- Each action reaches its rows by the row ids its ordered, locked scan returned (a TID scan),
 -- never by a join the planner could turn into a scan of the whole table; the rows are locked, so
 -- their ids hold, and the action's condition is tested again on the row it changes.  The

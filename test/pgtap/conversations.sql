@@ -3,7 +3,7 @@
 -- neither read nor written, through the API or direct SQL, and direct SQL cannot get around the
 -- rules the C triggers keep.
 BEGIN;
-SELECT plan(53);
+SELECT plan(58);
 
 CREATE ROLE tap_conv;
 SELECT cscp.grant_app('tap_conv');
@@ -112,6 +112,21 @@ SELECT throws_ok($$UPDATE cscp.conversation SET state = 'closed', closed_at = no
                  '55000', NULL, 'a direct UPDATE cannot close a conversation without its final turn');
 SELECT results_eq($$INSERT INTO cscp.turn (tenant_id, conversation_id, role, sender, content, ts) VALUES ('acme', 's3', 'user', 'maria', '"19"', 3) RETURNING turn_index, message_id, event_id$$,
                   $$VALUES (2, 's3:2:user', 's3:e3')$$, 'a valid direct INSERT is numbered and recorded like an exchange');
+-- The conversation row follows its event log: counters and state move only as far as the event
+-- cscp recorded at next_event_seq says, and application roles cannot record events.
+SELECT throws_ok($$UPDATE cscp.conversation SET next_turn_index = next_turn_index + 1, next_event_seq = next_event_seq + 1 WHERE conversation_id = 's3'$$,
+                 '55000', 'column "next_turn_index" of a conversation changes only with its turns',
+                 'a direct UPDATE moving the counters as a turn would, without its event, is refused');
+SELECT throws_ok($$UPDATE cscp.conversation SET state = 'closed', closed_at = cscp.now(), close_reason = 'closed', outcome = '{"ok": true}',
+                          next_turn_index = next_turn_index + 1, next_event_seq = next_event_seq + 1 WHERE conversation_id = 's3'$$,
+                 '55000', 'column "state" of a conversation changes only with its turns',
+                 'a direct UPDATE closing a conversation as a close would, without its event, is refused');
+SELECT throws_ok($$INSERT INTO cscp.turn (tenant_id, conversation_id, turn_index, message_id, role, sender, content, ts) VALUES ('acme', 's1', 4, 's1:4:agent', 'agent', 'supervisor', '"Done"', 5)$$,
+                 '55000', 'conversation "s1" is closed', 'a copy of the final turn cannot be added to the closed conversation');
+SELECT throws_ok($$INSERT INTO cscp.turn (tenant_id, conversation_id, turn_index, message_id, role, sender, content, ts) VALUES ('acme', 's2', 1, 's2:1:system', 'system', 'cscp', '{"reason": "timeout"}', 5)$$,
+                 '55000', 'conversation "s2" is closed', 'nor a second final turn to a conversation closed by its timeout');
+SELECT results_eq($$SELECT next_turn_index, next_event_seq, state::text FROM cscp.conversation WHERE conversation_id IN ('s1', 's3') ORDER BY conversation_id$$,
+                  $$VALUES (5, 5, 'closed'), (3, 4, 'open')$$, 'the refused writes left the counters where the turns put them');
 
 -- Another tenant, through the API.
 SELECT throws_ok($$SELECT cscp.conversation_exchange('globex', 'g-conv', '{"from": "x", "role": "user", "content": 1, "ts": 1}')$$,

@@ -24,13 +24,36 @@
 --   [INVALIDATED ...] (leading)        -> scope draft (kept in the chain, never told)
 -- and, because supersession by key is within one scope, resolves a key to the valid fact's id
 -- itself when a marker moved the new fact to another scope.  Mode "raw" maps nothing.
+--
+-- A context is scored without its section headings ("## Facts" ...): they are cscp's fixed
+-- template, not state, and a phrase such as "#" would otherwise match every context.
+--
+-- Beside cscp, the replay keeps the data's own state (statebench.item), computed from the data's
+-- explicit fields and documented markers only, never from cscp nor from a query's ground truth:
+-- an item is invalid when a later write's supersedes names its id or its key, when a later
+-- environment write sets its key, when the data marks it is_valid false or superseded_by, when its
+-- value starts with [INVALIDATED, or when it depends_on an invalid item; it is out of the query's
+-- scope when its scope is not global, user or session, or its value carries [SCOPE: ...] or
+-- [RESTRICTED: ...].  Each query then records
+--   told_invalid: the facts the context told that the data calls invalid or out of scope, and
+--   leak_valid:   a resurrection whose every leaked phrase (each leaked alternative of a|b) also
+--                 occurs in the data's valid state (identity, environment, the valid in-scope
+--                 facts and working-set items): the data itself leaves the phrase valid, so only
+--                 reasoning over the conversation could withhold it (kind "needs reasoning").
+-- A resurrection that is not leak_valid is one the data's own fields call invalid: a store or
+-- harness fault.
 
 CREATE SCHEMA statebench;
 CREATE TABLE statebench.raw (line text NOT NULL);
 CREATE TABLE statebench.result (
     mode text, timeline_id text, track text, query_no int, prompt text,
     resurrection boolean, all_mentioned boolean, leaked text[], missing text[],
-    stale_told int);
+    stale_told int, context text, fact_ids jsonb, told_invalid int, leak_valid boolean);
+-- context and fact_ids: what build_context answered, kept to explain a resurrection.
+CREATE TABLE statebench.item (
+    mode text, timeline_id text, seq serial, layer text, id text, key text, txt text,
+    fact_id text, depends_on text[], invalid boolean NOT NULL, out_of_scope boolean NOT NULL);
+CREATE INDEX ON statebench.item (mode, timeline_id);
 CREATE TABLE statebench.refusal (
     mode text, timeline_id text, track text, write_id text, sqlstate text, message text);
 
@@ -40,6 +63,61 @@ LANGUAGE sql IMMUTABLE AS $$
     SELECT CASE WHEN phrase LIKE 'regex:%' THEN txt ~* substr(phrase, 7)
                 ELSE EXISTS (SELECT 1 FROM unnest(string_to_array(phrase, '|')) p
                               WHERE btrim(p) <> '' AND strpos(lower(txt), lower(btrim(p))) > 0) END
+$$;
+
+-- Whether every alternative of phrase that txt mentions is also mentioned by valid (for 'regex:',
+-- whether valid matches it too): the leak is explained by the data's valid state.
+CREATE FUNCTION statebench.explained(txt text, valid text, phrase text) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN phrase LIKE 'regex:%' THEN NOT statebench.mentions(txt, phrase) OR statebench.mentions(valid, phrase)
+                ELSE NOT EXISTS (SELECT 1 FROM unnest(string_to_array(phrase, '|')) p
+                                  WHERE statebench.mentions(txt, p) AND NOT statebench.mentions(valid, p)) END
+$$;
+
+-- Record one item of the data's own state (see the header): w is the write as the data gives it,
+-- fact_id the cscp fact written for it (NULL when none).  Invalidates first what w supersedes.
+CREATE FUNCTION statebench.observe(w jsonb, mode text, subject text, fact_id text) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    layer text := coalesce(w ->> 'layer', 'persistent_facts');
+    value text := CASE jsonb_typeof(w -> 'value') WHEN 'string' THEN w ->> 'value' ELSE (w -> 'value')::text END;
+BEGIN
+    IF w ->> 'supersedes' IS NOT NULL THEN
+        UPDATE statebench.item i SET invalid = true
+         WHERE i.mode = observe.mode AND i.timeline_id = subject AND i.layer IN ('persistent_facts', 'working_set')
+           AND (i.key = w ->> 'supersedes'
+                OR i.seq = (SELECT max(j.seq) FROM statebench.item j      -- ids repeat: the latest
+                             WHERE j.mode = observe.mode AND j.timeline_id = subject AND j.id = w ->> 'supersedes'));
+    END IF;
+    IF layer = 'environment' THEN
+        UPDATE statebench.item i SET invalid = true
+         WHERE i.mode = observe.mode AND i.timeline_id = subject AND i.layer = 'environment' AND i.key = w ->> 'key';
+    END IF;
+    INSERT INTO statebench.item (mode, timeline_id, layer, id, key, txt, fact_id, depends_on, invalid, out_of_scope)
+    VALUES (mode, subject, layer, w ->> 'id', w ->> 'key',
+            CASE WHEN layer = 'working_set' THEN value ELSE (w ->> 'key') || ': ' || value END, fact_id,
+            ARRAY(SELECT jsonb_array_elements_text(coalesce(w -> 'depends_on', '[]'))),
+            coalesce(value ~* '^\s*\[INVALIDATED' OR (w ->> 'is_valid')::boolean = false
+                     OR w ->> 'superseded_by' IS NOT NULL, false),
+            coalesce(w ->> 'scope', 'global') NOT IN ('global', 'user', 'session')
+            OR coalesce(value ~* '\[(SCOPE|RESTRICTED)\s*:', false));
+END
+$$;
+
+-- The data's own state of a timeline now: each item, and whether it is valid and in scope (an
+-- item depending on an invalid or out-of-scope one is invalid too).
+CREATE FUNCTION statebench.data_state(p_mode text, subject text, OUT fact_id text, OUT txt text, OUT valid boolean)
+RETURNS SETOF record
+LANGUAGE sql STABLE AS $$
+    WITH RECURSIVE i AS (
+        SELECT * FROM statebench.item WHERE mode = p_mode AND timeline_id = subject
+    ), bad AS (
+        SELECT i.seq, i.id FROM i WHERE i.invalid OR i.out_of_scope
+        UNION
+        SELECT i.seq, i.id FROM i JOIN bad ON bad.id = ANY (i.depends_on) AND bad.seq < i.seq
+    )
+    SELECT i.fact_id, i.txt, i.seq NOT IN (SELECT seq FROM bad)
+      FROM i
 $$;
 
 -- The scope a marker in the value maps to (mode markers), or NULL: [SCOPE: <label>] is a draft
@@ -85,6 +163,8 @@ DECLARE
     gt jsonb;
     leaked text[];
     missing text[];
+    valid_txt text;
+    told_invalid int;
 BEGIN
     IF t -> 'initial_state' -> 'environment' ? 'now' THEN
         PERFORM statebench.clock(t -> 'initial_state' -> 'environment' ->> 'now');
@@ -97,8 +177,12 @@ BEGIN
             PERFORM cscp.authority_set(tenant, t -> 'initial_state' -> 'identity_role' ->> 'authority', 100);
         END IF;
         PERFORM cscp.identity_set(tenant, subject, jsonb_strip_nulls(t -> 'initial_state' -> 'identity_role'));
+        PERFORM statebench.observe(jsonb_build_object('layer', 'identity', 'key', x.key, 'value', x.value), mode, subject, NULL)
+           FROM jsonb_each(jsonb_strip_nulls(t -> 'initial_state' -> 'identity_role')) x;
     END IF;
     PERFORM cscp.env_set(tenant, session, env);
+    PERFORM statebench.observe(jsonb_build_object('layer', 'environment', 'key', x.key, 'value', x.value), mode, subject, NULL)
+       FROM jsonb_each(env) x;
 
     -- Initial facts, then the events' writes: one path.
     FOR f IN
@@ -132,7 +216,7 @@ BEGIN
         ELSIF e ->> 'type' = 'query' THEN
             q := q + 1;
             r := cscp.build_context(tenant, subject, session, e ->> 'prompt', budget);
-            ctx := r ->> 'text';
+            ctx := regexp_replace(r ->> 'text', '^## [^\n]*\n?', '', 'gn');
             -- What the store promises: no superseded, hypothetical or draft fact is ever told.
             SELECT count(*) INTO stale FROM cscp.fact x
              WHERE x.tenant_id = tenant AND x.subject_id = subject
@@ -145,9 +229,19 @@ BEGIN
             SELECT coalesce(array_agg(p), '{}') INTO missing
               FROM jsonb_array_elements_text(coalesce(gt -> 'must_mention', '[]')) p
              WHERE NOT statebench.mentions(ctx, p);
+            -- The data's own verdict (see the header): invalid facts told, and whether every leak
+            -- is one the data's valid state makes too.
+            SELECT coalesce(string_agg(d.txt, E'\n') FILTER (WHERE d.valid), ''),
+                   count(*) FILTER (WHERE NOT d.valid
+                                      AND d.fact_id IN (SELECT jsonb_array_elements_text(r -> 'fact_ids')))
+              INTO valid_txt, told_invalid
+              FROM statebench.data_state(mode, subject) d;
             INSERT INTO statebench.result VALUES (mode, subject, track, q, e ->> 'prompt',
                                                   cardinality(leaked) > 0, cardinality(missing) = 0,
-                                                  leaked, missing, stale);
+                                                  leaked, missing, stale, r ->> 'text', r -> 'fact_ids', told_invalid,
+                                                  cardinality(leaked) > 0
+                                                  AND NOT EXISTS (SELECT 1 FROM unnest(leaked) p
+                                                                   WHERE NOT statebench.explained(ctx, valid_txt, p)));
         END IF;
     END LOOP;
 END
@@ -221,6 +315,7 @@ BEGIN
         GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, msg = MESSAGE_TEXT;
         INSERT INTO statebench.refusal VALUES (mode, subject, track, orig, state, msg);
     END;
+    PERFORM statebench.observe(w, mode, subject, CASE WHEN layer = 'persistent_facts' THEN v_id END);
     RETURN ids;
 END
 $$;

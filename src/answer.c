@@ -1,0 +1,160 @@
+/*-------------------------------------------------------------------------
+ *
+ * answer.c
+ *	  What every answer (cscp.confirm's yes or no, cscp.approve's decision)
+ *	  shares: the lock that serialises the deliveries of one message, the
+ *	  record kept in cscp.answer and replayed when the message comes again,
+ *	  and the evidence of an answer that moved nothing.
+ *
+ * cscp.answer is written here only, as the owner: application roles read
+ * it; the command trigger confirms a command only with its yes recorded
+ * (command_fsm.c), so the record is written before the command moves.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "cscp.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/fmgrprotos.h"
+
+/*
+ * The text of field key of a pending slot (a jsonb object value), as ->>
+ * gives it: a string's characters, another value's JSON text, or NULL.
+ */
+char *
+cscp_slot_text(JsonbValue *slot, const char *key)
+{
+	JsonbValue *v = getKeyJsonValueFromContainer(slot->val.binary.data, key, strlen(key), NULL);
+
+	if (v == NULL || v->type == jbvNull)
+		return NULL;
+	if (v->type == jbvString)
+		return pnstrdup(v->val.string.val, v->val.string.len);
+	return cscp_jsonb_value_to_cstring(v);
+}
+
+/*
+ * Serialise the answers of kind to message message_id of a conversation:
+ * concurrent deliveries of one message wait here, then replay.
+ */
+void
+cscp_answer_lock(text *tenant, const char *kind, text *conversation, text *message_id)
+{
+	StringInfoData key;
+
+	initStringInfo(&key);
+	appendStringInfoString(&key, kind);
+	appendStringInfoChar(&key, '\001');
+	appendBinaryStringInfo(&key, VARDATA_ANY(conversation), VARSIZE_ANY_EXHDR(conversation));
+	appendStringInfoChar(&key, '\001');
+	appendBinaryStringInfo(&key, VARDATA_ANY(message_id), VARSIZE_ANY_EXHDR(message_id));
+	cscp_key_lock(tenant, key.data, key.len);
+}
+
+/*
+ * The answer of kind already recorded for the message (committed while we
+ * waited for its lock, too): true with its outcome, command_id and
+ * context_id in values[0..2] and nulls[0..2], copied into callerctx; false
+ * when there is none.  The caller is connected to SPI.
+ */
+bool
+cscp_answer_replay(text *tenant, text *conversation, const char *kind, text *message_id,
+				   Datum *values, bool *nulls, MemoryContext callerctx)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		args[4] = {PointerGetDatum(tenant), PointerGetDatum(conversation),
+	CStringGetTextDatum(kind), PointerGetDatum(message_id)};
+	MemoryContext old;
+
+	cscp_spi_plan(&plan,
+				  "SELECT a.outcome, a.command_id, a.context_id FROM cscp.answer a"
+				  " WHERE a.tenant_id = $1 AND a.conversation_id = $2 AND a.kind = $3"
+				  "   AND a.message_id = $4",
+				  4, types);
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up the answer of a message");
+	if (SPI_processed != 1)
+		return false;
+	old = MemoryContextSwitchTo(callerctx);
+	for (int i = 0; i < 3; i++)
+	{
+		values[i] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &nulls[i]);
+		if (!nulls[i])
+			values[i] = datumCopy(values[i], false, i == 0 ? -1 : UUID_LEN);
+	}
+	MemoryContextSwitchTo(old);
+	return true;
+}
+
+/*
+ * Keep answer a, replayed for its message from now on, by an INSERT as
+ * the owner.  The caller is connected to SPI.
+ */
+void
+cscp_answer_record(const CscpAnswer *a)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[9] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+	UUIDOID, UUIDOID, TIMESTAMPTZOID};
+	Datum		args[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	CscpOwnerScope owner;
+
+	args[0] = PointerGetDatum(a->tenant_id);
+	args[1] = PointerGetDatum(a->conversation_id);
+	args[2] = CStringGetTextDatum(a->kind);
+	args[3] = PointerGetDatum(a->message_id);
+	args[4] = PointerGetDatum(a->answered_by);
+	args[5] = CStringGetTextDatum(a->outcome);
+	args[6] = a->command_id;
+	nulls[6] = a->has_command ? ' ' : 'n';
+	args[7] = a->context_id;
+	nulls[7] = a->has_context ? ' ' : 'n';
+	args[8] = TimestampTzGetDatum(cscp_now());
+	cscp_owner_enter("answer", &owner);
+	cscp_spi_plan(&plan,
+				  "INSERT INTO cscp.answer (tenant_id, conversation_id, kind, message_id,"
+				  "                         answered_by, outcome, command_id, context_id, created_at)"
+				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+				  9, types);
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not keep the answer of a message");
+	cscp_owner_leave(&owner);
+}
+
+/*
+ * The evidence of answer a that moved nothing: an invalid_transition_attempt
+ * toward to_state with the outcome as its reason, the answer's message id,
+ * detail, and, when it has a context, {context_id, expires_at}
+ * (context_expires: the context's expiry, or 0 for none).
+ */
+void
+cscp_answer_refusal(const CscpAnswer *a, const char *to_state, TimestampTz context_expires,
+					Jsonb *detail)
+{
+	CscpEvidence e = {0};
+	Datum		m = PointerGetDatum(a->message_id);
+
+	e.tenant_id = text_to_cstring(a->tenant_id);
+	e.conversation_id = text_to_cstring(a->conversation_id);
+	e.to_state = to_state;
+	e.reason_code = a->outcome;
+	e.message_ids = construct_array(&m, 1, TEXTOID, -1, false, TYPALIGN_INT);
+	e.detail = detail;
+	if (a->has_context)
+	{
+		JsonbParseState *st = NULL;
+
+		pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+		cscp_jsonb_push_text(&st, "context_id",
+							 DatumGetCString(DirectFunctionCall1(uuid_out, a->context_id)));
+		cscp_jsonb_push_text(&st, "expires_at",
+							 context_expires != 0 ? cscp_utc_iso(context_expires) : NULL);
+		e.context_ref = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
+	}
+	cscp_evidence_refuse(&e, a->command_id, a->has_command);
+}
