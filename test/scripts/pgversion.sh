@@ -8,10 +8,12 @@
 #
 # The root lives in .pgroot/pgVERSION (CSCP_PGROOT_DIR moves it); CSCP_PG_SUITE picks another
 # Debian suite (sid, say) and CSCP_DEBIAN_MIRROR another mirror (default: the one this machine's
-# apt uses).  Each run copies the working tree (tracked and untracked files, not ignored ones) to
-# /build/cscp inside the root, mounts /proc and /dev/shm there, runs `make GOAL PGVERSION=VERSION`
-# as root with a clean environment (the Makefile's deps target installs the server, headers,
-# pgTAP and the rest from the suite's packages), and unmounts on the way out.  Needs root.
+# apt uses).  The first run installs deps.sh's packages for VERSION in the root (the server,
+# headers, pgTAP, PL/Proxy and the rest; log in .pgroot/pgVERSION.packages.log).  Each run copies
+# the working tree (tracked and untracked files, not ignored ones) to /build/cscp inside the root,
+# mounts /proc and /dev/shm there, runs `make GOAL PGVERSION=VERSION` as root with a clean
+# environment, and unmounts on the way out.  Needs root.  `rm -rf .pgroot/pgVERSION` (while no
+# run is going on) makes the next run build the root afresh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$PWD
@@ -139,7 +141,6 @@ mount_in_root tmpfs /dev/shm
 cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
 copy_local_cas
 copy_tree
-
 
 echo "cscp: PostgreSQL $version (Debian $suite root): make ${*:-all}"
 "${in_root[@]}" make --no-print-directory -C /build/cscp PGVERSION="$version" "$@"
