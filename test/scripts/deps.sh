@@ -6,10 +6,9 @@ set -euo pipefail
 PGVERSION=${PGVERSION:-15}
 packages=(
 	make gcc libc6-dev
-	"postgresql-$PGVERSION"               # server: initdb, pg_ctl, postgres
+	"postgresql-$PGVERSION"               # server: initdb, pg_ctl, postgres, contrib modules
 	"postgresql-server-dev-$PGVERSION"    # PGXS, headers, pg_regress, pg_isolation_regress
 	libpq-dev procps                      # crash and fuzz drivers (C, libpq); ps for the crash test
-	"postgresql-contrib"
 	"postgresql-$PGVERSION-pgtap"         # pgTAP
 	"postgresql-$PGVERSION-plproxy"       # PL/Proxy: the scale-out suite's proxy
 	libtap-parser-sourcehandler-pgtap-perl  # pg_prove
