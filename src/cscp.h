@@ -120,6 +120,8 @@ typedef struct CscpColumns
 
 extern void cscp_columns_load(CscpColumns *cols, Relation rel);
 
+extern TriggerData *cscp_row_trigger(FunctionCallInfo fcinfo, const char *name);
+
 typedef struct CscpRowGuard
 {
 	const char *name;
@@ -176,6 +178,7 @@ extern void cscp_check_tenant(text *tenant_id);
 extern HeapTupleHeader cscp_record_arg(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern void cscp_record_require(HeapTupleHeader rec, const char *argname,
 								const char *const *fields);
+extern TupleDesc cscp_record_tuple(HeapTupleHeader rec, HeapTupleData *tuple);
 
 /* tenancy.c: which tenants the current role may use (cscp.tenant_binding) */
 typedef enum CscpRoleKind
@@ -286,7 +289,7 @@ extern bool cscp_context_for(text *tenant, text *conversation, text *actor,
 							 HeapTuple *ctx, TupleDesc *desc);
 
 /* conversation_api.c, context_fsm.c: steps of the sweep that sweep.c calls directly */
-extern PGDLLEXPORT Datum cscp_conversation_timeout(PG_FUNCTION_ARGS);
+extern bool cscp_conversation_time_out(text *tenant, text *conversation);
 extern PGDLLEXPORT Datum cscp_expire_contexts(PG_FUNCTION_ARGS);
 
 /* confirm.c: a confirmation or approval question that lapsed */
