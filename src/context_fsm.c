@@ -39,6 +39,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
+#include "context.h"
 
 #include "access/htup_details.h"
 #include "access/relation.h"

@@ -27,6 +27,9 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
+#include "command.h"
+#include "context.h"
+#include "conversation.h"
 
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
