@@ -48,7 +48,8 @@ OBJS = \
 	src/sweep.o \
 	src/worker.o \
 	src/shard.o \
-	src/keys.o
+	src/keys.o \
+	src/http_api.o
 
 # The install script is concatenated from one file per concern, in this order.
 SQL_PARTS = \

@@ -83,6 +83,21 @@ SELECT status, body FROM cscp.http_doc_get('Bearer ' || :'kshort', 'session-abc-
 SELECT cscp.api_key_revoke('gw1', 'reader') AS revoked, cscp.api_key_revoke('gw1', 'reader') AS revoked_again;
 SELECT status, body FROM cscp.http_doc_get('Bearer ' || :'kread', 'session-abc-456', 'profile');
 
+-- The shapes of the Authorization header (checked in C): as the pattern
+-- '^\s*bearer +(\S+)\s*$' (the scheme in any case) reads them, no more, no less.
+SELECT label, (a).tenant_id, ((a).failure).body -> 'error' ->> 'message' AS message,
+       ((a).tenant_id IS NOT NULL) = coalesce(substring(h, '^\s*[Bb][Ee][Aa][Rr][Ee][Rr] +([^\s]+)\s*$') = :'k1', false)
+           AS as_the_pattern
+  FROM (SELECT label, h, cscp._http_auth(h, 'documents:read') AS a FROM (VALUES
+    ('spaces and newline around', E'  Bearer ' || :'k1' || E' \t\r\n'),
+    ('scheme in capitals, spaces', 'BEARER    ' || :'k1'),
+    ('tab after the scheme', E'Bearer\t' || :'k1'),
+    ('two tokens', 'Bearer ' || :'k1' || ' x'),
+    ('scheme glued to the key', 'Bearer' || :'k1'),
+    ('scheme alone', 'Bearer '),
+    ('blank', E' \t '),
+    ('empty', '')) AS v(label, h)) AS t;
+
 -- 403: a read-only key cannot write, a write-only key cannot read; nothing is written.
 \set kread_old :kread
 SELECT cscp.api_key_create('gw1', 'reader2', ARRAY['documents:read']) AS kread \gset

@@ -285,59 +285,10 @@ COMMENT ON FUNCTION cscp.http_document_key(text, text) IS
 
 -- The tenant of the bearer key in auth (the Authorization header) when it is live and has the scope; else
 -- tenant_id is NULL and failure the response (401 or 403).  Records the key's use at most once
--- a minute, so that a busy key costs no write per request.
+-- a minute, so that a busy key costs no write per request.  In C (src/http_api.c): every request makes it.
 CREATE FUNCTION cscp._http_auth(auth text, scope text,
                                 OUT tenant_id text, OUT failure cscp.http_response)
-LANGUAGE plpgsql VOLATILE
-AS $$
-DECLARE
-    token text;
-    k record;
-    t_now timestamptz := cscp.now();
-    challenge constant text := 'Bearer realm="cscp"';
-BEGIN
-    IF auth IS NULL OR auth ~ '^\s*$' THEN
-        failure := cscp._http_error(401, 'unauthorized', 'no API key given', '28000',
-                                    'Send the header "Authorization: Bearer <api key>".',
-                                    pg_catalog.jsonb_build_object('WWW-Authenticate', challenge));
-        RETURN;
-    END IF;
-    token := pg_catalog.substring(auth, '^\s*[Bb][Ee][Aa][Rr][Ee][Rr] +([^\s]+)\s*$');
-    IF token IS NULL THEN
-        failure := cscp._http_error(401, 'unauthorized', 'the Authorization header is not a bearer key',
-                                    '28000', 'Send the header "Authorization: Bearer <api key>".',
-                                    pg_catalog.jsonb_build_object('WWW-Authenticate', challenge));
-        RETURN;
-    END IF;
-    SELECT a.tenant_id, a.label, a.scopes, a.expires_at, a.revoked_at, a.last_used_at INTO k
-      FROM cscp.api_key a
-     WHERE a.key_hash = pg_catalog.sha256(pg_catalog.convert_to(token, 'UTF8'));
-    IF NOT FOUND OR k.revoked_at IS NOT NULL OR k.expires_at <= t_now THEN
-        failure := cscp._http_error(401, 'unauthorized',
-                                    CASE WHEN k.revoked_at IS NOT NULL THEN 'the API key has been revoked'
-                                         WHEN k.expires_at <= t_now THEN 'the API key has expired'
-                                         ELSE 'the API key is not valid' END,
-                                    '28000', NULL,
-                                    pg_catalog.jsonb_build_object('WWW-Authenticate',
-                                        challenge || ', error="invalid_token"'));
-        RETURN;
-    END IF;
-    IF k.scopes IS NOT NULL AND NOT (scope = ANY (k.scopes)) THEN
-        failure := cscp._http_error(403, 'insufficient_scope',
-                                    pg_catalog.format('the API key lacks scope "%s"', scope), '42501',
-                                    pg_catalog.format('Its scopes are %s.', k.scopes),
-                                    pg_catalog.jsonb_build_object('WWW-Authenticate',
-                                        challenge || ', error="insufficient_scope", scope="' || scope || '"'));
-        RETURN;
-    END IF;
-    IF k.last_used_at IS NULL OR k.last_used_at <= t_now - interval '1 minute' THEN
-        UPDATE cscp.api_key a SET last_used_at = t_now
-         WHERE a.tenant_id = k.tenant_id AND a.label = k.label
-           AND (a.last_used_at IS NULL OR a.last_used_at <= t_now - interval '1 minute');
-    END IF;
-    tenant_id := k.tenant_id;
-END
-$$;
+    AS 'MODULE_PATHNAME', 'cscp_http_auth' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION cscp._http_auth(text, text) IS
   'Internal: the tenant of a live bearer key with the scope, or the 401/403 response';
 
@@ -471,40 +422,14 @@ $$;
 COMMENT ON FUNCTION cscp.http_doc_put(text, text, text, text, text) IS
   'POST /v1/context/{session_id}/{namespace}: merge-upsert {"ttlSeconds", "payload"} for the bearer key''s tenant; 201 with documentKey';
 
+-- In C (src/http_api.c), as the gateway's most frequent call: the same key check, tenant
+-- binding and answers as the PL/pgSQL of the endpoints beside it.
 CREATE FUNCTION cscp.http_doc_get(auth text, session_id text, namespace text)
 RETURNS cscp.http_response
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+LANGUAGE C VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET cscp.tenant_id = ''
-AS $$
-DECLARE
-    a record;
-    doc jsonb;
-    r cscp.http_response;
-    detail text;
-BEGIN
-    a := cscp._http_auth(auth, 'documents:read');
-    IF a.tenant_id IS NULL THEN
-        RETURN a.failure;
-    END IF;
-    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
-    BEGIN
-        doc := cscp.doc_get(a.tenant_id, session_id, namespace);
-    EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
-        IF r.status IS NULL THEN
-            RAISE;
-        END IF;
-        RETURN r;
-    END;
-    IF doc IS NULL THEN
-        RETURN cscp._http_error(404, 'not_found', 'no such document', 'P0002',
-                                'It does not exist or has expired.');
-    END IF;
-    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb, doc)::cscp.http_response;
-END
-$$;
+AS 'MODULE_PATHNAME', 'cscp_http_doc_get';
 COMMENT ON FUNCTION cscp.http_doc_get(text, text, text) IS
   'GET /v1/context/{session_id}/{namespace}: 200 with the document of the bearer key''s tenant, 404 when absent or expired';
 

@@ -1,0 +1,407 @@
+/*-------------------------------------------------------------------------
+ *
+ * http_api.c
+ *	  The hot path of the HTTPS gateway's SQL functions (src/sql/gateway.sql)
+ *	  in C: the bearer key check every endpoint makes (cscp._http_auth), and
+ *	  the whole of GET /v1/context/{session_id}/{namespace}
+ *	  (cscp.http_doc_get), the gateway's most frequent call.
+ *
+ * They answer exactly what the PL/pgSQL they replace answered: the same
+ * statuses, bodies, headers and SQLSTATEs, the error responses built by
+ * the same SQL helpers (cscp._http_error, cscp._http_failure), which only
+ * the rare failure paths call.  What they save is the interpreter: a
+ * regular expression and three statements per key check, a PL/pgSQL frame
+ * per call.  A key is still looked up by its SHA-256 on every request
+ * (through a saved plan, so revocation takes effect on the next one), and
+ * its last use is still written at most once a minute.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "cscp.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "common/cryptohash.h"
+#include "common/sha2.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/jsonb.h"
+#include "utils/resowner.h"
+#include "utils/timestamp.h"
+
+/* cscp.doc_get, called directly (document.c). */
+extern Datum cscp_doc_get(PG_FUNCTION_ARGS);
+
+#define AUTH_CHALLENGE "Bearer realm=\"cscp\""
+
+/* Whether c is a whitespace byte as the regular expressions' \s saw it. */
+static inline bool
+http_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+/*
+ * The bearer token of an Authorization header, as the pattern
+ * '^\s*[Bb][Ee][Aa][Rr][Ee][Rr] +([^\s]+)\s*$' captured it: *len bytes at
+ * the result, or NULL when the header does not have that shape.
+ */
+static const char *
+bearer_token(const char *s, int n, int *len)
+{
+	int			i = 0;
+	int			start;
+
+	while (i < n && http_space(s[i]))
+		i++;
+	if (n - i < 7 || pg_strncasecmp(s + i, "bearer", 6) != 0 || s[i + 6] != ' ')
+		return NULL;
+	i += 6;
+	while (i < n && s[i] == ' ')
+		i++;
+	start = i;
+	while (i < n && !http_space(s[i]))
+		i++;
+	if (i == start)
+		return NULL;
+	*len = i - start;
+	while (i < n && http_space(s[i]))
+		i++;
+	return i == n ? s + start : NULL;
+}
+
+/*
+ * cscp._http_error(status, code, message, sqlstate, detail, headers) as a
+ * datum of the caller's memory context; header is one "WWW-Authenticate"
+ * value, or NULL for none.
+ */
+static Datum
+http_error(int status, const char *code, const char *message, const char *sqlstate,
+		   const char *detail, const char *challenge)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[6] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		args[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	bool		isnull;
+	Datum		result;
+
+	args[0] = Int32GetDatum(status);
+	args[1] = CStringGetTextDatum(code);
+	args[2] = CStringGetTextDatum(message);
+	args[3] = CStringGetTextDatum(sqlstate);
+	args[4] = detail != NULL ? CStringGetTextDatum(detail) : (Datum) 0;
+	nulls[4] = detail != NULL ? ' ' : 'n';
+	args[5] = challenge != NULL ? CStringGetTextDatum(challenge) : (Datum) 0;
+	nulls[5] = challenge != NULL ? ' ' : 'n';
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "SELECT cscp._http_error($1, $2, $3, $4, $5,"
+				  " CASE WHEN $6 IS NULL THEN '{}'::jsonb"
+				  " ELSE pg_catalog.jsonb_build_object('WWW-Authenticate', $6) END)",
+				  6, types);
+	if (SPI_execute_plan(plan, args, nulls, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not build an HTTP error response");
+	result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	result = SPI_datumTransfer(result, false, -1);
+	SPI_finish();
+	return result;
+}
+
+/*
+ * Check the bearer key of auth (an Authorization header, or NULL) for
+ * scope: the key's tenant (palloc'd), or NULL with *failure the 401 or 403
+ * response.  Records the key's use at most once a minute.
+ */
+static char *
+http_authenticate(text *auth, const char *scope, Datum *failure)
+{
+	static SPIPlanPtr lookup = NULL;
+	static SPIPlanPtr touch = NULL;
+	static const Oid lookup_types[1] = {BYTEAOID};
+	static const Oid touch_types[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
+	MemoryContext callerctx = CurrentMemoryContext;
+	const char *hint = "Send the header \"Authorization: Bearer <api key>\".";
+	const char *s = auth != NULL ? VARDATA_ANY(auth) : NULL;
+	int			n = auth != NULL ? VARSIZE_ANY_EXHDR(auth) : 0;
+	const char *token;
+	int			len;
+	char	   *utf8;
+	pg_cryptohash_ctx *ctx;
+	bytea	   *hash;
+	Datum		arg;
+	TimestampTz now = cscp_now();
+	HeapTuple	key;
+	TupleDesc	desc;
+	bool		isnull;
+	bool		revoked;
+	bool		expired;
+	char	   *tenant;
+	char	   *label;
+	char	   *scopes;
+	Datum		d;
+
+	{
+		int			i = 0;
+
+		while (i < n && http_space(s[i]))
+			i++;
+		if (i == n)
+		{
+			*failure = http_error(401, "unauthorized", "no API key given", "28000", hint,
+								  AUTH_CHALLENGE);
+			return NULL;
+		}
+	}
+	token = bearer_token(s, n, &len);
+	if (token == NULL)
+	{
+		*failure = http_error(401, "unauthorized", "the Authorization header is not a bearer key",
+							  "28000", hint, AUTH_CHALLENGE);
+		return NULL;
+	}
+
+	/* The key's SHA-256, of its UTF-8 bytes. */
+	utf8 = pg_server_to_any(token, len, PG_UTF8);
+	if (utf8 != token)
+		len = strlen(utf8);
+	hash = palloc(VARHDRSZ + PG_SHA256_DIGEST_LENGTH);
+	SET_VARSIZE(hash, VARHDRSZ + PG_SHA256_DIGEST_LENGTH);
+	ctx = pg_cryptohash_create(PG_SHA256);
+	if (pg_cryptohash_init(ctx) < 0 ||
+		pg_cryptohash_update(ctx, (const uint8 *) utf8, len) < 0 ||
+		pg_cryptohash_final(ctx, (uint8 *) VARDATA(hash), PG_SHA256_DIGEST_LENGTH) < 0)
+		elog(ERROR, "could not compute a SHA-256 hash: %s", pg_cryptohash_error(ctx));
+	pg_cryptohash_free(ctx);
+	arg = PointerGetDatum(hash);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&lookup,
+				  "SELECT a.tenant_id, a.label, a.scopes, a.expires_at, a.revoked_at, a.last_used_at"
+				  "  FROM cscp.api_key a WHERE a.key_hash = $1",
+				  1, lookup_types);
+	if (SPI_execute_plan(lookup, &arg, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up an API key");
+	if (SPI_processed == 0)
+	{
+		SPI_finish();
+		*failure = http_error(401, "unauthorized", "the API key is not valid", "28000", NULL,
+							  AUTH_CHALLENGE ", error=\"invalid_token\"");
+		return NULL;
+	}
+	key = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	revoked = (heap_getattr(key, 5, desc, &isnull), !isnull);
+	d = heap_getattr(key, 4, desc, &isnull);
+	expired = !isnull && DatumGetTimestampTz(d) <= now;
+	if (revoked || expired)
+	{
+		SPI_finish();
+		*failure = http_error(401, "unauthorized",
+							  revoked ? "the API key has been revoked" : "the API key has expired",
+							  "28000", NULL, AUTH_CHALLENGE ", error=\"invalid_token\"");
+		return NULL;
+	}
+	tenant = SPI_getvalue(key, desc, 1);
+	label = SPI_getvalue(key, desc, 2);
+	scopes = SPI_getvalue(key, desc, 3);
+	if (scopes != NULL && scope != NULL)
+	{
+		bool		found = false;
+		ArrayType  *arr = DatumGetArrayTypeP(heap_getattr(key, 3, desc, &isnull));
+		Datum	   *elems;
+		bool	   *elnulls;
+		int			nelems;
+
+		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &elnulls, &nelems);
+		for (int i = 0; i < nelems && !found; i++)
+			found = !elnulls[i] && strcmp(TextDatumGetCString(elems[i]), scope) == 0;
+		if (!found)
+		{
+			MemoryContext spictx = MemoryContextSwitchTo(callerctx);
+			char	   *message = psprintf("the API key lacks scope \"%s\"", scope);
+			char	   *detail = psprintf("Its scopes are %s.", scopes);
+			char	   *challenge = psprintf(AUTH_CHALLENGE ", error=\"insufficient_scope\", scope=\"%s\"",
+											 scope);
+
+			MemoryContextSwitchTo(spictx);
+			SPI_finish();
+			*failure = http_error(403, "insufficient_scope", message, "42501", detail, challenge);
+			return NULL;
+		}
+	}
+	d = heap_getattr(key, 6, desc, &isnull);
+	if (isnull || DatumGetTimestampTz(d) <= now - USECS_PER_MINUTE)
+	{
+		Datum		args[3];
+
+		args[0] = CStringGetTextDatum(tenant);
+		args[1] = CStringGetTextDatum(label);
+		args[2] = TimestampTzGetDatum(now);
+		cscp_spi_plan(&touch,
+					  "UPDATE cscp.api_key a SET last_used_at = $3"
+					  " WHERE a.tenant_id = $1 AND a.label = $2"
+					  "   AND (a.last_used_at IS NULL OR a.last_used_at <= $3 - interval '1 minute')",
+					  3, touch_types);
+		if (SPI_execute_plan(touch, args, NULL, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not record the use of an API key");
+	}
+	tenant = MemoryContextStrdup(callerctx, tenant);
+	SPI_finish();
+	return tenant;
+}
+
+PG_FUNCTION_INFO_V1(cscp_http_auth);
+
+/*
+ * cscp._http_auth(auth text, scope text, OUT tenant_id text, OUT failure
+ * cscp.http_response): the tenant of a live bearer key with the scope, or
+ * the 401/403 response.
+ */
+Datum
+cscp_http_auth(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	Datum		values[2] = {0, 0};
+	bool		nulls[2] = {true, true};
+	char	   *tenant;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	tenant = http_authenticate(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0),
+							   PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1)),
+							   &values[1]);
+	if (tenant != NULL)
+	{
+		values[0] = CStringGetTextDatum(tenant);
+		nulls[0] = false;
+	}
+	else
+		nulls[1] = false;
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
+}
+
+/* cscp._http_failure(sqlstate, message, detail): the response, or false when it has none. */
+static bool
+http_failure(ErrorData *edata, Datum *response)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		args[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	bool		isnull;
+	Datum		d;
+
+	args[0] = CStringGetTextDatum(unpack_sql_state(edata->sqlerrcode));
+	args[1] = CStringGetTextDatum(edata->message != NULL ? edata->message : "");
+	if (edata->detail != NULL && edata->detail[0] != '\0')
+		args[2] = CStringGetTextDatum(edata->detail);
+	else
+		nulls[2] = 'n';
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan, "SELECT cscp._http_failure($1, $2, $3)", 3, types);
+	if (SPI_execute_plan(plan, args, nulls, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not build an HTTP error response");
+	/* NULL: an error that is not the caller's doing. */
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (!isnull)
+		*response = SPI_datumTransfer(d, false, -1);
+	SPI_finish();
+	return !isnull;
+}
+
+/* An http_response row: status, headers (JSON text), body. */
+static Datum
+http_response(FunctionCallInfo fcinfo, int status, const char *headers, Datum body, bool body_null)
+{
+	TupleDesc	desc;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, body_null};
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[0] = Int32GetDatum(status);
+	values[1] = DirectFunctionCall1(jsonb_in, CStringGetDatum(headers));
+	values[2] = body;
+	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls));
+}
+
+PG_FUNCTION_INFO_V1(cscp_http_doc_get);
+
+/*
+ * cscp.http_doc_get(auth, session_id, namespace) RETURNS cscp.http_response:
+ * 200 with the document of the bearer key's tenant, 404 when absent or
+ * expired.  Runs SECURITY DEFINER with cscp.tenant_id in its SET clause,
+ * so the tenant bound here is the caller's again when it returns.
+ */
+Datum
+cscp_http_doc_get(PG_FUNCTION_ARGS)
+{
+	MemoryContext callerctx = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	Datum		failure;
+	char	   *tenant;
+	volatile Datum doc = (Datum) 0;
+	volatile bool found = false;
+
+	tenant = http_authenticate(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0), "documents:read",
+							   &failure);
+	if (tenant == NULL)
+		PG_RETURN_DATUM(failure);
+	(void) set_config_option("cscp.tenant_id", tenant, superuser() ? PGC_SUSET : PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+
+	/* cscp.doc_get in a subtransaction: its errors are answered, not raised. */
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(callerctx);
+	PG_TRY();
+	{
+		LOCAL_FCINFO(call, 3);
+		Datum		d;
+
+		InitFunctionCallInfoData(*call, NULL, 3, InvalidOid, NULL, NULL);
+		call->args[0].value = CStringGetTextDatum(tenant);
+		call->args[0].isnull = false;
+		call->args[1] = fcinfo->args[1];
+		call->args[2] = fcinfo->args[2];
+		d = cscp_doc_get(call);
+		if (!call->isnull)
+		{
+			MemoryContext subctx = MemoryContextSwitchTo(callerctx);
+
+			doc = PointerGetDatum(DatumGetJsonbPCopy(d));
+			found = true;
+			MemoryContextSwitchTo(subctx);
+		}
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(callerctx);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(callerctx);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(callerctx);
+		CurrentResourceOwner = owner;
+		if (!http_failure(edata, &failure))
+			ReThrowError(edata);
+		PG_RETURN_DATUM(failure);
+	}
+	PG_END_TRY();
+	if (!found)
+		PG_RETURN_DATUM(http_error(404, "not_found", "no such document", "P0002",
+								   "It does not exist or has expired.", NULL));
+	PG_RETURN_DATUM(http_response(fcinfo, 200, "{\"Cache-Control\": \"no-store\"}", doc, false));
+}
