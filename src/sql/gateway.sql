@@ -402,6 +402,13 @@ BEGIN
     IF r.status IS NOT NULL THEN
         RETURN r;
     END IF;
+    -- The answer is made before the write: concurrent POSTs to one document queue on its row
+    -- lock, held from doc_put to the end of the call, so that nothing is left to do under it.
+    key := cscp.http_document_key(session_id, namespace);
+    r := ROW(201,
+             pg_catalog.jsonb_build_object('Location', '/v1/context/' || cscp._http_segment(session_id)
+                                                       || '/' || cscp._http_segment(namespace)),
+             pg_catalog.jsonb_build_object('documentKey', key, 'success', true))::cscp.http_response;
     BEGIN
         PERFORM cscp.doc_put(a.tenant_id, session_id, namespace, doc -> 'payload', (doc ->> 'ttlSeconds')::int);
     EXCEPTION WHEN OTHERS THEN
@@ -412,11 +419,7 @@ BEGIN
         END IF;
         RETURN r;
     END;
-    key := cscp.http_document_key(session_id, namespace);
-    RETURN ROW(201,
-               pg_catalog.jsonb_build_object('Location', '/v1/context/' || cscp._http_segment(session_id)
-                                                         || '/' || cscp._http_segment(namespace)),
-               pg_catalog.jsonb_build_object('documentKey', key, 'success', true))::cscp.http_response;
+    RETURN r;
 END
 $$;
 COMMENT ON FUNCTION cscp.http_doc_put(text, text, text, text, text) IS
