@@ -83,7 +83,7 @@ REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 ISOLATION = context_open_race sweep_vs_slot_set submit_same_key confirm_race sweep_vs_confirm confirm_vs_new_request notify policy_cache conversation_append_race conversation_same_message conversation_timeout_race fact_supersede_race
 ISOLATION += fact_chain_walk fact_same_key_race authorize_release transition_race doc_put_race
 ISOLATION += tenant_binding_cache turn_validation_lock forget_isolation fact_authority_race
-ISOLATION += yes_vs_new_question yes_vs_context_expiry
+ISOLATION += yes_vs_new_question yes_vs_context_expiry gateway_last_use
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=$(EXTENSION)
 
 PG_CPPFLAGS = -I$(srcdir)/src

@@ -13,7 +13,8 @@
  * regular expression and three statements per key check, a PL/pgSQL frame
  * per call.  A key is still looked up by its SHA-256 on every request
  * (through a saved plan, so revocation takes effect on the next one), and
- * its last use is still written at most once a minute.
+ * its last use is still written at most once a minute, by whichever request
+ * gets its row lock first: the others do not wait for it.
  *
  *-------------------------------------------------------------------------
  */
@@ -245,10 +246,17 @@ http_authenticate(text *auth, const char *scope, Datum *failure)
 		args[0] = CStringGetTextDatum(tenant);
 		args[1] = CStringGetTextDatum(label);
 		args[2] = TimestampTzGetDatum(now);
+		/*
+		 * SKIP LOCKED: requests that find another one recording the use
+		 * leave it to that one instead of queueing behind its row lock.
+		 */
 		cscp_spi_plan(&touch,
 					  "UPDATE cscp.api_key a SET last_used_at = $3"
-					  " WHERE a.tenant_id = $1 AND a.label = $2"
-					  "   AND (a.last_used_at IS NULL OR a.last_used_at <= $3 - interval '1 minute')",
+					  "  FROM (SELECT k.tenant_id, k.label FROM cscp.api_key k"
+					  "         WHERE k.tenant_id = $1 AND k.label = $2"
+					  "           AND (k.last_used_at IS NULL OR k.last_used_at <= $3 - interval '1 minute')"
+					  "           FOR UPDATE SKIP LOCKED) l"
+					  " WHERE a.tenant_id = l.tenant_id AND a.label = l.label",
 					  3, touch_types);
 		if (SPI_execute_plan(touch, args, NULL, false, 0) != SPI_OK_UPDATE)
 			elog(ERROR, "could not record the use of an API key");
