@@ -78,8 +78,8 @@ bearer_token(const char *s, int n, int *len)
 
 /*
  * cscp._http_error(status, code, message, sqlstate, detail, headers) as a
- * datum of the caller's memory context; header is one "WWW-Authenticate"
- * value, or NULL for none.
+ * datum of the caller's memory context; challenge is the value of header
+ * WWW-Authenticate, or NULL for no header.
  */
 static Datum
 http_error(int status, const char *code, const char *message, const char *sqlstate,

@@ -292,8 +292,18 @@ def error_statuses():
            400, "invalid_parameter", "22021")
     r = requests.get(u, timeout=10)
     expect(r, 401, "unauthorized", "28000")
-    assert r.headers["WWW-Authenticate"].startswith("Bearer"), r.headers
-    expect(requests.get(u, headers={"Authorization": "Bearer cscp_not-a-key"}, timeout=10), 401, "unauthorized", "28000")
+    assert r.headers["WWW-Authenticate"] == 'Bearer realm="cscp"', r.headers
+    # Headers come from the database as a JSON object and reach the client unescaped, exactly.
+    r = requests.get(u, headers={"Authorization": "Bearer cscp_not-a-key"}, timeout=10)
+    expect(r, 401, "unauthorized", "28000")
+    assert r.headers["WWW-Authenticate"] == 'Bearer realm="cscp", error="invalid_token"', r.headers
+    r = post(KEY_READ, "session-err", "ns", {"a": 1})
+    assert r.headers["WWW-Authenticate"] == \
+        'Bearer realm="cscp", error="insufficient_scope", scope="documents:write"', r.headers
+    expect(post(KEY_PROFILE, "session-err", "ns", {"a": 1}), 201)
+    r = get(KEY_PROFILE, "session-err", "ns")
+    assert expect(r, 200) == {"a": 1} and r.headers["Cache-Control"] == "no-store", r.headers
+    expect(requests.delete(doc_url("session-err", "ns"), headers=auth(KEY_PROFILE), timeout=10), 204)
     expect(requests.get(u, headers={"Authorization": "Basic dXNlcjpwYXNz"}, timeout=10), 401, "unauthorized", "28000")
     expect(post(KEY_READ, "session-err", "ns", {"a": 1}), 403, "insufficient_scope", "42501")
     expect(get(KEY_PROFILE, "session-err", "ns"), 404, "not_found", "P0002")
