@@ -3,8 +3,9 @@
  * http_api.c
  *	  The hot path of the HTTPS gateway's SQL functions (src/sql/gateway.sql)
  *	  in C: the bearer key check every endpoint makes (cscp._http_auth), and
- *	  the whole of GET /v1/context/{session_id}/{namespace}
- *	  (cscp.http_doc_get), the gateway's most frequent call.
+ *	  the whole of GET and POST /v1/context/{session_id}/{namespace}
+ *	  (cscp.http_doc_get, cscp.http_doc_put), the gateway's most frequent
+ *	  calls.
  *
  * They answer exactly what the PL/pgSQL they replace answered: the same
  * statuses, bodies, headers and SQLSTATEs, the error responses built by
@@ -20,6 +21,8 @@
  */
 #include "cscp.h"
 
+#include <errno.h>
+
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "common/cryptohash.h"
@@ -31,12 +34,14 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
-/* cscp.doc_get, called directly (document.c). */
+/* cscp.doc_get and cscp.doc_put, called directly (document.c). */
 extern Datum cscp_doc_get(PG_FUNCTION_ARGS);
+extern Datum cscp_doc_put(PG_FUNCTION_ARGS);
 
 #define AUTH_CHALLENGE "Bearer realm=\"cscp\""
 
@@ -412,4 +417,293 @@ cscp_http_doc_get(PG_FUNCTION_ARGS)
 		PG_RETURN_DATUM(http_error(404, "not_found", "no such document", "P0002",
 								   "It does not exist or has expired.", NULL));
 	PG_RETURN_DATUM(http_response(fcinfo, 200, "{\"Cache-Control\": \"no-store\"}", doc, false));
+}
+
+/* Append value to buf percent-encoded as a path segment (cscp._http_segment). */
+static void
+append_segment(StringInfo buf, const char *value)
+{
+	char	   *utf8 = pg_server_to_any(value, strlen(value), PG_UTF8);
+
+	for (const unsigned char *c = (const unsigned char *) utf8; *c; c++)
+	{
+		if ((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
+			*c == '-' || *c == '.' || *c == '_' || *c == '~')
+			appendStringInfoChar(buf, (char) *c);
+		else
+			appendStringInfo(buf, "%%%02X", *c);
+	}
+}
+
+/* Append value to buf with '%' written %25 and ':' %3A (cscp.http_document_key). */
+static void
+append_key_part(StringInfo buf, const char *value)
+{
+	for (const char *c = value; *c; c++)
+	{
+		if (*c == '%')
+			appendStringInfoString(buf, "%25");
+		else if (*c == ':')
+			appendStringInfoString(buf, "%3A");
+		else
+			appendStringInfoChar(buf, *c);
+	}
+}
+
+/* Whether a Content-Type is JSON as '^\s*application/json\s*(;.*)?$' (any case) says. */
+static bool
+json_content_type(text *t)
+{
+	const char *s = VARDATA_ANY(t);
+	int			n = VARSIZE_ANY_EXHDR(t);
+	int			i = 0;
+
+	while (i < n && http_space(s[i]))
+		i++;
+	if (n - i < 16 || pg_strncasecmp(s + i, "application/json", 16) != 0)
+		return false;
+	i += 16;
+	while (i < n && http_space(s[i]))
+		i++;
+	return i == n || s[i] == ';';
+}
+
+/*
+ * The request body of a POST of a document as its checks in SQL judge it
+ * (cscp._http_body, then cscp._http_field for ttlSeconds and payload, as
+ * the PL/pgSQL endpoint did): *doc, or false with *failure the response.
+ * The slow path of cscp_http_doc_put, for a body its own checks did not
+ * pass, so that every refusal is the one SQL makes.
+ */
+static bool
+doc_put_checks(text *content_type, text *body, const char *hint, Jsonb **doc, Datum *failure)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		args[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	bool		isnull;
+	Datum		d;
+	bool		ok;
+
+	args[0] = PointerGetDatum(content_type);
+	nulls[0] = content_type != NULL ? ' ' : 'n';
+	args[1] = PointerGetDatum(body);
+	nulls[1] = body != NULL ? ' ' : 'n';
+	args[2] = CStringGetTextDatum(hint);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "SELECT b.doc, CASE WHEN b.doc IS NULL THEN b.failure"
+				  "  WHEN NOT b.doc ? 'ttlSeconds' THEN cscp._http_field(b.doc, 'ttlSeconds', 'integer', true, $3)"
+				  "  WHEN NOT b.doc ? 'payload' THEN cscp._http_field(b.doc, 'payload', 'object', true, $3)"
+				  "  ELSE cscp._http_field(b.doc, 'ttlSeconds', 'integer', true, $3) END"
+				  "  FROM cscp._http_body($1, $2, true, true, $3) b",
+				  3, types);
+	if (SPI_execute_plan(plan, args, nulls, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not check a request body");
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	if (!isnull)
+	{
+		HeapTupleHeader h = DatumGetHeapTupleHeader(d);
+		bool		status_null;
+
+		(void) GetAttributeByNum(h, 1, &status_null);
+		isnull = status_null;
+	}
+	ok = isnull;
+	if (!ok)
+		*failure = SPI_datumTransfer(d, false, -1);
+	else
+	{
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		if (isnull)
+			elog(ERROR, "a request body without a document or a failure");
+		*doc = DatumGetJsonbP(SPI_datumTransfer(d, false, -1));
+	}
+	SPI_finish();
+	return ok;
+}
+
+/*
+ * The body parsed as jsonb, in a subtransaction: NULL when it does not
+ * parse (doc_put_checks then says why, as SQL does).
+ */
+static Jsonb *
+parse_body(text *body)
+{
+	MemoryContext callerctx = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	Jsonb	   *volatile doc = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(callerctx);
+	PG_TRY();
+	{
+		doc = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text_to_cstring(body))));
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(callerctx);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(callerctx);
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(callerctx);
+		CurrentResourceOwner = owner;
+		doc = NULL;
+	}
+	PG_END_TRY();
+	return doc;
+}
+
+/* The int4 value of a JSON number written as a plain integer, or false. */
+static bool
+plain_int4(JsonbValue *v, int32 *out)
+{
+	char	   *s;
+	char	   *end;
+	long		l;
+
+	if (v == NULL || v->type != jbvNumeric)
+		return false;
+	s = DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v->val.numeric)));
+	if (strspn(s + (s[0] == '-'), "0123456789") != strlen(s + (s[0] == '-')) || strlen(s) > 11)
+		return false;
+	errno = 0;
+	l = strtol(s, &end, 10);
+	if (errno != 0 || *end != '\0' || l < PG_INT32_MIN || l > PG_INT32_MAX)
+		return false;
+	*out = (int32) l;
+	return true;
+}
+
+PG_FUNCTION_INFO_V1(cscp_http_doc_put);
+
+/*
+ * cscp.http_doc_put(auth, session_id, namespace, content_type, body)
+ * RETURNS cscp.http_response: merge-upsert {"ttlSeconds", "payload"} for
+ * the bearer key's tenant; 201 with documentKey and Location.  A body its
+ * own checks do not pass is judged by the SQL checks (doc_put_checks).
+ */
+Datum
+cscp_http_doc_put(PG_FUNCTION_ARGS)
+{
+	const char *hint = "Send {\"ttlSeconds\": <seconds>, \"payload\": {...}}.";
+	MemoryContext callerctx = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	text	   *content_type = PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3);
+	text	   *body = PG_ARGISNULL(4) ? NULL : PG_GETARG_TEXT_PP(4);
+	Datum		failure;
+	char	   *tenant;
+	Jsonb	   *doc = NULL;
+	JsonbValue *ttl_v = NULL;
+	JsonbValue *payload_v = NULL;
+	JsonbValue	ttl_buf;
+	JsonbValue	payload_buf;
+	volatile int32 ttl = 0;
+	volatile bool ttl_known;
+	int32		plain = 0;
+	StringInfoData key;
+	StringInfoData location;
+	StringInfoData json;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+	TupleDesc	desc;
+
+	tenant = http_authenticate(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0), "documents:write",
+							   &failure);
+	if (tenant == NULL)
+		PG_RETURN_DATUM(failure);
+	(void) set_config_option("cscp.tenant_id", tenant, superuser() ? PGC_SUSET : PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+
+	/* The body: its own checks, else the SQL ones (which say why, or pass it). */
+	if (content_type != NULL && body != NULL && json_content_type(content_type))
+		doc = parse_body(body);
+	if (doc != NULL && JB_ROOT_IS_OBJECT(doc) && !JB_ROOT_IS_SCALAR(doc))
+	{
+		ttl_v = getKeyJsonValueFromContainer(&doc->root, "ttlSeconds", 10, &ttl_buf);
+		payload_v = getKeyJsonValueFromContainer(&doc->root, "payload", 7, &payload_buf);
+	}
+	ttl_known = payload_v != NULL && plain_int4(ttl_v, &plain);
+	if (ttl_known)
+		ttl = plain;
+	else
+	{
+		if (!doc_put_checks(content_type, body, hint, &doc, &failure))
+			PG_RETURN_DATUM(failure);
+		ttl_v = getKeyJsonValueFromContainer(&doc->root, "ttlSeconds", 10, &ttl_buf);
+		payload_v = getKeyJsonValueFromContainer(&doc->root, "payload", 7, &payload_buf);
+		if (payload_v == NULL || ttl_v == NULL || ttl_v->type != jbvNumeric)
+			elog(ERROR, "a request body passed its checks without its fields");
+	}
+
+	/* The answer, made before the write (see http_doc_put in gateway.sql). */
+	initStringInfo(&key);
+	append_key_part(&key, text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	appendStringInfoChar(&key, ':');
+	append_key_part(&key, text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	initStringInfo(&location);
+	appendStringInfoString(&location, "/v1/context/");
+	append_segment(&location, text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	appendStringInfoChar(&location, '/');
+	append_segment(&location, text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[0] = Int32GetDatum(201);
+	initStringInfo(&json);
+	appendStringInfoString(&json, "{\"Location\": ");
+	escape_json(&json, location.data);
+	appendStringInfoChar(&json, '}');
+	values[1] = DirectFunctionCall1(jsonb_in, CStringGetDatum(json.data));
+	resetStringInfo(&json);
+	appendStringInfoString(&json, "{\"documentKey\": ");
+	escape_json(&json, key.data);
+	appendStringInfoString(&json, ", \"success\": true}");
+	values[2] = DirectFunctionCall1(jsonb_in, CStringGetDatum(json.data));
+
+	/* cscp.doc_put in a subtransaction: its errors are answered, not raised. */
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(callerctx);
+	PG_TRY();
+	{
+		LOCAL_FCINFO(call, 5);
+
+		/* As (doc ->> 'ttlSeconds')::int: 60.0 passes the checks, not the cast. */
+		if (!ttl_known)
+			ttl = DatumGetInt32(DirectFunctionCall1(int4in,
+													DirectFunctionCall1(numeric_out,
+																		NumericGetDatum(ttl_v->val.numeric))));
+		InitFunctionCallInfoData(*call, NULL, 5, InvalidOid, NULL, NULL);
+		call->args[0].value = CStringGetTextDatum(tenant);
+		call->args[0].isnull = false;
+		call->args[1] = fcinfo->args[1];
+		call->args[2] = fcinfo->args[2];
+		call->args[3].value = JsonbPGetDatum(JsonbValueToJsonb(payload_v));
+		call->args[3].isnull = false;
+		call->args[4].value = Int32GetDatum(ttl);
+		call->args[4].isnull = false;
+		(void) cscp_doc_put(call);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(callerctx);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(callerctx);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(callerctx);
+		CurrentResourceOwner = owner;
+		if (!http_failure(edata, &failure))
+			ReThrowError(edata);
+		PG_RETURN_DATUM(failure);
+	}
+	PG_END_TRY();
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }
