@@ -135,9 +135,10 @@ build: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory install
 
-# A throwaway cluster and a walk through a realistic conversation.
-demo: build
-	@bash test/scripts/demo.sh
+# A throwaway cluster and a walk through realistic conversations, then the bots' scenario through
+# curl against the HTTPS gateway; the build's output goes to log/demo/build.log.
+demo:
+	@MAKE="$(MAKE)" bash test/scripts/demo.sh
 
 # Every suite, one line each (test/scripts/run-tests.sh); TEST_ORDER=shuffle [TEST_SEED=N] runs
 # them, and the tests inside them, in a random order.
