@@ -220,3 +220,12 @@ fuzz: build
 .PHONY: stress
 stress: build
 	@bash test/scripts/stress.sh
+
+# cscp built with -DUSE_ASSERT_CHECKING, then pg_regress and the isolation specs against it
+# (test/scripts/check-assert.sh, about 1 minute); and the regression suite with the server under
+# valgrind's memcheck, failing on an error in cscp's code (test/scripts/valgrind.sh, about 15 minutes).
+.PHONY: check-assert valgrind
+check-assert:
+	@MAKE="$(MAKE)" bash test/scripts/check-assert.sh
+valgrind:
+	@MAKE="$(MAKE)" bash test/scripts/valgrind.sh
