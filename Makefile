@@ -143,7 +143,7 @@ demo:
 # Every suite, one line each (test/scripts/run-tests.sh); TEST_ORDER=shuffle [TEST_SEED=N] runs
 # them, and the tests inside them, in a random order.
 test:
-	@MAKE="$(MAKE)" TEST_ORDER="$(TEST_ORDER)" TEST_SEED="$(TEST_SEED)" bash test/scripts/run-tests.sh
+	@MAKE="$(MAKE)" TEST_ORDER="$(TEST_ORDER)" TEST_SEED="$(TEST_SEED)" TEST_JOBS="$(TEST_JOBS)" bash test/scripts/run-tests.sh
 
 # Issue 6's workloads W1-W6 through cscp against plain SQL (the floor) and hand-written PL/pgSQL
 # (naive) on a throwaway cluster (pgbench; about 40 minutes); not part of `make test`.

@@ -16,7 +16,8 @@
 #
 # TEST_ORDER=shuffle runs the suites, the regression tests between setup and drop, the isolation
 # specs and the pgTAP files in a random order; the seed is printed, and TEST_SEED=N repeats it.
-# TEST_ONLY="pg_regress pgtap" runs those suites alone.
+# TEST_ONLY="pg_regress pgtap" runs those suites alone; TEST_JOBS=N runs N of the suites with
+# clusters of their own at a time (2; 1 runs every suite after the other).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source test/scripts/cluster.sh
@@ -88,22 +89,35 @@ suite_fuzz() { FUZZ_CALLS=3000 bash test/scripts/fuzz.sh; }
 suite_gateway() { bash test/scripts/gateway-test.sh; }
 suite_gateway_proxy() { bash test/scripts/gateway-scaleout.sh; }
 
-suites="pg_regress isolation pgtap openwop backup-restore worker scale-out crash fuzz gateway gateway-proxy"
-suites=${TEST_ONLY:-$suites}
+# The suites on the shared cluster, one after the other; then those with clusters of their own,
+# TEST_JOBS (2) at a time: they mostly wait (for a worker, a crash, a TTL), not compute.
+shared="pg_regress isolation pgtap openwop backup-restore"
+own="worker scale-out crash fuzz gateway gateway-proxy"
+if [ -n "${TEST_ONLY:-}" ]; then
+	shared=$(for s in $shared; do [[ " $TEST_ONLY " == *" $s "* ]] && echo "$s"; done)
+	own=$(for s in $own; do [[ " $TEST_ONLY " == *" $s "* ]] && echo "$s"; done)
+fi
 if [ "${TEST_ORDER:-}" = shuffle ]; then
 	TEST_SEED=${TEST_SEED:-$((EPOCHSECONDS % 100000))}
 	RANDOM=$TEST_SEED
 	echo "cscp tests in a random order, seed $TEST_SEED (make test TEST_ORDER=shuffle TEST_SEED=$TEST_SEED repeats it)"
-	ordered $suites
-	suites=$ORDERED
+	ordered $shared
+	shared=$ORDERED
+	ordered $own
+	own=$ORDERED
 fi
 
 steps_init log/test
 echo "cscp tests: one line per suite; output in log/test/"
 step build $MAKE --no-print-directory build || { steps_report suites; exit 1; }
 cluster_start >log/test/cluster.log 2>&1 || { cat log/test/cluster.log; exit 1; }
-for s in $suites; do
+for s in $shared; do
 	step "$s" "suite_${s//-/_}"
 done
+specs=()
+for s in $own; do
+	specs+=("$s:suite_${s//-/_}")
+done
+[ ${#specs[@]} -eq 0 ] || steps_parallel "${TEST_JOBS:-2}" "${specs[@]}"
 cp "$CSCP_TMP/postgres.log" log/test/postgres.log 2>/dev/null
 steps_report suites

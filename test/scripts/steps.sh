@@ -4,6 +4,7 @@
 #   steps_init DIR                 logs go to DIR (emptied first)
 #   step NAME CMD...               runs CMD with its output in DIR/NAME.log; prints one line:
 #                                  the name, ok or FAILED, and the time it took; returns CMD's status
+#   steps_parallel N NAME:FN...   the same for several steps, N at a time (in subshells)
 #   steps_report WORD              the log of every failed step (or the file it names as its
 #                                  detail), then "WORD: N passed, N failed"; returns 1 on a failure
 #
@@ -34,6 +35,33 @@ step() {
 		printf '  %-34s FAILED %7s s  (%s)\n' "$name" "$secs" "$log"
 	fi
 	return $rc
+}
+
+# steps_parallel N NAME:FUNCTION...: the steps, N at a time, each in a subshell of its own; each
+# prints its line as it ends.
+steps_parallel() {
+	local jobs=$1 spec name
+	shift
+	for spec in "$@"; do
+		while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+			wait -n
+		done
+		name=${spec%%:*}
+		(
+			rc=0
+			step "$name" "${spec#*:}" || rc=$?
+			echo $rc >"$STEPS_DIR/$name.rc"
+		) &
+	done
+	wait
+	for spec in "$@"; do
+		name=${spec%%:*}
+		if [ "$(cat "$STEPS_DIR/$name.rc" 2>/dev/null)" = 0 ]; then
+			STEPS_PASSED=$((STEPS_PASSED + 1))
+		else
+			STEPS_FAILED+=("$name")
+		fi
+	done
 }
 
 # The failed steps' details, last, so that a real failure ends the output.
