@@ -12,7 +12,6 @@
 #   CHECK_ASSERT_SUITES="pg_regress"   runs the regression tests only (CI's short form)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-source test/scripts/cluster.sh
 source test/scripts/steps.sh
 MAKE=${MAKE:-make}
 suites=${CHECK_ASSERT_SUITES:-pg_regress isolation}
@@ -53,6 +52,7 @@ no_trap() {
 steps_init "$ALOG"
 echo "cscp check-assert: cscp built with -DUSE_ASSERT_CHECKING; output in $ALOG/"
 if step build-with-asserts build_assert; then
+	source test/scripts/cluster.sh # (after deps, which may have installed the server)
 	cluster_start >"$ALOG/cluster.log" 2>&1 || { cat "$ALOG/cluster.log"; exit 1; }
 	server=$(psql -X -At -d postgres -c "SHOW debug_assertions")
 	if [ "$server" = on ]; then

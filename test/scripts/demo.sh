@@ -10,7 +10,6 @@
 # and closes with a summary of what was shown and checked.  Exits non-zero when a step fails.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-source test/scripts/cluster.sh
 source test/scripts/steps.sh
 MAKE=${MAKE:-make}
 
@@ -23,6 +22,8 @@ checks() { psql -X -At -d postgres -c "SELECT count(*) FROM demo_check"; }
 steps_init log/demo
 echo "cscp demo: building cscp and its HTTPS gateway (output in log/demo/build.log)"
 step build $MAKE --no-print-directory build gateway || { steps_report steps; exit 1; }
+# (After the build, whose deps may have installed the server cluster.sh looks for.)
+source test/scripts/cluster.sh
 cluster_start >log/demo/cluster.log 2>&1 || { cat log/demo/cluster.log; exit 1; }
 echo "cscp demo: a throwaway PostgreSQL cluster in $CSCP_TMP (unix socket only), removed at the end"
 
@@ -36,8 +37,9 @@ for i in 0 1 2 3; do
 	part $((i + 1)) "${titles[i]}"
 	before=$( ((i == 0)) && echo 0 || checks)
 	if ! walk "${files[i]}"; then
-		bold "cscp demo: FAILED in test/demo/${files[i]} (the last statement above); the server log:"
-		tail -n 20 "$CSCP_TMP/postgres.log"
+		bold "The server log's last lines:"
+		tail -n 12 "$CSCP_TMP/postgres.log"
+		bold "cscp demo: FAILED in test/demo/${files[i]}: $(grep -h 'ERROR:' "$CSCP_TMP/postgres.log" | tail -n 1 | sed 's/.*ERROR: *//')"
 		exit 1
 	fi
 	counts+=($(($(checks) - before)))
@@ -57,7 +59,7 @@ for i in 0 1 2 3; do
 	chapters=$(grep -c "^\\\\echo '== [0-9]*\\." "test/demo/${files[i]}")
 	printf '  Part %d  %2d chapters, %2d outcomes checked   %s\n' $((i + 1)) "$chapters" "${counts[i]}" "${titles[i]}"
 done
-printf '  Part 5  the bots through curl: %s\n' "$http"
+printf '  Part 5  the profile bot and the cart bot in one session, through curl over HTTPS: %s\n' "$http"
 echo
 echo "  Checked (each stops the demo when it does not hold):"
 psql -X -At -d postgres -c "SELECT '    - ' || what FROM demo_check ORDER BY n"

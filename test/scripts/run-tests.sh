@@ -20,7 +20,6 @@
 # clusters of their own at a time (2; 1 runs every suite after the other).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-source test/scripts/cluster.sh
 source test/scripts/steps.sh
 MAKE=${MAKE:-make}
 
@@ -110,6 +109,8 @@ fi
 steps_init log/test
 echo "cscp tests: one line per suite; output in log/test/"
 step build $MAKE --no-print-directory build || { steps_report suites; exit 1; }
+# (After the build, whose deps may have installed the server cluster.sh looks for.)
+source test/scripts/cluster.sh
 cluster_start >log/test/cluster.log 2>&1 || { cat log/test/cluster.log; exit 1; }
 for s in $shared; do
 	step "$s" "suite_${s//-/_}"

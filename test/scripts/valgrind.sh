@@ -12,7 +12,6 @@
 #   VALGRIND_TESTS="setup slots documents"   a subset of the regression tests (CI's short form)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-source test/scripts/cluster.sh
 source test/scripts/steps.sh
 MAKE=${MAKE:-make}
 VLOG=log/valgrind
@@ -44,8 +43,9 @@ fetch_supp() {
 		echo "fetched: $SUPP_DIR/valgrind.supp from Debian's source of $pkg $got (PostgreSQL License)"
 }
 
-# The cluster's postmaster, and so every backend it forks, under memcheck.
-cluster_restart() {
+# The cluster's postmaster, and so every backend it forks, under memcheck (cluster.sh's
+# cluster_restart, once cluster.sh is sourced).
+vg_cluster_restart() {
 	mkdir -p "$CSCP_TMP/vg"
 	chmod 777 "$CSCP_TMP/vg"
 	cp "$SUPP_DIR/valgrind.supp" "$CSCP_TMP/vg/valgrind.supp"
@@ -102,6 +102,8 @@ steps_init "$VLOG"
 mkdir -p "$SUPP_DIR"
 echo "cscp valgrind: the regression suite with the server under memcheck; output in $VLOG/"
 step build $MAKE --no-print-directory build || { steps_report steps; exit 1; }
+source test/scripts/cluster.sh # (after deps, which may have installed the server)
+cluster_restart() { vg_cluster_restart; }
 step suppressions fetch_supp || { steps_report steps; exit 1; }
 step start-server-under-valgrind cluster_start || { steps_report steps; exit 1; }
 step pg_regress regress
