@@ -222,8 +222,8 @@ stress: build
 	@bash test/scripts/stress.sh
 
 # cscp built with -DUSE_ASSERT_CHECKING, then pg_regress and the isolation specs against it
-# (test/scripts/check-assert.sh, about 1 minute); and the regression suite with the server under
-# valgrind's memcheck, failing on an error in cscp's code (test/scripts/valgrind.sh, about 15 minutes).
+# (test/scripts/check-assert.sh, about 2 minutes); and the regression suite with the server under
+# valgrind's memcheck, failing on an error in cscp's code (test/scripts/valgrind.sh, about 10 minutes).
 .PHONY: check-assert valgrind
 check-assert:
 	@MAKE="$(MAKE)" bash test/scripts/check-assert.sh
