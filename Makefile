@@ -140,13 +140,15 @@ build: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory install
 
-# A throwaway cluster and a walk through a realistic conversation.
-demo: build
-	@bash test/scripts/demo.sh
+# A throwaway cluster and a walk through realistic conversations, then the bots' scenario through
+# curl against the HTTPS gateway; the build's output goes to log/demo/build.log.
+demo:
+	@MAKE="$(MAKE)" bash test/scripts/demo.sh
 
-# Every suite: pg_regress, isolation specs, pgTAP through pg_prove.
-test: build
-	@bash test/scripts/run-tests.sh
+# Every suite, one line each (test/scripts/run-tests.sh); TEST_ORDER=shuffle [TEST_SEED=N] runs
+# them, and the tests inside them, in a random order.
+test:
+	@MAKE="$(MAKE)" TEST_ORDER="$(TEST_ORDER)" TEST_SEED="$(TEST_SEED)" TEST_JOBS="$(TEST_JOBS)" bash test/scripts/run-tests.sh
 
 # Issue 6's workloads W1-W6 through cscp against plain SQL (the floor) and hand-written PL/pgSQL
 # (naive) on a throwaway cluster (pgbench; about 40 minutes); not part of `make test`.
@@ -223,3 +225,12 @@ fuzz: build
 .PHONY: stress
 stress: build
 	@bash test/scripts/stress.sh
+
+# cscp built with -DUSE_ASSERT_CHECKING, then pg_regress and the isolation specs against it
+# (test/scripts/check-assert.sh, about 2 minutes); and the regression suite with the server under
+# valgrind's memcheck, failing on an error in cscp's code (test/scripts/valgrind.sh, about 10 minutes).
+.PHONY: check-assert valgrind
+check-assert:
+	@MAKE="$(MAKE)" bash test/scripts/check-assert.sh
+valgrind:
+	@MAKE="$(MAKE)" bash test/scripts/valgrind.sh

@@ -203,7 +203,7 @@ SELECT try($$SELECT cscp.grant_gateway(current_user)$$) AS superuser_refused;
 SELECT try($$SELECT cscp.grant_gateway('no_such_role')$$) AS unknown_role;
 SELECT p.oid::regprocedure AS executable
   FROM pg_proc p WHERE p.pronamespace = 'cscp'::regnamespace
-   AND has_function_privilege('regress_gw_gateway', p.oid, 'EXECUTE') ORDER BY 1::text;
+   AND has_function_privilege('regress_gw_gateway', p.oid, 'EXECUTE') ORDER BY p.oid::regprocedure::text;
 SET ROLE regress_gw_gateway;
 SELECT status, body FROM cscp.http_doc_get('Bearer ' || :'k1', 'session-abc-456', 'profile');
 SELECT status FROM cscp.http_doc_put('Bearer ' || :'k1', 'session-gw', 'ns', 'application/json',
