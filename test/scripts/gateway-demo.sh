@@ -32,7 +32,7 @@ else
 	mkdir -p "$W"
 	cleanup_dir() { cluster_stop; }
 fi
-q() { psql -X -q -v ON_ERROR_STOP=1 -d "$DB" -At "$@"; }
+q() { PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1 -d "$DB" -At "$@"; }
 
 say() { printf '\n\033[1m%s\033[0m\n' "$*"; }
 # Show a command as typed (keys by name), run it, and keep its output for check.
