@@ -62,7 +62,8 @@ OBJS = \
 	src/sweep.o \
 	src/worker.o \
 	src/shard.o \
-	src/keys.o
+	src/keys.o \
+	src/http_api.o
 
 # The install script is concatenated from one file per concern, in this order.
 SQL_PARTS = \
@@ -91,13 +92,13 @@ SQL_PARTS = \
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql
 EXTRA_CLEAN = results output_iso regression.diffs regression.out
 
-REGRESS = setup clock routing policy lifetimes context_transitions context_expiry context_live context_retired slots jsonschema jsonschema_limits confirm confirm_binding bad_input_commands commands command_lists command_registry governance snapshot_rules evidence documents facts build_context sweep views bad_input conversations bad_input_conversations row_rules message_turn shard invariants forget executor_path internal_calls gateway gateway_contexts gateway_facts statebench drop
+REGRESS = setup clock routing policy lifetimes context_transitions context_expiry context_live context_retired slots jsonschema jsonschema_limits confirm confirm_binding bad_input_commands commands command_lists command_registry governance snapshot_rules evidence documents facts build_context sweep views bad_input conversations bad_input_conversations row_rules message_turn shard invariants forget executor_path internal_calls gateway gateway_contexts gateway_facts gateway_conversations statebench drop
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 ISOLATION = context_open_race sweep_vs_slot_set submit_same_key confirm_race sweep_vs_confirm confirm_vs_new_request notify policy_cache conversation_append_race conversation_same_message conversation_timeout_race fact_supersede_race
 ISOLATION += fact_chain_walk fact_same_key_race authorize_release transition_race doc_put_race
 ISOLATION += tenant_binding_cache turn_validation_lock forget_isolation fact_authority_race
 ISOLATION += yes_vs_new_question yes_vs_context_expiry one_question_race conversation_close_race
-ISOLATION += step_vs_context_close
+ISOLATION += step_vs_context_close gateway_last_use
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=$(EXTENSION)
 
 PG_CPPFLAGS = -I$(srcdir)/src
@@ -150,13 +151,15 @@ build: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory install
 
-# A throwaway cluster and a walk through a realistic conversation.
-demo: build
-	@bash test/scripts/demo.sh
+# A throwaway cluster and a walk through realistic conversations, then the bots' scenario through
+# curl against the HTTPS gateway; the build's output goes to log/demo/build.log.
+demo:
+	@MAKE="$(MAKE)" bash test/scripts/demo.sh
 
-# Every suite: pg_regress, isolation specs, pgTAP through pg_prove.
-test: build
-	@bash test/scripts/run-tests.sh
+# Every suite, one line each (test/scripts/run-tests.sh); TEST_ORDER=shuffle [TEST_SEED=N] runs
+# them, and the tests inside them, in a random order.
+test:
+	@MAKE="$(MAKE)" TEST_ORDER="$(TEST_ORDER)" TEST_SEED="$(TEST_SEED)" TEST_JOBS="$(TEST_JOBS)" bash test/scripts/run-tests.sh
 
 # Issue 6's workloads W1-W6 through cscp against plain SQL (the floor) and hand-written PL/pgSQL
 # (naive) on a throwaway cluster (pgbench; about 40 minutes); not part of `make test`.
@@ -233,5 +236,14 @@ fuzz: build
 .PHONY: stress
 stress: build
 	@bash test/scripts/stress.sh
+
+# cscp built with -DUSE_ASSERT_CHECKING, then pg_regress and the isolation specs against it
+# (test/scripts/check-assert.sh, about 2 minutes); and the regression suite with the server under
+# valgrind's memcheck, failing on an error in cscp's code (test/scripts/valgrind.sh, about 10 minutes).
+.PHONY: check-assert valgrind
+check-assert:
+	@MAKE="$(MAKE)" bash test/scripts/check-assert.sh
+valgrind:
+	@MAKE="$(MAKE)" bash test/scripts/valgrind.sh
 
 endif # PG

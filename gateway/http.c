@@ -7,8 +7,9 @@
  *	  with (Authorization header, captures..., [Content-Type, body]); the
  *	  function's status, headers and body are sent back as they came.
  *
- * The gateway parses no JSON: the body is passed to the database as it
- * arrived, and validated there.  What the gateway answers itself is what
+ * The gateway parses no request JSON: the body is passed to the database
+ * as it arrived, and validated there (the one JSON it reads is the object
+ * of response headers a function returns, db.c).  What the gateway answers itself is what
  * never reaches a function: an unknown route (404), a method the route
  * does not serve (405), a body over --max-body (413), a path that does
  * not decode (400), the database unreachable (503), an error the function
@@ -47,6 +48,9 @@ const Route gw_routes[] = {
 	{"http_command_submit", NULL}},
 	{"/v1/commands/{command_id}", {"GET", NULL}, {"http_command_status", NULL}},
 	{"/v1/commands/{command_id}/transitions", {"POST", NULL}, {"http_command_transition", NULL}},
+	{"/v1/conversations/{conversation_id}", {"POST", "GET", NULL},
+	{"http_conversation_start", "http_conversation_get", NULL}},
+	{"/v1/conversations/{conversation_id}/turns", {"POST", NULL}, {"http_conversation_resolve", NULL}},
 	{"/v1/subjects/{subject_id}/facts", {"POST", NULL}, {"http_fact_write", NULL}},
 	{"/v1/subjects/{subject_id}/facts/{fact_id}", {"GET", NULL}, {"http_fact_current", NULL}},
 	{"/v1/subjects/{subject_id}/context", {"POST", NULL}, {"http_build_context", NULL}},

@@ -276,7 +276,7 @@ BEGIN
     RETURN cscp_proxy.api_scopes(cscp_proxy.tenant(), cscp_proxy.clock());
 END
 $f$;
-COMMENT ON FUNCTION cscp.api_scopes() IS 'The scopes an API key can be limited to: documents:read, documents:write, contexts:read, contexts:write, confirmations:write, approvals:write, commands:read, commands:write, facts:read, facts:write (through the proxy: any)';
+COMMENT ON FUNCTION cscp.api_scopes() IS 'The scopes an API key can be limited to: documents:read, documents:write, contexts:read, contexts:write, confirmations:write, approvals:write, commands:read, commands:write, facts:read, facts:write, conversations:read, conversations:write (through the proxy: any)';
 
 -- approve: conversation on conversation_id
 CREATE FUNCTION cscp_proxy.approve(_tenant text, _clock text, tenant_id text, conversation_id text, approver_id text, message_id text, decision boolean, command_id uuid) RETURNS TABLE(outcome text, command_id uuid, context_id uuid)
@@ -963,6 +963,51 @@ BEGIN
 END
 $f$;
 COMMENT ON FUNCTION cscp.http_context_open(auth text, conversation_id text, actor_id text, content_type text, body text) IS 'POST /v1/conversations/{conversation_id}/actors/{actor_id}/context: cscp.context_open for the bearer key''s tenant; 200 with the context (through the proxy: conversation)';
+
+-- http_conversation_get: conversation on conversation_id
+CREATE FUNCTION cscp_proxy.http_conversation_get(_tenant text, _clock text, auth text, conversation_id text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
+    SELECT * FROM cscp.http_conversation_get(cscp.proxy_session(_tenant, _clock, auth), conversation_id);
+$f$;
+CREATE FUNCTION cscp.http_conversation_get(auth text, conversation_id text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_conversation_get(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_conversation_get(auth text, conversation_id text) IS 'GET /v1/conversations/{conversation_id}: the conversation with its effective state, its turns (ConversationTurn) and events, or 404 (through the proxy: conversation)';
+
+-- http_conversation_resolve: conversation on conversation_id
+CREATE FUNCTION cscp_proxy.http_conversation_resolve(_tenant text, _clock text, auth text, conversation_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
+    SELECT * FROM cscp.http_conversation_resolve(cscp.proxy_session(_tenant, _clock, auth), conversation_id, content_type, body);
+$f$;
+CREATE FUNCTION cscp.http_conversation_resolve(auth text, conversation_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_conversation_resolve(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_conversation_resolve(auth text, conversation_id text, content_type text, body text) IS 'POST /v1/conversations/{conversation_id}/turns: a ConversationResolve (RFC 0005): exchange or close a turn; 200 with the result, 400 validation_error for a refused turn (through the proxy: conversation)';
+
+-- http_conversation_start: conversation on conversation_id
+CREATE FUNCTION cscp_proxy.http_conversation_start(_tenant text, _clock text, auth text, conversation_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_conversation_hash(conversation_id), 0);
+    SELECT * FROM cscp.http_conversation_start(cscp.proxy_session(_tenant, _clock, auth), conversation_id, content_type, body);
+$f$;
+CREATE FUNCTION cscp.http_conversation_start(auth text, conversation_id text, content_type text, body text) RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.http_conversation_start(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4);
+END
+$f$;
+COMMENT ON FUNCTION cscp.http_conversation_start(auth text, conversation_id text, content_type text, body text) IS 'POST /v1/conversations/{conversation_id}: cscp.conversation_start with agentId, initialTurn, schema, timeoutMs; 201 new, 200 the same start replayed (through the proxy: conversation)';
 
 -- http_doc_delete: key_session on auth, session_id
 CREATE FUNCTION cscp_proxy.http_doc_delete(_tenant text, _clock text, auth text, session_id text, namespace text) RETURNS cscp.http_response

@@ -136,5 +136,4 @@ DELETE FROM cscp.identity WHERE tenant_id = 'bc';
 DELETE FROM cscp.authority WHERE tenant_id = 'bc';
 DELETE FROM cscp.working_set WHERE tenant_id = 'bc';
 DELETE FROM cscp.environment WHERE tenant_id = 'bc';
-DROP FUNCTION refused(text, text), fact_tables(text);
 RESET cscp.clock;

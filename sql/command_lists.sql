@@ -3,6 +3,8 @@
 -- sweep.  No index of cscp.command names a column a transition changes, so every step of a
 -- command is a HOT update.
 -- Rows of this file belong to tenant 'cl'; random ids are masked.
+-- The sweeps below count over the whole database: what earlier tests left is made inert first.
+SELECT settle();
 SET cscp.clock = '2026-08-01 09:00:00+00';
 SET timezone = 'UTC';
 \set SHOW_CONTEXT never

@@ -3,6 +3,8 @@
 -- message id, and the sweep lapsing windows.  Commands are shown by their idempotency keys,
 -- command ids in slots and evidence as cmd:<key>; random ids are compared, never printed.
 -- Defaults: context_ttl 30 minutes (sliding), confirmation_ttl 5 minutes, approval_ttl 1 hour.
+-- The sweeps below count over the whole database: what earlier tests left is made inert first.
+SELECT settle();
 SET timezone = 'UTC';
 \set SHOW_CONTEXT never
 

@@ -2,6 +2,8 @@
 -- trigger whoever writes cscp.context; its expires_at a lower bound at most a minute before the
 -- context's; uses and expiries of a context are HOT updates (no index of cscp.context names a
 -- column they change).  Rows of this file belong to tenant 'lv'.
+-- The sweeps below count over the whole database: what earlier tests left is made inert first.
+SELECT settle();
 SET timezone = 'UTC';
 \set SHOW_CONTEXT never
 SET cscp.clock = '2026-04-01 10:00:00+00';

@@ -1,6 +1,8 @@
 -- Conversations (OpenWOP RFC 0005): every outcome of start, exchange and close; events and
 -- their causation; replay and divergence; the timeout by exchange, close and sweep; linking to
 -- contexts; privacy and retention; direct SQL held to the same rules.
+-- The sweeps below count over the whole database: what earlier tests left is made inert first.
+SELECT settle();
 SET cscp.clock = '2026-07-01 09:00:00+00';
 
 -- What a call left behind: the rows of one conversation.

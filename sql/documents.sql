@@ -51,4 +51,4 @@ SELECT label, try(sql) AS result FROM (VALUES
     ('empty namespace', $$SELECT cscp.doc_put('d', 's', '', '{}', 60)$$),
     ('get null session', $$SELECT cscp.doc_get('d', NULL, 'n')$$),
     ('delete null namespace', $$SELECT cscp.doc_delete('d', 's', NULL)$$)) AS b(label, sql);
-SELECT count(*) AS written FROM cscp.document WHERE session_id = 's';
+SELECT count(*) AS written FROM cscp.document WHERE tenant_id = 'd' AND session_id = 's';

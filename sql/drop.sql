@@ -3,7 +3,7 @@
 DROP FUNCTION ctx_in(text, cscp.context_status), ctx_fixed(text, text, cscp.context_status), try(text),
               step(uuid, cscp.command_state, text);
 DROP FUNCTION cmd_key(uuid), cmd_rows(text), with_keys(jsonb), ctx_rows(text), ev_rows(text),
-              cscp_tables(), snap(), changes();
+              cscp_tables(), snap(), changes(), settle();
 DROP EXTENSION cscp;
 SELECT count(*) AS schemas FROM pg_namespace WHERE nspname = 'cscp';
 SELECT count(*) AS types FROM pg_type WHERE typname IN ('context_status', 'context', 'document', 'policy');

@@ -241,17 +241,17 @@ SELECT refused('fx', $$SELECT cscp.fact_current('fx', 'walker', 'w-30')$$);
 DELETE FROM cscp.fact WHERE tenant_id = 'fx' AND subject_id = 'walker';
 
 -- Chain corruption by direct SQL is refused.
-SELECT refused('fx', $$UPDATE cscp.fact SET is_valid = true, superseded_by = NULL WHERE fact_id = 'home-1'$$);
-SELECT refused('fx', $$UPDATE cscp.fact SET superseded_by = 'home-3' WHERE fact_id = 'home-1'$$);
-SELECT refused('fx', $$UPDATE cscp.fact SET is_valid = false, superseded_by = 'home-1' WHERE fact_id = 'home-3'$$);
+SELECT refused('fx', $$UPDATE cscp.fact SET is_valid = true, superseded_by = NULL WHERE tenant_id = 'fx' AND fact_id = 'home-1'$$);
+SELECT refused('fx', $$UPDATE cscp.fact SET superseded_by = 'home-3' WHERE tenant_id = 'fx' AND fact_id = 'home-1'$$);
+SELECT refused('fx', $$UPDATE cscp.fact SET is_valid = false, superseded_by = 'home-1' WHERE tenant_id = 'fx' AND fact_id = 'home-3'$$);
 SELECT refused('fx', $$UPDATE cscp.fact SET is_valid = false, superseded_by = 'phone-2' WHERE fact_id = 'phone-1'$$);
 SELECT refused('fx', $$UPDATE cscp.fact SET supersedes = 'phone-1' WHERE fact_id = 'phone-2'$$);
-SELECT refused('fx', $$UPDATE cscp.fact SET supersedes = 'home-3' WHERE fact_id = 'home-1'$$);
-SELECT refused('fx', $$UPDATE cscp.fact SET value = '"Lisbon"' WHERE fact_id = 'home-3'$$);
-SELECT refused('fx', $$UPDATE cscp.fact SET key = 'office_city' WHERE fact_id = 'home-3'$$);
-SELECT refused('fx', $$UPDATE cscp.fact SET scope = 'hypothetical' WHERE fact_id = 'home-3'$$);
-SELECT refused('fx', $$UPDATE cscp.fact SET derived_facts = '{phone-1}' WHERE fact_id = 'home-3'$$);
-SELECT refused('fx', $$UPDATE cscp.fact SET derived_facts = '{}' WHERE fact_id = 'home-3'$$);
+SELECT refused('fx', $$UPDATE cscp.fact SET supersedes = 'home-3' WHERE tenant_id = 'fx' AND fact_id = 'home-1'$$);
+SELECT refused('fx', $$UPDATE cscp.fact SET value = '"Lisbon"' WHERE tenant_id = 'fx' AND fact_id = 'home-3'$$);
+SELECT refused('fx', $$UPDATE cscp.fact SET key = 'office_city' WHERE tenant_id = 'fx' AND fact_id = 'home-3'$$);
+SELECT refused('fx', $$UPDATE cscp.fact SET scope = 'hypothetical' WHERE tenant_id = 'fx' AND fact_id = 'home-3'$$);
+SELECT refused('fx', $$UPDATE cscp.fact SET derived_facts = '{phone-1}' WHERE tenant_id = 'fx' AND fact_id = 'home-3'$$);
+SELECT refused('fx', $$UPDATE cscp.fact SET derived_facts = '{}' WHERE tenant_id = 'fx' AND fact_id = 'home-3'$$);
 SELECT refused('fx', $$INSERT INTO cscp.fact (tenant_id, subject_id, fact_id, key, value, is_valid, superseded_by)
                        VALUES ('fx', 'maria', 'x', 'k', '1', false, 'home-3')$$);
 SELECT refused('fx', $$INSERT INTO cscp.fact (tenant_id, subject_id, fact_id, key, value, derived_facts)
@@ -262,8 +262,8 @@ SELECT refused('fx', $$INSERT INTO cscp.fact (tenant_id, subject_id, fact_id, ke
                        VALUES ('fx', 'maria', 'x', 'home_city', '"Faro"', 'x')$$);
 SELECT refused('fx', $$INSERT INTO cscp.fact (tenant_id, subject_id, fact_id, key, value, source, supersedes)
                        VALUES ('fx', 'maria', 'x', 'expense_limit', '"9999 EUR"', '{"type": "user", "authority": "intern"}', 'lim-2')$$);
-SELECT refused('fx', $$DELETE FROM cscp.fact WHERE fact_id = 'home-2'$$);
-SELECT refused('fx', $$DELETE FROM cscp.fact WHERE fact_id = 'home-3'$$);
+SELECT refused('fx', $$DELETE FROM cscp.fact WHERE tenant_id = 'fx' AND fact_id = 'home-2'$$);
+SELECT refused('fx', $$DELETE FROM cscp.fact WHERE tenant_id = 'fx' AND fact_id = 'home-3'$$);
 -- A direct INSERT that supersedes correctly is linked like fact_write's.
 INSERT INTO cscp.fact (tenant_id, subject_id, fact_id, key, value, supersedes)
 VALUES ('fx', 'maria', 'home-4', 'home_city', '"Coimbra"', 'home-3');
@@ -327,5 +327,5 @@ DELETE FROM cscp.authority WHERE tenant_id = 'fx';
 DELETE FROM cscp.working_set WHERE tenant_id = 'fx';
 DELETE FROM cscp.environment WHERE tenant_id = 'fx';
 DELETE FROM cscp.policy WHERE tenant_id = 'fx';
-DROP FUNCTION facts(text, text);
+DROP FUNCTION facts(text, text), refused(text, text), fact_tables(text);
 RESET cscp.clock;

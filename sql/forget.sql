@@ -140,6 +140,8 @@ SELECT try($$SELECT cscp.forget_subject('*', 'ana')$$);
 -- 3. Retention: the sweep purges a command with its whole evidence chain (and its answers and
 -- frames) once it is terminal and older than retention_evidence; a command still under way keeps
 -- its chain, however old.  Every purge is counted.
+-- (The sweep counts over the whole database: what earlier tests left is made inert first.)
+SELECT settle();
 SELECT cscp.policy_set('fr', '{"retention_evidence": "1 day", "retention_turns": "1 day", "retention_closed": "1 day"}') IS NOT NULL AS policy;
 SELECT pg_temp.populate('fr', 'old', 'cy');
 SELECT result FROM cscp.conversation_close('fr', 'old', '{"from": "agent", "role": "agent", "content": "bye", "ts": 3}');
@@ -176,3 +178,5 @@ SELECT cscp.forget_conversation('fr-bulk', 'gone') ->> 'contexts' AS contexts_er
 SELECT objsubid, mode, count(*) FROM pg_locks
  WHERE locktype = 'advisory' AND pid = pg_backend_pid() GROUP BY 1, 2 ORDER BY 1, 2;
 ROLLBACK;
+-- Leave no policy for the suites after this one.
+DELETE FROM cscp.policy WHERE tenant_id = 'fr';

@@ -83,6 +83,21 @@ SELECT status, body FROM cscp.http_doc_get('Bearer ' || :'kshort', 'session-abc-
 SELECT cscp.api_key_revoke('gw1', 'reader') AS revoked, cscp.api_key_revoke('gw1', 'reader') AS revoked_again;
 SELECT status, body FROM cscp.http_doc_get('Bearer ' || :'kread', 'session-abc-456', 'profile');
 
+-- The shapes of the Authorization header (checked in C): as the pattern
+-- '^\s*bearer +(\S+)\s*$' (the scheme in any case) reads them, no more, no less.
+SELECT label, (a).tenant_id, ((a).failure).body -> 'error' ->> 'message' AS message,
+       ((a).tenant_id IS NOT NULL) = coalesce(substring(h, '^\s*[Bb][Ee][Aa][Rr][Ee][Rr] +([^\s]+)\s*$') = :'k1', false)
+           AS as_the_pattern
+  FROM (SELECT label, h, cscp._http_auth(h, 'documents:read') AS a FROM (VALUES
+    ('spaces and newline around', E'  Bearer ' || :'k1' || E' \t\r\n'),
+    ('scheme in capitals, spaces', 'BEARER    ' || :'k1'),
+    ('tab after the scheme', E'Bearer\t' || :'k1'),
+    ('two tokens', 'Bearer ' || :'k1' || ' x'),
+    ('scheme glued to the key', 'Bearer' || :'k1'),
+    ('scheme alone', 'Bearer '),
+    ('blank', E' \t '),
+    ('empty', '')) AS v(label, h)) AS t;
+
 -- 403: a read-only key cannot write, a write-only key cannot read; nothing is written.
 \set kread_old :kread
 SELECT cscp.api_key_create('gw1', 'reader2', ARRAY['documents:read']) AS kread \gset
@@ -122,6 +137,26 @@ SELECT status, body -> 'error' ->> 'code' AS code FROM cscp.http_doc_get('Bearer
 SELECT status, body -> 'error' ->> 'code' AS code FROM cscp.http_doc_list('Bearer ' || :'k1', '');
 SELECT (SELECT count(*) FROM cscp.document) - (SELECT count(*) FROM doc_before) AS added,
        (SELECT count(*) FROM (SELECT * FROM cscp.document EXCEPT SELECT * FROM doc_before) x) AS changed;
+
+-- Where the body checks of POST (in C) meet those in SQL: what passes, what is refused, and by
+-- which check, as the PL/pgSQL endpoint answered.
+SELECT label, (r).status, (r).headers ->> 'Location' AS location, (r).body ->> 'documentKey' AS document_key,
+       (r).body -> 'error' ->> 'sqlstate' AS sqlstate, (r).body -> 'error' ->> 'message' AS message
+  FROM (VALUES
+    ('ttl 60.0', 'application/json', '{"ttlSeconds": 60.0, "payload": {"a": 1}}'),
+    ('ttl 1e2', 'application/json', '{"ttlSeconds": 1e2, "payload": {"a": 1}}'),
+    ('ttl -0', 'application/json', '{"ttlSeconds": -0, "payload": {"a": 1}}'),
+    ('ttl 3e9', 'application/json', '{"ttlSeconds": 3000000000, "payload": {"a": 1}}'),
+    ('charset', 'Application/JSON; charset=utf-8', '{"ttlSeconds": 60, "payload": {"a": 1}}'),
+    ('spaces', E' \tapplication/json \n', '{"ttlSeconds": 60, "payload": {"a": 1}}'),
+    ('jsonx', 'application/jsonx', '{"ttlSeconds": 60, "payload": {"a": 1}}'),
+    ('payload scalar', 'application/json', '{"ttlSeconds": 60, "payload": 5}'),
+    ('too deep', 'application/json', '{"ttlSeconds": 60, "payload": ' || repeat('[', 100000) || '}'),
+    ('nul in a key', 'application/json', '{"ttlSeconds": 60, "payload": {"\u0000": 1}}')
+  ) AS t(label, ctype, body),
+  LATERAL (SELECT cscp.http_doc_put('Bearer ' || :'k1', 'shapes:1/é', 'x%y', t.ctype, t.body) AS r) x;
+SELECT payload FROM cscp.document WHERE tenant_id = 'gw1' AND session_id = 'shapes:1/é';
+DELETE FROM cscp.document WHERE tenant_id = 'gw1' AND session_id = 'shapes:1/é';
 
 -- Last use is recorded, at most once a minute.
 SELECT label, last_used_at FROM cscp.api_key WHERE label IN ('profile-bot', 'writer') ORDER BY label;
@@ -168,7 +203,7 @@ SELECT try($$SELECT cscp.grant_gateway(current_user)$$) AS superuser_refused;
 SELECT try($$SELECT cscp.grant_gateway('no_such_role')$$) AS unknown_role;
 SELECT p.oid::regprocedure AS executable
   FROM pg_proc p WHERE p.pronamespace = 'cscp'::regnamespace
-   AND has_function_privilege('regress_gw_gateway', p.oid, 'EXECUTE') ORDER BY 1::text;
+   AND has_function_privilege('regress_gw_gateway', p.oid, 'EXECUTE') ORDER BY p.oid::regprocedure::text;
 SET ROLE regress_gw_gateway;
 SELECT status, body FROM cscp.http_doc_get('Bearer ' || :'k1', 'session-abc-456', 'profile');
 SELECT status FROM cscp.http_doc_put('Bearer ' || :'k1', 'session-gw', 'ns', 'application/json',

@@ -7,36 +7,11 @@ SELECT count(*) AS contexts_before FROM cscp.context \gset
 SELECT count(*) AS commands_before FROM cscp.command \gset
 
 -- The crash of issue 30: the invariant checks query by the row's key.
-SELECT try($$SELECT cscp._command_refusal(jsonb_populate_record(NULL::cscp.command, '{"state": "executed"}'), 'compensated')$$);
-SELECT try($$SELECT cscp._command_refusal(jsonb_populate_record(NULL::cscp.command,
-              '{"state": "executed", "tenant_id": "t"}'), 'compensated')$$);
-SELECT try($$SELECT cscp._command_refusal(jsonb_populate_record(NULL::cscp.command,
-              '{"tenant_id": "t", "command_id": "00000000-0000-0000-0000-000000000001"}'), 'started')$$);
-SELECT try($$SELECT cscp._command_refusal(NULL::cscp.command, 'started')$$);
-SELECT cscp._command_refusal(jsonb_populate_record(NULL::cscp.command,
-         '{"state": "executed", "tenant_id": "t", "command_id": "00000000-0000-0000-0000-000000000001"}'),
-         'compensated');
 SELECT try($$SELECT cscp.command_next_allowed(jsonb_populate_record(NULL::cscp.command, '{"state": "executed"}'))$$);
 SELECT try($$SELECT cscp.command_next_allowed(row(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
               NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)::cscp.command)$$);
 SELECT cscp.command_next_allowed(jsonb_populate_record(NULL::cscp.command,
          '{"state": "executed", "tenant_id": "t", "command_id": "00000000-0000-0000-0000-000000000001"}'));
-
--- Releasing a context's pending slot reads its tenant, status, expiry and slots.
-SELECT try($$SELECT cscp._context_release(jsonb_populate_record(NULL::cscp.context,
-              '{"context_id": "00000000-0000-0000-0000-000000000002"}'), '00000000-0000-0000-0000-000000000001')$$);
-SELECT try($$SELECT cscp._context_release(jsonb_populate_record(NULL::cscp.context,
-              '{"context_id": "00000000-0000-0000-0000-000000000002", "tenant_id": "t", "status": "active",
-                "expires_at": "infinity"}'), '00000000-0000-0000-0000-000000000001')$$);
-SELECT try($$SELECT cscp._context_release(jsonb_populate_record(NULL::cscp.context,
-              '{"context_id": "00000000-0000-0000-0000-000000000002", "tenant_id": "t", "status": "active",
-                "expires_at": "infinity", "slots": "not an object"}'), '00000000-0000-0000-0000-000000000001')$$);
-SELECT try($$SELECT cscp._context_release(jsonb_populate_record(NULL::cscp.context,
-              '{"context_id": "00000000-0000-0000-0000-000000000002", "tenant_id": "t", "status": "active",
-                "expires_at": "infinity", "slots": {"pending_confirmation": [1, null]}}'),
-              '00000000-0000-0000-0000-000000000001')$$);
-SELECT try($$SELECT cscp._context_release(NULL::cscp.context, NULL)$$);
-SELECT try($$SELECT cscp._context_release(jsonb_populate_record(NULL::cscp.context, '{}'), NULL, NULL)$$);
 
 -- Pure functions of a row answer for any row.
 SELECT cscp.context_touch(jsonb_populate_record(NULL::cscp.context, '{}')) AS touch_nothing;
@@ -72,7 +47,6 @@ SELECT try($$SELECT cscp._evidence_refusal('t', 'c', '00000000-0000-0000-0000-00
               '{NULL}', '"not an object"', '[1]')$$);
 SELECT try($$SELECT cscp.build_context_given(NULL, NULL, NULL, NULL, NULL, NULL, NULL)$$);
 SELECT try($$SELECT cscp.build_context_given('t', 's', 'x', NULL, -1, NULL, '[1, 2]')$$);
-SELECT try($$SELECT cscp._conversation_timeout('t', 'no such conversation')$$);
 SELECT try($$SELECT cscp._expire_contexts(-1)$$);
 SELECT try($$SELECT cscp.session_state(NULL, NULL)$$);
 SELECT try($$SELECT cscp.approve(NULL, NULL, NULL, NULL, NULL, NULL)$$);

@@ -2,6 +2,8 @@
 -- later than the time it was computed at, and within the tenant's max_ttl, whoever writes it;
 -- intervals are judged by where they land, not by the signs of their fields; policy values are
 -- bounded (max_ttl and lifetimes at most 10 years, retention at most 100 years).
+-- The sweeps below count over the whole database: what earlier tests left is made inert first.
+SELECT settle();
 SET timezone = 'UTC';
 SET cscp.clock = '2026-04-15 12:00:00+00';
 CREATE ROLE lt_app;

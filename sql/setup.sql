@@ -156,3 +156,25 @@ $$;
 -- command is mutating under the default policy key undeclared_commands).
 SELECT count(*) FROM (SELECT cscp.command_declare('*', n, false)
                         FROM unnest(ARRAY['lookup', 'report', 'track_order', 'balance', 'read']) n) d;
+
+-- settle(): what earlier tests left behind made inert for a test that counts what the sweep does
+-- to the whole database: every live context expired and everything past retention purged, by
+-- sweeps at clocks far past any test's (rows retired then are never due at a test's own clock).
+-- The session's clock is put back.
+CREATE FUNCTION public.settle() RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+    saved text := current_setting('cscp.clock', true);
+    at timestamptz;
+    n int;
+BEGIN
+    FOREACH at IN ARRAY ARRAY['2100-01-01 00:00:00+00', '2400-01-01 00:00:00+00']::timestamptz[] LOOP
+        PERFORM set_config('cscp.clock', at::text, false);
+        FOR i IN 1..100 LOOP
+            SELECT count(*) INTO n FROM jsonb_each_text(cscp.sweep()) s WHERE s.value <> '0';
+            EXIT WHEN n = 0;
+        END LOOP;
+    END LOOP;
+    PERFORM set_config('cscp.clock', coalesce(saved, ''), false);
+    RETURN true;
+END
+$$;

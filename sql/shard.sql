@@ -70,7 +70,18 @@ RESET ROLE;
 
 -- Rows of partitions no longer held, after partition 1 moved here and 0 moved away.
 SELECT cscp.shard_set(2, '{1}');
-SELECT * FROM cscp.shard_misplaced() WHERE table_name IN ('context', 'fact', 'document', 'conversation');
+-- (shard_misplaced counts over the whole database; shown are this file's rows: tenant t, ids 's-...'.)
+SELECT m.table_name, m.partition, m.row_count - CASE m.table_name
+         WHEN 'context' THEN (SELECT count(*) FROM cscp.context x WHERE NOT (x.tenant_id = 't' AND x.conversation_id LIKE 's-%')
+                                 AND cscp.routing_conversation_hash(x.conversation_id) & 1 = m.partition)
+         WHEN 'conversation' THEN (SELECT count(*) FROM cscp.conversation x WHERE NOT (x.tenant_id = 't' AND x.conversation_id LIKE 's-%')
+                                      AND cscp.routing_conversation_hash(x.conversation_id) & 1 = m.partition)
+         WHEN 'document' THEN (SELECT count(*) FROM cscp.document x WHERE NOT (x.tenant_id = 't' AND x.session_id LIKE 's-%')
+                                  AND cscp.routing_key_hash(x.tenant_id, x.session_id) & 1 = m.partition)
+         WHEN 'fact' THEN (SELECT count(*) FROM cscp.fact x WHERE NOT (x.tenant_id = 't' AND x.subject_id LIKE 's-%')
+                              AND cscp.routing_key_hash(x.tenant_id, x.subject_id) & 1 = m.partition)
+       END AS row_count
+  FROM cscp.shard_misplaced() m WHERE m.table_name IN ('context', 'fact', 'document', 'conversation');
 -- A change is seen by the next statement of the same session.
 SELECT try($$SELECT cscp.context_open('t', 's-a', 'b')$$) AS now_held;
 SELECT try($$SELECT cscp.context_open('t', 's-b', 'c')$$) AS now_other;

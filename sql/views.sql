@@ -45,7 +45,7 @@ CREATE ROLE ops_viewer;
 SELECT cscp.grant_operator('ops_viewer');
 SET ROLE ops_viewer;
 SELECT tenant_id, status FROM cscp.show_active_context('full', 'conv-v');
-SELECT count(*) AS visible FROM cscp.active_context;
+SELECT count(*) AS visible FROM cscp.active_context WHERE tenant_id IN ('none', 'summary', 'full');
 SET cscp.tenant_id = 'summary';
 SELECT tenant_id FROM cscp.active_context;
 SELECT tenant_id, state FROM cscp.command_lifecycle;
@@ -65,7 +65,8 @@ RESET client_min_messages;
 RESET ROLE;
 -- Every read of the operator's is recorded, one row per conversation shown, naming the role.
 SELECT tenant_id, inspector, conversation_id, rows_shown, source FROM cscp.inspection_log
- WHERE inspector = 'ops_viewer' ORDER BY source, tenant_id, conversation_id;
+ WHERE inspector = 'ops_viewer' AND tenant_id IN ('none', 'summary', 'full')
+ ORDER BY source, tenant_id, conversation_id;
 SELECT try($$SELECT cscp.grant_operator('no_such_role')$$);
 DROP OWNED BY ops_viewer;
 DROP ROLE ops_viewer;

@@ -13,6 +13,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
+#include "command.h"
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"

@@ -26,6 +26,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
+#include "command.h"
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"

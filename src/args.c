@@ -31,6 +31,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rls.h"
 #include "utils/timestamp.h"
+#include "utils/typcache.h"
 
 /* Raise 22023 unless value is a usable id. */
 void
@@ -171,4 +172,18 @@ cscp_arg_tenant(PG_FUNCTION_ARGS)
 {
 	cscp_check_tenant(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0));
 	PG_RETURN_DATUM(PG_GETARG_DATUM(0));
+}
+
+/*
+ * The composite value rec as a tuple (*tuple, which points into rec), and
+ * its row type's descriptor, pinned: release it with ReleaseTupleDesc.
+ */
+TupleDesc
+cscp_record_tuple(HeapTupleHeader rec, HeapTupleData *tuple)
+{
+	tuple->t_len = HeapTupleHeaderGetDatumLength(rec);
+	ItemPointerSetInvalid(&tuple->t_self);
+	tuple->t_tableOid = InvalidOid;
+	tuple->t_data = rec;
+	return lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(rec), HeapTupleHeaderGetTypMod(rec));
 }

@@ -22,6 +22,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
+#include "command.h"
 
 #include "access/htup_details.h"
 #include "catalog/pg_collation.h"
@@ -178,45 +179,6 @@ cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id, const char
 				  6, argtypes);
 	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not release context slots of command %s", id);
-}
-
-PG_FUNCTION_INFO_V1(cscp_context_release_sql);
-
-/*
- * cscp._context_release(c cscp.context, command_id uuid, why text) RETURNS
- * void: cscp_context_release for PL/pgSQL callers holding the row lock.
- */
-Datum
-cscp_context_release_sql(PG_FUNCTION_ARGS)
-{
-	static const char *const release_reads[] = {"tenant_id", "status", "expires_at", "slots", NULL};
-	HeapTupleHeader rec;
-	HeapTupleData tuple;
-	TupleDesc	desc;
-
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		PG_RETURN_VOID();
-	rec = PG_GETARG_HEAPTUPLEHEADER(0);
-	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(rec), HeapTupleHeaderGetTypMod(rec));
-	tuple.t_len = HeapTupleHeaderGetDatumLength(rec);
-	ItemPointerSetInvalid(&tuple.t_self);
-	tuple.t_tableOid = InvalidOid;
-	tuple.t_data = rec;
-
-	/* A null context (no row) has a null context_id: nothing to release. */
-	if (heap_attisnull(&tuple, cscp_column(desc, "cscp.context", "context_id"), desc))
-	{
-		ReleaseTupleDesc(desc);
-		PG_RETURN_VOID();
-	}
-	cscp_record_require(rec, "c", release_reads);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	cscp_context_release(&tuple, desc, PG_GETARG_DATUM(1),
-						 PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2)));
-	SPI_finish();
-	ReleaseTupleDesc(desc);
-	PG_RETURN_VOID();
 }
 
 /* The approver_id of an approval request's detail, checked; NULL when absent. */

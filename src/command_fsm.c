@@ -36,6 +36,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
+#include "command.h"
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
@@ -1412,18 +1413,13 @@ facts_of_record(HeapTupleHeader rec, const char *argname, Oid *typoid)
 	CommandFacts c;
 	bool		isnull;
 	Datum		d;
-	Oid			tupType = HeapTupleHeaderGetTypeId(rec);
-	int32		tupTypmod = HeapTupleHeaderGetTypMod(rec);
-	TupleDesc	desc = lookup_rowtype_tupdesc(tupType, tupTypmod);
+	TupleDesc	desc;
 
+	c.row = palloc0(sizeof(HeapTupleData));
+	desc = cscp_record_tuple(rec, c.row);
 	*typoid = TupleDescAttr(desc, SPI_fnumber(desc, "state") - 1)->atttypid;
 	c.desc = CreateTupleDescCopy(desc);
 	ReleaseTupleDesc(desc);
-	c.row = palloc0(sizeof(HeapTupleData));
-	c.row->t_len = HeapTupleHeaderGetDatumLength(rec);
-	ItemPointerSetInvalid(&c.row->t_self);
-	c.row->t_tableOid = InvalidOid;
-	c.row->t_data = rec;
 
 	cscp_record_require(rec, argname, required);
 	d = GetAttributeByName(rec, "state", &isnull);
@@ -1556,29 +1552,6 @@ Datum
 cscp_command_state_datum(Oid typoid, CommandState state)
 {
 	return cscp_enum_datum(&state_cache, typoid, state);
-}
-
-PG_FUNCTION_INFO_V1(cscp_command_refusal);
-
-/*
- * cscp._command_refusal(c cscp.command, to_state cscp.command_state)
- * RETURNS text: the reason code that refuses the transition, or NULL.
- */
-Datum
-cscp_command_refusal(PG_FUNCTION_ARGS)
-{
-	Oid			typoid;
-	CommandFacts c = facts_of_record(cscp_record_arg(fcinfo, 0, "c"), "c", &typoid);
-	CommandState to = (CommandState) cscp_enum_index(&state_cache, typoid, PG_GETARG_DATUM(1));
-	char	   *detail;
-	const char *why;
-
-	if (to == c.state)
-		PG_RETURN_TEXT_P(cstring_to_text("invalid_transition"));
-	why = refusal(&c, to, &detail);
-	if (why == NULL)
-		PG_RETURN_NULL();
-	PG_RETURN_TEXT_P(cstring_to_text(why));
 }
 
 PG_FUNCTION_INFO_V1(cscp_command_next_allowed);

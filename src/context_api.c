@@ -24,6 +24,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
+#include "context.h"
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"

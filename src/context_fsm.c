@@ -39,6 +39,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
+#include "context.h"
 
 #include "access/htup_details.h"
 #include "access/relation.h"
@@ -589,6 +590,7 @@ retired_release(HeapTuple row, TupleDesc desc, ContextStatus status)
 	args[0] = heap_getattr(row, cols.tenant_id, desc, &isnull[0]);
 	args[1] = heap_getattr(row, cols.context_id, desc, &isnull[1]);
 	args[2] = CStringGetTextDatum(status_names[status]);
+	isnull[2] = false;
 	args[3] = heap_getattr(row, cols.updated_at, desc, &isnull[3]);
 	for (int i = 0; i < 4; i++)
 		if (isnull[i])

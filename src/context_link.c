@@ -20,6 +20,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
+#include "context.h"
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"

@@ -152,4 +152,7 @@ extern char *cscp_event_append(const char *tenant_id, const char *conversation_i
 extern bool cscp_event_read(const char *tenant_id, const char *conversation_id, int32 seq,
 							CscpEvent *ev);
 
+/* conversation_api.c: the sweep's timeout of one conversation, called by sweep.c */
+extern bool cscp_conversation_time_out(text *tenant, text *conversation);
+
 #endif							/* CSCP_CONVERSATION_H */

@@ -542,25 +542,25 @@ cscp_conversation_close(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-PG_FUNCTION_INFO_V1(cscp_conversation_timeout);
-
-/* cscp._conversation_timeout(tenant_id, conversation_id) RETURNS boolean: closed by it? */
-Datum
-cscp_conversation_timeout(PG_FUNCTION_ARGS)
+/*
+ * The sweep's timeout of one conversation (sweep.c): closed with a system
+ * turn and a null outcome when it is open and past its deadline, locked
+ * first; whether it was.
+ */
+bool
+cscp_conversation_time_out(text *tenant, text *conversation)
 {
-	char	   *tenant_s = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	char	   *conv_s = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char	   *tenant_s = text_to_cstring(tenant);
+	char	   *conv_s = text_to_cstring(conversation);
 	CscpConversation conv;
 	TurnResult	res = {0};
 	TimestampTz now = cscp_now();
 
-	cscp_check_id("tenant_id", PG_GETARG_TEXT_PP(0));
-	cscp_check_id("conversation_id", PG_GETARG_TEXT_PP(1));
 	if (!cscp_conversation_lock(tenant_s, conv_s, &conv) || conv.closed ||
 		!cscp_conversation_past_deadline(&conv, now))
-		PG_RETURN_BOOL(false);
+		return false;
 	record_timeout(&conv, now, &res);
-	PG_RETURN_BOOL(true);
+	return true;
 }
 
 PG_FUNCTION_INFO_V1(cscp_capabilities);

@@ -1,11 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * cscp.h
- *	  Declarations shared by cscp's C files.
+ *	  What every concept of cscp shares: settings, the clock, argument
+ *	  checks, tenancy, JSON helpers, the canonical form and hashes,
+ *	  evidence, the row triggers' machinery, policy and lifetimes, keys and
+ *	  routing, erasure, code run as the owner.
  *
- * Each C file owns one concern (clock, argument checks, policy, routing,
- * slots, JSON Schema, context lifecycle); this header is the only place
- * they meet.
+ * Each concept has its own header for what its files export to others:
+ * context.h (contexts and slots), command.h (commands, frames, answers),
+ * conversation.h (conversations and turns).  A C file includes cscp.h and
+ * the headers of the concepts it calls.
  *
  *-------------------------------------------------------------------------
  */
@@ -63,7 +67,6 @@ extern int	cscp_enum_index(CscpEnumCache *cache, Oid typoid, Datum value);
 extern Datum cscp_enum_datum(CscpEnumCache *cache, Oid typoid, int index);
 extern bool cscp_status_live(const char *status);
 
-
 /*
  * rowguard.c: shared by the BEFORE ROW triggers.
  *
@@ -120,6 +123,8 @@ typedef struct CscpColumns
 
 extern void cscp_columns_load(CscpColumns *cols, Relation rel);
 
+extern TriggerData *cscp_row_trigger(FunctionCallInfo fcinfo, const char *name);
+
 typedef struct CscpRowGuard
 {
 	const char *name;
@@ -150,21 +155,6 @@ extern Datum cscp_row_guard(FunctionCallInfo fcinfo, const CscpRowGuard *guard);
 extern bool cscp_column_updated(const Bitmapset *updatedcols, int attnum);
 extern void cscp_row_check(Relation rel, HeapTuple tuple, CscpRowRules *rules);
 
-/* context_api.c: opening a context, and the context as readers see it */
-extern HeapTuple cscp_context_open_row(text *tenant, text *conversation, text *actor,
-									   Jsonb *slots, Interval *ttl, text *correlation,
-									   TupleDesc *desc);
-extern Datum cscp_context_view_datum(HeapTuple row, TupleDesc desc, TupleDesc rowdesc);
-extern TimestampTz cscp_context_touch(const char *tenant_id, TimestampTz expires_at, Interval *ttl);
-extern Interval *cscp_lifetime(Jsonb *policy, Interval *requested, const char *policy_key,
-							   const char *argname);
-extern TimestampTz cscp_window_end(const char *tenant, const char *policy_key);
-
-/* frame.c: the context state a command is formed from */
-extern Jsonb *cscp_frame_state(HeapTuple ctx, TupleDesc desc, ArrayType *message_ids);
-extern Datum cscp_frame_record(Datum tenant, text *conversation, Datum context_id, Jsonb *state,
-							   char **hash);
-
 /* clock.c */
 extern TimestampTz cscp_now(void);
 extern TimestampTz cscp_now_exact(void);
@@ -176,6 +166,8 @@ extern void cscp_check_tenant(text *tenant_id);
 extern HeapTupleHeader cscp_record_arg(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern void cscp_record_require(HeapTupleHeader rec, const char *argname,
 								const char *const *fields);
+extern TupleDesc cscp_record_tuple(HeapTupleHeader rec, HeapTupleData *tuple);
+extern bool cscp_is_uuid_text(const char *str);	/* slots.c */
 
 /* tenancy.c: which tenants the current role may use (cscp.tenant_binding) */
 typedef enum CscpRoleKind
@@ -238,85 +230,6 @@ extern char *cscp_evidence_hash(const CscpEvidence *e);
 extern void cscp_evidence_append(CscpEvidence *e);
 extern void cscp_evidence_refuse(CscpEvidence *e, Datum command_id, bool has_command);
 
-/* command_fsm.c: the command lifecycle */
-typedef enum CommandState
-{
-	CMD_RECEIVED,
-	CMD_CANONICALIZED,
-	CMD_CONFIRMATION_REQUIRED,
-	CMD_CONFIRMED,
-	CMD_AUTHZ_PENDING,
-	CMD_AUTHORIZED,
-	CMD_REJECTED,
-	CMD_STARTED,
-	CMD_EXECUTED,
-	CMD_FAILED,
-	CMD_CANCELED,
-	CMD_COMPENSATED,
-	CMD_NUM_STATES
-} CommandState;
-
-/* command_api.c: command_submit from C */
-typedef struct CscpSubmitted
-{
-	Datum		command_id;
-	CommandState state;
-	bool		replayed;
-	Jsonb	   *outcome;		/* or NULL */
-} CscpSubmitted;
-
-extern void cscp_submit_command(text *tenant_id, text *conversation_id, text *actor_id,
-								text *idempotency_key, text *command_name, bool mutating,
-								ArrayType *message_ids, Jsonb *payload,
-								text *target_fingerprint, CscpSubmitted *result);
-
-extern const char *const cscp_command_state_names[CMD_NUM_STATES];
-extern CommandState cscp_command_state_of(Oid typoid, Datum value);
-extern Datum cscp_command_state_datum(Oid typoid, CommandState state);
-extern const char *cscp_command_step_refusal(HeapTuple row, TupleDesc desc, CommandState to,
-											 CommandState *from);
-extern void cscp_command_record_refusal(HeapTuple row, TupleDesc desc, CommandState from,
-										CommandState to, const char *why, Jsonb *detail);
-
-/* command_api.c: the command functions on the hot path */
-extern void cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id,
-								 const char *why);
-extern void cscp_key_lock(text *tenant, const char *key, int keylen);
-extern bool cscp_context_for(text *tenant, text *conversation, text *actor,
-							 HeapTuple *ctx, TupleDesc *desc);
-
-/* conversation_api.c, context_fsm.c: steps of the sweep that sweep.c calls directly */
-extern PGDLLEXPORT Datum cscp_conversation_timeout(PG_FUNCTION_ARGS);
-extern PGDLLEXPORT Datum cscp_expire_contexts(PG_FUNCTION_ARGS);
-
-/* confirm.c: a confirmation or approval question that lapsed */
-extern void cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc,
-					   const char *why);
-
-/* answer.c: what every answer shares */
-typedef struct CscpAnswer
-{
-	text	   *tenant_id;
-	text	   *conversation_id;
-	const char *kind;			/* confirm, approve */
-	text	   *message_id;
-	text	   *answered_by;
-	const char *outcome;
-	Datum		command_id;		/* uuid, when has_command */
-	bool		has_command;
-	Datum		context_id;		/* uuid, when has_context */
-	bool		has_context;
-} CscpAnswer;
-
-extern char *cscp_slot_text(JsonbValue *slot, const char *key);
-extern void cscp_answer_lock(text *tenant, const char *kind, text *conversation, text *message_id);
-extern bool cscp_answer_replay(text *tenant, text *conversation, const char *kind,
-							   text *message_id, Datum *values, bool *nulls,
-							   MemoryContext callerctx);
-extern void cscp_answer_record(const CscpAnswer *a);
-extern void cscp_answer_refusal(const CscpAnswer *a, const char *to_state,
-								TimestampTz context_expires, Jsonb *detail);
-
 /* owner.c: a section of C code run as the owner of cscp's tables */
 typedef struct CscpOwnerScope
 {
@@ -327,19 +240,6 @@ typedef struct CscpOwnerScope
 
 extern void cscp_owner_enter(const char *relname, CscpOwnerScope *scope);
 extern void cscp_owner_leave(CscpOwnerScope *scope);
-
-/* context_fsm.c: a new context's claim of its triple, taken before its INSERT */
-extern bool cscp_context_claim(text *tenant, text *conversation, text *actor,
-							   pg_uuid_t *context_id, TimestampTz expires_at);
-
-/*
- * SQL: the id of the live context of ($1 tenant, $2 conversation, $3 actor),
- * through cscp.context_live (NULL when none), for "x.context_id = " in the
- * lookups of the live context.
- */
-#define CSCP_LIVE_CONTEXT_ID \
-	" (SELECT l.context_id FROM cscp.context_live l" \
-	"   WHERE l.tenant_id = $1 AND l.conversation_id = $2 AND l.actor_id = $3)"
 
 /* forget.c: erasure and its tombstones */
 extern bool cscp_forgotten(const char *tenant_id, const char *kind, const char *id);
@@ -365,18 +265,6 @@ extern bool cscp_parse_interval(const char *str, Interval *result);
 extern int64 cscp_policy_int(Jsonb *policy, const char *key, int64 fallback);
 extern bool cscp_policy_lists(Jsonb *policy, const char *key, const char *name);
 
-/* registry.c: whether a command mutates, and the governance of a tenant */
-typedef enum CscpRegistryMode
-{
-	CSCP_REGISTRY_ARGUMENT,		/* command_submit's mutating argument */
-	CSCP_REGISTRY_RECOVERY,		/* a retry, reprocess or compensate cscp forms */
-	CSCP_REGISTRY_ROW,			/* a new row of cscp.command */
-	CSCP_REGISTRY_RECOVERY_ROW	/* a new row of cscp.command naming a target */
-} CscpRegistryMode;
-
-extern bool cscp_registry_mutating(text *tenant, text *name, bool given, CscpRegistryMode mode);
-extern bool cscp_registry_unapproved(Datum tenant, Datum command_id);
-
 /* lifetime.c: every expiry cscp computes or stores */
 #define CSCP_MAX_LIFETIME_YEARS 10		/* max_ttl and the lifetimes */
 #define CSCP_MAX_RETENTION_YEARS 100	/* retention_* */
@@ -395,6 +283,9 @@ extern void cscp_check_stored_expiry(const char *tenant, const char *table, cons
 									 TimestampTz expires_at, TimestampTz now);
 extern void cscp_check_not_expired(const char *table, HeapTuple oldtup, TupleDesc desc,
 								  int expires_col, TimestampTz now);
+extern Interval *cscp_lifetime(Jsonb *policy, Interval *requested, const char *policy_key,
+							   const char *argname);
+extern TimestampTz cscp_window_end(const char *tenant, const char *policy_key);
 extern bool cscp_policy_interval_ok(const Interval *iv, bool retention);
 
 /* evidence.c: ids of evidence and inspection rows */
@@ -419,20 +310,5 @@ extern void cscp_routing_uuid(int32 hash, pg_uuid_t *uuid);
 extern int32 cscp_routing_hash_uuid(const pg_uuid_t *uuid);
 extern void cscp_routing_id_fill(HeapTuple tuple, TupleDesc desc, int conv_att, int id_att,
 								 const char *kind, const char *hint, Datum *values, bool *repl);
-
-/* slots.c */
-extern Jsonb *cscp_slots_validate(Jsonb *newslots, Jsonb *oldslots,
-								  const char *tenant_id);
-extern Jsonb *cscp_slots_visible(Jsonb *slots, Jsonb *policy);
-extern void cscp_pending_slots_bound(Jsonb *newslots, Jsonb *oldslots, Datum tenant,
-									 Datum context_id, Datum conversation, Datum actor);
-extern bool cscp_is_uuid_text(const char *str);
-
-/* context_link.c: what a turn and a close do to the conversation's contexts */
-extern void cscp_context_note_message(const char *tenant_id, const char *conversation_id,
-									  const char *actor_id, const char *message_id,
-									  TimestampTz now);
-extern void cscp_contexts_close(const char *tenant_id, const char *conversation_id,
-								const char *event_id, TimestampTz now, StringInfo closed);
 
 #endif							/* CSCP_H */

@@ -263,13 +263,7 @@ cscp_forgotten_guard(PG_FUNCTION_ARGS)
 	bool		tenant_kept;
 
 	cscp_tenancy_check_trigger(fcinfo);
-	if (!CALLED_AS_TRIGGER(fcinfo) ||
-		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
-		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
-		TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("cscp.forgotten_guard() must be a BEFORE INSERT OR UPDATE ROW trigger")));
+	(void) cscp_row_trigger(fcinfo, "cscp.forgotten_guard()");
 	trigger = trigdata->tg_trigger;
 	if (trigger->tgnargs < 2 || trigger->tgnargs % 2 != 0)
 		ereport(ERROR,

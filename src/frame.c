@@ -28,6 +28,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
+#include "command.h"
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
@@ -223,11 +224,7 @@ cscp_frame_state_sql(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	rec = PG_GETARG_HEAPTUPLEHEADER(0);
-	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(rec), HeapTupleHeaderGetTypMod(rec));
-	tuple.t_len = HeapTupleHeaderGetDatumLength(rec);
-	ItemPointerSetInvalid(&tuple.t_self);
-	tuple.t_tableOid = InvalidOid;
-	tuple.t_data = rec;
+	desc = cscp_record_tuple(rec, &tuple);
 	state = cscp_frame_state(&tuple, desc, PG_ARGISNULL(1) ? NULL : PG_GETARG_ARRAYTYPE_P(1));
 	ReleaseTupleDesc(desc);
 	PG_RETURN_JSONB_P(state);

@@ -15,6 +15,8 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "command.h"
+#include "context.h"
 #include "conversation.h"
 
 #include "catalog/pg_type.h"

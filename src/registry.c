@@ -29,6 +29,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
+#include "command.h"
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"

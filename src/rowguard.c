@@ -29,6 +29,25 @@ cscp_column(TupleDesc desc, const char *table, const char *name)
 	return attnum;
 }
 
+/*
+ * The trigger data of a call of trigger function name, which must fire
+ * BEFORE INSERT OR UPDATE FOR EACH ROW (else 39P01).
+ */
+TriggerData *
+cscp_row_trigger(FunctionCallInfo fcinfo, const char *name)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) ||
+		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("%s must be a BEFORE INSERT OR UPDATE ROW trigger", name)));
+	return trigdata;
+}
+
 /* Look up the column numbers of cols in rel, unless they were looked up in rel already. */
 void
 cscp_columns_load(CscpColumns *cols, Relation rel)

@@ -167,13 +167,7 @@ cscp_shard_guard(PG_FUNCTION_ARGS)
 	int			partition;
 
 	cscp_tenancy_check_trigger(fcinfo);
-	if (!CALLED_AS_TRIGGER(fcinfo) ||
-		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
-		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
-		TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("cscp.shard_guard() must be a BEFORE INSERT OR UPDATE ROW trigger")));
+	(void) cscp_row_trigger(fcinfo, "cscp.shard_guard()");
 	tuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
 		trigdata->tg_newtuple : trigdata->tg_trigtuple;
 

@@ -25,6 +25,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
+#include "context.h"
 
 #include "catalog/pg_type.h"
 #include "common/sha2.h"

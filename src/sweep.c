@@ -27,6 +27,9 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
+#include "command.h"
+#include "context.h"
+#include "conversation.h"
 
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
@@ -223,7 +226,7 @@ time_out_conversations(int32 batch, Datum now, int64 *counts)
 		Datum		conversation = SPI_getbinval(due->vals[i], due->tupdesc, 2, &isnull);
 
 		CHECK_FOR_INTERRUPTS();
-		if (DatumGetBool(DirectFunctionCall2(cscp_conversation_timeout, tenant, conversation)))
+		if (cscp_conversation_time_out(DatumGetTextPP(tenant), DatumGetTextPP(conversation)))
 			counts[SW_TIMEOUTS]++;
 	}
 }

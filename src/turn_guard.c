@@ -43,6 +43,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "context.h"
 #include "conversation.h"
 
 #include "access/htup_details.h"

@@ -148,11 +148,6 @@ CREATE FUNCTION cscp.command_transition_allowed(from_state cscp.command_state,
 COMMENT ON FUNCTION cscp.command_transition_allowed(cscp.command_state, cscp.command_state) IS
   'Whether the command lifecycle''s transition table has from_state -> to_state (invariants aside)';
 
-CREATE FUNCTION cscp._command_refusal(c cscp.command, to_state cscp.command_state) RETURNS text
-    AS 'MODULE_PATHNAME', 'cscp_command_refusal' LANGUAGE C STABLE STRICT;
-COMMENT ON FUNCTION cscp._command_refusal(cscp.command, cscp.command_state) IS
-  'Internal: the reason code refusing c -> to_state (table and invariants), or NULL when allowed';
-
 -- Public: cscp.command_status, which runs with its caller's rights, reads it.
 CREATE FUNCTION cscp.command_next_allowed(c cscp.command) RETURNS cscp.command_state[]
     AS 'MODULE_PATHNAME', 'cscp_command_next_allowed' LANGUAGE C STABLE STRICT;
@@ -165,17 +160,6 @@ CREATE FUNCTION cscp._frame_state(c cscp.context, message_ids text[]) RETURNS js
     AS 'MODULE_PATHNAME', 'cscp_frame_state_sql' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION cscp._frame_state(cscp.context, text[]) IS
   'Internal: the canonical context state a command frame records';
-
--- Clear the pending_confirmation and pending_approval slots that name command_id, and bring the
--- context back to active (with reason why) when nothing is pending any more; a use of the
--- context, so its TTL slides, and the command it names becomes its last one.  Expired or closed
--- contexts stay as they are (they never change).  The caller holds the context's row lock.
--- C (src/command_api.c), shared with cscp.command_transition.
-CREATE FUNCTION cscp._context_release(c cscp.context, command_id uuid, why text DEFAULT NULL)
-RETURNS void
-    AS 'MODULE_PATHNAME', 'cscp_context_release_sql' LANGUAGE C VOLATILE;
-COMMENT ON FUNCTION cscp._context_release(cscp.context, uuid, text) IS
-  'Internal: clear the pending slots naming a command; the context goes back to active when none is left';
 
 CREATE FUNCTION cscp.command_submit(tenant_id text, conversation_id text, actor_id text,
                                     idempotency_key text, command_name text, mutating boolean,

@@ -142,11 +142,6 @@ RETURNS TABLE(event_id text, turn_index int, message_id text, result text)
 COMMENT ON FUNCTION cscp.conversation_close(text, text, jsonb, jsonb) IS
   'Close a conversation with its final turn and event conversation.closed; its live contexts are closed; result closed or timed_out';
 
-CREATE FUNCTION cscp._conversation_timeout(tenant_id text, conversation_id text) RETURNS boolean
-    AS 'MODULE_PATHNAME', 'cscp_conversation_timeout' LANGUAGE C VOLATILE STRICT;
-COMMENT ON FUNCTION cscp._conversation_timeout(text, text) IS
-  'Internal: close an open conversation past its deadline with a system turn and a null outcome; false when it is not due';
-
 -- Inlined into the caller's query (plain SQL, STABLE, not strict), so that a WHERE on
 -- turn_index reaches the index; "last" reads only the last turns, from the conversation's
 -- next_turn_index, never the ones before them.

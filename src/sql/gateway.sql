@@ -7,7 +7,7 @@
 -- names its tenant: cscp.http_key_tenant).  The gateway's own role (cscp.grant_gateway) may
 -- call these functions and nothing else: it holds no tenant's rights.  In order below: keys,
 -- documents, the shared request helpers, contexts with confirmations and approvals, commands,
--- facts, the grant.
+-- conversations, facts, the grant.
 --
 -- Each cscp.http_* function is SECURITY DEFINER.  It looks the bearer key up by its SHA-256
 -- (the key itself is never stored), binds cscp.tenant_id to the key's tenant for that call
@@ -26,10 +26,10 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT ARRAY['documents:read', 'documents:write', 'contexts:read', 'contexts:write',
                  'confirmations:write', 'approvals:write', 'commands:read', 'commands:write',
-                 'facts:read', 'facts:write']::text[]
+                 'facts:read', 'facts:write', 'conversations:read', 'conversations:write']::text[]
 $$;
 COMMENT ON FUNCTION cscp.api_scopes() IS
-  'The scopes an API key can be limited to: documents:read, documents:write, contexts:read, contexts:write, confirmations:write, approvals:write, commands:read, commands:write, facts:read, facts:write';
+  'The scopes an API key can be limited to: documents:read, documents:write, contexts:read, contexts:write, confirmations:write, approvals:write, commands:read, commands:write, facts:read, facts:write, conversations:read, conversations:write';
 
 CREATE TABLE cscp.api_key (
     tenant_id    text        NOT NULL CHECK (tenant_id <> '' AND tenant_id <> '*'),
@@ -285,59 +285,10 @@ COMMENT ON FUNCTION cscp.http_document_key(text, text) IS
 
 -- The tenant of the bearer key in auth (the Authorization header) when it is live and has the scope; else
 -- tenant_id is NULL and failure the response (401 or 403).  Records the key's use at most once
--- a minute, so that a busy key costs no write per request.
+-- a minute, so that a busy key costs no write per request.  In C (src/http_api.c): every request makes it.
 CREATE FUNCTION cscp._http_auth(auth text, scope text,
                                 OUT tenant_id text, OUT failure cscp.http_response)
-LANGUAGE plpgsql VOLATILE
-AS $$
-DECLARE
-    token text;
-    k record;
-    t_now timestamptz := cscp.now();
-    challenge constant text := 'Bearer realm="cscp"';
-BEGIN
-    IF auth IS NULL OR auth ~ '^\s*$' THEN
-        failure := cscp._http_error(401, 'unauthorized', 'no API key given', '28000',
-                                    'Send the header "Authorization: Bearer <api key>".',
-                                    pg_catalog.jsonb_build_object('WWW-Authenticate', challenge));
-        RETURN;
-    END IF;
-    token := pg_catalog.substring(auth, '^\s*[Bb][Ee][Aa][Rr][Ee][Rr] +([^\s]+)\s*$');
-    IF token IS NULL THEN
-        failure := cscp._http_error(401, 'unauthorized', 'the Authorization header is not a bearer key',
-                                    '28000', 'Send the header "Authorization: Bearer <api key>".',
-                                    pg_catalog.jsonb_build_object('WWW-Authenticate', challenge));
-        RETURN;
-    END IF;
-    SELECT a.tenant_id, a.label, a.scopes, a.expires_at, a.revoked_at, a.last_used_at INTO k
-      FROM cscp.api_key a
-     WHERE a.key_hash = pg_catalog.sha256(pg_catalog.convert_to(token, 'UTF8'));
-    IF NOT FOUND OR k.revoked_at IS NOT NULL OR k.expires_at <= t_now THEN
-        failure := cscp._http_error(401, 'unauthorized',
-                                    CASE WHEN k.revoked_at IS NOT NULL THEN 'the API key has been revoked'
-                                         WHEN k.expires_at <= t_now THEN 'the API key has expired'
-                                         ELSE 'the API key is not valid' END,
-                                    '28000', NULL,
-                                    pg_catalog.jsonb_build_object('WWW-Authenticate',
-                                        challenge || ', error="invalid_token"'));
-        RETURN;
-    END IF;
-    IF k.scopes IS NOT NULL AND NOT (scope = ANY (k.scopes)) THEN
-        failure := cscp._http_error(403, 'insufficient_scope',
-                                    pg_catalog.format('the API key lacks scope "%s"', scope), '42501',
-                                    pg_catalog.format('Its scopes are %s.', k.scopes),
-                                    pg_catalog.jsonb_build_object('WWW-Authenticate',
-                                        challenge || ', error="insufficient_scope", scope="' || scope || '"'));
-        RETURN;
-    END IF;
-    IF k.last_used_at IS NULL OR k.last_used_at <= t_now - interval '1 minute' THEN
-        UPDATE cscp.api_key a SET last_used_at = t_now
-         WHERE a.tenant_id = k.tenant_id AND a.label = k.label
-           AND (a.last_used_at IS NULL OR a.last_used_at <= t_now - interval '1 minute');
-    END IF;
-    tenant_id := k.tenant_id;
-END
-$$;
+    AS 'MODULE_PATHNAME', 'cscp_http_auth' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION cscp._http_auth(text, text) IS
   'Internal: the tenant of a live bearer key with the scope, or the 401/403 response';
 
@@ -415,96 +366,28 @@ $$;
 COMMENT ON FUNCTION cscp._http_field(jsonb, text, text, boolean, text) IS
   'Internal: NULL when a field of a request body is there with its JSON type, else the 400 response';
 
+-- In C (src/http_api.c), as the gateway's most frequent write: the body checked in C, and by
+-- cscp._http_body and cscp._http_field (as the other endpoints check theirs) when those checks
+-- do not pass it, so that every refusal is theirs; the answer made before the write, so that
+-- concurrent POSTs to one document hold its row lock for less.
 CREATE FUNCTION cscp.http_doc_put(auth text, session_id text, namespace text,
                                   content_type text, body text)
 RETURNS cscp.http_response
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+LANGUAGE C VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET cscp.tenant_id = ''
-AS $$
-DECLARE
-    hint constant text := 'Send {"ttlSeconds": <seconds>, "payload": {...}}.';
-    a record;
-    b record;
-    doc jsonb;
-    key text;
-    r cscp.http_response;
-    detail text;
-BEGIN
-    a := cscp._http_auth(auth, 'documents:write');
-    IF a.tenant_id IS NULL THEN
-        RETURN a.failure;
-    END IF;
-    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
-    b := cscp._http_body(content_type, body, true, true, hint);
-    IF b.doc IS NULL THEN
-        RETURN b.failure;
-    END IF;
-    doc := b.doc;
-    IF NOT doc ? 'ttlSeconds' THEN
-        RETURN cscp._http_field(doc, 'ttlSeconds', 'integer', true, hint);
-    ELSIF NOT doc ? 'payload' THEN
-        RETURN cscp._http_field(doc, 'payload', 'object', true, hint);
-    END IF;
-    -- The payload's shape is doc_put's to judge.
-    r := cscp._http_field(doc, 'ttlSeconds', 'integer', true, hint);
-    IF r.status IS NOT NULL THEN
-        RETURN r;
-    END IF;
-    BEGIN
-        PERFORM cscp.doc_put(a.tenant_id, session_id, namespace, doc -> 'payload', (doc ->> 'ttlSeconds')::int);
-    EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
-        IF r.status IS NULL THEN
-            RAISE;
-        END IF;
-        RETURN r;
-    END;
-    key := cscp.http_document_key(session_id, namespace);
-    RETURN ROW(201,
-               pg_catalog.jsonb_build_object('Location', '/v1/context/' || cscp._http_segment(session_id)
-                                                         || '/' || cscp._http_segment(namespace)),
-               pg_catalog.jsonb_build_object('documentKey', key, 'success', true))::cscp.http_response;
-END
-$$;
+AS 'MODULE_PATHNAME', 'cscp_http_doc_put';
 COMMENT ON FUNCTION cscp.http_doc_put(text, text, text, text, text) IS
   'POST /v1/context/{session_id}/{namespace}: merge-upsert {"ttlSeconds", "payload"} for the bearer key''s tenant; 201 with documentKey';
 
+-- In C (src/http_api.c), as the gateway's most frequent call: the same key check, tenant
+-- binding and answers as the PL/pgSQL of the endpoints beside it.
 CREATE FUNCTION cscp.http_doc_get(auth text, session_id text, namespace text)
 RETURNS cscp.http_response
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+LANGUAGE C VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET cscp.tenant_id = ''
-AS $$
-DECLARE
-    a record;
-    doc jsonb;
-    r cscp.http_response;
-    detail text;
-BEGIN
-    a := cscp._http_auth(auth, 'documents:read');
-    IF a.tenant_id IS NULL THEN
-        RETURN a.failure;
-    END IF;
-    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
-    BEGIN
-        doc := cscp.doc_get(a.tenant_id, session_id, namespace);
-    EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
-        IF r.status IS NULL THEN
-            RAISE;
-        END IF;
-        RETURN r;
-    END;
-    IF doc IS NULL THEN
-        RETURN cscp._http_error(404, 'not_found', 'no such document', 'P0002',
-                                'It does not exist or has expired.');
-    END IF;
-    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb, doc)::cscp.http_response;
-END
-$$;
+AS 'MODULE_PATHNAME', 'cscp_http_doc_get';
 COMMENT ON FUNCTION cscp.http_doc_get(text, text, text) IS
   'GET /v1/context/{session_id}/{namespace}: 200 with the document of the bearer key''s tenant, 404 when absent or expired';
 
@@ -1034,6 +917,202 @@ END
 $$;
 COMMENT ON FUNCTION cscp.http_command_transition(text, uuid, text, text) IS
   'POST /v1/commands/{command_id}/transitions: cscp.command_transition of a command of the bearer key''s tenant; 200 with accepted, state, reasonCode';
+
+-- Conversations (OpenWOP RFC 0005) under /v1/conversations/{conversation_id}: started with
+-- their first turn, then resolved turn by turn with the body RFC 0005 section E gives the
+-- interrupt's resume endpoint, ConversationResolve: {"operation": "exchange" | "close", "turn":
+-- <ConversationTurn>, "outcome": <any, only on close>}.  A turn the conversation refuses (its
+-- schema, a closed conversation, a bad turn: SQLSTATE 22xxx) answers 400 validation_error, the
+-- RFC's name for it; replay, divergence and timeout are results of a 200, as in SQL.
+
+-- The response to an error of a conversation call: 22xxx is the turn's validation_error.
+CREATE FUNCTION cscp._http_turn_failure(sqlstate text, message text, detail text DEFAULT NULL)
+RETURNS cscp.http_response
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN $1 LIKE '22%' THEN cscp._http_error(400, 'validation_error', $2, $1, $3)
+                ELSE cscp._http_failure($1, $2, $3) END
+$$;
+COMMENT ON FUNCTION cscp._http_turn_failure(text, text, text) IS
+  'Internal: the HTTP response to an error of a conversation call (22xxx: 400 validation_error, else as cscp._http_failure)';
+
+-- Whether the tenant has the conversation (the http functions run as cscp's owner, whom
+-- row-level security does not bind, and an absent conversation is 404, not the 22023 of SQL).
+CREATE FUNCTION cscp._http_conversation_of(tenant_id text, conversation_id text) RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT EXISTS (SELECT FROM cscp.conversation c WHERE c.tenant_id = $1 AND c.conversation_id = $2)
+$$;
+COMMENT ON FUNCTION cscp._http_conversation_of(text, text) IS
+  'Internal: whether a conversation id is one of the tenant''s conversations';
+
+CREATE FUNCTION cscp.http_conversation_start(auth text, conversation_id text, content_type text, body text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    hint constant text := 'Send {"agentId": "...", "initialTurn": <ConversationTurn>, "schema": {...}, "timeoutMs": <ms>, "causationId": "..."}, the last three optional.';
+    a record;
+    b record;
+    o record;
+    existed boolean;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    a := cscp._http_auth(auth, 'conversations:write');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    b := cscp._http_body(content_type, body, true, true, hint);
+    IF b.doc IS NULL THEN
+        RETURN b.failure;
+    END IF;
+    r := coalesce(cscp._http_field(b.doc, 'agentId', 'string', true, hint),
+                  cscp._http_field(b.doc, 'initialTurn', 'object', true, hint),
+                  cscp._http_field(b.doc, 'schema', 'object', false, hint),
+                  cscp._http_field(b.doc, 'timeoutMs', 'integer', false, hint),
+                  cscp._http_field(b.doc, 'causationId', 'string', false, hint));
+    IF r.status IS NOT NULL THEN
+        RETURN r;
+    END IF;
+    BEGIN
+        -- The same start sent again replays it (200); a new conversation is created (201).
+        existed := cscp._http_conversation_of(a.tenant_id, conversation_id);
+        SELECT * INTO o FROM cscp.conversation_start(a.tenant_id, conversation_id, b.doc ->> 'agentId',
+                                                     b.doc -> 'initialTurn', nullif(b.doc -> 'schema', 'null'),
+                                                     (b.doc ->> 'timeoutMs')::bigint, b.doc ->> 'causationId');
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_turn_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    RETURN ROW(CASE WHEN existed THEN 200 ELSE 201 END,
+               pg_catalog.jsonb_build_object('Location', '/v1/conversations/' || cscp._http_segment(conversation_id)),
+               pg_catalog.jsonb_build_object('conversationId', conversation_id, 'eventId', o.event_id,
+                                             'turnIndex', o.turn_index, 'messageId', o.message_id))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_conversation_start(text, text, text, text) IS
+  'POST /v1/conversations/{conversation_id}: cscp.conversation_start with agentId, initialTurn, schema, timeoutMs; 201 new, 200 the same start replayed';
+
+CREATE FUNCTION cscp.http_conversation_resolve(auth text, conversation_id text, content_type text, body text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    hint constant text := 'Send a ConversationResolve: {"operation": "exchange" | "close", "turn": <ConversationTurn>, "outcome": <JSON, only on close>}.';
+    a record;
+    b record;
+    o record;
+    recorded jsonb;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    a := cscp._http_auth(auth, 'conversations:write');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    b := cscp._http_body(content_type, body, true, true, hint);
+    IF b.doc IS NULL THEN
+        RETURN b.failure;
+    END IF;
+    r := coalesce(cscp._http_field(b.doc, 'operation', 'string', true, hint),
+                  cscp._http_field(b.doc, 'turn', 'object', true, hint));
+    IF r.status IS NOT NULL THEN
+        RETURN r;
+    END IF;
+    IF b.doc ->> 'operation' NOT IN ('exchange', 'close') THEN
+        RETURN cscp._http_error(400, 'validation_error', 'field "operation" must be "exchange" or "close"',
+                                '22023', pg_catalog.format('It is %s.', b.doc -> 'operation'));
+    ELSIF b.doc ->> 'operation' = 'exchange' AND b.doc ? 'outcome' THEN
+        RETURN cscp._http_error(400, 'validation_error', 'field "outcome" is only for "close"', '22023', hint);
+    END IF;
+    BEGIN
+        IF NOT cscp._http_conversation_of(a.tenant_id, conversation_id) THEN
+            RETURN cscp._http_error(404, 'not_found', 'no such conversation', 'P0002',
+                                    'Start it first: POST /v1/conversations/{conversation_id}.');
+        END IF;
+        IF b.doc ->> 'operation' = 'exchange' THEN
+            SELECT x.event_id, x.turn_index, x.message_id, x.outcome AS result INTO o
+              FROM cscp.conversation_exchange(a.tenant_id, conversation_id, b.doc -> 'turn') x;
+        ELSE
+            SELECT x.event_id, x.turn_index, x.message_id, x.result INTO o
+              FROM cscp.conversation_close(a.tenant_id, conversation_id, b.doc -> 'turn', b.doc -> 'outcome') x;
+        END IF;
+        -- The turn as recorded: the new one, the original of a replay or divergence, or the
+        -- system turn that recorded a timeout.
+        SELECT cscp.turn_json(t) INTO recorded FROM cscp.turn t
+         WHERE t.tenant_id = a.tenant_id AND t.conversation_id = http_conversation_resolve.conversation_id
+           AND t.turn_index = o.turn_index;
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_turn_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    -- Every result is an answer (exchanged, replayed, diverged, closed, timed_out): 200.
+    RETURN ROW(200, '{}'::jsonb,
+               pg_catalog.jsonb_build_object('conversationId', conversation_id,
+                                             'operation', b.doc ->> 'operation', 'result', o.result,
+                                             'eventId', o.event_id, 'turnIndex', o.turn_index,
+                                             'messageId', o.message_id, 'turn', recorded))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_conversation_resolve(text, text, text, text) IS
+  'POST /v1/conversations/{conversation_id}/turns: a ConversationResolve (RFC 0005): exchange or close a turn; 200 with the result, 400 validation_error for a refused turn';
+
+CREATE FUNCTION cscp.http_conversation_get(auth text, conversation_id text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    a record;
+    c cscp.conversation;
+    doc jsonb;
+    r cscp.http_response;
+    detail text;
+BEGIN
+    a := cscp._http_auth(auth, 'conversations:read');
+    IF a.tenant_id IS NULL THEN
+        RETURN a.failure;
+    END IF;
+    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
+    BEGIN
+        SELECT * INTO c FROM cscp.conversation_get(a.tenant_id, conversation_id);
+        IF c.conversation_id IS NULL THEN
+            RETURN cscp._http_error(404, 'not_found', 'no such conversation', 'P0002', NULL);
+        END IF;
+        doc := cscp.conversation_export(a.tenant_id, conversation_id);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
+        IF r.status IS NULL THEN
+            RAISE;
+        END IF;
+        RETURN r;
+    END;
+    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb,
+               doc || pg_catalog.jsonb_build_object(
+                   'agentId', c.agent_id, 'openedAt', cscp._utc(c.opened_at), 'closedAt', cscp._utc(c.closed_at),
+                   'closeReason', c.close_reason, 'outcome', c.outcome, 'timeoutMs', c.timeout_ms,
+                   'nextTurnIndex', c.next_turn_index))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_conversation_get(text, text) IS
+  'GET /v1/conversations/{conversation_id}: the conversation with its effective state, its turns (ConversationTurn) and events, or 404';
 
 -- Facts (StateBench): written and read under their subject, and the context built for an agent.
 

@@ -5,26 +5,9 @@
 -- the "yes" is confirmed and the command runs to the end. WhatsApp delivers a message twice;
 -- nothing happens twice. Every step leaves evidence, and the trail verifies.
 --
--- Besides ON_ERROR_STOP, the silent checks (pg_temp.expect, run with ECHO off) stop the demo
--- with an error when an outcome is not the one the story expects.
-\set ON_ERROR_STOP 1
-\set ECHO queries
-\pset footer off
-\set SHOW_CONTEXT never
-
-\set ECHO none
-RESET ROLE;
-RESET cscp.tenant_id;
-CREATE FUNCTION pg_temp.expect(got text, want text, what text) RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF got IS DISTINCT FROM want THEN
-        RAISE EXCEPTION 'demo: unexpected %: got %, expected %', what,
-                        coalesce(got, 'NULL'), coalesce(want, 'NULL');
-    END IF;
-END
-$$;
-\set ECHO queries
+-- Every outcome the story tells is checked (checks.sql, run with ECHO off): the demo stops with an
+-- error when one is not the one the story expects.
+\ir checks.sql
 
 \echo
 \echo '== 14. A shop joins: contexts live 15 minutes, a question waits at most 5 minutes for its answer'
@@ -56,15 +39,17 @@ SELECT status, expires_at AS context_expires_at,
        slots -> 'pending_confirmation' ->> 'command_id' = :'cmd1' AS names_this_command
   FROM cscp.context_get('acme-shop', 'wa:+351912345678', 'joao');
 \set ECHO none
-SELECT pg_temp.expect(state::text, 'confirmation_required', 'state of the first ask')
+SELECT pg_temp.expect(state::text, 'confirmation_required', 'a mutating command waits for confirmation')
   FROM cscp.command_status(:'cmd1') \g /dev/null
 \set ECHO queries
 
 \echo
 \echo '== 17. Joao goes quiet. At 10:20 the context is past its 15 minutes: expired, though no sweep ran'
+\set ECHO none
 RESET ROLE;
 SET cscp.clock = '2026-11-24 10:20:00+00';
 SET ROLE whatsapp_bot;
+\set ECHO queries
 SELECT status, expires_at FROM cscp.context_get('acme-shop', 'wa:+351912345678', 'joao');
 
 \echo
@@ -74,9 +59,9 @@ SELECT outcome, command_id = :'cmd1' AS about_first_ask
 \echo '   The first ask is rejected (context_expired): order 123 was NOT cancelled by that yes'
 SELECT state, reason_code, terminal FROM cscp.command_status(:'cmd1');
 \set ECHO none
-SELECT pg_temp.expect(outcome, 'expired', 'outcome of the late yes')
+SELECT pg_temp.expect(outcome, 'expired', 'a late "yes" to an expired context is refused')
   FROM cscp.answer WHERE message_id = 'wamid.0101' \g /dev/null
-SELECT pg_temp.expect(state || '/' || reason_code, 'rejected/context_expired', 'first ask after the late yes')
+SELECT pg_temp.expect(state || '/' || reason_code, 'rejected/context_expired', 'the first ask is rejected as context_expired')
   FROM cscp.command_status(:'cmd1') \g /dev/null
 \set ECHO queries
 
@@ -93,15 +78,17 @@ SELECT state, reason_code FROM cscp.command_status(:'cmd2');
 
 \echo
 \echo '== 20. 10:21  Joao: "yes"  -> confirmed (inside the window, and for the target the bot asked about)'
+\set ECHO none
 RESET ROLE;
 SET cscp.clock = '2026-11-24 10:21:00+00';
 SET ROLE whatsapp_bot;
+\set ECHO queries
 SELECT outcome, command_id = :'cmd2' AS about_second_ask
   FROM cscp.confirm('acme-shop', 'wa:+351912345678', 'joao', 'wamid.0102', true, 'order:123');
 SELECT status, slots ? 'pending_confirmation' AS still_pending
   FROM cscp.context_get('acme-shop', 'wa:+351912345678', 'joao');
 \set ECHO none
-SELECT pg_temp.expect(outcome, 'confirmed', 'outcome of the second yes')
+SELECT pg_temp.expect(outcome, 'confirmed', 'a "yes" inside the window confirms the command')
   FROM cscp.answer WHERE message_id = 'wamid.0102' \g /dev/null
 \set ECHO queries
 
@@ -115,7 +102,7 @@ SELECT * FROM cscp.command_transition(:'cmd2', 'executed', 'order_cancelled',
 SELECT state, terminal, outcome ->> 'reason_code' AS outcome_reason, outcome -> 'detail' AS outcome_detail
   FROM cscp.command_status(:'cmd2');
 \set ECHO none
-SELECT pg_temp.expect(state::text, 'executed', 'state of the second ask') FROM cscp.command_status(:'cmd2') \g /dev/null
+SELECT pg_temp.expect(state::text, 'executed', 'the confirmed command runs to executed') FROM cscp.command_status(:'cmd2') \g /dev/null
 SELECT count(*) AS evidence_before FROM cscp.evidence \gset
 \set ECHO queries
 
@@ -133,7 +120,7 @@ SELECT count(*) AS commands, count(*) FILTER (WHERE state = 'executed') AS execu
        (SELECT count(*) FROM cscp.evidence) - :evidence_before AS new_evidence_rows
   FROM cscp.command WHERE conversation_id = 'wa:+351912345678';
 \set ECHO none
-SELECT pg_temp.expect(count(*)::text, :'evidence_before', 'evidence rows after the replays')
+SELECT pg_temp.expect(count(*)::text, :'evidence_before', 'a redelivered "yes" and a retried submit write nothing')
   FROM cscp.evidence \g /dev/null
 \set ECHO queries
 
@@ -150,4 +137,4 @@ SELECT * FROM cscp.evidence_verify('acme-shop');
 SELECT CASE WHEN count(*) = 0 THEN 'trail intact' ELSE 'TRAIL BROKEN' END AS verdict
   FROM cscp.evidence_verify('acme-shop');
 \set ECHO none
-SELECT pg_temp.expect(count(*)::text, '0', 'evidence_verify problems') FROM cscp.evidence_verify('acme-shop') \g /dev/null
+SELECT pg_temp.expect(count(*)::text, '0', 'the evidence trail verifies') FROM cscp.evidence_verify('acme-shop') \g /dev/null

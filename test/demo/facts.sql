@@ -2,24 +2,12 @@
 -- A user who moves house, a manager's policy an intern cannot override, and a what-if
 -- discussion that never leaks into the real context.  Steps marked "refused" are meant to fail;
 -- every outcome is checked, so the demo fails when one changes.
-\set ON_ERROR_STOP 1
-\set ECHO queries
-\pset footer off
-\set SHOW_CONTEXT never
+\ir checks.sql
 
 \echo
-\echo '== F1. An HR assistant for tenant hr-corp; the clock is pinned; we act as the application'
+\echo '== 34. An HR assistant for tenant hr-corp; the clock is pinned; we act as the application'
 CREATE ROLE hr_bot;
 SELECT cscp.grant_app('hr_bot');
--- check(ok, what): 'ok', or an error that stops the demo.
-CREATE FUNCTION pg_temp.check(ok boolean, what text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    IF ok IS NOT TRUE THEN
-        RAISE EXCEPTION 'demo check failed: %', what;
-    END IF;
-    RETURN 'ok';
-END
-$$;
 SET cscp.clock = '2026-11-23 09:00:00+00';
 SET ROLE hr_bot;
 SET cscp.tenant_id = 'hr-corp';
@@ -29,23 +17,25 @@ SELECT cscp.identity_set('hr-corp', 'maria', '{"user_name": "Maria Silva", "auth
 SELECT cscp.env_set('hr-corp', 'chat-7', '{"channel": "Teams", "locale": "en-GB"}');
 
 \echo
-\echo '== F2. Maria: "I live in Lisbon." A fact of hers; its authority comes from her identity'
+\echo '== 35. Maria: "I live in Lisbon." A fact of hers; its authority comes from her identity'
 SELECT fact_id, key, value, authority, memory_type, is_valid
   FROM cscp.fact_write('hr-corp', 'maria', 'addr-1', 'home_address', '"Rua Augusta 1, Lisbon"');
 SELECT fact_id, key, value, depends_on
   FROM cscp.fact_write('hr-corp', 'maria', 'office-1', 'nearest_office', '"Lisbon office"', depends_on => '{addr-1}');
 
 \echo
-\echo '== F3. Her manager sets the travel policy: a constraint of authority "manager"'
+\echo '== 36. Her manager sets the travel policy: a constraint of authority "manager"'
 SELECT fact_id, key, value, authority, is_constraint, constraint_type
   FROM cscp.fact_write('hr-corp', 'maria', 'travel-1', 'travel_policy', '"Economy class; trips over 500 EUR need approval"',
                        '{"type": "policy", "authority": "manager"}', is_constraint => true, constraint_type => 'travel');
 
 \echo
-\echo '== F4. 10:00  Maria: "I moved to Porto." The new address supersedes the old one by key'
+\echo '== 37. 10:00  Maria: "I moved to Porto." The new address supersedes the old one by key'
+\set ECHO none
 RESET ROLE;
 SET cscp.clock = '2026-11-23 10:00:00+00';
 SET ROLE hr_bot;
+\set ECHO queries
 SELECT fact_id, value, supersedes
   FROM cscp.fact_write('hr-corp', 'maria', 'addr-2', 'home_address', '"Rua de Santa Catarina 5, Porto"',
                        supersedes => 'home_address');
@@ -56,23 +46,26 @@ SELECT fact_id, value, is_valid FROM cscp.fact_history('hr-corp', 'maria', 'addr
 SELECT fact_id AS current_of_addr_1 FROM cscp.fact_current('hr-corp', 'maria', 'addr-1');
 
 \echo
-\echo '== F5. The intern tries to lift the travel policy: refused (42501), nothing written'
+\echo '== 38. The intern tries to lift the travel policy: refused (42501), nothing written'
 \set ON_ERROR_STOP 0
 SELECT cscp.fact_write('hr-corp', 'maria', 'travel-x', 'travel_policy', '"Business class is fine"',
                        '{"type": "user", "authority": "intern"}', supersedes => 'travel_policy');
 \set ON_ERROR_STOP 1
+\set ECHO none
+SELECT pg_temp.expect(:'SQLSTATE', '42501', 'an intern cannot supersede a manager''s policy') \g /dev/null
+\set ECHO queries
 SELECT pg_temp.check(count(*) = 0, 'the intern wrote nothing') AS intern_wrote_nothing,
        (SELECT value FROM cscp.fact_current('hr-corp', 'maria', 'travel-1')) AS travel_policy_in_force
   FROM cscp.fact WHERE tenant_id = 'hr-corp' AND authority = 'intern';
 
 \echo
-\echo '== F6. A what-if: "If I moved to Madrid, could I work from there?" kept as a hypothetical fact'
+\echo '== 39. A what-if: "If I moved to Madrid, could I work from there?" kept as a hypothetical fact'
 SELECT fact_id, scope
   FROM cscp.fact_write('hr-corp', 'maria', 'whatif-1', 'home_address', '"Calle Mayor 3, Madrid"', scope => 'hypothetical');
 SELECT cscp.ws_put('hr-corp', 'chat-7', 'open_request', '"expense claim for the Porto move"', interval '30 minutes');
 
 \echo
-\echo '== F7. The context the model is told: the policy first, Porto, the office flagged for review, never Rua Augusta, never Madrid'
+\echo '== 40. The context the model is told: the policy first, Porto, the office flagged for review, never Rua Augusta, never Madrid'
 SELECT r ->> 'text' AS context FROM cscp.build_context('hr-corp', 'maria', 'chat-7', 'Where does Maria live, and can she fly business?') r;
 SELECT r -> 'fact_ids' AS fact_ids, r -> 'needs_review' AS needs_review, r -> 'tokens' AS tokens
   FROM cscp.build_context('hr-corp', 'maria', 'chat-7', 'Where does Maria live, and can she fly business?') r;
@@ -80,7 +73,7 @@ SELECT r -> 'fact_ids' AS fact_ids, r -> 'needs_review' AS needs_review, r -> 't
 SELECT r ->> 'text' AS context_in_60_tokens FROM cscp.build_context('hr-corp', 'maria', 'chat-7', 'business class', 60) r;
 
 \echo
-\echo '== F8. The checks: the demo fails here if any outcome changes'
+\echo '== 41. The checks: the demo fails here if any outcome changes'
 SELECT pg_temp.check(position('Porto' IN c) > 0, 'the new address is told') AS new_address,
        pg_temp.check(position('Rua Augusta' IN c) = 0, 'the old address is never told') AS old_address,
        pg_temp.check(position('Madrid' IN c) = 0, 'the what-if never leaks') AS what_if,
@@ -89,4 +82,5 @@ SELECT pg_temp.check(position('Porto' IN c) > 0, 'the new address is told') AS n
        pg_temp.check(position('nearest_office: Lisbon office [needs review]' IN c) > 0,
                      'the office derived from the old address is flagged') AS review
   FROM (SELECT cscp.build_context('hr-corp', 'maria', 'chat-7', 'Where does Maria live? Rua Augusta? Madrid?') ->> 'text' AS c) s;
+\set ECHO none
 RESET ROLE;

@@ -6,26 +6,13 @@
 -- a second conversation is left unanswered and times out; last, the bot's hot loop in one round
 -- trip (cscp.message_turn: the turn, the slots and the command) and its replay.
 --
--- The silent checks (pg_temp.expect, run with ECHO off) stop the demo when an outcome is not the
--- one the story expects.
-\set ON_ERROR_STOP 1
-\set ECHO queries
-\pset footer off
-\set SHOW_CONTEXT never
+-- Every outcome the story tells is checked (checks.sql, run with ECHO off): the demo stops with an
+-- error when one is not the one the story expects.
+\ir checks.sql
 
-\set ECHO none
-RESET ROLE;
-RESET cscp.tenant_id;
-CREATE FUNCTION pg_temp.expect(got text, want text, what text) RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF got IS DISTINCT FROM want THEN
-        RAISE EXCEPTION 'demo: unexpected %: got %, expected %', what,
-                        coalesce(got, 'NULL'), coalesce(want, 'NULL');
-    END IF;
-END
-$$;
-\set ECHO queries
+\echo
+\echo '== 24. The insurer declares its commands: claim_status is a read-only lookup, run without asking'
+SELECT command_name, mutating, needs_approval FROM cscp.command_declare('acme-insure', 'claim_status', false);
 
 \echo
 \echo '== 25. What this cscp advertises to an agent runtime'
@@ -63,9 +50,12 @@ SELECT status, last_message_id FROM cscp.context_get('acme-insure', 'claim-881',
 SELECT * FROM cscp.conversation_exchange('acme-insure', 'claim-881',
     '{"messageId": "wamid.A3", "from": "ana", "role": "user", "content": {"text": "About", "amount_eur": -300}, "ts": 1795269780000}');
 \set ON_ERROR_STOP 1
+\set ECHO none
+SELECT pg_temp.expect(:'SQLSTATE', '22023', 'a turn that breaks its schema is refused') \g /dev/null
+\set ECHO queries
 SELECT count(*) AS turns_so_far FROM cscp.conversation_turns('acme-insure', 'claim-881');
 \set ECHO none
-SELECT pg_temp.expect(count(*)::text, '4', 'turns after the schema rejection')
+SELECT pg_temp.expect(count(*)::text, '4', 'the refused turn wrote nothing')
   FROM cscp.conversation_turns('acme-insure', 'claim-881') \g /dev/null
 \set ECHO queries
 
@@ -81,27 +71,32 @@ SELECT * FROM cscp.conversation_exchange('acme-insure', 'claim-881',
 SELECT turn_index, content ->> 'amount_eur' AS amount_eur FROM cscp.conversation_turns('acme-insure', 'claim-881')
  WHERE message_id = 'wamid.A4';
 \set ECHO none
-SELECT pg_temp.expect(string_agg(outcome, ','), 'replayed', 'outcome of the replayed delivery')
+SELECT pg_temp.expect(string_agg(outcome, ','), 'replayed', 'a redelivered message is replayed, not recorded again')
   FROM cscp.conversation_exchange('acme-insure', 'claim-881',
     '{"messageId": "wamid.A4", "from": "ana", "role": "user", "content": {"text": "About", "amount_eur": 300}, "ts": 1795269800000}') \g /dev/null
 \set ECHO queries
 
 \echo
 \echo '== 30. 14:10  The supervisor closes the claim with an outcome; Ana''s live context is closed with it, with evidence'
-RESET ROLE;  -- only a superuser moves the demo's clock
+\set ECHO none
+RESET ROLE;
 SET cscp.clock = '2026-11-21 14:10:00+00';
 SET ROLE whatsapp_bot;
+\set ECHO queries
 SELECT * FROM cscp.conversation_close('acme-insure', 'claim-881',
     '{"from": "claims-supervisor", "role": "agent", "content": {"text": "Claim 881 filed, we will call you tomorrow."}, "ts": 1795270200000}',
     '{"claim_id": 881, "status": "filed", "amount_eur": 300}');
 SELECT status, reason FROM cscp.context_get('acme-insure', 'claim-881', 'ana');
 SELECT event_type, from_state || ' -> ' || to_state AS transition, reason_code, detail ->> 'event_id' AS closing_event
   FROM cscp.evidence WHERE tenant_id = 'acme-insure' AND conversation_id = 'claim-881';
-\echo '   Refused: a turn after the close (55000), nothing written'
+\echo '   Refused: a turn after the close (22023), nothing written'
 \set ON_ERROR_STOP 0
 SELECT * FROM cscp.conversation_exchange('acme-insure', 'claim-881',
     '{"from": "ana", "role": "user", "content": {"text": "Thanks!"}, "ts": 1795270300000}');
 \set ON_ERROR_STOP 1
+\set ECHO none
+SELECT pg_temp.expect(:'SQLSTATE', '22023', 'a turn after the close is refused') \g /dev/null
+\set ECHO queries
 
 \echo
 \echo '== 31. The transcript, in order and the same on every call, and its events, each caused by the one before'
@@ -112,35 +107,42 @@ SELECT event_id, type, causation_id, turn_index
 
 \echo
 \echo '== 32. 15:00  A second claim: the agent asks, Marco never answers within the 30-minute timeout'
-RESET ROLE;  -- only a superuser moves the demo's clock
+\set ECHO none
+RESET ROLE;
 SET cscp.clock = '2026-11-21 15:00:00+00';
 SET ROLE whatsapp_bot;
+\set ECHO queries
 SELECT * FROM cscp.conversation_start('acme-insure', 'claim-882', 'claims-supervisor',
     '{"from": "claims-supervisor", "role": "agent", "content": {"text": "Is anyone hurt?"}, "ts": 1795273200000}',
     timeout_ms => 1800000);
 \echo '   15:45  Marco''s late answer is not recorded: the call records the timeout and answers timed_out'
-RESET ROLE;  -- only a superuser moves the demo's clock
+\set ECHO none
+RESET ROLE;
 SET cscp.clock = '2026-11-21 15:45:00+00';
 SET ROLE whatsapp_bot;
+\set ECHO queries
 SELECT * FROM cscp.conversation_exchange('acme-insure', 'claim-882',
     '{"from": "marco", "role": "user", "content": {"text": "No, all fine"}, "ts": 1795275900000}');
 SELECT turn_index, role, sender, content ->> 'text' AS text FROM cscp.conversation_turns('acme-insure', 'claim-882');
 SELECT state, close_reason, outcome IS NULL AS outcome_is_null FROM cscp.conversation WHERE conversation_id = 'claim-882';
 \set ECHO none
-SELECT pg_temp.expect(close_reason, 'timeout', 'close reason of claim-882')
+SELECT pg_temp.expect(close_reason, 'timeout', 'a late answer finds the conversation timed out')
   FROM cscp.conversation WHERE conversation_id = 'claim-882' \g /dev/null
 \set ECHO queries
 \echo '   15:45  A third claim nobody answers for its one-minute timeout: the sweep closes it the same way'
 SELECT * FROM cscp.conversation_start('acme-insure', 'claim-883', 'claims-supervisor',
     '{"from": "claims-supervisor", "role": "agent", "content": {"text": "Do you need a tow truck?"}, "ts": 1795275900000}',
     timeout_ms => 60000);
+\echo '   15:47  The sweep runs (as the database owner)'
+\set ECHO none
 RESET ROLE;
 SET cscp.clock = '2026-11-21 15:47:00+00';
+\set ECHO queries
 SELECT cscp.sweep() -> 'conversations_timed_out' AS conversations_timed_out;
 SELECT turn_index, role, content ->> 'text' AS text FROM cscp.conversation_turns('acme-insure', 'claim-883');
 \set ECHO none
 SELECT pg_temp.expect(string_agg(close_reason || '/' || coalesce(outcome::text, 'null'), ','), 'timeout/null',
-                      'close of claim-883 by the sweep')
+                      'the sweep times out an unanswered conversation')
   FROM cscp.conversation WHERE conversation_id = 'claim-883' \g /dev/null
 \set ECHO queries
 
@@ -169,9 +171,9 @@ SELECT r ->> 'outcome' AS outcome, r ->> 'state' AS command_state, r -> 'replaye
          '{"idempotency_key": "wamid.A9:status", "name": "claim_status", "payload": {"claim_id": 881}}') r;
 SELECT slots, last_message_id FROM cscp.context WHERE conversation_id = 'claim-884' AND actor_id = 'ana';
 \set ECHO none
-SELECT pg_temp.expect(string_agg(state::text, ','), 'executed', 'the claim lookup of claim-884')
+SELECT pg_temp.expect(string_agg(state::text, ','), 'executed', 'message_turn submits the lookup, which runs to executed')
   FROM cscp.command WHERE conversation_id = 'claim-884' \g /dev/null
-SELECT pg_temp.expect(count(*)::text, '2', 'turns of claim-884')
+SELECT pg_temp.expect(count(*)::text, '2', 'a redelivered message_turn writes no second turn')
   FROM cscp.turn WHERE conversation_id = 'claim-884' \g /dev/null
-\set ECHO queries
+\set ECHO none
 RESET ROLE;

@@ -3,7 +3,7 @@
 -- neither read nor written, through the API or direct SQL, and direct SQL cannot get around the
 -- rules the C triggers keep.
 BEGIN;
-SELECT plan(58);
+SELECT plan(57);
 
 CREATE ROLE tap_conv;
 SELECT cscp.grant_app('tap_conv');
@@ -139,8 +139,6 @@ SELECT throws_ok($$SELECT * FROM cscp.conversation_turns('globex', 'g-conv')$$, 
 SELECT throws_ok($$SELECT * FROM cscp.conversation_events('globex', 'g-conv')$$, '42501', NULL, 'conversation_events for another tenant');
 SELECT throws_ok($$SELECT cscp.conversation_exchange('acme', 'g-conv', '{"from": "x", "role": "user", "content": 1, "ts": 1}')$$,
                  '22023', 'conversation "g-conv" does not exist', 'another tenant''s conversation id does not exist for this tenant');
-SELECT throws_ok($$SELECT cscp._conversation_timeout('globex', 'g-conv')$$, '42501', NULL,
-                 'the timeout helper is internal: the application cannot call it at all');
 
 -- Another tenant, through direct SQL.
 SELECT is((SELECT count(*) FROM cscp.conversation WHERE tenant_id = 'globex'), 0::bigint, 'direct SELECT of another tenant''s conversations');

@@ -15,6 +15,7 @@ packages=(
 	libmicrohttpd-dev                     # the HTTPS gateway (gateway/; GnuTLS comes with it)
 	openssl curl python3-requests         # the gateway's tests: a self-signed certificate, the specification's examples
 	wrk                                   # make bench-http
+	valgrind bzip2                        # make valgrind (and PostgreSQL's suppressions, unpacked)
 	${CSCP_EXTRA_PACKAGES:-}
 )
 # npm installs the tests' JSON validators (ajv, @redocly/cli) under test/node; Debian's npm

@@ -222,6 +222,50 @@ def facts():
     assert other["fact_ids"] == [], other
 
 
+def conversations():
+    step("conversations: start, exchange and close by ConversationResolve; replay; after close 400; another tenant 404")
+    base = URL + "/v1/conversations/conv%2Fhttp"
+    start = {"agentId": "supervisor", "causationId": "run-1",
+             "initialTurn": {"from": "supervisor", "role": "agent", "content": {"text": "How can I help?"}, "ts": 1000}}
+    r = requests.post(base, headers=auth(KEY_PROFILE), json=start, timeout=10)
+    started = expect(r, 201)
+    assert started == {"conversationId": "conv/http", "eventId": "conv/http:e0", "turnIndex": 0,
+                       "messageId": "conv/http:0:agent"}, started
+    assert r.headers["Location"] == "/v1/conversations/conv%2Fhttp", r.headers
+    assert expect(requests.post(base, headers=auth(KEY_PROFILE), json=start, timeout=10), 200) == started
+    turn = {"messageId": "wa-1", "from": "maria", "role": "user", "content": {"text": "Cancel order 17"}, "ts": 2000}
+    first = expect(requests.post(base + "/turns", headers=auth(KEY_PROFILE),
+                                 json={"operation": "exchange", "turn": turn}, timeout=10), 200)
+    assert first["result"] == "exchanged" and first["turnIndex"] == 1 and first["turn"]["messageId"] == "wa-1", first
+    # A re-delivery of the same turn replays it: the recorded turn, no new event.
+    again = expect(requests.post(base + "/turns", headers=auth(KEY_PROFILE),
+                                 json={"operation": "exchange", "turn": turn}, timeout=10), 200)
+    assert again["result"] == "replayed" and again["turn"] == first["turn"], again
+    closed = expect(requests.post(base + "/turns", headers=auth(KEY_PROFILE),
+                                  json={"operation": "close", "outcome": {"status": "done"},
+                                        "turn": {"from": "supervisor", "role": "agent", "content": "Canceled.", "ts": 3000}},
+                                  timeout=10), 200)
+    assert closed["result"] == "closed" and closed["turnIndex"] == 2, closed
+    # After close: RFC 0005 section E's validation_error, nothing written.
+    expect(requests.post(base + "/turns", headers=auth(KEY_PROFILE),
+                         json={"operation": "exchange", "turn": {"from": "maria", "role": "user", "content": "and?", "ts": 4000}},
+                         timeout=10), 400, "validation_error", "22023")
+    conv = expect(requests.get(base, headers=auth(KEY_PROFILE), timeout=10), 200)
+    assert conv["state"] == "closed" and conv["outcome"] == {"status": "done"}, conv
+    assert [t["turnIndex"] for t in conv["turns"]] == [0, 1, 2], conv
+    assert [e["type"] for e in conv["events"]] == ["conversation.opened", "conversation.exchanged",
+                                                   "conversation.closed"], conv
+    assert psql("SELECT count(*) FROM cscp.turn WHERE tenant_id = 'shop' AND conversation_id = 'conv/http'") == "3"
+    # Another tenant's key: the conversation does not exist for it.
+    expect(requests.get(base, headers=auth(KEY_OTHER), timeout=10), 404, "not_found", "P0002")
+    expect(requests.post(base + "/turns", headers=auth(KEY_OTHER), json={"operation": "exchange", "turn": turn},
+                         timeout=10), 404, "not_found", "P0002")
+    # A documents-only key: 403; a body that is not a ConversationResolve: 400.
+    expect(requests.get(base, headers=auth(KEY_READ), timeout=10), 403, "insufficient_scope", "42501")
+    expect(requests.post(base + "/turns", headers=auth(KEY_PROFILE), json={"operation": "fork", "turn": turn},
+                         timeout=10), 400, "validation_error", "22023")
+
+
 def expiry():
     step("expiry: 404 after the TTL")
     expect(post(KEY_PROFILE, "session-ttl", "profile", {"a": 1}, ttl=1), 201)
@@ -248,8 +292,18 @@ def error_statuses():
            400, "invalid_parameter", "22021")
     r = requests.get(u, timeout=10)
     expect(r, 401, "unauthorized", "28000")
-    assert r.headers["WWW-Authenticate"].startswith("Bearer"), r.headers
-    expect(requests.get(u, headers={"Authorization": "Bearer cscp_not-a-key"}, timeout=10), 401, "unauthorized", "28000")
+    assert r.headers["WWW-Authenticate"] == 'Bearer realm="cscp"', r.headers
+    # Headers come from the database as a JSON object and reach the client unescaped, exactly.
+    r = requests.get(u, headers={"Authorization": "Bearer cscp_not-a-key"}, timeout=10)
+    expect(r, 401, "unauthorized", "28000")
+    assert r.headers["WWW-Authenticate"] == 'Bearer realm="cscp", error="invalid_token"', r.headers
+    r = post(KEY_READ, "session-err", "ns", {"a": 1})
+    assert r.headers["WWW-Authenticate"] == \
+        'Bearer realm="cscp", error="insufficient_scope", scope="documents:write"', r.headers
+    expect(post(KEY_PROFILE, "session-err", "ns", {"a": 1}), 201)
+    r = get(KEY_PROFILE, "session-err", "ns")
+    assert expect(r, 200) == {"a": 1} and r.headers["Cache-Control"] == "no-store", r.headers
+    expect(requests.delete(doc_url("session-err", "ns"), headers=auth(KEY_PROFILE), timeout=10), 204)
     expect(requests.get(u, headers={"Authorization": "Basic dXNlcjpwYXNz"}, timeout=10), 401, "unauthorized", "28000")
     expect(post(KEY_READ, "session-err", "ns", {"a": 1}), 403, "insufficient_scope", "42501")
     expect(get(KEY_PROFILE, "session-err", "ns"), 404, "not_found", "P0002")
@@ -534,6 +588,7 @@ def main():
     multi_bot()
     contexts_and_confirmations()
     facts()
+    conversations()
     expiry()
     error_statuses()
     oversized_chunked()

@@ -1,100 +1,124 @@
 #!/usr/bin/env bash
-# `make test`: every suite against a throwaway cluster.
-#   1. pg_regress (sql/, expected/): exact output
-#   2. isolation specs (test/isolation/): concurrent behaviour
-#   3. pgTAP through pg_prove (test/pgtap/): assertions, roles and tenancy; then the exported
-#      turns and events against OpenWOP's JSON Schemas with ajv (test/scripts/openwop-schemas.sh)
-#   4. backup and restore (test/scripts/backup-restore.sh): pg_dump, pg_restore, same rows, working API
-#   5. the background sweep worker, on a cluster of its own (test/scripts/worker-test.sh)
-#   6. scale-out (test/scripts/scaleout.sh): two shards behind a PL/Proxy proxy, own clusters
-#   7. the crash test, short form (test/scripts/crash.sh, its own cluster with fsync=on)
-#   8. the fuzz, short form (test/scripts/fuzz.sh, its own cluster): 3,000 hostile calls
-#   9. the HTTPS gateway through real HTTP (test/scripts/gateway-test.sh, its own cluster), and
-#      through the PL/Proxy proxy (test/scripts/gateway-scaleout.sh, its own clusters)
-# Exits non-zero when any suite fails, after printing what differed.
+# `make test`: every suite against a throwaway cluster, one line per suite (name, ok or FAILED,
+# seconds); each suite's output goes to log/test/SUITE.log, and a failed suite's diff (or the end
+# of its log) is printed last, followed by "suites: N passed, N failed".  Exits non-zero on a failure.
+#   pg_regress      sql/, expected/: exact output (setup first, drop last)
+#   isolation       test/isolation/: concurrent behaviour
+#   pgtap           test/pgtap/ through pg_prove: assertions, roles and tenancy
+#   openwop         exported turns and events against OpenWOP's JSON Schemas (openwop-schemas.sh)
+#   backup-restore  pg_dump, pg_restore, same rows, working API (backup-restore.sh)
+#   worker          the background sweep worker, on a cluster of its own (worker-test.sh)
+#   scale-out       two shards behind a PL/Proxy proxy, own clusters (scaleout.sh)
+#   crash           the crash test, short form (crash.sh, own cluster with fsync=on)
+#   fuzz            the fuzz, short form (fuzz.sh, own cluster): 3,000 hostile calls
+#   gateway         the HTTPS gateway through real HTTP (gateway-test.sh, own cluster)
+#   gateway-proxy   the gateway through the PL/Proxy proxy (gateway-scaleout.sh, own clusters)
+#
+# TEST_ORDER=shuffle runs the suites, the regression tests between setup and drop, the isolation
+# specs and the pgTAP files in a random order; the seed is printed, and TEST_SEED=N repeats it.
+# TEST_ONLY="pg_regress pgtap" runs those suites alone; TEST_JOBS=N runs N of the suites with
+# clusters of their own at a time (2; 1 runs every suite after the other).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+source test/scripts/steps.sh
+MAKE=${MAKE:-make}
+
+# ORDERED: the words given, in a random order drawn from RANDOM (seeded below) when shuffling.
+# (A variable, not output: a command substitution's subshell would reseed RANDOM.)
+ordered() {
+	local a=("$@") i j t
+	if [ "${TEST_ORDER:-}" = shuffle ]; then
+		for ((i = ${#a[@]} - 1; i > 0; i--)); do
+			j=$((RANDOM % (i + 1)))
+			t=${a[i]} a[i]=${a[j]} a[j]=$t
+		done
+	fi
+	ORDERED="${a[*]}"
+}
+mkvar() { $MAKE --no-print-directory -s -f Makefile -f - print-var VAR="$1" <<<'print-var: ; @echo $($(VAR))'; }
+
+suite_pg_regress() {
+	local tests
+	tests=$(mkvar REGRESS | tr ' ' '\n' | grep -vx 'setup\|drop' | tr '\n' ' ')
+	ordered $tests
+	tests="setup $ORDERED drop"
+	echo "order: $tests"
+	rm -f regression.diffs
+	$MAKE -k --no-print-directory installcheck REGRESS="$tests" ISOLATION= && return 0
+	regress_failures "$STEPS_DIR/pg_regress" regression.diffs
+}
+
+# PREFIX.failures: the tests that failed, then their diff; named as the step's detail.
+regress_failures() {
+	{
+		grep -E '^(not ok|test |     ).* (FAILED|failed)' "$1.log" || true
+		echo
+		cat "$2"
+	} >"$1.failures"
+	echo "$1.failures" >"$1.detail"
+	return 1
+}
+
+suite_isolation() {
+	local specs
+	ordered $(mkvar ISOLATION)
+	specs=$ORDERED
+	echo "order: $specs"
+	rm -f output_iso/regression.diffs
+	$MAKE -k --no-print-directory installcheck REGRESS= ISOLATION="$specs" && return 0
+	regress_failures "$STEPS_DIR/isolation" output_iso/regression.diffs
+}
+
+suite_pgtap() {
+	psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "DROP DATABASE IF EXISTS cscp_tap" -c "CREATE DATABASE cscp_tap" &&
+		psql -X -q -v ON_ERROR_STOP=1 -d cscp_tap -c "CREATE EXTENSION pgtap" -c "CREATE EXTENSION cscp" \
+			-c "SELECT cscp.command_declare('*', n, false) FROM unnest(ARRAY['lookup', 'report', 'track_order', 'balance']) n" ||
+		return 1
+	ordered test/pgtap/*.sql
+	echo "order: $ORDERED"
+	pg_prove --failures -d cscp_tap $ORDERED
+}
+
+suite_openwop() { bash test/scripts/openwop-schemas.sh; }
+suite_backup_restore() { bash test/scripts/backup-restore.sh; }
+suite_worker() { bash test/scripts/worker-test.sh; }
+suite_scale_out() { bash test/scripts/scaleout.sh; }
+suite_crash() { CRASH_KILLS=3 CRASH_CLIENTS=4 bash test/scripts/crash.sh; }
+suite_fuzz() { FUZZ_CALLS=3000 bash test/scripts/fuzz.sh; }
+suite_gateway() { bash test/scripts/gateway-test.sh; }
+suite_gateway_proxy() { bash test/scripts/gateway-scaleout.sh; }
+
+# The suites on the shared cluster, one after the other; then those with clusters of their own,
+# TEST_JOBS (2) at a time: they mostly wait (for a worker, a crash, a TTL), not compute.
+shared="pg_regress isolation pgtap openwop backup-restore"
+own="worker scale-out crash fuzz gateway gateway-proxy"
+if [ -n "${TEST_ONLY:-}" ]; then
+	shared=$(for s in $shared; do [[ " $TEST_ONLY " == *" $s "* ]] && echo "$s"; done)
+	own=$(for s in $own; do [[ " $TEST_ONLY " == *" $s "* ]] && echo "$s"; done)
+fi
+if [ "${TEST_ORDER:-}" = shuffle ]; then
+	TEST_SEED=${TEST_SEED:-$((EPOCHSECONDS % 100000))}
+	RANDOM=$TEST_SEED
+	echo "cscp tests in a random order, seed $TEST_SEED (make test TEST_ORDER=shuffle TEST_SEED=$TEST_SEED repeats it)"
+	ordered $shared
+	shared=$ORDERED
+	ordered $own
+	own=$ORDERED
+fi
+
+steps_init log/test
+echo "cscp tests: one line per suite; output in log/test/"
+step build $MAKE --no-print-directory build || { steps_report suites; exit 1; }
+# (After the build, whose deps may have installed the server cluster.sh looks for.)
 source test/scripts/cluster.sh
-cluster_start || exit 1
-
-status=0
-failed=()
-
-echo "== pg_regress and isolation specs"
-rm -f regression.diffs output_iso/regression.diffs
-if ! make -k --no-print-directory installcheck; then
-	status=1
-	failed+=("pg_regress/isolation")
-	for f in regression.diffs output_iso/regression.diffs; do
-		if [ -s "$f" ]; then
-			echo "---- $f"
-			cat "$f"
-		fi
-	done
-fi
-
-echo "== pgTAP"
-psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "DROP DATABASE IF EXISTS cscp_tap" -c "CREATE DATABASE cscp_tap" &&
-	psql -X -q -v ON_ERROR_STOP=1 -d cscp_tap -c "CREATE EXTENSION pgtap" -c "CREATE EXTENSION cscp" \
-		-c "SELECT cscp.command_declare('*', n, false) FROM unnest(ARRAY['lookup', 'report', 'track_order', 'balance']) n" ||
-	{ status=1; failed+=("pgTAP setup"); }
-if ! pg_prove --failures -d cscp_tap test/pgtap/*.sql; then
-	status=1
-	failed+=("pgTAP")
-fi
-
-echo "== OpenWOP schemas (exported turns and events through ajv)"
-if ! bash test/scripts/openwop-schemas.sh; then
-	status=1
-	failed+=("openwop-schemas")
-fi
-
-echo "== backup and restore"
-if ! bash test/scripts/backup-restore.sh; then
-	status=1
-	failed+=("backup-restore")
-fi
-
-echo "== background sweep worker (a second cluster, cscp preloaded)"
-if ! bash test/scripts/worker-test.sh; then
-	status=1
-	failed+=("worker")
-fi
-
-echo "== scale-out"
-if ! bash test/scripts/scaleout.sh; then
-	status=1
-	failed+=("scale-out")
-fi
-
-echo "== crash test (short form of make crashtest)"
-if ! CRASH_KILLS=3 CRASH_CLIENTS=4 bash test/scripts/crash.sh; then
-	status=1
-	failed+=("crash test")
-fi
-
-echo "== fuzz (short form of make fuzz)"
-if ! FUZZ_CALLS=3000 bash test/scripts/fuzz.sh; then
-	status=1
-	failed+=("fuzz")
-fi
-
-echo "== HTTPS gateway"
-if ! bash test/scripts/gateway-test.sh; then
-	status=1
-	failed+=("gateway")
-fi
-echo "== HTTPS gateway through the PL/Proxy proxy"
-if ! bash test/scripts/gateway-scaleout.sh; then
-	status=1
-	failed+=("gateway scale-out")
-fi
-
-if [ $status -ne 0 ]; then
-	echo "FAILED: ${failed[*]}"
-	echo "server log: last lines"
-	tail -n 30 "$CSCP_TMP/postgres.log"
-else
-	echo "All suites passed."
-fi
-exit $status
+cluster_start >log/test/cluster.log 2>&1 || { cat log/test/cluster.log; exit 1; }
+for s in $shared; do
+	step "$s" "suite_${s//-/_}"
+done
+specs=()
+for s in $own; do
+	specs+=("$s:suite_${s//-/_}")
+done
+[ ${#specs[@]} -eq 0 ] || steps_parallel "${TEST_JOBS:-2}" "${specs[@]}"
+cp "$CSCP_TMP/postgres.log" log/test/postgres.log 2>/dev/null
+steps_report suites

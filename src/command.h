@@ -1,0 +1,106 @@
+/*-------------------------------------------------------------------------
+ *
+ * command.h
+ *	  Commands: the lifecycle and its judgements, forming a command, the
+ *	  registry, frames, and the answers (confirm, approve) that move them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CSCP_COMMAND_H
+#define CSCP_COMMAND_H
+
+#include "cscp.h"
+
+/* command_fsm.c: the command lifecycle */
+typedef enum CommandState
+{
+	CMD_RECEIVED,
+	CMD_CANONICALIZED,
+	CMD_CONFIRMATION_REQUIRED,
+	CMD_CONFIRMED,
+	CMD_AUTHZ_PENDING,
+	CMD_AUTHORIZED,
+	CMD_REJECTED,
+	CMD_STARTED,
+	CMD_EXECUTED,
+	CMD_FAILED,
+	CMD_CANCELED,
+	CMD_COMPENSATED,
+	CMD_NUM_STATES
+} CommandState;
+
+/* command_api.c: command_submit from C */
+typedef struct CscpSubmitted
+{
+	Datum		command_id;
+	CommandState state;
+	bool		replayed;
+	Jsonb	   *outcome;		/* or NULL */
+} CscpSubmitted;
+
+extern void cscp_submit_command(text *tenant_id, text *conversation_id, text *actor_id,
+								text *idempotency_key, text *command_name, bool mutating,
+								ArrayType *message_ids, Jsonb *payload,
+								text *target_fingerprint, CscpSubmitted *result);
+
+extern const char *const cscp_command_state_names[CMD_NUM_STATES];
+extern CommandState cscp_command_state_of(Oid typoid, Datum value);
+extern Datum cscp_command_state_datum(Oid typoid, CommandState state);
+extern const char *cscp_command_step_refusal(HeapTuple row, TupleDesc desc, CommandState to,
+											 CommandState *from);
+extern void cscp_command_record_refusal(HeapTuple row, TupleDesc desc, CommandState from,
+										CommandState to, const char *why, Jsonb *detail);
+
+/* command_api.c: the command functions on the hot path */
+extern void cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id,
+								 const char *why);
+extern void cscp_key_lock(text *tenant, const char *key, int keylen);
+extern bool cscp_context_for(text *tenant, text *conversation, text *actor,
+							 HeapTuple *ctx, TupleDesc *desc);
+
+/* registry.c: whether a command mutates, and the governance of a tenant */
+typedef enum CscpRegistryMode
+{
+	CSCP_REGISTRY_ARGUMENT,		/* command_submit's mutating argument */
+	CSCP_REGISTRY_RECOVERY,		/* a retry, reprocess or compensate cscp forms */
+	CSCP_REGISTRY_ROW,			/* a new row of cscp.command */
+	CSCP_REGISTRY_RECOVERY_ROW	/* a new row of cscp.command naming a target */
+} CscpRegistryMode;
+
+extern bool cscp_registry_mutating(text *tenant, text *name, bool given, CscpRegistryMode mode);
+extern bool cscp_registry_unapproved(Datum tenant, Datum command_id);
+
+/* frame.c: the context state a command is formed from */
+extern Jsonb *cscp_frame_state(HeapTuple ctx, TupleDesc desc, ArrayType *message_ids);
+extern Datum cscp_frame_record(Datum tenant, text *conversation, Datum context_id, Jsonb *state,
+							   char **hash);
+
+/* confirm.c: a confirmation or approval question that lapsed */
+extern void cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc,
+					   const char *why);
+
+/* answer.c: what every answer shares */
+typedef struct CscpAnswer
+{
+	text	   *tenant_id;
+	text	   *conversation_id;
+	const char *kind;			/* confirm, approve */
+	text	   *message_id;
+	text	   *answered_by;
+	const char *outcome;
+	Datum		command_id;		/* uuid, when has_command */
+	bool		has_command;
+	Datum		context_id;		/* uuid, when has_context */
+	bool		has_context;
+} CscpAnswer;
+
+extern char *cscp_slot_text(JsonbValue *slot, const char *key);
+extern void cscp_answer_lock(text *tenant, const char *kind, text *conversation, text *message_id);
+extern bool cscp_answer_replay(text *tenant, text *conversation, const char *kind,
+							   text *message_id, Datum *values, bool *nulls,
+							   MemoryContext callerctx);
+extern void cscp_answer_record(const CscpAnswer *a);
+extern void cscp_answer_refusal(const CscpAnswer *a, const char *to_state,
+								TimestampTz context_expires, Jsonb *detail);
+
+#endif							/* CSCP_COMMAND_H */

@@ -1,0 +1,51 @@
+/*-------------------------------------------------------------------------
+ *
+ * context.h
+ *	  Contexts: opening and reading one, the claim of its triple, its slots, and
+ *	  what a conversation's turns and close do to its contexts.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CSCP_CONTEXT_H
+#define CSCP_CONTEXT_H
+
+#include "cscp.h"
+
+/* context_api.c: opening a context, and the context as readers see it */
+extern HeapTuple cscp_context_open_row(text *tenant, text *conversation, text *actor,
+									   Jsonb *slots, Interval *ttl, text *correlation,
+									   TupleDesc *desc);
+extern Datum cscp_context_view_datum(HeapTuple row, TupleDesc desc, TupleDesc rowdesc);
+extern TimestampTz cscp_context_touch(const char *tenant_id, TimestampTz expires_at, Interval *ttl);
+
+/* context_fsm.c: a new context's claim of its triple, taken before its INSERT */
+extern bool cscp_context_claim(text *tenant, text *conversation, text *actor,
+							   pg_uuid_t *context_id, TimestampTz expires_at);
+
+/*
+ * SQL: the id of the live context of ($1 tenant, $2 conversation, $3 actor),
+ * through cscp.context_live (NULL when none), for "x.context_id = " in the
+ * lookups of the live context.
+ */
+#define CSCP_LIVE_CONTEXT_ID \
+	" (SELECT l.context_id FROM cscp.context_live l" \
+	"   WHERE l.tenant_id = $1 AND l.conversation_id = $2 AND l.actor_id = $3)"
+
+/* context_fsm.c: the sweep's expiry of contexts, called by sweep.c */
+extern PGDLLEXPORT Datum cscp_expire_contexts(PG_FUNCTION_ARGS);
+
+/* slots.c */
+extern Jsonb *cscp_slots_validate(Jsonb *newslots, Jsonb *oldslots,
+								  const char *tenant_id);
+extern Jsonb *cscp_slots_visible(Jsonb *slots, Jsonb *policy);
+extern void cscp_pending_slots_bound(Jsonb *newslots, Jsonb *oldslots, Datum tenant,
+									 Datum context_id, Datum conversation, Datum actor);
+
+/* context_link.c: what a turn and a close do to the conversation's contexts */
+extern void cscp_context_note_message(const char *tenant_id, const char *conversation_id,
+									  const char *actor_id, const char *message_id,
+									  TimestampTz now);
+extern void cscp_contexts_close(const char *tenant_id, const char *conversation_id,
+								const char *event_id, TimestampTz now, StringInfo closed);
+
+#endif							/* CSCP_CONTEXT_H */
