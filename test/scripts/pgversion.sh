@@ -12,8 +12,9 @@
 # headers, pgTAP, PL/Proxy and the rest; log in .pgroot/pgVERSION.packages.log).  Each run copies
 # the working tree (tracked and untracked files, not ignored ones) to /build/cscp inside the root,
 # mounts /proc and /dev/shm there, runs `make GOAL PGVERSION=VERSION` as root with a clean
-# environment, and unmounts on the way out.  Needs root.  `rm -rf .pgroot/pgVERSION` (while no
-# run is going on) makes the next run build the root afresh.
+# environment, and unmounts on the way out; the goals' logs stay in the copy
+# (.pgroot/pgVERSION/build/cscp/log/).  Needs root.  `rm -rf .pgroot/pgVERSION` (while no run is
+# going on) makes the next run build the root afresh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$PWD
