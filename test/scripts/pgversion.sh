@@ -40,6 +40,13 @@ mkdir -p "$rootdir"
 in_root=(chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 	HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive CI="${CI:-}"
 	NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt)
+# The targets' own knobs (make test PG=18 TEST_ONLY=pgtap, BENCH_ONLY=W1, ...) go in too.
+for v in $(compgen -e); do
+	case $v in
+	TEST_* | BENCH_* | CRASH_* | FUZZ_* | STRESS_* | CHECK_ASSERT_* | VALGRIND_* | STATEBENCH*)
+		in_root+=("$v=${!v}") ;;
+	esac
+done
 
 # One run per root at a time.
 exec 9>"$rootdir/pg$version.lock"
