@@ -121,6 +121,119 @@ http_error(int status, const char *code, const char *message, const char *sqlsta
 }
 
 /*
+ * The bearer key of an Authorization header, its length into *len; NULL
+ * with a 401 answer in *failure when there is none.
+ */
+static const char *
+auth_token(text *auth, int *len, Datum *failure)
+{
+	const char *hint = "Send the header \"Authorization: Bearer <api key>\".";
+	const char *s = auth != NULL ? VARDATA_ANY(auth) : NULL;
+	int			n = auth != NULL ? VARSIZE_ANY_EXHDR(auth) : 0;
+	int			i = 0;
+	const char *token;
+
+	while (i < n && http_space(s[i]))
+		i++;
+	if (i == n)
+	{
+		*failure = http_error(401, "unauthorized", "no API key given", "28000", hint,
+							  AUTH_CHALLENGE);
+		return NULL;
+	}
+	token = bearer_token(s, n, len);
+	if (token == NULL)
+		*failure = http_error(401, "unauthorized", "the Authorization header is not a bearer key",
+							  "28000", hint, AUTH_CHALLENGE);
+	return token;
+}
+
+/* The SHA-256 of a key's UTF-8 bytes, as a bytea. */
+static bytea *
+key_hash(const char *token, int len)
+{
+	char	   *utf8 = pg_server_to_any(token, len, PG_UTF8);
+	bytea	   *hash = palloc(VARHDRSZ + PG_SHA256_DIGEST_LENGTH);
+	pg_cryptohash_ctx *ctx;
+
+	if (utf8 != token)
+		len = strlen(utf8);
+	SET_VARSIZE(hash, VARHDRSZ + PG_SHA256_DIGEST_LENGTH);
+	ctx = pg_cryptohash_create(PG_SHA256);
+	if (pg_cryptohash_init(ctx) < 0 ||
+		pg_cryptohash_update(ctx, (const uint8 *) utf8, len) < 0 ||
+		pg_cryptohash_final(ctx, (uint8 *) VARDATA(hash), PG_SHA256_DIGEST_LENGTH) < 0)
+		elog(ERROR, "could not compute a SHA-256 hash: %s", pg_cryptohash_error(ctx));
+	pg_cryptohash_free(ctx);
+	return hash;
+}
+
+/*
+ * Whether the key row (column 3 its scopes; NULL: every scope) allows
+ * scope; else a 403 answer, built in callerctx, in *failure.
+ */
+static bool
+scope_allows(HeapTuple key, TupleDesc desc, const char *scope, MemoryContext callerctx,
+			 Datum *failure)
+{
+	char	   *scopes = SPI_getvalue(key, desc, 3);
+	bool		isnull;
+	Datum	   *elems;
+	bool	   *elnulls;
+	int			nelems;
+	MemoryContext spictx;
+	char	   *message,
+			   *detail,
+			   *challenge;
+
+	if (scopes == NULL || scope == NULL)
+		return true;
+	deconstruct_array(DatumGetArrayTypeP(heap_getattr(key, 3, desc, &isnull)), TEXTOID, -1, false,
+					  TYPALIGN_INT, &elems, &elnulls, &nelems);
+	for (int i = 0; i < nelems; i++)
+		if (!elnulls[i] && strcmp(TextDatumGetCString(elems[i]), scope) == 0)
+			return true;
+	spictx = MemoryContextSwitchTo(callerctx);
+	message = psprintf("the API key lacks scope \"%s\"", scope);
+	detail = psprintf("Its scopes are %s.", scopes);
+	challenge = psprintf(AUTH_CHALLENGE ", error=\"insufficient_scope\", scope=\"%s\"", scope);
+	*failure = http_error(403, "insufficient_scope", message, "42501", detail, challenge);
+	MemoryContextSwitchTo(spictx);
+	return false;
+}
+
+/*
+ * Record the use of key (tenant, label; column 6 its last use) at most
+ * once a minute.  SKIP LOCKED: requests that find another one recording
+ * the use leave it to that one instead of queueing behind its row lock.
+ */
+static void
+record_use(const char *tenant, const char *label, HeapTuple key, TupleDesc desc, TimestampTz now)
+{
+	static SPIPlanPtr touch = NULL;
+	static const Oid touch_types[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
+	bool		isnull;
+	Datum		d = heap_getattr(key, 6, desc, &isnull);
+	Datum		args[3];
+
+	if (!isnull && DatumGetTimestampTz(d) > now - USECS_PER_MINUTE)
+		return;
+	args[0] = CStringGetTextDatum(tenant);
+	args[1] = CStringGetTextDatum(label);
+	args[2] = TimestampTzGetDatum(now);
+	cscp_spi_plan(&touch,
+				  "UPDATE cscp.api_key a SET last_used_at = $3"
+				  "  FROM (SELECT k.tenant_id, k.label FROM cscp.api_key k"
+				  "         WHERE k.tenant_id = $1 AND k.label = $2"
+				  "           AND (k.last_used_at IS NULL OR k.last_used_at <= $3 - interval '1 minute')"
+				  "           FOR UPDATE SKIP LOCKED) l"
+				  " WHERE a.tenant_id = l.tenant_id AND a.label = l.label",
+				  3, touch_types);
+	if (SPI_execute_plan(touch, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record the use of an API key");
+}
+
+/*
  * Check the bearer key of auth (an Authorization header, or NULL) for
  * scope: the key's tenant (palloc'd), or NULL with *failure the 401 or 403
  * response.  Records the key's use at most once a minute.
@@ -129,18 +242,10 @@ static char *
 http_authenticate(text *auth, const char *scope, Datum *failure)
 {
 	static SPIPlanPtr lookup = NULL;
-	static SPIPlanPtr touch = NULL;
 	static const Oid lookup_types[1] = {BYTEAOID};
-	static const Oid touch_types[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
 	MemoryContext callerctx = CurrentMemoryContext;
-	const char *hint = "Send the header \"Authorization: Bearer <api key>\".";
-	const char *s = auth != NULL ? VARDATA_ANY(auth) : NULL;
-	int			n = auth != NULL ? VARSIZE_ANY_EXHDR(auth) : 0;
 	const char *token;
 	int			len;
-	char	   *utf8;
-	pg_cryptohash_ctx *ctx;
-	bytea	   *hash;
 	Datum		arg;
 	TimestampTz now = cscp_now();
 	HeapTuple	key;
@@ -149,44 +254,12 @@ http_authenticate(text *auth, const char *scope, Datum *failure)
 	bool		revoked;
 	bool		expired;
 	char	   *tenant;
-	char	   *label;
-	char	   *scopes;
 	Datum		d;
 
-	{
-		int			i = 0;
-
-		while (i < n && http_space(s[i]))
-			i++;
-		if (i == n)
-		{
-			*failure = http_error(401, "unauthorized", "no API key given", "28000", hint,
-								  AUTH_CHALLENGE);
-			return NULL;
-		}
-	}
-	token = bearer_token(s, n, &len);
+	token = auth_token(auth, &len, failure);
 	if (token == NULL)
-	{
-		*failure = http_error(401, "unauthorized", "the Authorization header is not a bearer key",
-							  "28000", hint, AUTH_CHALLENGE);
 		return NULL;
-	}
-
-	/* The key's SHA-256, of its UTF-8 bytes. */
-	utf8 = pg_server_to_any(token, len, PG_UTF8);
-	if (utf8 != token)
-		len = strlen(utf8);
-	hash = palloc(VARHDRSZ + PG_SHA256_DIGEST_LENGTH);
-	SET_VARSIZE(hash, VARHDRSZ + PG_SHA256_DIGEST_LENGTH);
-	ctx = pg_cryptohash_create(PG_SHA256);
-	if (pg_cryptohash_init(ctx) < 0 ||
-		pg_cryptohash_update(ctx, (const uint8 *) utf8, len) < 0 ||
-		pg_cryptohash_final(ctx, (uint8 *) VARDATA(hash), PG_SHA256_DIGEST_LENGTH) < 0)
-		elog(ERROR, "could not compute a SHA-256 hash: %s", pg_cryptohash_error(ctx));
-	pg_cryptohash_free(ctx);
-	arg = PointerGetDatum(hash);
-
+	arg = PointerGetDatum(key_hash(token, len));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&lookup,
@@ -215,57 +288,13 @@ http_authenticate(text *auth, const char *scope, Datum *failure)
 							  "28000", NULL, AUTH_CHALLENGE ", error=\"invalid_token\"");
 		return NULL;
 	}
+	if (!scope_allows(key, desc, scope, callerctx, failure))
+	{
+		SPI_finish();
+		return NULL;
+	}
 	tenant = SPI_getvalue(key, desc, 1);
-	label = SPI_getvalue(key, desc, 2);
-	scopes = SPI_getvalue(key, desc, 3);
-	if (scopes != NULL && scope != NULL)
-	{
-		bool		found = false;
-		ArrayType  *arr = DatumGetArrayTypeP(heap_getattr(key, 3, desc, &isnull));
-		Datum	   *elems;
-		bool	   *elnulls;
-		int			nelems;
-
-		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &elnulls, &nelems);
-		for (int i = 0; i < nelems && !found; i++)
-			found = !elnulls[i] && strcmp(TextDatumGetCString(elems[i]), scope) == 0;
-		if (!found)
-		{
-			MemoryContext spictx = MemoryContextSwitchTo(callerctx);
-			char	   *message = psprintf("the API key lacks scope \"%s\"", scope);
-			char	   *detail = psprintf("Its scopes are %s.", scopes);
-			char	   *challenge = psprintf(AUTH_CHALLENGE ", error=\"insufficient_scope\", scope=\"%s\"",
-											 scope);
-
-			MemoryContextSwitchTo(spictx);
-			SPI_finish();
-			*failure = http_error(403, "insufficient_scope", message, "42501", detail, challenge);
-			return NULL;
-		}
-	}
-	d = heap_getattr(key, 6, desc, &isnull);
-	if (isnull || DatumGetTimestampTz(d) <= now - USECS_PER_MINUTE)
-	{
-		Datum		args[3];
-
-		args[0] = CStringGetTextDatum(tenant);
-		args[1] = CStringGetTextDatum(label);
-		args[2] = TimestampTzGetDatum(now);
-		/*
-		 * SKIP LOCKED: requests that find another one recording the use
-		 * leave it to that one instead of queueing behind its row lock.
-		 */
-		cscp_spi_plan(&touch,
-					  "UPDATE cscp.api_key a SET last_used_at = $3"
-					  "  FROM (SELECT k.tenant_id, k.label FROM cscp.api_key k"
-					  "         WHERE k.tenant_id = $1 AND k.label = $2"
-					  "           AND (k.last_used_at IS NULL OR k.last_used_at <= $3 - interval '1 minute')"
-					  "           FOR UPDATE SKIP LOCKED) l"
-					  " WHERE a.tenant_id = l.tenant_id AND a.label = l.label",
-					  3, touch_types);
-		if (SPI_execute_plan(touch, args, NULL, false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "could not record the use of an API key");
-	}
+	record_use(tenant, SPI_getvalue(key, desc, 2), key, desc, now);
 	tenant = MemoryContextStrdup(callerctx, tenant);
 	SPI_finish();
 	return tenant;
@@ -579,6 +608,44 @@ plain_int4(JsonbValue *v, int32 *out)
 	return true;
 }
 
+/*
+ * The 201 answer of a document POST (session_id, namespace in arguments 1
+ * and 2) into values: status, the Location header, and {documentKey,
+ * success}; returns the row type's descriptor.
+ */
+static TupleDesc
+put_answer(FunctionCallInfo fcinfo, Datum *values)
+{
+	StringInfoData key;
+	StringInfoData location;
+	StringInfoData json;
+	TupleDesc	desc;
+
+	initStringInfo(&key);
+	append_key_part(&key, text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	appendStringInfoChar(&key, ':');
+	append_key_part(&key, text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	initStringInfo(&location);
+	appendStringInfoString(&location, "/v1/context/");
+	append_segment(&location, text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	appendStringInfoChar(&location, '/');
+	append_segment(&location, text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[0] = Int32GetDatum(201);
+	initStringInfo(&json);
+	appendStringInfoString(&json, "{\"Location\": ");
+	escape_json(&json, location.data);
+	appendStringInfoChar(&json, '}');
+	values[1] = DirectFunctionCall1(jsonb_in, CStringGetDatum(json.data));
+	resetStringInfo(&json);
+	appendStringInfoString(&json, "{\"documentKey\": ");
+	escape_json(&json, key.data);
+	appendStringInfoString(&json, ", \"success\": true}");
+	values[2] = DirectFunctionCall1(jsonb_in, CStringGetDatum(json.data));
+	return desc;
+}
+
 PG_FUNCTION_INFO_V1(cscp_http_doc_put);
 
 /*
@@ -605,9 +672,6 @@ cscp_http_doc_put(PG_FUNCTION_ARGS)
 	volatile int32 ttl = 0;
 	volatile bool ttl_known;
 	int32		plain = 0;
-	StringInfoData key;
-	StringInfoData location;
-	StringInfoData json;
 	Datum		values[3];
 	bool		nulls[3] = {false, false, false};
 	TupleDesc	desc;
@@ -641,28 +705,7 @@ cscp_http_doc_put(PG_FUNCTION_ARGS)
 	}
 
 	/* The answer, made before the write (see http_doc_put in gateway.sql). */
-	initStringInfo(&key);
-	append_key_part(&key, text_to_cstring(PG_GETARG_TEXT_PP(1)));
-	appendStringInfoChar(&key, ':');
-	append_key_part(&key, text_to_cstring(PG_GETARG_TEXT_PP(2)));
-	initStringInfo(&location);
-	appendStringInfoString(&location, "/v1/context/");
-	append_segment(&location, text_to_cstring(PG_GETARG_TEXT_PP(1)));
-	appendStringInfoChar(&location, '/');
-	append_segment(&location, text_to_cstring(PG_GETARG_TEXT_PP(2)));
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	values[0] = Int32GetDatum(201);
-	initStringInfo(&json);
-	appendStringInfoString(&json, "{\"Location\": ");
-	escape_json(&json, location.data);
-	appendStringInfoChar(&json, '}');
-	values[1] = DirectFunctionCall1(jsonb_in, CStringGetDatum(json.data));
-	resetStringInfo(&json);
-	appendStringInfoString(&json, "{\"documentKey\": ");
-	escape_json(&json, key.data);
-	appendStringInfoString(&json, ", \"success\": true}");
-	values[2] = DirectFunctionCall1(jsonb_in, CStringGetDatum(json.data));
+	desc = put_answer(fcinfo, values);
 
 	/* cscp.doc_put in a subtransaction: its errors are answered, not raised. */
 	BeginInternalSubTransaction(NULL);
