@@ -30,7 +30,7 @@ q -c "ALTER SYSTEM SET cscp.sweep_interval = '200ms'" -c "SELECT pg_reload_conf(
 workers=$(q -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'cscp sweep'")
 [ "$workers" = 1 ] || { echo "worker-test: expected one cscp sweep worker, found $workers" >&2; exit 1; }
 
-id=$(q -c "SELECT context_id FROM cscp.context_open('wk', 'conv-1', 'ana', '{}', interval '1 second')")
+id=$(q -c "SELECT context_id FROM cscp.context_open('wk', 'conv-1', 'ana', '{}', interval '3 seconds')")
 [ "$(q -c "SELECT status FROM cscp.context WHERE context_id = '$id'")" = active ]
 wait_status "$id" expired 10
 echo "worker-test: the worker recorded an expired context without a call to cscp.sweep()"
