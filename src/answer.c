@@ -15,6 +15,7 @@
 #include "cscp.h"
 #include "command.h"
 
+#include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
@@ -158,4 +159,34 @@ cscp_answer_refusal(const CscpAnswer *a, const char *to_state, TimestampTz conte
 		e.context_ref = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
 	}
 	cscp_evidence_refuse(&e, a->command_id, a->has_command);
+}
+
+/*
+ * The command a context row (with tenant_id and last_command_id) names
+ * last, as the caller sees it, or NULL: what an answer names when the
+ * context's last question lapsed.  *cmddesc gets its descriptor.
+ */
+HeapTuple
+cscp_answer_last_command(HeapTuple ctx, TupleDesc ctxdesc, TupleDesc *cmddesc)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[2] = {TEXTOID, UUIDOID};
+	bool		isnull;
+	Datum		args[2];
+
+	if (ctx == NULL)
+		return NULL;
+	args[0] = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"), ctxdesc, &isnull);
+	args[1] = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "last_command_id"), ctxdesc,
+						   &isnull);
+	if (isnull)
+		return NULL;
+	cscp_spi_plan(&plan, "SELECT * FROM cscp.command x WHERE x.tenant_id = $1 AND x.command_id = $2",
+				  2, types);
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the last command of a context");
+	if (SPI_processed != 1)
+		return NULL;
+	*cmddesc = SPI_tuptable->tupdesc;
+	return SPI_tuptable->vals[0];
 }

@@ -273,30 +273,6 @@ lock_command(Approval *a, const ApproveCall *call, Datum id, bool bound)
 	return SPI_tuptable->vals[0];
 }
 
-/* The command the context names last (unlocked, as the caller sees it), or NULL. */
-static HeapTuple
-last_command(Approval *a)
-{
-	static SPIPlanPtr plan = NULL;
-	static const Oid types[2] = {TEXTOID, UUIDOID};
-	bool		isnull;
-	Datum		args[2];
-
-	if (a->ctx == NULL)
-		return NULL;
-	args[0] = col(a->ctx, a->ctxdesc, "cscp.context", "tenant_id", &isnull);
-	args[1] = col(a->ctx, a->ctxdesc, "cscp.context", "last_command_id", &isnull);
-	if (isnull)
-		return NULL;
-	cscp_spi_plan(&plan, "SELECT * FROM cscp.command x WHERE x.tenant_id = $1 AND x.command_id = $2",
-				  2, types);
-	run(plan, args, SPI_OK_SELECT);
-	if (SPI_processed != 1)
-		return NULL;
-	a->cmddesc = SPI_tuptable->tupdesc;
-	return SPI_tuptable->vals[0];
-}
-
 /* Whether text value (or NULL) equals the C string s (or NULL): IS NOT DISTINCT FROM. */
 static bool
 same_text(const char *value, const char *s)
@@ -333,7 +309,7 @@ judge_latest(const ApproveCall *call, Approval *a)
 	if (same_text(reason, "approval_expired"))
 	{
 		a->outcome = "approval_expired";
-		a->cmd = last_command(a);
+		a->cmd = cscp_answer_last_command(a->ctx, a->ctxdesc, &a->cmddesc);
 	}
 	else
 		a->outcome = "nothing_pending";
@@ -360,7 +336,7 @@ judge_unbound(const ApproveCall *call, Approval *a)
 	else
 		a->outcome = "nothing_pending";
 	if (strcmp(a->outcome, "approval_expired") == 0 && a->cmd == NULL)
-		a->cmd = last_command(a);
+		a->cmd = cscp_answer_last_command(a->ctx, a->ctxdesc, &a->cmddesc);
 }
 
 /*

@@ -100,6 +100,7 @@ extern bool cscp_answer_replay(text *tenant, text *conversation, const char *kin
 							   text *message_id, Datum *values, bool *nulls,
 							   MemoryContext callerctx);
 extern void cscp_answer_record(const CscpAnswer *a);
+extern HeapTuple cscp_answer_last_command(HeapTuple ctx, TupleDesc ctxdesc, TupleDesc *cmddesc);
 extern void cscp_answer_refusal(const CscpAnswer *a, const char *to_state,
 								TimestampTz context_expires, Jsonb *detail);
 

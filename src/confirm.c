@@ -202,30 +202,6 @@ bound_command(HeapTuple ctx, TupleDesc ctxdesc, text *conversation, text *actor,
 	return SPI_tuptable->vals[0];
 }
 
-/* The command the context names last, as the caller sees it, or NULL. */
-static HeapTuple
-last_command(HeapTuple ctx, TupleDesc ctxdesc, TupleDesc *cmddesc)
-{
-	static SPIPlanPtr plan = NULL;
-	static const Oid types[2] = {TEXTOID, UUIDOID};
-	bool		isnull;
-	Datum		args[2];
-
-	args[0] = col(ctx, ctxdesc, "cscp.context", "tenant_id", &isnull);
-	args[1] = col(ctx, ctxdesc, "cscp.context", "last_command_id", &isnull);
-	if (isnull)
-		return NULL;
-	cscp_spi_plan(&plan,
-				  "SELECT x.tenant_id, x.command_id, x.state FROM cscp.command x"
-				  " WHERE x.tenant_id = $1 AND x.command_id = $2",
-				  2, types);
-	run(plan, args, NULL, SPI_OK_SELECT);
-	if (SPI_processed != 1)
-		return NULL;
-	*cmddesc = SPI_tuptable->tupdesc;
-	return SPI_tuptable->vals[0];
-}
-
 /* What an answer comes to, before anything is written. */
 typedef struct Verdict
 {
@@ -268,7 +244,7 @@ judge(HeapTuple ctx, TupleDesc ctxdesc, bool answer, text *fingerprint, Verdict 
 		if (reason != NULL && strcmp(reason, "confirmation_expired") == 0)
 		{
 			v->outcome = "confirmation_expired";
-			v->cmd = last_command(ctx, ctxdesc, &v->cmddesc);
+			v->cmd = cscp_answer_last_command(ctx, ctxdesc, &v->cmddesc);
 		}
 	}
 	else
