@@ -376,51 +376,32 @@ http_response(FunctionCallInfo fcinfo, int status, const char *headers, Datum bo
 	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls));
 }
 
-PG_FUNCTION_INFO_V1(cscp_http_doc_get);
-
 /*
- * cscp.http_doc_get(auth, session_id, namespace) RETURNS cscp.http_response:
- * 200 with the document of the bearer key's tenant, 404 when absent or
- * expired.  Runs SECURITY DEFINER with cscp.tenant_id in its SET clause,
- * so the tenant bound here is the caller's again when it returns.
+ * Call fn (a cscp function, by the function manager) with call in a
+ * subtransaction, so that its errors are answered, not raised: true with
+ * its result in *result (a jsonb copied into the caller's memory, or
+ * (Datum) 0 when null or not jsonb-returning; call->isnull says which);
+ * false with the answer http_failure gives for the error in *failure.
+ * An error it does not answer is raised again.
  */
-Datum
-cscp_http_doc_get(PG_FUNCTION_ARGS)
+static bool
+http_guarded(PGFunction fn, FunctionCallInfo call, Datum *result, Datum *failure)
 {
 	MemoryContext callerctx = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
-	Datum		failure;
-	char	   *tenant;
-	volatile Datum doc = (Datum) 0;
-	volatile bool found = false;
+	volatile Datum copied = (Datum) 0;
 
-	tenant = http_authenticate(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0), "documents:read",
-							   &failure);
-	if (tenant == NULL)
-		PG_RETURN_DATUM(failure);
-	(void) set_config_option("cscp.tenant_id", tenant, superuser() ? PGC_SUSET : PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
-
-	/* cscp.doc_get in a subtransaction: its errors are answered, not raised. */
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(callerctx);
 	PG_TRY();
 	{
-		LOCAL_FCINFO(call, 3);
-		Datum		d;
+		Datum		d = fn(call);
 
-		InitFunctionCallInfoData(*call, NULL, 3, InvalidOid, NULL, NULL);
-		call->args[0].value = CStringGetTextDatum(tenant);
-		call->args[0].isnull = false;
-		call->args[1] = fcinfo->args[1];
-		call->args[2] = fcinfo->args[2];
-		d = cscp_doc_get(call);
-		if (!call->isnull)
+		if (!call->isnull && fn == cscp_doc_get)
 		{
 			MemoryContext subctx = MemoryContextSwitchTo(callerctx);
 
-			doc = PointerGetDatum(DatumGetJsonbPCopy(d));
-			found = true;
+			copied = PointerGetDatum(DatumGetJsonbPCopy(d));
 			MemoryContextSwitchTo(subctx);
 		}
 		ReleaseCurrentSubTransaction();
@@ -437,11 +418,64 @@ cscp_http_doc_get(PG_FUNCTION_ARGS)
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(callerctx);
 		CurrentResourceOwner = owner;
-		if (!http_failure(edata, &failure))
+		if (!http_failure(edata, failure))
 			ReThrowError(edata);
-		PG_RETURN_DATUM(failure);
+		return false;
 	}
 	PG_END_TRY();
+	*result = copied;
+	return true;
+}
+
+/*
+ * cscp.doc_put with ttlSeconds a numeric (argument 4), cast as (doc ->>
+ * 'ttlSeconds')::int casts it: 60.0 passes the body's checks, not the
+ * cast, and the cast's error is the answer.
+ */
+static Datum
+doc_put_ttl(PG_FUNCTION_ARGS)
+{
+	fcinfo->args[4].value =
+		DirectFunctionCall1(int4in, DirectFunctionCall1(numeric_out, fcinfo->args[4].value));
+	return cscp_doc_put(fcinfo);
+}
+
+PG_FUNCTION_INFO_V1(cscp_http_doc_get);
+
+/*
+ * cscp.http_doc_get(auth, session_id, namespace) RETURNS cscp.http_response:
+ * 200 with the document of the bearer key's tenant, 404 when absent or
+ * expired.  Runs SECURITY DEFINER with cscp.tenant_id in its SET clause,
+ * so the tenant bound here is the caller's again when it returns.
+ */
+Datum
+cscp_http_doc_get(PG_FUNCTION_ARGS)
+{
+	Datum		failure;
+	char	   *tenant;
+	Datum		doc = (Datum) 0;
+	bool		found;
+
+	tenant = http_authenticate(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0), "documents:read",
+							   &failure);
+	if (tenant == NULL)
+		PG_RETURN_DATUM(failure);
+	(void) set_config_option("cscp.tenant_id", tenant, superuser() ? PGC_SUSET : PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+
+	/* cscp.doc_get in a subtransaction: its errors are answered, not raised. */
+	{
+		LOCAL_FCINFO(call, 3);
+
+		InitFunctionCallInfoData(*call, NULL, 3, InvalidOid, NULL, NULL);
+		call->args[0].value = CStringGetTextDatum(tenant);
+		call->args[0].isnull = false;
+		call->args[1] = fcinfo->args[1];
+		call->args[2] = fcinfo->args[2];
+		if (!http_guarded(cscp_doc_get, call, &doc, &failure))
+			PG_RETURN_DATUM(failure);
+		found = !call->isnull;
+	}
 	if (!found)
 		PG_RETURN_DATUM(http_error(404, "not_found", "no such document", "P0002",
 								   "It does not exist or has expired.", NULL));
@@ -658,8 +692,6 @@ Datum
 cscp_http_doc_put(PG_FUNCTION_ARGS)
 {
 	const char *hint = "Send {\"ttlSeconds\": <seconds>, \"payload\": {...}}.";
-	MemoryContext callerctx = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
 	text	   *content_type = PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3);
 	text	   *body = PG_ARGISNULL(4) ? NULL : PG_GETARG_TEXT_PP(4);
 	Datum		failure;
@@ -669,8 +701,8 @@ cscp_http_doc_put(PG_FUNCTION_ARGS)
 	JsonbValue *payload_v = NULL;
 	JsonbValue	ttl_buf;
 	JsonbValue	payload_buf;
-	volatile int32 ttl = 0;
-	volatile bool ttl_known;
+	int32		ttl = 0;
+	bool		ttl_known;
 	int32		plain = 0;
 	Datum		values[3];
 	bool		nulls[3] = {false, false, false};
@@ -708,17 +740,10 @@ cscp_http_doc_put(PG_FUNCTION_ARGS)
 	desc = put_answer(fcinfo, values);
 
 	/* cscp.doc_put in a subtransaction: its errors are answered, not raised. */
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(callerctx);
-	PG_TRY();
 	{
 		LOCAL_FCINFO(call, 5);
+		Datum		ignored;
 
-		/* As (doc ->> 'ttlSeconds')::int: 60.0 passes the checks, not the cast. */
-		if (!ttl_known)
-			ttl = DatumGetInt32(DirectFunctionCall1(int4in,
-													DirectFunctionCall1(numeric_out,
-																		NumericGetDatum(ttl_v->val.numeric))));
 		InitFunctionCallInfoData(*call, NULL, 5, InvalidOid, NULL, NULL);
 		call->args[0].value = CStringGetTextDatum(tenant);
 		call->args[0].isnull = false;
@@ -726,27 +751,11 @@ cscp_http_doc_put(PG_FUNCTION_ARGS)
 		call->args[2] = fcinfo->args[2];
 		call->args[3].value = JsonbPGetDatum(JsonbValueToJsonb(payload_v));
 		call->args[3].isnull = false;
-		call->args[4].value = Int32GetDatum(ttl);
+		/* ttlSeconds as it came: an int4, or a numeric that doc_put_ttl casts */
+		call->args[4].value = ttl_known ? Int32GetDatum(ttl) : NumericGetDatum(ttl_v->val.numeric);
 		call->args[4].isnull = false;
-		(void) cscp_doc_put(call);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(callerctx);
-		CurrentResourceOwner = owner;
+		if (!http_guarded(ttl_known ? cscp_doc_put : doc_put_ttl, call, &ignored, &failure))
+			PG_RETURN_DATUM(failure);
 	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(callerctx);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(callerctx);
-		CurrentResourceOwner = owner;
-		if (!http_failure(edata, &failure))
-			ReThrowError(edata);
-		PG_RETURN_DATUM(failure);
-	}
-	PG_END_TRY();
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }
