@@ -118,10 +118,14 @@ COMMENT ON FUNCTION cscp.routing_key_hash(text, text) IS
   'The routing hash of a subject or a session of a tenant: the first 32 bits of an HMAC-SHA256 under cscp''s secret key';
 
 -- The tenant an API key in an Authorization header names, for routing the gateway's endpoints
--- (gateway.sql); the shard checks the key itself.
-CREATE FUNCTION cscp.http_key_tenant(auth text) RETURNS text
-LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
-AS $$
+-- (the shard checks the key itself), and the base64url the proxy's api_key_create makes keys
+-- with: the shards' own definitions (gateway.sql), copied from the catalog by generate.sh.
+CREATE OR REPLACE FUNCTION cscp.http_key_tenant(auth text)
+ RETURNS text
+ LANGUAGE plpgsql
+ IMMUTABLE PARALLEL SAFE STRICT
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
 DECLARE
     t text := pg_catalog.substring(auth, '^\s*[Bb][Ee][Aa][Rr][Ee][Rr] +cscp_([A-Za-z0-9_-]+)\.[A-Za-z0-9_-]+\s*$');
 BEGIN
@@ -134,18 +138,18 @@ BEGIN
 EXCEPTION WHEN character_not_in_repertoire OR untranslatable_character THEN
     RETURN NULL;
 END
-$$;
-COMMENT ON FUNCTION cscp.http_key_tenant(text) IS
-  'The tenant an API key in an Authorization header names (for routing; not a check of the key), or NULL';
-
--- API keys of the gateway (gateway.sql): one key made here and its hash stored on every shard,
--- so that each shard checks it whichever one a request routes to.
-CREATE FUNCTION cscp._base64url(value bytea) RETURNS text
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-AS $$
+$function$
+;
+COMMENT ON FUNCTION cscp.http_key_tenant(text) IS 'The tenant an API key in an Authorization header names (for routing; not a check of the key), or NULL';
+CREATE OR REPLACE FUNCTION cscp._base64url(value bytea)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE STRICT
+AS $function$
     SELECT pg_catalog.translate(pg_catalog.rtrim(pg_catalog.replace(pg_catalog.encode($1, 'base64'), E'\n', ''),
                                                  '='), '+/', '-_')
-$$;
+$function$
+;
 COMMENT ON FUNCTION cscp._base64url(bytea) IS 'Internal: bytes as unpadded base64url';
 
 CREATE FUNCTION cscp_proxy._api_key_store(_tenant text, _clock text, tenant_id text, label text,

@@ -118,35 +118,10 @@ COMMENT ON FUNCTION cscp.routing_key_hash(text, text) IS
   'The routing hash of a subject or a session of a tenant: the first 32 bits of an HMAC-SHA256 under cscp''s secret key';
 
 -- The tenant an API key in an Authorization header names, for routing the gateway's endpoints
--- (gateway.sql); the shard checks the key itself.
-CREATE FUNCTION cscp.http_key_tenant(auth text) RETURNS text
-LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
-AS $$
-DECLARE
-    t text := pg_catalog.substring(auth, '^\s*[Bb][Ee][Aa][Rr][Ee][Rr] +cscp_([A-Za-z0-9_-]+)\.[A-Za-z0-9_-]+\s*$');
-BEGIN
-    IF t IS NULL OR pg_catalog.length(t) % 4 = 1 THEN
-        RETURN NULL;
-    END IF;
-    RETURN pg_catalog.convert_from(pg_catalog.decode(pg_catalog.translate(t, '-_', '+/')
-                                                     || pg_catalog.repeat('=', (4 - pg_catalog.length(t) % 4) % 4),
-                                                     'base64'), 'UTF8');
-EXCEPTION WHEN character_not_in_repertoire OR untranslatable_character THEN
-    RETURN NULL;
-END
-$$;
-COMMENT ON FUNCTION cscp.http_key_tenant(text) IS
-  'The tenant an API key in an Authorization header names (for routing; not a check of the key), or NULL';
-
--- API keys of the gateway (gateway.sql): one key made here and its hash stored on every shard,
--- so that each shard checks it whichever one a request routes to.
-CREATE FUNCTION cscp._base64url(value bytea) RETURNS text
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-AS $$
-    SELECT pg_catalog.translate(pg_catalog.rtrim(pg_catalog.replace(pg_catalog.encode($1, 'base64'), E'\n', ''),
-                                                 '='), '+/', '-_')
-$$;
-COMMENT ON FUNCTION cscp._base64url(bytea) IS 'Internal: bytes as unpadded base64url';
+-- (the shard checks the key itself), and the base64url the proxy's api_key_create makes keys
+-- with: the shards' own definitions (gateway.sql), copied from the catalog by generate.sh.
+-- @from-cscp cscp.http_key_tenant(text)
+-- @from-cscp cscp._base64url(bytea)
 
 CREATE FUNCTION cscp_proxy._api_key_store(_tenant text, _clock text, tenant_id text, label text,
                                           key_hash bytea, scopes text[], expires_at timestamptz)
