@@ -19,6 +19,17 @@
 -- and records one row of cscp.inspection_log per conversation shown, naming the role that asked
 -- (current_user), plus a LOG line that survives a rollback.
 
+-- The digest that stands for an actor or a target where its value must not show.  Every name in
+-- the body is qualified: it is inlined into the caller's query (views.sql, invariants.sql).
+CREATE FUNCTION cscp._pseudonym(value text) RETURNS text
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+AS $$
+    SELECT pg_catalog.textcat('sha256:', pg_catalog.left(pg_catalog.encode(
+               pg_catalog.sha256(pg_catalog.convert_to(value, 'UTF8')), 'hex'), 16))
+$$;
+COMMENT ON FUNCTION cscp._pseudonym(text) IS
+  'Internal: ''sha256:'' and the first 16 hex digits of the SHA-256 of a value, to tell values apart without showing them';
+
 CREATE FUNCTION cscp._redact_slots(slots jsonb, detail_level text) RETURNS jsonb
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
@@ -46,7 +57,7 @@ SELECT c.tenant_id,
        c.context_id,
        c.conversation_id,
        CASE WHEN d.level = 'full' THEN c.actor_id
-            ELSE 'sha256:' || left(encode(sha256(convert_to(c.actor_id, 'UTF8')), 'hex'), 16) END
+            ELSE cscp._pseudonym(c.actor_id) END
            AS actor,
        CASE WHEN c.expires_at <= cscp.now() THEN 'expired'::cscp.context_status ELSE c.status END
            AS status,
@@ -64,8 +75,7 @@ SELECT c.tenant_id,
             ELSE '[' || jsonb_typeof(c.slots -> 'active_intent') || ']' END AS intent,
        -- The target never shows: at full, a short digest to tell two targets apart.
        CASE WHEN d.level = 'none' OR NOT c.slots ? 'active_target' THEN NULL
-            WHEN d.level = 'full'
-            THEN 'sha256:' || left(encode(sha256(convert_to((c.slots -> 'active_target')::text, 'UTF8')), 'hex'), 16)
+            WHEN d.level = 'full' THEN cscp._pseudonym((c.slots -> 'active_target')::text)
             ELSE '[redacted]' END AS target,
        coalesce(jsonb_typeof(c.slots -> 'pending_confirmation') = 'object', false)
            AND c.expires_at > cscp.now() AS confirmation_pending,
@@ -88,7 +98,7 @@ SELECT m.tenant_id,
        m.command_id,
        m.conversation_id,
        CASE WHEN d.level = 'full' THEN m.actor_id
-            ELSE 'sha256:' || left(encode(sha256(convert_to(m.actor_id, 'UTF8')), 'hex'), 16) END
+            ELSE cscp._pseudonym(m.actor_id) END
            AS actor,
        CASE WHEN d.level = 'none' THEN NULL ELSE m.command_name END AS command_name,
        m.mutating,
