@@ -30,6 +30,17 @@ $$;
 COMMENT ON FUNCTION cscp._pseudonym(text) IS
   'Internal: ''sha256:'' and the first 16 hex digits of the SHA-256 of a value, to tell values apart without showing them';
 
+-- What an operator sees of an actor at a detail level: the id at full, else its digest.
+-- Inlined like cscp._pseudonym, so its names are qualified (texteq is text = text).
+CREATE FUNCTION cscp._redact_actor(actor_id text, detail_level text) RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN pg_catalog.texteq(detail_level, 'full') THEN actor_id
+                ELSE cscp._pseudonym(actor_id) END
+$$;
+COMMENT ON FUNCTION cscp._redact_actor(text, text) IS
+  'Internal: what an operator may see of an actor at a detail level';
+
 CREATE FUNCTION cscp._redact_slots(slots jsonb, detail_level text) RETURNS jsonb
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
@@ -56,9 +67,7 @@ CREATE VIEW cscp._active_context WITH (security_barrier) AS
 SELECT c.tenant_id,
        c.context_id,
        c.conversation_id,
-       CASE WHEN d.level = 'full' THEN c.actor_id
-            ELSE cscp._pseudonym(c.actor_id) END
-           AS actor,
+       cscp._redact_actor(c.actor_id, d.level) AS actor,
        CASE WHEN c.expires_at <= cscp.now() THEN 'expired'::cscp.context_status ELSE c.status END
            AS status,
        c.created_at,
@@ -97,9 +106,7 @@ CREATE VIEW cscp._command_lifecycle WITH (security_barrier) AS
 SELECT m.tenant_id,
        m.command_id,
        m.conversation_id,
-       CASE WHEN d.level = 'full' THEN m.actor_id
-            ELSE cscp._pseudonym(m.actor_id) END
-           AS actor,
+       cscp._redact_actor(m.actor_id, d.level) AS actor,
        CASE WHEN d.level = 'none' THEN NULL ELSE m.command_name END AS command_name,
        m.mutating,
        m.auto_confirm,
