@@ -94,9 +94,7 @@ SELECT c.tenant_id,
   FROM cscp.context_live l
   JOIN cscp.context c ON c.tenant_id = l.tenant_id AND c.context_id = l.context_id
   CROSS JOIN LATERAL (
-       SELECT coalesce((SELECT p.settings ->> 'detail_level' FROM cscp.policy p WHERE p.tenant_id = c.tenant_id),
-                       (SELECT p.settings ->> 'detail_level' FROM cscp.policy p WHERE p.tenant_id = '*'),
-                       'summary') AS level) d
+       SELECT coalesce(cscp.policy_effective(c.tenant_id) ->> 'detail_level', 'summary') AS level) d
   LEFT JOIN cscp.command m ON m.tenant_id = c.tenant_id AND m.command_id = c.last_command_id
  WHERE c.status IN ('active', 'pending', 'blocked');
 COMMENT ON VIEW cscp._active_context IS
@@ -129,9 +127,7 @@ SELECT m.tenant_id,
        END AS events
   FROM cscp.command m
   CROSS JOIN LATERAL (
-       SELECT coalesce((SELECT p.settings ->> 'detail_level' FROM cscp.policy p WHERE p.tenant_id = m.tenant_id),
-                       (SELECT p.settings ->> 'detail_level' FROM cscp.policy p WHERE p.tenant_id = '*'),
-                       'summary') AS level) d;
+       SELECT coalesce(cscp.policy_effective(m.tenant_id) ->> 'detail_level', 'summary') AS level) d;
 COMMENT ON VIEW cscp._command_lifecycle IS
   'Internal: every tenant''s commands, redacted per detail_level; read through cscp.inspect_command_lifecycle';
 
