@@ -92,24 +92,12 @@ AS $$
                e.to_state, cscp.evidence_hash(e) AS recomputed,
                lag(e.seq) OVER w AS prev_seq,
                lag(e.hash) OVER w AS prev_row_hash
-          FROM cscp.evidence e
-         WHERE e.tenant_id = $1 AND e.command_id = $2
-        WINDOW w AS (PARTITION BY e.tenant_id, e.command_id ORDER BY e.seq)
-        UNION ALL
-        SELECT e.tenant_id, e.command_id, e.seq, e.evidence_id, e.hash, e.prev_hash, e.event_type,
-               e.to_state, cscp.evidence_hash(e),
-               lag(e.seq) OVER w,
-               lag(e.hash) OVER w
-          FROM cscp.evidence e
-         WHERE e.tenant_id = $1 AND $2 IS NULL
-        WINDOW w AS (PARTITION BY e.tenant_id, e.command_id ORDER BY e.seq)
-        UNION ALL
-        SELECT e.tenant_id, e.command_id, e.seq, e.evidence_id, e.hash, e.prev_hash, e.event_type,
-               e.to_state, cscp.evidence_hash(e),
-               lag(e.seq) OVER w,
-               lag(e.hash) OVER w
-          FROM cscp.evidence e
-         WHERE $1 IS NULL AND $2 IS NULL
+          FROM (-- One branch per form of the call, so that each reads through its index.
+                SELECT * FROM cscp.evidence x WHERE x.tenant_id = $1 AND x.command_id = $2
+                UNION ALL
+                SELECT * FROM cscp.evidence x WHERE x.tenant_id = $1 AND $2 IS NULL
+                UNION ALL
+                SELECT * FROM cscp.evidence x WHERE $1 IS NULL AND $2 IS NULL) e
         WINDOW w AS (PARTITION BY e.tenant_id, e.command_id ORDER BY e.seq)
     ), last_transition AS (
         -- The state each chain ends in: its last row that records a transition.

@@ -23,8 +23,7 @@ AS $$
     -- More than one live context for one (tenant, conversation, actor).
     live AS (
         SELECT 'multiple_live_contexts'::text AS kind, c.tenant_id, c.conversation_id AS object_id,
-               format('%s live contexts for actor sha256:%s: %s', count(*),
-                      left(encode(sha256(convert_to(c.actor_id, 'UTF8')), 'hex'), 16),
+               format('%s live contexts for actor %s: %s', count(*), cscp._pseudonym(c.actor_id),
                       string_agg(c.context_id::text || ' (' || c.status || ')', ', '
                                  ORDER BY c.created_at, c.context_id)) AS detail
           FROM cscp.context c

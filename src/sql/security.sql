@@ -33,74 +33,33 @@ CREATE FUNCTION cscp.bound_tenants(kind text DEFAULT 'app') RETURNS text[]
 COMMENT ON FUNCTION cscp.bound_tenants(text) IS
   'The tenants the current role is bound to as an application (kind app) or operator (kind operator); NULL when it is not bound';
 
-ALTER TABLE cscp.context ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_isolation ON cscp.context
-    USING (tenant_id = cscp.current_tenant())
-    WITH CHECK (tenant_id = cscp.current_tenant());
-
-ALTER TABLE cscp.command ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_isolation ON cscp.command
-    USING (tenant_id = cscp.current_tenant())
-    WITH CHECK (tenant_id = cscp.current_tenant());
-
-ALTER TABLE cscp.frame ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_isolation ON cscp.frame
-    USING (tenant_id = cscp.current_tenant())
-    WITH CHECK (tenant_id = cscp.current_tenant());
-
-ALTER TABLE cscp.answer ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_isolation ON cscp.answer
-    USING (tenant_id = cscp.current_tenant())
-    WITH CHECK (tenant_id = cscp.current_tenant());
-
--- Live contexts: application roles only ever read them (the guard trigger writes them as the
--- owner, see context_fsm.c).
-ALTER TABLE cscp.context_live ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_read ON cscp.context_live FOR SELECT
-    USING (tenant_id = cscp.current_tenant());
--- Retired contexts likewise (the triggers write them as the owner).
-ALTER TABLE cscp.context_retired ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_read ON cscp.context_retired FOR SELECT
-    USING (tenant_id = cscp.current_tenant());
--- Open windows and finished commands likewise (the command triggers write them as the owner).
-ALTER TABLE cscp.command_window ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_read ON cscp.command_window FOR SELECT
-    USING (tenant_id = cscp.current_tenant());
-ALTER TABLE cscp.command_retired ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_read ON cscp.command_retired FOR SELECT
-    USING (tenant_id = cscp.current_tenant());
-
--- Evidence: application roles only ever read it (the owner writes it, see evidence.c).
-ALTER TABLE cscp.evidence ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_read ON cscp.evidence FOR SELECT
-    USING (tenant_id = cscp.current_tenant());
-
-ALTER TABLE cscp.conversation ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_isolation ON cscp.conversation
-    USING (tenant_id = cscp.current_tenant())
-    WITH CHECK (tenant_id = cscp.current_tenant());
-
-ALTER TABLE cscp.turn ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_isolation ON cscp.turn
-    USING (tenant_id = cscp.current_tenant())
-    WITH CHECK (tenant_id = cscp.current_tenant());
-
--- Events: application roles only ever read them (cscp's C code writes them as the owner).
-ALTER TABLE cscp.event ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_read ON cscp.event FOR SELECT
-    USING (tenant_id = cscp.current_tenant());
-
-ALTER TABLE cscp.document ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_isolation ON cscp.document
-    USING (tenant_id = cscp.current_tenant())
-    WITH CHECK (tenant_id = cscp.current_tenant());
-
--- Tenant settings (policies, authority ranks, the command registry): a tenant reads its own
--- and the defaults of tenant '*', and writes only its own.
+-- The policies of each kind of table, stated once and applied to its tables by name.
 DO $$
 DECLARE
     t text;
 BEGIN
+    -- Tenant data: read and written by application roles, each row of its tenant only.
+    FOREACH t IN ARRAY ARRAY['context', 'command', 'frame', 'answer', 'conversation', 'turn',
+                             'document', 'inspection_log', 'identity', 'fact', 'working_set',
+                             'environment'] LOOP
+        EXECUTE pg_catalog.format('ALTER TABLE cscp.%I ENABLE ROW LEVEL SECURITY', t);
+        EXECUTE pg_catalog.format('CREATE POLICY tenant_isolation ON cscp.%I'
+                                  ' USING (tenant_id = cscp.current_tenant())'
+                                  ' WITH CHECK (tenant_id = cscp.current_tenant())', t);
+    END LOOP;
+    -- Tenant data that application roles only ever read: the live and retired contexts, the
+    -- open windows and finished commands (the context and command triggers write them as the
+    -- owner, see context_fsm.c), evidence (evidence.c) and events (cscp's C code), and the
+    -- tombstones (cscp.forget_* and the forgotten_guard trigger; application roles are
+    -- granted nothing on them).
+    FOREACH t IN ARRAY ARRAY['context_live', 'context_retired', 'command_window', 'command_retired',
+                             'evidence', 'event', 'tombstone'] LOOP
+        EXECUTE pg_catalog.format('ALTER TABLE cscp.%I ENABLE ROW LEVEL SECURITY', t);
+        EXECUTE pg_catalog.format('CREATE POLICY tenant_read ON cscp.%I FOR SELECT'
+                                  ' USING (tenant_id = cscp.current_tenant())', t);
+    END LOOP;
+    -- Tenant settings (policies, authority ranks, the command registry): a tenant reads its own
+    -- and the defaults of tenant '*', and writes only its own.
     FOREACH t IN ARRAY ARRAY['policy', 'authority', 'command_registry'] LOOP
         EXECUTE pg_catalog.format('ALTER TABLE cscp.%I ENABLE ROW LEVEL SECURITY', t);
         EXECUTE pg_catalog.format('CREATE POLICY tenant_read ON cscp.%I FOR SELECT'
@@ -115,38 +74,6 @@ BEGIN
     END LOOP;
 END
 $$;
-
-ALTER TABLE cscp.inspection_log ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_isolation ON cscp.inspection_log
-    USING (tenant_id = cscp.current_tenant())
-    WITH CHECK (tenant_id = cscp.current_tenant());
-
--- Facts and the state layers around them (facts.sql).
-ALTER TABLE cscp.identity ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_isolation ON cscp.identity
-    USING (tenant_id = cscp.current_tenant())
-    WITH CHECK (tenant_id = cscp.current_tenant());
-
-ALTER TABLE cscp.fact ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_isolation ON cscp.fact
-    USING (tenant_id = cscp.current_tenant())
-    WITH CHECK (tenant_id = cscp.current_tenant());
-
-ALTER TABLE cscp.working_set ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_isolation ON cscp.working_set
-    USING (tenant_id = cscp.current_tenant())
-    WITH CHECK (tenant_id = cscp.current_tenant());
-
-ALTER TABLE cscp.environment ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_isolation ON cscp.environment
-    USING (tenant_id = cscp.current_tenant())
-    WITH CHECK (tenant_id = cscp.current_tenant());
-
--- Tombstones: written and read by cscp.forget_* and the forgotten_guard trigger as the owner;
--- application roles are granted nothing on them.
-ALTER TABLE cscp.tombstone ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_read ON cscp.tombstone FOR SELECT
-    USING (tenant_id = cscp.current_tenant());
 
 -- The log: operators read the tenants their binding lets them see (granted SELECT by
 -- cscp.grant_operator); application roles are granted nothing on it.

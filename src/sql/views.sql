@@ -19,6 +19,28 @@
 -- and records one row of cscp.inspection_log per conversation shown, naming the role that asked
 -- (current_user), plus a LOG line that survives a rollback.
 
+-- The digest that stands for an actor or a target where its value must not show.  Every name in
+-- the body is qualified: it is inlined into the caller's query (views.sql, invariants.sql).
+CREATE FUNCTION cscp._pseudonym(value text) RETURNS text
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+AS $$
+    SELECT pg_catalog.textcat('sha256:', pg_catalog.left(pg_catalog.encode(
+               pg_catalog.sha256(pg_catalog.convert_to(value, 'UTF8')), 'hex'), 16))
+$$;
+COMMENT ON FUNCTION cscp._pseudonym(text) IS
+  'Internal: ''sha256:'' and the first 16 hex digits of the SHA-256 of a value, to tell values apart without showing them';
+
+-- What an operator sees of an actor at a detail level: the id at full, else its digest.
+-- Inlined like cscp._pseudonym, so its names are qualified (texteq is text = text).
+CREATE FUNCTION cscp._redact_actor(actor_id text, detail_level text) RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN pg_catalog.texteq(detail_level, 'full') THEN actor_id
+                ELSE cscp._pseudonym(actor_id) END
+$$;
+COMMENT ON FUNCTION cscp._redact_actor(text, text) IS
+  'Internal: what an operator may see of an actor at a detail level';
+
 CREATE FUNCTION cscp._redact_slots(slots jsonb, detail_level text) RETURNS jsonb
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
@@ -45,9 +67,7 @@ CREATE VIEW cscp._active_context WITH (security_barrier) AS
 SELECT c.tenant_id,
        c.context_id,
        c.conversation_id,
-       CASE WHEN d.level = 'full' THEN c.actor_id
-            ELSE 'sha256:' || left(encode(sha256(convert_to(c.actor_id, 'UTF8')), 'hex'), 16) END
-           AS actor,
+       cscp._redact_actor(c.actor_id, d.level) AS actor,
        CASE WHEN c.expires_at <= cscp.now() THEN 'expired'::cscp.context_status ELSE c.status END
            AS status,
        c.created_at,
@@ -64,8 +84,7 @@ SELECT c.tenant_id,
             ELSE '[' || jsonb_typeof(c.slots -> 'active_intent') || ']' END AS intent,
        -- The target never shows: at full, a short digest to tell two targets apart.
        CASE WHEN d.level = 'none' OR NOT c.slots ? 'active_target' THEN NULL
-            WHEN d.level = 'full'
-            THEN 'sha256:' || left(encode(sha256(convert_to((c.slots -> 'active_target')::text, 'UTF8')), 'hex'), 16)
+            WHEN d.level = 'full' THEN cscp._pseudonym((c.slots -> 'active_target')::text)
             ELSE '[redacted]' END AS target,
        coalesce(jsonb_typeof(c.slots -> 'pending_confirmation') = 'object', false)
            AND c.expires_at > cscp.now() AS confirmation_pending,
@@ -75,9 +94,7 @@ SELECT c.tenant_id,
   FROM cscp.context_live l
   JOIN cscp.context c ON c.tenant_id = l.tenant_id AND c.context_id = l.context_id
   CROSS JOIN LATERAL (
-       SELECT coalesce((SELECT p.settings ->> 'detail_level' FROM cscp.policy p WHERE p.tenant_id = c.tenant_id),
-                       (SELECT p.settings ->> 'detail_level' FROM cscp.policy p WHERE p.tenant_id = '*'),
-                       'summary') AS level) d
+       SELECT coalesce(cscp.policy_effective(c.tenant_id) ->> 'detail_level', 'summary') AS level) d
   LEFT JOIN cscp.command m ON m.tenant_id = c.tenant_id AND m.command_id = c.last_command_id
  WHERE c.status IN ('active', 'pending', 'blocked');
 COMMENT ON VIEW cscp._active_context IS
@@ -87,9 +104,7 @@ CREATE VIEW cscp._command_lifecycle WITH (security_barrier) AS
 SELECT m.tenant_id,
        m.command_id,
        m.conversation_id,
-       CASE WHEN d.level = 'full' THEN m.actor_id
-            ELSE 'sha256:' || left(encode(sha256(convert_to(m.actor_id, 'UTF8')), 'hex'), 16) END
-           AS actor,
+       cscp._redact_actor(m.actor_id, d.level) AS actor,
        CASE WHEN d.level = 'none' THEN NULL ELSE m.command_name END AS command_name,
        m.mutating,
        m.auto_confirm,
@@ -112,9 +127,7 @@ SELECT m.tenant_id,
        END AS events
   FROM cscp.command m
   CROSS JOIN LATERAL (
-       SELECT coalesce((SELECT p.settings ->> 'detail_level' FROM cscp.policy p WHERE p.tenant_id = m.tenant_id),
-                       (SELECT p.settings ->> 'detail_level' FROM cscp.policy p WHERE p.tenant_id = '*'),
-                       'summary') AS level) d;
+       SELECT coalesce(cscp.policy_effective(m.tenant_id) ->> 'detail_level', 'summary') AS level) d;
 COMMENT ON VIEW cscp._command_lifecycle IS
   'Internal: every tenant''s commands, redacted per detail_level; read through cscp.inspect_command_lifecycle';
 
