@@ -26,8 +26,13 @@ fetch_supp() {
 	[ -s "$SUPP_DIR/valgrind.supp" ] && { echo "cached: $SUPP_DIR/valgrind.supp"; return 0; }
 	local a=$PWD/$SUPP_DIR/apt pkg="postgresql-${PGVERSION:-15}"
 	mkdir -p "$a/sources.list.d" "$a/lists/partial" "$a/cache/archives/partial" "$a/src"
-	# Debian's own package sources, as deb-src, in a private apt state (the system's is untouched).
-	sed 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources >"$a/sources.list.d/src.sources"
+	# Debian's own package sources, as deb-src, in a private apt state (the system's is untouched):
+	# deb822 (Debian 12's images) or one-line (debootstrap's, as in make valgrind PG=18).
+	if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+		sed 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources >"$a/sources.list.d/src.sources"
+	else
+		sed -n 's/^deb[[:space:]]/deb-src /p' /etc/apt/sources.list >"$a/sources.list.d/src.list"
+	fi
 	local opts=(-o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$a/sources.list.d"
 		-o "Dir::State::Lists=$a/lists" -o "Dir::Cache=$a/cache" -o "APT::Sandbox::User=root")
 	apt-get "${opts[@]}" update || return 1
