@@ -227,6 +227,25 @@ $$;
 COMMENT ON FUNCTION cscp._http_error(int, text, text, text, text, jsonb) IS
   'Internal: an HTTP error response with its stable code, message and SQLSTATE';
 
+-- The 404 response to a request for what the key's tenant does not have (or no longer has).
+CREATE FUNCTION cscp._http_not_found(message text, detail text DEFAULT NULL)
+RETURNS cscp.http_response
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT cscp._http_error(404, 'not_found', $1, 'P0002', $2)
+$$;
+COMMENT ON FUNCTION cscp._http_not_found(text, text) IS
+  'Internal: the HTTP 404 response (not_found, SQLSTATE P0002) with its message';
+
+-- A 200 response no cache may keep: what the tenant's data is now.
+CREATE FUNCTION cscp._http_no_store(body jsonb) RETURNS cscp.http_response
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT ROW(200, '{"Cache-Control": "no-store"}'::jsonb, $1)::cscp.http_response
+$$;
+COMMENT ON FUNCTION cscp._http_no_store(jsonb) IS
+  'Internal: an HTTP 200 response with Cache-Control: no-store';
+
 -- The response to an error an API function raised, or NULL for one that is not the caller's
 -- doing (the http function raises it again, and the gateway answers 500).
 CREATE FUNCTION cscp._http_failure(sqlstate text, message text, detail text DEFAULT NULL)
@@ -519,8 +538,7 @@ BEGIN
         RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
     IF NOT deleted THEN
-        RETURN cscp._http_error(404, 'not_found', 'no such document', 'P0002',
-                                'It does not exist or has expired.');
+        RETURN cscp._http_not_found('no such document', 'It does not exist or has expired.');
     END IF;
     RETURN ROW(204, '{}'::jsonb, NULL)::cscp.http_response;
 END
@@ -554,8 +572,7 @@ BEGIN
         GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
         RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
-    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb,
-               pg_catalog.jsonb_build_object('sessionId', session_id, 'namespaces', list))::cscp.http_response;
+    RETURN cscp._http_no_store(pg_catalog.jsonb_build_object('sessionId', session_id, 'namespaces', list));
 END
 $$;
 COMMENT ON FUNCTION cscp.http_doc_list(text, text) IS
@@ -608,7 +625,7 @@ BEGIN
         GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
         RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
-    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb, cscp._http_context(c))::cscp.http_response;
+    RETURN cscp._http_no_store(cscp._http_context(c));
 END
 $$;
 COMMENT ON FUNCTION cscp.http_context_open(text, text, text, text, text) IS
@@ -637,10 +654,9 @@ BEGIN
         RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
     IF c.context_id IS NULL THEN
-        RETURN cscp._http_error(404, 'not_found', 'no such context', 'P0002',
-                                'No context was ever opened for this conversation and actor.');
+        RETURN cscp._http_not_found('no such context', 'No context was ever opened for this conversation and actor.');
     END IF;
-    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb, cscp._http_context(c))::cscp.http_response;
+    RETURN cscp._http_no_store(cscp._http_context(c));
 END
 $$;
 COMMENT ON FUNCTION cscp.http_context_get(text, text, text) IS
@@ -659,15 +675,14 @@ BEGIN
     BEGIN
         SELECT * INTO c FROM cscp.context_get(tenant_id, conversation_id, actor_id);
         IF c.context_id IS NULL OR c.status NOT IN ('active', 'pending', 'blocked') THEN
-            RETURN cscp._http_error(404, 'not_found', 'no live context', 'P0002',
-                                    'Open a context first: POST .../context.');
+            RETURN cscp._http_not_found('no live context', 'Open a context first: POST .../context.');
         END IF;
         c := cscp.slot_set(c.context_id, slot, value);
     EXCEPTION WHEN OTHERS THEN
         GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
         RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
-    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb, cscp._http_context(c))::cscp.http_response;
+    RETURN cscp._http_no_store(cscp._http_context(c));
 END
 $$;
 COMMENT ON FUNCTION cscp._http_slot(text, text, text, text, jsonb) IS
@@ -712,6 +727,18 @@ $$;
 COMMENT ON FUNCTION cscp.http_slot_delete(text, text, text, text) IS
   'DELETE /v1/conversations/{conversation_id}/actors/{actor_id}/context/slots/{slot}: remove a slot of the live context; 200 with the context';
 
+-- The answer to a confirmation or an approval: every outcome is one (evidence is written for
+-- each), 200.
+CREATE FUNCTION cscp._http_decision(outcome text, command_id uuid, context_id uuid)
+RETURNS cscp.http_response
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT ROW(200, '{}'::jsonb,
+               pg_catalog.jsonb_build_object('outcome', $1, 'commandId', $2, 'contextId', $3))::cscp.http_response
+$$;
+COMMENT ON FUNCTION cscp._http_decision(text, uuid, uuid) IS
+  'Internal: the HTTP 200 response with the outcome of a confirmation or an approval';
+
 CREATE FUNCTION cscp.http_confirm(auth text, conversation_id text, actor_id text, content_type text, body text)
 RETURNS cscp.http_response
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -737,10 +764,7 @@ BEGIN
         GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
         RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
-    -- Every outcome is an answer (evidence is written for each): 200.
-    RETURN ROW(200, '{}'::jsonb,
-               pg_catalog.jsonb_build_object('outcome', o.outcome, 'commandId', o.command_id,
-                                             'contextId', o.context_id))::cscp.http_response;
+    RETURN cscp._http_decision(o.outcome, o.command_id, o.context_id);
 END
 $$;
 COMMENT ON FUNCTION cscp.http_confirm(text, text, text, text, text) IS
@@ -772,9 +796,7 @@ BEGIN
         GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
         RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
-    RETURN ROW(200, '{}'::jsonb,
-               pg_catalog.jsonb_build_object('outcome', o.outcome, 'commandId', o.command_id,
-                                             'contextId', o.context_id))::cscp.http_response;
+    RETURN cscp._http_decision(o.outcome, o.command_id, o.context_id);
 END
 $$;
 COMMENT ON FUNCTION cscp.http_approve(text, text, text, text) IS
@@ -854,19 +876,17 @@ BEGIN
     BEGIN
         id := command_id;
         IF NOT cscp._http_command_of(req.tenant_id, id) THEN
-            RETURN cscp._http_error(404, 'not_found', 'no such command', 'P0002', NULL);
+            RETURN cscp._http_not_found('no such command');
         END IF;
         SELECT * INTO o FROM cscp.command_status(id);
     EXCEPTION WHEN OTHERS THEN
         GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
         RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
-    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb,
-               pg_catalog.jsonb_build_object('commandId', id, 'state', o.state,
-                                             'lastTransitionAt', cscp._utc(o.last_transition_at),
-                                             'terminal', o.terminal, 'outcome', o.outcome,
-                                             'reasonCode', o.reason_code, 'nextAllowed', o.next_allowed,
-                                             'recoveryOptions', o.recovery_options))::cscp.http_response;
+    RETURN cscp._http_no_store(pg_catalog.jsonb_build_object(
+               'commandId', id, 'state', o.state, 'lastTransitionAt', cscp._utc(o.last_transition_at),
+               'terminal', o.terminal, 'outcome', o.outcome, 'reasonCode', o.reason_code,
+               'nextAllowed', o.next_allowed, 'recoveryOptions', o.recovery_options));
 END
 $$;
 COMMENT ON FUNCTION cscp.http_command_status(text, uuid) IS
@@ -894,7 +914,7 @@ BEGIN
     BEGIN
         id := command_id;
         IF NOT cscp._http_command_of(req.tenant_id, id) THEN
-            RETURN cscp._http_error(404, 'not_found', 'no such command', 'P0002', NULL);
+            RETURN cscp._http_not_found('no such command');
         END IF;
         SELECT * INTO o FROM cscp.command_transition(id, (req.doc ->> 'toState')::cscp.command_state,
                                                      req.doc ->> 'reasonCode', nullif(req.doc -> 'detail', 'null'));
@@ -1005,8 +1025,7 @@ BEGIN
     END IF;
     BEGIN
         IF NOT cscp._http_conversation_of(req.tenant_id, conversation_id) THEN
-            RETURN cscp._http_error(404, 'not_found', 'no such conversation', 'P0002',
-                                    'Start it first: POST /v1/conversations/{conversation_id}.');
+            RETURN cscp._http_not_found('no such conversation', 'Start it first: POST /v1/conversations/{conversation_id}.');
         END IF;
         IF req.doc ->> 'operation' = 'exchange' THEN
             SELECT x.event_id, x.turn_index, x.message_id, x.outcome AS result INTO o
@@ -1055,18 +1074,17 @@ BEGIN
     BEGIN
         SELECT * INTO c FROM cscp.conversation_get(req.tenant_id, conversation_id);
         IF c.conversation_id IS NULL THEN
-            RETURN cscp._http_error(404, 'not_found', 'no such conversation', 'P0002', NULL);
+            RETURN cscp._http_not_found('no such conversation');
         END IF;
         doc := cscp.conversation_export(req.tenant_id, conversation_id);
     EXCEPTION WHEN OTHERS THEN
         GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
         RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
-    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb,
-               doc || pg_catalog.jsonb_build_object(
-                   'agentId', c.agent_id, 'openedAt', cscp._utc(c.opened_at), 'closedAt', cscp._utc(c.closed_at),
-                   'closeReason', c.close_reason, 'outcome', c.outcome, 'timeoutMs', c.timeout_ms,
-                   'nextTurnIndex', c.next_turn_index))::cscp.http_response;
+    RETURN cscp._http_no_store(doc || pg_catalog.jsonb_build_object(
+               'agentId', c.agent_id, 'openedAt', cscp._utc(c.opened_at), 'closedAt', cscp._utc(c.closed_at),
+               'closeReason', c.close_reason, 'outcome', c.outcome, 'timeoutMs', c.timeout_ms,
+               'nextTurnIndex', c.next_turn_index));
 END
 $$;
 COMMENT ON FUNCTION cscp.http_conversation_get(text, text) IS
@@ -1150,7 +1168,7 @@ BEGIN
          WHERE x.tenant_id = req.tenant_id AND x.subject_id = http_fact_current.subject_id
            AND x.fact_id = http_fact_current.fact_id;
         IF NOT FOUND THEN
-            RETURN cscp._http_error(404, 'not_found', 'no such fact', 'P0002', NULL);
+            RETURN cscp._http_not_found('no such fact');
         END IF;
         f := cscp.fact_current(req.tenant_id, subject_id, fact_id);
     EXCEPTION WHEN OTHERS THEN
@@ -1158,9 +1176,9 @@ BEGIN
         RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
     IF f.fact_id IS NULL THEN
-        RETURN cscp._http_error(404, 'not_found', 'no such fact', 'P0002', NULL);
+        RETURN cscp._http_not_found('no such fact');
     END IF;
-    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb, cscp._http_fact(f))::cscp.http_response;
+    RETURN cscp._http_no_store(cscp._http_fact(f));
 END
 $$;
 COMMENT ON FUNCTION cscp.http_fact_current(text, text, text) IS
@@ -1191,7 +1209,7 @@ BEGIN
         GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
         RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
-    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb, ctx)::cscp.http_response;
+    RETURN cscp._http_no_store(ctx);
 END
 $$;
 COMMENT ON FUNCTION cscp.http_build_context(text, text, text, text) IS
