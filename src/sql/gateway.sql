@@ -422,6 +422,7 @@ DECLARE
     f text;
     field text;
     kind text;
+    string_arrays text[] := '{}';
 BEGIN
     IF k.tenant_id IS NULL THEN
         failure := k.failure;
@@ -434,23 +435,22 @@ BEGIN
         FOREACH f IN ARRAY coalesce(fields, '{}') LOOP
             field := pg_catalog.split_part(f, ':', 1);
             kind := pg_catalog.btrim(pg_catalog.split_part(f, ':', 2));
-            failure := cscp._http_field(doc, pg_catalog.rtrim(field, '?'),
-                                        CASE WHEN kind LIKE '%[]' THEN 'array' ELSE kind END,
-                                        field NOT LIKE '%?', hint);
+            IF kind = 'string[]' THEN
+                kind := 'array';
+                string_arrays := string_arrays || pg_catalog.rtrim(field, '?');
+            END IF;
+            failure := cscp._http_field(doc, pg_catalog.rtrim(field, '?'), kind, field NOT LIKE '%?', hint);
             EXIT WHEN failure.status IS NOT NULL;
         END LOOP;
-        IF failure.status IS NULL THEN
-            FOREACH f IN ARRAY coalesce(fields, '{}') LOOP
-                field := pg_catalog.rtrim(pg_catalog.split_part(f, ':', 1), '?');
-                IF f LIKE '%string[]'
-                   AND pg_catalog.jsonb_path_exists(coalesce(doc -> field, '[]'), '$[*] ? (@.type() != "string")') THEN
-                    failure := cscp._http_error(400, 'invalid_parameter',
-                                                pg_catalog.format('field "%s" must be an array of strings', field),
-                                                '22023', hint);
-                    EXIT;
-                END IF;
-            END LOOP;
-        END IF;
+        -- The elements of the string arrays, once every field has its type.
+        FOREACH field IN ARRAY string_arrays LOOP
+            EXIT WHEN failure.status IS NOT NULL;
+            IF pg_catalog.jsonb_path_exists(coalesce(doc -> field, '[]'), '$[*] ? (@.type() != "string")') THEN
+                failure := cscp._http_error(400, 'invalid_parameter',
+                                            pg_catalog.format('field "%s" must be an array of strings', field),
+                                            '22023', hint);
+            END IF;
+        END LOOP;
     END IF;
     IF failure.status IS NULL THEN
         tenant_id := k.tenant_id;
