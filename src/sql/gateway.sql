@@ -351,8 +351,8 @@ COMMENT ON FUNCTION cscp._http_body(text, text, boolean, boolean, text) IS
   'Internal: the JSON body of a request, or its 415 or 400 response';
 
 -- NULL when field of doc is present (or absent and optional) with the JSON type given ('string',
--- 'boolean', 'object', or 'integer': a whole number within int4); else the 400 response.  An
--- optional field given as null counts as absent.
+-- 'boolean', 'object', 'array', 'integer': a whole number within int4, or 'any'); else the 400
+-- response.  An optional field given as null counts as absent.
 CREATE FUNCTION cscp._http_field(doc jsonb, field text, type text, required boolean, hint text)
 RETURNS cscp.http_response
 LANGUAGE plpgsql IMMUTABLE
