@@ -18,7 +18,10 @@
 -- bare id (a command's) first checks that the id is the key's tenant's.
 -- Errors are answered, not raised: {"error": {"code", "message", "sqlstate"}} with the HTTP
 -- status of the table in cscp._http_failure; an error it does not know is raised, and the
--- gateway answers 500.
+-- gateway answers 500.  The steps every endpoint shares are helpers: cscp._http_tenant (the
+-- key and the binding), cscp._http_request (the same, and the body with its fields) and
+-- cscp._http_caught (an error answered or raised again); an endpoint states its scope, its
+-- fields, its call and its answer.
 
 -- The scopes a key can be limited to; a key without scopes has them all.
 CREATE FUNCTION cscp.api_scopes() RETURNS text[]
