@@ -18,7 +18,10 @@
 -- bare id (a command's) first checks that the id is the key's tenant's.
 -- Errors are answered, not raised: {"error": {"code", "message", "sqlstate"}} with the HTTP
 -- status of the table in cscp._http_failure; an error it does not know is raised, and the
--- gateway answers 500.
+-- gateway answers 500.  The steps every endpoint shares are helpers: cscp._http_tenant (the
+-- key and the binding), cscp._http_request (the same, and the body with its fields) and
+-- cscp._http_caught (an error answered or raised again); an endpoint states its scope, its
+-- fields, its call and its answer.
 
 -- The scopes a key can be limited to; a key without scopes has them all.
 CREATE FUNCTION cscp.api_scopes() RETURNS text[]
@@ -227,6 +230,25 @@ $$;
 COMMENT ON FUNCTION cscp._http_error(int, text, text, text, text, jsonb) IS
   'Internal: an HTTP error response with its stable code, message and SQLSTATE';
 
+-- The 404 response to a request for what the key's tenant does not have (or no longer has).
+CREATE FUNCTION cscp._http_not_found(message text, detail text DEFAULT NULL)
+RETURNS cscp.http_response
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT cscp._http_error(404, 'not_found', $1, 'P0002', $2)
+$$;
+COMMENT ON FUNCTION cscp._http_not_found(text, text) IS
+  'Internal: the HTTP 404 response (not_found, SQLSTATE P0002) with its message';
+
+-- A 200 response no cache may keep: what the tenant's data is now.
+CREATE FUNCTION cscp._http_no_store(body jsonb) RETURNS cscp.http_response
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT ROW(200, '{"Cache-Control": "no-store"}'::jsonb, $1)::cscp.http_response
+$$;
+COMMENT ON FUNCTION cscp._http_no_store(jsonb) IS
+  'Internal: an HTTP 200 response with Cache-Control: no-store';
+
 -- The response to an error an API function raised, or NULL for one that is not the caller's
 -- doing (the http function raises it again, and the gateway answers 500).
 CREATE FUNCTION cscp._http_failure(sqlstate text, message text, detail text DEFAULT NULL)
@@ -332,8 +354,8 @@ COMMENT ON FUNCTION cscp._http_body(text, text, boolean, boolean, text) IS
   'Internal: the JSON body of a request, or its 415 or 400 response';
 
 -- NULL when field of doc is present (or absent and optional) with the JSON type given ('string',
--- 'boolean', 'object', or 'integer': a whole number within int4); else the 400 response.  An
--- optional field given as null counts as absent.
+-- 'boolean', 'object', 'array', 'integer': a whole number within int4, or 'any'); else the 400
+-- response.  An optional field given as null counts as absent.
 CREATE FUNCTION cscp._http_field(doc jsonb, field text, type text, required boolean, hint text)
 RETURNS cscp.http_response
 LANGUAGE plpgsql IMMUTABLE
@@ -353,7 +375,7 @@ BEGIN
            AND v::text::numeric BETWEEN -2147483648 AND 2147483647 THEN
             RETURN NULL;
         END IF;
-    ELSIF pg_catalog.jsonb_typeof(v) = type THEN
+    ELSIF type = 'any' OR pg_catalog.jsonb_typeof(v) = type THEN
         RETURN NULL;
     END IF;
     RETURN cscp._http_error(400, 'invalid_parameter',
@@ -365,6 +387,111 @@ END
 $$;
 COMMENT ON FUNCTION cscp._http_field(jsonb, text, text, boolean, text) IS
   'Internal: NULL when a field of a request body is there with its JSON type, else the 400 response';
+
+-- The tenant of the bearer key in auth when it is live and has the scope, bound to
+-- cscp.tenant_id until the calling http function returns (set_config local to the transaction:
+-- that function's own SET clause restores the caller's value, so this one has none); else
+-- tenant_id is NULL and failure the 401 or 403 response.  Every endpoint's first step.
+CREATE FUNCTION cscp._http_tenant(auth text, scope text, OUT tenant_id text, OUT failure cscp.http_response)
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    k record := cscp._http_auth(auth, scope);
+BEGIN
+    tenant_id := k.tenant_id;
+    failure := k.failure;
+    IF tenant_id IS NOT NULL THEN
+        PERFORM pg_catalog.set_config('cscp.tenant_id', tenant_id, true);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION cscp._http_tenant(text, text) IS
+  'Internal: the tenant of a live bearer key with the scope, bound to cscp.tenant_id for the calling http function, or the 401/403 response';
+
+-- A request with a JSON body: the key's tenant bound (cscp._http_tenant), the body read
+-- (cscp._http_body: an object when fields are given, {} when absent and not body_required) and
+-- its fields checked in their order (cscp._http_field).  doc is the body; or tenant_id and doc
+-- are NULL and failure is the first refusal.  A field is written 'name: type', or 'name?: type'
+-- when optional; a type is one of cscp._http_field's, 'any' (any JSON value, null included) or
+-- 'string[]' (an array, whose elements are checked to be strings after every field's type).
+CREATE FUNCTION cscp._http_request(auth text, scope text, content_type text, body text, hint text,
+                                   fields text[] DEFAULT NULL, body_required boolean DEFAULT true,
+                                   OUT tenant_id text, OUT doc jsonb, OUT failure cscp.http_response)
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    k record := cscp._http_tenant(auth, scope);
+    b record;
+    f text;
+    field text;
+    kind text;
+    string_arrays text[] := '{}';
+BEGIN
+    IF k.tenant_id IS NULL THEN
+        failure := k.failure;
+        RETURN;
+    END IF;
+    b := cscp._http_body(content_type, body, body_required, fields IS NOT NULL, hint);
+    doc := b.doc;
+    failure := b.failure;
+    IF doc IS NOT NULL THEN
+        FOREACH f IN ARRAY coalesce(fields, '{}') LOOP
+            field := pg_catalog.split_part(f, ':', 1);
+            kind := pg_catalog.btrim(pg_catalog.split_part(f, ':', 2));
+            IF kind = 'string[]' THEN
+                kind := 'array';
+                string_arrays := string_arrays || pg_catalog.rtrim(field, '?');
+            END IF;
+            failure := cscp._http_field(doc, pg_catalog.rtrim(field, '?'), kind, field NOT LIKE '%?', hint);
+            EXIT WHEN failure.status IS NOT NULL;
+        END LOOP;
+        -- The elements of the string arrays, once every field has its type.
+        FOREACH field IN ARRAY string_arrays LOOP
+            EXIT WHEN failure.status IS NOT NULL;
+            IF pg_catalog.jsonb_path_exists(coalesce(doc -> field, '[]'), '$[*] ? (@.type() != "string")') THEN
+                failure := cscp._http_error(400, 'invalid_parameter',
+                                            pg_catalog.format('field "%s" must be an array of strings', field),
+                                            '22023', hint);
+            END IF;
+        END LOOP;
+    END IF;
+    IF failure.status IS NULL THEN
+        tenant_id := k.tenant_id;
+    ELSE
+        doc := NULL;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION cscp._http_request(text, text, text, text, text, text[], boolean) IS
+  'Internal: the tenant of a bearer key (bound as by cscp._http_tenant) and the JSON body of its request with its fields checked, or the first refusal';
+
+-- The response to an error an API function raised, caught by an http function: by
+-- cscp._http_failure, or cscp._http_turn_failure for a conversation's turn; an error neither
+-- answers is raised again with its SQLSTATE, message, detail and hint (the gateway answers 500).
+CREATE FUNCTION cscp._http_caught(sqlstate text, message text, detail text, hint text, turn boolean DEFAULT false)
+RETURNS cscp.http_response
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+DECLARE
+    r cscp.http_response := CASE WHEN turn THEN cscp._http_turn_failure(sqlstate, message, nullif(detail, ''))
+                                 ELSE cscp._http_failure(sqlstate, message, nullif(detail, '')) END;
+BEGIN
+    IF r.status IS NOT NULL THEN
+        RETURN r;
+    END IF;
+    -- RAISE takes no NULL option, and an empty one would still be sent.
+    IF detail <> '' AND hint <> '' THEN
+        RAISE EXCEPTION USING ERRCODE = sqlstate, MESSAGE = message, DETAIL = detail, HINT = hint;
+    ELSIF detail <> '' THEN
+        RAISE EXCEPTION USING ERRCODE = sqlstate, MESSAGE = message, DETAIL = detail;
+    ELSIF hint <> '' THEN
+        RAISE EXCEPTION USING ERRCODE = sqlstate, MESSAGE = message, HINT = hint;
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = sqlstate, MESSAGE = message;
+END
+$$;
+COMMENT ON FUNCTION cscp._http_caught(text, text, text, text, boolean) IS
+  'Internal: the HTTP response to an error an API function raised, or the error raised again when it has none';
 
 -- In C (src/http_api.c), as the gateway's most frequent write: the body checked in C, and by
 -- cscp._http_body and cscp._http_field (as the other endpoints check theirs) when those checks
@@ -398,29 +525,23 @@ SET search_path = pg_catalog, pg_temp
 SET cscp.tenant_id = ''
 AS $$
 DECLARE
-    a record;
+    req record;
     deleted boolean;
-    r cscp.http_response;
-    detail text;
+    e_detail text;
+    e_hint text;
 BEGIN
-    a := cscp._http_auth(auth, 'documents:write');
-    IF a.tenant_id IS NULL THEN
-        RETURN a.failure;
+    req := cscp._http_tenant(auth, 'documents:write');
+    IF req.tenant_id IS NULL THEN
+        RETURN req.failure;
     END IF;
-    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
     BEGIN
-        deleted := cscp.doc_delete(a.tenant_id, session_id, namespace);
+        deleted := cscp.doc_delete(req.tenant_id, session_id, namespace);
     EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
-        IF r.status IS NULL THEN
-            RAISE;
-        END IF;
-        RETURN r;
+        GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+        RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
     IF NOT deleted THEN
-        RETURN cscp._http_error(404, 'not_found', 'no such document', 'P0002',
-                                'It does not exist or has expired.');
+        RETURN cscp._http_not_found('no such document', 'It does not exist or has expired.');
     END IF;
     RETURN ROW(204, '{}'::jsonb, NULL)::cscp.http_response;
 END
@@ -435,32 +556,26 @@ SET search_path = pg_catalog, pg_temp
 SET cscp.tenant_id = ''
 AS $$
 DECLARE
-    a record;
+    req record;
     list jsonb;
-    r cscp.http_response;
-    detail text;
+    e_detail text;
+    e_hint text;
 BEGIN
-    a := cscp._http_auth(auth, 'documents:read');
-    IF a.tenant_id IS NULL THEN
-        RETURN a.failure;
+    req := cscp._http_tenant(auth, 'documents:read');
+    IF req.tenant_id IS NULL THEN
+        RETURN req.failure;
     END IF;
-    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
     BEGIN
         SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
                    'namespace', d.namespace, 'updatedAt', cscp._utc(d.updated_at),
                    'expiresAt', cscp._utc(d.expires_at)) ORDER BY d.namespace), '[]')
           INTO list
-          FROM cscp.doc_list(a.tenant_id, session_id) d;
+          FROM cscp.doc_list(req.tenant_id, session_id) d;
     EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
-        IF r.status IS NULL THEN
-            RAISE;
-        END IF;
-        RETURN r;
+        GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+        RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
-    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb,
-               pg_catalog.jsonb_build_object('sessionId', session_id, 'namespaces', list))::cscp.http_response;
+    RETURN cscp._http_no_store(pg_catalog.jsonb_build_object('sessionId', session_id, 'namespaces', list));
 END
 $$;
 COMMENT ON FUNCTION cscp.http_doc_list(text, text) IS
@@ -493,41 +608,27 @@ SET cscp.tenant_id = ''
 AS $$
 DECLARE
     hint constant text := 'Send {"slots": {...}, "ttlSeconds": <seconds>, "correlationId": "..."}, each optional.';
-    a record;
-    b record;
+    req record;
     c cscp.context;
-    r cscp.http_response;
-    detail text;
+    e_detail text;
+    e_hint text;
 BEGIN
-    a := cscp._http_auth(auth, 'contexts:write');
-    IF a.tenant_id IS NULL THEN
-        RETURN a.failure;
-    END IF;
-    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
-    b := cscp._http_body(content_type, body, false, true, hint);
-    IF b.doc IS NULL THEN
-        RETURN b.failure;
-    END IF;
-    r := coalesce(cscp._http_field(b.doc, 'slots', 'object', false, hint),
-                  cscp._http_field(b.doc, 'ttlSeconds', 'integer', false, hint),
-                  cscp._http_field(b.doc, 'correlationId', 'string', false, hint));
-    IF r.status IS NOT NULL THEN
-        RETURN r;
+    req := cscp._http_request(auth, 'contexts:write', content_type, body, hint,
+                              '{slots?: object, ttlSeconds?: integer, correlationId?: string}',
+                              body_required => false);
+    IF req.tenant_id IS NULL THEN
+        RETURN req.failure;
     END IF;
     BEGIN
-        c := cscp.context_open(a.tenant_id, conversation_id, actor_id,
-                               coalesce(nullif(b.doc -> 'slots', 'null'), '{}'),
-                               pg_catalog.make_interval(secs => (b.doc ->> 'ttlSeconds')::int),
-                               b.doc ->> 'correlationId');
+        c := cscp.context_open(req.tenant_id, conversation_id, actor_id,
+                               coalesce(nullif(req.doc -> 'slots', 'null'), '{}'),
+                               pg_catalog.make_interval(secs => (req.doc ->> 'ttlSeconds')::int),
+                               req.doc ->> 'correlationId');
     EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
-        IF r.status IS NULL THEN
-            RAISE;
-        END IF;
-        RETURN r;
+        GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+        RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
-    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb, cscp._http_context(c))::cscp.http_response;
+    RETURN cscp._http_no_store(cscp._http_context(c));
 END
 $$;
 COMMENT ON FUNCTION cscp.http_context_open(text, text, text, text, text) IS
@@ -540,31 +641,25 @@ SET search_path = pg_catalog, pg_temp
 SET cscp.tenant_id = ''
 AS $$
 DECLARE
-    a record;
+    req record;
     c cscp.context;
-    r cscp.http_response;
-    detail text;
+    e_detail text;
+    e_hint text;
 BEGIN
-    a := cscp._http_auth(auth, 'contexts:read');
-    IF a.tenant_id IS NULL THEN
-        RETURN a.failure;
+    req := cscp._http_tenant(auth, 'contexts:read');
+    IF req.tenant_id IS NULL THEN
+        RETURN req.failure;
     END IF;
-    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
     BEGIN
-        SELECT * INTO c FROM cscp.context_get(a.tenant_id, conversation_id, actor_id);
+        SELECT * INTO c FROM cscp.context_get(req.tenant_id, conversation_id, actor_id);
     EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
-        IF r.status IS NULL THEN
-            RAISE;
-        END IF;
-        RETURN r;
+        GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+        RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
     IF c.context_id IS NULL THEN
-        RETURN cscp._http_error(404, 'not_found', 'no such context', 'P0002',
-                                'No context was ever opened for this conversation and actor.');
+        RETURN cscp._http_not_found('no such context', 'No context was ever opened for this conversation and actor.');
     END IF;
-    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb, cscp._http_context(c))::cscp.http_response;
+    RETURN cscp._http_no_store(cscp._http_context(c));
 END
 $$;
 COMMENT ON FUNCTION cscp.http_context_get(text, text, text) IS
@@ -577,25 +672,20 @@ LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     c cscp.context;
-    r cscp.http_response;
-    detail text;
+    e_detail text;
+    e_hint text;
 BEGIN
     BEGIN
         SELECT * INTO c FROM cscp.context_get(tenant_id, conversation_id, actor_id);
         IF c.context_id IS NULL OR c.status NOT IN ('active', 'pending', 'blocked') THEN
-            RETURN cscp._http_error(404, 'not_found', 'no live context', 'P0002',
-                                    'Open a context first: POST .../context.');
+            RETURN cscp._http_not_found('no live context', 'Open a context first: POST .../context.');
         END IF;
         c := cscp.slot_set(c.context_id, slot, value);
     EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
-        IF r.status IS NULL THEN
-            RAISE;
-        END IF;
-        RETURN r;
+        GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+        RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
-    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb, cscp._http_context(c))::cscp.http_response;
+    RETURN cscp._http_no_store(cscp._http_context(c));
 END
 $$;
 COMMENT ON FUNCTION cscp._http_slot(text, text, text, text, jsonb) IS
@@ -609,19 +699,13 @@ SET search_path = pg_catalog, pg_temp
 SET cscp.tenant_id = ''
 AS $$
 DECLARE
-    a record;
-    b record;
+    req record;
 BEGIN
-    a := cscp._http_auth(auth, 'contexts:write');
-    IF a.tenant_id IS NULL THEN
-        RETURN a.failure;
+    req := cscp._http_request(auth, 'contexts:write', content_type, body, 'Send the slot''s value as JSON.');
+    IF req.tenant_id IS NULL THEN
+        RETURN req.failure;
     END IF;
-    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
-    b := cscp._http_body(content_type, body, true, false, 'Send the slot''s value as JSON.');
-    IF b.doc IS NULL THEN
-        RETURN b.failure;
-    END IF;
-    RETURN cscp._http_slot(a.tenant_id, conversation_id, actor_id, slot, b.doc);
+    RETURN cscp._http_slot(req.tenant_id, conversation_id, actor_id, slot, req.doc);
 END
 $$;
 COMMENT ON FUNCTION cscp.http_slot_put(text, text, text, text, text, text) IS
@@ -634,18 +718,29 @@ SET search_path = pg_catalog, pg_temp
 SET cscp.tenant_id = ''
 AS $$
 DECLARE
-    a record;
+    req record;
 BEGIN
-    a := cscp._http_auth(auth, 'contexts:write');
-    IF a.tenant_id IS NULL THEN
-        RETURN a.failure;
+    req := cscp._http_tenant(auth, 'contexts:write');
+    IF req.tenant_id IS NULL THEN
+        RETURN req.failure;
     END IF;
-    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
-    RETURN cscp._http_slot(a.tenant_id, conversation_id, actor_id, slot, NULL);
+    RETURN cscp._http_slot(req.tenant_id, conversation_id, actor_id, slot, NULL);
 END
 $$;
 COMMENT ON FUNCTION cscp.http_slot_delete(text, text, text, text) IS
   'DELETE /v1/conversations/{conversation_id}/actors/{actor_id}/context/slots/{slot}: remove a slot of the live context; 200 with the context';
+
+-- The answer to a confirmation or an approval: every outcome is one (evidence is written for
+-- each), 200.
+CREATE FUNCTION cscp._http_decision(outcome text, command_id uuid, context_id uuid)
+RETURNS cscp.http_response
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT ROW(200, '{}'::jsonb,
+               pg_catalog.jsonb_build_object('outcome', $1, 'commandId', $2, 'contextId', $3))::cscp.http_response
+$$;
+COMMENT ON FUNCTION cscp._http_decision(text, uuid, uuid) IS
+  'Internal: the HTTP 200 response with the outcome of a confirmation or an approval';
 
 CREATE FUNCTION cscp.http_confirm(auth text, conversation_id text, actor_id text, content_type text, body text)
 RETURNS cscp.http_response
@@ -655,42 +750,24 @@ SET cscp.tenant_id = ''
 AS $$
 DECLARE
     hint constant text := 'Send {"messageId": "...", "answer": true|false, "targetFingerprint": "..."}.';
-    a record;
-    b record;
+    req record;
     o record;
-    r cscp.http_response;
-    detail text;
+    e_detail text;
+    e_hint text;
 BEGIN
-    a := cscp._http_auth(auth, 'confirmations:write');
-    IF a.tenant_id IS NULL THEN
-        RETURN a.failure;
-    END IF;
-    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
-    b := cscp._http_body(content_type, body, true, true, hint);
-    IF b.doc IS NULL THEN
-        RETURN b.failure;
-    END IF;
-    r := coalesce(cscp._http_field(b.doc, 'messageId', 'string', true, hint),
-                  cscp._http_field(b.doc, 'answer', 'boolean', true, hint),
-                  cscp._http_field(b.doc, 'targetFingerprint', 'string', false, hint));
-    IF r.status IS NOT NULL THEN
-        RETURN r;
+    req := cscp._http_request(auth, 'confirmations:write', content_type, body, hint,
+                              '{messageId: string, answer: boolean, targetFingerprint?: string}');
+    IF req.tenant_id IS NULL THEN
+        RETURN req.failure;
     END IF;
     BEGIN
-        SELECT * INTO o FROM cscp.confirm(a.tenant_id, conversation_id, actor_id, b.doc ->> 'messageId',
-                                          (b.doc -> 'answer')::boolean, b.doc ->> 'targetFingerprint');
+        SELECT * INTO o FROM cscp.confirm(req.tenant_id, conversation_id, actor_id, req.doc ->> 'messageId',
+                                          (req.doc -> 'answer')::boolean, req.doc ->> 'targetFingerprint');
     EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
-        IF r.status IS NULL THEN
-            RAISE;
-        END IF;
-        RETURN r;
+        GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+        RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
-    -- Every outcome is an answer (evidence is written for each): 200.
-    RETURN ROW(200, '{}'::jsonb,
-               pg_catalog.jsonb_build_object('outcome', o.outcome, 'commandId', o.command_id,
-                                             'contextId', o.context_id))::cscp.http_response;
+    RETURN cscp._http_decision(o.outcome, o.command_id, o.context_id);
 END
 $$;
 COMMENT ON FUNCTION cscp.http_confirm(text, text, text, text, text) IS
@@ -704,43 +781,25 @@ SET cscp.tenant_id = ''
 AS $$
 DECLARE
     hint constant text := 'Send {"approverId": "...", "messageId": "...", "decision": true|false, "commandId": "..."}.';
-    a record;
-    b record;
+    req record;
     o record;
-    r cscp.http_response;
-    detail text;
+    e_detail text;
+    e_hint text;
 BEGIN
-    a := cscp._http_auth(auth, 'approvals:write');
-    IF a.tenant_id IS NULL THEN
-        RETURN a.failure;
-    END IF;
-    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
-    b := cscp._http_body(content_type, body, true, true, hint);
-    IF b.doc IS NULL THEN
-        RETURN b.failure;
-    END IF;
-    r := coalesce(cscp._http_field(b.doc, 'approverId', 'string', true, hint),
-                  cscp._http_field(b.doc, 'messageId', 'string', true, hint),
-                  cscp._http_field(b.doc, 'decision', 'boolean', true, hint),
-                  cscp._http_field(b.doc, 'commandId', 'string', false, hint));
-    IF r.status IS NOT NULL THEN
-        RETURN r;
+    req := cscp._http_request(auth, 'approvals:write', content_type, body, hint,
+                              '{approverId: string, messageId: string, decision: boolean, commandId?: string}');
+    IF req.tenant_id IS NULL THEN
+        RETURN req.failure;
     END IF;
     BEGIN
-        SELECT * INTO o FROM cscp.approve(a.tenant_id, conversation_id, b.doc ->> 'approverId',
-                                          b.doc ->> 'messageId', (b.doc -> 'decision')::boolean,
-                                          (b.doc ->> 'commandId')::uuid);
+        SELECT * INTO o FROM cscp.approve(req.tenant_id, conversation_id, req.doc ->> 'approverId',
+                                          req.doc ->> 'messageId', (req.doc -> 'decision')::boolean,
+                                          (req.doc ->> 'commandId')::uuid);
     EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
-        IF r.status IS NULL THEN
-            RAISE;
-        END IF;
-        RETURN r;
+        GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+        RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
-    RETURN ROW(200, '{}'::jsonb,
-               pg_catalog.jsonb_build_object('outcome', o.outcome, 'commandId', o.command_id,
-                                             'contextId', o.context_id))::cscp.http_response;
+    RETURN cscp._http_decision(o.outcome, o.command_id, o.context_id);
 END
 $$;
 COMMENT ON FUNCTION cscp.http_approve(text, text, text, text) IS
@@ -769,47 +828,26 @@ SET cscp.tenant_id = ''
 AS $$
 DECLARE
     hint constant text := 'Send {"idempotencyKey": "...", "commandName": "...", "messageIds": ["..."], "mutating": true, "payload": {...}, "targetFingerprint": "..."}.';
-    a record;
-    b record;
+    req record;
     o record;
-    r cscp.http_response;
-    detail text;
+    e_detail text;
+    e_hint text;
 BEGIN
-    a := cscp._http_auth(auth, 'commands:write');
-    IF a.tenant_id IS NULL THEN
-        RETURN a.failure;
-    END IF;
-    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
-    b := cscp._http_body(content_type, body, true, true, hint);
-    IF b.doc IS NULL THEN
-        RETURN b.failure;
-    END IF;
-    r := coalesce(cscp._http_field(b.doc, 'idempotencyKey', 'string', true, hint),
-                  cscp._http_field(b.doc, 'commandName', 'string', true, hint),
-                  cscp._http_field(b.doc, 'messageIds', 'array', true, hint),
-                  cscp._http_field(b.doc, 'mutating', 'boolean', false, hint),
-                  cscp._http_field(b.doc, 'payload', 'object', false, hint),
-                  cscp._http_field(b.doc, 'targetFingerprint', 'string', false, hint));
-    IF r.status IS NOT NULL THEN
-        RETURN r;
-    END IF;
-    IF pg_catalog.jsonb_path_exists(b.doc -> 'messageIds', '$[*] ? (@.type() != "string")') THEN
-        RETURN cscp._http_error(400, 'invalid_parameter', 'field "messageIds" must be an array of strings',
-                                '22023', hint);
+    req := cscp._http_request(auth, 'commands:write', content_type, body, hint,
+                              '{idempotencyKey: string, commandName: string, messageIds: string[], mutating?: boolean,
+                                payload?: object, targetFingerprint?: string}');
+    IF req.tenant_id IS NULL THEN
+        RETURN req.failure;
     END IF;
     BEGIN
         SELECT * INTO o FROM cscp.command_submit(
-            a.tenant_id, conversation_id, actor_id, b.doc ->> 'idempotencyKey', b.doc ->> 'commandName',
-            coalesce((nullif(b.doc -> 'mutating', 'null'))::boolean, true),
-            ARRAY(SELECT pg_catalog.jsonb_array_elements_text(b.doc -> 'messageIds')),
-            coalesce(nullif(b.doc -> 'payload', 'null'), '{}'), b.doc ->> 'targetFingerprint');
+            req.tenant_id, conversation_id, actor_id, req.doc ->> 'idempotencyKey', req.doc ->> 'commandName',
+            coalesce((nullif(req.doc -> 'mutating', 'null'))::boolean, true),
+            ARRAY(SELECT pg_catalog.jsonb_array_elements_text(req.doc -> 'messageIds')),
+            coalesce(nullif(req.doc -> 'payload', 'null'), '{}'), req.doc ->> 'targetFingerprint');
     EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
-        IF r.status IS NULL THEN
-            RAISE;
-        END IF;
-        RETURN r;
+        GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+        RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
     -- A replay answers what the first submit made (200); a new command is created (201).
     RETURN ROW(CASE WHEN o.replayed THEN 200 ELSE 201 END,
@@ -828,37 +866,30 @@ SET search_path = pg_catalog, pg_temp
 SET cscp.tenant_id = ''
 AS $$
 DECLARE
-    a record;
+    req record;
     id uuid;
     o record;
-    r cscp.http_response;
-    detail text;
+    e_detail text;
+    e_hint text;
 BEGIN
-    a := cscp._http_auth(auth, 'commands:read');
-    IF a.tenant_id IS NULL THEN
-        RETURN a.failure;
+    req := cscp._http_tenant(auth, 'commands:read');
+    IF req.tenant_id IS NULL THEN
+        RETURN req.failure;
     END IF;
-    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
     BEGIN
         id := command_id;
-        IF NOT cscp._http_command_of(a.tenant_id, id) THEN
-            RETURN cscp._http_error(404, 'not_found', 'no such command', 'P0002', NULL);
+        IF NOT cscp._http_command_of(req.tenant_id, id) THEN
+            RETURN cscp._http_not_found('no such command');
         END IF;
         SELECT * INTO o FROM cscp.command_status(id);
     EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
-        IF r.status IS NULL THEN
-            RAISE;
-        END IF;
-        RETURN r;
+        GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+        RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
-    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb,
-               pg_catalog.jsonb_build_object('commandId', id, 'state', o.state,
-                                             'lastTransitionAt', cscp._utc(o.last_transition_at),
-                                             'terminal', o.terminal, 'outcome', o.outcome,
-                                             'reasonCode', o.reason_code, 'nextAllowed', o.next_allowed,
-                                             'recoveryOptions', o.recovery_options))::cscp.http_response;
+    RETURN cscp._http_no_store(pg_catalog.jsonb_build_object(
+               'commandId', id, 'state', o.state, 'lastTransitionAt', cscp._utc(o.last_transition_at),
+               'terminal', o.terminal, 'outcome', o.outcome, 'reasonCode', o.reason_code,
+               'nextAllowed', o.next_allowed, 'recoveryOptions', o.recovery_options));
 END
 $$;
 COMMENT ON FUNCTION cscp.http_command_status(text, uuid) IS
@@ -872,42 +903,27 @@ SET cscp.tenant_id = ''
 AS $$
 DECLARE
     hint constant text := 'Send {"toState": "...", "reasonCode": "...", "detail": {...}}.';
-    a record;
-    b record;
+    req record;
     id uuid;
     o record;
-    r cscp.http_response;
-    detail text;
+    e_detail text;
+    e_hint text;
 BEGIN
-    a := cscp._http_auth(auth, 'commands:write');
-    IF a.tenant_id IS NULL THEN
-        RETURN a.failure;
-    END IF;
-    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
-    b := cscp._http_body(content_type, body, true, true, hint);
-    IF b.doc IS NULL THEN
-        RETURN b.failure;
-    END IF;
-    r := coalesce(cscp._http_field(b.doc, 'toState', 'string', true, hint),
-                  cscp._http_field(b.doc, 'reasonCode', 'string', false, hint),
-                  cscp._http_field(b.doc, 'detail', 'object', false, hint));
-    IF r.status IS NOT NULL THEN
-        RETURN r;
+    req := cscp._http_request(auth, 'commands:write', content_type, body, hint,
+                              '{toState: string, reasonCode?: string, detail?: object}');
+    IF req.tenant_id IS NULL THEN
+        RETURN req.failure;
     END IF;
     BEGIN
         id := command_id;
-        IF NOT cscp._http_command_of(a.tenant_id, id) THEN
-            RETURN cscp._http_error(404, 'not_found', 'no such command', 'P0002', NULL);
+        IF NOT cscp._http_command_of(req.tenant_id, id) THEN
+            RETURN cscp._http_not_found('no such command');
         END IF;
-        SELECT * INTO o FROM cscp.command_transition(id, (b.doc ->> 'toState')::cscp.command_state,
-                                                     b.doc ->> 'reasonCode', nullif(b.doc -> 'detail', 'null'));
+        SELECT * INTO o FROM cscp.command_transition(id, (req.doc ->> 'toState')::cscp.command_state,
+                                                     req.doc ->> 'reasonCode', nullif(req.doc -> 'detail', 'null'));
     EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
-        IF r.status IS NULL THEN
-            RAISE;
-        END IF;
-        RETURN r;
+        GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+        RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
     -- A refused transition is an answer, not an error: accepted false, evidence written.
     RETURN ROW(200, '{}'::jsonb,
@@ -954,43 +970,27 @@ SET cscp.tenant_id = ''
 AS $$
 DECLARE
     hint constant text := 'Send {"agentId": "...", "initialTurn": <ConversationTurn>, "schema": {...}, "timeoutMs": <ms>, "causationId": "..."}, the last three optional.';
-    a record;
-    b record;
+    req record;
     o record;
     existed boolean;
-    r cscp.http_response;
-    detail text;
+    e_detail text;
+    e_hint text;
 BEGIN
-    a := cscp._http_auth(auth, 'conversations:write');
-    IF a.tenant_id IS NULL THEN
-        RETURN a.failure;
-    END IF;
-    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
-    b := cscp._http_body(content_type, body, true, true, hint);
-    IF b.doc IS NULL THEN
-        RETURN b.failure;
-    END IF;
-    r := coalesce(cscp._http_field(b.doc, 'agentId', 'string', true, hint),
-                  cscp._http_field(b.doc, 'initialTurn', 'object', true, hint),
-                  cscp._http_field(b.doc, 'schema', 'object', false, hint),
-                  cscp._http_field(b.doc, 'timeoutMs', 'integer', false, hint),
-                  cscp._http_field(b.doc, 'causationId', 'string', false, hint));
-    IF r.status IS NOT NULL THEN
-        RETURN r;
+    req := cscp._http_request(auth, 'conversations:write', content_type, body, hint,
+                              '{agentId: string, initialTurn: object, schema?: object, timeoutMs?: integer,
+                                causationId?: string}');
+    IF req.tenant_id IS NULL THEN
+        RETURN req.failure;
     END IF;
     BEGIN
         -- The same start sent again replays it (200); a new conversation is created (201).
-        existed := cscp._http_conversation_of(a.tenant_id, conversation_id);
-        SELECT * INTO o FROM cscp.conversation_start(a.tenant_id, conversation_id, b.doc ->> 'agentId',
-                                                     b.doc -> 'initialTurn', nullif(b.doc -> 'schema', 'null'),
-                                                     (b.doc ->> 'timeoutMs')::bigint, b.doc ->> 'causationId');
+        existed := cscp._http_conversation_of(req.tenant_id, conversation_id);
+        SELECT * INTO o FROM cscp.conversation_start(req.tenant_id, conversation_id, req.doc ->> 'agentId',
+                                                     req.doc -> 'initialTurn', nullif(req.doc -> 'schema', 'null'),
+                                                     (req.doc ->> 'timeoutMs')::bigint, req.doc ->> 'causationId');
     EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-        r := cscp._http_turn_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
-        IF r.status IS NULL THEN
-            RAISE;
-        END IF;
-        RETURN r;
+        GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+        RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint, turn => true);
     END;
     RETURN ROW(CASE WHEN existed THEN 200 ELSE 201 END,
                pg_catalog.jsonb_build_object('Location', '/v1/conversations/' || cscp._http_segment(conversation_id)),
@@ -1009,62 +1009,47 @@ SET cscp.tenant_id = ''
 AS $$
 DECLARE
     hint constant text := 'Send a ConversationResolve: {"operation": "exchange" | "close", "turn": <ConversationTurn>, "outcome": <JSON, only on close>}.';
-    a record;
-    b record;
+    req record;
     o record;
     recorded jsonb;
-    r cscp.http_response;
-    detail text;
+    e_detail text;
+    e_hint text;
 BEGIN
-    a := cscp._http_auth(auth, 'conversations:write');
-    IF a.tenant_id IS NULL THEN
-        RETURN a.failure;
+    req := cscp._http_request(auth, 'conversations:write', content_type, body, hint,
+                              '{operation: string, turn: object}');
+    IF req.tenant_id IS NULL THEN
+        RETURN req.failure;
     END IF;
-    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
-    b := cscp._http_body(content_type, body, true, true, hint);
-    IF b.doc IS NULL THEN
-        RETURN b.failure;
-    END IF;
-    r := coalesce(cscp._http_field(b.doc, 'operation', 'string', true, hint),
-                  cscp._http_field(b.doc, 'turn', 'object', true, hint));
-    IF r.status IS NOT NULL THEN
-        RETURN r;
-    END IF;
-    IF b.doc ->> 'operation' NOT IN ('exchange', 'close') THEN
+    IF req.doc ->> 'operation' NOT IN ('exchange', 'close') THEN
         RETURN cscp._http_error(400, 'validation_error', 'field "operation" must be "exchange" or "close"',
-                                '22023', pg_catalog.format('It is %s.', b.doc -> 'operation'));
-    ELSIF b.doc ->> 'operation' = 'exchange' AND b.doc ? 'outcome' THEN
+                                '22023', pg_catalog.format('It is %s.', req.doc -> 'operation'));
+    ELSIF req.doc ->> 'operation' = 'exchange' AND req.doc ? 'outcome' THEN
         RETURN cscp._http_error(400, 'validation_error', 'field "outcome" is only for "close"', '22023', hint);
     END IF;
     BEGIN
-        IF NOT cscp._http_conversation_of(a.tenant_id, conversation_id) THEN
-            RETURN cscp._http_error(404, 'not_found', 'no such conversation', 'P0002',
-                                    'Start it first: POST /v1/conversations/{conversation_id}.');
+        IF NOT cscp._http_conversation_of(req.tenant_id, conversation_id) THEN
+            RETURN cscp._http_not_found('no such conversation', 'Start it first: POST /v1/conversations/{conversation_id}.');
         END IF;
-        IF b.doc ->> 'operation' = 'exchange' THEN
+        IF req.doc ->> 'operation' = 'exchange' THEN
             SELECT x.event_id, x.turn_index, x.message_id, x.outcome AS result INTO o
-              FROM cscp.conversation_exchange(a.tenant_id, conversation_id, b.doc -> 'turn') x;
+              FROM cscp.conversation_exchange(req.tenant_id, conversation_id, req.doc -> 'turn') x;
         ELSE
             SELECT x.event_id, x.turn_index, x.message_id, x.result INTO o
-              FROM cscp.conversation_close(a.tenant_id, conversation_id, b.doc -> 'turn', b.doc -> 'outcome') x;
+              FROM cscp.conversation_close(req.tenant_id, conversation_id, req.doc -> 'turn', req.doc -> 'outcome') x;
         END IF;
         -- The turn as recorded: the new one, the original of a replay or divergence, or the
         -- system turn that recorded a timeout.
         SELECT cscp.turn_json(t) INTO recorded FROM cscp.turn t
-         WHERE t.tenant_id = a.tenant_id AND t.conversation_id = http_conversation_resolve.conversation_id
+         WHERE t.tenant_id = req.tenant_id AND t.conversation_id = http_conversation_resolve.conversation_id
            AND t.turn_index = o.turn_index;
     EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-        r := cscp._http_turn_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
-        IF r.status IS NULL THEN
-            RAISE;
-        END IF;
-        RETURN r;
+        GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+        RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint, turn => true);
     END;
     -- Every result is an answer (exchanged, replayed, diverged, closed, timed_out): 200.
     RETURN ROW(200, '{}'::jsonb,
                pg_catalog.jsonb_build_object('conversationId', conversation_id,
-                                             'operation', b.doc ->> 'operation', 'result', o.result,
+                                             'operation', req.doc ->> 'operation', 'result', o.result,
                                              'eventId', o.event_id, 'turnIndex', o.turn_index,
                                              'messageId', o.message_id, 'turn', recorded))::cscp.http_response;
 END
@@ -1079,36 +1064,30 @@ SET search_path = pg_catalog, pg_temp
 SET cscp.tenant_id = ''
 AS $$
 DECLARE
-    a record;
+    req record;
     c cscp.conversation;
     doc jsonb;
-    r cscp.http_response;
-    detail text;
+    e_detail text;
+    e_hint text;
 BEGIN
-    a := cscp._http_auth(auth, 'conversations:read');
-    IF a.tenant_id IS NULL THEN
-        RETURN a.failure;
+    req := cscp._http_tenant(auth, 'conversations:read');
+    IF req.tenant_id IS NULL THEN
+        RETURN req.failure;
     END IF;
-    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
     BEGIN
-        SELECT * INTO c FROM cscp.conversation_get(a.tenant_id, conversation_id);
+        SELECT * INTO c FROM cscp.conversation_get(req.tenant_id, conversation_id);
         IF c.conversation_id IS NULL THEN
-            RETURN cscp._http_error(404, 'not_found', 'no such conversation', 'P0002', NULL);
+            RETURN cscp._http_not_found('no such conversation');
         END IF;
-        doc := cscp.conversation_export(a.tenant_id, conversation_id);
+        doc := cscp.conversation_export(req.tenant_id, conversation_id);
     EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
-        IF r.status IS NULL THEN
-            RAISE;
-        END IF;
-        RETURN r;
+        GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+        RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
-    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb,
-               doc || pg_catalog.jsonb_build_object(
-                   'agentId', c.agent_id, 'openedAt', cscp._utc(c.opened_at), 'closedAt', cscp._utc(c.closed_at),
-                   'closeReason', c.close_reason, 'outcome', c.outcome, 'timeoutMs', c.timeout_ms,
-                   'nextTurnIndex', c.next_turn_index))::cscp.http_response;
+    RETURN cscp._http_no_store(doc || pg_catalog.jsonb_build_object(
+               'agentId', c.agent_id, 'openedAt', cscp._utc(c.opened_at), 'closedAt', cscp._utc(c.closed_at),
+               'closeReason', c.close_reason, 'outcome', c.outcome, 'timeoutMs', c.timeout_ms,
+               'nextTurnIndex', c.next_turn_index));
 END
 $$;
 COMMENT ON FUNCTION cscp.http_conversation_get(text, text) IS
@@ -1138,55 +1117,28 @@ SET cscp.tenant_id = ''
 AS $$
 DECLARE
     hint constant text := 'Send {"key": "...", "value": <JSON>, "factId", "source", "supersedes", "scope", "scopeId", "dependsOn", "isConstraint", "constraintType", "memoryType"}, all but key and value optional.';
-    a record;
-    b record;
+    req record;
     f cscp.fact;
-    r cscp.http_response;
-    detail text;
+    e_detail text;
+    e_hint text;
 BEGIN
-    a := cscp._http_auth(auth, 'facts:write');
-    IF a.tenant_id IS NULL THEN
-        RETURN a.failure;
-    END IF;
-    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
-    b := cscp._http_body(content_type, body, true, true, hint);
-    IF b.doc IS NULL THEN
-        RETURN b.failure;
-    END IF;
-    IF NOT b.doc ? 'value' THEN
-        RETURN cscp._http_error(400, 'missing_field', 'field "value" is required', '22023', hint);
-    END IF;
-    r := coalesce(cscp._http_field(b.doc, 'key', 'string', true, hint),
-                  cscp._http_field(b.doc, 'factId', 'string', false, hint),
-                  cscp._http_field(b.doc, 'source', 'object', false, hint),
-                  cscp._http_field(b.doc, 'supersedes', 'string', false, hint),
-                  cscp._http_field(b.doc, 'scope', 'string', false, hint),
-                  cscp._http_field(b.doc, 'scopeId', 'string', false, hint),
-                  cscp._http_field(b.doc, 'dependsOn', 'array', false, hint),
-                  cscp._http_field(b.doc, 'isConstraint', 'boolean', false, hint),
-                  cscp._http_field(b.doc, 'constraintType', 'string', false, hint),
-                  cscp._http_field(b.doc, 'memoryType', 'string', false, hint));
-    IF r.status IS NOT NULL THEN
-        RETURN r;
-    END IF;
-    IF pg_catalog.jsonb_path_exists(coalesce(b.doc -> 'dependsOn', '[]'), '$[*] ? (@.type() != "string")') THEN
-        RETURN cscp._http_error(400, 'invalid_parameter', 'field "dependsOn" must be an array of strings',
-                                '22023', hint);
+    req := cscp._http_request(auth, 'facts:write', content_type, body, hint,
+                              '{value: any, key: string, factId?: string, source?: object, supersedes?: string,
+                                scope?: string, scopeId?: string, dependsOn?: string[], isConstraint?: boolean,
+                                constraintType?: string, memoryType?: string}');
+    IF req.tenant_id IS NULL THEN
+        RETURN req.failure;
     END IF;
     BEGIN
-        f := cscp.fact_write(a.tenant_id, subject_id, b.doc ->> 'factId', b.doc ->> 'key', b.doc -> 'value',
-                             coalesce(nullif(b.doc -> 'source', 'null'), '{"type": "conversation"}'),
-                             b.doc ->> 'supersedes', coalesce(b.doc ->> 'scope', 'global'), b.doc ->> 'scopeId',
-                             ARRAY(SELECT pg_catalog.jsonb_array_elements_text(coalesce(nullif(b.doc -> 'dependsOn', 'null'), '[]'))),
-                             coalesce((nullif(b.doc -> 'isConstraint', 'null'))::boolean, false),
-                             b.doc ->> 'constraintType', b.doc ->> 'memoryType');
+        f := cscp.fact_write(req.tenant_id, subject_id, req.doc ->> 'factId', req.doc ->> 'key', req.doc -> 'value',
+                             coalesce(nullif(req.doc -> 'source', 'null'), '{"type": "conversation"}'),
+                             req.doc ->> 'supersedes', coalesce(req.doc ->> 'scope', 'global'), req.doc ->> 'scopeId',
+                             ARRAY(SELECT pg_catalog.jsonb_array_elements_text(coalesce(nullif(req.doc -> 'dependsOn', 'null'), '[]'))),
+                             coalesce((nullif(req.doc -> 'isConstraint', 'null'))::boolean, false),
+                             req.doc ->> 'constraintType', req.doc ->> 'memoryType');
     EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
-        IF r.status IS NULL THEN
-            RAISE;
-        END IF;
-        RETURN r;
+        GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+        RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
     RETURN ROW(201,
                pg_catalog.jsonb_build_object('Location', '/v1/subjects/' || cscp._http_segment(subject_id)
@@ -1204,37 +1156,32 @@ SET search_path = pg_catalog, pg_temp
 SET cscp.tenant_id = ''
 AS $$
 DECLARE
-    a record;
+    req record;
     f cscp.fact;
-    r cscp.http_response;
-    detail text;
+    e_detail text;
+    e_hint text;
 BEGIN
-    a := cscp._http_auth(auth, 'facts:read');
-    IF a.tenant_id IS NULL THEN
-        RETURN a.failure;
+    req := cscp._http_tenant(auth, 'facts:read');
+    IF req.tenant_id IS NULL THEN
+        RETURN req.failure;
     END IF;
-    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
     BEGIN
         -- An unknown fact is not found (fact_current refuses it as bad input, 22023).
         PERFORM FROM cscp.fact x
-         WHERE x.tenant_id = a.tenant_id AND x.subject_id = http_fact_current.subject_id
+         WHERE x.tenant_id = req.tenant_id AND x.subject_id = http_fact_current.subject_id
            AND x.fact_id = http_fact_current.fact_id;
         IF NOT FOUND THEN
-            RETURN cscp._http_error(404, 'not_found', 'no such fact', 'P0002', NULL);
+            RETURN cscp._http_not_found('no such fact');
         END IF;
-        f := cscp.fact_current(a.tenant_id, subject_id, fact_id);
+        f := cscp.fact_current(req.tenant_id, subject_id, fact_id);
     EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
-        IF r.status IS NULL THEN
-            RAISE;
-        END IF;
-        RETURN r;
+        GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+        RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
     IF f.fact_id IS NULL THEN
-        RETURN cscp._http_error(404, 'not_found', 'no such fact', 'P0002', NULL);
+        RETURN cscp._http_not_found('no such fact');
     END IF;
-    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb, cscp._http_fact(f))::cscp.http_response;
+    RETURN cscp._http_no_store(cscp._http_fact(f));
 END
 $$;
 COMMENT ON FUNCTION cscp.http_fact_current(text, text, text) IS
@@ -1248,40 +1195,24 @@ SET cscp.tenant_id = ''
 AS $$
 DECLARE
     hint constant text := 'Send {"sessionId": "...", "query": "...", "tokenBudget": <n>, "taskId": "..."}, all but sessionId optional.';
-    a record;
-    b record;
+    req record;
     ctx jsonb;
-    r cscp.http_response;
-    detail text;
+    e_detail text;
+    e_hint text;
 BEGIN
-    a := cscp._http_auth(auth, 'facts:read');
-    IF a.tenant_id IS NULL THEN
-        RETURN a.failure;
-    END IF;
-    PERFORM pg_catalog.set_config('cscp.tenant_id', a.tenant_id, true);
-    b := cscp._http_body(content_type, body, true, true, hint);
-    IF b.doc IS NULL THEN
-        RETURN b.failure;
-    END IF;
-    r := coalesce(cscp._http_field(b.doc, 'sessionId', 'string', true, hint),
-                  cscp._http_field(b.doc, 'query', 'string', false, hint),
-                  cscp._http_field(b.doc, 'tokenBudget', 'integer', false, hint),
-                  cscp._http_field(b.doc, 'taskId', 'string', false, hint));
-    IF r.status IS NOT NULL THEN
-        RETURN r;
+    req := cscp._http_request(auth, 'facts:read', content_type, body, hint,
+                              '{sessionId: string, query?: string, tokenBudget?: integer, taskId?: string}');
+    IF req.tenant_id IS NULL THEN
+        RETURN req.failure;
     END IF;
     BEGIN
-        ctx := cscp.build_context(a.tenant_id, subject_id, b.doc ->> 'sessionId', b.doc ->> 'query',
-                                  (b.doc ->> 'tokenBudget')::int, b.doc ->> 'taskId');
+        ctx := cscp.build_context(req.tenant_id, subject_id, req.doc ->> 'sessionId', req.doc ->> 'query',
+                                  (req.doc ->> 'tokenBudget')::int, req.doc ->> 'taskId');
     EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-        r := cscp._http_failure(SQLSTATE, SQLERRM, nullif(detail, ''));
-        IF r.status IS NULL THEN
-            RAISE;
-        END IF;
-        RETURN r;
+        GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+        RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
     END;
-    RETURN ROW(200, '{"Cache-Control": "no-store"}'::jsonb, ctx)::cscp.http_response;
+    RETURN cscp._http_no_store(ctx);
 END
 $$;
 COMMENT ON FUNCTION cscp.http_build_context(text, text, text, text) IS
