@@ -15,6 +15,8 @@
 extern HeapTuple cscp_context_open_row(text *tenant, text *conversation, text *actor,
 									   Jsonb *slots, Interval *ttl, text *correlation,
 									   TupleDesc *desc);
+extern void cscp_context_check_open_args(text *tenant, text *conversation, text *actor,
+										 Jsonb *slots);
 extern Datum cscp_context_view_datum(HeapTuple row, TupleDesc desc, TupleDesc rowdesc);
 extern TimestampTz cscp_context_touch(const char *tenant_id, TimestampTz expires_at, Interval *ttl);
 
