@@ -33,7 +33,6 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
 #include "utils/fmgrprotos.h"
 #include "utils/uuid.h"
 
@@ -105,15 +104,7 @@ context_live(HeapTuple ctx, TupleDesc desc)
 static void
 check_args(FunctionCallInfo fcinfo, ApproveCall *call)
 {
-	cscp_check_tenant(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0));
-	cscp_check_id("conversation_id", PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1));
-	cscp_check_id("approver_id", PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2));
-	cscp_check_id("message_id", PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3));
-	if (PG_ARGISNULL(4))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("decision must not be null"),
-				 errhint("Pass true for yes, false for no.")));
+	cscp_answer_check_args(fcinfo, "approver_id", "decision");
 	call->tenant = PG_GETARG_TEXT_PP(0);
 	call->conversation = PG_GETARG_TEXT_PP(1);
 	call->approver = PG_GETARG_TEXT_PP(2);
@@ -398,43 +389,17 @@ judge(const ApproveCall *call, Approval *a)
 }
 
 /*
- * The answer moves the pending command (its UPDATE, with the caller's
- * rights, so that every rule applies as to any UPDATE) and releases the
- * context's slot naming it.
+ * The detail of an approval: {approver_id} on the command it moves;
+ * {decision, approver_id} on the evidence of a refusal (with_decision).
  */
-static void
-apply(const ApproveCall *call, Approval *a)
-{
-	static SPIPlanPtr plan = NULL;
-	static const Oid types[6] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	bool		isnull;
-	Datum		args[6];
-
-	args[0] = col(a->cmd, a->cmddesc, "cscp.command", "tenant_id", &isnull);
-	args[1] = col(a->cmd, a->cmddesc, "cscp.command", "command_id", &isnull);
-	args[2] = CStringGetTextDatum(cscp_command_state_names[a->apply_to]);
-	args[3] = CStringGetTextDatum(a->apply_why);
-	args[4] = PointerGetDatum(call->approver);
-	args[5] = PointerGetDatum(call->message_id);
-	cscp_spi_plan(&plan,
-				  "UPDATE cscp.command x"
-				  "   SET state = $3::cscp.command_state, reason_code = $4,"
-				  "       detail = jsonb_build_object('approver_id', $5),"
-				  "       message_ids = x.message_ids || $6"
-				  " WHERE x.tenant_id = $1 AND x.command_id = $2",
-				  6, types);
-	run(plan, args, SPI_OK_UPDATE);
-	cscp_context_release(a->ctx, a->ctxdesc, args[1], a->apply_why);
-}
-
-/* The detail of an approval's refusal: {decision, approver_id}. */
 static Jsonb *
-refusal_detail(const ApproveCall *call)
+approval_detail(const ApproveCall *call, bool with_decision)
 {
 	JsonbParseState *st = NULL;
 
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-	cscp_jsonb_push_bool(&st, "decision", call->decision, false);
+	if (with_decision)
+		cscp_jsonb_push_bool(&st, "decision", call->decision, false);
 	cscp_jsonb_push_text(&st, "approver_id", text_to_cstring(call->approver));
 	return JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
 }
@@ -455,15 +420,12 @@ Datum
 cscp_approve(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	MemoryContext callerctx = CurrentMemoryContext;
 	ApproveCall call;
 	Approval	a = {0};
 	CscpAnswer	ans = {0};
 	Datum		context_id;
 	bool		found;
 	bool		isnull;
-	Datum		values[3];
-	bool		nulls[3];
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	check_args(fcinfo, &call);
@@ -473,11 +435,9 @@ cscp_approve(PG_FUNCTION_ARGS)
 	context_id = answered_context(&call, &a, &found);
 	if (found)
 		lock_context(&call, context_id, false, &a);
-	if (cscp_answer_replay(call.tenant, call.conversation, "approve", call.message_id, values, nulls,
-						   callerctx))
+	if (cscp_answer_replay(call.tenant, call.conversation, "approve", call.message_id, rsinfo))
 	{
 		SPI_finish();
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		return (Datum) 0;
 	}
 
@@ -514,26 +474,16 @@ cscp_approve(PG_FUNCTION_ARGS)
 	if (a.lapse_why != NULL)
 		cscp_lapse(a.ctx, a.ctxdesc, a.lapse_cmd ? a.cmd : NULL, a.cmddesc, a.lapse_why);
 	if (a.apply_why != NULL)
-		apply(&call, &a);
+		cscp_answer_move(&ans, a.ctx, a.ctxdesc, a.cmd, a.cmddesc, a.apply_to, a.apply_why,
+						 approval_detail(&call, false));
 	else
 		cscp_answer_refusal(&ans, "authorized",
 							a.ctx == NULL ? 0 :
 							DatumGetTimestampTz(col(a.ctx, a.ctxdesc, "cscp.context", "expires_at",
 													&isnull)),
-							refusal_detail(&call));
+							approval_detail(&call, true));
 
-	{
-		MemoryContext old = MemoryContextSwitchTo(callerctx);
-
-		values[0] = CStringGetTextDatum(a.outcome);
-		nulls[0] = false;
-		values[1] = ans.has_command ? datumCopy(ans.command_id, false, UUID_LEN) : (Datum) 0;
-		nulls[1] = !ans.has_command;
-		values[2] = ans.has_context ? datumCopy(ans.context_id, false, UUID_LEN) : (Datum) 0;
-		nulls[2] = !ans.has_context;
-		MemoryContextSwitchTo(old);
-	}
+	cscp_answer_put(rsinfo, &ans);
 	SPI_finish();
-	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	return (Datum) 0;
 }

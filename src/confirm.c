@@ -35,7 +35,6 @@
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
 #include "utils/fmgrprotos.h"
 #include "utils/timestamp.h"
 
@@ -107,39 +106,6 @@ cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, c
 	else if (cmd != NULL)
 		cscp_context_release(ctx, ctxdesc, col(cmd, cmddesc, "cscp.command", "command_id", &isnull),
 							 why);
-}
-
-/*
- * An answer that moves the pending command: to_state with reason why, the
- * answer's message id appended to the command's, the context's slot
- * released.  cmd is the command's row as locked (its latest version).
- *
- * The command is updated by its UPDATE statement, with the caller's
- * rights, so that row-level security, privileges, rules and every trigger
- * apply as to any UPDATE.
- */
-static void
-apply(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, text *message_id,
-	  CommandState to_state, const char *why)
-{
-	static SPIPlanPtr plan = NULL;
-	static const Oid argtypes[5] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, TEXTOID};
-	bool		isnull;
-	Datum		args[5];
-
-	args[0] = col(cmd, cmddesc, "cscp.command", "tenant_id", &isnull);
-	args[1] = col(cmd, cmddesc, "cscp.command", "command_id", &isnull);
-	args[2] = CStringGetTextDatum(cscp_command_state_names[to_state]);
-	args[3] = CStringGetTextDatum(why);
-	args[4] = PointerGetDatum(message_id);
-	cscp_spi_plan(&plan,
-				  "UPDATE cscp.command x"
-				  "   SET state = $3::cscp.command_state, reason_code = $4, detail = NULL,"
-				  "       message_ids = x.message_ids || $5"
-				  " WHERE x.tenant_id = $1 AND x.command_id = $2",
-				  5, argtypes);
-	run(plan, args, NULL, SPI_OK_UPDATE);
-	cscp_context_release(ctx, ctxdesc, args[1], why);
 }
 
 /* Whether cmd (NULL: none) waits for a yes: confirmation_required, with a window. */
@@ -295,15 +261,7 @@ refusal_detail(bool answer, text *actor, bool fingerprint_given)
 static void
 check_args(FunctionCallInfo fcinfo)
 {
-	cscp_check_tenant(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0));
-	cscp_check_id("conversation_id", PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1));
-	cscp_check_id("actor_id", PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2));
-	cscp_check_id("message_id", PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3));
-	if (PG_ARGISNULL(4))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("answer must not be null"),
-				 errhint("Pass true for yes, false for no.")));
+	cscp_answer_check_args(fcinfo, "actor_id", "answer");
 	if (!PG_ARGISNULL(5))
 		cscp_check_id("target_fingerprint", PG_GETARG_TEXT_PP(5));
 }
@@ -325,7 +283,6 @@ Datum
 cscp_confirm(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	MemoryContext callerctx = CurrentMemoryContext;
 	CscpAnswer	a = {0};
 	bool		answer;
 	text	   *fingerprint;
@@ -333,8 +290,6 @@ cscp_confirm(PG_FUNCTION_ARGS)
 	TupleDesc	ctxdesc = NULL;
 	Verdict		v = {0};
 	bool		isnull;
-	Datum		values[3];
-	bool		nulls[3];
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	check_args(fcinfo);
@@ -350,11 +305,9 @@ cscp_confirm(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	cscp_answer_lock(a.tenant_id, a.kind, a.conversation_id, a.message_id);
 	cscp_context_for(a.tenant_id, a.conversation_id, a.answered_by, &ctx, &ctxdesc);
-	if (cscp_answer_replay(a.tenant_id, a.conversation_id, a.kind, a.message_id, values, nulls,
-						   callerctx))
+	if (cscp_answer_replay(a.tenant_id, a.conversation_id, a.kind, a.message_id, rsinfo))
 	{
 		SPI_finish();
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		return (Datum) 0;
 	}
 
@@ -378,7 +331,7 @@ cscp_confirm(PG_FUNCTION_ARGS)
 	if (v.lapse_why != NULL)
 		cscp_lapse(ctx, ctxdesc, v.cmd, v.cmddesc, v.lapse_why);
 	if (v.why != NULL)
-		apply(ctx, ctxdesc, v.cmd, v.cmddesc, a.message_id, v.to_state, v.why);
+		cscp_answer_move(&a, ctx, ctxdesc, v.cmd, v.cmddesc, v.to_state, v.why, NULL);
 	else
 		cscp_answer_refusal(&a, "confirmed",
 							ctx == NULL ? 0 :
@@ -386,18 +339,7 @@ cscp_confirm(PG_FUNCTION_ARGS)
 													&isnull)),
 							refusal_detail(answer, a.answered_by, fingerprint != NULL));
 
-	{
-		MemoryContext old = MemoryContextSwitchTo(callerctx);
-
-		values[0] = CStringGetTextDatum(a.outcome);
-		nulls[0] = false;
-		values[1] = a.has_command ? datumCopy(a.command_id, false, UUID_LEN) : (Datum) 0;
-		nulls[1] = !a.has_command;
-		values[2] = a.has_context ? datumCopy(a.context_id, false, UUID_LEN) : (Datum) 0;
-		nulls[2] = !a.has_context;
-		MemoryContextSwitchTo(old);
-	}
+	cscp_answer_put(rsinfo, &a);
 	SPI_finish();
-	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	return (Datum) 0;
 }
