@@ -428,6 +428,39 @@ http_guarded(PGFunction fn, FunctionCallInfo call, Datum *result, Datum *failure
 }
 
 /*
+ * The tenant of the bearer key in argument 0 of a document endpoint, for
+ * scope, bound as cscp.tenant_id (the endpoint's SET clause gives the
+ * caller's back when it returns); NULL with *failure the 401 or 403
+ * response.
+ */
+static char *
+http_doc_tenant(FunctionCallInfo fcinfo, const char *scope, Datum *failure)
+{
+	char	   *tenant = http_authenticate(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0), scope,
+										   failure);
+
+	if (tenant != NULL)
+		(void) set_config_option("cscp.tenant_id", tenant, superuser() ? PGC_SUSET : PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+	return tenant;
+}
+
+/*
+ * Set up call, of nargs arguments, to a cscp.doc_* function of the
+ * endpoint fcinfo: the tenant, then the endpoint's session_id and
+ * namespace (its arguments 1 and 2); the caller sets the rest.
+ */
+static void
+http_doc_call(FunctionCallInfo call, int nargs, const char *tenant, FunctionCallInfo fcinfo)
+{
+	InitFunctionCallInfoData(*call, NULL, nargs, InvalidOid, NULL, NULL);
+	call->args[0].value = CStringGetTextDatum(tenant);
+	call->args[0].isnull = false;
+	call->args[1] = fcinfo->args[1];
+	call->args[2] = fcinfo->args[2];
+}
+
+/*
  * cscp.doc_put with ttlSeconds a numeric (argument 4), cast as (doc ->>
  * 'ttlSeconds')::int casts it: 60.0 passes the body's checks, not the
  * cast, and the cast's error is the answer.
@@ -456,22 +489,15 @@ cscp_http_doc_get(PG_FUNCTION_ARGS)
 	Datum		doc = (Datum) 0;
 	bool		found;
 
-	tenant = http_authenticate(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0), "documents:read",
-							   &failure);
+	tenant = http_doc_tenant(fcinfo, "documents:read", &failure);
 	if (tenant == NULL)
 		PG_RETURN_DATUM(failure);
-	(void) set_config_option("cscp.tenant_id", tenant, superuser() ? PGC_SUSET : PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 
 	/* cscp.doc_get in a subtransaction: its errors are answered, not raised. */
 	{
 		LOCAL_FCINFO(call, 3);
 
-		InitFunctionCallInfoData(*call, NULL, 3, InvalidOid, NULL, NULL);
-		call->args[0].value = CStringGetTextDatum(tenant);
-		call->args[0].isnull = false;
-		call->args[1] = fcinfo->args[1];
-		call->args[2] = fcinfo->args[2];
+		http_doc_call(call, 3, tenant, fcinfo);
 		if (!http_guarded(cscp_doc_get, call, &doc, &failure))
 			PG_RETURN_DATUM(failure);
 		found = !call->isnull;
@@ -708,12 +734,9 @@ cscp_http_doc_put(PG_FUNCTION_ARGS)
 	bool		nulls[3] = {false, false, false};
 	TupleDesc	desc;
 
-	tenant = http_authenticate(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0), "documents:write",
-							   &failure);
+	tenant = http_doc_tenant(fcinfo, "documents:write", &failure);
 	if (tenant == NULL)
 		PG_RETURN_DATUM(failure);
-	(void) set_config_option("cscp.tenant_id", tenant, superuser() ? PGC_SUSET : PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 
 	/* The body: its own checks, else the SQL ones (which say why, or pass it). */
 	if (content_type != NULL && body != NULL && json_content_type(content_type))
@@ -744,11 +767,7 @@ cscp_http_doc_put(PG_FUNCTION_ARGS)
 		LOCAL_FCINFO(call, 5);
 		Datum		ignored;
 
-		InitFunctionCallInfoData(*call, NULL, 5, InvalidOid, NULL, NULL);
-		call->args[0].value = CStringGetTextDatum(tenant);
-		call->args[0].isnull = false;
-		call->args[1] = fcinfo->args[1];
-		call->args[2] = fcinfo->args[2];
+		http_doc_call(call, 5, tenant, fcinfo);
 		call->args[3].value = JsonbPGetDatum(JsonbValueToJsonb(payload_v));
 		call->args[3].isnull = false;
 		/* ttlSeconds as it came: an int4, or a numeric that doc_put_ttl casts */
