@@ -82,14 +82,6 @@ col_text(HeapTuple row, TupleDesc desc, const char *table, const char *name)
 	return SPI_getvalue(row, desc, cscp_column(desc, table, name));
 }
 
-/* Run a saved plan; elog unless it gives expected. */
-static void
-run(SPIPlanPtr plan, Datum *args, int expected)
-{
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != expected)
-		elog(ERROR, "cscp internal query failed in cscp.approve");
-}
-
 /* Whether the context row is live: its status and its expiry. */
 static bool
 context_live(HeapTuple ctx, TupleDesc desc)
@@ -140,7 +132,7 @@ answered_context(const ApproveCall *call, Approval *a, bool *found)
 					  "SELECT x.context_id FROM cscp.command x"
 					  " WHERE x.tenant_id = $1 AND x.command_id = $2 AND x.conversation_id = $3",
 					  3, named_types);
-		run(named_plan, args, SPI_OK_SELECT);
+		cscp_spi_run(named_plan, args, NULL, SPI_OK_SELECT);
 		if (SPI_processed == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -161,7 +153,7 @@ answered_context(const ApproveCall *call, Approval *a, bool *found)
 				  "   AND x.status IN ('active', 'pending', 'blocked')"
 				  "   AND jsonb_typeof(x.slots -> 'pending_approval') = 'object'",
 				  2, live_types);
-	run(live_plan, args, SPI_OK_SELECT);
+	cscp_spi_run(live_plan, args, NULL, SPI_OK_SELECT);
 	a->live_waiting = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
 												  &isnull));
 	id = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
@@ -189,7 +181,7 @@ lock_context(const ApproveCall *call, Datum context_id, bool latest, Approval *a
 					  "          y.updated_at DESC, y.version DESC"
 					  " LIMIT 1 FOR UPDATE",
 					  2, latest_types);
-		run(latest_plan, args, SPI_OK_SELECT);
+		cscp_spi_run(latest_plan, args, NULL, SPI_OK_SELECT);
 	}
 	else
 	{
@@ -197,7 +189,7 @@ lock_context(const ApproveCall *call, Datum context_id, bool latest, Approval *a
 					  "SELECT * FROM cscp.context x WHERE x.tenant_id = $1 AND x.context_id = $2"
 					  " FOR UPDATE",
 					  2, id_types);
-		run(id_plan, args, SPI_OK_SELECT);
+		cscp_spi_run(id_plan, args, NULL, SPI_OK_SELECT);
 	}
 	a->ctx = SPI_processed == 1 ? SPI_tuptable->vals[0] : NULL;
 	a->ctxdesc = SPI_tuptable->tupdesc;
@@ -246,7 +238,7 @@ lock_command(Approval *a, const ApproveCall *call, Datum id, bool bound)
 					  " WHERE x.tenant_id = $1 AND x.command_id = $2"
 					  "   AND x.conversation_id = $3 AND x.context_id = $4 FOR UPDATE",
 					  4, bound_types);
-		run(bound_plan, args, SPI_OK_SELECT);
+		cscp_spi_run(bound_plan, args, NULL, SPI_OK_SELECT);
 	}
 	else
 	{
@@ -256,7 +248,7 @@ lock_command(Approval *a, const ApproveCall *call, Datum id, bool bound)
 					  "SELECT * FROM cscp.command x WHERE x.tenant_id = $1 AND x.command_id = $2"
 					  " FOR UPDATE",
 					  2, id_types);
-		run(id_plan, args, SPI_OK_SELECT);
+		cscp_spi_run(id_plan, args, NULL, SPI_OK_SELECT);
 	}
 	if (SPI_processed != 1)
 		return NULL;

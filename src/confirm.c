@@ -45,16 +45,6 @@ col(HeapTuple tuple, TupleDesc desc, const char *table, const char *name, bool *
 	return heap_getattr(tuple, cscp_column(desc, table, name), desc, isnull);
 }
 
-/* Run a saved plan that must give result code expected. */
-static void
-run(SPIPlanPtr plan, Datum *args, const char *nulls, int expected)
-{
-	int			rc = SPI_execute_plan(plan, args, nulls, false, 0);
-
-	if (rc != expected)
-		elog(ERROR, "cscp internal query failed: %s", SPI_result_code_string(rc));
-}
-
 /*
  * A question that lapsed (why: context_expired, confirmation_expired,
  * approval_expired; the sweep's too, sweep.c): the command, if still
@@ -84,7 +74,7 @@ cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, c
 						  "UPDATE cscp.command x SET state = 'rejected', reason_code = $3"
 						  " WHERE x.tenant_id = $1 AND x.command_id = $2",
 						  3, reject_types);
-			run(reject_plan, args, NULL, SPI_OK_UPDATE);
+			cscp_spi_run(reject_plan, args, NULL, SPI_OK_UPDATE);
 		}
 	}
 	if (ctx == NULL)
@@ -100,7 +90,7 @@ cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, c
 						  "UPDATE cscp.context x SET status = 'expired', reason = 'ttl'"
 						  " WHERE x.tenant_id = $1 AND x.context_id = $2",
 						  2, expire_types);
-			run(expire_plan, args, NULL, SPI_OK_UPDATE);
+			cscp_spi_run(expire_plan, args, NULL, SPI_OK_UPDATE);
 		}
 	}
 	else if (cmd != NULL)
@@ -161,7 +151,7 @@ bound_command(HeapTuple ctx, TupleDesc ctxdesc, text *conversation, text *actor,
 				  "   AND x.conversation_id = $3 AND x.actor_id = $4 AND x.context_id = $5"
 				  "   FOR UPDATE",
 				  5, types);
-	run(plan, args, NULL, SPI_OK_SELECT);
+	cscp_spi_run(plan, args, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
 		return NULL;
 	*cmddesc = SPI_tuptable->tupdesc;

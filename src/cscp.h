@@ -250,6 +250,7 @@ extern void cscp_refuse_forgotten(const char *tenant_id, const char *kind, const
 extern Oid	cscp_relation_oid(const char *relname, bool missing_ok);
 extern SPIPlanPtr cscp_spi_plan(SPIPlanPtr *plan, const char *sql, int nargs,
 								const Oid *argtypes);
+extern void cscp_spi_run(SPIPlanPtr plan, Datum *args, const char *nulls, int expected);
 extern HeapTuple cscp_spi_update_one(SPIPlanPtr plan, Datum *args, const char *nulls,
 									 TupleDesc *desc, const char *what);
 

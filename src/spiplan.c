@@ -106,6 +106,16 @@ cscp_relation_oid(const char *relname, bool missing_ok)
 	}
 }
 
+/* Run a saved plan (nulls: NULL for none); elog unless it gives result code expected. */
+void
+cscp_spi_run(SPIPlanPtr plan, Datum *args, const char *nulls, int expected)
+{
+	int			rc = SPI_execute_plan(plan, args, nulls, false, 0);
+
+	if (rc != expected)
+		elog(ERROR, "cscp internal query failed: %s", SPI_result_code_string(rc));
+}
+
 /*
  * Run plan, an UPDATE ... RETURNING * of at most one row : the row written, in
  * SPI's tuple table, with its descriptor in *desc; NULL when none was.
