@@ -40,6 +40,23 @@ cscp_slot_text(JsonbValue *slot, const char *key)
 }
 
 /*
+ * The pending question slot (pending_confirmation, pending_approval) of a
+ * context row, when it holds an object; NULL otherwise.
+ */
+JsonbValue *
+cscp_answer_slot(HeapTuple ctx, TupleDesc ctxdesc, const char *slot)
+{
+	bool		isnull;
+	Datum		slots = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "slots"), ctxdesc,
+									 &isnull);
+	JsonbValue *v = isnull ? NULL : cscp_jsonb_get(DatumGetJsonbP(slots), slot);
+
+	if (v == NULL || v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+		return NULL;
+	return v;
+}
+
+/*
  * Raise 22023 unless the arguments every answer function starts with are
  * well formed: tenant_id, conversation_id, the answerer's id (named
  * answerer), message_id and the boolean decision (named decision).
@@ -252,10 +269,5 @@ cscp_answer_last_command(HeapTuple ctx, TupleDesc ctxdesc, TupleDesc *cmddesc)
 		return NULL;
 	cscp_spi_plan(&plan, "SELECT * FROM cscp.command x WHERE x.tenant_id = $1 AND x.command_id = $2",
 				  2, types);
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the last command of a context");
-	if (SPI_processed != 1)
-		return NULL;
-	*cmddesc = SPI_tuptable->tupdesc;
-	return SPI_tuptable->vals[0];
+	return cscp_spi_row(plan, args, NULL, SPI_OK_SELECT, cmddesc);
 }

@@ -171,9 +171,9 @@ lock_context(const ApproveCall *call, Datum context_id, bool latest, Approval *a
 	static const Oid latest_types[2] = {TEXTOID, TEXTOID};
 	Datum		args[2] = {PointerGetDatum(call->tenant),
 	latest ? PointerGetDatum(call->conversation) : context_id};
+	JsonbValue *pa;
 
 	if (latest)
-	{
 		cscp_spi_plan(&latest_plan,
 					  "SELECT * FROM cscp.context y"
 					  " WHERE y.tenant_id = $1 AND y.conversation_id = $2"
@@ -181,35 +181,23 @@ lock_context(const ApproveCall *call, Datum context_id, bool latest, Approval *a
 					  "          y.updated_at DESC, y.version DESC"
 					  " LIMIT 1 FOR UPDATE",
 					  2, latest_types);
-		cscp_spi_run(latest_plan, args, NULL, SPI_OK_SELECT);
-	}
 	else
-	{
 		cscp_spi_plan(&id_plan,
 					  "SELECT * FROM cscp.context x WHERE x.tenant_id = $1 AND x.context_id = $2"
 					  " FOR UPDATE",
 					  2, id_types);
-		cscp_spi_run(id_plan, args, NULL, SPI_OK_SELECT);
-	}
-	a->ctx = SPI_processed == 1 ? SPI_tuptable->vals[0] : NULL;
-	a->ctxdesc = SPI_tuptable->tupdesc;
+	a->ctx = cscp_spi_row(latest ? latest_plan : id_plan, args, NULL, SPI_OK_SELECT, &a->ctxdesc);
 	a->pa = a->pa_is_uuid = false;
 	a->pa_command = a->pa_approver = NULL;
-	if (a->ctx != NULL)
+	pa = a->ctx != NULL ? cscp_answer_slot(a->ctx, a->ctxdesc, "pending_approval") : NULL;
+	if (pa != NULL)
 	{
-		bool		isnull;
-		Datum		slots = col(a->ctx, a->ctxdesc, "cscp.context", "slots", &isnull);
-		JsonbValue *pa = isnull ? NULL : cscp_jsonb_get(DatumGetJsonbP(slots), "pending_approval");
-
-		if (pa != NULL && pa->type == jbvBinary && JsonContainerIsObject(pa->val.binary.data))
-		{
-			a->pa = true;
-			a->pa_command = cscp_slot_text(pa, "command_id");
-			a->pa_approver = cscp_slot_text(pa, "approver_id");
-			a->pa_is_uuid = a->pa_command != NULL && cscp_is_uuid_text(a->pa_command);
-			if (a->pa_is_uuid)
-				a->pa_uuid = DirectFunctionCall1(uuid_in, CStringGetDatum(a->pa_command));
-		}
+		a->pa = true;
+		a->pa_command = cscp_slot_text(pa, "command_id");
+		a->pa_approver = cscp_slot_text(pa, "approver_id");
+		a->pa_is_uuid = a->pa_command != NULL && cscp_is_uuid_text(a->pa_command);
+		if (a->pa_is_uuid)
+			a->pa_uuid = DirectFunctionCall1(uuid_in, CStringGetDatum(a->pa_command));
 	}
 }
 
@@ -238,22 +226,15 @@ lock_command(Approval *a, const ApproveCall *call, Datum id, bool bound)
 					  " WHERE x.tenant_id = $1 AND x.command_id = $2"
 					  "   AND x.conversation_id = $3 AND x.context_id = $4 FOR UPDATE",
 					  4, bound_types);
-		cscp_spi_run(bound_plan, args, NULL, SPI_OK_SELECT);
+		return cscp_spi_row(bound_plan, args, NULL, SPI_OK_SELECT, &a->cmddesc);
 	}
-	else
-	{
-		args[0] = PointerGetDatum(call->tenant);
-		args[1] = id;
-		cscp_spi_plan(&id_plan,
-					  "SELECT * FROM cscp.command x WHERE x.tenant_id = $1 AND x.command_id = $2"
-					  " FOR UPDATE",
-					  2, id_types);
-		cscp_spi_run(id_plan, args, NULL, SPI_OK_SELECT);
-	}
-	if (SPI_processed != 1)
-		return NULL;
-	a->cmddesc = SPI_tuptable->tupdesc;
-	return SPI_tuptable->vals[0];
+	args[0] = PointerGetDatum(call->tenant);
+	args[1] = id;
+	cscp_spi_plan(&id_plan,
+				  "SELECT * FROM cscp.command x WHERE x.tenant_id = $1 AND x.command_id = $2"
+				  " FOR UPDATE",
+				  2, id_types);
+	return cscp_spi_row(id_plan, args, NULL, SPI_OK_SELECT, &a->cmddesc);
 }
 
 /* Whether text value (or NULL) equals the C string s (or NULL): IS NOT DISTINCT FROM. */

@@ -95,6 +95,7 @@ typedef struct CscpAnswer
 } CscpAnswer;
 
 extern char *cscp_slot_text(JsonbValue *slot, const char *key);
+extern JsonbValue *cscp_answer_slot(HeapTuple ctx, TupleDesc ctxdesc, const char *slot);
 extern void cscp_answer_lock(text *tenant, const char *kind, text *conversation, text *message_id);
 extern void cscp_answer_check_args(FunctionCallInfo fcinfo, const char *answerer,
 								   const char *decision);

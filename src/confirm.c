@@ -131,9 +131,8 @@ bound_command(HeapTuple ctx, TupleDesc ctxdesc, text *conversation, text *actor,
 	char	   *id;
 	Datum		args[5];
 
-	pc = cscp_jsonb_get(DatumGetJsonbP(col(ctx, ctxdesc, "cscp.context", "slots", &isnull)),
-						"pending_confirmation");
-	if (pc == NULL || pc->type != jbvBinary || !JsonContainerIsObject(pc->val.binary.data))
+	pc = cscp_answer_slot(ctx, ctxdesc, "pending_confirmation");
+	if (pc == NULL)
 		return NULL;
 	id = cscp_slot_text(pc, "command_id");
 	if (id == NULL || !cscp_is_uuid_text(id))
@@ -151,11 +150,7 @@ bound_command(HeapTuple ctx, TupleDesc ctxdesc, text *conversation, text *actor,
 				  "   AND x.conversation_id = $3 AND x.actor_id = $4 AND x.context_id = $5"
 				  "   FOR UPDATE",
 				  5, types);
-	cscp_spi_run(plan, args, NULL, SPI_OK_SELECT);
-	if (SPI_processed != 1)
-		return NULL;
-	*cmddesc = SPI_tuptable->tupdesc;
-	return SPI_tuptable->vals[0];
+	return cscp_spi_row(plan, args, NULL, SPI_OK_SELECT, cmddesc);
 }
 
 /* What an answer comes to, before anything is written. */

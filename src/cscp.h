@@ -251,6 +251,8 @@ extern Oid	cscp_relation_oid(const char *relname, bool missing_ok);
 extern SPIPlanPtr cscp_spi_plan(SPIPlanPtr *plan, const char *sql, int nargs,
 								const Oid *argtypes);
 extern void cscp_spi_run(SPIPlanPtr plan, Datum *args, const char *nulls, int expected);
+extern HeapTuple cscp_spi_row(SPIPlanPtr plan, Datum *args, const char *nulls, int expected,
+							  TupleDesc *desc);
 extern HeapTuple cscp_spi_update_one(SPIPlanPtr plan, Datum *args, const char *nulls,
 									 TupleDesc *desc, const char *what);
 
