@@ -47,8 +47,7 @@ JsonbValue *
 cscp_answer_slot(HeapTuple ctx, TupleDesc ctxdesc, const char *slot)
 {
 	bool		isnull;
-	Datum		slots = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "slots"), ctxdesc,
-									 &isnull);
+	Datum		slots = cscp_column_value(ctx, ctxdesc, "cscp.context", "slots", &isnull);
 	JsonbValue *v = isnull ? NULL : cscp_jsonb_get(DatumGetJsonbP(slots), slot);
 
 	if (v == NULL || v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
@@ -196,8 +195,8 @@ cscp_answer_move(const CscpAnswer *a, HeapTuple ctx, TupleDesc ctxdesc, HeapTupl
 	Datum		args[6];
 	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 
-	args[0] = heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "tenant_id"), cmddesc, &isnull);
-	args[1] = heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "command_id"), cmddesc, &isnull);
+	args[0] = cscp_column_value(cmd, cmddesc, "cscp.command", "tenant_id", &isnull);
+	args[1] = cscp_column_value(cmd, cmddesc, "cscp.command", "command_id", &isnull);
 	args[2] = CStringGetTextDatum(cscp_command_state_names[to_state]);
 	args[3] = CStringGetTextDatum(why);
 	args[4] = detail != NULL ? JsonbPGetDatum(detail) : (Datum) 0;
@@ -262,9 +261,8 @@ cscp_answer_last_command(HeapTuple ctx, TupleDesc ctxdesc, TupleDesc *cmddesc)
 
 	if (ctx == NULL)
 		return NULL;
-	args[0] = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"), ctxdesc, &isnull);
-	args[1] = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "last_command_id"), ctxdesc,
-						   &isnull);
+	args[0] = cscp_column_value(ctx, ctxdesc, "cscp.context", "tenant_id", &isnull);
+	args[1] = cscp_column_value(ctx, ctxdesc, "cscp.context", "last_command_id", &isnull);
 	if (isnull)
 		return NULL;
 	cscp_spi_plan(&plan, "SELECT * FROM cscp.command x WHERE x.tenant_id = $1 AND x.command_id = $2",

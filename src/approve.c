@@ -68,13 +68,6 @@ typedef struct Approval
 	bool		lapse_cmd;		/* the lapse rejects cmd too */
 } Approval;
 
-/* Column name of row (of table), or (Datum) 0 with *isnull. */
-static Datum
-col(HeapTuple row, TupleDesc desc, const char *table, const char *name, bool *isnull)
-{
-	return heap_getattr(row, cscp_column(desc, table, name), desc, isnull);
-}
-
 /* Text of column name of row (of table), or NULL. */
 static char *
 col_text(HeapTuple row, TupleDesc desc, const char *table, const char *name)
@@ -89,7 +82,8 @@ context_live(HeapTuple ctx, TupleDesc desc)
 	bool		isnull;
 
 	return cscp_status_live(col_text(ctx, desc, "cscp.context", "status")) &&
-		DatumGetTimestampTz(col(ctx, desc, "cscp.context", "expires_at", &isnull)) > cscp_now();
+		DatumGetTimestampTz(cscp_column_value(ctx, desc, "cscp.context", "expires_at",
+											  &isnull)) > cscp_now();
 }
 
 /* Raise 22023 unless the arguments are well formed; fill in *call. */
@@ -217,10 +211,10 @@ lock_command(Approval *a, const ApproveCall *call, Datum id, bool bound)
 
 	if (bound)
 	{
-		args[0] = col(a->ctx, a->ctxdesc, "cscp.context", "tenant_id", &isnull);
+		args[0] = cscp_column_value(a->ctx, a->ctxdesc, "cscp.context", "tenant_id", &isnull);
 		args[1] = id;
-		args[2] = col(a->ctx, a->ctxdesc, "cscp.context", "conversation_id", &isnull);
-		args[3] = col(a->ctx, a->ctxdesc, "cscp.context", "context_id", &isnull);
+		args[2] = cscp_column_value(a->ctx, a->ctxdesc, "cscp.context", "conversation_id", &isnull);
+		args[3] = cscp_column_value(a->ctx, a->ctxdesc, "cscp.context", "context_id", &isnull);
 		cscp_spi_plan(&bound_plan,
 					  "SELECT * FROM cscp.command x"
 					  " WHERE x.tenant_id = $1 AND x.command_id = $2"
@@ -312,7 +306,8 @@ static void
 judge_bound(const ApproveCall *call, Approval *a)
 {
 	bool		window_null;
-	Datum		window = col(a->cmd, a->cmddesc, "cscp.command", "window_expires_at", &window_null);
+	Datum		window = cscp_column_value(a->cmd, a->cmddesc, "cscp.command", "window_expires_at",
+										   &window_null);
 
 	if (!same_text(col_text(a->cmd, a->cmddesc, "cscp.command", "state"), "authz_pending") ||
 		window_null)
@@ -434,12 +429,12 @@ cscp_approve(PG_FUNCTION_ARGS)
 	ans.outcome = a.outcome;
 	if (a.cmd != NULL)
 	{
-		ans.command_id = col(a.cmd, a.cmddesc, "cscp.command", "command_id", &isnull);
+		ans.command_id = cscp_column_value(a.cmd, a.cmddesc, "cscp.command", "command_id", &isnull);
 		ans.has_command = true;
 	}
 	if (a.ctx != NULL)
 	{
-		ans.context_id = col(a.ctx, a.ctxdesc, "cscp.context", "context_id", &isnull);
+		ans.context_id = cscp_column_value(a.ctx, a.ctxdesc, "cscp.context", "context_id", &isnull);
 		ans.has_context = true;
 	}
 	cscp_answer_record(&ans);
@@ -452,8 +447,8 @@ cscp_approve(PG_FUNCTION_ARGS)
 	else
 		cscp_answer_refusal(&ans, "authorized",
 							a.ctx == NULL ? 0 :
-							DatumGetTimestampTz(col(a.ctx, a.ctxdesc, "cscp.context", "expires_at",
-													&isnull)),
+							DatumGetTimestampTz(cscp_column_value(a.ctx, a.ctxdesc, "cscp.context",
+																  "expires_at", &isnull)),
 							approval_detail(&call, true));
 
 	cscp_answer_put(rsinfo, &ans);

@@ -38,13 +38,6 @@
 #include "utils/fmgrprotos.h"
 #include "utils/timestamp.h"
 
-/* Column name of a SPI row of table. */
-static Datum
-col(HeapTuple tuple, TupleDesc desc, const char *table, const char *name, bool *isnull)
-{
-	return heap_getattr(tuple, cscp_column(desc, table, name), desc, isnull);
-}
-
 /*
  * A question that lapsed (why: context_expired, confirmation_expired,
  * approval_expired; the sweep's too, sweep.c): the command, if still
@@ -67,8 +60,8 @@ cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, c
 
 		if (strcmp(state, "confirmation_required") == 0 || strcmp(state, "authz_pending") == 0)
 		{
-			args[0] = col(cmd, cmddesc, "cscp.command", "tenant_id", &isnull);
-			args[1] = col(cmd, cmddesc, "cscp.command", "command_id", &isnull);
+			args[0] = cscp_column_value(cmd, cmddesc, "cscp.command", "tenant_id", &isnull);
+			args[1] = cscp_column_value(cmd, cmddesc, "cscp.command", "command_id", &isnull);
 			args[2] = CStringGetTextDatum(why);
 			cscp_spi_plan(&reject_plan,
 						  "UPDATE cscp.command x SET state = 'rejected', reason_code = $3"
@@ -79,13 +72,14 @@ cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, c
 	}
 	if (ctx == NULL)
 		return;
-	if (DatumGetTimestampTz(col(ctx, ctxdesc, "cscp.context", "expires_at", &isnull)) <= cscp_now())
+	if (DatumGetTimestampTz(cscp_column_value(ctx, ctxdesc, "cscp.context", "expires_at",
+											  &isnull)) <= cscp_now())
 	{
 		/* The expiry invariant made durable: recorded expired, by TTL. */
 		if (cscp_status_live(SPI_getvalue(ctx, ctxdesc, cscp_column(ctxdesc, "cscp.context", "status"))))
 		{
-			args[0] = col(ctx, ctxdesc, "cscp.context", "tenant_id", &isnull);
-			args[1] = col(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
+			args[0] = cscp_column_value(ctx, ctxdesc, "cscp.context", "tenant_id", &isnull);
+			args[1] = cscp_column_value(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
 			cscp_spi_plan(&expire_plan,
 						  "UPDATE cscp.context x SET status = 'expired', reason = 'ttl'"
 						  " WHERE x.tenant_id = $1 AND x.context_id = $2",
@@ -94,7 +88,8 @@ cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, c
 		}
 	}
 	else if (cmd != NULL)
-		cscp_context_release(ctx, ctxdesc, col(cmd, cmddesc, "cscp.command", "command_id", &isnull),
+		cscp_context_release(ctx, ctxdesc,
+							 cscp_column_value(cmd, cmddesc, "cscp.command", "command_id", &isnull),
 							 why);
 }
 
@@ -108,7 +103,7 @@ waiting(HeapTuple cmd, TupleDesc cmddesc)
 		strcmp(SPI_getvalue(cmd, cmddesc, cscp_column(cmddesc, "cscp.command", "state")),
 			   "confirmation_required") != 0)
 		return false;
-	(void) col(cmd, cmddesc, "cscp.command", "window_expires_at", &isnull);
+	(void) cscp_column_value(cmd, cmddesc, "cscp.command", "window_expires_at", &isnull);
 	return !isnull;
 }
 
@@ -137,11 +132,11 @@ bound_command(HeapTuple ctx, TupleDesc ctxdesc, text *conversation, text *actor,
 	id = cscp_slot_text(pc, "command_id");
 	if (id == NULL || !cscp_is_uuid_text(id))
 		return NULL;
-	args[0] = col(ctx, ctxdesc, "cscp.context", "tenant_id", &isnull);
+	args[0] = cscp_column_value(ctx, ctxdesc, "cscp.context", "tenant_id", &isnull);
 	args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(id));
 	args[2] = PointerGetDatum(conversation);
 	args[3] = PointerGetDatum(actor);
-	args[4] = col(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
+	args[4] = cscp_column_value(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
 	cscp_spi_plan(&plan,
 				  "SELECT x.tenant_id, x.command_id, x.state, x.window_expires_at,"
 				  "       x.target_fingerprint"
@@ -179,7 +174,8 @@ judge(HeapTuple ctx, TupleDesc ctxdesc, bool answer, text *fingerprint, Verdict 
 	if (ctx == NULL)
 		v->outcome = "no_context";
 	else if (!cscp_status_live(SPI_getvalue(ctx, ctxdesc, cscp_column(ctxdesc, "cscp.context", "status"))) ||
-			 DatumGetTimestampTz(col(ctx, ctxdesc, "cscp.context", "expires_at", &isnull)) <= now)
+			 DatumGetTimestampTz(cscp_column_value(ctx, ctxdesc, "cscp.context", "expires_at",
+												   &isnull)) <= now)
 	{
 		/* An expired context never interprets a yes or a no; its question dies with it. */
 		v->outcome = "expired";
@@ -200,8 +196,8 @@ judge(HeapTuple ctx, TupleDesc ctxdesc, bool answer, text *fingerprint, Verdict 
 	}
 	else
 	{
-		TimestampTz window = DatumGetTimestampTz(col(v->cmd, v->cmddesc, "cscp.command",
-													 "window_expires_at", &isnull));
+		TimestampTz window = DatumGetTimestampTz(cscp_column_value(v->cmd, v->cmddesc, "cscp.command",
+																   "window_expires_at", &isnull));
 		char	   *asked = SPI_getvalue(v->cmd, v->cmddesc,
 										 cscp_column(v->cmddesc, "cscp.command", "target_fingerprint"));
 
@@ -302,12 +298,12 @@ cscp_confirm(PG_FUNCTION_ARGS)
 	a.outcome = v.outcome;
 	if (v.cmd != NULL)
 	{
-		a.command_id = col(v.cmd, v.cmddesc, "cscp.command", "command_id", &isnull);
+		a.command_id = cscp_column_value(v.cmd, v.cmddesc, "cscp.command", "command_id", &isnull);
 		a.has_command = !isnull;
 	}
 	if (ctx != NULL)
 	{
-		a.context_id = col(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
+		a.context_id = cscp_column_value(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
 		a.has_context = true;
 	}
 
@@ -320,8 +316,8 @@ cscp_confirm(PG_FUNCTION_ARGS)
 	else
 		cscp_answer_refusal(&a, "confirmed",
 							ctx == NULL ? 0 :
-							DatumGetTimestampTz(col(ctx, ctxdesc, "cscp.context", "expires_at",
-													&isnull)),
+							DatumGetTimestampTz(cscp_column_value(ctx, ctxdesc, "cscp.context",
+																  "expires_at", &isnull)),
 							refusal_detail(answer, a.answered_by, fingerprint != NULL));
 
 	cscp_answer_put(rsinfo, &a);

@@ -150,6 +150,8 @@ extern void cscp_row_edit_set(CscpRowEdit *edit, int attnum, Datum value, bool i
 extern HeapTuple cscp_row_edit_apply(CscpRowEdit *edit, HeapTuple tuple);
 
 extern int	cscp_column(TupleDesc desc, const char *table, const char *name);
+extern Datum cscp_column_value(HeapTuple row, TupleDesc desc, const char *table,
+							   const char *name, bool *isnull);
 extern bool cscp_same_value(HeapTuple a, HeapTuple b, TupleDesc desc, int attnum);
 extern Datum cscp_row_guard(FunctionCallInfo fcinfo, const CscpRowGuard *guard);
 extern bool cscp_column_updated(const Bitmapset *updatedcols, int attnum);
