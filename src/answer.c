@@ -216,11 +216,11 @@ cscp_answer_move(const CscpAnswer *a, HeapTuple ctx, TupleDesc ctxdesc, HeapTupl
 /*
  * The evidence of answer a that moved nothing: an invalid_transition_attempt
  * toward to_state with the outcome as its reason, the answer's message id,
- * detail, and, when it has a context, {context_id, expires_at}
- * (context_expires: the context's expiry, or 0 for none).
+ * detail, and, when it has a context (ctx, the row as locked), {context_id,
+ * expires_at}.
  */
 void
-cscp_answer_refusal(const CscpAnswer *a, const char *to_state, TimestampTz context_expires,
+cscp_answer_refusal(const CscpAnswer *a, const char *to_state, HeapTuple ctx, TupleDesc ctxdesc,
 					Jsonb *detail)
 {
 	CscpEvidence e = {0};
@@ -232,15 +232,17 @@ cscp_answer_refusal(const CscpAnswer *a, const char *to_state, TimestampTz conte
 	e.reason_code = a->outcome;
 	e.message_ids = construct_array(&m, 1, TEXTOID, -1, false, TYPALIGN_INT);
 	e.detail = detail;
-	if (a->has_context)
+	if (a->has_context && ctx != NULL)
 	{
 		JsonbParseState *st = NULL;
+		bool		isnull;
+		Datum		expires = cscp_column_value(ctx, ctxdesc, "cscp.context", "expires_at", &isnull);
 
 		pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
 		cscp_jsonb_push_text(&st, "context_id",
 							 DatumGetCString(DirectFunctionCall1(uuid_out, a->context_id)));
 		cscp_jsonb_push_text(&st, "expires_at",
-							 context_expires != 0 ? cscp_utc_iso(context_expires) : NULL);
+							 isnull ? NULL : cscp_utc_iso(DatumGetTimestampTz(expires)));
 		e.context_ref = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
 	}
 	cscp_evidence_refuse(&e, a->command_id, a->has_command);

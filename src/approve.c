@@ -445,11 +445,7 @@ cscp_approve(PG_FUNCTION_ARGS)
 		cscp_answer_move(&ans, a.ctx, a.ctxdesc, a.cmd, a.cmddesc, a.apply_to, a.apply_why,
 						 approval_detail(&call, false));
 	else
-		cscp_answer_refusal(&ans, "authorized",
-							a.ctx == NULL ? 0 :
-							DatumGetTimestampTz(cscp_column_value(a.ctx, a.ctxdesc, "cscp.context",
-																  "expires_at", &isnull)),
-							approval_detail(&call, true));
+		cscp_answer_refusal(&ans, "authorized", a.ctx, a.ctxdesc, approval_detail(&call, true));
 
 	cscp_answer_put(rsinfo, &ans);
 	SPI_finish();

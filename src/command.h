@@ -107,7 +107,7 @@ extern void cscp_answer_move(const CscpAnswer *a, HeapTuple ctx, TupleDesc ctxde
 							 HeapTuple cmd, TupleDesc cmddesc, CommandState to_state,
 							 const char *why, Jsonb *detail);
 extern HeapTuple cscp_answer_last_command(HeapTuple ctx, TupleDesc ctxdesc, TupleDesc *cmddesc);
-extern void cscp_answer_refusal(const CscpAnswer *a, const char *to_state,
-								TimestampTz context_expires, Jsonb *detail);
+extern void cscp_answer_refusal(const CscpAnswer *a, const char *to_state, HeapTuple ctx,
+								TupleDesc ctxdesc, Jsonb *detail);
 
 #endif							/* CSCP_COMMAND_H */

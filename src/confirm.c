@@ -314,10 +314,7 @@ cscp_confirm(PG_FUNCTION_ARGS)
 	if (v.why != NULL)
 		cscp_answer_move(&a, ctx, ctxdesc, v.cmd, v.cmddesc, v.to_state, v.why, NULL);
 	else
-		cscp_answer_refusal(&a, "confirmed",
-							ctx == NULL ? 0 :
-							DatumGetTimestampTz(cscp_column_value(ctx, ctxdesc, "cscp.context",
-																  "expires_at", &isnull)),
+		cscp_answer_refusal(&a, "confirmed", ctx, ctxdesc,
 							refusal_detail(answer, a.answered_by, fingerprint != NULL));
 
 	cscp_answer_put(rsinfo, &a);
