@@ -30,6 +30,7 @@
  */
 #include "cscp.h"
 #include "command.h"
+#include "context.h"
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
@@ -48,9 +49,7 @@ void
 cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, const char *why)
 {
 	static SPIPlanPtr reject_plan = NULL;
-	static SPIPlanPtr expire_plan = NULL;
 	static const Oid reject_types[3] = {TEXTOID, UUIDOID, TEXTOID};
-	static const Oid expire_types[2] = {TEXTOID, UUIDOID};
 	bool		isnull;
 	Datum		args[3];
 
@@ -77,15 +76,7 @@ cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, c
 	{
 		/* The expiry invariant made durable: recorded expired, by TTL. */
 		if (cscp_status_live(SPI_getvalue(ctx, ctxdesc, cscp_column(ctxdesc, "cscp.context", "status"))))
-		{
-			args[0] = cscp_column_value(ctx, ctxdesc, "cscp.context", "tenant_id", &isnull);
-			args[1] = cscp_column_value(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
-			cscp_spi_plan(&expire_plan,
-						  "UPDATE cscp.context x SET status = 'expired', reason = 'ttl'"
-						  " WHERE x.tenant_id = $1 AND x.context_id = $2",
-						  2, expire_types);
-			cscp_spi_run(expire_plan, args, NULL, SPI_OK_UPDATE);
-		}
+			cscp_context_record_expiry(ctx, ctxdesc);
 	}
 	else if (cmd != NULL)
 		cscp_context_release(ctx, ctxdesc,

@@ -87,6 +87,31 @@ open_use(const OpenArgs *o, TupleDesc *desc)
 }
 
 /*
+ * Record the expiry of the context row ctx (its tenant_id and context_id
+ * columns), live and past its TTL: the expiry invariant made durable,
+ * expired by ttl, by one UPDATE that the context trigger judges like any
+ * other.  The caller holds the row's lock.
+ */
+void
+cscp_context_record_expiry(HeapTuple ctx, TupleDesc desc)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[2] = {TEXTOID, UUIDOID};
+	bool		isnull;
+	Datum		args[2];
+
+	args[0] = cscp_column_value(ctx, desc, "cscp.context", "tenant_id", &isnull);
+	args[1] = cscp_column_value(ctx, desc, "cscp.context", "context_id", &isnull);
+
+	cscp_spi_plan(&plan,
+				  "UPDATE cscp.context x SET status = 'expired', reason = 'ttl'"
+				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
+				  2, types);
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record the expiry of a context");
+}
+
+/*
  * The triple's claim failed: its live context, if any, is locked, and
  * recorded expired when past its TTL.  Returns true when it recorded an
  * expiry (the triple is free to claim again), false when the live context
@@ -97,9 +122,7 @@ static bool
 open_expire_stale(const OpenArgs *o)
 {
 	static SPIPlanPtr live_plan = NULL;
-	static SPIPlanPtr expire_plan = NULL;
 	static const Oid live_types[3] = {TEXTOID, TEXTOID, TEXTOID};
-	static const Oid expire_types[2] = {TEXTOID, UUIDOID};
 	Datum		args[3];
 	HeapTuple	live;
 	TupleDesc	livedesc;
@@ -123,14 +146,7 @@ open_expire_stale(const OpenArgs *o)
 	livedesc = SPI_tuptable->tupdesc;
 	if (DatumGetTimestampTz(SPI_getbinval(live, livedesc, 3, &isnull)) > o->now)
 		return false;
-	args[0] = SPI_getbinval(live, livedesc, 1, &isnull);
-	args[1] = SPI_getbinval(live, livedesc, 2, &isnull);
-	cscp_spi_plan(&expire_plan,
-				  "UPDATE cscp.context x SET status = 'expired', reason = 'ttl'"
-				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
-				  2, expire_types);
-	if (SPI_execute_plan(expire_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not record the expiry of a context");
+	cscp_context_record_expiry(live, livedesc);
 	return true;
 }
 
