@@ -82,6 +82,28 @@ bearer_token(const char *s, int n, int *len)
 }
 
 /*
+ * The one value a read-only query of the gateway's SQL helpers returns
+ * (sql, prepared once into *plan), in the caller's memory context; (Datum)
+ * 0 with *isnull when it is NULL.
+ */
+static Datum
+http_sql_value(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *types, Datum *args,
+			   const char *nulls, bool *isnull)
+{
+	Datum		d;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(plan, sql, nargs, types);
+	if (SPI_execute_plan(*plan, args, nulls, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not build an HTTP error response");
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, isnull);
+	d = *isnull ? (Datum) 0 : SPI_datumTransfer(d, false, -1);
+	SPI_finish();
+	return d;
+}
+
+/*
  * cscp._http_error(status, code, message, sqlstate, detail, headers) as a
  * datum of the caller's memory context; challenge is the value of header
  * WWW-Authenticate, or NULL for no header.
@@ -95,7 +117,6 @@ http_error(int status, const char *code, const char *message, const char *sqlsta
 	Datum		args[6];
 	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 	bool		isnull;
-	Datum		result;
 
 	args[0] = Int32GetDatum(status);
 	args[1] = CStringGetTextDatum(code);
@@ -105,19 +126,11 @@ http_error(int status, const char *code, const char *message, const char *sqlsta
 	nulls[4] = detail != NULL ? ' ' : 'n';
 	args[5] = challenge != NULL ? CStringGetTextDatum(challenge) : (Datum) 0;
 	nulls[5] = challenge != NULL ? ' ' : 'n';
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plan,
-				  "SELECT cscp._http_error($1, $2, $3, $4, $5,"
-				  " CASE WHEN $6 IS NULL THEN '{}'::jsonb"
-				  " ELSE pg_catalog.jsonb_build_object('WWW-Authenticate', $6) END)",
-				  6, types);
-	if (SPI_execute_plan(plan, args, nulls, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not build an HTTP error response");
-	result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	result = SPI_datumTransfer(result, false, -1);
-	SPI_finish();
-	return result;
+	return http_sql_value(&plan,
+						  "SELECT cscp._http_error($1, $2, $3, $4, $5,"
+						  " CASE WHEN $6 IS NULL THEN '{}'::jsonb"
+						  " ELSE pg_catalog.jsonb_build_object('WWW-Authenticate', $6) END)",
+						  6, types, args, nulls, &isnull);
 }
 
 /*
@@ -347,16 +360,11 @@ http_failure(ErrorData *edata, Datum *response)
 		args[2] = CStringGetTextDatum(edata->detail);
 	else
 		nulls[2] = 'n';
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plan, "SELECT cscp._http_failure($1, $2, $3)", 3, types);
-	if (SPI_execute_plan(plan, args, nulls, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not build an HTTP error response");
+	d = http_sql_value(&plan, "SELECT cscp._http_failure($1, $2, $3)", 3, types, args, nulls,
+					   &isnull);
 	/* NULL: an error that is not the caller's doing. */
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	if (!isnull)
-		*response = SPI_datumTransfer(d, false, -1);
-	SPI_finish();
+		*response = d;
 	return !isnull;
 }
 
