@@ -18,9 +18,10 @@
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "funcapi.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
 #include "utils/fmgrprotos.h"
+#include "utils/tuplestore.h"
 
 /*
  * The text of field key of a pending slot (a jsonb object value), as ->>
@@ -36,6 +37,41 @@ cscp_slot_text(JsonbValue *slot, const char *key)
 	if (v->type == jbvString)
 		return pnstrdup(v->val.string.val, v->val.string.len);
 	return cscp_jsonb_value_to_cstring(v);
+}
+
+/*
+ * The pending question slot (pending_confirmation, pending_approval) of a
+ * context row, when it holds an object; NULL otherwise.
+ */
+JsonbValue *
+cscp_answer_slot(HeapTuple ctx, TupleDesc ctxdesc, const char *slot)
+{
+	bool		isnull;
+	Datum		slots = cscp_column_value(ctx, ctxdesc, "cscp.context", "slots", &isnull);
+	JsonbValue *v = isnull ? NULL : cscp_jsonb_get(DatumGetJsonbP(slots), slot);
+
+	if (v == NULL || v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+		return NULL;
+	return v;
+}
+
+/*
+ * Raise 22023 unless the arguments every answer function starts with are
+ * well formed: tenant_id, conversation_id, the answerer's id (named
+ * answerer), message_id and the boolean decision (named decision).
+ */
+void
+cscp_answer_check_args(FunctionCallInfo fcinfo, const char *answerer, const char *decision)
+{
+	cscp_check_tenant(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0));
+	cscp_check_id("conversation_id", PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1));
+	cscp_check_id(answerer, PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2));
+	cscp_check_id("message_id", PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3));
+	if (PG_ARGISNULL(4))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must not be null", decision),
+				 errhint("Pass true for yes, false for no.")));
 }
 
 /*
@@ -58,19 +94,20 @@ cscp_answer_lock(text *tenant, const char *kind, text *conversation, text *messa
 
 /*
  * The answer of kind already recorded for the message (committed while we
- * waited for its lock, too): true with its outcome, command_id and
- * context_id in values[0..2] and nulls[0..2], copied into callerctx; false
- * when there is none.  The caller is connected to SPI.
+ * waited for its lock, too): true with its row (outcome, command_id,
+ * context_id) put in rsinfo's result; false when there is none.  The
+ * caller is connected to SPI.
  */
 bool
 cscp_answer_replay(text *tenant, text *conversation, const char *kind, text *message_id,
-				   Datum *values, bool *nulls, MemoryContext callerctx)
+				   ReturnSetInfo *rsinfo)
 {
 	static SPIPlanPtr plan = NULL;
 	static const Oid types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 	Datum		args[4] = {PointerGetDatum(tenant), PointerGetDatum(conversation),
 	CStringGetTextDatum(kind), PointerGetDatum(message_id)};
-	MemoryContext old;
+	Datum		values[3];
+	bool		nulls[3];
 
 	cscp_spi_plan(&plan,
 				  "SELECT a.outcome, a.command_id, a.context_id FROM cscp.answer a"
@@ -81,15 +118,27 @@ cscp_answer_replay(text *tenant, text *conversation, const char *kind, text *mes
 		elog(ERROR, "could not look up the answer of a message");
 	if (SPI_processed != 1)
 		return false;
-	old = MemoryContextSwitchTo(callerctx);
 	for (int i = 0; i < 3; i++)
-	{
 		values[i] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &nulls[i]);
-		if (!nulls[i])
-			values[i] = datumCopy(values[i], false, i == 0 ? -1 : UUID_LEN);
-	}
-	MemoryContextSwitchTo(old);
+	/* the tuplestore keeps its own copy, in its own memory */
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	return true;
+}
+
+/* Put answer a's row (outcome, command_id, context_id) in rsinfo's result. */
+void
+cscp_answer_put(ReturnSetInfo *rsinfo, const CscpAnswer *a)
+{
+	Datum		values[3];
+	bool		nulls[3];
+
+	values[0] = CStringGetTextDatum(a->outcome);
+	nulls[0] = false;
+	values[1] = a->command_id;
+	nulls[1] = !a->has_command;
+	values[2] = a->context_id;
+	nulls[2] = !a->has_context;
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
 /*
@@ -129,13 +178,49 @@ cscp_answer_record(const CscpAnswer *a)
 }
 
 /*
- * The evidence of answer a that moved nothing: an invalid_transition_attempt
- * toward to_state with the outcome as its reason, the answer's message id,
- * detail, and, when it has a context, {context_id, expires_at}
- * (context_expires: the context's expiry, or 0 for none).
+ * Answer a moves the command it is about (cmd, locked) to to_state with
+ * reason why and detail (or NULL), the answer's message id appended to the
+ * command's, and releases the context's slot naming it.  The command is
+ * updated by its UPDATE statement, with the caller's rights, so that
+ * row-level security, privileges, rules and every trigger apply as to any
+ * UPDATE.
  */
 void
-cscp_answer_refusal(const CscpAnswer *a, const char *to_state, TimestampTz context_expires,
+cscp_answer_move(const CscpAnswer *a, HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd,
+				 TupleDesc cmddesc, CommandState to_state, const char *why, Jsonb *detail)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[6] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID};
+	bool		isnull;
+	Datum		args[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+
+	args[0] = cscp_column_value(cmd, cmddesc, "cscp.command", "tenant_id", &isnull);
+	args[1] = cscp_column_value(cmd, cmddesc, "cscp.command", "command_id", &isnull);
+	args[2] = CStringGetTextDatum(cscp_command_state_names[to_state]);
+	args[3] = CStringGetTextDatum(why);
+	args[4] = detail != NULL ? JsonbPGetDatum(detail) : (Datum) 0;
+	nulls[4] = detail != NULL ? ' ' : 'n';
+	args[5] = PointerGetDatum(a->message_id);
+	cscp_spi_plan(&plan,
+				  "UPDATE cscp.command x"
+				  "   SET state = $3::cscp.command_state, reason_code = $4, detail = $5,"
+				  "       message_ids = x.message_ids || $6"
+				  " WHERE x.tenant_id = $1 AND x.command_id = $2",
+				  6, types);
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not move the command an answer is about");
+	cscp_context_release(ctx, ctxdesc, args[1], why);
+}
+
+/*
+ * The evidence of answer a that moved nothing: an invalid_transition_attempt
+ * toward to_state with the outcome as its reason, the answer's message id,
+ * detail, and, when it has a context (ctx, the row as locked), {context_id,
+ * expires_at}.
+ */
+void
+cscp_answer_refusal(const CscpAnswer *a, const char *to_state, HeapTuple ctx, TupleDesc ctxdesc,
 					Jsonb *detail)
 {
 	CscpEvidence e = {0};
@@ -147,15 +232,17 @@ cscp_answer_refusal(const CscpAnswer *a, const char *to_state, TimestampTz conte
 	e.reason_code = a->outcome;
 	e.message_ids = construct_array(&m, 1, TEXTOID, -1, false, TYPALIGN_INT);
 	e.detail = detail;
-	if (a->has_context)
+	if (a->has_context && ctx != NULL)
 	{
 		JsonbParseState *st = NULL;
+		bool		isnull;
+		Datum		expires = cscp_column_value(ctx, ctxdesc, "cscp.context", "expires_at", &isnull);
 
 		pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
 		cscp_jsonb_push_text(&st, "context_id",
 							 DatumGetCString(DirectFunctionCall1(uuid_out, a->context_id)));
 		cscp_jsonb_push_text(&st, "expires_at",
-							 context_expires != 0 ? cscp_utc_iso(context_expires) : NULL);
+							 isnull ? NULL : cscp_utc_iso(DatumGetTimestampTz(expires)));
 		e.context_ref = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
 	}
 	cscp_evidence_refuse(&e, a->command_id, a->has_command);
@@ -176,17 +263,11 @@ cscp_answer_last_command(HeapTuple ctx, TupleDesc ctxdesc, TupleDesc *cmddesc)
 
 	if (ctx == NULL)
 		return NULL;
-	args[0] = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"), ctxdesc, &isnull);
-	args[1] = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "last_command_id"), ctxdesc,
-						   &isnull);
+	args[0] = cscp_column_value(ctx, ctxdesc, "cscp.context", "tenant_id", &isnull);
+	args[1] = cscp_column_value(ctx, ctxdesc, "cscp.context", "last_command_id", &isnull);
 	if (isnull)
 		return NULL;
 	cscp_spi_plan(&plan, "SELECT * FROM cscp.command x WHERE x.tenant_id = $1 AND x.command_id = $2",
 				  2, types);
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the last command of a context");
-	if (SPI_processed != 1)
-		return NULL;
-	*cmddesc = SPI_tuptable->tupdesc;
-	return SPI_tuptable->vals[0];
+	return cscp_spi_row(plan, args, NULL, SPI_OK_SELECT, cmddesc);
 }

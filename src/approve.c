@@ -33,7 +33,6 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
 #include "utils/fmgrprotos.h"
 #include "utils/uuid.h"
 
@@ -69,26 +68,11 @@ typedef struct Approval
 	bool		lapse_cmd;		/* the lapse rejects cmd too */
 } Approval;
 
-/* Column name of row (of table), or (Datum) 0 with *isnull. */
-static Datum
-col(HeapTuple row, TupleDesc desc, const char *table, const char *name, bool *isnull)
-{
-	return heap_getattr(row, cscp_column(desc, table, name), desc, isnull);
-}
-
 /* Text of column name of row (of table), or NULL. */
 static char *
 col_text(HeapTuple row, TupleDesc desc, const char *table, const char *name)
 {
 	return SPI_getvalue(row, desc, cscp_column(desc, table, name));
-}
-
-/* Run a saved plan; elog unless it gives expected. */
-static void
-run(SPIPlanPtr plan, Datum *args, int expected)
-{
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != expected)
-		elog(ERROR, "cscp internal query failed in cscp.approve");
 }
 
 /* Whether the context row is live: its status and its expiry. */
@@ -98,22 +82,15 @@ context_live(HeapTuple ctx, TupleDesc desc)
 	bool		isnull;
 
 	return cscp_status_live(col_text(ctx, desc, "cscp.context", "status")) &&
-		DatumGetTimestampTz(col(ctx, desc, "cscp.context", "expires_at", &isnull)) > cscp_now();
+		DatumGetTimestampTz(cscp_column_value(ctx, desc, "cscp.context", "expires_at",
+											  &isnull)) > cscp_now();
 }
 
 /* Raise 22023 unless the arguments are well formed; fill in *call. */
 static void
 check_args(FunctionCallInfo fcinfo, ApproveCall *call)
 {
-	cscp_check_tenant(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0));
-	cscp_check_id("conversation_id", PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1));
-	cscp_check_id("approver_id", PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2));
-	cscp_check_id("message_id", PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3));
-	if (PG_ARGISNULL(4))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("decision must not be null"),
-				 errhint("Pass true for yes, false for no.")));
+	cscp_answer_check_args(fcinfo, "approver_id", "decision");
 	call->tenant = PG_GETARG_TEXT_PP(0);
 	call->conversation = PG_GETARG_TEXT_PP(1);
 	call->approver = PG_GETARG_TEXT_PP(2);
@@ -149,7 +126,7 @@ answered_context(const ApproveCall *call, Approval *a, bool *found)
 					  "SELECT x.context_id FROM cscp.command x"
 					  " WHERE x.tenant_id = $1 AND x.command_id = $2 AND x.conversation_id = $3",
 					  3, named_types);
-		run(named_plan, args, SPI_OK_SELECT);
+		cscp_spi_run(named_plan, args, NULL, SPI_OK_SELECT);
 		if (SPI_processed == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -170,7 +147,7 @@ answered_context(const ApproveCall *call, Approval *a, bool *found)
 				  "   AND x.status IN ('active', 'pending', 'blocked')"
 				  "   AND jsonb_typeof(x.slots -> 'pending_approval') = 'object'",
 				  2, live_types);
-	run(live_plan, args, SPI_OK_SELECT);
+	cscp_spi_run(live_plan, args, NULL, SPI_OK_SELECT);
 	a->live_waiting = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
 												  &isnull));
 	id = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
@@ -188,9 +165,9 @@ lock_context(const ApproveCall *call, Datum context_id, bool latest, Approval *a
 	static const Oid latest_types[2] = {TEXTOID, TEXTOID};
 	Datum		args[2] = {PointerGetDatum(call->tenant),
 	latest ? PointerGetDatum(call->conversation) : context_id};
+	JsonbValue *pa;
 
 	if (latest)
-	{
 		cscp_spi_plan(&latest_plan,
 					  "SELECT * FROM cscp.context y"
 					  " WHERE y.tenant_id = $1 AND y.conversation_id = $2"
@@ -198,35 +175,23 @@ lock_context(const ApproveCall *call, Datum context_id, bool latest, Approval *a
 					  "          y.updated_at DESC, y.version DESC"
 					  " LIMIT 1 FOR UPDATE",
 					  2, latest_types);
-		run(latest_plan, args, SPI_OK_SELECT);
-	}
 	else
-	{
 		cscp_spi_plan(&id_plan,
 					  "SELECT * FROM cscp.context x WHERE x.tenant_id = $1 AND x.context_id = $2"
 					  " FOR UPDATE",
 					  2, id_types);
-		run(id_plan, args, SPI_OK_SELECT);
-	}
-	a->ctx = SPI_processed == 1 ? SPI_tuptable->vals[0] : NULL;
-	a->ctxdesc = SPI_tuptable->tupdesc;
+	a->ctx = cscp_spi_row(latest ? latest_plan : id_plan, args, NULL, SPI_OK_SELECT, &a->ctxdesc);
 	a->pa = a->pa_is_uuid = false;
 	a->pa_command = a->pa_approver = NULL;
-	if (a->ctx != NULL)
+	pa = a->ctx != NULL ? cscp_answer_slot(a->ctx, a->ctxdesc, "pending_approval") : NULL;
+	if (pa != NULL)
 	{
-		bool		isnull;
-		Datum		slots = col(a->ctx, a->ctxdesc, "cscp.context", "slots", &isnull);
-		JsonbValue *pa = isnull ? NULL : cscp_jsonb_get(DatumGetJsonbP(slots), "pending_approval");
-
-		if (pa != NULL && pa->type == jbvBinary && JsonContainerIsObject(pa->val.binary.data))
-		{
-			a->pa = true;
-			a->pa_command = cscp_slot_text(pa, "command_id");
-			a->pa_approver = cscp_slot_text(pa, "approver_id");
-			a->pa_is_uuid = a->pa_command != NULL && cscp_is_uuid_text(a->pa_command);
-			if (a->pa_is_uuid)
-				a->pa_uuid = DirectFunctionCall1(uuid_in, CStringGetDatum(a->pa_command));
-		}
+		a->pa = true;
+		a->pa_command = cscp_slot_text(pa, "command_id");
+		a->pa_approver = cscp_slot_text(pa, "approver_id");
+		a->pa_is_uuid = a->pa_command != NULL && cscp_is_uuid_text(a->pa_command);
+		if (a->pa_is_uuid)
+			a->pa_uuid = DirectFunctionCall1(uuid_in, CStringGetDatum(a->pa_command));
 	}
 }
 
@@ -246,31 +211,24 @@ lock_command(Approval *a, const ApproveCall *call, Datum id, bool bound)
 
 	if (bound)
 	{
-		args[0] = col(a->ctx, a->ctxdesc, "cscp.context", "tenant_id", &isnull);
+		args[0] = cscp_column_value(a->ctx, a->ctxdesc, "cscp.context", "tenant_id", &isnull);
 		args[1] = id;
-		args[2] = col(a->ctx, a->ctxdesc, "cscp.context", "conversation_id", &isnull);
-		args[3] = col(a->ctx, a->ctxdesc, "cscp.context", "context_id", &isnull);
+		args[2] = cscp_column_value(a->ctx, a->ctxdesc, "cscp.context", "conversation_id", &isnull);
+		args[3] = cscp_column_value(a->ctx, a->ctxdesc, "cscp.context", "context_id", &isnull);
 		cscp_spi_plan(&bound_plan,
 					  "SELECT * FROM cscp.command x"
 					  " WHERE x.tenant_id = $1 AND x.command_id = $2"
 					  "   AND x.conversation_id = $3 AND x.context_id = $4 FOR UPDATE",
 					  4, bound_types);
-		run(bound_plan, args, SPI_OK_SELECT);
+		return cscp_spi_row(bound_plan, args, NULL, SPI_OK_SELECT, &a->cmddesc);
 	}
-	else
-	{
-		args[0] = PointerGetDatum(call->tenant);
-		args[1] = id;
-		cscp_spi_plan(&id_plan,
-					  "SELECT * FROM cscp.command x WHERE x.tenant_id = $1 AND x.command_id = $2"
-					  " FOR UPDATE",
-					  2, id_types);
-		run(id_plan, args, SPI_OK_SELECT);
-	}
-	if (SPI_processed != 1)
-		return NULL;
-	a->cmddesc = SPI_tuptable->tupdesc;
-	return SPI_tuptable->vals[0];
+	args[0] = PointerGetDatum(call->tenant);
+	args[1] = id;
+	cscp_spi_plan(&id_plan,
+				  "SELECT * FROM cscp.command x WHERE x.tenant_id = $1 AND x.command_id = $2"
+				  " FOR UPDATE",
+				  2, id_types);
+	return cscp_spi_row(id_plan, args, NULL, SPI_OK_SELECT, &a->cmddesc);
 }
 
 /* Whether text value (or NULL) equals the C string s (or NULL): IS NOT DISTINCT FROM. */
@@ -348,7 +306,8 @@ static void
 judge_bound(const ApproveCall *call, Approval *a)
 {
 	bool		window_null;
-	Datum		window = col(a->cmd, a->cmddesc, "cscp.command", "window_expires_at", &window_null);
+	Datum		window = cscp_column_value(a->cmd, a->cmddesc, "cscp.command", "window_expires_at",
+										   &window_null);
 
 	if (!same_text(col_text(a->cmd, a->cmddesc, "cscp.command", "state"), "authz_pending") ||
 		window_null)
@@ -398,43 +357,17 @@ judge(const ApproveCall *call, Approval *a)
 }
 
 /*
- * The answer moves the pending command (its UPDATE, with the caller's
- * rights, so that every rule applies as to any UPDATE) and releases the
- * context's slot naming it.
+ * The detail of an approval: {approver_id} on the command it moves;
+ * {decision, approver_id} on the evidence of a refusal (with_decision).
  */
-static void
-apply(const ApproveCall *call, Approval *a)
-{
-	static SPIPlanPtr plan = NULL;
-	static const Oid types[6] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	bool		isnull;
-	Datum		args[6];
-
-	args[0] = col(a->cmd, a->cmddesc, "cscp.command", "tenant_id", &isnull);
-	args[1] = col(a->cmd, a->cmddesc, "cscp.command", "command_id", &isnull);
-	args[2] = CStringGetTextDatum(cscp_command_state_names[a->apply_to]);
-	args[3] = CStringGetTextDatum(a->apply_why);
-	args[4] = PointerGetDatum(call->approver);
-	args[5] = PointerGetDatum(call->message_id);
-	cscp_spi_plan(&plan,
-				  "UPDATE cscp.command x"
-				  "   SET state = $3::cscp.command_state, reason_code = $4,"
-				  "       detail = jsonb_build_object('approver_id', $5),"
-				  "       message_ids = x.message_ids || $6"
-				  " WHERE x.tenant_id = $1 AND x.command_id = $2",
-				  6, types);
-	run(plan, args, SPI_OK_UPDATE);
-	cscp_context_release(a->ctx, a->ctxdesc, args[1], a->apply_why);
-}
-
-/* The detail of an approval's refusal: {decision, approver_id}. */
 static Jsonb *
-refusal_detail(const ApproveCall *call)
+approval_detail(const ApproveCall *call, bool with_decision)
 {
 	JsonbParseState *st = NULL;
 
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-	cscp_jsonb_push_bool(&st, "decision", call->decision, false);
+	if (with_decision)
+		cscp_jsonb_push_bool(&st, "decision", call->decision, false);
 	cscp_jsonb_push_text(&st, "approver_id", text_to_cstring(call->approver));
 	return JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
 }
@@ -455,15 +388,12 @@ Datum
 cscp_approve(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	MemoryContext callerctx = CurrentMemoryContext;
 	ApproveCall call;
 	Approval	a = {0};
 	CscpAnswer	ans = {0};
 	Datum		context_id;
 	bool		found;
 	bool		isnull;
-	Datum		values[3];
-	bool		nulls[3];
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	check_args(fcinfo, &call);
@@ -473,11 +403,9 @@ cscp_approve(PG_FUNCTION_ARGS)
 	context_id = answered_context(&call, &a, &found);
 	if (found)
 		lock_context(&call, context_id, false, &a);
-	if (cscp_answer_replay(call.tenant, call.conversation, "approve", call.message_id, values, nulls,
-						   callerctx))
+	if (cscp_answer_replay(call.tenant, call.conversation, "approve", call.message_id, rsinfo))
 	{
 		SPI_finish();
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		return (Datum) 0;
 	}
 
@@ -501,12 +429,12 @@ cscp_approve(PG_FUNCTION_ARGS)
 	ans.outcome = a.outcome;
 	if (a.cmd != NULL)
 	{
-		ans.command_id = col(a.cmd, a.cmddesc, "cscp.command", "command_id", &isnull);
+		ans.command_id = cscp_column_value(a.cmd, a.cmddesc, "cscp.command", "command_id", &isnull);
 		ans.has_command = true;
 	}
 	if (a.ctx != NULL)
 	{
-		ans.context_id = col(a.ctx, a.ctxdesc, "cscp.context", "context_id", &isnull);
+		ans.context_id = cscp_column_value(a.ctx, a.ctxdesc, "cscp.context", "context_id", &isnull);
 		ans.has_context = true;
 	}
 	cscp_answer_record(&ans);
@@ -514,26 +442,12 @@ cscp_approve(PG_FUNCTION_ARGS)
 	if (a.lapse_why != NULL)
 		cscp_lapse(a.ctx, a.ctxdesc, a.lapse_cmd ? a.cmd : NULL, a.cmddesc, a.lapse_why);
 	if (a.apply_why != NULL)
-		apply(&call, &a);
+		cscp_answer_move(&ans, a.ctx, a.ctxdesc, a.cmd, a.cmddesc, a.apply_to, a.apply_why,
+						 approval_detail(&call, false));
 	else
-		cscp_answer_refusal(&ans, "authorized",
-							a.ctx == NULL ? 0 :
-							DatumGetTimestampTz(col(a.ctx, a.ctxdesc, "cscp.context", "expires_at",
-													&isnull)),
-							refusal_detail(&call));
+		cscp_answer_refusal(&ans, "authorized", a.ctx, a.ctxdesc, approval_detail(&call, true));
 
-	{
-		MemoryContext old = MemoryContextSwitchTo(callerctx);
-
-		values[0] = CStringGetTextDatum(a.outcome);
-		nulls[0] = false;
-		values[1] = ans.has_command ? datumCopy(ans.command_id, false, UUID_LEN) : (Datum) 0;
-		nulls[1] = !ans.has_command;
-		values[2] = ans.has_context ? datumCopy(ans.context_id, false, UUID_LEN) : (Datum) 0;
-		nulls[2] = !ans.has_context;
-		MemoryContextSwitchTo(old);
-	}
+	cscp_answer_put(rsinfo, &ans);
 	SPI_finish();
-	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	return (Datum) 0;
 }

@@ -95,13 +95,19 @@ typedef struct CscpAnswer
 } CscpAnswer;
 
 extern char *cscp_slot_text(JsonbValue *slot, const char *key);
+extern JsonbValue *cscp_answer_slot(HeapTuple ctx, TupleDesc ctxdesc, const char *slot);
 extern void cscp_answer_lock(text *tenant, const char *kind, text *conversation, text *message_id);
+extern void cscp_answer_check_args(FunctionCallInfo fcinfo, const char *answerer,
+								   const char *decision);
 extern bool cscp_answer_replay(text *tenant, text *conversation, const char *kind,
-							   text *message_id, Datum *values, bool *nulls,
-							   MemoryContext callerctx);
+							   text *message_id, ReturnSetInfo *rsinfo);
+extern void cscp_answer_put(ReturnSetInfo *rsinfo, const CscpAnswer *a);
 extern void cscp_answer_record(const CscpAnswer *a);
+extern void cscp_answer_move(const CscpAnswer *a, HeapTuple ctx, TupleDesc ctxdesc,
+							 HeapTuple cmd, TupleDesc cmddesc, CommandState to_state,
+							 const char *why, Jsonb *detail);
 extern HeapTuple cscp_answer_last_command(HeapTuple ctx, TupleDesc ctxdesc, TupleDesc *cmddesc);
-extern void cscp_answer_refusal(const CscpAnswer *a, const char *to_state,
-								TimestampTz context_expires, Jsonb *detail);
+extern void cscp_answer_refusal(const CscpAnswer *a, const char *to_state, HeapTuple ctx,
+								TupleDesc ctxdesc, Jsonb *detail);
 
 #endif							/* CSCP_COMMAND_H */

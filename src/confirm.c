@@ -30,31 +30,14 @@
  */
 #include "cscp.h"
 #include "command.h"
+#include "context.h"
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
 #include "utils/fmgrprotos.h"
 #include "utils/timestamp.h"
-
-/* Column name of a SPI row of table. */
-static Datum
-col(HeapTuple tuple, TupleDesc desc, const char *table, const char *name, bool *isnull)
-{
-	return heap_getattr(tuple, cscp_column(desc, table, name), desc, isnull);
-}
-
-/* Run a saved plan that must give result code expected. */
-static void
-run(SPIPlanPtr plan, Datum *args, const char *nulls, int expected)
-{
-	int			rc = SPI_execute_plan(plan, args, nulls, false, 0);
-
-	if (rc != expected)
-		elog(ERROR, "cscp internal query failed: %s", SPI_result_code_string(rc));
-}
 
 /*
  * A question that lapsed (why: context_expired, confirmation_expired,
@@ -66,9 +49,7 @@ void
 cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, const char *why)
 {
 	static SPIPlanPtr reject_plan = NULL;
-	static SPIPlanPtr expire_plan = NULL;
 	static const Oid reject_types[3] = {TEXTOID, UUIDOID, TEXTOID};
-	static const Oid expire_types[2] = {TEXTOID, UUIDOID};
 	bool		isnull;
 	Datum		args[3];
 
@@ -78,68 +59,29 @@ cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, c
 
 		if (strcmp(state, "confirmation_required") == 0 || strcmp(state, "authz_pending") == 0)
 		{
-			args[0] = col(cmd, cmddesc, "cscp.command", "tenant_id", &isnull);
-			args[1] = col(cmd, cmddesc, "cscp.command", "command_id", &isnull);
+			args[0] = cscp_column_value(cmd, cmddesc, "cscp.command", "tenant_id", &isnull);
+			args[1] = cscp_column_value(cmd, cmddesc, "cscp.command", "command_id", &isnull);
 			args[2] = CStringGetTextDatum(why);
 			cscp_spi_plan(&reject_plan,
 						  "UPDATE cscp.command x SET state = 'rejected', reason_code = $3"
 						  " WHERE x.tenant_id = $1 AND x.command_id = $2",
 						  3, reject_types);
-			run(reject_plan, args, NULL, SPI_OK_UPDATE);
+			cscp_spi_run(reject_plan, args, NULL, SPI_OK_UPDATE);
 		}
 	}
 	if (ctx == NULL)
 		return;
-	if (DatumGetTimestampTz(col(ctx, ctxdesc, "cscp.context", "expires_at", &isnull)) <= cscp_now())
+	if (DatumGetTimestampTz(cscp_column_value(ctx, ctxdesc, "cscp.context", "expires_at",
+											  &isnull)) <= cscp_now())
 	{
 		/* The expiry invariant made durable: recorded expired, by TTL. */
 		if (cscp_status_live(SPI_getvalue(ctx, ctxdesc, cscp_column(ctxdesc, "cscp.context", "status"))))
-		{
-			args[0] = col(ctx, ctxdesc, "cscp.context", "tenant_id", &isnull);
-			args[1] = col(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
-			cscp_spi_plan(&expire_plan,
-						  "UPDATE cscp.context x SET status = 'expired', reason = 'ttl'"
-						  " WHERE x.tenant_id = $1 AND x.context_id = $2",
-						  2, expire_types);
-			run(expire_plan, args, NULL, SPI_OK_UPDATE);
-		}
+			cscp_context_record_expiry(ctx, ctxdesc);
 	}
 	else if (cmd != NULL)
-		cscp_context_release(ctx, ctxdesc, col(cmd, cmddesc, "cscp.command", "command_id", &isnull),
+		cscp_context_release(ctx, ctxdesc,
+							 cscp_column_value(cmd, cmddesc, "cscp.command", "command_id", &isnull),
 							 why);
-}
-
-/*
- * An answer that moves the pending command: to_state with reason why, the
- * answer's message id appended to the command's, the context's slot
- * released.  cmd is the command's row as locked (its latest version).
- *
- * The command is updated by its UPDATE statement, with the caller's
- * rights, so that row-level security, privileges, rules and every trigger
- * apply as to any UPDATE.
- */
-static void
-apply(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, text *message_id,
-	  CommandState to_state, const char *why)
-{
-	static SPIPlanPtr plan = NULL;
-	static const Oid argtypes[5] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, TEXTOID};
-	bool		isnull;
-	Datum		args[5];
-
-	args[0] = col(cmd, cmddesc, "cscp.command", "tenant_id", &isnull);
-	args[1] = col(cmd, cmddesc, "cscp.command", "command_id", &isnull);
-	args[2] = CStringGetTextDatum(cscp_command_state_names[to_state]);
-	args[3] = CStringGetTextDatum(why);
-	args[4] = PointerGetDatum(message_id);
-	cscp_spi_plan(&plan,
-				  "UPDATE cscp.command x"
-				  "   SET state = $3::cscp.command_state, reason_code = $4, detail = NULL,"
-				  "       message_ids = x.message_ids || $5"
-				  " WHERE x.tenant_id = $1 AND x.command_id = $2",
-				  5, argtypes);
-	run(plan, args, NULL, SPI_OK_UPDATE);
-	cscp_context_release(ctx, ctxdesc, args[1], why);
 }
 
 /* Whether cmd (NULL: none) waits for a yes: confirmation_required, with a window. */
@@ -152,7 +94,7 @@ waiting(HeapTuple cmd, TupleDesc cmddesc)
 		strcmp(SPI_getvalue(cmd, cmddesc, cscp_column(cmddesc, "cscp.command", "state")),
 			   "confirmation_required") != 0)
 		return false;
-	(void) col(cmd, cmddesc, "cscp.command", "window_expires_at", &isnull);
+	(void) cscp_column_value(cmd, cmddesc, "cscp.command", "window_expires_at", &isnull);
 	return !isnull;
 }
 
@@ -175,18 +117,17 @@ bound_command(HeapTuple ctx, TupleDesc ctxdesc, text *conversation, text *actor,
 	char	   *id;
 	Datum		args[5];
 
-	pc = cscp_jsonb_get(DatumGetJsonbP(col(ctx, ctxdesc, "cscp.context", "slots", &isnull)),
-						"pending_confirmation");
-	if (pc == NULL || pc->type != jbvBinary || !JsonContainerIsObject(pc->val.binary.data))
+	pc = cscp_answer_slot(ctx, ctxdesc, "pending_confirmation");
+	if (pc == NULL)
 		return NULL;
 	id = cscp_slot_text(pc, "command_id");
 	if (id == NULL || !cscp_is_uuid_text(id))
 		return NULL;
-	args[0] = col(ctx, ctxdesc, "cscp.context", "tenant_id", &isnull);
+	args[0] = cscp_column_value(ctx, ctxdesc, "cscp.context", "tenant_id", &isnull);
 	args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(id));
 	args[2] = PointerGetDatum(conversation);
 	args[3] = PointerGetDatum(actor);
-	args[4] = col(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
+	args[4] = cscp_column_value(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
 	cscp_spi_plan(&plan,
 				  "SELECT x.tenant_id, x.command_id, x.state, x.window_expires_at,"
 				  "       x.target_fingerprint"
@@ -195,11 +136,7 @@ bound_command(HeapTuple ctx, TupleDesc ctxdesc, text *conversation, text *actor,
 				  "   AND x.conversation_id = $3 AND x.actor_id = $4 AND x.context_id = $5"
 				  "   FOR UPDATE",
 				  5, types);
-	run(plan, args, NULL, SPI_OK_SELECT);
-	if (SPI_processed != 1)
-		return NULL;
-	*cmddesc = SPI_tuptable->tupdesc;
-	return SPI_tuptable->vals[0];
+	return cscp_spi_row(plan, args, NULL, SPI_OK_SELECT, cmddesc);
 }
 
 /* What an answer comes to, before anything is written. */
@@ -228,7 +165,8 @@ judge(HeapTuple ctx, TupleDesc ctxdesc, bool answer, text *fingerprint, Verdict 
 	if (ctx == NULL)
 		v->outcome = "no_context";
 	else if (!cscp_status_live(SPI_getvalue(ctx, ctxdesc, cscp_column(ctxdesc, "cscp.context", "status"))) ||
-			 DatumGetTimestampTz(col(ctx, ctxdesc, "cscp.context", "expires_at", &isnull)) <= now)
+			 DatumGetTimestampTz(cscp_column_value(ctx, ctxdesc, "cscp.context", "expires_at",
+												   &isnull)) <= now)
 	{
 		/* An expired context never interprets a yes or a no; its question dies with it. */
 		v->outcome = "expired";
@@ -249,8 +187,8 @@ judge(HeapTuple ctx, TupleDesc ctxdesc, bool answer, text *fingerprint, Verdict 
 	}
 	else
 	{
-		TimestampTz window = DatumGetTimestampTz(col(v->cmd, v->cmddesc, "cscp.command",
-													 "window_expires_at", &isnull));
+		TimestampTz window = DatumGetTimestampTz(cscp_column_value(v->cmd, v->cmddesc, "cscp.command",
+																   "window_expires_at", &isnull));
 		char	   *asked = SPI_getvalue(v->cmd, v->cmddesc,
 										 cscp_column(v->cmddesc, "cscp.command", "target_fingerprint"));
 
@@ -295,15 +233,7 @@ refusal_detail(bool answer, text *actor, bool fingerprint_given)
 static void
 check_args(FunctionCallInfo fcinfo)
 {
-	cscp_check_tenant(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0));
-	cscp_check_id("conversation_id", PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1));
-	cscp_check_id("actor_id", PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2));
-	cscp_check_id("message_id", PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3));
-	if (PG_ARGISNULL(4))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("answer must not be null"),
-				 errhint("Pass true for yes, false for no.")));
+	cscp_answer_check_args(fcinfo, "actor_id", "answer");
 	if (!PG_ARGISNULL(5))
 		cscp_check_id("target_fingerprint", PG_GETARG_TEXT_PP(5));
 }
@@ -325,7 +255,6 @@ Datum
 cscp_confirm(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	MemoryContext callerctx = CurrentMemoryContext;
 	CscpAnswer	a = {0};
 	bool		answer;
 	text	   *fingerprint;
@@ -333,8 +262,6 @@ cscp_confirm(PG_FUNCTION_ARGS)
 	TupleDesc	ctxdesc = NULL;
 	Verdict		v = {0};
 	bool		isnull;
-	Datum		values[3];
-	bool		nulls[3];
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	check_args(fcinfo);
@@ -350,11 +277,9 @@ cscp_confirm(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	cscp_answer_lock(a.tenant_id, a.kind, a.conversation_id, a.message_id);
 	cscp_context_for(a.tenant_id, a.conversation_id, a.answered_by, &ctx, &ctxdesc);
-	if (cscp_answer_replay(a.tenant_id, a.conversation_id, a.kind, a.message_id, values, nulls,
-						   callerctx))
+	if (cscp_answer_replay(a.tenant_id, a.conversation_id, a.kind, a.message_id, rsinfo))
 	{
 		SPI_finish();
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		return (Datum) 0;
 	}
 
@@ -364,12 +289,12 @@ cscp_confirm(PG_FUNCTION_ARGS)
 	a.outcome = v.outcome;
 	if (v.cmd != NULL)
 	{
-		a.command_id = col(v.cmd, v.cmddesc, "cscp.command", "command_id", &isnull);
+		a.command_id = cscp_column_value(v.cmd, v.cmddesc, "cscp.command", "command_id", &isnull);
 		a.has_command = !isnull;
 	}
 	if (ctx != NULL)
 	{
-		a.context_id = col(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
+		a.context_id = cscp_column_value(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
 		a.has_context = true;
 	}
 
@@ -378,26 +303,12 @@ cscp_confirm(PG_FUNCTION_ARGS)
 	if (v.lapse_why != NULL)
 		cscp_lapse(ctx, ctxdesc, v.cmd, v.cmddesc, v.lapse_why);
 	if (v.why != NULL)
-		apply(ctx, ctxdesc, v.cmd, v.cmddesc, a.message_id, v.to_state, v.why);
+		cscp_answer_move(&a, ctx, ctxdesc, v.cmd, v.cmddesc, v.to_state, v.why, NULL);
 	else
-		cscp_answer_refusal(&a, "confirmed",
-							ctx == NULL ? 0 :
-							DatumGetTimestampTz(col(ctx, ctxdesc, "cscp.context", "expires_at",
-													&isnull)),
+		cscp_answer_refusal(&a, "confirmed", ctx, ctxdesc,
 							refusal_detail(answer, a.answered_by, fingerprint != NULL));
 
-	{
-		MemoryContext old = MemoryContextSwitchTo(callerctx);
-
-		values[0] = CStringGetTextDatum(a.outcome);
-		nulls[0] = false;
-		values[1] = a.has_command ? datumCopy(a.command_id, false, UUID_LEN) : (Datum) 0;
-		nulls[1] = !a.has_command;
-		values[2] = a.has_context ? datumCopy(a.context_id, false, UUID_LEN) : (Datum) 0;
-		nulls[2] = !a.has_context;
-		MemoryContextSwitchTo(old);
-	}
+	cscp_answer_put(rsinfo, &a);
 	SPI_finish();
-	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	return (Datum) 0;
 }

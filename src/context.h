@@ -15,7 +15,10 @@
 extern HeapTuple cscp_context_open_row(text *tenant, text *conversation, text *actor,
 									   Jsonb *slots, Interval *ttl, text *correlation,
 									   TupleDesc *desc);
+extern void cscp_context_check_open_args(text *tenant, text *conversation, text *actor,
+										 Jsonb *slots);
 extern Datum cscp_context_view_datum(HeapTuple row, TupleDesc desc, TupleDesc rowdesc);
+extern void cscp_context_record_expiry(HeapTuple ctx, TupleDesc desc);
 extern TimestampTz cscp_context_touch(const char *tenant_id, TimestampTz expires_at, Interval *ttl);
 
 /* context_fsm.c: a new context's claim of its triple, taken before its INSERT */

@@ -87,6 +87,31 @@ open_use(const OpenArgs *o, TupleDesc *desc)
 }
 
 /*
+ * Record the expiry of the context row ctx (its tenant_id and context_id
+ * columns), live and past its TTL: the expiry invariant made durable,
+ * expired by ttl, by one UPDATE that the context trigger judges like any
+ * other.  The caller holds the row's lock.
+ */
+void
+cscp_context_record_expiry(HeapTuple ctx, TupleDesc desc)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[2] = {TEXTOID, UUIDOID};
+	bool		isnull;
+	Datum		args[2];
+
+	args[0] = cscp_column_value(ctx, desc, "cscp.context", "tenant_id", &isnull);
+	args[1] = cscp_column_value(ctx, desc, "cscp.context", "context_id", &isnull);
+
+	cscp_spi_plan(&plan,
+				  "UPDATE cscp.context x SET status = 'expired', reason = 'ttl'"
+				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
+				  2, types);
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record the expiry of a context");
+}
+
+/*
  * The triple's claim failed: its live context, if any, is locked, and
  * recorded expired when past its TTL.  Returns true when it recorded an
  * expiry (the triple is free to claim again), false when the live context
@@ -97,9 +122,7 @@ static bool
 open_expire_stale(const OpenArgs *o)
 {
 	static SPIPlanPtr live_plan = NULL;
-	static SPIPlanPtr expire_plan = NULL;
 	static const Oid live_types[3] = {TEXTOID, TEXTOID, TEXTOID};
-	static const Oid expire_types[2] = {TEXTOID, UUIDOID};
 	Datum		args[3];
 	HeapTuple	live;
 	TupleDesc	livedesc;
@@ -123,14 +146,7 @@ open_expire_stale(const OpenArgs *o)
 	livedesc = SPI_tuptable->tupdesc;
 	if (DatumGetTimestampTz(SPI_getbinval(live, livedesc, 3, &isnull)) > o->now)
 		return false;
-	args[0] = SPI_getbinval(live, livedesc, 1, &isnull);
-	args[1] = SPI_getbinval(live, livedesc, 2, &isnull);
-	cscp_spi_plan(&expire_plan,
-				  "UPDATE cscp.context x SET status = 'expired', reason = 'ttl'"
-				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
-				  2, expire_types);
-	if (SPI_execute_plan(expire_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not record the expiry of a context");
+	cscp_context_record_expiry(live, livedesc);
 	return true;
 }
 
@@ -275,6 +291,71 @@ cscp_context_view_datum(HeapTuple row, TupleDesc desc, TupleDesc rowdesc)
 	return heap_copy_tuple_as_datum(heap_form_tuple(rowdesc, values, nulls), rowdesc);
 }
 
+/*
+ * Raise 22023 unless the arguments of an open (cscp.context_open,
+ * cscp.message_turn) are well formed: tenant, conversation and actor ids,
+ * and slots (NULL: none) a JSON object.
+ */
+void
+cscp_context_check_open_args(text *tenant, text *conversation, text *actor, Jsonb *slots)
+{
+	cscp_check_tenant(tenant);
+	cscp_check_id("conversation_id", conversation);
+	cscp_check_id("actor_id", actor);
+	if (slots != NULL && !JB_ROOT_IS_OBJECT(slots))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("slots must be a JSON object"),
+				 errhint("Pass an object such as '{\"active_intent\": \"transfer\"}'.")));
+}
+
+/* The blessed row type (cscp.context) the SQL function fname returns. */
+static TupleDesc
+context_rowdesc(FunctionCallInfo fcinfo, const char *fname)
+{
+	TupleDesc	rowdesc;
+
+	if (get_call_result_type(fcinfo, NULL, &rowdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "%s must return a composite type", fname);
+	return BlessTupleDesc(rowdesc);
+}
+
+/*
+ * The context row (in SPI memory) as the result of an API function:
+ * cscp_context_view_datum in callerctx, then SPI_finish.
+ */
+static Datum
+context_result(HeapTuple row, TupleDesc desc, TupleDesc rowdesc, MemoryContext callerctx)
+{
+	MemoryContext spictx = MemoryContextSwitchTo(callerctx);
+	Datum		result = cscp_context_view_datum(row, desc, rowdesc);
+
+	MemoryContextSwitchTo(spictx);
+	SPI_finish();
+	return result;
+}
+
+/* 22023 unless argument 0 of an API function, a context_id, is given. */
+static void
+check_context_id_arg(FunctionCallInfo fcinfo)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("context_id must not be null"),
+				 errhint("Pass the context_id returned by cscp.context_open.")));
+}
+
+/* 22023: the context id (text) names no context this role can see. */
+static void
+context_missing(const char *id)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("context %s does not exist", id),
+			 errhint("Check the id, and that cscp.tenant_id names the context's tenant.")));
+}
+
 PG_FUNCTION_INFO_V1(cscp_context_open);
 
 /*
@@ -292,33 +373,15 @@ cscp_context_open(PG_FUNCTION_ARGS)
 	Interval   *ttl = PG_ARGISNULL(4) ? NULL : PG_GETARG_INTERVAL_P(4);
 	text	   *correlation = PG_ARGISNULL(5) ? NULL : PG_GETARG_TEXT_PP(5);
 	MemoryContext callerctx = CurrentMemoryContext;
-	TupleDesc	rowdesc;
+	TupleDesc	rowdesc = context_rowdesc(fcinfo, "cscp.context_open");
 	TupleDesc	desc;
 	HeapTuple	row;
-	Datum		result;
-	MemoryContext spictx;
 
-	if (get_call_result_type(fcinfo, NULL, &rowdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "cscp.context_open must return a composite type");
-	rowdesc = BlessTupleDesc(rowdesc);
-
-	cscp_check_tenant(tenant);
-	cscp_check_id("conversation_id", conversation);
-	cscp_check_id("actor_id", actor);
-	if (slots != NULL && !JB_ROOT_IS_OBJECT(slots))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("slots must be a JSON object"),
-				 errhint("Pass an object such as '{\"active_intent\": \"transfer\"}'.")));
-
+	cscp_context_check_open_args(tenant, conversation, actor, slots);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	row = cscp_context_open_row(tenant, conversation, actor, slots, ttl, correlation, &desc);
-	spictx = MemoryContextSwitchTo(callerctx);
-	result = cscp_context_view_datum(row, desc, rowdesc);
-	MemoryContextSwitchTo(spictx);
-	SPI_finish();
-	PG_RETURN_DATUM(result);
+	PG_RETURN_DATUM(context_result(row, desc, rowdesc, callerctx));
 }
 
 /*
@@ -394,20 +457,12 @@ cscp_slot_set(PG_FUNCTION_ARGS)
 	TupleDesc	rowdesc;
 	Datum		args[3];
 	char		nulls[3] = {' ', ' ', ' '};
-	Datum		result;
-	MemoryContext spictx;
 	TupleDesc	desc = NULL;
 	HeapTuple	row;
 
 	cscp_check_id("slot", PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1));
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("context_id must not be null"),
-				 errhint("Pass the context_id returned by cscp.context_open.")));
-	if (get_call_result_type(fcinfo, NULL, &rowdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "cscp.slot_set must return a composite type");
-	rowdesc = BlessTupleDesc(rowdesc);
+	check_context_id_arg(fcinfo);
+	rowdesc = context_rowdesc(fcinfo, "cscp.slot_set");
 
 	args[0] = PG_GETARG_DATUM(0);
 	args[1] = PG_GETARG_DATUM(1);
@@ -425,16 +480,8 @@ cscp_slot_set(PG_FUNCTION_ARGS)
 				  3, types);
 	row = cscp_spi_update_one(plan, args, nulls, &desc, "set a slot");
 	if (row == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("context %s does not exist",
-						DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0)))),
-				 errhint("Check the id, and that cscp.tenant_id names the context's tenant.")));
-	spictx = MemoryContextSwitchTo(callerctx);
-	result = cscp_context_view_datum(row, desc, rowdesc);
-	MemoryContextSwitchTo(spictx);
-	SPI_finish();
-	PG_RETURN_DATUM(result);
+		context_missing(DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0))));
+	PG_RETURN_DATUM(context_result(row, desc, rowdesc, callerctx));
 }
 
 PG_FUNCTION_INFO_V1(cscp_context_transition);
@@ -466,22 +513,14 @@ cscp_context_transition(PG_FUNCTION_ARGS)
 	char	   *from;
 	char	   *to;
 	bool		isnull;
-	Datum		result;
-	MemoryContext spictx;
 
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("to_status must not be null"),
 				 errhint("Pass one of active, pending, blocked, expired, closed.")));
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("context_id must not be null"),
-				 errhint("Pass the context_id returned by cscp.context_open.")));
-	if (get_call_result_type(fcinfo, NULL, &rowdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "cscp.context_transition must return a composite type");
-	rowdesc = BlessTupleDesc(rowdesc);
+	check_context_id_arg(fcinfo);
+	rowdesc = context_rowdesc(fcinfo, "cscp.context_transition");
 	id = DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0)));
 	to = DatumGetCString(DirectFunctionCall1(enum_out, PG_GETARG_DATUM(1)));
 
@@ -527,14 +566,7 @@ cscp_context_transition(PG_FUNCTION_ARGS)
 	else
 		row = NULL;
 	if (row == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("context %s does not exist", id),
-				 errhint("Check the id, and that cscp.tenant_id names the context's tenant.")));
+		context_missing(id);
 	/* Live or just retired, never past its TTL and live: as readers see it. */
-	spictx = MemoryContextSwitchTo(callerctx);
-	result = cscp_context_view_datum(row, desc, rowdesc);
-	MemoryContextSwitchTo(spictx);
-	SPI_finish();
-	PG_RETURN_DATUM(result);
+	PG_RETURN_DATUM(context_result(row, desc, rowdesc, callerctx));
 }

@@ -150,6 +150,8 @@ extern void cscp_row_edit_set(CscpRowEdit *edit, int attnum, Datum value, bool i
 extern HeapTuple cscp_row_edit_apply(CscpRowEdit *edit, HeapTuple tuple);
 
 extern int	cscp_column(TupleDesc desc, const char *table, const char *name);
+extern Datum cscp_column_value(HeapTuple row, TupleDesc desc, const char *table,
+							   const char *name, bool *isnull);
 extern bool cscp_same_value(HeapTuple a, HeapTuple b, TupleDesc desc, int attnum);
 extern Datum cscp_row_guard(FunctionCallInfo fcinfo, const CscpRowGuard *guard);
 extern bool cscp_column_updated(const Bitmapset *updatedcols, int attnum);
@@ -250,6 +252,9 @@ extern void cscp_refuse_forgotten(const char *tenant_id, const char *kind, const
 extern Oid	cscp_relation_oid(const char *relname, bool missing_ok);
 extern SPIPlanPtr cscp_spi_plan(SPIPlanPtr *plan, const char *sql, int nargs,
 								const Oid *argtypes);
+extern void cscp_spi_run(SPIPlanPtr plan, Datum *args, const char *nulls, int expected);
+extern HeapTuple cscp_spi_row(SPIPlanPtr plan, Datum *args, const char *nulls, int expected,
+							  TupleDesc *desc);
 extern HeapTuple cscp_spi_update_one(SPIPlanPtr plan, Datum *args, const char *nulls,
 									 TupleDesc *desc, const char *what);
 

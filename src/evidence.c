@@ -478,6 +478,7 @@ void
 cscp_evidence_refuse(CscpEvidence *e, Datum command_id, bool has_command)
 {
 	static SPIPlanPtr plan = NULL;
+	static const Oid types[2] = {TEXTOID, UUIDOID};
 	MemoryContext callerctx = CurrentMemoryContext;
 
 	e->stage = e->to_state;
@@ -495,17 +496,10 @@ cscp_evidence_refuse(CscpEvidence *e, Datum command_id, bool has_command)
 		e->command_id = DatumGetCString(DirectFunctionCall1(uuid_out, command_id));
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
-		if (plan == NULL)
-		{
-			Oid			argtypes[2] = {TEXTOID, UUIDOID};
-
-			plan = SPI_prepare("SELECT c.state::text, c.conversation_id FROM cscp.command c"
-							   " WHERE c.tenant_id = $1 AND c.command_id = $2 FOR UPDATE",
-							   2, argtypes);
-			if (plan == NULL)
-				elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-			SPI_keepplan(plan);
-		}
+		cscp_spi_plan(&plan,
+					  "SELECT c.state::text, c.conversation_id FROM cscp.command c"
+					  " WHERE c.tenant_id = $1 AND c.command_id = $2 FOR UPDATE",
+					  2, types);
 		args[0] = CStringGetTextDatum(e->tenant_id);
 		args[1] = command_id;
 		if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)

@@ -82,6 +82,28 @@ bearer_token(const char *s, int n, int *len)
 }
 
 /*
+ * The one value a read-only query of the gateway's SQL helpers returns
+ * (sql, prepared once into *plan), in the caller's memory context; (Datum)
+ * 0 with *isnull when it is NULL.
+ */
+static Datum
+http_sql_value(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *types, Datum *args,
+			   const char *nulls, bool *isnull)
+{
+	Datum		d;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(plan, sql, nargs, types);
+	if (SPI_execute_plan(*plan, args, nulls, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not build an HTTP error response");
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, isnull);
+	d = *isnull ? (Datum) 0 : SPI_datumTransfer(d, false, -1);
+	SPI_finish();
+	return d;
+}
+
+/*
  * cscp._http_error(status, code, message, sqlstate, detail, headers) as a
  * datum of the caller's memory context; challenge is the value of header
  * WWW-Authenticate, or NULL for no header.
@@ -95,7 +117,6 @@ http_error(int status, const char *code, const char *message, const char *sqlsta
 	Datum		args[6];
 	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 	bool		isnull;
-	Datum		result;
 
 	args[0] = Int32GetDatum(status);
 	args[1] = CStringGetTextDatum(code);
@@ -105,19 +126,11 @@ http_error(int status, const char *code, const char *message, const char *sqlsta
 	nulls[4] = detail != NULL ? ' ' : 'n';
 	args[5] = challenge != NULL ? CStringGetTextDatum(challenge) : (Datum) 0;
 	nulls[5] = challenge != NULL ? ' ' : 'n';
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plan,
-				  "SELECT cscp._http_error($1, $2, $3, $4, $5,"
-				  " CASE WHEN $6 IS NULL THEN '{}'::jsonb"
-				  " ELSE pg_catalog.jsonb_build_object('WWW-Authenticate', $6) END)",
-				  6, types);
-	if (SPI_execute_plan(plan, args, nulls, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not build an HTTP error response");
-	result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	result = SPI_datumTransfer(result, false, -1);
-	SPI_finish();
-	return result;
+	return http_sql_value(&plan,
+						  "SELECT cscp._http_error($1, $2, $3, $4, $5,"
+						  " CASE WHEN $6 IS NULL THEN '{}'::jsonb"
+						  " ELSE pg_catalog.jsonb_build_object('WWW-Authenticate', $6) END)",
+						  6, types, args, nulls, &isnull);
 }
 
 /*
@@ -347,16 +360,11 @@ http_failure(ErrorData *edata, Datum *response)
 		args[2] = CStringGetTextDatum(edata->detail);
 	else
 		nulls[2] = 'n';
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plan, "SELECT cscp._http_failure($1, $2, $3)", 3, types);
-	if (SPI_execute_plan(plan, args, nulls, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not build an HTTP error response");
+	d = http_sql_value(&plan, "SELECT cscp._http_failure($1, $2, $3)", 3, types, args, nulls,
+					   &isnull);
 	/* NULL: an error that is not the caller's doing. */
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	if (!isnull)
-		*response = SPI_datumTransfer(d, false, -1);
-	SPI_finish();
+		*response = d;
 	return !isnull;
 }
 
@@ -428,6 +436,39 @@ http_guarded(PGFunction fn, FunctionCallInfo call, Datum *result, Datum *failure
 }
 
 /*
+ * The tenant of the bearer key in argument 0 of a document endpoint, for
+ * scope, bound as cscp.tenant_id (the endpoint's SET clause gives the
+ * caller's back when it returns); NULL with *failure the 401 or 403
+ * response.
+ */
+static char *
+http_doc_tenant(FunctionCallInfo fcinfo, const char *scope, Datum *failure)
+{
+	char	   *tenant = http_authenticate(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0), scope,
+										   failure);
+
+	if (tenant != NULL)
+		(void) set_config_option("cscp.tenant_id", tenant, superuser() ? PGC_SUSET : PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+	return tenant;
+}
+
+/*
+ * Set up call, of nargs arguments, to a cscp.doc_* function of the
+ * endpoint fcinfo: the tenant, then the endpoint's session_id and
+ * namespace (its arguments 1 and 2); the caller sets the rest.
+ */
+static void
+http_doc_call(FunctionCallInfo call, int nargs, const char *tenant, FunctionCallInfo fcinfo)
+{
+	InitFunctionCallInfoData(*call, NULL, nargs, InvalidOid, NULL, NULL);
+	call->args[0].value = CStringGetTextDatum(tenant);
+	call->args[0].isnull = false;
+	call->args[1] = fcinfo->args[1];
+	call->args[2] = fcinfo->args[2];
+}
+
+/*
  * cscp.doc_put with ttlSeconds a numeric (argument 4), cast as (doc ->>
  * 'ttlSeconds')::int casts it: 60.0 passes the body's checks, not the
  * cast, and the cast's error is the answer.
@@ -456,22 +497,15 @@ cscp_http_doc_get(PG_FUNCTION_ARGS)
 	Datum		doc = (Datum) 0;
 	bool		found;
 
-	tenant = http_authenticate(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0), "documents:read",
-							   &failure);
+	tenant = http_doc_tenant(fcinfo, "documents:read", &failure);
 	if (tenant == NULL)
 		PG_RETURN_DATUM(failure);
-	(void) set_config_option("cscp.tenant_id", tenant, superuser() ? PGC_SUSET : PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 
 	/* cscp.doc_get in a subtransaction: its errors are answered, not raised. */
 	{
 		LOCAL_FCINFO(call, 3);
 
-		InitFunctionCallInfoData(*call, NULL, 3, InvalidOid, NULL, NULL);
-		call->args[0].value = CStringGetTextDatum(tenant);
-		call->args[0].isnull = false;
-		call->args[1] = fcinfo->args[1];
-		call->args[2] = fcinfo->args[2];
+		http_doc_call(call, 3, tenant, fcinfo);
 		if (!http_guarded(cscp_doc_get, call, &doc, &failure))
 			PG_RETURN_DATUM(failure);
 		found = !call->isnull;
@@ -708,12 +742,9 @@ cscp_http_doc_put(PG_FUNCTION_ARGS)
 	bool		nulls[3] = {false, false, false};
 	TupleDesc	desc;
 
-	tenant = http_authenticate(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0), "documents:write",
-							   &failure);
+	tenant = http_doc_tenant(fcinfo, "documents:write", &failure);
 	if (tenant == NULL)
 		PG_RETURN_DATUM(failure);
-	(void) set_config_option("cscp.tenant_id", tenant, superuser() ? PGC_SUSET : PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 
 	/* The body: its own checks, else the SQL ones (which say why, or pass it). */
 	if (content_type != NULL && body != NULL && json_content_type(content_type))
@@ -744,11 +775,7 @@ cscp_http_doc_put(PG_FUNCTION_ARGS)
 		LOCAL_FCINFO(call, 5);
 		Datum		ignored;
 
-		InitFunctionCallInfoData(*call, NULL, 5, InvalidOid, NULL, NULL);
-		call->args[0].value = CStringGetTextDatum(tenant);
-		call->args[0].isnull = false;
-		call->args[1] = fcinfo->args[1];
-		call->args[2] = fcinfo->args[2];
+		http_doc_call(call, 5, tenant, fcinfo);
 		call->args[3].value = JsonbPGetDatum(JsonbValueToJsonb(payload_v));
 		call->args[3].isnull = false;
 		/* ttlSeconds as it came: an int4, or a numeric that doc_put_ttl casts */

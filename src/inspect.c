@@ -40,13 +40,17 @@ arg_text(FunctionCallInfo fcinfo, int argno)
 	return PG_ARGISNULL(argno) ? NULL : PG_GETARG_TEXT_PP(argno);
 }
 
-/* 42501 unless the current role may see tenant as an operator. */
-static void
-check_operator_tenant(text *tenant)
+/*
+ * The tenants the current role may see as an operator (NULL: any); 42501
+ * when the tenant asked for (NULL: none) is not one of them.
+ */
+static ArrayType *
+operator_tenants(text *tenant)
 {
 	if (tenant != NULL &&
 		!cscp_tenancy_allows(VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant), CSCP_ROLE_OPERATOR))
 		cscp_tenancy_refuse(text_to_cstring(tenant), CSCP_ROLE_OPERATOR);
+	return cscp_tenancy_tenants(CSCP_ROLE_OPERATOR);
 }
 
 /*
@@ -109,9 +113,8 @@ cscp_inspect(FunctionCallInfo fcinfo, SPIPlanPtr *plan, const char *source,
 		cscp_check_id("tenant_id", tenant);
 	if (conversation != NULL)
 		cscp_check_id("conversation_id", conversation);
-	check_operator_tenant(tenant);
+	allowed = operator_tenants(tenant);
 	session = cscp_session_tenant(CSCP_ROLE_OPERATOR);
-	allowed = cscp_tenancy_tenants(CSCP_ROLE_OPERATOR);
 
 	InitMaterializedSRF(fcinfo, 0);
 
@@ -229,8 +232,7 @@ cscp_check_invariants(PG_FUNCTION_ARGS)
 
 	if (tenant != NULL)
 		cscp_check_id("tenant_id", tenant);
-	check_operator_tenant(tenant);
-	allowed = cscp_tenancy_tenants(CSCP_ROLE_OPERATOR);
+	allowed = operator_tenants(tenant);
 
 	InitMaterializedSRF(fcinfo, 0);
 	args[0] = tenant ? PointerGetDatum(tenant) : (Datum) 0;

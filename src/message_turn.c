@@ -191,14 +191,7 @@ cscp_message_turn(PG_FUNCTION_ARGS)
 	Datum		msg;
 
 	/* Every argument is checked before anything is written. */
-	cscp_check_tenant(tenant);
-	cscp_check_id("conversation_id", conversation);
-	cscp_check_id("actor_id", actor);
-	if (slots != NULL && !JB_ROOT_IS_OBJECT(slots))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("slots must be a JSON object"),
-				 errhint("Pass an object such as '{\"active_intent\": \"transfer\"}', or '{}'.")));
+	cscp_context_check_open_args(tenant, conversation, actor, slots);
 	if (command != NULL)
 		read_command(command, &cmd);
 

@@ -29,6 +29,13 @@ cscp_column(TupleDesc desc, const char *table, const char *name)
 	return attnum;
 }
 
+/* The value of column name of row (of table, described by desc), with *isnull. */
+Datum
+cscp_column_value(HeapTuple row, TupleDesc desc, const char *table, const char *name, bool *isnull)
+{
+	return heap_getattr(row, cscp_column(desc, table, name), desc, isnull);
+}
+
 /*
  * The trigger data of a call of trigger function name, which must fire
  * BEFORE INSERT OR UPDATE FOR EACH ROW (else 39P01).

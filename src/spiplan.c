@@ -106,6 +106,30 @@ cscp_relation_oid(const char *relname, bool missing_ok)
 	}
 }
 
+/* Run a saved plan (nulls: NULL for none); elog unless it gives result code expected. */
+void
+cscp_spi_run(SPIPlanPtr plan, Datum *args, const char *nulls, int expected)
+{
+	int			rc = SPI_execute_plan(plan, args, nulls, false, 0);
+
+	if (rc != expected)
+		elog(ERROR, "cscp internal query failed: %s", SPI_result_code_string(rc));
+}
+
+/*
+ * Run a saved plan like cscp_spi_run: its one row, in SPI's tuple table,
+ * with its descriptor in *desc; NULL when it gave none (or more than one).
+ */
+HeapTuple
+cscp_spi_row(SPIPlanPtr plan, Datum *args, const char *nulls, int expected, TupleDesc *desc)
+{
+	cscp_spi_run(plan, args, nulls, expected);
+	if (SPI_processed != 1)
+		return NULL;
+	*desc = SPI_tuptable->tupdesc;
+	return SPI_tuptable->vals[0];
+}
+
 /*
  * Run plan, an UPDATE ... RETURNING * of at most one row : the row written, in
  * SPI's tuple table, with its descriptor in *desc; NULL when none was.

@@ -81,16 +81,6 @@ static const struct
 	{"n_answers", SW_ANSWERS}, {"n_frames", SW_FRAMES}
 };
 
-/* Run a saved plan that must give result code expected. */
-static void
-run(SPIPlanPtr plan, Datum *args, int expected)
-{
-	int			rc = SPI_execute_plan(plan, args, NULL, false, 0);
-
-	if (rc != expected)
-		elog(ERROR, "cscp internal query failed: %s", SPI_result_code_string(rc));
-}
-
 /*
  * Confirmation and approval windows passed at now, found through
  * cscp.command_window: each command still waiting is lapsed (cscp_lapse:
@@ -121,7 +111,7 @@ lapse_windows(int32 batch, Datum now, int64 *counts)
 				  " ORDER BY w.window_expires_at"
 				  " LIMIT $2",
 				  2, due_types);
-	run(due_plan, args, SPI_OK_SELECT);
+	cscp_spi_run(due_plan, args, NULL, SPI_OK_SELECT);
 	due = SPI_tuptable;
 	ndue = SPI_processed;
 
@@ -149,7 +139,7 @@ lapse_windows(int32 batch, Datum now, int64 *counts)
 						  "SELECT * FROM cscp.context x WHERE x.tenant_id = $1 AND x.context_id = $2"
 						  "   FOR UPDATE SKIP LOCKED",
 						  2, key_types);
-			run(context_plan, args, SPI_OK_SELECT);
+			cscp_spi_run(context_plan, args, NULL, SPI_OK_SELECT);
 			ctxtab = SPI_tuptable;
 			if (SPI_processed != 1)
 			{
@@ -168,7 +158,7 @@ lapse_windows(int32 batch, Datum now, int64 *counts)
 					  "   AND x.window_expires_at <= $3"
 					  "   FOR UPDATE SKIP LOCKED",
 					  3, command_types);
-		run(command_plan, args, SPI_OK_SELECT);
+		cscp_spi_run(command_plan, args, NULL, SPI_OK_SELECT);
 		if (SPI_processed != 1)
 		{
 			SPI_freetuptable(SPI_tuptable);
@@ -216,7 +206,7 @@ time_out_conversations(int32 batch, Datum now, int64 *counts)
 				  " LIMIT $2"
 				  "   FOR UPDATE SKIP LOCKED",
 				  2, types);
-	run(plan, args, SPI_OK_SELECT);
+	cscp_spi_run(plan, args, NULL, SPI_OK_SELECT);
 	due = SPI_tuptable;
 	ndue = SPI_processed;
 	for (uint64 i = 0; i < ndue; i++)
