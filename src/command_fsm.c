@@ -158,23 +158,17 @@ static bool
 compensation_executed(CommandFacts *c)
 {
 	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[2] = {TEXTOID, UUIDOID};
 	Datum		args[2];
 	bool		found;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (plan == NULL)
-	{
-		Oid			argtypes[2] = {TEXTOID, UUIDOID};
-
-		plan = SPI_prepare("SELECT 1 FROM cscp.command r"
-						   " WHERE r.tenant_id = $1 AND r.target_command_id = $2"
-						   " AND r.recovery_kind = 'compensate' AND r.state = 'executed'",
-						   2, argtypes);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-	}
+	cscp_spi_plan(&plan,
+				  "SELECT 1 FROM cscp.command r"
+				  " WHERE r.tenant_id = $1 AND r.target_command_id = $2"
+				  " AND r.recovery_kind = 'compensate' AND r.state = 'executed'",
+				  2, argtypes);
 	args[0] = c->tenant_id;
 	args[1] = c->command_id;
 	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)

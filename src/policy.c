@@ -404,6 +404,7 @@ static Jsonb *
 policy_read(const char *tenant_id, MemoryContext cxt)
 {
 	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[1] = {TEXTOID};
 	Datum		arg = CStringGetTextDatum(tenant_id);
 	Jsonb	   *result = NULL;
 	bool		isnull;
@@ -411,19 +412,12 @@ policy_read(const char *tenant_id, MemoryContext cxt)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (plan == NULL)
-	{
-		Oid			argtypes[1] = {TEXTOID};
-
-		plan = SPI_prepare("SELECT coalesce((SELECT p.settings FROM cscp.policy p"
-						   "                  WHERE p.tenant_id = '*'), '{}'::jsonb)"
-						   "    || coalesce((SELECT p.settings FROM cscp.policy p"
-						   "                  WHERE p.tenant_id = $1), '{}'::jsonb)",
-						   1, argtypes);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-	}
+	cscp_spi_plan(&plan,
+				  "SELECT coalesce((SELECT p.settings FROM cscp.policy p"
+				  "                  WHERE p.tenant_id = '*'), '{}'::jsonb)"
+				  "    || coalesce((SELECT p.settings FROM cscp.policy p"
+				  "                  WHERE p.tenant_id = $1), '{}'::jsonb)",
+				  1, argtypes);
 	if (SPI_execute_plan(plan, &arg, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not read the policy of tenant \"%s\"", tenant_id);
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
