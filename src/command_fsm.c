@@ -907,24 +907,21 @@ insert_registry_check(HeapTuple tuple, TupleDesc desc)
  * The columns a new command does not choose: no outcome, confirmation or
  * authorization yet, no window unless born asking, the times now, and one
  * version per step (2 when born asking, as if inserted canonicalized and
- * then asked).  Into values, nulls and repl (heap_modify_tuple's arrays).
+ * then asked).  Into edit.
  */
 static void
-insert_defaults(CommandState state, TimestampTz now, Datum *values, bool *nulls, bool *repl)
+insert_defaults(CommandState state, TimestampTz now, CscpRowEdit *edit)
 {
-	nulls[cols.outcome - 1] = repl[cols.outcome - 1] = true;
-	nulls[cols.confirmed_at - 1] = repl[cols.confirmed_at - 1] = true;
-	nulls[cols.authorized_at - 1] = repl[cols.authorized_at - 1] = true;
+	cscp_row_edit_set(edit, cols.outcome, (Datum) 0, true);
+	cscp_row_edit_set(edit, cols.confirmed_at, (Datum) 0, true);
+	cscp_row_edit_set(edit, cols.authorized_at, (Datum) 0, true);
 	if (state != CMD_CONFIRMATION_REQUIRED)
-		nulls[cols.window_expires_at - 1] = repl[cols.window_expires_at - 1] = true;
-	values[cols.created_at - 1] = TimestampTzGetDatum(now);
-	repl[cols.created_at - 1] = true;
-	values[cols.updated_at - 1] = TimestampTzGetDatum(now);
-	repl[cols.updated_at - 1] = true;
-	values[cols.last_transition_at - 1] = TimestampTzGetDatum(now);
-	repl[cols.last_transition_at - 1] = true;
-	values[cols.version - 1] = Int64GetDatum(state == CMD_CONFIRMATION_REQUIRED ? 2 : 1);
-	repl[cols.version - 1] = true;
+		cscp_row_edit_set(edit, cols.window_expires_at, (Datum) 0, true);
+	cscp_row_edit_set(edit, cols.created_at, TimestampTzGetDatum(now), false);
+	cscp_row_edit_set(edit, cols.updated_at, TimestampTzGetDatum(now), false);
+	cscp_row_edit_set(edit, cols.last_transition_at, TimestampTzGetDatum(now), false);
+	cscp_row_edit_set(edit, cols.version,
+					  Int64GetDatum(state == CMD_CONFIRMATION_REQUIRED ? 2 : 1), false);
 }
 
 /* The checks and defaults of INSERT, in steps; returns the tuple to store. */
@@ -932,20 +929,19 @@ static HeapTuple
 guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
-	Datum	   *values = palloc0(desc->natts * sizeof(Datum));
-	bool	   *nulls = palloc0(desc->natts * sizeof(bool));
-	bool	   *repl = palloc0(desc->natts * sizeof(bool));
+	CscpRowEdit edit;
 	CommandState state = get_state(tuple, desc);
 	const char *reason;
 	const char *decision;
 
 	insert_state_check(tuple, desc, state);
+	cscp_row_edit_init(&edit, desc);
 	cscp_routing_id_fill(tuple, desc, cols.conversation_id, cols.command_id, "command",
-						 "Leave command_id null to have one generated.", values, repl);
+						 "Leave command_id null to have one generated.", &edit);
 	insert_auto_confirm(tuple, desc, &decision, &reason);
 	insert_registry_check(tuple, desc);
-	insert_defaults(state, now, values, nulls, repl);
-	tuple = heap_modify_tuple(tuple, desc, values, nulls, repl);
+	insert_defaults(state, now, &edit);
+	tuple = cscp_row_edit_apply(&edit, tuple);
 	insert_snapshot_check(tuple, desc, state);
 
 	/* The steps it was born through, recorded as an insert and an update would. */

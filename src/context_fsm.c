@@ -202,10 +202,7 @@ static HeapTuple
 guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
-	int			natts = desc->natts;
-	Datum	   *values = palloc0(natts * sizeof(Datum));
-	bool	   *nulls = palloc0(natts * sizeof(bool));
-	bool	   *repl = palloc0(natts * sizeof(bool));
+	CscpRowEdit edit;
 	bool		isnull,
 				convnull,
 				tenantnull;
@@ -214,9 +211,10 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	Datum		d;
 
 	/* Routing-ready id. */
+	cscp_row_edit_init(&edit, desc);
 	cscp_routing_id_fill(tuple, desc, cols.conversation_id, cols.context_id, "context",
 						 "Leave context_id null to have one generated, or use cscp.routing_id(conversation_id).",
-						 values, repl);
+						 &edit);
 
 	d = heap_getattr(tuple, cols.status, desc, &isnull);
 	if (!isnull && status_of(TupleDescAttr(desc, cols.status - 1)->atttypid, d) != CTX_ACTIVE)
@@ -239,18 +237,14 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 		Jsonb	   *slots = cscp_slots_validate(DatumGetJsonbP(d), NULL,
 												TextDatumGetCString(tenant));
 
-		values[cols.slots - 1] = JsonbPGetDatum(slots);
-		repl[cols.slots - 1] = true;
+		cscp_row_edit_set(&edit, cols.slots, JsonbPGetDatum(slots), false);
 	}
 
-	values[cols.created_at - 1] = TimestampTzGetDatum(now);
-	repl[cols.created_at - 1] = true;
-	values[cols.updated_at - 1] = TimestampTzGetDatum(now);
-	repl[cols.updated_at - 1] = true;
-	values[cols.version - 1] = Int64GetDatum(1);
-	repl[cols.version - 1] = true;
+	cscp_row_edit_set(&edit, cols.created_at, TimestampTzGetDatum(now), false);
+	cscp_row_edit_set(&edit, cols.updated_at, TimestampTzGetDatum(now), false);
+	cscp_row_edit_set(&edit, cols.version, Int64GetDatum(1), false);
 
-	tuple = heap_modify_tuple(tuple, desc, values, nulls, repl);
+	tuple = cscp_row_edit_apply(&edit, tuple);
 
 	/* The pending slots of the new context name only commands bound to it. */
 	d = heap_getattr(tuple, cols.slots, desc, &isnull);
@@ -278,10 +272,7 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	Oid			typoid = TupleDescAttr(desc, cols.status - 1)->atttypid;
-	int			natts = desc->natts;
-	Datum	   *values = palloc0(natts * sizeof(Datum));
-	bool	   *nulls = palloc0(natts * sizeof(bool));
-	bool	   *repl = palloc0(natts * sizeof(bool));
+	CscpRowEdit edit;
 	static const char *const fixed[] = {
 		"tenant_id", "context_id", "conversation_id", "actor_id", "created_at"
 	};
@@ -337,6 +328,7 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 							   id, status_names[from], status_names[to]);
 	}
 
+	cscp_row_edit_init(&edit, desc);
 	if (!cscp_same_value(oldtup, newtup, desc, cols.slots))
 	{
 		d = heap_getattr(newtup, cols.slots, desc, &isnull);
@@ -356,8 +348,7 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 									 heap_getattr(oldtup, cols.context_id, desc, &isnull),
 									 heap_getattr(oldtup, cols.conversation_id, desc, &isnull),
 									 heap_getattr(oldtup, cols.actor_id, desc, &isnull));
-			values[cols.slots - 1] = JsonbPGetDatum(slots);
-			repl[cols.slots - 1] = true;
+			cscp_row_edit_set(&edit, cols.slots, JsonbPGetDatum(slots), false);
 		}
 	}
 
@@ -367,13 +358,12 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	 * held the context before (command_fsm.c locks it) must read as
 	 * earlier than the end.
 	 */
-	values[cols.updated_at - 1] = TimestampTzGetDatum(IS_LIVE(to) ? now : cscp_now_exact());
-	repl[cols.updated_at - 1] = true;
-	values[cols.version - 1] =
-		Int64GetDatum(DatumGetInt64(heap_getattr(oldtup, cols.version, desc, &isnull)) + 1);
-	repl[cols.version - 1] = true;
-
-	return heap_modify_tuple(newtup, desc, values, nulls, repl);
+	cscp_row_edit_set(&edit, cols.updated_at,
+					  TimestampTzGetDatum(IS_LIVE(to) ? now : cscp_now_exact()), false);
+	cscp_row_edit_set(&edit, cols.version,
+					  Int64GetDatum(DatumGetInt64(heap_getattr(oldtup, cols.version, desc,
+															   &isnull)) + 1), false);
+	return cscp_row_edit_apply(&edit, newtup);
 }
 
 static CscpRowRules rules = {

@@ -309,6 +309,6 @@ extern int32 cscp_routing_hash_key(text *tenant_id, text *key);
 extern void cscp_routing_uuid(int32 hash, pg_uuid_t *uuid);
 extern int32 cscp_routing_hash_uuid(const pg_uuid_t *uuid);
 extern void cscp_routing_id_fill(HeapTuple tuple, TupleDesc desc, int conv_att, int id_att,
-								 const char *kind, const char *hint, Datum *values, bool *repl);
+								 const char *kind, const char *hint, CscpRowEdit *edit);
 
 #endif							/* CSCP_H */

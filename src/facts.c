@@ -546,28 +546,20 @@ static HeapTuple
 fact_defaults(HeapTuple tuple, TupleDesc desc, const char *authority, int rank,
 			  TimestampTz now, bool needs_review, const char *source_type)
 {
-	Datum	   *values = palloc0(desc->natts * sizeof(Datum));
-	bool	   *nulls = palloc0(desc->natts * sizeof(bool));
-	bool	   *repl = palloc0(desc->natts * sizeof(bool));
+	CscpRowEdit edit;
 
-	values[COL(F_AUTHORITY) - 1] = CStringGetTextDatum(authority);
-	repl[COL(F_AUTHORITY) - 1] = true;
-	values[COL(F_AUTHORITY_RANK) - 1] = Int32GetDatum(rank);
-	repl[COL(F_AUTHORITY_RANK) - 1] = true;
-	values[COL(F_CREATED_AT) - 1] = TimestampTzGetDatum(now);
-	repl[COL(F_CREATED_AT) - 1] = true;
-	values[COL(F_NEEDS_REVIEW) - 1] = BoolGetDatum(needs_review);
-	repl[COL(F_NEEDS_REVIEW) - 1] = true;
+	cscp_row_edit_init(&edit, desc);
+	cscp_row_edit_set(&edit, COL(F_AUTHORITY), CStringGetTextDatum(authority), false);
+	cscp_row_edit_set(&edit, COL(F_AUTHORITY_RANK), Int32GetDatum(rank), false);
+	cscp_row_edit_set(&edit, COL(F_CREATED_AT), TimestampTzGetDatum(now), false);
+	cscp_row_edit_set(&edit, COL(F_NEEDS_REVIEW), BoolGetDatum(needs_review), false);
 
 	if (heap_attisnull(tuple, COL(F_MEMORY_TYPE), desc))
-	{
-		values[COL(F_MEMORY_TYPE) - 1] =
-			cscp_enum_datum(&memory_type_cache,
-							TupleDescAttr(desc, COL(F_MEMORY_TYPE) - 1)->atttypid,
-							classify_source(source_type));
-		repl[COL(F_MEMORY_TYPE) - 1] = true;
-	}
-	return heap_modify_tuple(tuple, desc, values, nulls, repl);
+		cscp_row_edit_set(&edit, COL(F_MEMORY_TYPE),
+						  cscp_enum_datum(&memory_type_cache,
+										  TupleDescAttr(desc, COL(F_MEMORY_TYPE) - 1)->atttypid,
+										  classify_source(source_type)), false);
+	return cscp_row_edit_apply(&edit, tuple);
 }
 
 /*
