@@ -233,26 +233,33 @@ cscp_doc_delete(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(live);
 }
 
-/*
- * Trigger cscp.document_guard(): the column rules of cscp.document (what
- * CHECK constraints would say, without their per-statement planning; see
- * rowguard.c), for every write, through doc_put or direct SQL.
- */
-static void
-document_columns(Relation rel)
+/* The columns of cscp.document the guard reads. */
+typedef enum
 {
-}
+	DOC_TENANT_ID,
+	DOC_EXPIRES_AT,
+	DOC_NUM_COLUMNS
+} DocumentColumn;
+
+static const char *const document_column_names[DOC_NUM_COLUMNS] = {"tenant_id", "expires_at"};
+
+static CscpColumns document_columns = {
+	.table = "cscp.document", .n = DOC_NUM_COLUMNS, .names = document_column_names
+};
+
+/* The column number of c in cscp.document. */
+#define DOC_COL(c) (document_columns.attnum[c])
 
 /* A new expires_at of a document: finite and within its tenant's max_ttl (lifetime.c). */
 static void
 document_check_expiry(Relation rel, HeapTuple oldtup, HeapTuple newtup, TimestampTz now)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
-	int			col = cscp_column(desc, "cscp.document", "expires_at");
+	int			col = DOC_COL(DOC_EXPIRES_AT);
 	bool		isnull,
 				tnull;
 	Datum		d = heap_getattr(newtup, col, desc, &isnull);
-	Datum		t = heap_getattr(newtup, cscp_column(desc, "cscp.document", "tenant_id"), desc, &tnull);
+	Datum		t = heap_getattr(newtup, DOC_COL(DOC_TENANT_ID), desc, &tnull);
 
 	if (!isnull && !tnull && (oldtup == NULL || !cscp_same_value(oldtup, newtup, desc, col)))
 		cscp_check_stored_expiry(TextDatumGetCString(t), "cscp.document", "expires_at",
@@ -271,7 +278,7 @@ document_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapse
 				TimestampTz now)
 {
 	cscp_check_not_expired("cscp.document", oldtup, RelationGetDescr(rel),
-						   cscp_column(RelationGetDescr(rel), "cscp.document", "expires_at"), now);
+						   DOC_COL(DOC_EXPIRES_AT), now);
 	document_check_expiry(rel, oldtup, newtup, now);
 	return newtup;
 }
@@ -290,13 +297,18 @@ static CscpRowRules document_rules = {
 static const CscpRowGuard document_guard = {
 	.name = "cscp.document_guard()",
 	.rules = &document_rules,
-	.load_columns = document_columns,
+	.columns = &document_columns,
 	.insert = document_insert,
 	.update = document_update,
 };
 
 PG_FUNCTION_INFO_V1(cscp_document_guard);
 
+/*
+ * Trigger cscp.document_guard(): the column rules of cscp.document (what
+ * CHECK constraints would say, without their per-statement planning; see
+ * rowguard.c), for every write, through doc_put or direct SQL.
+ */
 Datum
 cscp_document_guard(PG_FUNCTION_ARGS)
 {

@@ -315,25 +315,22 @@ cscp_policy_interval_ok(const Interval *iv, bool retention)
 										  IntervalPGetDatum(&bound))) <= 0;
 }
 
-/* Column numbers of cscp.working_set, looked up by name once per relation. */
-static struct
+/* The columns of cscp.working_set the guard reads. */
+typedef enum
 {
-	Oid			relid;
-	int			tenant_id,
-				expires_at;
-}			ws_cols = {InvalidOid};
+	WS_TENANT_ID,
+	WS_EXPIRES_AT,
+	WS_NUM_COLUMNS
+} WorkingSetColumn;
 
-static void
-ws_load_columns(Relation rel)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
+static const char *const ws_column_names[WS_NUM_COLUMNS] = {"tenant_id", "expires_at"};
 
-	if (ws_cols.relid == RelationGetRelid(rel))
-		return;
-	ws_cols.tenant_id = cscp_column(desc, "cscp.working_set", "tenant_id");
-	ws_cols.expires_at = cscp_column(desc, "cscp.working_set", "expires_at");
-	ws_cols.relid = RelationGetRelid(rel);
-}
+static CscpColumns ws_columns = {
+	.table = "cscp.working_set", .n = WS_NUM_COLUMNS, .names = ws_column_names
+};
+
+/* The column number of c in cscp.working_set. */
+#define WS_COL(c) (ws_columns.attnum[c])
 
 /* A working-set row's expires_at, held to cscp_check_stored_expiry. */
 static void
@@ -342,8 +339,8 @@ ws_check(Relation rel, HeapTuple tuple, TimestampTz now)
 	TupleDesc	desc = RelationGetDescr(rel);
 	bool		isnull,
 				tnull;
-	Datum		d = heap_getattr(tuple, ws_cols.expires_at, desc, &isnull);
-	Datum		t = heap_getattr(tuple, ws_cols.tenant_id, desc, &tnull);
+	Datum		d = heap_getattr(tuple, WS_COL(WS_EXPIRES_AT), desc, &isnull);
+	Datum		t = heap_getattr(tuple, WS_COL(WS_TENANT_ID), desc, &tnull);
 
 	if (!isnull)
 		cscp_check_stored_expiry(tnull ? NULL : TextDatumGetCString(t), "cscp.working_set",
@@ -361,15 +358,16 @@ static HeapTuple
 ws_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *updatedcols,
 		  TimestampTz now)
 {
-	cscp_check_not_expired("cscp.working_set", oldtup, RelationGetDescr(rel), ws_cols.expires_at, now);
-	if (!cscp_same_value(oldtup, newtup, RelationGetDescr(rel), ws_cols.expires_at))
+	cscp_check_not_expired("cscp.working_set", oldtup, RelationGetDescr(rel),
+						   WS_COL(WS_EXPIRES_AT), now);
+	if (!cscp_same_value(oldtup, newtup, RelationGetDescr(rel), WS_COL(WS_EXPIRES_AT)))
 		ws_check(rel, newtup, now);
 	return newtup;
 }
 
 static const CscpRowGuard ws_guard = {
 	.name = "cscp.working_set_guard()",
-	.load_columns = ws_load_columns,
+	.columns = &ws_columns,
 	.insert = ws_insert,
 	.update = ws_update,
 };
