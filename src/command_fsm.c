@@ -1129,19 +1129,8 @@ static uint64
 due_exec(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes, Datum *args,
 		 const char *nulls, int expect)
 {
-	uint64		processed;
-	CscpOwnerScope owner;
-
-	cscp_owner_enter("command_window", &owner);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(plan, sql, nargs, argtypes);
-	if (SPI_execute_plan(*plan, args, nulls, false, 0) != expect)
-		elog(ERROR, "could not keep the list of open windows and finished commands");
-	processed = SPI_processed;
-	SPI_finish();
-	cscp_owner_leave(&owner);
-	return processed;
+	return cscp_owner_exec("command_window", plan, sql, nargs, argtypes, args, nulls, expect,
+						   "keep the list of open windows and finished commands");
 }
 
 /*

@@ -403,19 +403,8 @@ static uint64
 live_exec(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes,
 		  Datum *args, int expect)
 {
-	CscpOwnerScope owner;
-	uint64		n;
-
-	cscp_owner_enter("context_live", &owner);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(plan, sql, nargs, argtypes);
-	if (SPI_execute_plan(*plan, args, NULL, false, 0) != expect)
-		elog(ERROR, "could not keep cscp.context_live");
-	n = SPI_processed;
-	SPI_finish();
-	cscp_owner_leave(&owner);
-	return n;
+	return cscp_owner_exec("context_live", plan, sql, nargs, argtypes, args, NULL, expect,
+						   "keep cscp.context_live");
 }
 
 /*

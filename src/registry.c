@@ -294,7 +294,6 @@ cscp_governance_record(PG_FUNCTION_ARGS)
 	Datum		args[8];
 	char		nulls[] = "        ";
 	bool		isnull;
-	CscpOwnerScope owner;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
 		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
@@ -341,18 +340,11 @@ cscp_governance_record(PG_FUNCTION_ARGS)
 	args[6] = DirectFunctionCall1(namein, CStringGetDatum(GetUserNameFromId(GetUserId(), false)));
 	args[7] = TimestampTzGetDatum(cscp_now());
 
-	cscp_owner_enter("governance_log", &owner);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plan,
-				  "INSERT INTO cscp.governance_log (tenant_id, object, object_key, action,"
-				  "    old_value, new_value, changed_by, changed_at)"
-				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-				  8, argtypes);
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not record a governance change");
-	SPI_finish();
-	cscp_owner_leave(&owner);
+	(void) cscp_owner_exec("governance_log", &plan,
+						   "INSERT INTO cscp.governance_log (tenant_id, object, object_key, action,"
+						   "    old_value, new_value, changed_by, changed_at)"
+						   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+						   8, argtypes, args, nulls, SPI_OK_INSERT, "record a governance change");
 	return PointerGetDatum(NULL);
 }
 
