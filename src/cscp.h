@@ -251,6 +251,22 @@ extern void cscp_refuse_forgotten(const char *tenant_id, const char *kind, const
 
 /* spiplan.c */
 extern Oid	cscp_relation_oid(const char *relname, bool missing_ok);
+
+/*
+ * What a backend read from one of cscp's tables, kept until a relcache
+ * invalidation names the table (or all relations).  Static storage only:
+ * the callback that drops it is never unregistered.
+ */
+typedef struct CscpTableCache
+{
+	Oid			relid;			/* the table read */
+	uint64		generation;		/* bumped by each invalidation of it */
+	bool		valid;			/* the content read is current */
+	bool		registered;		/* the callback is in place */
+} CscpTableCache;
+
+extern uint64 cscp_table_cache_begin(CscpTableCache *cache, Oid relid);
+extern void cscp_table_cache_done(CscpTableCache *cache, uint64 generation);
 extern SPIPlanPtr cscp_spi_plan(SPIPlanPtr *plan, const char *sql, int nargs,
 								const Oid *argtypes);
 extern HeapTuple cscp_spi_update_one(SPIPlanPtr plan, Datum *args, const char *nulls,

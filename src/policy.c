@@ -376,20 +376,7 @@ typedef struct PolicyCacheEntry
 
 static HTAB *policy_cache = NULL;
 static MemoryContext policy_cache_cxt = NULL;
-static uint64 policy_generation = 0;
-static bool policy_cache_stale = false;
-static bool policy_callback_registered = false;
-static Oid	policy_relid = InvalidOid;
-
-static void
-policy_inval(Datum arg, Oid relid)
-{
-	if (relid == InvalidOid || relid == policy_relid)
-	{
-		policy_generation++;
-		policy_cache_stale = true;
-	}
-}
+static CscpTableCache policy_table_cache;	/* dropped when cscp.policy changes */
 
 static Oid
 policy_table(void)
@@ -448,13 +435,7 @@ cscp_policy_get(const char *tenant_id)
 	if (strlen(tenant_id) > CSCP_MAX_ID_BYTES)
 		return policy_read(tenant_id, callerctx);
 
-	if (!policy_callback_registered)
-	{
-		CacheRegisterRelcacheCallback(policy_inval, (Datum) 0);
-		policy_callback_registered = true;
-		policy_cache_stale = true;
-	}
-	if (policy_cache_stale || policy_cache == NULL)
+	if (!policy_table_cache.valid || policy_cache == NULL)
 	{
 		HASHCTL		ctl;
 
@@ -468,13 +449,13 @@ cscp_policy_get(const char *tenant_id)
 		ctl.hcxt = policy_cache_cxt;
 		policy_cache = hash_create("cscp policy cache", 16, &ctl,
 								   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-		policy_relid = policy_table();
-		policy_cache_stale = false;
+		cscp_table_cache_done(&policy_table_cache,
+							  cscp_table_cache_begin(&policy_table_cache, policy_table()));
 	}
 
 	/* Serve from the cache only what row-level security would let the caller read. */
-	if (OidIsValid(policy_relid) &&
-		check_enable_rls(policy_relid, InvalidOid, true) == RLS_ENABLED &&
+	if (OidIsValid(policy_table_cache.relid) &&
+		check_enable_rls(policy_table_cache.relid, InvalidOid, true) == RLS_ENABLED &&
 		(cscp_tenant_setting == NULL || strcmp(cscp_tenant_setting, tenant_id) != 0))
 		return policy_read(tenant_id, callerctx);
 
@@ -482,9 +463,9 @@ cscp_policy_get(const char *tenant_id)
 	if (entry != NULL && entry->policy != NULL)
 		return DatumGetJsonbPCopy(PointerGetDatum(entry->policy));
 
-	generation = policy_generation;
+	generation = policy_table_cache.generation;
 	policy = policy_read(tenant_id, callerctx);
-	if (policy != NULL && generation == policy_generation && !policy_cache_stale)
+	if (policy != NULL && generation == policy_table_cache.generation)
 	{
 		MemoryContext old = MemoryContextSwitchTo(policy_cache_cxt);
 		Jsonb	   *copy = DatumGetJsonbPCopy(PointerGetDatum(policy));

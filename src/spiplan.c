@@ -106,6 +106,45 @@ cscp_relation_oid(const char *relname, bool missing_ok)
 	}
 }
 
+/* Drop the cache arg when an invalidation names its table (or all relations). */
+static void
+table_cache_inval(Datum arg, Oid relid)
+{
+	CscpTableCache *cache = (CscpTableCache *) DatumGetPointer(arg);
+
+	if (relid == InvalidOid || relid == cache->relid)
+	{
+		cache->generation++;
+		cache->valid = false;
+	}
+}
+
+/*
+ * Start a read of table relid (InvalidOid when it does not exist) into
+ * cache; returns the generation to hand to cscp_table_cache_done.
+ */
+uint64
+cscp_table_cache_begin(CscpTableCache *cache, Oid relid)
+{
+	if (!cache->registered)
+	{
+		CacheRegisterRelcacheCallback(table_cache_inval, PointerGetDatum(cache));
+		cache->registered = true;
+	}
+	cache->relid = relid;
+	return cache->generation;
+}
+
+/*
+ * The read begun at generation is over: the cache is valid unless an
+ * invalidation arrived meanwhile (then the next use reads again).
+ */
+void
+cscp_table_cache_done(CscpTableCache *cache, uint64 generation)
+{
+	cache->valid = (generation == cache->generation);
+}
+
 /*
  * Run plan, an UPDATE ... RETURNING * of at most one row : the row written, in
  * SPI's tuple table, with its descriptor in *desc; NULL when none was.
