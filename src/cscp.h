@@ -151,6 +151,8 @@ extern HeapTuple cscp_row_edit_apply(CscpRowEdit *edit, HeapTuple tuple);
 
 extern int	cscp_column(TupleDesc desc, const char *table, const char *name);
 extern bool cscp_same_value(HeapTuple a, HeapTuple b, TupleDesc desc, int attnum);
+extern bool cscp_column_true(HeapTuple tuple, TupleDesc desc, int attnum);
+extern int	cscp_first_changed(Relation rel, CscpColumns *cols, HeapTuple a, HeapTuple b);
 extern Datum cscp_row_guard(FunctionCallInfo fcinfo, const CscpRowGuard *guard);
 extern bool cscp_column_updated(const Bitmapset *updatedcols, int attnum);
 extern void cscp_row_check(Relation rel, HeapTuple tuple, CscpRowRules *rules);

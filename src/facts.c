@@ -188,16 +188,6 @@ text_col(HeapTuple tuple, TupleDesc desc, int attnum)
 	return isnull ? NULL : TextDatumGetCString(d);
 }
 
-/* A boolean column; NULL reads as false. */
-static bool
-bool_col(HeapTuple tuple, TupleDesc desc, int attnum)
-{
-	bool		isnull;
-	Datum		d = heap_getattr(tuple, attnum, desc, &isnull);
-
-	return !isnull && DatumGetBool(d);
-}
-
 /* The elements of a text[] column (NULL array: none). */
 static void
 text_array_col(HeapTuple tuple, TupleDesc desc, int attnum, Datum **elems, bool **elemnulls,
@@ -285,10 +275,7 @@ spi_text(int n)
 static bool
 spi_bool(int n)
 {
-	bool		isnull;
-	Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, n, &isnull);
-
-	return !isnull && DatumGetBool(d);
+	return cscp_column_true(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, n);
 }
 
 /* Column n of the row read_fact found, as an integer (NULL: 0). */
@@ -373,7 +360,7 @@ check_born_fresh(HeapTuple tuple, TupleDesc desc, const char *fact_id)
 	bool		isnull;
 	Datum		derived;
 
-	if (!bool_col(tuple, desc, COL(F_IS_VALID)) ||
+	if (!cscp_column_true(tuple, desc, COL(F_IS_VALID)) ||
 		!heap_attisnull(tuple, COL(F_SUPERSEDED_BY), desc))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -584,7 +571,7 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	char	   *authority;
 	char	   *source_type;
 	int			rank;
-	bool		needs_review = bool_col(tuple, desc, COL(F_NEEDS_REVIEW));
+	bool		needs_review = cscp_column_true(tuple, desc, COL(F_NEEDS_REVIEW));
 
 	/* NOT NULL and CHECK constraints speak for missing ids and a bad source. */
 	if (tnull || snull || fact_id == NULL || source == NULL || !JB_ROOT_IS_OBJECT(source))
@@ -658,8 +645,8 @@ static void
 check_validity_step(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc, Datum tenant,
 					Datum subject, const char *fact_id)
 {
-	bool		was_valid = bool_col(oldtup, desc, COL(F_IS_VALID));
-	bool		is_valid = bool_col(newtup, desc, COL(F_IS_VALID));
+	bool		was_valid = cscp_column_true(oldtup, desc, COL(F_IS_VALID));
+	bool		is_valid = cscp_column_true(newtup, desc, COL(F_IS_VALID));
 	char	   *successor = text_col(newtup, desc, COL(F_SUPERSEDED_BY));
 
 	if (!was_valid)

@@ -143,6 +143,8 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	static const char *const fixed[] = {
 		"tenant_id", "subject_id", "version", "set_at", "history"
 	};
+	static CscpColumns fixed_cols = {.table = "cscp.identity", .n = lengthof(fixed), .names = fixed};
+	int			changed;
 	char	   *subject = SPI_getvalue(oldtup, desc, COL(I_SUBJECT_ID));
 	char	   *reason;
 	char	   *set_at;
@@ -152,12 +154,12 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	Datum		history;
 	CscpRowEdit edit;
 
-	for (int i = 0; i < (int) lengthof(fixed); i++)
-		if (!cscp_same_value(oldtup, newtup, desc, cscp_column(desc, "cscp.identity", fixed[i])))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("column \"%s\" of an identity cannot be changed", fixed[i]),
-					 errhint("Replace the identity with cscp.identity_replace(tenant_id, subject_id, identity, reason).")));
+	changed = cscp_first_changed(rel, &fixed_cols, oldtup, newtup);
+	if (changed >= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("column \"%s\" of an identity cannot be changed", fixed[changed]),
+				 errhint("Replace the identity with cscp.identity_replace(tenant_id, subject_id, identity, reason).")));
 
 	if (cscp_same_value(oldtup, newtup, desc, COL(I_IDENTITY)))
 	{
