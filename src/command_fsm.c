@@ -159,23 +159,13 @@ compensation_executed(CommandFacts *c)
 {
 	static SPIPlanPtr plan = NULL;
 	static const Oid argtypes[2] = {TEXTOID, UUIDOID};
-	Datum		args[2];
-	bool		found;
+	Datum		args[2] = {c->tenant_id, c->command_id};
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plan,
-				  "SELECT 1 FROM cscp.command r"
-				  " WHERE r.tenant_id = $1 AND r.target_command_id = $2"
-				  " AND r.recovery_kind = 'compensate' AND r.state = 'executed'",
-				  2, argtypes);
-	args[0] = c->tenant_id;
-	args[1] = c->command_id;
-	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up compensations");
-	found = SPI_processed > 0;
-	SPI_finish();
-	return found;
+	return cscp_spi_exists(&plan,
+						   "SELECT 1 FROM cscp.command r"
+						   " WHERE r.tenant_id = $1 AND r.target_command_id = $2"
+						   " AND r.recovery_kind = 'compensate' AND r.state = 'executed'",
+						   2, argtypes, args, false, "look up compensations");
 }
 
 /* Column name of c's row, or (Datum) 0 with *isnull set when null. */
@@ -389,20 +379,12 @@ answer_recorded(Datum tenant, Datum conversation, Datum command_id, Datum messag
 	static SPIPlanPtr plan = NULL;
 	static const Oid argtypes[4] = {TEXTOID, TEXTOID, UUIDOID, TEXTOID};
 	Datum		args[4] = {tenant, conversation, command_id, message_id};
-	bool		found;
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plan,
-				  "SELECT 1 FROM cscp.answer a"
-				  " WHERE a.tenant_id = $1 AND a.conversation_id = $2 AND a.kind = 'confirm'"
-				  "   AND a.message_id = $4 AND a.command_id = $3 AND a.outcome = 'confirmed'",
-				  4, argtypes);
-	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up the answer of a command");
-	found = SPI_processed > 0;
-	SPI_finish();
-	return found;
+	return cscp_spi_exists(&plan,
+						   "SELECT 1 FROM cscp.answer a"
+						   " WHERE a.tenant_id = $1 AND a.conversation_id = $2 AND a.kind = 'confirm'"
+						   "   AND a.message_id = $4 AND a.command_id = $3 AND a.outcome = 'confirmed'",
+						   4, argtypes, args, false, "look up the answer of a command");
 }
 
 /*

@@ -271,6 +271,8 @@ extern uint64 cscp_table_cache_begin(CscpTableCache *cache, Oid relid);
 extern void cscp_table_cache_done(CscpTableCache *cache, uint64 generation);
 extern SPIPlanPtr cscp_spi_plan(SPIPlanPtr *plan, const char *sql, int nargs,
 								const Oid *argtypes);
+extern bool cscp_spi_exists(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes,
+							Datum *args, bool read_only, const char *what);
 extern HeapTuple cscp_spi_update_one(SPIPlanPtr plan, Datum *args, const char *nulls,
 									 TupleDesc *desc, const char *what);
 

@@ -678,22 +678,15 @@ depends_on_fact(Datum tenant, Datum subject, const char *id, const char *fact_id
 	static SPIPlanPtr plan = NULL;
 	static const Oid argtypes[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 	Datum		args[4];
-	bool		found;
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plan, "SELECT 1 FROM cscp.fact f"
-				  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3"
-				  " AND $4 = ANY (f.depends_on)", 4, argtypes);
 	args[0] = tenant;
 	args[1] = subject;
 	args[2] = CStringGetTextDatum(id);
 	args[3] = CStringGetTextDatum(fact_id);
-	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read fact \"%s\"", id);
-	found = (SPI_processed == 1);
-	SPI_finish();
-	return found;
+	return cscp_spi_exists(&plan, "SELECT 1 FROM cscp.fact f"
+						   " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3"
+						   " AND $4 = ANY (f.depends_on)", 4, argtypes, args, true,
+						   psprintf("read fact \"%s\"", id));
 }
 
 /*

@@ -106,6 +106,27 @@ cscp_relation_oid(const char *relname, bool missing_ok)
 	}
 }
 
+/*
+ * Whether the query of plan (prepared from sql the first time) finds a row
+ * for args, run in a connection to SPI of its own; what names the look-up
+ * in the error raised when the query fails.
+ */
+bool
+cscp_spi_exists(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes,
+				Datum *args, bool read_only, const char *what)
+{
+	bool		found;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(plan, sql, nargs, argtypes);
+	if (SPI_execute_plan(*plan, args, NULL, read_only, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not %s", what);
+	found = SPI_processed > 0;
+	SPI_finish();
+	return found;
+}
+
 /* Drop the cache arg when an invalidation names its table (or all relations). */
 static void
 table_cache_inval(Datum arg, Oid relid)
