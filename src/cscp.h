@@ -306,6 +306,9 @@ extern void cscp_check_stored_expiry(const char *tenant, const char *table, cons
 									 TimestampTz expires_at, TimestampTz now);
 extern void cscp_check_not_expired(const char *table, HeapTuple oldtup, TupleDesc desc,
 								  int expires_col, TimestampTz now);
+extern void cscp_check_expiring_row(const char *table, TupleDesc desc, HeapTuple oldtup,
+									HeapTuple newtup, int tenant_col, int expires_col,
+									TimestampTz now);
 extern Interval *cscp_lifetime(Jsonb *policy, Interval *requested, const char *policy_key,
 							   const char *argname);
 extern TimestampTz cscp_window_end(const char *tenant, const char *policy_key);

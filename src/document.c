@@ -250,36 +250,22 @@ static CscpColumns document_columns = {
 /* The column number of c in cscp.document. */
 #define DOC_COL(c) (document_columns.attnum[c])
 
-/* A new expires_at of a document: finite and within its tenant's max_ttl (lifetime.c). */
-static void
-document_check_expiry(Relation rel, HeapTuple oldtup, HeapTuple newtup, TimestampTz now)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
-	int			col = DOC_COL(DOC_EXPIRES_AT);
-	bool		isnull,
-				tnull;
-	Datum		d = heap_getattr(newtup, col, desc, &isnull);
-	Datum		t = heap_getattr(newtup, DOC_COL(DOC_TENANT_ID), desc, &tnull);
-
-	if (!isnull && !tnull && (oldtup == NULL || !cscp_same_value(oldtup, newtup, desc, col)))
-		cscp_check_stored_expiry(TextDatumGetCString(t), "cscp.document", "expires_at",
-								 DatumGetTimestampTz(d), now);
-}
-
+/* A new document: its expiry within its tenant's max_ttl (lifetime.c). */
 static HeapTuple
 document_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 {
-	document_check_expiry(rel, NULL, tuple, now);
+	cscp_check_expiring_row("cscp.document", RelationGetDescr(rel), NULL, tuple,
+							DOC_COL(DOC_TENANT_ID), DOC_COL(DOC_EXPIRES_AT), now);
 	return tuple;
 }
 
+/* A document changed: not past its expiry, and a new expiry within max_ttl. */
 static HeapTuple
 document_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *updatedcols,
 				TimestampTz now)
 {
-	cscp_check_not_expired("cscp.document", oldtup, RelationGetDescr(rel),
-						   DOC_COL(DOC_EXPIRES_AT), now);
-	document_check_expiry(rel, oldtup, newtup, now);
+	cscp_check_expiring_row("cscp.document", RelationGetDescr(rel), oldtup, newtup,
+							DOC_COL(DOC_TENANT_ID), DOC_COL(DOC_EXPIRES_AT), now);
 	return newtup;
 }
 

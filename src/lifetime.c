@@ -297,6 +297,36 @@ cscp_check_not_expired(const char *table, HeapTuple oldtup, TupleDesc desc, int 
 }
 
 /*
+ * The expiry rules of newtup, a row of table being inserted (oldtup NULL)
+ * or updated, its tenant in column tenant_col and its expiry in
+ * expires_col: an UPDATE of a row past its expiry is refused
+ * (cscp_check_not_expired), and a new expiry is held to max_ttl
+ * (cscp_check_stored_expiry).  A row without a tenant or an expiry is left
+ * to its NOT NULL constraints.
+ */
+void
+cscp_check_expiring_row(const char *table, TupleDesc desc, HeapTuple oldtup, HeapTuple newtup,
+						int tenant_col, int expires_col, TimestampTz now)
+{
+	bool		isnull,
+				tnull;
+	Datum		d;
+	Datum		t;
+
+	if (oldtup != NULL)
+	{
+		cscp_check_not_expired(table, oldtup, desc, expires_col, now);
+		if (cscp_same_value(oldtup, newtup, desc, expires_col))
+			return;
+	}
+	d = heap_getattr(newtup, expires_col, desc, &isnull);
+	t = heap_getattr(newtup, tenant_col, desc, &tnull);
+	if (!isnull && !tnull)
+		cscp_check_stored_expiry(TextDatumGetCString(t), table, "expires_at",
+								 DatumGetTimestampTz(d), now);
+}
+
+/*
  * Whether a policy interval is usable: no negative part (so that it means
  * the same on every date), greater than zero, and at most
  * CSCP_MAX_RETENTION_YEARS (retention) or CSCP_MAX_LIFETIME_YEARS.
@@ -332,25 +362,11 @@ static CscpColumns ws_columns = {
 /* The column number of c in cscp.working_set. */
 #define WS_COL(c) (ws_columns.attnum[c])
 
-/* A working-set row's expires_at, held to cscp_check_stored_expiry. */
-static void
-ws_check(Relation rel, HeapTuple tuple, TimestampTz now)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
-	bool		isnull,
-				tnull;
-	Datum		d = heap_getattr(tuple, WS_COL(WS_EXPIRES_AT), desc, &isnull);
-	Datum		t = heap_getattr(tuple, WS_COL(WS_TENANT_ID), desc, &tnull);
-
-	if (!isnull)
-		cscp_check_stored_expiry(tnull ? NULL : TextDatumGetCString(t), "cscp.working_set",
-								 "expires_at", DatumGetTimestampTz(d), now);
-}
-
 static HeapTuple
 ws_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 {
-	ws_check(rel, tuple, now);
+	cscp_check_expiring_row("cscp.working_set", RelationGetDescr(rel), NULL, tuple,
+							WS_COL(WS_TENANT_ID), WS_COL(WS_EXPIRES_AT), now);
 	return tuple;
 }
 
@@ -358,10 +374,8 @@ static HeapTuple
 ws_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *updatedcols,
 		  TimestampTz now)
 {
-	cscp_check_not_expired("cscp.working_set", oldtup, RelationGetDescr(rel),
-						   WS_COL(WS_EXPIRES_AT), now);
-	if (!cscp_same_value(oldtup, newtup, RelationGetDescr(rel), WS_COL(WS_EXPIRES_AT)))
-		ws_check(rel, newtup, now);
+	cscp_check_expiring_row("cscp.working_set", RelationGetDescr(rel), oldtup, newtup,
+							WS_COL(WS_TENANT_ID), WS_COL(WS_EXPIRES_AT), now);
 	return newtup;
 }
 
