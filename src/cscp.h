@@ -306,9 +306,12 @@ extern void cscp_check_stored_expiry(const char *tenant, const char *table, cons
 									 TimestampTz expires_at, TimestampTz now);
 extern void cscp_check_not_expired(const char *table, HeapTuple oldtup, TupleDesc desc,
 								  int expires_col, TimestampTz now);
-extern void cscp_check_expiring_row(const char *table, TupleDesc desc, HeapTuple oldtup,
-									HeapTuple newtup, int tenant_col, int expires_col,
-									TimestampTz now);
+/* The columns cscp_check_expiring_row reads in a row of table (tenant_id, expires_at). */
+#define CSCP_EXPIRING_COLUMNS(tbl) \
+	{.table = (tbl), .n = 2, .names = cscp_expiring_column_names}
+extern const char *const cscp_expiring_column_names[2];
+extern void cscp_check_expiring_row(CscpColumns *cols, Relation rel, HeapTuple oldtup,
+									HeapTuple newtup, TimestampTz now);
 extern Interval *cscp_lifetime(Jsonb *policy, Interval *requested, const char *policy_key,
 							   const char *argname);
 extern TimestampTz cscp_window_end(const char *tenant, const char *policy_key);

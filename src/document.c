@@ -233,29 +233,13 @@ cscp_doc_delete(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(live);
 }
 
-/* The columns of cscp.document the guard reads. */
-typedef enum
-{
-	DOC_TENANT_ID,
-	DOC_EXPIRES_AT,
-	DOC_NUM_COLUMNS
-} DocumentColumn;
-
-static const char *const document_column_names[DOC_NUM_COLUMNS] = {"tenant_id", "expires_at"};
-
-static CscpColumns document_columns = {
-	.table = "cscp.document", .n = DOC_NUM_COLUMNS, .names = document_column_names
-};
-
-/* The column number of c in cscp.document. */
-#define DOC_COL(c) (document_columns.attnum[c])
+static CscpColumns document_columns = CSCP_EXPIRING_COLUMNS("cscp.document");
 
 /* A new document: its expiry within its tenant's max_ttl (lifetime.c). */
 static HeapTuple
 document_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 {
-	cscp_check_expiring_row("cscp.document", RelationGetDescr(rel), NULL, tuple,
-							DOC_COL(DOC_TENANT_ID), DOC_COL(DOC_EXPIRES_AT), now);
+	cscp_check_expiring_row(&document_columns, rel, NULL, tuple, now);
 	return tuple;
 }
 
@@ -264,8 +248,7 @@ static HeapTuple
 document_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *updatedcols,
 				TimestampTz now)
 {
-	cscp_check_expiring_row("cscp.document", RelationGetDescr(rel), oldtup, newtup,
-							DOC_COL(DOC_TENANT_ID), DOC_COL(DOC_EXPIRES_AT), now);
+	cscp_check_expiring_row(&document_columns, rel, oldtup, newtup, now);
 	return newtup;
 }
 
@@ -283,7 +266,6 @@ static CscpRowRules document_rules = {
 static const CscpRowGuard document_guard = {
 	.name = "cscp.document_guard()",
 	.rules = &document_rules,
-	.columns = &document_columns,
 	.insert = document_insert,
 	.update = document_update,
 };

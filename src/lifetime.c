@@ -296,23 +296,32 @@ cscp_check_not_expired(const char *table, HeapTuple oldtup, TupleDesc desc, int 
 			 errhint("Delete it and write a new one, as cscp's functions do.")));
 }
 
+/* The columns of an expiring row, in the order of CSCP_EXPIRING_COLUMNS. */
+const char *const cscp_expiring_column_names[2] = {"tenant_id", "expires_at"};
+
 /*
- * The expiry rules of newtup, a row of table being inserted (oldtup NULL)
- * or updated, its tenant in column tenant_col and its expiry in
- * expires_col: an UPDATE of a row past its expiry is refused
- * (cscp_check_not_expired), and a new expiry is held to max_ttl
- * (cscp_check_stored_expiry).  A row without a tenant or an expiry is left
- * to its NOT NULL constraints.
+ * The expiry rules of newtup, a row of the table of cols (declared with
+ * CSCP_EXPIRING_COLUMNS) being inserted (oldtup NULL) or updated in rel:
+ * an UPDATE of a row past its expiry is refused (cscp_check_not_expired),
+ * and a new expiry is held to max_ttl (cscp_check_stored_expiry).  A row
+ * without a tenant or an expiry is left to its NOT NULL constraints.
  */
 void
-cscp_check_expiring_row(const char *table, TupleDesc desc, HeapTuple oldtup, HeapTuple newtup,
-						int tenant_col, int expires_col, TimestampTz now)
+cscp_check_expiring_row(CscpColumns *cols, Relation rel, HeapTuple oldtup, HeapTuple newtup,
+						TimestampTz now)
 {
+	TupleDesc	desc = RelationGetDescr(rel);
+	const char *table = cols->table;
+	int			tenant_col;
+	int			expires_col;
 	bool		isnull,
 				tnull;
 	Datum		d;
 	Datum		t;
 
+	cscp_columns_load(cols, rel);
+	tenant_col = cols->attnum[0];
+	expires_col = cols->attnum[1];
 	if (oldtup != NULL)
 	{
 		cscp_check_not_expired(table, oldtup, desc, expires_col, now);
@@ -345,28 +354,12 @@ cscp_policy_interval_ok(const Interval *iv, bool retention)
 										  IntervalPGetDatum(&bound))) <= 0;
 }
 
-/* The columns of cscp.working_set the guard reads. */
-typedef enum
-{
-	WS_TENANT_ID,
-	WS_EXPIRES_AT,
-	WS_NUM_COLUMNS
-} WorkingSetColumn;
-
-static const char *const ws_column_names[WS_NUM_COLUMNS] = {"tenant_id", "expires_at"};
-
-static CscpColumns ws_columns = {
-	.table = "cscp.working_set", .n = WS_NUM_COLUMNS, .names = ws_column_names
-};
-
-/* The column number of c in cscp.working_set. */
-#define WS_COL(c) (ws_columns.attnum[c])
+static CscpColumns ws_columns = CSCP_EXPIRING_COLUMNS("cscp.working_set");
 
 static HeapTuple
 ws_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 {
-	cscp_check_expiring_row("cscp.working_set", RelationGetDescr(rel), NULL, tuple,
-							WS_COL(WS_TENANT_ID), WS_COL(WS_EXPIRES_AT), now);
+	cscp_check_expiring_row(&ws_columns, rel, NULL, tuple, now);
 	return tuple;
 }
 
@@ -374,14 +367,12 @@ static HeapTuple
 ws_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *updatedcols,
 		  TimestampTz now)
 {
-	cscp_check_expiring_row("cscp.working_set", RelationGetDescr(rel), oldtup, newtup,
-							WS_COL(WS_TENANT_ID), WS_COL(WS_EXPIRES_AT), now);
+	cscp_check_expiring_row(&ws_columns, rel, oldtup, newtup, now);
 	return newtup;
 }
 
 static const CscpRowGuard ws_guard = {
 	.name = "cscp.working_set_guard()",
-	.columns = &ws_columns,
 	.insert = ws_insert,
 	.update = ws_update,
 };
