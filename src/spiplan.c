@@ -2,7 +2,9 @@
  *
  * spiplan.c
  *	  Saved SPI plans for the queries cscp's C functions run on every call,
- *	  and the OIDs of cscp's tables, looked up once per backend.
+ *	  the OIDs of cscp's tables, looked up once per backend, and the
+ *	  per-backend caches of what was read from a table (CscpTableCache),
+ *	  dropped when the table is invalidated.
  *
  * Each query is prepared once per backend and kept (SPI_keepplan); the
  * plan cache replans it when a table it reads changes, so the only rule for
