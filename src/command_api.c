@@ -900,21 +900,17 @@ cscp_context_for(text *tenant, text *conversation, text *actor, HeapTuple *ctx, 
 				  " FOR UPDATE",
 				  3, argtypes);
 	tt = run(live_plan, args, NULL, false, SPI_OK_SELECT);
-	if (SPI_processed == 1)
+	if (SPI_processed != 1)
 	{
-		*ctx = tt->vals[0];
-		*desc = tt->tupdesc;
-		return true;
+		cscp_spi_plan(&plan,
+					  "SELECT " CONTEXT_COLUMNS " FROM cscp.context x"
+					  " WHERE x.tenant_id = $1 AND x.conversation_id = $2 AND x.actor_id = $3"
+					  " ORDER BY x.status IN ('active', 'pending', 'blocked') DESC,"
+					  "          x.created_at DESC, x.version DESC"
+					  " LIMIT 1 FOR UPDATE",
+					  3, argtypes);
+		tt = run(plan, args, NULL, false, SPI_OK_SELECT);
 	}
-
-	cscp_spi_plan(&plan,
-				  "SELECT " CONTEXT_COLUMNS " FROM cscp.context x"
-				  " WHERE x.tenant_id = $1 AND x.conversation_id = $2 AND x.actor_id = $3"
-				  " ORDER BY x.status IN ('active', 'pending', 'blocked') DESC,"
-				  "          x.created_at DESC, x.version DESC"
-				  " LIMIT 1 FOR UPDATE",
-				  3, argtypes);
-	tt = run(plan, args, NULL, false, SPI_OK_SELECT);
 	if (SPI_processed != 1)
 	{
 		*ctx = NULL;

@@ -158,30 +158,14 @@ static bool
 compensation_executed(CommandFacts *c)
 {
 	static SPIPlanPtr plan = NULL;
-	Datum		args[2];
-	bool		found;
+	static const Oid argtypes[2] = {TEXTOID, UUIDOID};
+	Datum		args[2] = {c->tenant_id, c->command_id};
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (plan == NULL)
-	{
-		Oid			argtypes[2] = {TEXTOID, UUIDOID};
-
-		plan = SPI_prepare("SELECT 1 FROM cscp.command r"
+	return cscp_spi_exists(&plan,
+						   "SELECT 1 FROM cscp.command r"
 						   " WHERE r.tenant_id = $1 AND r.target_command_id = $2"
 						   " AND r.recovery_kind = 'compensate' AND r.state = 'executed'",
-						   2, argtypes);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-	}
-	args[0] = c->tenant_id;
-	args[1] = c->command_id;
-	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up compensations");
-	found = SPI_processed > 0;
-	SPI_finish();
-	return found;
+						   2, argtypes, args, false, "look up compensations");
 }
 
 /* Column name of c's row, or (Datum) 0 with *isnull set when null. */
@@ -395,20 +379,12 @@ answer_recorded(Datum tenant, Datum conversation, Datum command_id, Datum messag
 	static SPIPlanPtr plan = NULL;
 	static const Oid argtypes[4] = {TEXTOID, TEXTOID, UUIDOID, TEXTOID};
 	Datum		args[4] = {tenant, conversation, command_id, message_id};
-	bool		found;
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plan,
-				  "SELECT 1 FROM cscp.answer a"
-				  " WHERE a.tenant_id = $1 AND a.conversation_id = $2 AND a.kind = 'confirm'"
-				  "   AND a.message_id = $4 AND a.command_id = $3 AND a.outcome = 'confirmed'",
-				  4, argtypes);
-	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up the answer of a command");
-	found = SPI_processed > 0;
-	SPI_finish();
-	return found;
+	return cscp_spi_exists(&plan,
+						   "SELECT 1 FROM cscp.answer a"
+						   " WHERE a.tenant_id = $1 AND a.conversation_id = $2 AND a.kind = 'confirm'"
+						   "   AND a.message_id = $4 AND a.command_id = $3 AND a.outcome = 'confirmed'",
+						   4, argtypes, args, false, "look up the answer of a command");
 }
 
 /*
@@ -501,34 +477,61 @@ refusal(CommandFacts *c, CommandState to, char **detail)
 	return NULL;
 }
 
-/* Column numbers of cscp.command, looked up by name once per relation. */
-typedef struct CommandColumns
+/* The columns of cscp.command the guards read. */
+typedef enum
 {
-	Oid			relid;
-	int			tenant_id,
-				command_id,
-				conversation_id,
-				context_id,
-				context_ref,
-				message_ids,
-				command_name,
-				mutating,
-				auto_confirm,
-				state,
-				reason_code,
-				detail,
-				outcome,
-				window_expires_at,
-				recovery_kind,
-				confirmed_at,
-				authorized_at,
-				created_at,
-				updated_at,
-				last_transition_at,
-				version;
-} CommandColumns;
+	CM_TENANT_ID,
+	CM_COMMAND_ID,
+	CM_CONVERSATION_ID,
+	CM_CONTEXT_ID,
+	CM_CONTEXT_REF,
+	CM_MESSAGE_IDS,
+	CM_COMMAND_NAME,
+	CM_MUTATING,
+	CM_AUTO_CONFIRM,
+	CM_STATE,
+	CM_REASON_CODE,
+	CM_DETAIL,
+	CM_OUTCOME,
+	CM_WINDOW_EXPIRES_AT,
+	CM_RECOVERY_KIND,
+	CM_CONFIRMED_AT,
+	CM_AUTHORIZED_AT,
+	CM_CREATED_AT,
+	CM_UPDATED_AT,
+	CM_LAST_TRANSITION_AT,
+	CM_VERSION,
+	CM_NUM_COLUMNS
+} CommandColumn;
 
-static CommandColumns cols = {.relid = InvalidOid};
+static const char *const column_names[CM_NUM_COLUMNS] = {
+	"tenant_id",
+	"command_id",
+	"conversation_id",
+	"context_id",
+	"context_ref",
+	"message_ids",
+	"command_name",
+	"mutating",
+	"auto_confirm",
+	"state",
+	"reason_code",
+	"detail",
+	"outcome",
+	"window_expires_at",
+	"recovery_kind",
+	"confirmed_at",
+	"authorized_at",
+	"created_at",
+	"updated_at",
+	"last_transition_at",
+	"version",
+};
+
+static CscpColumns columns = {.table = "cscp.command", .n = CM_NUM_COLUMNS, .names = column_names};
+
+/* The column number of c in cscp.command. */
+#define COL(c) (columns.attnum[c])
 
 /* Columns that say what a command is: never changed by an UPDATE. */
 static const char *const fixed_columns[] = {
@@ -537,48 +540,16 @@ static const char *const fixed_columns[] = {
 	"auto_confirm", "payload", "target_fingerprint", "target_command_id",
 	"recovery_kind", "created_at"
 };
-static int	fixed_attnums[lengthof(fixed_columns)];
+static CscpColumns fixed_cols = {
+	.table = "cscp.command", .n = lengthof(fixed_columns), .names = fixed_columns
+};
 
+/* Look up the columns of rel the guards read, unless they were looked up already. */
 static void
 load_columns(Relation rel)
 {
-	TupleDesc	desc = RelationGetDescr(rel);
-
-	if (cols.relid == RelationGetRelid(rel))
-		return;
-	cols.tenant_id = cscp_column(desc, "cscp.command", "tenant_id");
-	cols.command_id = cscp_column(desc, "cscp.command", "command_id");
-	cols.conversation_id = cscp_column(desc, "cscp.command", "conversation_id");
-	cols.context_id = cscp_column(desc, "cscp.command", "context_id");
-	cols.context_ref = cscp_column(desc, "cscp.command", "context_ref");
-	cols.message_ids = cscp_column(desc, "cscp.command", "message_ids");
-	cols.command_name = cscp_column(desc, "cscp.command", "command_name");
-	cols.mutating = cscp_column(desc, "cscp.command", "mutating");
-	cols.auto_confirm = cscp_column(desc, "cscp.command", "auto_confirm");
-	cols.state = cscp_column(desc, "cscp.command", "state");
-	cols.reason_code = cscp_column(desc, "cscp.command", "reason_code");
-	cols.detail = cscp_column(desc, "cscp.command", "detail");
-	cols.outcome = cscp_column(desc, "cscp.command", "outcome");
-	cols.window_expires_at = cscp_column(desc, "cscp.command", "window_expires_at");
-	cols.recovery_kind = cscp_column(desc, "cscp.command", "recovery_kind");
-	cols.confirmed_at = cscp_column(desc, "cscp.command", "confirmed_at");
-	cols.authorized_at = cscp_column(desc, "cscp.command", "authorized_at");
-	cols.created_at = cscp_column(desc, "cscp.command", "created_at");
-	cols.updated_at = cscp_column(desc, "cscp.command", "updated_at");
-	cols.last_transition_at = cscp_column(desc, "cscp.command", "last_transition_at");
-	cols.version = cscp_column(desc, "cscp.command", "version");
-	for (int i = 0; i < (int) lengthof(fixed_columns); i++)
-		fixed_attnums[i] = cscp_column(desc, "cscp.command", fixed_columns[i]);
-	cols.relid = RelationGetRelid(rel);
-}
-
-static bool
-get_bool(HeapTuple t, TupleDesc desc, int attnum)
-{
-	bool		isnull;
-	Datum		d = heap_getattr(t, attnum, desc, &isnull);
-
-	return !isnull && DatumGetBool(d);
+	cscp_columns_load(&columns, rel);
+	cscp_columns_load(&fixed_cols, rel);
 }
 
 static bool
@@ -594,14 +565,14 @@ static CommandState
 get_state(HeapTuple t, TupleDesc desc)
 {
 	bool		isnull;
-	Datum		d = heap_getattr(t, cols.state, desc, &isnull);
+	Datum		d = heap_getattr(t, COL(CM_STATE), desc, &isnull);
 
 	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("state of a command must not be null")));
 	return (CommandState) cscp_enum_index(&state_cache,
-										  TupleDescAttr(desc, cols.state - 1)->atttypid, d);
+										  TupleDescAttr(desc, COL(CM_STATE) - 1)->atttypid, d);
 }
 
 /*
@@ -640,13 +611,13 @@ row_text(CmdRow r, int attnum)
 static CommandState
 row_state(CmdRow r, TupleDesc desc)
 {
-	if (ROW_N(r, cols.state))
+	if (ROW_N(r, COL(CM_STATE)))
 		ereport(ERROR,
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("state of a command must not be null")));
 	return (CommandState) cscp_enum_index(&state_cache,
-										  TupleDescAttr(desc, cols.state - 1)->atttypid,
-										  ROW_V(r, cols.state));
+										  TupleDescAttr(desc, COL(CM_STATE) - 1)->atttypid,
+										  ROW_V(r, COL(CM_STATE)));
 }
 
 static CommandFacts
@@ -655,20 +626,20 @@ row_facts(CmdRow r, TupleDesc desc)
 	CommandFacts c;
 
 	c.state = row_state(r, desc);
-	c.mutating = !ROW_N(r, cols.mutating) && DatumGetBool(ROW_V(r, cols.mutating));
-	c.auto_confirm = !ROW_N(r, cols.auto_confirm) && DatumGetBool(ROW_V(r, cols.auto_confirm));
-	c.confirmed = !ROW_N(r, cols.confirmed_at);
-	c.authorized = !ROW_N(r, cols.authorized_at);
-	c.window_closed = !ROW_N(r, cols.window_expires_at) &&
-		DatumGetTimestampTz(ROW_V(r, cols.window_expires_at)) <= cscp_now();
+	c.mutating = !ROW_N(r, COL(CM_MUTATING)) && DatumGetBool(ROW_V(r, COL(CM_MUTATING)));
+	c.auto_confirm = !ROW_N(r, COL(CM_AUTO_CONFIRM)) && DatumGetBool(ROW_V(r, COL(CM_AUTO_CONFIRM)));
+	c.confirmed = !ROW_N(r, COL(CM_CONFIRMED_AT));
+	c.authorized = !ROW_N(r, COL(CM_AUTHORIZED_AT));
+	c.window_closed = !ROW_N(r, COL(CM_WINDOW_EXPIRES_AT)) &&
+		DatumGetTimestampTz(ROW_V(r, COL(CM_WINDOW_EXPIRES_AT))) <= cscp_now();
 	c.answered = false;
-	c.cancel_recovery = is_cancel(ROW_N(r, cols.recovery_kind), ROW_V(r, cols.recovery_kind));
-	c.tenant_id = ROW_V(r, cols.tenant_id);
-	c.command_id = ROW_V(r, cols.command_id);
+	c.cancel_recovery = is_cancel(ROW_N(r, COL(CM_RECOVERY_KIND)), ROW_V(r, COL(CM_RECOVERY_KIND)));
+	c.tenant_id = ROW_V(r, COL(CM_TENANT_ID));
+	c.command_id = ROW_V(r, COL(CM_COMMAND_ID));
 	c.row = NULL;				/* the caller sets the tuple r came from */
 	c.desc = desc;
-	c.has_context = !ROW_N(r, cols.context_id);
-	c.context_id = ROW_V(r, cols.context_id);
+	c.has_context = !ROW_N(r, COL(CM_CONTEXT_ID));
+	c.context_id = ROW_V(r, COL(CM_CONTEXT_ID));
 	c.lock_context = true;		/* the trigger judges a step being written */
 	return c;
 }
@@ -745,18 +716,20 @@ record_transition(CmdRow r, CommandState from, CommandState to,
 	CscpEvidence e = {0};
 	const char *decision;
 
-	e.tenant_id = row_text(r, cols.tenant_id);
-	e.conversation_id = row_text(r, cols.conversation_id);
-	e.command_id = DatumGetCString(DirectFunctionCall1(uuid_out, ROW_V(r, cols.command_id)));
+	e.tenant_id = row_text(r, COL(CM_TENANT_ID));
+	e.conversation_id = row_text(r, COL(CM_CONVERSATION_ID));
+	e.command_id = DatumGetCString(DirectFunctionCall1(uuid_out, ROW_V(r, COL(CM_COMMAND_ID))));
 	e.stage = cscp_command_state_names[to];
 	e.event_type = event_type(from, to, &decision);
 	e.decision = decision_override ? decision_override : decision;
 	e.from_state = cscp_command_state_names[from];
 	e.to_state = cscp_command_state_names[to];
-	e.message_ids = ROW_N(r, cols.message_ids) ? NULL : DatumGetArrayTypeP(ROW_V(r, cols.message_ids));
-	e.context_ref = ROW_N(r, cols.context_ref) ? NULL : DatumGetJsonbP(ROW_V(r, cols.context_ref));
-	e.reason_code = reason_override ? reason_override : row_text(r, cols.reason_code);
-	e.detail = ROW_N(r, cols.detail) ? NULL : DatumGetJsonbP(ROW_V(r, cols.detail));
+	e.message_ids = ROW_N(r, COL(CM_MESSAGE_IDS)) ? NULL :
+		DatumGetArrayTypeP(ROW_V(r, COL(CM_MESSAGE_IDS)));
+	e.context_ref = ROW_N(r, COL(CM_CONTEXT_REF)) ? NULL :
+		DatumGetJsonbP(ROW_V(r, COL(CM_CONTEXT_REF)));
+	e.reason_code = reason_override ? reason_override : row_text(r, COL(CM_REASON_CODE));
+	e.detail = ROW_N(r, COL(CM_DETAIL)) ? NULL : DatumGetJsonbP(ROW_V(r, COL(CM_DETAIL)));
 	e.created_at = now;
 	cscp_evidence_append(&e);
 	cscp_notify_transition(e.tenant_id, "command", e.command_id, e.from_state, e.to_state);
@@ -792,10 +765,10 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 	const char *why;
 
 	c.state = CMD_CANONICALIZED;
-	c.mutating = get_bool(tuple, desc, cols.mutating);
-	c.auto_confirm = get_bool(tuple, desc, cols.auto_confirm);
-	c.tenant_id = heap_getattr(tuple, cols.tenant_id, desc, &kindnull);
-	c.command_id = heap_getattr(tuple, cols.command_id, desc, &kindnull);
+	c.mutating = cscp_column_true(tuple, desc, COL(CM_MUTATING));
+	c.auto_confirm = cscp_column_true(tuple, desc, COL(CM_AUTO_CONFIRM));
+	c.tenant_id = heap_getattr(tuple, COL(CM_TENANT_ID), desc, &kindnull);
+	c.command_id = heap_getattr(tuple, COL(CM_COMMAND_ID), desc, &kindnull);
 	c.row = tuple;
 	c.desc = desc;
 	kind = fact_col(&c, "recovery_kind", &kindnull);
@@ -810,8 +783,8 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("target_command_id of a recovery must name a command of its conversation and actor"),
 					 errdetail("No command of tenant \"%s\" with that id has conversation \"%s\" and the recovery's actor.",
-							   SPI_getvalue(tuple, desc, cols.tenant_id),
-							   SPI_getvalue(tuple, desc, cols.conversation_id)),
+							   SPI_getvalue(tuple, desc, COL(CM_TENANT_ID)),
+							   SPI_getvalue(tuple, desc, COL(CM_CONVERSATION_ID))),
 					 errhint("Form recoveries with cscp.command_recover.")));
 		if (strcmp(TextDatumGetCString(kind), "compensate") == 0 && !c.mutating)
 			ereport(ERROR,
@@ -841,8 +814,9 @@ insert_state_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 {
 	if (state == CMD_CONFIRMATION_REQUIRED)
 	{
-		if (!get_bool(tuple, desc, cols.mutating) || get_bool(tuple, desc, cols.auto_confirm) ||
-			is_null(tuple, desc, cols.window_expires_at))
+		if (!cscp_column_true(tuple, desc, COL(CM_MUTATING)) ||
+			cscp_column_true(tuple, desc, COL(CM_AUTO_CONFIRM)) ||
+			is_null(tuple, desc, COL(CM_WINDOW_EXPIRES_AT)))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("a new command in confirmation_required must be mutating, not auto-confirmed, and have a window"),
@@ -869,10 +843,10 @@ insert_auto_confirm(HeapTuple tuple, TupleDesc desc, const char **decision, cons
 	char	   *name;
 
 	*decision = *reason = NULL;
-	if (!get_bool(tuple, desc, cols.auto_confirm))
+	if (!cscp_column_true(tuple, desc, COL(CM_AUTO_CONFIRM)))
 		return;
-	tenant = SPI_getvalue(tuple, desc, cols.tenant_id);
-	name = SPI_getvalue(tuple, desc, cols.command_name);
+	tenant = SPI_getvalue(tuple, desc, COL(CM_TENANT_ID));
+	name = SPI_getvalue(tuple, desc, COL(CM_COMMAND_NAME));
 	if (tenant == NULL || name == NULL ||
 		!cscp_policy_lists(cscp_policy_get(tenant), "auto_confirm", name))
 		ereport(ERROR,
@@ -895,9 +869,9 @@ insert_registry_check(HeapTuple tuple, TupleDesc desc)
 {
 	bool		tnull,
 				nnull;
-	Datum		tenant = heap_getattr(tuple, cols.tenant_id, desc, &tnull);
-	Datum		name = heap_getattr(tuple, cols.command_name, desc, &nnull);
-	char	   *kind = SPI_getvalue(tuple, desc, cols.recovery_kind);
+	Datum		tenant = heap_getattr(tuple, COL(CM_TENANT_ID), desc, &tnull);
+	Datum		name = heap_getattr(tuple, COL(CM_COMMAND_NAME), desc, &nnull);
+	char	   *kind = SPI_getvalue(tuple, desc, COL(CM_RECOVERY_KIND));
 	char	   *name_c = nnull ? NULL : TextDatumGetCString(name);
 	size_t		len = name_c ? strlen(name_c) : 0;
 	bool		cancel = kind != NULL && strcmp(kind, "cancel") == 0 &&
@@ -905,7 +879,7 @@ insert_registry_check(HeapTuple tuple, TupleDesc desc)
 
 	if (!tnull && len > 0 && !cancel)
 		(void) cscp_registry_mutating(DatumGetTextPP(tenant), DatumGetTextPP(name),
-									  get_bool(tuple, desc, cols.mutating),
+									  cscp_column_true(tuple, desc, COL(CM_MUTATING)),
 									  kind == NULL ? CSCP_REGISTRY_ROW : CSCP_REGISTRY_RECOVERY_ROW);
 }
 
@@ -913,24 +887,21 @@ insert_registry_check(HeapTuple tuple, TupleDesc desc)
  * The columns a new command does not choose: no outcome, confirmation or
  * authorization yet, no window unless born asking, the times now, and one
  * version per step (2 when born asking, as if inserted canonicalized and
- * then asked).  Into values, nulls and repl (heap_modify_tuple's arrays).
+ * then asked).  Into edit.
  */
 static void
-insert_defaults(CommandState state, TimestampTz now, Datum *values, bool *nulls, bool *repl)
+insert_defaults(CommandState state, TimestampTz now, CscpRowEdit *edit)
 {
-	nulls[cols.outcome - 1] = repl[cols.outcome - 1] = true;
-	nulls[cols.confirmed_at - 1] = repl[cols.confirmed_at - 1] = true;
-	nulls[cols.authorized_at - 1] = repl[cols.authorized_at - 1] = true;
+	cscp_row_edit_set(edit, COL(CM_OUTCOME), (Datum) 0, true);
+	cscp_row_edit_set(edit, COL(CM_CONFIRMED_AT), (Datum) 0, true);
+	cscp_row_edit_set(edit, COL(CM_AUTHORIZED_AT), (Datum) 0, true);
 	if (state != CMD_CONFIRMATION_REQUIRED)
-		nulls[cols.window_expires_at - 1] = repl[cols.window_expires_at - 1] = true;
-	values[cols.created_at - 1] = TimestampTzGetDatum(now);
-	repl[cols.created_at - 1] = true;
-	values[cols.updated_at - 1] = TimestampTzGetDatum(now);
-	repl[cols.updated_at - 1] = true;
-	values[cols.last_transition_at - 1] = TimestampTzGetDatum(now);
-	repl[cols.last_transition_at - 1] = true;
-	values[cols.version - 1] = Int64GetDatum(state == CMD_CONFIRMATION_REQUIRED ? 2 : 1);
-	repl[cols.version - 1] = true;
+		cscp_row_edit_set(edit, COL(CM_WINDOW_EXPIRES_AT), (Datum) 0, true);
+	cscp_row_edit_set(edit, COL(CM_CREATED_AT), TimestampTzGetDatum(now), false);
+	cscp_row_edit_set(edit, COL(CM_UPDATED_AT), TimestampTzGetDatum(now), false);
+	cscp_row_edit_set(edit, COL(CM_LAST_TRANSITION_AT), TimestampTzGetDatum(now), false);
+	cscp_row_edit_set(edit, COL(CM_VERSION),
+					  Int64GetDatum(state == CMD_CONFIRMATION_REQUIRED ? 2 : 1), false);
 }
 
 /* The checks and defaults of INSERT, in steps; returns the tuple to store. */
@@ -938,20 +909,19 @@ static HeapTuple
 guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
-	Datum	   *values = palloc0(desc->natts * sizeof(Datum));
-	bool	   *nulls = palloc0(desc->natts * sizeof(bool));
-	bool	   *repl = palloc0(desc->natts * sizeof(bool));
+	CscpRowEdit edit;
 	CommandState state = get_state(tuple, desc);
 	const char *reason;
 	const char *decision;
 
 	insert_state_check(tuple, desc, state);
-	cscp_routing_id_fill(tuple, desc, cols.conversation_id, cols.command_id, "command",
-						 "Leave command_id null to have one generated.", values, repl);
+	cscp_row_edit_init(&edit, desc);
+	cscp_routing_id_fill(tuple, desc, COL(CM_CONVERSATION_ID), COL(CM_COMMAND_ID), "command",
+						 "Leave command_id null to have one generated.", &edit);
 	insert_auto_confirm(tuple, desc, &decision, &reason);
 	insert_registry_check(tuple, desc);
-	insert_defaults(state, now, values, nulls, repl);
-	tuple = heap_modify_tuple(tuple, desc, values, nulls, repl);
+	insert_defaults(state, now, &edit);
+	tuple = cscp_row_edit_apply(&edit, tuple);
 	insert_snapshot_check(tuple, desc, state);
 
 	/* The steps it was born through, recorded as an insert and an update would. */
@@ -960,7 +930,7 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 		CmdRow		r = deform(tuple, desc);
 
 		record_transition(r, CMD_RECEIVED, CMD_CANONICALIZED, now,
-						  decision, ROW_N(r, cols.reason_code) ? reason : NULL);
+						  decision, ROW_N(r, COL(CM_REASON_CODE)) ? reason : NULL);
 		if (state == CMD_CONFIRMATION_REQUIRED)
 			record_transition(r, CMD_CANONICALIZED, CMD_CONFIRMATION_REQUIRED, now, NULL, NULL);
 	}
@@ -973,7 +943,7 @@ update_fixed_check(CmdRow o, CmdRow nw, TupleDesc desc)
 {
 	for (int i = 0; i < (int) lengthof(fixed_columns); i++)
 	{
-		int			a = fixed_attnums[i];
+		int			a = fixed_cols.attnum[i];
 		Form_pg_attribute att = TupleDescAttr(desc, a - 1);
 
 		if (ROW_N(o, a) != ROW_N(nw, a) ||
@@ -1002,16 +972,16 @@ update_step_check(CommandFacts *c, CmdRow o, CmdRow nw, CommandState to, const c
 				 errmsg("command %s is already %s", id, cscp_command_state_names[to]),
 				 errdetail("Every update of a command is a transition of its lifecycle."),
 				 errhint("Use cscp.command_transition.")));
-	if (to == CMD_CONFIRMED && !ROW_N(nw, cols.message_ids))
+	if (to == CMD_CONFIRMED && !ROW_N(nw, COL(CM_MESSAGE_IDS)))
 	{
 		Datum	   *elems;
 		bool	   *enulls;
 		int			n;
 
-		deconstruct_array(DatumGetArrayTypeP(ROW_V(nw, cols.message_ids)), TEXTOID, -1, false,
+		deconstruct_array(DatumGetArrayTypeP(ROW_V(nw, COL(CM_MESSAGE_IDS))), TEXTOID, -1, false,
 						  TYPALIGN_INT, &elems, &enulls, &n);
 		c->answered = n > 0 && !enulls[n - 1] &&
-			answer_recorded(c->tenant_id, ROW_V(o, cols.conversation_id), c->command_id,
+			answer_recorded(c->tenant_id, ROW_V(o, COL(CM_CONVERSATION_ID)), c->command_id,
 							elems[n - 1]);
 	}
 	why = refusal(c, to, &detail);
@@ -1031,9 +1001,9 @@ update_step_check(CommandFacts *c, CmdRow o, CmdRow nw, CommandState to, const c
 						id, cscp_command_state_names[c->state], cscp_command_state_names[to], why),
 				 errdetail("%s", detail),
 				 errhint("Use cscp.command_transition, which returns a refusal instead of raising it.")));
-	if (ROW_N(nw, cols.message_ids) ||
-		(!ROW_N(o, cols.message_ids) &&
-		 !array_is_prefix(ROW_V(o, cols.message_ids), ROW_V(nw, cols.message_ids))))
+	if (ROW_N(nw, COL(CM_MESSAGE_IDS)) ||
+		(!ROW_N(o, COL(CM_MESSAGE_IDS)) &&
+		 !array_is_prefix(ROW_V(o, COL(CM_MESSAGE_IDS)), ROW_V(nw, COL(CM_MESSAGE_IDS)))))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("message_ids of command %s can only grow", id),
@@ -1050,30 +1020,30 @@ static void
 update_bookkeeping(CmdRow o, CmdRow nw, CommandState to, const Bitmapset *updatedcols,
 				   TimestampTz now)
 {
-	if (!cscp_column_updated(updatedcols, cols.reason_code))
-		ROW_N(nw, cols.reason_code) = true;
-	if (!cscp_column_updated(updatedcols, cols.detail))
-		ROW_N(nw, cols.detail) = true;
-	ROW_V(nw, cols.confirmed_at) = to == CMD_CONFIRMED ? TimestampTzGetDatum(now) :
-		ROW_V(o, cols.confirmed_at);
-	ROW_N(nw, cols.confirmed_at) = to == CMD_CONFIRMED ? false : ROW_N(o, cols.confirmed_at);
-	ROW_V(nw, cols.authorized_at) = to == CMD_AUTHORIZED ? TimestampTzGetDatum(now) :
-		ROW_V(o, cols.authorized_at);
-	ROW_N(nw, cols.authorized_at) = to == CMD_AUTHORIZED ? false : ROW_N(o, cols.authorized_at);
+	if (!cscp_column_updated(updatedcols, COL(CM_REASON_CODE)))
+		ROW_N(nw, COL(CM_REASON_CODE)) = true;
+	if (!cscp_column_updated(updatedcols, COL(CM_DETAIL)))
+		ROW_N(nw, COL(CM_DETAIL)) = true;
+	ROW_V(nw, COL(CM_CONFIRMED_AT)) = to == CMD_CONFIRMED ? TimestampTzGetDatum(now) :
+		ROW_V(o, COL(CM_CONFIRMED_AT));
+	ROW_N(nw, COL(CM_CONFIRMED_AT)) = to == CMD_CONFIRMED ? false : ROW_N(o, COL(CM_CONFIRMED_AT));
+	ROW_V(nw, COL(CM_AUTHORIZED_AT)) = to == CMD_AUTHORIZED ? TimestampTzGetDatum(now) :
+		ROW_V(o, COL(CM_AUTHORIZED_AT));
+	ROW_N(nw, COL(CM_AUTHORIZED_AT)) = to == CMD_AUTHORIZED ? false : ROW_N(o, COL(CM_AUTHORIZED_AT));
 	if (to != CMD_CONFIRMATION_REQUIRED && to != CMD_AUTHZ_PENDING)
-		ROW_N(nw, cols.window_expires_at) = true;
-	ROW_V(nw, cols.updated_at) = TimestampTzGetDatum(now);
-	ROW_N(nw, cols.updated_at) = false;
-	ROW_V(nw, cols.last_transition_at) = TimestampTzGetDatum(now);
-	ROW_N(nw, cols.last_transition_at) = false;
-	ROW_V(nw, cols.version) = Int64GetDatum(DatumGetInt64(ROW_V(o, cols.version)) + 1);
-	ROW_N(nw, cols.version) = false;
-	if (IS_TERMINAL(to) && !cscp_column_updated(updatedcols, cols.outcome))
+		ROW_N(nw, COL(CM_WINDOW_EXPIRES_AT)) = true;
+	ROW_V(nw, COL(CM_UPDATED_AT)) = TimestampTzGetDatum(now);
+	ROW_N(nw, COL(CM_UPDATED_AT)) = false;
+	ROW_V(nw, COL(CM_LAST_TRANSITION_AT)) = TimestampTzGetDatum(now);
+	ROW_N(nw, COL(CM_LAST_TRANSITION_AT)) = false;
+	ROW_V(nw, COL(CM_VERSION)) = Int64GetDatum(DatumGetInt64(ROW_V(o, COL(CM_VERSION))) + 1);
+	ROW_N(nw, COL(CM_VERSION)) = false;
+	if (IS_TERMINAL(to) && !cscp_column_updated(updatedcols, COL(CM_OUTCOME)))
 	{
-		ROW_V(nw, cols.outcome) =
-			make_outcome(to, row_text(nw, cols.reason_code),
-						 ROW_N(nw, cols.detail) ? NULL : DatumGetJsonbP(ROW_V(nw, cols.detail)));
-		ROW_N(nw, cols.outcome) = false;
+		ROW_V(nw, COL(CM_OUTCOME)) =
+			make_outcome(to, row_text(nw, COL(CM_REASON_CODE)),
+						 ROW_N(nw, COL(CM_DETAIL)) ? NULL : DatumGetJsonbP(ROW_V(nw, COL(CM_DETAIL))));
+		ROW_N(nw, COL(CM_OUTCOME)) = false;
 	}
 }
 
@@ -1085,7 +1055,7 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	TupleDesc	desc = RelationGetDescr(rel);
 	CmdRow		o = deform(oldtup, desc);
 	CmdRow		nw = deform(newtup, desc);
-	char	   *id = DatumGetCString(DirectFunctionCall1(uuid_out, ROW_V(o, cols.command_id)));
+	char	   *id = DatumGetCString(DirectFunctionCall1(uuid_out, ROW_V(o, COL(CM_COMMAND_ID))));
 	CommandFacts c = row_facts(o, desc);
 	CommandState to = row_state(nw, desc);
 
@@ -1096,11 +1066,11 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	 * A question has a window, until when the answer counts: one an UPDATE
 	 * does not give is the tenant's confirmation_ttl, as the API gives it.
 	 */
-	if (to == CMD_CONFIRMATION_REQUIRED && to != c.state && ROW_N(nw, cols.window_expires_at))
+	if (to == CMD_CONFIRMATION_REQUIRED && to != c.state && ROW_N(nw, COL(CM_WINDOW_EXPIRES_AT)))
 	{
-		ROW_V(nw, cols.window_expires_at) =
-			TimestampTzGetDatum(cscp_window_end(row_text(o, cols.tenant_id), "confirmation_ttl"));
-		ROW_N(nw, cols.window_expires_at) = false;
+		ROW_V(nw, COL(CM_WINDOW_EXPIRES_AT)) =
+			TimestampTzGetDatum(cscp_window_end(row_text(o, COL(CM_TENANT_ID)), "confirmation_ttl"));
+		ROW_N(nw, COL(CM_WINDOW_EXPIRES_AT)) = false;
 	}
 	update_step_check(&c, o, nw, to, id);
 	update_bookkeeping(o, nw, to, updatedcols, now);
@@ -1139,19 +1109,8 @@ static uint64
 due_exec(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes, Datum *args,
 		 const char *nulls, int expect)
 {
-	uint64		processed;
-	CscpOwnerScope owner;
-
-	cscp_owner_enter("command_window", &owner);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(plan, sql, nargs, argtypes);
-	if (SPI_execute_plan(*plan, args, nulls, false, 0) != expect)
-		elog(ERROR, "could not keep the list of open windows and finished commands");
-	processed = SPI_processed;
-	SPI_finish();
-	cscp_owner_leave(&owner);
-	return processed;
+	return cscp_owner_exec("command_window", plan, sql, nargs, argtypes, args, nulls, expect,
+						   "keep the list of open windows and finished commands");
 }
 
 /*
@@ -1170,20 +1129,20 @@ due_row(HeapTuple row, TupleDesc desc, CommandState s, bool window, Datum *args,
 
 	if (window ? (s != CMD_CONFIRMATION_REQUIRED && s != CMD_AUTHZ_PENDING) : !IS_TERMINAL(s))
 		return false;
-	args[0] = heap_getattr(row, cols.tenant_id, desc, &isnull);
+	args[0] = heap_getattr(row, COL(CM_TENANT_ID), desc, &isnull);
 	if (isnull)
 		return false;
-	args[1] = heap_getattr(row, cols.conversation_id, desc, &isnull);
+	args[1] = heap_getattr(row, COL(CM_CONVERSATION_ID), desc, &isnull);
 	if (isnull)
 		return false;
-	args[2] = heap_getattr(row, cols.command_id, desc, &isnull);
+	args[2] = heap_getattr(row, COL(CM_COMMAND_ID), desc, &isnull);
 	if (isnull)
 		return false;
-	args[3] = heap_getattr(row, window ? cols.window_expires_at : cols.last_transition_at,
+	args[3] = heap_getattr(row, window ? COL(CM_WINDOW_EXPIRES_AT) : COL(CM_LAST_TRANSITION_AT),
 						   desc, &isnull);
 	if (window)
 	{
-		args[4] = heap_getattr(row, cols.context_id, desc, ctxnull);
+		args[4] = heap_getattr(row, COL(CM_CONTEXT_ID), desc, ctxnull);
 		args[5] = CStringGetTextDatum(s == CMD_CONFIRMATION_REQUIRED ? "confirmation" : "approval");
 	}
 	return !isnull;
@@ -1193,7 +1152,7 @@ due_row(HeapTuple row, TupleDesc desc, CommandState s, bool window, Datum *args,
 static CommandState
 due_state(HeapTuple row, TupleDesc desc)
 {
-	return is_null(row, desc, cols.state) ? CMD_RECEIVED : get_state(row, desc);
+	return is_null(row, desc, COL(CM_STATE)) ? CMD_RECEIVED : get_state(row, desc);
 }
 
 static const Oid due_types[6] = {TEXTOID, TEXTOID, UUIDOID, TIMESTAMPTZOID, UUIDOID, TEXTOID};

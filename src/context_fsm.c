@@ -101,50 +101,46 @@ allowed_from(ContextStatus from)
 	return buf.data;
 }
 
-/* Column numbers of cscp.context, looked up by name once per relation. */
-typedef struct ContextColumns
+/* The columns of cscp.context the guards read. */
+typedef enum
 {
-	Oid			relid;
-	int			tenant_id,
-				context_id,
-				conversation_id,
-				actor_id,
-				status,
-				created_at,
-				updated_at,
-				expires_at,
-				ttl,
-				slots,
-				version;
-} ContextColumns;
+	CX_TENANT_ID,
+	CX_CONTEXT_ID,
+	CX_CONVERSATION_ID,
+	CX_ACTOR_ID,
+	CX_STATUS,
+	CX_CREATED_AT,
+	CX_UPDATED_AT,
+	CX_EXPIRES_AT,
+	CX_TTL,
+	CX_SLOTS,
+	CX_VERSION,
+	CX_NUM_COLUMNS
+} ContextColumn;
 
-static ContextColumns cols = {InvalidOid};
+static const char *const column_names[CX_NUM_COLUMNS] = {
+	"tenant_id",
+	"context_id",
+	"conversation_id",
+	"actor_id",
+	"status",
+	"created_at",
+	"updated_at",
+	"expires_at",
+	"ttl",
+	"slots",
+	"version",
+};
 
-static void
-load_columns(Relation rel)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
+static CscpColumns columns = {.table = "cscp.context", .n = CX_NUM_COLUMNS, .names = column_names};
 
-	if (cols.relid == RelationGetRelid(rel))
-		return;
-	cols.tenant_id = cscp_column(desc, "cscp.context", "tenant_id");
-	cols.context_id = cscp_column(desc, "cscp.context", "context_id");
-	cols.conversation_id = cscp_column(desc, "cscp.context", "conversation_id");
-	cols.actor_id = cscp_column(desc, "cscp.context", "actor_id");
-	cols.status = cscp_column(desc, "cscp.context", "status");
-	cols.created_at = cscp_column(desc, "cscp.context", "created_at");
-	cols.updated_at = cscp_column(desc, "cscp.context", "updated_at");
-	cols.expires_at = cscp_column(desc, "cscp.context", "expires_at");
-	cols.ttl = cscp_column(desc, "cscp.context", "ttl");
-	cols.slots = cscp_column(desc, "cscp.context", "slots");
-	cols.version = cscp_column(desc, "cscp.context", "version");
-	cols.relid = RelationGetRelid(rel);
-}
+/* The column number of c in cscp.context. */
+#define COL(c) (columns.attnum[c])
 
 static char *
 context_id_text(HeapTuple tuple, TupleDesc desc)
 {
-	char	   *s = SPI_getvalue(tuple, desc, cols.context_id);
+	char	   *s = SPI_getvalue(tuple, desc, COL(CX_CONTEXT_ID));
 
 	return s ? s : "(new)";
 }
@@ -177,17 +173,17 @@ check_lifetime(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc, TimestampTz n
 {
 	bool		isnull,
 				tnull;
-	Datum		tenant = heap_getattr(newtup, cols.tenant_id, desc, &tnull);
+	Datum		tenant = heap_getattr(newtup, COL(CX_TENANT_ID), desc, &tnull);
 	Datum		d;
 
 	if (tnull)
 		return;
-	d = heap_getattr(newtup, cols.expires_at, desc, &isnull);
-	if (!isnull && (oldtup == NULL || !cscp_same_value(oldtup, newtup, desc, cols.expires_at)))
+	d = heap_getattr(newtup, COL(CX_EXPIRES_AT), desc, &isnull);
+	if (!isnull && (oldtup == NULL || !cscp_same_value(oldtup, newtup, desc, COL(CX_EXPIRES_AT))))
 		cscp_check_stored_expiry(TextDatumGetCString(tenant), "cscp.context", "expires_at",
 								 DatumGetTimestampTz(d), now);
-	d = heap_getattr(newtup, cols.ttl, desc, &isnull);
-	if (!isnull && (oldtup == NULL || !cscp_same_value(oldtup, newtup, desc, cols.ttl)))
+	d = heap_getattr(newtup, COL(CX_TTL), desc, &isnull);
+	if (!isnull && (oldtup == NULL || !cscp_same_value(oldtup, newtup, desc, COL(CX_TTL))))
 	{
 		Interval	zero = {0};
 
@@ -202,30 +198,28 @@ static HeapTuple
 guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
-	int			natts = desc->natts;
-	Datum	   *values = palloc0(natts * sizeof(Datum));
-	bool	   *nulls = palloc0(natts * sizeof(bool));
-	bool	   *repl = palloc0(natts * sizeof(bool));
+	CscpRowEdit edit;
 	bool		isnull,
 				convnull,
 				tenantnull;
-	Datum		conv = heap_getattr(tuple, cols.conversation_id, desc, &convnull);
-	Datum		tenant = heap_getattr(tuple, cols.tenant_id, desc, &tenantnull);
+	Datum		conv = heap_getattr(tuple, COL(CX_CONVERSATION_ID), desc, &convnull);
+	Datum		tenant = heap_getattr(tuple, COL(CX_TENANT_ID), desc, &tenantnull);
 	Datum		d;
 
 	/* Routing-ready id. */
-	cscp_routing_id_fill(tuple, desc, cols.conversation_id, cols.context_id, "context",
+	cscp_row_edit_init(&edit, desc);
+	cscp_routing_id_fill(tuple, desc, COL(CX_CONVERSATION_ID), COL(CX_CONTEXT_ID), "context",
 						 "Leave context_id null to have one generated, or use cscp.routing_id(conversation_id).",
-						 values, repl);
+						 &edit);
 
-	d = heap_getattr(tuple, cols.status, desc, &isnull);
-	if (!isnull && status_of(TupleDescAttr(desc, cols.status - 1)->atttypid, d) != CTX_ACTIVE)
+	d = heap_getattr(tuple, COL(CX_STATUS), desc, &isnull);
+	if (!isnull && status_of(TupleDescAttr(desc, COL(CX_STATUS) - 1)->atttypid, d) != CTX_ACTIVE)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("a new context must be active"),
 				 errhint("Insert it active, then move it with cscp.context_transition.")));
 
-	d = heap_getattr(tuple, cols.expires_at, desc, &isnull);
+	d = heap_getattr(tuple, COL(CX_EXPIRES_AT), desc, &isnull);
 	if (!isnull && DatumGetTimestampTz(d) <= now)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -233,40 +227,36 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 				 errhint("Give a positive ttl.")));
 	check_lifetime(NULL, tuple, desc, now);
 
-	d = heap_getattr(tuple, cols.slots, desc, &isnull);
+	d = heap_getattr(tuple, COL(CX_SLOTS), desc, &isnull);
 	if (!isnull && !tenantnull)
 	{
 		Jsonb	   *slots = cscp_slots_validate(DatumGetJsonbP(d), NULL,
 												TextDatumGetCString(tenant));
 
-		values[cols.slots - 1] = JsonbPGetDatum(slots);
-		repl[cols.slots - 1] = true;
+		cscp_row_edit_set(&edit, COL(CX_SLOTS), JsonbPGetDatum(slots), false);
 	}
 
-	values[cols.created_at - 1] = TimestampTzGetDatum(now);
-	repl[cols.created_at - 1] = true;
-	values[cols.updated_at - 1] = TimestampTzGetDatum(now);
-	repl[cols.updated_at - 1] = true;
-	values[cols.version - 1] = Int64GetDatum(1);
-	repl[cols.version - 1] = true;
+	cscp_row_edit_set(&edit, COL(CX_CREATED_AT), TimestampTzGetDatum(now), false);
+	cscp_row_edit_set(&edit, COL(CX_UPDATED_AT), TimestampTzGetDatum(now), false);
+	cscp_row_edit_set(&edit, COL(CX_VERSION), Int64GetDatum(1), false);
 
-	tuple = heap_modify_tuple(tuple, desc, values, nulls, repl);
+	tuple = cscp_row_edit_apply(&edit, tuple);
 
 	/* The pending slots of the new context name only commands bound to it. */
-	d = heap_getattr(tuple, cols.slots, desc, &isnull);
+	d = heap_getattr(tuple, COL(CX_SLOTS), desc, &isnull);
 	if (!isnull && !tenantnull && !convnull)
 	{
 		bool		idnull,
 					actornull;
-		Datum		id = heap_getattr(tuple, cols.context_id, desc, &idnull);
-		Datum		actor = heap_getattr(tuple, cols.actor_id, desc, &actornull);
+		Datum		id = heap_getattr(tuple, COL(CX_CONTEXT_ID), desc, &idnull);
+		Datum		actor = heap_getattr(tuple, COL(CX_ACTOR_ID), desc, &actornull);
 
 		if (!idnull && !actornull)
 			cscp_pending_slots_bound(DatumGetJsonbP(d), NULL, tenant, id, conv, actor);
 	}
 	if (!tenantnull)
 		cscp_notify_transition(TextDatumGetCString(tenant), "context",
-							   SPI_getvalue(tuple, desc, cols.context_id),
+							   SPI_getvalue(tuple, desc, COL(CX_CONTEXT_ID)),
 							   NULL, status_names[CTX_ACTIVE]);
 	return tuple;
 }
@@ -277,14 +267,13 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 			 TimestampTz now)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
-	Oid			typoid = TupleDescAttr(desc, cols.status - 1)->atttypid;
-	int			natts = desc->natts;
-	Datum	   *values = palloc0(natts * sizeof(Datum));
-	bool	   *nulls = palloc0(natts * sizeof(bool));
-	bool	   *repl = palloc0(natts * sizeof(bool));
+	Oid			typoid = TupleDescAttr(desc, COL(CX_STATUS) - 1)->atttypid;
+	CscpRowEdit edit;
 	static const char *const fixed[] = {
 		"tenant_id", "context_id", "conversation_id", "actor_id", "created_at"
 	};
+	static CscpColumns fixed_cols = {.table = "cscp.context", .n = lengthof(fixed), .names = fixed};
+	int			changed;
 	bool		isnull;
 	Datum		d;
 	ContextStatus from,
@@ -292,22 +281,22 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	TimestampTz expires_at;
 	char	   *id = context_id_text(oldtup, desc);
 
-	for (int i = 0; i < (int) lengthof(fixed); i++)
-		if (!cscp_same_value(oldtup, newtup, desc, cscp_column(desc, "cscp.context", fixed[i])))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("column \"%s\" of a context cannot be changed", fixed[i]),
-					 errhint("Open a new context with cscp.context_open.")));
+	changed = cscp_first_changed(rel, &fixed_cols, oldtup, newtup);
+	if (changed >= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("column \"%s\" of a context cannot be changed", fixed[changed]),
+				 errhint("Open a new context with cscp.context_open.")));
 
-	from = status_of(typoid, heap_getattr(oldtup, cols.status, desc, &isnull));
-	d = heap_getattr(newtup, cols.status, desc, &isnull);
+	from = status_of(typoid, heap_getattr(oldtup, COL(CX_STATUS), desc, &isnull));
+	d = heap_getattr(newtup, COL(CX_STATUS), desc, &isnull);
 	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("status of a context must not be null"),
 				 errhint("Move a context with cscp.context_transition.")));
 	to = status_of(typoid, d);
-	expires_at = DatumGetTimestampTz(heap_getattr(oldtup, cols.expires_at, desc, &isnull));
+	expires_at = DatumGetTimestampTz(heap_getattr(oldtup, COL(CX_EXPIRES_AT), desc, &isnull));
 
 	if (!IS_LIVE(from))
 		ereport(ERROR,
@@ -319,8 +308,8 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	/* Expiry invariant: past expires_at, the one write allowed records it. */
 	if (expires_at <= now &&
 		(to != CTX_EXPIRED ||
-		 !cscp_same_value(oldtup, newtup, desc, cols.slots) ||
-		 !cscp_same_value(oldtup, newtup, desc, cols.expires_at)))
+		 !cscp_same_value(oldtup, newtup, desc, COL(CX_SLOTS)) ||
+		 !cscp_same_value(oldtup, newtup, desc, COL(CX_EXPIRES_AT))))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("context %s has expired", id),
@@ -333,31 +322,31 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	if (from != to)
 	{
 		check_transition(from, to, id);
-		cscp_notify_transition(SPI_getvalue(oldtup, desc, cols.tenant_id), "context",
+		cscp_notify_transition(SPI_getvalue(oldtup, desc, COL(CX_TENANT_ID)), "context",
 							   id, status_names[from], status_names[to]);
 	}
 
-	if (!cscp_same_value(oldtup, newtup, desc, cols.slots))
+	cscp_row_edit_init(&edit, desc);
+	if (!cscp_same_value(oldtup, newtup, desc, COL(CX_SLOTS)))
 	{
-		d = heap_getattr(newtup, cols.slots, desc, &isnull);
+		d = heap_getattr(newtup, COL(CX_SLOTS), desc, &isnull);
 
 		if (!isnull)
 		{
 			bool		oldnull;
-			Datum		od = heap_getattr(oldtup, cols.slots, desc, &oldnull);
+			Datum		od = heap_getattr(oldtup, COL(CX_SLOTS), desc, &oldnull);
 			Jsonb	   *slots;
 
 			slots = cscp_slots_validate(DatumGetJsonbP(d),
 										oldnull ? NULL : DatumGetJsonbP(od),
-										SPI_getvalue(oldtup, desc, cols.tenant_id));
+										SPI_getvalue(oldtup, desc, COL(CX_TENANT_ID)));
 			/* The pending slots name only commands bound to this context. */
 			cscp_pending_slots_bound(DatumGetJsonbP(d), oldnull ? NULL : DatumGetJsonbP(od),
-									 heap_getattr(oldtup, cols.tenant_id, desc, &isnull),
-									 heap_getattr(oldtup, cols.context_id, desc, &isnull),
-									 heap_getattr(oldtup, cols.conversation_id, desc, &isnull),
-									 heap_getattr(oldtup, cols.actor_id, desc, &isnull));
-			values[cols.slots - 1] = JsonbPGetDatum(slots);
-			repl[cols.slots - 1] = true;
+									 heap_getattr(oldtup, COL(CX_TENANT_ID), desc, &isnull),
+									 heap_getattr(oldtup, COL(CX_CONTEXT_ID), desc, &isnull),
+									 heap_getattr(oldtup, COL(CX_CONVERSATION_ID), desc, &isnull),
+									 heap_getattr(oldtup, COL(CX_ACTOR_ID), desc, &isnull));
+			cscp_row_edit_set(&edit, COL(CX_SLOTS), JsonbPGetDatum(slots), false);
 		}
 	}
 
@@ -367,13 +356,12 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	 * held the context before (command_fsm.c locks it) must read as
 	 * earlier than the end.
 	 */
-	values[cols.updated_at - 1] = TimestampTzGetDatum(IS_LIVE(to) ? now : cscp_now_exact());
-	repl[cols.updated_at - 1] = true;
-	values[cols.version - 1] =
-		Int64GetDatum(DatumGetInt64(heap_getattr(oldtup, cols.version, desc, &isnull)) + 1);
-	repl[cols.version - 1] = true;
-
-	return heap_modify_tuple(newtup, desc, values, nulls, repl);
+	cscp_row_edit_set(&edit, COL(CX_UPDATED_AT),
+					  TimestampTzGetDatum(IS_LIVE(to) ? now : cscp_now_exact()), false);
+	cscp_row_edit_set(&edit, COL(CX_VERSION),
+					  Int64GetDatum(DatumGetInt64(heap_getattr(oldtup, COL(CX_VERSION), desc,
+															   &isnull)) + 1), false);
+	return cscp_row_edit_apply(&edit, newtup);
 }
 
 static CscpRowRules rules = {
@@ -390,7 +378,7 @@ static CscpRowRules rules = {
 static const CscpRowGuard guard = {
 	.name = "cscp.context_guard()",
 	.rules = &rules,
-	.load_columns = load_columns,
+	.columns = &columns,
 	.insert = guard_insert,
 	.update = guard_update,
 };
@@ -399,10 +387,10 @@ static const CscpRowGuard guard = {
 static void
 live_key(HeapTuple row, TupleDesc desc, Datum *args, bool *isnull)
 {
-	args[0] = heap_getattr(row, cols.tenant_id, desc, &isnull[0]);
-	args[1] = heap_getattr(row, cols.conversation_id, desc, &isnull[1]);
-	args[2] = heap_getattr(row, cols.actor_id, desc, &isnull[2]);
-	args[3] = heap_getattr(row, cols.context_id, desc, &isnull[3]);
+	args[0] = heap_getattr(row, COL(CX_TENANT_ID), desc, &isnull[0]);
+	args[1] = heap_getattr(row, COL(CX_CONVERSATION_ID), desc, &isnull[1]);
+	args[2] = heap_getattr(row, COL(CX_ACTOR_ID), desc, &isnull[2]);
+	args[3] = heap_getattr(row, COL(CX_CONTEXT_ID), desc, &isnull[3]);
 }
 
 /*
@@ -413,19 +401,8 @@ static uint64
 live_exec(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes,
 		  Datum *args, int expect)
 {
-	CscpOwnerScope owner;
-	uint64		n;
-
-	cscp_owner_enter("context_live", &owner);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(plan, sql, nargs, argtypes);
-	if (SPI_execute_plan(*plan, args, NULL, false, 0) != expect)
-		elog(ERROR, "could not keep cscp.context_live");
-	n = SPI_processed;
-	SPI_finish();
-	cscp_owner_leave(&owner);
-	return n;
+	return cscp_owner_exec("context_live", plan, sql, nargs, argtypes, args, NULL, expect,
+						   "keep cscp.context_live");
 }
 
 /*
@@ -512,7 +489,7 @@ live_claim(HeapTuple row, TupleDesc desc)
 	Relation	live;
 
 	live_key(row, desc, args, isnull);
-	args[4] = heap_getattr(row, cols.expires_at, desc, &isnull[4]);
+	args[4] = heap_getattr(row, COL(CX_EXPIRES_AT), desc, &isnull[4]);
 	for (int i = 0; i < 5; i++)
 		if (isnull[i])
 			return;				/* the NOT NULL constraint refuses the row */
@@ -563,7 +540,7 @@ live_retire(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc, ContextStatus to
 	live_key(oldtup, desc, args, isnull);
 	args[4] = CStringGetTextDatum(status_names[to]);
 	isnull[4] = false;
-	args[5] = heap_getattr(newtup, cols.updated_at, desc, &isnull[5]);
+	args[5] = heap_getattr(newtup, COL(CX_UPDATED_AT), desc, &isnull[5]);
 	(void) live_exec(&plan,
 					 "WITH gone AS (DELETE FROM cscp.context_live l"
 					 "               WHERE l.tenant_id = $1 AND l.conversation_id = $2"
@@ -587,11 +564,11 @@ retired_release(HeapTuple row, TupleDesc desc, ContextStatus status)
 	Datum		args[4];
 	bool		isnull[4];
 
-	args[0] = heap_getattr(row, cols.tenant_id, desc, &isnull[0]);
-	args[1] = heap_getattr(row, cols.context_id, desc, &isnull[1]);
+	args[0] = heap_getattr(row, COL(CX_TENANT_ID), desc, &isnull[0]);
+	args[1] = heap_getattr(row, COL(CX_CONTEXT_ID), desc, &isnull[1]);
 	args[2] = CStringGetTextDatum(status_names[status]);
 	isnull[2] = false;
-	args[3] = heap_getattr(row, cols.updated_at, desc, &isnull[3]);
+	args[3] = heap_getattr(row, COL(CX_UPDATED_AT), desc, &isnull[3]);
 	for (int i = 0; i < 4; i++)
 		if (isnull[i])
 			return;				/* written with the triggers off: no row to find */
@@ -616,12 +593,12 @@ live_follow(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc)
 {
 	static SPIPlanPtr plan = NULL;
 	static const Oid types[5] = {TEXTOID, TEXTOID, TEXTOID, UUIDOID, TIMESTAMPTZOID};
-	Oid			typoid = TupleDescAttr(desc, cols.status - 1)->atttypid;
+	Oid			typoid = TupleDescAttr(desc, COL(CX_STATUS) - 1)->atttypid;
 	bool		isnull;
 	bool		keynull[4];
 	Datum		args[5];
-	ContextStatus from = status_of(typoid, heap_getattr(oldtup, cols.status, desc, &isnull));
-	ContextStatus to = status_of(typoid, heap_getattr(newtup, cols.status, desc, &isnull));
+	ContextStatus from = status_of(typoid, heap_getattr(oldtup, COL(CX_STATUS), desc, &isnull));
+	ContextStatus to = status_of(typoid, heap_getattr(newtup, COL(CX_STATUS), desc, &isnull));
 	TimestampTz old_expiry,
 				new_expiry;
 
@@ -632,8 +609,8 @@ live_follow(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc)
 		live_retire(oldtup, newtup, desc, to);
 		return;
 	}
-	old_expiry = DatumGetTimestampTz(heap_getattr(oldtup, cols.expires_at, desc, &isnull));
-	args[4] = heap_getattr(newtup, cols.expires_at, desc, &isnull);
+	old_expiry = DatumGetTimestampTz(heap_getattr(oldtup, COL(CX_EXPIRES_AT), desc, &isnull));
+	args[4] = heap_getattr(newtup, COL(CX_EXPIRES_AT), desc, &isnull);
 	if (isnull)
 		return;					/* the NOT NULL constraint refuses the row */
 	new_expiry = DatumGetTimestampTz(args[4]);
@@ -700,17 +677,17 @@ cscp_context_unlist(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("cscp.context_unlist() fires BEFORE DELETE FOR EACH ROW or BEFORE TRUNCATE")));
-	load_columns(trigdata->tg_relation);
+	cscp_columns_load(&columns, trigdata->tg_relation);
 	{
 		TupleDesc	desc = RelationGetDescr(trigdata->tg_relation);
 		HeapTuple	row = trigdata->tg_trigtuple;
 		bool		isnull;
-		Datum		d = heap_getattr(row, cols.status, desc, &isnull);
+		Datum		d = heap_getattr(row, COL(CX_STATUS), desc, &isnull);
 		ContextStatus status;
 
 		if (isnull)
 			return PointerGetDatum(row);
-		status = status_of(TupleDescAttr(desc, cols.status - 1)->atttypid, d);
+		status = status_of(TupleDescAttr(desc, COL(CX_STATUS) - 1)->atttypid, d);
 		if (IS_LIVE(status))
 			live_release(row, desc);
 		else

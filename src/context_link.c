@@ -34,25 +34,19 @@ cscp_context_note_message(const char *tenant_id, const char *conversation_id,
 						  const char *actor_id, const char *message_id, TimestampTz now)
 {
 	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[5] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID};
 	Datum		values[5];
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (plan == NULL)
-	{
-		Oid			argtypes[5] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID};
-
-		plan = SPI_prepare("UPDATE cscp.context x SET last_message_id = $4"
-						   " WHERE x.tenant_id = $1"
-						   " AND x.context_id = " CSCP_LIVE_CONTEXT_ID
-						   " AND x.status IN ('active', 'pending', 'blocked')"
-						   " AND x.expires_at > $5"
-						   " AND x.last_message_id IS DISTINCT FROM $4",
-						   5, argtypes);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-	}
+	cscp_spi_plan(&plan,
+				  "UPDATE cscp.context x SET last_message_id = $4"
+				  " WHERE x.tenant_id = $1"
+				  " AND x.context_id = " CSCP_LIVE_CONTEXT_ID
+				  " AND x.status IN ('active', 'pending', 'blocked')"
+				  " AND x.expires_at > $5"
+				  " AND x.last_message_id IS DISTINCT FROM $4",
+				  5, argtypes);
 	values[0] = CStringGetTextDatum(tenant_id);
 	values[1] = CStringGetTextDatum(conversation_id);
 	values[2] = CStringGetTextDatum(actor_id);
@@ -74,6 +68,7 @@ cscp_contexts_close(const char *tenant_id, const char *conversation_id,
 					const char *event_id, TimestampTz now, StringInfo closed)
 {
 	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
 	MemoryContext callerctx = CurrentMemoryContext;
 	Datum		values[3];
 	CscpEvidence *rows;
@@ -81,31 +76,24 @@ cscp_contexts_close(const char *tenant_id, const char *conversation_id,
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (plan == NULL)
-	{
-		Oid			argtypes[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
-
-		plan = SPI_prepare("WITH live AS ("
-						   "  SELECT x.context_id, x.status"
-						   "    FROM cscp.context_live l JOIN cscp.context x"
-						   "         ON x.tenant_id = l.tenant_id AND x.context_id = l.context_id"
-						   "   WHERE l.tenant_id = $1 AND l.conversation_id = $2"
-						   "     AND x.status IN ('active', 'pending', 'blocked')"
-						   "   ORDER BY x.context_id FOR UPDATE OF x)"
-						   " UPDATE cscp.context c"
-						   "    SET status = CASE WHEN c.expires_at <= $3 THEN 'expired'"
-						   "                      ELSE 'closed' END::cscp.context_status,"
-						   "        reason = CASE WHEN c.expires_at <= $3 THEN 'ttl'"
-						   "                      ELSE 'conversation_closed' END"
-						   "   FROM live"
-						   "  WHERE c.tenant_id = $1 AND c.context_id = live.context_id"
-						   " RETURNING c.context_id::text, live.status::text, c.status::text,"
-						   "           c.expires_at, c.last_message_id",
-						   3, argtypes);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-	}
+	cscp_spi_plan(&plan,
+				  "WITH live AS ("
+				  "  SELECT x.context_id, x.status"
+				  "    FROM cscp.context_live l JOIN cscp.context x"
+				  "         ON x.tenant_id = l.tenant_id AND x.context_id = l.context_id"
+				  "   WHERE l.tenant_id = $1 AND l.conversation_id = $2"
+				  "     AND x.status IN ('active', 'pending', 'blocked')"
+				  "   ORDER BY x.context_id FOR UPDATE OF x)"
+				  " UPDATE cscp.context c"
+				  "    SET status = CASE WHEN c.expires_at <= $3 THEN 'expired'"
+				  "                      ELSE 'closed' END::cscp.context_status,"
+				  "        reason = CASE WHEN c.expires_at <= $3 THEN 'ttl'"
+				  "                      ELSE 'conversation_closed' END"
+				  "   FROM live"
+				  "  WHERE c.tenant_id = $1 AND c.context_id = live.context_id"
+				  " RETURNING c.context_id::text, live.status::text, c.status::text,"
+				  "           c.expires_at, c.last_message_id",
+				  3, argtypes);
 	values[0] = CStringGetTextDatum(tenant_id);
 	values[1] = CStringGetTextDatum(conversation_id);
 	values[2] = TimestampTzGetDatum(now);

@@ -44,6 +44,8 @@ static void
 insert_turn(const char *tenant_id, const char *conversation_id, CscpTurn *t, TurnResult *res)
 {
 	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[9] = {TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID, TEXTOID,
+		JSONBOID, NUMERICOID, JSONBOID};
 	MemoryContext callerctx = CurrentMemoryContext;
 	Datum		args[9];
 	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
@@ -53,19 +55,11 @@ insert_turn(const char *tenant_id, const char *conversation_id, CscpTurn *t, Tur
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (plan == NULL)
-	{
-		Oid			argtypes[9] = {TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID, TEXTOID,
-		JSONBOID, NUMERICOID, JSONBOID};
-
-		plan = SPI_prepare("INSERT INTO cscp.turn (tenant_id, conversation_id, turn_index,"
-						   " message_id, role, sender, content, ts, extra)"
-						   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
-						   " RETURNING event_id, turn_index, message_id", 9, argtypes);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-	}
+	cscp_spi_plan(&plan,
+				  "INSERT INTO cscp.turn (tenant_id, conversation_id, turn_index,"
+				  " message_id, role, sender, content, ts, extra)"
+				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+				  " RETURNING event_id, turn_index, message_id", 9, argtypes);
 	args[0] = CStringGetTextDatum(tenant_id);
 	args[1] = CStringGetTextDatum(conversation_id);
 	args[2] = Int32GetDatum(t->turn_index);

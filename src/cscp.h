@@ -153,6 +153,8 @@ extern int	cscp_column(TupleDesc desc, const char *table, const char *name);
 extern Datum cscp_column_value(HeapTuple row, TupleDesc desc, const char *table,
 							   const char *name, bool *isnull);
 extern bool cscp_same_value(HeapTuple a, HeapTuple b, TupleDesc desc, int attnum);
+extern bool cscp_column_true(HeapTuple tuple, TupleDesc desc, int attnum);
+extern int	cscp_first_changed(Relation rel, CscpColumns *cols, HeapTuple a, HeapTuple b);
 extern Datum cscp_row_guard(FunctionCallInfo fcinfo, const CscpRowGuard *guard);
 extern bool cscp_column_updated(const Bitmapset *updatedcols, int attnum);
 extern void cscp_row_check(Relation rel, HeapTuple tuple, CscpRowRules *rules);
@@ -242,6 +244,9 @@ typedef struct CscpOwnerScope
 
 extern void cscp_owner_enter(const char *relname, CscpOwnerScope *scope);
 extern void cscp_owner_leave(CscpOwnerScope *scope);
+extern uint64 cscp_owner_exec(const char *relname, SPIPlanPtr *plan, const char *sql,
+							  int nargs, const Oid *argtypes, Datum *args, const char *nulls,
+							  int expect, const char *what);
 
 /* forget.c: erasure and its tombstones */
 extern bool cscp_forgotten(const char *tenant_id, const char *kind, const char *id);
@@ -250,11 +255,29 @@ extern void cscp_refuse_forgotten(const char *tenant_id, const char *kind, const
 
 /* spiplan.c */
 extern Oid	cscp_relation_oid(const char *relname, bool missing_ok);
+
+/*
+ * What a backend read from one of cscp's tables, kept until a relcache
+ * invalidation names the table (or all relations).  Static storage only:
+ * the callback that drops it is never unregistered.
+ */
+typedef struct CscpTableCache
+{
+	Oid			relid;			/* the table read */
+	uint64		generation;		/* bumped by each invalidation of it */
+	bool		valid;			/* the content read is current */
+	bool		registered;		/* the callback is in place */
+} CscpTableCache;
+
+extern uint64 cscp_table_cache_begin(CscpTableCache *cache, Oid relid);
+extern void cscp_table_cache_done(CscpTableCache *cache, uint64 generation);
 extern SPIPlanPtr cscp_spi_plan(SPIPlanPtr *plan, const char *sql, int nargs,
 								const Oid *argtypes);
 extern void cscp_spi_run(SPIPlanPtr plan, Datum *args, const char *nulls, int expected);
 extern HeapTuple cscp_spi_row(SPIPlanPtr plan, Datum *args, const char *nulls, int expected,
 							  TupleDesc *desc);
+extern bool cscp_spi_exists(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes,
+							Datum *args, bool read_only, const char *what);
 extern HeapTuple cscp_spi_update_one(SPIPlanPtr plan, Datum *args, const char *nulls,
 									 TupleDesc *desc, const char *what);
 
@@ -288,6 +311,12 @@ extern void cscp_check_stored_expiry(const char *tenant, const char *table, cons
 									 TimestampTz expires_at, TimestampTz now);
 extern void cscp_check_not_expired(const char *table, HeapTuple oldtup, TupleDesc desc,
 								  int expires_col, TimestampTz now);
+/* The columns cscp_check_expiring_row reads in a row of table (tenant_id, expires_at). */
+#define CSCP_EXPIRING_COLUMNS(tbl) \
+	{.table = (tbl), .n = 2, .names = cscp_expiring_column_names}
+extern const char *const cscp_expiring_column_names[2];
+extern void cscp_check_expiring_row(CscpColumns *cols, Relation rel, HeapTuple oldtup,
+									HeapTuple newtup, TimestampTz now);
 extern Interval *cscp_lifetime(Jsonb *policy, Interval *requested, const char *policy_key,
 							   const char *argname);
 extern TimestampTz cscp_window_end(const char *tenant, const char *policy_key);
@@ -314,6 +343,6 @@ extern int32 cscp_routing_hash_key(text *tenant_id, text *key);
 extern void cscp_routing_uuid(int32 hash, pg_uuid_t *uuid);
 extern int32 cscp_routing_hash_uuid(const pg_uuid_t *uuid);
 extern void cscp_routing_id_fill(HeapTuple tuple, TupleDesc desc, int conv_att, int id_att,
-								 const char *kind, const char *hint, Datum *values, bool *repl);
+								 const char *kind, const char *hint, CscpRowEdit *edit);
 
 #endif							/* CSCP_H */

@@ -233,46 +233,22 @@ cscp_doc_delete(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(live);
 }
 
-/*
- * Trigger cscp.document_guard(): the column rules of cscp.document (what
- * CHECK constraints would say, without their per-statement planning; see
- * rowguard.c), for every write, through doc_put or direct SQL.
- */
-static void
-document_columns(Relation rel)
-{
-}
+static CscpColumns document_columns = CSCP_EXPIRING_COLUMNS("cscp.document");
 
-/* A new expires_at of a document: finite and within its tenant's max_ttl (lifetime.c). */
-static void
-document_check_expiry(Relation rel, HeapTuple oldtup, HeapTuple newtup, TimestampTz now)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
-	int			col = cscp_column(desc, "cscp.document", "expires_at");
-	bool		isnull,
-				tnull;
-	Datum		d = heap_getattr(newtup, col, desc, &isnull);
-	Datum		t = heap_getattr(newtup, cscp_column(desc, "cscp.document", "tenant_id"), desc, &tnull);
-
-	if (!isnull && !tnull && (oldtup == NULL || !cscp_same_value(oldtup, newtup, desc, col)))
-		cscp_check_stored_expiry(TextDatumGetCString(t), "cscp.document", "expires_at",
-								 DatumGetTimestampTz(d), now);
-}
-
+/* A new document: its expiry within its tenant's max_ttl (lifetime.c). */
 static HeapTuple
 document_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 {
-	document_check_expiry(rel, NULL, tuple, now);
+	cscp_check_expiring_row(&document_columns, rel, NULL, tuple, now);
 	return tuple;
 }
 
+/* A document changed: not past its expiry, and a new expiry within max_ttl. */
 static HeapTuple
 document_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *updatedcols,
 				TimestampTz now)
 {
-	cscp_check_not_expired("cscp.document", oldtup, RelationGetDescr(rel),
-						   cscp_column(RelationGetDescr(rel), "cscp.document", "expires_at"), now);
-	document_check_expiry(rel, oldtup, newtup, now);
+	cscp_check_expiring_row(&document_columns, rel, oldtup, newtup, now);
 	return newtup;
 }
 
@@ -290,13 +266,17 @@ static CscpRowRules document_rules = {
 static const CscpRowGuard document_guard = {
 	.name = "cscp.document_guard()",
 	.rules = &document_rules,
-	.load_columns = document_columns,
 	.insert = document_insert,
 	.update = document_update,
 };
 
 PG_FUNCTION_INFO_V1(cscp_document_guard);
 
+/*
+ * Trigger cscp.document_guard(): the column rules of cscp.document (what
+ * CHECK constraints would say, without their per-statement planning; see
+ * rowguard.c), for every write, through doc_put or direct SQL.
+ */
 Datum
 cscp_document_guard(PG_FUNCTION_ARGS)
 {

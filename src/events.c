@@ -52,6 +52,8 @@ cscp_event_append(const char *tenant_id, const char *conversation_id, int32 seq,
 				  const char *payload_json, TimestampTz now)
 {
 	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[8] = {TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID,
+		INT4OID, JSONBOID, TIMESTAMPTZOID};
 	CscpOwnerScope owner;
 	Datum		values[8];
 	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
@@ -60,18 +62,10 @@ cscp_event_append(const char *tenant_id, const char *conversation_id, int32 seq,
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (plan == NULL)
-	{
-		Oid			argtypes[8] = {TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID,
-		INT4OID, JSONBOID, TIMESTAMPTZOID};
-
-		plan = SPI_prepare("INSERT INTO cscp.event (tenant_id, conversation_id, seq, type,"
-						   " causation_id, turn_index, payload, created_at)"
-						   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)", 8, argtypes);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-	}
+	cscp_spi_plan(&plan,
+				  "INSERT INTO cscp.event (tenant_id, conversation_id, seq, type,"
+				  " causation_id, turn_index, payload, created_at)"
+				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)", 8, argtypes);
 	values[0] = CStringGetTextDatum(tenant_id);
 	values[1] = CStringGetTextDatum(conversation_id);
 	values[2] = Int32GetDatum(seq);

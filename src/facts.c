@@ -188,16 +188,6 @@ text_col(HeapTuple tuple, TupleDesc desc, int attnum)
 	return isnull ? NULL : TextDatumGetCString(d);
 }
 
-/* A boolean column; NULL reads as false. */
-static bool
-bool_col(HeapTuple tuple, TupleDesc desc, int attnum)
-{
-	bool		isnull;
-	Datum		d = heap_getattr(tuple, attnum, desc, &isnull);
-
-	return !isnull && DatumGetBool(d);
-}
-
 /* The elements of a text[] column (NULL array: none). */
 static void
 text_array_col(HeapTuple tuple, TupleDesc desc, int attnum, Datum **elems, bool **elemnulls,
@@ -285,10 +275,7 @@ spi_text(int n)
 static bool
 spi_bool(int n)
 {
-	bool		isnull;
-	Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, n, &isnull);
-
-	return !isnull && DatumGetBool(d);
+	return cscp_column_true(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, n);
 }
 
 /* Column n of the row read_fact found, as an integer (NULL: 0). */
@@ -373,7 +360,7 @@ check_born_fresh(HeapTuple tuple, TupleDesc desc, const char *fact_id)
 	bool		isnull;
 	Datum		derived;
 
-	if (!bool_col(tuple, desc, COL(F_IS_VALID)) ||
+	if (!cscp_column_true(tuple, desc, COL(F_IS_VALID)) ||
 		!heap_attisnull(tuple, COL(F_SUPERSEDED_BY), desc))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -546,28 +533,20 @@ static HeapTuple
 fact_defaults(HeapTuple tuple, TupleDesc desc, const char *authority, int rank,
 			  TimestampTz now, bool needs_review, const char *source_type)
 {
-	Datum	   *values = palloc0(desc->natts * sizeof(Datum));
-	bool	   *nulls = palloc0(desc->natts * sizeof(bool));
-	bool	   *repl = palloc0(desc->natts * sizeof(bool));
+	CscpRowEdit edit;
 
-	values[COL(F_AUTHORITY) - 1] = CStringGetTextDatum(authority);
-	repl[COL(F_AUTHORITY) - 1] = true;
-	values[COL(F_AUTHORITY_RANK) - 1] = Int32GetDatum(rank);
-	repl[COL(F_AUTHORITY_RANK) - 1] = true;
-	values[COL(F_CREATED_AT) - 1] = TimestampTzGetDatum(now);
-	repl[COL(F_CREATED_AT) - 1] = true;
-	values[COL(F_NEEDS_REVIEW) - 1] = BoolGetDatum(needs_review);
-	repl[COL(F_NEEDS_REVIEW) - 1] = true;
+	cscp_row_edit_init(&edit, desc);
+	cscp_row_edit_set(&edit, COL(F_AUTHORITY), CStringGetTextDatum(authority), false);
+	cscp_row_edit_set(&edit, COL(F_AUTHORITY_RANK), Int32GetDatum(rank), false);
+	cscp_row_edit_set(&edit, COL(F_CREATED_AT), TimestampTzGetDatum(now), false);
+	cscp_row_edit_set(&edit, COL(F_NEEDS_REVIEW), BoolGetDatum(needs_review), false);
 
 	if (heap_attisnull(tuple, COL(F_MEMORY_TYPE), desc))
-	{
-		values[COL(F_MEMORY_TYPE) - 1] =
-			cscp_enum_datum(&memory_type_cache,
-							TupleDescAttr(desc, COL(F_MEMORY_TYPE) - 1)->atttypid,
-							classify_source(source_type));
-		repl[COL(F_MEMORY_TYPE) - 1] = true;
-	}
-	return heap_modify_tuple(tuple, desc, values, nulls, repl);
+		cscp_row_edit_set(&edit, COL(F_MEMORY_TYPE),
+						  cscp_enum_datum(&memory_type_cache,
+										  TupleDescAttr(desc, COL(F_MEMORY_TYPE) - 1)->atttypid,
+										  classify_source(source_type)), false);
+	return cscp_row_edit_apply(&edit, tuple);
 }
 
 /*
@@ -592,7 +571,7 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	char	   *authority;
 	char	   *source_type;
 	int			rank;
-	bool		needs_review = bool_col(tuple, desc, COL(F_NEEDS_REVIEW));
+	bool		needs_review = cscp_column_true(tuple, desc, COL(F_NEEDS_REVIEW));
 
 	/* NOT NULL and CHECK constraints speak for missing ids and a bad source. */
 	if (tnull || snull || fact_id == NULL || source == NULL || !JB_ROOT_IS_OBJECT(source))
@@ -666,8 +645,8 @@ static void
 check_validity_step(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc, Datum tenant,
 					Datum subject, const char *fact_id)
 {
-	bool		was_valid = bool_col(oldtup, desc, COL(F_IS_VALID));
-	bool		is_valid = bool_col(newtup, desc, COL(F_IS_VALID));
+	bool		was_valid = cscp_column_true(oldtup, desc, COL(F_IS_VALID));
+	bool		is_valid = cscp_column_true(newtup, desc, COL(F_IS_VALID));
 	char	   *successor = text_col(newtup, desc, COL(F_SUPERSEDED_BY));
 
 	if (!was_valid)
@@ -699,22 +678,15 @@ depends_on_fact(Datum tenant, Datum subject, const char *id, const char *fact_id
 	static SPIPlanPtr plan = NULL;
 	static const Oid argtypes[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 	Datum		args[4];
-	bool		found;
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plan, "SELECT 1 FROM cscp.fact f"
-				  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3"
-				  " AND $4 = ANY (f.depends_on)", 4, argtypes);
 	args[0] = tenant;
 	args[1] = subject;
 	args[2] = CStringGetTextDatum(id);
 	args[3] = CStringGetTextDatum(fact_id);
-	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read fact \"%s\"", id);
-	found = (SPI_processed == 1);
-	SPI_finish();
-	return found;
+	return cscp_spi_exists(&plan, "SELECT 1 FROM cscp.fact f"
+						   " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3"
+						   " AND $4 = ANY (f.depends_on)", 4, argtypes, args, true,
+						   psprintf("read fact \"%s\"", id));
 }
 
 /*

@@ -289,29 +289,29 @@ cscp_frame_record(Datum tenant, text *conversation, Datum context_id, Jsonb *sta
 	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 }
 
-/* Column numbers of cscp.frame, looked up by name once per relation. */
-static struct
+/* The columns of cscp.frame the guard reads. */
+typedef enum
 {
-	Oid			relid;
-	int			tenant_id,
-				conversation_id,
-				context_id,
-				state;
-}			frame_cols = {InvalidOid};
+	FR_TENANT_ID,
+	FR_CONVERSATION_ID,
+	FR_CONTEXT_ID,
+	FR_STATE,
+	FR_NUM_COLUMNS
+} FrameColumn;
 
-static void
-frame_load_columns(Relation rel)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
+static const char *const frame_column_names[FR_NUM_COLUMNS] = {
+	"tenant_id",
+	"conversation_id",
+	"context_id",
+	"state",
+};
 
-	if (frame_cols.relid == RelationGetRelid(rel))
-		return;
-	frame_cols.tenant_id = cscp_column(desc, "cscp.frame", "tenant_id");
-	frame_cols.conversation_id = cscp_column(desc, "cscp.frame", "conversation_id");
-	frame_cols.context_id = cscp_column(desc, "cscp.frame", "context_id");
-	frame_cols.state = cscp_column(desc, "cscp.frame", "state");
-	frame_cols.relid = RelationGetRelid(rel);
-}
+static CscpColumns frame_columns = {
+	.table = "cscp.frame", .n = FR_NUM_COLUMNS, .names = frame_column_names
+};
+
+/* The column number of c in cscp.frame. */
+#define FRAME_COL(c) (frame_columns.attnum[c])
 
 /* A new frame: its context's state as command_submit records it, or 55000. */
 static HeapTuple
@@ -325,13 +325,13 @@ frame_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	const char *problem = NULL;
 	bool		isnull;
 
-	args[0] = heap_getattr(tuple, frame_cols.tenant_id, desc, &isnull);
+	args[0] = heap_getattr(tuple, FRAME_COL(FR_TENANT_ID), desc, &isnull);
 	nulls[0] = isnull ? 'n' : ' ';
-	args[1] = heap_getattr(tuple, frame_cols.context_id, desc, &isnull);
+	args[1] = heap_getattr(tuple, FRAME_COL(FR_CONTEXT_ID), desc, &isnull);
 	nulls[1] = isnull ? 'n' : ' ';
-	args[2] = heap_getattr(tuple, frame_cols.conversation_id, desc, &isnull);
+	args[2] = heap_getattr(tuple, FRAME_COL(FR_CONVERSATION_ID), desc, &isnull);
 	nulls[2] = isnull ? 'n' : ' ';
-	args[3] = heap_getattr(tuple, frame_cols.state, desc, &isnull);
+	args[3] = heap_getattr(tuple, FRAME_COL(FR_STATE), desc, &isnull);
 	nulls[3] = isnull ? 'n' : ' ';
 	if (nulls[0] == 'n' || nulls[1] == 'n' || nulls[2] == 'n' || nulls[3] == 'n')
 		return tuple;			/* the NOT NULL constraints refuse it */
@@ -378,8 +378,8 @@ frame_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("a frame must record its context's state as it is"),
 				 errdetail("The frame names context %s of tenant \"%s\", but %s.",
-						   SPI_getvalue(tuple, desc, frame_cols.context_id),
-						   SPI_getvalue(tuple, desc, frame_cols.tenant_id), problem),
+						   SPI_getvalue(tuple, desc, FRAME_COL(FR_CONTEXT_ID)),
+						   SPI_getvalue(tuple, desc, FRAME_COL(FR_TENANT_ID)), problem),
 				 errhint("Frames are written by cscp.command_submit; form commands with it.")));
 	return tuple;
 }
@@ -399,7 +399,7 @@ frame_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 
 static const CscpRowGuard frame_guard = {
 	.name = "cscp.frame_guard()",
-	.load_columns = frame_load_columns,
+	.columns = &frame_columns,
 	.insert = frame_insert,
 	.update = frame_update,
 };

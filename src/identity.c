@@ -123,20 +123,15 @@ static CscpColumns columns = {.table = "cscp.identity", .n = I_NUM_COLUMNS, .nam
 static HeapTuple
 guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 {
-	TupleDesc	desc = RelationGetDescr(rel);
-	Datum	   *values = palloc0(desc->natts * sizeof(Datum));
-	bool	   *nulls = palloc0(desc->natts * sizeof(bool));
-	bool	   *repl = palloc0(desc->natts * sizeof(bool));
+	CscpRowEdit edit;
 
-	values[COL(I_VERSION) - 1] = Int32GetDatum(1);
-	repl[COL(I_VERSION) - 1] = true;
-	values[COL(I_SET_AT) - 1] = TimestampTzGetDatum(now);
-	repl[COL(I_SET_AT) - 1] = true;
-	nulls[COL(I_REASON) - 1] = true;
-	repl[COL(I_REASON) - 1] = true;
-	values[COL(I_HISTORY) - 1] = DirectFunctionCall1(jsonb_in, CStringGetDatum("[]"));
-	repl[COL(I_HISTORY) - 1] = true;
-	return heap_modify_tuple(tuple, desc, values, nulls, repl);
+	cscp_row_edit_init(&edit, RelationGetDescr(rel));
+	cscp_row_edit_set(&edit, COL(I_VERSION), Int32GetDatum(1), false);
+	cscp_row_edit_set(&edit, COL(I_SET_AT), TimestampTzGetDatum(now), false);
+	cscp_row_edit_set(&edit, COL(I_REASON), (Datum) 0, true);
+	cscp_row_edit_set(&edit, COL(I_HISTORY),
+					  DirectFunctionCall1(jsonb_in, CStringGetDatum("[]")), false);
+	return cscp_row_edit_apply(&edit, tuple);
 }
 
 /* An UPDATE: nothing changes but by a replace with a reason, which is recorded. */
@@ -148,23 +143,23 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	static const char *const fixed[] = {
 		"tenant_id", "subject_id", "version", "set_at", "history"
 	};
+	static CscpColumns fixed_cols = {.table = "cscp.identity", .n = lengthof(fixed), .names = fixed};
+	int			changed;
 	char	   *subject = SPI_getvalue(oldtup, desc, COL(I_SUBJECT_ID));
 	char	   *reason;
 	char	   *set_at;
 	char	   *replaced_at;
-	Datum	   *values;
-	bool	   *nulls;
-	bool	   *repl;
 	bool		isnull;
 	StringInfoData entry;
 	Datum		history;
+	CscpRowEdit edit;
 
-	for (int i = 0; i < (int) lengthof(fixed); i++)
-		if (!cscp_same_value(oldtup, newtup, desc, cscp_column(desc, "cscp.identity", fixed[i])))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("column \"%s\" of an identity cannot be changed", fixed[i]),
-					 errhint("Replace the identity with cscp.identity_replace(tenant_id, subject_id, identity, reason).")));
+	changed = cscp_first_changed(rel, &fixed_cols, oldtup, newtup);
+	if (changed >= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("column \"%s\" of an identity cannot be changed", fixed[changed]),
+				 errhint("Replace the identity with cscp.identity_replace(tenant_id, subject_id, identity, reason).")));
 
 	if (cscp_same_value(oldtup, newtup, desc, COL(I_IDENTITY)))
 	{
@@ -205,17 +200,13 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 								  heap_getattr(oldtup, COL(I_HISTORY), desc, &isnull),
 								  DirectFunctionCall1(jsonb_in, CStringGetDatum(entry.data)));
 
-	values = palloc0(desc->natts * sizeof(Datum));
-	nulls = palloc0(desc->natts * sizeof(bool));
-	repl = palloc0(desc->natts * sizeof(bool));
-	values[COL(I_HISTORY) - 1] = history;
-	repl[COL(I_HISTORY) - 1] = true;
-	values[COL(I_VERSION) - 1] =
-		Int32GetDatum(DatumGetInt32(heap_getattr(oldtup, COL(I_VERSION), desc, &isnull)) + 1);
-	repl[COL(I_VERSION) - 1] = true;
-	values[COL(I_SET_AT) - 1] = TimestampTzGetDatum(now);
-	repl[COL(I_SET_AT) - 1] = true;
-	return heap_modify_tuple(newtup, desc, values, nulls, repl);
+	cscp_row_edit_init(&edit, desc);
+	cscp_row_edit_set(&edit, COL(I_HISTORY), history, false);
+	cscp_row_edit_set(&edit, COL(I_VERSION),
+					  Int32GetDatum(DatumGetInt32(heap_getattr(oldtup, COL(I_VERSION), desc,
+															   &isnull)) + 1), false);
+	cscp_row_edit_set(&edit, COL(I_SET_AT), TimestampTzGetDatum(now), false);
+	return cscp_row_edit_apply(&edit, newtup);
 }
 
 static const CscpRowGuard guard = {

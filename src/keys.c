@@ -36,24 +36,10 @@
 #include "utils/builtins.h"
 #include "utils/inval.h"
 
-/* The cached key: valid while key_loaded. */
-static bool key_loaded = false;
-static uint64 key_generation = 0;
-static bool key_callback_registered = false;
-static Oid	key_relid = InvalidOid;
+/* The cached key: valid while key_cache.valid (dropped when cscp.secret_key changes). */
+static CscpTableCache key_cache;
 static uint8 key_bytes[CSCP_KEY_MAX_BYTES];
 static int	key_len = 0;
-
-/* Drop the cached key when cscp.secret_key changes (or on a reset). */
-static void
-key_inval(Datum arg, Oid relid)
-{
-	if (relid == InvalidOid || relid == key_relid)
-	{
-		key_generation++;
-		key_loaded = false;
-	}
-}
 
 /* Read cscp.secret_key as the owner of cscp's tables. */
 static void
@@ -64,13 +50,7 @@ key_load(void)
 	uint64		generation;
 	int			len = 0;
 
-	if (!key_callback_registered)
-	{
-		CacheRegisterRelcacheCallback(key_inval, (Datum) 0);
-		key_callback_registered = true;
-	}
-	generation = key_generation;
-	key_relid = cscp_relation_oid("secret_key", false);
+	generation = cscp_table_cache_begin(&key_cache, cscp_relation_oid("secret_key", false));
 
 	cscp_owner_enter("secret_key", &owner);
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -103,8 +83,7 @@ key_load(void)
 				 errdetail("Table cscp.secret_key holds no row; routing hashes and notification tags are made with its key."),
 				 errhint("A superuser sets one with cscp.secret_key_set(key): the same key on every shard and on the proxy.")));
 	key_len = len;
-	/* An invalidation that arrived while reading makes the next use read again. */
-	key_loaded = (generation == key_generation);
+	cscp_table_cache_done(&key_cache, generation);
 }
 
 /* The SHA-256 digest of data. */
@@ -132,7 +111,7 @@ cscp_keyed_hash(char use, const char *part1, int len1, const char *part2, int le
 	const uint8 prefix[2] = {(uint8) use, 0};
 	const uint8 nul = 0;
 
-	if (!key_loaded)
+	if (!key_cache.valid)
 		key_load();
 	ctx = pg_hmac_create(PG_SHA256);
 	if (ctx == NULL)

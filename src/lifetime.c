@@ -296,6 +296,45 @@ cscp_check_not_expired(const char *table, HeapTuple oldtup, TupleDesc desc, int 
 			 errhint("Delete it and write a new one, as cscp's functions do.")));
 }
 
+/* The columns of an expiring row, in the order of CSCP_EXPIRING_COLUMNS. */
+const char *const cscp_expiring_column_names[2] = {"tenant_id", "expires_at"};
+
+/*
+ * The expiry rules of newtup, a row of the table of cols (declared with
+ * CSCP_EXPIRING_COLUMNS) being inserted (oldtup NULL) or updated in rel:
+ * an UPDATE of a row past its expiry is refused (cscp_check_not_expired),
+ * and a new expiry is held to max_ttl (cscp_check_stored_expiry).  A row
+ * without a tenant or an expiry is left to its NOT NULL constraints.
+ */
+void
+cscp_check_expiring_row(CscpColumns *cols, Relation rel, HeapTuple oldtup, HeapTuple newtup,
+						TimestampTz now)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	const char *table = cols->table;
+	int			tenant_col;
+	int			expires_col;
+	bool		isnull,
+				tnull;
+	Datum		d;
+	Datum		t;
+
+	cscp_columns_load(cols, rel);
+	tenant_col = cols->attnum[0];
+	expires_col = cols->attnum[1];
+	if (oldtup != NULL)
+	{
+		cscp_check_not_expired(table, oldtup, desc, expires_col, now);
+		if (cscp_same_value(oldtup, newtup, desc, expires_col))
+			return;
+	}
+	d = heap_getattr(newtup, expires_col, desc, &isnull);
+	t = heap_getattr(newtup, tenant_col, desc, &tnull);
+	if (!isnull && !tnull)
+		cscp_check_stored_expiry(TextDatumGetCString(t), table, "expires_at",
+								 DatumGetTimestampTz(d), now);
+}
+
 /*
  * Whether a policy interval is usable: no negative part (so that it means
  * the same on every date), greater than zero, and at most
@@ -315,45 +354,12 @@ cscp_policy_interval_ok(const Interval *iv, bool retention)
 										  IntervalPGetDatum(&bound))) <= 0;
 }
 
-/* Column numbers of cscp.working_set, looked up by name once per relation. */
-static struct
-{
-	Oid			relid;
-	int			tenant_id,
-				expires_at;
-}			ws_cols = {InvalidOid};
-
-static void
-ws_load_columns(Relation rel)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
-
-	if (ws_cols.relid == RelationGetRelid(rel))
-		return;
-	ws_cols.tenant_id = cscp_column(desc, "cscp.working_set", "tenant_id");
-	ws_cols.expires_at = cscp_column(desc, "cscp.working_set", "expires_at");
-	ws_cols.relid = RelationGetRelid(rel);
-}
-
-/* A working-set row's expires_at, held to cscp_check_stored_expiry. */
-static void
-ws_check(Relation rel, HeapTuple tuple, TimestampTz now)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
-	bool		isnull,
-				tnull;
-	Datum		d = heap_getattr(tuple, ws_cols.expires_at, desc, &isnull);
-	Datum		t = heap_getattr(tuple, ws_cols.tenant_id, desc, &tnull);
-
-	if (!isnull)
-		cscp_check_stored_expiry(tnull ? NULL : TextDatumGetCString(t), "cscp.working_set",
-								 "expires_at", DatumGetTimestampTz(d), now);
-}
+static CscpColumns ws_columns = CSCP_EXPIRING_COLUMNS("cscp.working_set");
 
 static HeapTuple
 ws_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 {
-	ws_check(rel, tuple, now);
+	cscp_check_expiring_row(&ws_columns, rel, NULL, tuple, now);
 	return tuple;
 }
 
@@ -361,15 +367,12 @@ static HeapTuple
 ws_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *updatedcols,
 		  TimestampTz now)
 {
-	cscp_check_not_expired("cscp.working_set", oldtup, RelationGetDescr(rel), ws_cols.expires_at, now);
-	if (!cscp_same_value(oldtup, newtup, RelationGetDescr(rel), ws_cols.expires_at))
-		ws_check(rel, newtup, now);
+	cscp_check_expiring_row(&ws_columns, rel, oldtup, newtup, now);
 	return newtup;
 }
 
 static const CscpRowGuard ws_guard = {
 	.name = "cscp.working_set_guard()",
-	.load_columns = ws_load_columns,
 	.insert = ws_insert,
 	.update = ws_update,
 };

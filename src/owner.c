@@ -56,3 +56,28 @@ cscp_owner_leave(CscpOwnerScope *scope)
 	AtEOXact_GUC(true, scope->nestlevel);
 	SetUserIdAndSecContext(scope->save_userid, scope->save_sec_context);
 }
+
+/*
+ * Run one statement (plan, prepared from sql the first time) as the owner
+ * of cscp.relname; returns the rows it processed.  what names the
+ * statement in the error raised when SPI does not answer expect.
+ */
+uint64
+cscp_owner_exec(const char *relname, SPIPlanPtr *plan, const char *sql, int nargs,
+				const Oid *argtypes, Datum *args, const char *nulls, int expect,
+				const char *what)
+{
+	CscpOwnerScope owner;
+	uint64		processed;
+
+	cscp_owner_enter(relname, &owner);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(plan, sql, nargs, argtypes);
+	if (SPI_execute_plan(*plan, args, nulls, false, 0) != expect)
+		elog(ERROR, "could not %s", what);
+	processed = SPI_processed;
+	SPI_finish();
+	cscp_owner_leave(&owner);
+	return processed;
+}

@@ -376,20 +376,7 @@ typedef struct PolicyCacheEntry
 
 static HTAB *policy_cache = NULL;
 static MemoryContext policy_cache_cxt = NULL;
-static uint64 policy_generation = 0;
-static bool policy_cache_stale = false;
-static bool policy_callback_registered = false;
-static Oid	policy_relid = InvalidOid;
-
-static void
-policy_inval(Datum arg, Oid relid)
-{
-	if (relid == InvalidOid || relid == policy_relid)
-	{
-		policy_generation++;
-		policy_cache_stale = true;
-	}
-}
+static CscpTableCache policy_table_cache;	/* dropped when cscp.policy changes */
 
 static Oid
 policy_table(void)
@@ -404,6 +391,7 @@ static Jsonb *
 policy_read(const char *tenant_id, MemoryContext cxt)
 {
 	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[1] = {TEXTOID};
 	Datum		arg = CStringGetTextDatum(tenant_id);
 	Jsonb	   *result = NULL;
 	bool		isnull;
@@ -411,19 +399,12 @@ policy_read(const char *tenant_id, MemoryContext cxt)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (plan == NULL)
-	{
-		Oid			argtypes[1] = {TEXTOID};
-
-		plan = SPI_prepare("SELECT coalesce((SELECT p.settings FROM cscp.policy p"
-						   "                  WHERE p.tenant_id = '*'), '{}'::jsonb)"
-						   "    || coalesce((SELECT p.settings FROM cscp.policy p"
-						   "                  WHERE p.tenant_id = $1), '{}'::jsonb)",
-						   1, argtypes);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-	}
+	cscp_spi_plan(&plan,
+				  "SELECT coalesce((SELECT p.settings FROM cscp.policy p"
+				  "                  WHERE p.tenant_id = '*'), '{}'::jsonb)"
+				  "    || coalesce((SELECT p.settings FROM cscp.policy p"
+				  "                  WHERE p.tenant_id = $1), '{}'::jsonb)",
+				  1, argtypes);
 	if (SPI_execute_plan(plan, &arg, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not read the policy of tenant \"%s\"", tenant_id);
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -454,13 +435,7 @@ cscp_policy_get(const char *tenant_id)
 	if (strlen(tenant_id) > CSCP_MAX_ID_BYTES)
 		return policy_read(tenant_id, callerctx);
 
-	if (!policy_callback_registered)
-	{
-		CacheRegisterRelcacheCallback(policy_inval, (Datum) 0);
-		policy_callback_registered = true;
-		policy_cache_stale = true;
-	}
-	if (policy_cache_stale || policy_cache == NULL)
+	if (!policy_table_cache.valid || policy_cache == NULL)
 	{
 		HASHCTL		ctl;
 
@@ -474,13 +449,13 @@ cscp_policy_get(const char *tenant_id)
 		ctl.hcxt = policy_cache_cxt;
 		policy_cache = hash_create("cscp policy cache", 16, &ctl,
 								   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-		policy_relid = policy_table();
-		policy_cache_stale = false;
+		cscp_table_cache_done(&policy_table_cache,
+							  cscp_table_cache_begin(&policy_table_cache, policy_table()));
 	}
 
 	/* Serve from the cache only what row-level security would let the caller read. */
-	if (OidIsValid(policy_relid) &&
-		check_enable_rls(policy_relid, InvalidOid, true) == RLS_ENABLED &&
+	if (OidIsValid(policy_table_cache.relid) &&
+		check_enable_rls(policy_table_cache.relid, InvalidOid, true) == RLS_ENABLED &&
 		(cscp_tenant_setting == NULL || strcmp(cscp_tenant_setting, tenant_id) != 0))
 		return policy_read(tenant_id, callerctx);
 
@@ -488,9 +463,9 @@ cscp_policy_get(const char *tenant_id)
 	if (entry != NULL && entry->policy != NULL)
 		return DatumGetJsonbPCopy(PointerGetDatum(entry->policy));
 
-	generation = policy_generation;
+	generation = policy_table_cache.generation;
 	policy = policy_read(tenant_id, callerctx);
-	if (policy != NULL && generation == policy_generation && !policy_cache_stale)
+	if (policy != NULL && generation == policy_table_cache.generation)
 	{
 		MemoryContext old = MemoryContextSwitchTo(policy_cache_cxt);
 		Jsonb	   *copy = DatumGetJsonbPCopy(PointerGetDatum(policy));

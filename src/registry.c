@@ -174,25 +174,17 @@ cscp_registry_unapproved(Datum tenant, Datum command_id)
 	static SPIPlanPtr plan = NULL;
 	static const Oid argtypes[2] = {TEXTOID, UUIDOID};
 	Datum		args[2] = {tenant, command_id};
-	bool		unapproved;
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plan,
-				  "SELECT 1 FROM cscp.command c"
-				  " WHERE c.tenant_id = $1 AND c.command_id = $2"
-				  "   AND (SELECT r.needs_approval FROM cscp.command_registry r"
-				  "         WHERE r.tenant_id IN (c.tenant_id, '*') AND r.command_name = c.command_name"
-				  "         ORDER BY r.tenant_id = '*' LIMIT 1)"
-				  "   AND NOT EXISTS (SELECT 1 FROM cscp.answer a"
-				  "                    WHERE a.tenant_id = c.tenant_id AND a.kind = 'approve'"
-				  "                      AND a.command_id = c.command_id AND a.outcome = 'approved')",
-				  2, argtypes);
-	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the command registry");
-	unapproved = SPI_processed > 0;
-	SPI_finish();
-	return unapproved;
+	return cscp_spi_exists(&plan,
+						   "SELECT 1 FROM cscp.command c"
+						   " WHERE c.tenant_id = $1 AND c.command_id = $2"
+						   "   AND (SELECT r.needs_approval FROM cscp.command_registry r"
+						   "         WHERE r.tenant_id IN (c.tenant_id, '*') AND r.command_name = c.command_name"
+						   "         ORDER BY r.tenant_id = '*' LIMIT 1)"
+						   "   AND NOT EXISTS (SELECT 1 FROM cscp.answer a"
+						   "                    WHERE a.tenant_id = c.tenant_id AND a.kind = 'approve'"
+						   "                      AND a.command_id = c.command_id AND a.outcome = 'approved')",
+						   2, argtypes, args, true, "read the command registry");
 }
 
 /*
@@ -294,7 +286,6 @@ cscp_governance_record(PG_FUNCTION_ARGS)
 	Datum		args[8];
 	char		nulls[] = "        ";
 	bool		isnull;
-	CscpOwnerScope owner;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
 		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
@@ -341,18 +332,11 @@ cscp_governance_record(PG_FUNCTION_ARGS)
 	args[6] = DirectFunctionCall1(namein, CStringGetDatum(GetUserNameFromId(GetUserId(), false)));
 	args[7] = TimestampTzGetDatum(cscp_now());
 
-	cscp_owner_enter("governance_log", &owner);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plan,
-				  "INSERT INTO cscp.governance_log (tenant_id, object, object_key, action,"
-				  "    old_value, new_value, changed_by, changed_at)"
-				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-				  8, argtypes);
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not record a governance change");
-	SPI_finish();
-	cscp_owner_leave(&owner);
+	(void) cscp_owner_exec("governance_log", &plan,
+						   "INSERT INTO cscp.governance_log (tenant_id, object, object_key, action,"
+						   "    old_value, new_value, changed_by, changed_at)"
+						   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+						   8, argtypes, args, nulls, SPI_OK_INSERT, "record a governance change");
 	return PointerGetDatum(NULL);
 }
 

@@ -72,12 +72,12 @@ cscp_routing_hash_uuid(const pg_uuid_t *uuid)
 /*
  * The routing-ready id of a new row of a kind ("context", "command"): with
  * a conversation (column conv_att), a null id (column id_att) is generated
- * from its routing hash into values and repl (heap_modify_tuple's arrays),
- * and a given one must carry that hash (22023, with hint).
+ * from its routing hash into edit, and a given one must carry that hash
+ * (22023, with hint).
  */
 void
 cscp_routing_id_fill(HeapTuple tuple, TupleDesc desc, int conv_att, int id_att,
-					 const char *kind, const char *hint, Datum *values, bool *repl)
+					 const char *kind, const char *hint, CscpRowEdit *edit)
 {
 	bool		convnull;
 	bool		idnull;
@@ -93,8 +93,7 @@ cscp_routing_id_fill(HeapTuple tuple, TupleDesc desc, int conv_att, int id_att,
 		pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
 
 		cscp_routing_uuid(hash, uuid);
-		values[id_att - 1] = UUIDPGetDatum(uuid);
-		repl[id_att - 1] = true;
+		cscp_row_edit_set(edit, id_att, UUIDPGetDatum(uuid), false);
 	}
 	else if (cscp_routing_hash_uuid(DatumGetUUIDP(id)) != hash)
 		ereport(ERROR,

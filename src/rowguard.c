@@ -110,6 +110,30 @@ cscp_same_value(HeapTuple a, HeapTuple b, TupleDesc desc, int attnum)
 	return datum_image_eq(ad, bd, att->attbyval, att->attlen);
 }
 
+/* Whether column attnum of tuple is true (NULL: false). */
+bool
+cscp_column_true(HeapTuple tuple, TupleDesc desc, int attnum)
+{
+	bool		isnull;
+	Datum		d = heap_getattr(tuple, attnum, desc, &isnull);
+
+	return !isnull && DatumGetBool(d);
+}
+
+/*
+ * The first of cols (looked up in rel) whose value differs between the
+ * rows a and b of rel, as an index into cols->names; -1 when none does.
+ */
+int
+cscp_first_changed(Relation rel, CscpColumns *cols, HeapTuple a, HeapTuple b)
+{
+	cscp_columns_load(cols, rel);
+	for (int i = 0; i < cols->n; i++)
+		if (!cscp_same_value(a, b, RelationGetDescr(rel), cols->attnum[i]))
+			return i;
+	return -1;
+}
+
 /* Whether an UPDATE's SET list names column attnum. */
 bool
 cscp_column_updated(const Bitmapset *updatedcols, int attnum)

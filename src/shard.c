@@ -43,23 +43,9 @@
 /* Partitions: at most this many (PL/Proxy needs a power of two). */
 #define SHARD_MAX_PARTITIONS 65536
 
-static bool shard_loaded = false;
-static uint64 shard_generation = 0;
-static bool shard_callback_registered = false;
-static Oid	shard_relid = InvalidOid;
+static CscpTableCache shard_cache;	/* dropped when cscp.shard changes */
 static int	shard_count = 0;		/* 0: not sharded, every row is held */
 static bool *shard_held = NULL;		/* shard_held[p]: this node holds p */
-
-/* Drop the cached configuration when cscp.shard changes (or on a reset). */
-static void
-shard_inval(Datum arg, Oid relid)
-{
-	if (relid == InvalidOid || relid == shard_relid)
-	{
-		shard_generation++;
-		shard_loaded = false;
-	}
-}
 
 /*
  * Read cscp.shard, with a saved query run as the table's owner (an
@@ -74,15 +60,10 @@ shard_load(void)
 	bool	   *held = NULL;
 	uint64		generation;
 
-	if (!shard_callback_registered)
-	{
-		CacheRegisterRelcacheCallback(shard_inval, (Datum) 0);
-		shard_callback_registered = true;
-	}
-	generation = shard_generation;
 	nsp = get_namespace_oid("cscp", true);
-	shard_relid = OidIsValid(nsp) ? get_relname_relid("shard", nsp) : InvalidOid;
-	if (OidIsValid(shard_relid))
+	generation = cscp_table_cache_begin(&shard_cache, OidIsValid(nsp) ?
+										get_relname_relid("shard", nsp) : InvalidOid);
+	if (OidIsValid(shard_cache.relid))
 	{
 		CscpOwnerScope owner;
 
@@ -131,8 +112,7 @@ shard_load(void)
 		pfree(shard_held);
 	shard_held = held;
 	shard_count = count;
-	/* An invalidation that arrived while reading makes the next row read again. */
-	shard_loaded = (generation == shard_generation);
+	cscp_table_cache_done(&shard_cache, generation);
 }
 
 /* The routing hash of conversation a, or of key b of tenant a when b is given. */
@@ -171,7 +151,7 @@ cscp_shard_guard(PG_FUNCTION_ARGS)
 	tuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
 		trigdata->tg_newtuple : trigdata->tg_trigtuple;
 
-	if (!shard_loaded)
+	if (!shard_cache.valid)
 		shard_load();
 	if (shard_count == 0)
 		return PointerGetDatum(tuple);

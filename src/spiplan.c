@@ -2,7 +2,9 @@
  *
  * spiplan.c
  *	  Saved SPI plans for the queries cscp's C functions run on every call,
- *	  and the OIDs of cscp's tables, looked up once per backend.
+ *	  the OIDs of cscp's tables, looked up once per backend, and the
+ *	  per-backend caches of what was read from a table (CscpTableCache),
+ *	  dropped when the table is invalidated.
  *
  * Each query is prepared once per backend and kept (SPI_keepplan); the
  * plan cache replans it when a table it reads changes, so the only rule for
@@ -128,6 +130,66 @@ cscp_spi_row(SPIPlanPtr plan, Datum *args, const char *nulls, int expected, Tupl
 		return NULL;
 	*desc = SPI_tuptable->tupdesc;
 	return SPI_tuptable->vals[0];
+}
+
+/*
+ * Whether the query of plan (prepared from sql the first time) finds a row
+ * for args, run in a connection to SPI of its own; what names the look-up
+ * in the error raised when the query fails.
+ */
+bool
+cscp_spi_exists(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes,
+				Datum *args, bool read_only, const char *what)
+{
+	bool		found;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(plan, sql, nargs, argtypes);
+	if (SPI_execute_plan(*plan, args, NULL, read_only, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not %s", what);
+	found = SPI_processed > 0;
+	SPI_finish();
+	return found;
+}
+
+/* Drop the cache arg when an invalidation names its table (or all relations). */
+static void
+table_cache_inval(Datum arg, Oid relid)
+{
+	CscpTableCache *cache = (CscpTableCache *) DatumGetPointer(arg);
+
+	if (relid == InvalidOid || relid == cache->relid)
+	{
+		cache->generation++;
+		cache->valid = false;
+	}
+}
+
+/*
+ * Start a read of table relid (InvalidOid when it does not exist) into
+ * cache; returns the generation to hand to cscp_table_cache_done.
+ */
+uint64
+cscp_table_cache_begin(CscpTableCache *cache, Oid relid)
+{
+	if (!cache->registered)
+	{
+		CacheRegisterRelcacheCallback(table_cache_inval, PointerGetDatum(cache));
+		cache->registered = true;
+	}
+	cache->relid = relid;
+	return cache->generation;
+}
+
+/*
+ * The read begun at generation is over: the cache is valid unless an
+ * invalidation arrived meanwhile (then the next use reads again).
+ */
+void
+cscp_table_cache_done(CscpTableCache *cache, uint64 generation)
+{
+	cache->valid = (generation == cache->generation);
 }
 
 /*

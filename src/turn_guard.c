@@ -258,22 +258,14 @@ turn_stored(const CscpConversation *conv, int32 turn_index)
 	static SPIPlanPtr plan = NULL;
 	static const Oid types[3] = {TEXTOID, TEXTOID, INT4OID};
 	Datum		args[3];
-	bool		found;
 
 	args[0] = CStringGetTextDatum(conv->tenant_id);
 	args[1] = CStringGetTextDatum(conv->conversation_id);
 	args[2] = Int32GetDatum(turn_index);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plan,
-				  "SELECT 1 FROM cscp.turn t"
-				  " WHERE t.tenant_id = $1 AND t.conversation_id = $2 AND t.turn_index = $3",
-				  3, types);
-	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up a turn");
-	found = SPI_processed == 1;
-	SPI_finish();
-	return found;
+	return cscp_spi_exists(&plan,
+						   "SELECT 1 FROM cscp.turn t"
+						   " WHERE t.tenant_id = $1 AND t.conversation_id = $2 AND t.turn_index = $3",
+						   3, types, args, false, "look up a turn");
 }
 
 /*

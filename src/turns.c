@@ -424,6 +424,7 @@ cscp_turn_validate_early(const char *tenant_id, const char *conversation_id, Jso
 						 TimestampTz now)
 {
 	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
 	Datum		args[3];
 	bool		isnull;
 	Datum		d;
@@ -432,18 +433,11 @@ cscp_turn_validate_early(const char *tenant_id, const char *conversation_id, Jso
 		return;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (plan == NULL)
-	{
-		Oid			argtypes[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
-
-		plan = SPI_prepare("SELECT c.schema FROM cscp.conversation c"
-						   " WHERE c.tenant_id = $1 AND c.conversation_id = $2"
-						   "   AND c.state = 'open' AND (c.deadline IS NULL OR c.deadline > $3)",
-						   3, argtypes);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-	}
+	cscp_spi_plan(&plan,
+				  "SELECT c.schema FROM cscp.conversation c"
+				  " WHERE c.tenant_id = $1 AND c.conversation_id = $2"
+				  "   AND c.state = 'open' AND (c.deadline IS NULL OR c.deadline > $3)",
+				  3, argtypes);
 	args[0] = CStringGetTextDatum(tenant_id);
 	args[1] = CStringGetTextDatum(conversation_id);
 	args[2] = TimestampTzGetDatum(now);
