@@ -251,6 +251,22 @@ VALUES ('inv', 's-1', 'focus', '1', 'infinity');
 SELECT * FROM pg_temp.found();
 ROLLBACK;
 
+-- max_ttl bounds what a write may ask for: lowering it leaves the rows written before healthy (a
+-- document of 20 days under the default 30, then max_ttl 1 day).  Rows written after every policy
+-- change (the clock moved past those of other tests' '*' changes too) are held to the new bound.
+BEGIN;
+SELECT cscp.doc_put('inv', 's-2', 'cart', '{"n": 1}', 20 * 86400);
+SELECT cscp.policy_set('inv', '{"max_ttl": "1 day"}') ->> 'max_ttl' AS max_ttl;
+SELECT * FROM pg_temp.found();
+SET LOCAL session_replication_role = replica;
+SET LOCAL cscp.clock = '2035-01-01 09:00:00+00';
+INSERT INTO cscp.document (tenant_id, session_id, namespace, payload, expires_at)
+VALUES ('inv', 's-3', 'cart', '{}', cscp.now() + interval '1 year'),
+       ('inv', 's-4', 'cart', '{}', cscp.now() + interval '2 days'),
+       ('inv', 's-5', 'cart', '{}', cscp.now() + interval '1 day');
+SELECT * FROM pg_temp.found();
+ROLLBACK;
+
 -- frame_hash_mismatch: a frame rewritten (its generated hash follows the state, so the command's
 -- context_ref no longer matches it); a stored hash that is not its state's.
 BEGIN;

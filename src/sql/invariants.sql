@@ -386,15 +386,20 @@ AS $$
                 OR (c.status IN ('expired', 'closed') AND e.created_at > c.updated_at))
     ),
     -- An expiry that is infinite or later than now + the tenant's max_ttl: contexts, documents
-    -- and working-set items.
+    -- and working-set items.  max_ttl bounds what a write may ask for, so a policy change after
+    -- a row's last write (max_ttl lowered) leaves it healthy: such a row is judged by the largest
+    -- max_ttl in force since, read from the policy rows cscp.governance_log kept.
     expiries AS (
-        SELECT 'cscp.context'::text AS tbl, c.tenant_id, c.context_id::text AS id, c.expires_at
+        SELECT 'cscp.context'::text AS tbl, c.tenant_id, c.context_id::text AS id, c.expires_at,
+               c.updated_at AS written_at
           FROM cscp.context c WHERE $1 IS NULL OR c.tenant_id = $1
         UNION ALL
-        SELECT 'cscp.document', d.tenant_id, d.session_id || ':' || d.namespace, d.expires_at
+        SELECT 'cscp.document', d.tenant_id, d.session_id || ':' || d.namespace, d.expires_at,
+               d.updated_at
           FROM cscp.document d WHERE $1 IS NULL OR d.tenant_id = $1
         UNION ALL
-        SELECT 'cscp.working_set', w.tenant_id, w.session_id || ':' || w.key, w.expires_at
+        SELECT 'cscp.working_set', w.tenant_id, w.session_id || ':' || w.key, w.expires_at,
+               w.updated_at
           FROM cscp.working_set w WHERE $1 IS NULL OR w.tenant_id = $1
     ),
     max_ttls AS (
@@ -409,7 +414,16 @@ AS $$
                       CASE WHEN NOT isfinite(x.expires_at) THEN 'which is not finite'
                            ELSE format('later than now + max_ttl (%s)', t.max_ttl) END) AS detail
           FROM expiries x JOIN max_ttls t ON t.tenant_id = x.tenant_id
-         WHERE NOT isfinite(x.expires_at) OR x.expires_at > cscp.now() + t.max_ttl
+         WHERE NOT isfinite(x.expires_at)
+            OR (x.expires_at > cscp.now() + t.max_ttl
+                AND x.expires_at > cscp.now() + coalesce(
+                    (SELECT max(b.max_ttl)
+                       FROM cscp.governance_log g,
+                            LATERAL (VALUES ((g.old_value -> 'settings' ->> 'max_ttl')::interval),
+                                            ((cscp.policy_effective('*') ->> 'max_ttl')::interval)) b(max_ttl)
+                      WHERE g.object = 'policy' AND g.tenant_id IN (x.tenant_id, '*')
+                        AND g.changed_at >= x.written_at),
+                    t.max_ttl))
     ),
     -- Snapshot-on-execute: a frame whose hash is not its state's; a command whose context_ref
     -- does not match the frame it names (or names a frame that does not exist); a mutating
