@@ -89,7 +89,11 @@ SQL_PARTS = \
 	src/sql/gateway.sql \
 	src/sql/security.sql
 
-DATA_built = $(EXTENSION)--$(EXTVERSION).sql
+# Upgrade scripts: one folder per version step, src/sql/upgrade/A--B/, whose files are
+# concatenated in name order into cscp--A--B.sql; every step found is built and installed.
+UPGRADE_STEPS = $(notdir $(wildcard src/sql/upgrade/*--*))
+UPGRADE_SCRIPTS = $(patsubst %,$(EXTENSION)--%.sql,$(UPGRADE_STEPS))
+DATA_built = $(EXTENSION)--$(EXTVERSION).sql $(UPGRADE_SCRIPTS)
 EXTRA_CLEAN = results output_iso regression.diffs regression.out
 
 REGRESS = setup clock routing policy lifetimes context_transitions context_expiry context_live context_retired slots jsonschema jsonschema_limits confirm confirm_binding bad_input_commands commands command_lists command_registry governance snapshot_rules evidence documents facts build_context sweep views bad_input conversations bad_input_conversations row_rules message_turn shard invariants forget executor_path internal_calls gateway gateway_contexts gateway_facts gateway_conversations statebench drop
@@ -140,6 +144,10 @@ $(OBJS): src/cscp.h
 
 $(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS) cscp.control
 	cat $(SQL_PARTS) > $@
+
+.SECONDEXPANSION:
+$(UPGRADE_SCRIPTS): $(EXTENSION)--%.sql: $$(sort $$(wildcard src/sql/upgrade/%/*.sql))
+	cat $^ > $@
 
 .PHONY: deps build demo test bench bench-facts bench-aa statebench check-all
 # Install what is missing from Debian's packages (PostgreSQL 15 server and headers, pgTAP, pg_prove).

@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 : "${PGHOST:?run from run-tests.sh, with its cluster}"
 
-PG_BINDIR=${PG_BINDIR:-$(pg_config --bindir)}
+PG_BINDIR=${PG_BINDIR:-$(${PG_CONFIG:-pg_config} --bindir)}
 work=$(mktemp -d "${TMPDIR:-/tmp}/cscp-backup.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 chmod 777 "$work"

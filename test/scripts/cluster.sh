@@ -10,7 +10,7 @@
 # cluster_start installs an EXIT trap, so the cluster is stopped on failure too.
 
 PGVERSION=${PGVERSION:-15}
-PG_BINDIR=${PG_BINDIR:-$(/usr/lib/postgresql/$PGVERSION/bin/pg_config --bindir 2>/dev/null || pg_config --bindir)}
+PG_BINDIR=${PG_BINDIR:-$(${PG_CONFIG:-/usr/lib/postgresql/$PGVERSION/bin/pg_config} --bindir 2>/dev/null || pg_config --bindir)}
 
 cluster_as_owner() {
 	if [ "$(id -u)" -eq 0 ]; then
