@@ -111,8 +111,8 @@ cscp_answer_replay(text *tenant, text *conversation, const char *kind, text *mes
 
 	cscp_spi_plan(&plan,
 				  "SELECT a.outcome, a.command_id, a.context_id FROM cscp.answer a"
-				  " WHERE a.tenant_id = $1 AND a.conversation_id = $2 AND a.kind = $3"
-				  "   AND a.message_id = $4",
+				  " WHERE a.tenant_id OPERATOR(pg_catalog.=) $1 AND a.conversation_id OPERATOR(pg_catalog.=) $2 AND a.kind OPERATOR(pg_catalog.=) $3"
+				  "   AND a.message_id OPERATOR(pg_catalog.=) $4",
 				  4, types);
 	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up the answer of a message");
@@ -205,8 +205,8 @@ cscp_answer_move(const CscpAnswer *a, HeapTuple ctx, TupleDesc ctxdesc, HeapTupl
 	cscp_spi_plan(&plan,
 				  "UPDATE cscp.command x"
 				  "   SET state = $3::cscp.command_state, reason_code = $4, detail = $5,"
-				  "       message_ids = x.message_ids || $6"
-				  " WHERE x.tenant_id = $1 AND x.command_id = $2",
+				  "       message_ids = x.message_ids OPERATOR(pg_catalog.||) $6"
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2",
 				  6, types);
 	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not move the command an answer is about");
@@ -267,7 +267,7 @@ cscp_answer_last_command(HeapTuple ctx, TupleDesc ctxdesc, TupleDesc *cmddesc)
 	args[1] = cscp_column_value(ctx, ctxdesc, "cscp.context", "last_command_id", &isnull);
 	if (isnull)
 		return NULL;
-	cscp_spi_plan(&plan, "SELECT * FROM cscp.command x WHERE x.tenant_id = $1 AND x.command_id = $2",
+	cscp_spi_plan(&plan, "SELECT * FROM cscp.command x WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2",
 				  2, types);
 	return cscp_spi_row(plan, args, NULL, SPI_OK_SELECT, cmddesc);
 }

@@ -124,7 +124,7 @@ answered_context(const ApproveCall *call, Approval *a, bool *found)
 	{
 		cscp_spi_plan(&named_plan,
 					  "SELECT x.context_id FROM cscp.command x"
-					  " WHERE x.tenant_id = $1 AND x.command_id = $2 AND x.conversation_id = $3",
+					  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2 AND x.conversation_id OPERATOR(pg_catalog.=) $3",
 					  3, named_types);
 		cscp_spi_run(named_plan, args, NULL, SPI_OK_SELECT);
 		if (SPI_processed == 0)
@@ -140,12 +140,12 @@ answered_context(const ApproveCall *call, Approval *a, bool *found)
 	}
 	args[1] = PointerGetDatum(call->conversation);
 	cscp_spi_plan(&live_plan,
-				  "SELECT count(*)::int4, min(x.context_id::text)::uuid"
+				  "SELECT pg_catalog.count(*)::pg_catalog.int4, pg_catalog.min(x.context_id::pg_catalog.text)::pg_catalog.uuid"
 				  "  FROM cscp.context_live l JOIN cscp.context x"
-				  "       ON x.tenant_id = l.tenant_id AND x.context_id = l.context_id"
-				  " WHERE l.tenant_id = $1 AND l.conversation_id = $2"
-				  "   AND x.status IN ('active', 'pending', 'blocked')"
-				  "   AND jsonb_typeof(x.slots -> 'pending_approval') = 'object'",
+				  "       ON x.tenant_id OPERATOR(pg_catalog.=) l.tenant_id AND x.context_id OPERATOR(pg_catalog.=) l.context_id"
+				  " WHERE l.tenant_id OPERATOR(pg_catalog.=) $1 AND l.conversation_id OPERATOR(pg_catalog.=) $2"
+				  "   AND x.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}')"
+				  "   AND pg_catalog.jsonb_typeof(x.slots OPERATOR(pg_catalog.->) 'pending_approval') OPERATOR(pg_catalog.=) 'object'",
 				  2, live_types);
 	cscp_spi_run(live_plan, args, NULL, SPI_OK_SELECT);
 	a->live_waiting = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
@@ -170,14 +170,14 @@ lock_context(const ApproveCall *call, Datum context_id, bool latest, Approval *a
 	if (latest)
 		cscp_spi_plan(&latest_plan,
 					  "SELECT * FROM cscp.context y"
-					  " WHERE y.tenant_id = $1 AND y.conversation_id = $2"
-					  " ORDER BY y.status IN ('active', 'pending', 'blocked') DESC,"
+					  " WHERE y.tenant_id OPERATOR(pg_catalog.=) $1 AND y.conversation_id OPERATOR(pg_catalog.=) $2"
+					  " ORDER BY y.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}') DESC,"
 					  "          y.updated_at DESC, y.version DESC"
 					  " LIMIT 1 FOR UPDATE",
 					  2, latest_types);
 	else
 		cscp_spi_plan(&id_plan,
-					  "SELECT * FROM cscp.context x WHERE x.tenant_id = $1 AND x.context_id = $2"
+					  "SELECT * FROM cscp.context x WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2"
 					  " FOR UPDATE",
 					  2, id_types);
 	a->ctx = cscp_spi_row(latest ? latest_plan : id_plan, args, NULL, SPI_OK_SELECT, &a->ctxdesc);
@@ -217,15 +217,15 @@ lock_command(Approval *a, const ApproveCall *call, Datum id, bool bound)
 		args[3] = cscp_column_value(a->ctx, a->ctxdesc, "cscp.context", "context_id", &isnull);
 		cscp_spi_plan(&bound_plan,
 					  "SELECT * FROM cscp.command x"
-					  " WHERE x.tenant_id = $1 AND x.command_id = $2"
-					  "   AND x.conversation_id = $3 AND x.context_id = $4 FOR UPDATE",
+					  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2"
+					  "   AND x.conversation_id OPERATOR(pg_catalog.=) $3 AND x.context_id OPERATOR(pg_catalog.=) $4 FOR UPDATE",
 					  4, bound_types);
 		return cscp_spi_row(bound_plan, args, NULL, SPI_OK_SELECT, &a->cmddesc);
 	}
 	args[0] = PointerGetDatum(call->tenant);
 	args[1] = id;
 	cscp_spi_plan(&id_plan,
-				  "SELECT * FROM cscp.command x WHERE x.tenant_id = $1 AND x.command_id = $2"
+				  "SELECT * FROM cscp.command x WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2"
 				  " FOR UPDATE",
 				  2, id_types);
 	return cscp_spi_row(id_plan, args, NULL, SPI_OK_SELECT, &a->cmddesc);

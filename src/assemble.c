@@ -377,7 +377,7 @@ query_tsquery(text *query)
 	StringInfoData buf;
 
 	cscp_spi_plan(&plan, "SELECT pg_catalog.tsvector_to_array("
-				  "pg_catalog.to_tsvector('english'::regconfig, $1))", 1, argtypes);
+				  "pg_catalog.to_tsvector('pg_catalog.english'::pg_catalog.regconfig, $1))", 1, argtypes);
 	if (SPI_execute_plan(plan, &arg, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not parse the query");
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -420,16 +420,16 @@ add_ws_item(Assembly *a, const char *key, const char *value_text)
  * numbers (weight B), as for facts.
  */
 #define WS_VECTOR(k, v) \
-	"(pg_catalog.setweight(pg_catalog.to_tsvector('english'::regconfig, pg_catalog.translate(" k ", '_-.', '   ')), 'A')" \
-	" || pg_catalog.setweight(pg_catalog.jsonb_to_tsvector('english'::regconfig, " v ", '[\"string\", \"numeric\"]'), 'B'))"
+	"(pg_catalog.setweight(pg_catalog.to_tsvector('pg_catalog.english'::pg_catalog.regconfig, pg_catalog.translate(" k ", '_-.', '   ')), 'A')" \
+	" OPERATOR(pg_catalog.||) pg_catalog.setweight(pg_catalog.jsonb_to_tsvector('pg_catalog.english'::pg_catalog.regconfig, " v ", '[\"string\", \"numeric\"]'), 'B'))"
 
 /*
  * The working-set items of key k and value v that match the tsquery q (all
  * when q is NULL), and the start of their order: most relevant first.
  */
 #define WS_MATCH(k, v, q) \
-	" AND (" q "::tsquery IS NULL OR " WS_VECTOR(k, v) " @@ " q "::tsquery)" \
-	" ORDER BY coalesce(pg_catalog.ts_rank(" WS_VECTOR(k, v) ", " q "::tsquery), 0) DESC,"
+	" AND (" q "::pg_catalog.tsquery IS NULL OR " WS_VECTOR(k, v) " OPERATOR(pg_catalog.@@) " q "::pg_catalog.tsquery)" \
+	" ORDER BY coalesce(pg_catalog.ts_rank(" WS_VECTOR(k, v) ", " q "::pg_catalog.tsquery), 0) DESC,"
 
 /* The tsquery text (or NULL) as the argument *arg of a saved plan, its null flag *null. */
 static void
@@ -622,13 +622,13 @@ read_facts(const ContextRequest *r, const char *tsquery)
 	cscp_spi_plan(&plan, "SELECT f.fact_id, f.key, f.value, f.is_constraint,"
 				  " f.constraint_type, f.needs_review"
 				  " FROM cscp.fact f"
-				  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.is_valid"
-				  " AND (f.scope = 'global'"
-				  "  OR (f.scope = 'session' AND f.scope_id = $3)"
-				  "  OR (f.scope = 'task' AND f.scope_id = $4))"
+				  " WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.subject_id OPERATOR(pg_catalog.=) $2 AND f.is_valid"
+				  " AND (f.scope OPERATOR(pg_catalog.=) 'global'"
+				  "  OR (f.scope OPERATOR(pg_catalog.=) 'session' AND f.scope_id OPERATOR(pg_catalog.=) $3)"
+				  "  OR (f.scope OPERATOR(pg_catalog.=) 'task' AND f.scope_id OPERATOR(pg_catalog.=) $4))"
 				  " ORDER BY f.is_constraint DESC,"
-				  " coalesce(pg_catalog.ts_rank(f.search, $5::tsquery), 0) DESC,"
-				  " f.created_at DESC, f.fact_id COLLATE \"C\"",
+				  " coalesce(pg_catalog.ts_rank(f.search, $5::pg_catalog.tsquery), 0) DESC,"
+				  " f.created_at DESC, f.fact_id COLLATE pg_catalog.\"C\"",
 				  5, argtypes);
 	args[0] = PointerGetDatum(r->tenant);
 	args[1] = PointerGetDatum(r->subject);
@@ -676,12 +676,12 @@ add_given_working_set(Assembly *a, Jsonb *given_ws, const char *tsquery, MemoryC
 
 	if (given_ws == NULL || !JB_ROOT_IS_ARRAY(given_ws) || JB_ROOT_IS_SCALAR(given_ws))
 		return;
-	cscp_spi_plan(&plan, "SELECT e.x ->> 0, e.x -> 1"
+	cscp_spi_plan(&plan, "SELECT e.x OPERATOR(pg_catalog.->>) 0, e.x OPERATOR(pg_catalog.->) 1"
 				  " FROM pg_catalog.jsonb_array_elements($1) WITH ORDINALITY e(x, n)"
-				  " WHERE pg_catalog.jsonb_typeof(e.x) = 'array'"
-				  " AND pg_catalog.jsonb_typeof(e.x -> 0) = 'string'"
-				  " AND e.x -> 1 IS NOT NULL"
-				  WS_MATCH("(e.x ->> 0)", "(e.x -> 1)", "$2")
+				  " WHERE pg_catalog.jsonb_typeof(e.x) OPERATOR(pg_catalog.=) 'array'"
+				  " AND pg_catalog.jsonb_typeof(e.x OPERATOR(pg_catalog.->) 0) OPERATOR(pg_catalog.=) 'string'"
+				  " AND e.x OPERATOR(pg_catalog.->) 1 IS NOT NULL"
+				  WS_MATCH("(e.x OPERATOR(pg_catalog.->>) 0)", "(e.x OPERATOR(pg_catalog.->) 1)", "$2")
 				  " e.n", 2, argtypes);
 	args[0] = JsonbPGetDatum(given_ws);
 	tsquery_arg(tsquery, &args[1], &nulls[1]);
@@ -703,9 +703,9 @@ add_session_working_set(Assembly *a, const ContextRequest *r, TimestampTz now,
 	char		nulls[4] = {' ', ' ', ' ', ' '};
 
 	cscp_spi_plan(&plan, "SELECT w.key, w.value FROM cscp.working_set w"
-				  " WHERE w.tenant_id = $1 AND w.session_id = $2 AND w.expires_at > $3"
+				  " WHERE w.tenant_id OPERATOR(pg_catalog.=) $1 AND w.session_id OPERATOR(pg_catalog.=) $2 AND w.expires_at OPERATOR(pg_catalog.>) $3"
 				  WS_MATCH("w.key", "w.value", "$4")
-				  " w.updated_at DESC, w.key COLLATE \"C\"", 4, argtypes);
+				  " w.updated_at DESC, w.key COLLATE pg_catalog.\"C\"", 4, argtypes);
 	args[0] = PointerGetDatum(r->tenant);
 	args[1] = PointerGetDatum(r->session);
 	args[2] = TimestampTzGetDatum(now);
@@ -787,11 +787,11 @@ assemble_context(FunctionCallInfo fcinfo, bool given, Jsonb *given_env, Jsonb *g
 
 	/* The rows of the subject and of the session. */
 	identity = read_jsonb_row(&identity_plan, "SELECT i.identity FROM cscp.identity i"
-							  " WHERE i.tenant_id = $1 AND i.subject_id = $2",
+							  " WHERE i.tenant_id OPERATOR(pg_catalog.=) $1 AND i.subject_id OPERATOR(pg_catalog.=) $2",
 							  r.tenant, r.subject, "identity", callerctx);
 	if (!given)
 		environment = read_jsonb_row(&env_plan, "SELECT e.environment FROM cscp.environment e"
-									 " WHERE e.tenant_id = $1 AND e.session_id = $2",
+									 " WHERE e.tenant_id OPERATOR(pg_catalog.=) $1 AND e.session_id OPERATOR(pg_catalog.=) $2",
 									 r.tenant, r.session, "environment", callerctx);
 
 	/* The sections, in the order the budget is spent. */

@@ -102,12 +102,12 @@ supersede_question(HeapTuple ctx, TupleDesc ctxdesc, bool approval, Datum comman
 	cscp_spi_plan(&plan,
 				  "UPDATE cscp.command x"
 				  "   SET state = 'rejected', reason_code = $5,"
-				  "       detail = jsonb_build_object('superseded_by', $3)"
-				  " WHERE x.tenant_id = $1 AND x.context_id = $2 AND x.command_id <> $3"
-				  "   AND x.state = $6::cscp.command_state"
-				  "   AND x.command_id IN (SELECT w.command_id FROM cscp.command_window w"
-				  "                         WHERE w.tenant_id = $1 AND w.context_id = $2"
-				  "                           AND w.question = $4)",
+				  "       detail = pg_catalog.jsonb_build_object('superseded_by', $3)"
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2 AND x.command_id OPERATOR(pg_catalog.<>) $3"
+				  "   AND x.state OPERATOR(pg_catalog.=) $6::cscp.command_state"
+				  "   AND x.command_id OPERATOR(pg_catalog.=) ANY (SELECT w.command_id FROM cscp.command_window w"
+				  "                         WHERE w.tenant_id OPERATOR(pg_catalog.=) $1 AND w.context_id OPERATOR(pg_catalog.=) $2"
+				  "                           AND w.question OPERATOR(pg_catalog.=) $4)",
 				  6, types);
 	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not supersede a question");
@@ -170,12 +170,12 @@ cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id, const char
 	cscp_spi_plan(&plan,
 				  "UPDATE cscp.context x"
 				  "   SET slots = $3,"
-				  "       status = CASE WHEN x.status = 'pending' AND NOT $4"
+				  "       status = CASE WHEN x.status OPERATOR(pg_catalog.=) 'pending' AND NOT $4"
 				  "                     THEN 'active'::cscp.context_status ELSE x.status END,"
 				  "       reason = coalesce($5, x.reason),"
 				  "       last_command_id = $6,"
 				  "       expires_at = cscp.context_touch(x)"
-				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2",
 				  6, argtypes);
 	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not release context slots of command %s", id);
@@ -273,16 +273,16 @@ ask_confirmation(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, text *key, 
 	nulls[6] = last_message ? ' ' : 'n';
 	cscp_spi_plan(&pending_plan,
 				  "UPDATE cscp.context x"
-				  "   SET status = CASE WHEN x.status = 'active' THEN 'pending'::cscp.context_status"
+				  "   SET status = CASE WHEN x.status OPERATOR(pg_catalog.=) 'active' THEN 'pending'::cscp.context_status"
 				  "                     ELSE x.status END,"
-				  "       slots = x.slots || jsonb_build_object('pending_confirmation',"
-				  "                   jsonb_build_object('command_id', $3, 'idempotency_key', $4,"
+				  "       slots = x.slots OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object('pending_confirmation',"
+				  "                   pg_catalog.jsonb_build_object('command_id', $3, 'idempotency_key', $4,"
 				  "                                      'target_fingerprint', $5,"
 				  "                                      'expires_at', $6)),"
 				  "       last_command_id = $3,"
 				  "       last_message_id = coalesce($7, x.last_message_id),"
 				  "       expires_at = cscp.context_touch(x)"
-				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2",
 				  7, pending_types);
 	if (SPI_execute_plan(pending_plan, args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record a confirmation request on its context");
@@ -316,10 +316,10 @@ request_approval(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, const char 
 	cscp_spi_plan(&context_plan,
 				  "UPDATE cscp.context x"
 				  "   SET status = 'pending',"
-				  "       slots = x.slots || jsonb_build_object('pending_approval', jsonb_build_object("
+				  "       slots = x.slots OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object('pending_approval', pg_catalog.jsonb_build_object("
 				  "                   'command_id', $3, 'approver_id', $4, 'expires_at', $5)),"
 				  "       expires_at = cscp.context_touch(x)"
-				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2",
 				  5, context_types);
 	if (SPI_execute_plan(context_plan, args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record an approval request on its context");
@@ -339,9 +339,9 @@ compensate_target(Datum tenant, Datum command_id, Datum target)
 	cscp_spi_plan(&plan,
 				  "UPDATE cscp.command x"
 				  "   SET state = 'compensated', reason_code = 'compensated',"
-				  "       detail = jsonb_build_object('compensated_by', $3)"
-				  " WHERE x.tenant_id = $1 AND x.command_id = $2"
-				  "   AND x.state IN ('executed', 'failed')",
+				  "       detail = pg_catalog.jsonb_build_object('compensated_by', $3)"
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2"
+				  "   AND x.state OPERATOR(pg_catalog.=) ANY ('{executed,failed}')",
 				  3, argtypes);
 	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not compensate command");
@@ -397,7 +397,7 @@ lock_command(Datum command_id, TupleDesc *desc)
 				  "       x.auto_confirm, x.confirmed_at, x.authorized_at, x.window_expires_at,"
 				  "       x.message_ids, x.context_ref, x.actor_id, x.context_id, x.frame_id,"
 				  "       x.recovery_kind, x.target_command_id, x.idempotency_key, x.target_fingerprint"
-				  "  FROM cscp.command x WHERE x.command_id = $1 FOR UPDATE",
+				  "  FROM cscp.command x WHERE x.command_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
 				  1, argtypes);
 	if (SPI_execute_plan(plan, &command_id, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not lock command %s",
@@ -455,7 +455,7 @@ move_command(HeapTuple cmd, TupleDesc cmddesc, CommandState to, Datum reason, Js
 				  "UPDATE cscp.command x"
 				  "   SET state = $3::cscp.command_state, reason_code = $4, detail = $5,"
 				  "       window_expires_at = $6"
-				  " WHERE x.tenant_id = $1 AND x.command_id = $2"
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2"
 				  " RETURNING x.reason_code, x.recovery_kind, x.target_command_id, x.tenant_id",
 				  6, types);
 	row = cscp_spi_update_one(plan, args, nulls, &desc, "move a command");
@@ -538,8 +538,8 @@ step_context(Step *st)
 		return;
 	cscp_spi_plan(&plan,
 				  "SELECT " CONTEXT_COLUMNS " FROM cscp.command c JOIN cscp.context x"
-				  "    ON x.tenant_id = c.tenant_id AND x.context_id = c.context_id"
-				  " WHERE c.command_id = $1 FOR UPDATE OF x",
+				  "    ON x.tenant_id OPERATOR(pg_catalog.=) c.tenant_id AND x.context_id OPERATOR(pg_catalog.=) c.context_id"
+				  " WHERE c.command_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF x",
 				  1, types);
 	if (SPI_execute_plan(plan, &st->command_id, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not lock a context");
@@ -892,11 +892,11 @@ cscp_context_for(text *tenant, text *conversation, text *actor, HeapTuple *ctx, 
 	 */
 	cscp_spi_plan(&live_plan,
 				  "SELECT " CONTEXT_COLUMNS " FROM cscp.context x"
-				  " WHERE x.tenant_id = $1"
-				  "   AND x.context_id = (SELECT l.context_id FROM cscp.context_live l"
-				  "                        WHERE l.tenant_id = $1 AND l.conversation_id = $2"
-				  "                          AND l.actor_id = $3)"
-				  "   AND x.status IN ('active', 'pending', 'blocked')"
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1"
+				  "   AND x.context_id OPERATOR(pg_catalog.=) (SELECT l.context_id FROM cscp.context_live l"
+				  "                        WHERE l.tenant_id OPERATOR(pg_catalog.=) $1 AND l.conversation_id OPERATOR(pg_catalog.=) $2"
+				  "                          AND l.actor_id OPERATOR(pg_catalog.=) $3)"
+				  "   AND x.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}')"
 				  " FOR UPDATE",
 				  3, argtypes);
 	tt = run(live_plan, args, NULL, false, SPI_OK_SELECT);
@@ -904,8 +904,8 @@ cscp_context_for(text *tenant, text *conversation, text *actor, HeapTuple *ctx, 
 	{
 		cscp_spi_plan(&plan,
 					  "SELECT " CONTEXT_COLUMNS " FROM cscp.context x"
-					  " WHERE x.tenant_id = $1 AND x.conversation_id = $2 AND x.actor_id = $3"
-					  " ORDER BY x.status IN ('active', 'pending', 'blocked') DESC,"
+					  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.conversation_id OPERATOR(pg_catalog.=) $2 AND x.actor_id OPERATOR(pg_catalog.=) $3"
+					  " ORDER BY x.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}') DESC,"
 					  "          x.created_at DESC, x.version DESC"
 					  " LIMIT 1 FOR UPDATE",
 					  3, argtypes);
@@ -967,7 +967,7 @@ command_replay(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 				  "SELECT " COMMAND_RESULT_COLUMNS ", x.conversation_id, x.actor_id, x.command_name,"
 				  "       x.mutating, x.payload, x.target_fingerprint, x.recovery_kind,"
 				  "       x.target_command_id"
-				  "  FROM cscp.command x WHERE x.tenant_id = $1 AND x.idempotency_key = $2",
+				  "  FROM cscp.command x WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.idempotency_key OPERATOR(pg_catalog.=) $2",
 				  2, types);
 	tt = run(plan, args, NULL, false, SPI_OK_SELECT);
 	if (SPI_processed == 0)
@@ -1044,7 +1044,7 @@ form_context(const CommandRequest *q, Formation *f)
 
 			cscp_spi_plan(&expire_plan,
 						  "UPDATE cscp.context x SET status = 'expired', reason = 'ttl'"
-						  " WHERE x.tenant_id = $1 AND x.context_id = $2"
+						  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2"
 						  " RETURNING " CONTEXT_COLUMNS,
 						  2, types);
 			tt = run(expire_plan, args, NULL, false, SPI_OK_UPDATE_RETURNING);
@@ -1187,7 +1187,7 @@ reject_command(const CommandRequest *q, Datum command_id, const char *reason, Co
 
 	cscp_spi_plan(&plan,
 				  "UPDATE cscp.command x SET state = 'rejected', reason_code = $3"
-				  " WHERE x.tenant_id = $1 AND x.command_id = $2"
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2"
 				  " RETURNING " COMMAND_RESULT_COLUMNS,
 				  3, types);
 	tt = run(plan, args, NULL, false, SPI_OK_UPDATE_RETURNING);
@@ -1212,7 +1212,7 @@ use_context(const CommandRequest *q, const Formation *f, Datum command_id, text 
 				  "   SET last_command_id = $3,"
 				  "       last_message_id = coalesce($4, x.last_message_id),"
 				  "       expires_at = cscp.context_touch(x)"
-				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2",
 				  4, types);
 	run(plan, args, nulls, false, SPI_OK_UPDATE);
 }
@@ -1445,7 +1445,7 @@ recover_cancel(Datum tenant, Datum target_id, Datum recovery_id, TupleDesc *desc
 
 	/* The target's context first, as everywhere; then the target. */
 	cscp_spi_plan(&target_plan,
-				  "SELECT x.context_id FROM cscp.command x WHERE x.tenant_id = $1 AND x.command_id = $2",
+				  "SELECT x.context_id FROM cscp.command x WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2",
 				  2, key_types);
 	run(target_plan, args, NULL, false, SPI_OK_SELECT);
 	context_id = SPI_processed == 1 ? SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
@@ -1455,7 +1455,7 @@ recover_cancel(Datum tenant, Datum target_id, Datum recovery_id, TupleDesc *desc
 		Datum		cargs[2] = {tenant, context_id};
 
 		cscp_spi_plan(&context_plan,
-					  "SELECT * FROM cscp.context x WHERE x.tenant_id = $1 AND x.context_id = $2"
+					  "SELECT * FROM cscp.context x WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2"
 					  "   FOR UPDATE",
 					  2, key_types);
 		run(context_plan, cargs, NULL, false, SPI_OK_SELECT);
@@ -1466,23 +1466,23 @@ recover_cancel(Datum tenant, Datum target_id, Datum recovery_id, TupleDesc *desc
 		}
 	}
 	cscp_spi_plan(&lock_plan,
-				  "SELECT 1 FROM cscp.command x WHERE x.tenant_id = $1 AND x.command_id = $2 FOR UPDATE",
+				  "SELECT 1 FROM cscp.command x WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2 FOR UPDATE",
 				  2, key_types);
 	run(lock_plan, args, NULL, false, SPI_OK_SELECT);
 
 	cscp_spi_plan(&cancel_plan,
 				  "UPDATE cscp.command x"
 				  "   SET state = 'canceled', reason_code = 'canceled_by_recovery',"
-				  "       detail = jsonb_build_object('recovery_command_id', $3)"
-				  " WHERE x.tenant_id = $1 AND x.command_id = $2",
+				  "       detail = pg_catalog.jsonb_build_object('recovery_command_id', $3)"
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2",
 				  3, cancel_types);
 	run(cancel_plan, args, NULL, false, SPI_OK_UPDATE);
 	if (ctx != NULL)
 		cscp_context_release(ctx, ctxdesc, target_id, NULL);
 
 	cscp_spi_plan(&step_plan,
-				  "UPDATE cscp.command x SET state = $3::cscp.command_state, reason_code = 'cancel_' || $3"
-				  " WHERE x.tenant_id = $1 AND x.command_id = $2"
+				  "UPDATE cscp.command x SET state = $3::cscp.command_state, reason_code = 'cancel_' OPERATOR(pg_catalog.||) $3"
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2"
 				  " RETURNING x.state, x.outcome",
 				  3, step_types);
 	for (int i = 0; i < (int) lengthof(steps); i++)
@@ -1644,7 +1644,7 @@ cscp_command_recover(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 
 	/* The target, as the caller may see it (row-level security). */
-	cscp_spi_plan(&target_plan, "SELECT * FROM cscp.command x WHERE x.command_id = $1",
+	cscp_spi_plan(&target_plan, "SELECT * FROM cscp.command x WHERE x.command_id OPERATOR(pg_catalog.=) $1",
 				  1, target_types);
 	run(target_plan, &target_id, NULL, true, SPI_OK_SELECT);
 	if (SPI_processed != 1)

@@ -163,8 +163,8 @@ compensation_executed(CommandFacts *c)
 
 	return cscp_spi_exists(&plan,
 						   "SELECT 1 FROM cscp.command r"
-						   " WHERE r.tenant_id = $1 AND r.target_command_id = $2"
-						   " AND r.recovery_kind = 'compensate' AND r.state = 'executed'",
+						   " WHERE r.tenant_id OPERATOR(pg_catalog.=) $1 AND r.target_command_id OPERATOR(pg_catalog.=) $2"
+						   " AND r.recovery_kind OPERATOR(pg_catalog.=) 'compensate' AND r.state OPERATOR(pg_catalog.=) 'executed'",
 						   2, argtypes, args, false, "look up compensations");
 }
 
@@ -217,26 +217,26 @@ snapshot_facts(CommandFacts *c)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
 				  "SELECT f.frame_id IS NOT NULL,"
-				  "       coalesce(f.conversation_id = $3 AND f.context_id = $5"
-				  "                AND f.context_hash = cscp.canonical_hash(f.state)"
-				  "                AND $7->>'frame_id' = $6::text AND $7->>'context_id' = $5::text"
-				  "                AND $7->>'context_hash' = f.context_hash"
-				  "                AND f.state->>'tenant_id' = $1 AND f.state->>'conversation_id' = $3"
-				  "                AND f.state->>'actor_id' = $4"
-				  "                AND CASE WHEN jsonb_typeof(f.state->'message_ids') = 'array'"
-				  "                         THEN f.state->'message_ids' ="
-				  "                              to_jsonb($8[1:jsonb_array_length(f.state->'message_ids')])"
+				  "       coalesce(f.conversation_id OPERATOR(pg_catalog.=) $3 AND f.context_id OPERATOR(pg_catalog.=) $5"
+				  "                AND f.context_hash OPERATOR(pg_catalog.=) cscp.canonical_hash(f.state)"
+				  "                AND $7 OPERATOR(pg_catalog.->>) 'frame_id' OPERATOR(pg_catalog.=) $6::pg_catalog.text AND $7 OPERATOR(pg_catalog.->>) 'context_id' OPERATOR(pg_catalog.=) $5::pg_catalog.text"
+				  "                AND $7 OPERATOR(pg_catalog.->>) 'context_hash' OPERATOR(pg_catalog.=) f.context_hash"
+				  "                AND f.state OPERATOR(pg_catalog.->>) 'tenant_id' OPERATOR(pg_catalog.=) $1 AND f.state OPERATOR(pg_catalog.->>) 'conversation_id' OPERATOR(pg_catalog.=) $3"
+				  "                AND f.state OPERATOR(pg_catalog.->>) 'actor_id' OPERATOR(pg_catalog.=) $4"
+				  "                AND CASE WHEN pg_catalog.jsonb_typeof(f.state OPERATOR(pg_catalog.->) 'message_ids') OPERATOR(pg_catalog.=) 'array'"
+				  "                         THEN f.state OPERATOR(pg_catalog.->) 'message_ids' OPERATOR(pg_catalog.=)"
+				  "                              pg_catalog.to_jsonb($8[1:pg_catalog.jsonb_array_length(f.state OPERATOR(pg_catalog.->) 'message_ids')])"
 				  "                         ELSE false END, false),"
-				  "       coalesce(t.conversation_id = $3 AND t.actor_id = $4, false),"
-				  "       coalesce(CASE $9 WHEN 'retry' THEN t.state = 'failed'"
-				  "                WHEN 'reprocess' THEN t.state IN ('rejected', 'failed', 'canceled')"
-				  "                WHEN 'compensate' THEN t.state IN ('executed', 'failed')"
-				  "                WHEN 'cancel' THEN t.state = 'canceled'"
-				  "                                   AND t.detail->>'recovery_command_id' = $2::text"
+				  "       coalesce(t.conversation_id OPERATOR(pg_catalog.=) $3 AND t.actor_id OPERATOR(pg_catalog.=) $4, false),"
+				  "       coalesce(CASE WHEN $9 OPERATOR(pg_catalog.=) 'retry' THEN t.state OPERATOR(pg_catalog.=) 'failed'"
+				  "                WHEN $9 OPERATOR(pg_catalog.=) 'reprocess' THEN t.state OPERATOR(pg_catalog.=) ANY ('{rejected,failed,canceled}')"
+				  "                WHEN $9 OPERATOR(pg_catalog.=) 'compensate' THEN t.state OPERATOR(pg_catalog.=) ANY ('{executed,failed}')"
+				  "                WHEN $9 OPERATOR(pg_catalog.=) 'cancel' THEN t.state OPERATOR(pg_catalog.=) 'canceled'"
+				  "                                   AND t.detail OPERATOR(pg_catalog.->>) 'recovery_command_id' OPERATOR(pg_catalog.=) $2::pg_catalog.text"
 				  "                END, false)"
 				  "  FROM (VALUES (1)) AS one (x)"
-				  "  LEFT JOIN cscp.frame f ON f.tenant_id = $1 AND f.frame_id = $6"
-				  "  LEFT JOIN cscp.command t ON t.tenant_id = $1 AND t.command_id = $10",
+				  "  LEFT JOIN cscp.frame f ON f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.frame_id OPERATOR(pg_catalog.=) $6"
+				  "  LEFT JOIN cscp.command t ON t.tenant_id OPERATOR(pg_catalog.=) $1 AND t.command_id OPERATOR(pg_catalog.=) $10",
 				  10, types);
 	if (SPI_execute_plan(plan, args, nulls, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not look up the frame and target of a command");
@@ -338,10 +338,10 @@ context_ended(CommandFacts *c)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plans[c->lock_context],
 				  c->lock_context ?
-				  "SELECT x.status::text, x.expires_at FROM cscp.context x"
-				  " WHERE x.tenant_id = $1 AND x.context_id = $2 FOR SHARE" :
-				  "SELECT x.status::text, x.expires_at FROM cscp.context x"
-				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
+				  "SELECT x.status::pg_catalog.text, x.expires_at FROM cscp.context x"
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2 FOR SHARE" :
+				  "SELECT x.status::pg_catalog.text, x.expires_at FROM cscp.context x"
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2",
 				  2, argtypes);
 	plan = plans[c->lock_context];
 	args[0] = c->tenant_id;
@@ -382,8 +382,8 @@ answer_recorded(Datum tenant, Datum conversation, Datum command_id, Datum messag
 
 	return cscp_spi_exists(&plan,
 						   "SELECT 1 FROM cscp.answer a"
-						   " WHERE a.tenant_id = $1 AND a.conversation_id = $2 AND a.kind = 'confirm'"
-						   "   AND a.message_id = $4 AND a.command_id = $3 AND a.outcome = 'confirmed'",
+						   " WHERE a.tenant_id OPERATOR(pg_catalog.=) $1 AND a.conversation_id OPERATOR(pg_catalog.=) $2 AND a.kind OPERATOR(pg_catalog.=) 'confirm'"
+						   "   AND a.message_id OPERATOR(pg_catalog.=) $4 AND a.command_id OPERATOR(pg_catalog.=) $3 AND a.outcome OPERATOR(pg_catalog.=) 'confirmed'",
 						   4, argtypes, args, false, "look up the answer of a command");
 }
 
@@ -1163,9 +1163,9 @@ static const Oid due_types[6] = {TEXTOID, TEXTOID, UUIDOID, TIMESTAMPTZOID, UUID
  */
 static const char *const due_delete_sql[2] = {
 	"DELETE FROM cscp.command_retired r"
-	" WHERE r.retired_at = $4 AND r.tenant_id = $1 AND r.command_id = $3",
+	" WHERE r.retired_at OPERATOR(pg_catalog.=) $4 AND r.tenant_id OPERATOR(pg_catalog.=) $1 AND r.command_id OPERATOR(pg_catalog.=) $3",
 	"DELETE FROM cscp.command_window w"
-	" WHERE w.window_expires_at = $4 AND w.tenant_id = $1 AND w.command_id = $3",
+	" WHERE w.window_expires_at OPERATOR(pg_catalog.=) $4 AND w.tenant_id OPERATOR(pg_catalog.=) $1 AND w.command_id OPERATOR(pg_catalog.=) $3",
 };
 static const char *const due_insert_sql[2] = {
 	"INSERT INTO cscp.command_retired (tenant_id, conversation_id, command_id, retired_at)"
@@ -1204,9 +1204,9 @@ due_other_question(Datum *args)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
-				  "SELECT w.command_id::text FROM cscp.command_window w"
-				  " WHERE w.tenant_id = $1 AND w.context_id = $5 AND w.question = $6"
-				  "   AND w.command_id <> $3",
+				  "SELECT w.command_id::pg_catalog.text FROM cscp.command_window w"
+				  " WHERE w.tenant_id OPERATOR(pg_catalog.=) $1 AND w.context_id OPERATOR(pg_catalog.=) $5 AND w.question OPERATOR(pg_catalog.=) $6"
+				  "   AND w.command_id OPERATOR(pg_catalog.<>) $3",
 				  6, due_types);
 	/* not read-only: a fresh snapshot sees the writer we waited for */
 	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)

@@ -64,7 +64,7 @@ cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, c
 			args[2] = CStringGetTextDatum(why);
 			cscp_spi_plan(&reject_plan,
 						  "UPDATE cscp.command x SET state = 'rejected', reason_code = $3"
-						  " WHERE x.tenant_id = $1 AND x.command_id = $2",
+						  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2",
 						  3, reject_types);
 			cscp_spi_run(reject_plan, args, NULL, SPI_OK_UPDATE);
 		}
@@ -132,8 +132,8 @@ bound_command(HeapTuple ctx, TupleDesc ctxdesc, text *conversation, text *actor,
 				  "SELECT x.tenant_id, x.command_id, x.state, x.window_expires_at,"
 				  "       x.target_fingerprint"
 				  "  FROM cscp.command x"
-				  " WHERE x.tenant_id = $1 AND x.command_id = $2"
-				  "   AND x.conversation_id = $3 AND x.actor_id = $4 AND x.context_id = $5"
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2"
+				  "   AND x.conversation_id OPERATOR(pg_catalog.=) $3 AND x.actor_id OPERATOR(pg_catalog.=) $4 AND x.context_id OPERATOR(pg_catalog.=) $5"
 				  "   FOR UPDATE",
 				  5, types);
 	return cscp_spi_row(plan, args, NULL, SPI_OK_SELECT, cmddesc);

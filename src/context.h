@@ -32,7 +32,7 @@ extern bool cscp_context_claim(text *tenant, text *conversation, text *actor,
  */
 #define CSCP_LIVE_CONTEXT_ID \
 	" (SELECT l.context_id FROM cscp.context_live l" \
-	"   WHERE l.tenant_id = $1 AND l.conversation_id = $2 AND l.actor_id = $3)"
+	"   WHERE l.tenant_id OPERATOR(pg_catalog.=) $1 AND l.conversation_id OPERATOR(pg_catalog.=) $2 AND l.actor_id OPERATOR(pg_catalog.=) $3)"
 
 /* context_fsm.c: the sweep's expiry of contexts, called by sweep.c */
 extern PGDLLEXPORT Datum cscp_expire_contexts(PG_FUNCTION_ARGS);

@@ -70,12 +70,12 @@ open_use(const OpenArgs *o, TupleDesc *desc)
 	args[5] = TimestampTzGetDatum(o->now);
 	cscp_spi_plan(&plan,
 				  "UPDATE cscp.context x"
-				  "   SET slots = x.slots || $4,"
+				  "   SET slots = x.slots OPERATOR(pg_catalog.||) $4,"
 				  "       expires_at = cscp.context_touch(x),"
 				  "       correlation_id = coalesce($5, x.correlation_id)"
-				  " WHERE x.tenant_id = $1"
-				  "   AND x.context_id = " CSCP_LIVE_CONTEXT_ID
-				  "   AND x.status IN ('active', 'pending', 'blocked') AND x.expires_at > $6"
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1"
+				  "   AND x.context_id OPERATOR(pg_catalog.=) " CSCP_LIVE_CONTEXT_ID
+				  "   AND x.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}') AND x.expires_at OPERATOR(pg_catalog.>) $6"
 				  " RETURNING *",
 				  6, types);
 	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
@@ -105,7 +105,7 @@ cscp_context_record_expiry(HeapTuple ctx, TupleDesc desc)
 
 	cscp_spi_plan(&plan,
 				  "UPDATE cscp.context x SET status = 'expired', reason = 'ttl'"
-				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2",
 				  2, types);
 	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record the expiry of a context");
@@ -133,9 +133,9 @@ open_expire_stale(const OpenArgs *o)
 	args[2] = PointerGetDatum(o->actor);
 	cscp_spi_plan(&live_plan,
 				  "SELECT x.tenant_id, x.context_id, x.expires_at FROM cscp.context x"
-				  " WHERE x.tenant_id = $1"
-				  "   AND x.context_id = " CSCP_LIVE_CONTEXT_ID
-				  "   AND x.status IN ('active', 'pending', 'blocked')"
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1"
+				  "   AND x.context_id OPERATOR(pg_catalog.=) " CSCP_LIVE_CONTEXT_ID
+				  "   AND x.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}')"
 				  " FOR UPDATE",
 				  3, live_types);
 	if (SPI_execute_plan(live_plan, args, NULL, false, 0) != SPI_OK_SELECT)
@@ -472,10 +472,10 @@ cscp_slot_set(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
 				  "UPDATE cscp.context x"
-				  "   SET slots = CASE WHEN $3 IS NULL THEN x.slots - $2"
-				  "                    ELSE x.slots || jsonb_build_object($2, $3) END,"
+				  "   SET slots = CASE WHEN $3 IS NULL THEN x.slots OPERATOR(pg_catalog.-) $2"
+				  "                    ELSE x.slots OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object($2, $3) END,"
 				  "       expires_at = cscp.context_touch(x)"
-				  " WHERE x.context_id = $1"
+				  " WHERE x.context_id OPERATOR(pg_catalog.=) $1"
 				  " RETURNING *",
 				  3, types);
 	row = cscp_spi_update_one(plan, args, nulls, &desc, "set a slot");
@@ -527,8 +527,8 @@ cscp_context_transition(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&lock_plan,
-				  "SELECT x.tenant_id, x.status::text, x.expires_at, x.ttl FROM cscp.context x"
-				  " WHERE x.context_id = $1 FOR UPDATE",
+				  "SELECT x.tenant_id, x.status::pg_catalog.text, x.expires_at, x.ttl FROM cscp.context x"
+				  " WHERE x.context_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
 				  1, lock_types);
 	args[0] = PG_GETARG_DATUM(0);
 	if (SPI_execute_plan(lock_plan, args, NULL, false, 1) != SPI_OK_SELECT)
@@ -558,7 +558,7 @@ cscp_context_transition(PG_FUNCTION_ARGS)
 					  "UPDATE cscp.context x"
 					  "   SET status = $3::cscp.context_status, reason = coalesce($4, x.reason),"
 					  "       expires_at = $5"
-					  " WHERE x.tenant_id = $1 AND x.context_id = $2"
+					  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2"
 					  " RETURNING *",
 					  5, update_types);
 		row = cscp_spi_update_one(update_plan, args, nulls, &desc, "move a context");

@@ -426,8 +426,8 @@ live_take(Datum *args, bool mine)
 	{
 		if (live_exec(&mine_plan,
 					  "WITH mine AS (SELECT FROM cscp.context_live y"
-					  "               WHERE y.tenant_id = $1 AND y.conversation_id = $2"
-					  "                 AND y.actor_id = $3 AND y.context_id = $4),"
+					  "               WHERE y.tenant_id OPERATOR(pg_catalog.=) $1 AND y.conversation_id OPERATOR(pg_catalog.=) $2"
+					  "                 AND y.actor_id OPERATOR(pg_catalog.=) $3 AND y.context_id OPERATOR(pg_catalog.=) $4),"
 					  "     ins AS (INSERT INTO cscp.context_live"
 					  "              (tenant_id, conversation_id, actor_id, context_id, expires_at)"
 					  "             SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (SELECT FROM mine)"
@@ -445,11 +445,11 @@ live_take(Datum *args, bool mine)
 
 	return live_exec(&stale_plan,
 					 "UPDATE cscp.context_live l SET context_id = $4, expires_at = $5"
-					 " WHERE l.tenant_id = $1 AND l.conversation_id = $2 AND l.actor_id = $3"
+					 " WHERE l.tenant_id OPERATOR(pg_catalog.=) $1 AND l.conversation_id OPERATOR(pg_catalog.=) $2 AND l.actor_id OPERATOR(pg_catalog.=) $3"
 					 "   AND NOT EXISTS (SELECT FROM cscp.context x"
-					 "                    WHERE x.tenant_id = l.tenant_id"
-					 "                      AND x.context_id = l.context_id"
-					 "                      AND x.status IN ('active', 'pending', 'blocked'))",
+					 "                    WHERE x.tenant_id OPERATOR(pg_catalog.=) l.tenant_id"
+					 "                      AND x.context_id OPERATOR(pg_catalog.=) l.context_id"
+					 "                      AND x.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}'))",
 					 5, types, args, SPI_OK_UPDATE) == 1;
 }
 
@@ -519,8 +519,8 @@ live_release(HeapTuple row, TupleDesc desc)
 	live_key(row, desc, args, isnull);
 	(void) live_exec(&plan,
 					 "DELETE FROM cscp.context_live l"
-					 " WHERE l.tenant_id = $1 AND l.conversation_id = $2 AND l.actor_id = $3"
-					 "   AND l.context_id = $4",
+					 " WHERE l.tenant_id OPERATOR(pg_catalog.=) $1 AND l.conversation_id OPERATOR(pg_catalog.=) $2 AND l.actor_id OPERATOR(pg_catalog.=) $3"
+					 "   AND l.context_id OPERATOR(pg_catalog.=) $4",
 					 4, types, args, SPI_OK_DELETE);
 }
 
@@ -543,8 +543,8 @@ live_retire(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc, ContextStatus to
 	args[5] = heap_getattr(newtup, COL(CX_UPDATED_AT), desc, &isnull[5]);
 	(void) live_exec(&plan,
 					 "WITH gone AS (DELETE FROM cscp.context_live l"
-					 "               WHERE l.tenant_id = $1 AND l.conversation_id = $2"
-					 "                 AND l.actor_id = $3 AND l.context_id = $4)"
+					 "               WHERE l.tenant_id OPERATOR(pg_catalog.=) $1 AND l.conversation_id OPERATOR(pg_catalog.=) $2"
+					 "                 AND l.actor_id OPERATOR(pg_catalog.=) $3 AND l.context_id OPERATOR(pg_catalog.=) $4)"
 					 " INSERT INTO cscp.context_retired"
 					 "  (tenant_id, conversation_id, context_id, status, retired_at)"
 					 " VALUES ($1, $2, $4, $5::cscp.context_status, $6)",
@@ -574,8 +574,8 @@ retired_release(HeapTuple row, TupleDesc desc, ContextStatus status)
 			return;				/* written with the triggers off: no row to find */
 	(void) live_exec(&plan,
 					 "DELETE FROM cscp.context_retired r"
-					 " WHERE r.status = $3::cscp.context_status AND r.retired_at = $4"
-					 "   AND r.tenant_id = $1 AND r.context_id = $2",
+					 " WHERE r.status OPERATOR(pg_catalog.=) $3::cscp.context_status AND r.retired_at OPERATOR(pg_catalog.=) $4"
+					 "   AND r.tenant_id OPERATOR(pg_catalog.=) $1 AND r.context_id OPERATOR(pg_catalog.=) $2",
 					 4, types, args, SPI_OK_DELETE);
 }
 
@@ -621,8 +621,8 @@ live_follow(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc)
 	live_key(oldtup, desc, args, keynull);
 	(void) live_exec(&plan,
 					 "UPDATE cscp.context_live l SET expires_at = $5"
-					 " WHERE l.tenant_id = $1 AND l.conversation_id = $2 AND l.actor_id = $3"
-					 "   AND l.context_id = $4 AND l.expires_at IS DISTINCT FROM $5",
+					 " WHERE l.tenant_id OPERATOR(pg_catalog.=) $1 AND l.conversation_id OPERATOR(pg_catalog.=) $2 AND l.actor_id OPERATOR(pg_catalog.=) $3"
+					 "   AND l.context_id OPERATOR(pg_catalog.=) $4 AND coalesce(l.expires_at OPERATOR(pg_catalog.<>) $5, (l.expires_at IS NULL) OPERATOR(pg_catalog.<>) ($5 IS NULL))",
 					 5, types, args, SPI_OK_UPDATE);
 }
 
@@ -739,19 +739,19 @@ cscp_expire_contexts(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
 				  "UPDATE cscp.context c SET status = 'expired', reason = 'ttl'"
-				  " WHERE c.ctid = ANY (ARRAY("
+				  " WHERE c.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
 				  "           SELECT x.ctid"
 				  "             FROM (SELECT y.tenant_id, y.context_id FROM cscp.context_live y"
-				  "                    WHERE y.expires_at <= $2"
+				  "                    WHERE y.expires_at OPERATOR(pg_catalog.<=) $2"
 				  "                    ORDER BY y.expires_at"
 				  "                    LIMIT $1) l"
 				  "            CROSS JOIN LATERAL ("
 				  "                  SELECT z.ctid FROM cscp.context z"
-				  "                   WHERE z.tenant_id = l.tenant_id AND z.context_id = l.context_id"
-				  "                     AND z.status IN ('active', 'pending', 'blocked')"
-				  "                     AND z.expires_at <= $2"
+				  "                   WHERE z.tenant_id OPERATOR(pg_catalog.=) l.tenant_id AND z.context_id OPERATOR(pg_catalog.=) l.context_id"
+				  "                     AND z.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}')"
+				  "                     AND z.expires_at OPERATOR(pg_catalog.<=) $2"
 				  "                     FOR UPDATE SKIP LOCKED) x))"
-				  "   AND c.status IN ('active', 'pending', 'blocked') AND c.expires_at <= $2",
+				  "   AND c.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}') AND c.expires_at OPERATOR(pg_catalog.<=) $2",
 				  2, types);
 	ret = SPI_execute_plan(plan, args, NULL, false, 0);
 	n = SPI_processed;

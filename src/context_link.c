@@ -41,11 +41,11 @@ cscp_context_note_message(const char *tenant_id, const char *conversation_id,
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
 				  "UPDATE cscp.context x SET last_message_id = $4"
-				  " WHERE x.tenant_id = $1"
-				  " AND x.context_id = " CSCP_LIVE_CONTEXT_ID
-				  " AND x.status IN ('active', 'pending', 'blocked')"
-				  " AND x.expires_at > $5"
-				  " AND x.last_message_id IS DISTINCT FROM $4",
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1"
+				  " AND x.context_id OPERATOR(pg_catalog.=) " CSCP_LIVE_CONTEXT_ID
+				  " AND x.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}')"
+				  " AND x.expires_at OPERATOR(pg_catalog.>) $5"
+				  " AND coalesce(x.last_message_id OPERATOR(pg_catalog.<>) $4, (x.last_message_id IS NULL) OPERATOR(pg_catalog.<>) ($4 IS NULL))",
 				  5, argtypes);
 	values[0] = CStringGetTextDatum(tenant_id);
 	values[1] = CStringGetTextDatum(conversation_id);
@@ -80,18 +80,18 @@ cscp_contexts_close(const char *tenant_id, const char *conversation_id,
 				  "WITH live AS ("
 				  "  SELECT x.context_id, x.status"
 				  "    FROM cscp.context_live l JOIN cscp.context x"
-				  "         ON x.tenant_id = l.tenant_id AND x.context_id = l.context_id"
-				  "   WHERE l.tenant_id = $1 AND l.conversation_id = $2"
-				  "     AND x.status IN ('active', 'pending', 'blocked')"
+				  "         ON x.tenant_id OPERATOR(pg_catalog.=) l.tenant_id AND x.context_id OPERATOR(pg_catalog.=) l.context_id"
+				  "   WHERE l.tenant_id OPERATOR(pg_catalog.=) $1 AND l.conversation_id OPERATOR(pg_catalog.=) $2"
+				  "     AND x.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}')"
 				  "   ORDER BY x.context_id FOR UPDATE OF x)"
 				  " UPDATE cscp.context c"
-				  "    SET status = CASE WHEN c.expires_at <= $3 THEN 'expired'"
+				  "    SET status = CASE WHEN c.expires_at OPERATOR(pg_catalog.<=) $3 THEN 'expired'"
 				  "                      ELSE 'closed' END::cscp.context_status,"
-				  "        reason = CASE WHEN c.expires_at <= $3 THEN 'ttl'"
+				  "        reason = CASE WHEN c.expires_at OPERATOR(pg_catalog.<=) $3 THEN 'ttl'"
 				  "                      ELSE 'conversation_closed' END"
 				  "   FROM live"
-				  "  WHERE c.tenant_id = $1 AND c.context_id = live.context_id"
-				  " RETURNING c.context_id::text, live.status::text, c.status::text,"
+				  "  WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.context_id OPERATOR(pg_catalog.=) live.context_id"
+				  " RETURNING c.context_id::pg_catalog.text, live.status::pg_catalog.text, c.status::pg_catalog.text,"
 				  "           c.expires_at, c.last_message_id",
 				  3, argtypes);
 	values[0] = CStringGetTextDatum(tenant_id);

@@ -147,7 +147,7 @@ find_turn(const char *tenant_id, const char *conversation_id, const char *messag
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
 				  "SELECT t.turn_index, t.content_hash, t.event_id, cscp.turn_json(t) FROM cscp.turn t"
-				  " WHERE t.tenant_id = $1 AND t.conversation_id = $2 AND t.message_id = $3",
+				  " WHERE t.tenant_id OPERATOR(pg_catalog.=) $1 AND t.conversation_id OPERATOR(pg_catalog.=) $2 AND t.message_id OPERATOR(pg_catalog.=) $3",
 				  3, types);
 	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up a turn");

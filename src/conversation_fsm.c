@@ -512,10 +512,10 @@ cscp_conversation_lock(const char *tenant_id, const char *conversation_id,
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
-				  "SELECT c.agent_id, c.state::text, c.schema, c.timeout_ms, c.deadline,"
+				  "SELECT c.agent_id, c.state::pg_catalog.text, c.schema, c.timeout_ms, c.deadline,"
 				  "       c.causation_id, c.next_turn_index, c.next_event_seq, c.close_reason"
 				  "  FROM cscp.conversation c"
-				  " WHERE c.tenant_id = $1 AND c.conversation_id = $2"
+				  " WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.conversation_id OPERATOR(pg_catalog.=) $2"
 				  "   FOR UPDATE",
 				  2, types);
 	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_SELECT)
@@ -581,13 +581,13 @@ cscp_conversation_advance(const CscpConversation *conv, int32 next_turn_index,
 	cscp_spi_plan(&move_plan,
 				  "UPDATE cscp.conversation c"
 				  "   SET next_turn_index = $3, next_event_seq = $4"
-				  " WHERE c.tenant_id = $1 AND c.conversation_id = $2",
+				  " WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.conversation_id OPERATOR(pg_catalog.=) $2",
 				  4, types);
 	cscp_spi_plan(&close_plan,
 				  "UPDATE cscp.conversation c"
 				  "   SET next_turn_index = $3, next_event_seq = $4,"
 				  "       state = 'closed', close_reason = $5, outcome = $6, closed_at = $7"
-				  " WHERE c.tenant_id = $1 AND c.conversation_id = $2",
+				  " WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.conversation_id OPERATOR(pg_catalog.=) $2",
 				  7, types);
 	args[0] = CStringGetTextDatum(conv->tenant_id);
 	args[1] = CStringGetTextDatum(conv->conversation_id);

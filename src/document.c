@@ -85,11 +85,11 @@ doc_write(Datum *args)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&update_plan,
 				  "UPDATE cscp.document AS d"
-				  "    SET payload = d.payload || $4,"
+				  "    SET payload = d.payload OPERATOR(pg_catalog.||) $4,"
 				  "        updated_at = $5,"
 				  "        expires_at = $6"
-				  "  WHERE d.tenant_id = $1 AND d.session_id = $2 AND d.namespace = $3"
-				  "    AND d.expires_at > $5",
+				  "  WHERE d.tenant_id OPERATOR(pg_catalog.=) $1 AND d.session_id OPERATOR(pg_catalog.=) $2 AND d.namespace OPERATOR(pg_catalog.=) $3"
+				  "    AND d.expires_at OPERATOR(pg_catalog.>) $5",
 				  6, types);
 	if (SPI_execute_plan(update_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not write a document");
@@ -97,8 +97,8 @@ doc_write(Datum *args)
 	{
 		cscp_spi_plan(&purge_plan,
 					  "DELETE FROM cscp.document AS d"
-					  "  WHERE d.tenant_id = $1 AND d.session_id = $2 AND d.namespace = $3"
-					  "    AND d.expires_at <= $5",
+					  "  WHERE d.tenant_id OPERATOR(pg_catalog.=) $1 AND d.session_id OPERATOR(pg_catalog.=) $2 AND d.namespace OPERATOR(pg_catalog.=) $3"
+					  "    AND d.expires_at OPERATOR(pg_catalog.<=) $5",
 					  6, types);
 		if (SPI_execute_plan(purge_plan, args, NULL, false, 0) != SPI_OK_DELETE)
 			elog(ERROR, "could not write a document");
@@ -107,7 +107,7 @@ doc_write(Datum *args)
 					  "    created_at, updated_at, expires_at)"
 					  " VALUES ($1, $2, $3, $4, $5, $5, $6)"
 					  " ON CONFLICT (tenant_id, session_id, namespace) DO UPDATE"
-					  "    SET payload = d.payload || excluded.payload,"
+					  "    SET payload = d.payload OPERATOR(pg_catalog.||) excluded.payload,"
 					  "        updated_at = $5,"
 					  "        expires_at = excluded.expires_at",
 					  6, types);
@@ -170,8 +170,8 @@ cscp_doc_get(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
 				  "SELECT d.payload FROM cscp.document d"
-				  " WHERE d.tenant_id = $1 AND d.session_id = $2 AND d.namespace = $3"
-				  "   AND d.expires_at > $4",
+				  " WHERE d.tenant_id OPERATOR(pg_catalog.=) $1 AND d.session_id OPERATOR(pg_catalog.=) $2 AND d.namespace OPERATOR(pg_catalog.=) $3"
+				  "   AND d.expires_at OPERATOR(pg_catalog.>) $4",
 				  4, types);
 	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read a document");
@@ -218,8 +218,8 @@ cscp_doc_delete(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
 				  "DELETE FROM cscp.document d"
-				  " WHERE d.tenant_id = $1 AND d.session_id = $2 AND d.namespace = $3"
-				  " RETURNING d.expires_at > $4",
+				  " WHERE d.tenant_id OPERATOR(pg_catalog.=) $1 AND d.session_id OPERATOR(pg_catalog.=) $2 AND d.namespace OPERATOR(pg_catalog.=) $3"
+				  " RETURNING d.expires_at OPERATOR(pg_catalog.>) $4",
 				  4, types);
 	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_DELETE_RETURNING)
 		elog(ERROR, "could not delete a document");

@@ -109,9 +109,9 @@ cscp_event_read(const char *tenant_id, const char *conversation_id, int32 seq, C
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
 				  "SELECT e.type, e.turn_index, e.created_at,"
-				  "       CASE WHEN e.type = 'conversation.closed' THEN e.payload END"
+				  "       CASE WHEN e.type OPERATOR(pg_catalog.=) 'conversation.closed' THEN e.payload END"
 				  "  FROM cscp.event e"
-				  " WHERE e.tenant_id = $1 AND e.conversation_id = $2 AND e.seq = $3",
+				  " WHERE e.tenant_id OPERATOR(pg_catalog.=) $1 AND e.conversation_id OPERATOR(pg_catalog.=) $2 AND e.seq OPERATOR(pg_catalog.=) $3",
 				  3, types);
 	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read event %d of conversation \"%s\"", seq, conversation_id);

@@ -223,7 +223,7 @@ cscp_evidence_append(CscpEvidence *e)
 		values[1] = uuid;
 		cscp_spi_plan(&head_plan,
 					  "SELECT e.seq, e.hash FROM cscp.evidence e"
-					  " WHERE e.tenant_id = $1 AND e.command_id = $2"
+					  " WHERE e.tenant_id OPERATOR(pg_catalog.=) $1 AND e.command_id OPERATOR(pg_catalog.=) $2"
 					  " ORDER BY e.seq DESC LIMIT 1",
 					  2, head_types);
 		if (SPI_execute_plan(head_plan, values, NULL, false, 1) != SPI_OK_SELECT)
@@ -385,9 +385,9 @@ evidence_forgotten(HeapTuple tuple, TupleDesc desc, const char *tenant)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
 				  "SELECT coalesce((SELECT c.actor_id FROM cscp.command c"
-				  "                  WHERE c.tenant_id = $1 AND c.command_id = $2),"
+				  "                  WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.command_id OPERATOR(pg_catalog.=) $2),"
 				  "                (SELECT x.actor_id FROM cscp.context x"
-				  "                  WHERE x.tenant_id = $1 AND x.context_id = $3))",
+				  "                  WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $3))",
 				  3, types);
 	if (SPI_execute_plan(plan, args, nulls, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up the subject of an evidence row");
@@ -497,8 +497,8 @@ cscp_evidence_refuse(CscpEvidence *e, Datum command_id, bool has_command)
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
 		cscp_spi_plan(&plan,
-					  "SELECT c.state::text, c.conversation_id FROM cscp.command c"
-					  " WHERE c.tenant_id = $1 AND c.command_id = $2 FOR UPDATE",
+					  "SELECT c.state::pg_catalog.text, c.conversation_id FROM cscp.command c"
+					  " WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.command_id OPERATOR(pg_catalog.=) $2 FOR UPDATE",
 					  2, types);
 		args[0] = CStringGetTextDatum(e->tenant_id);
 		args[1] = command_id;

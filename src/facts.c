@@ -234,8 +234,8 @@ identity_authority(Datum tenant, Datum subject)
 
 	args[0] = tenant;
 	args[1] = subject;
-	cscp_spi_plan(&plan, "SELECT i.identity ->> 'authority' FROM cscp.identity i"
-			  " WHERE i.tenant_id = $1 AND i.subject_id = $2", 2, argtypes);
+	cscp_spi_plan(&plan, "SELECT i.identity OPERATOR(pg_catalog.->>) 'authority' FROM cscp.identity i"
+			  " WHERE i.tenant_id OPERATOR(pg_catalog.=) $1 AND i.subject_id OPERATOR(pg_catalog.=) $2", 2, argtypes);
 	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the identity of a subject");
 	if (SPI_processed != 1)
@@ -332,11 +332,11 @@ check_key_authority(HeapTuple tuple, TupleDesc desc, Datum tenant, Datum subject
 	if (SPI_execute_plan(lock_plan, args, nulls, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not lock key \"%s\"", key);
 	cscp_spi_plan(&plan, "SELECT f.fact_id, f.authority, f.authority_rank FROM cscp.fact f"
-			  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.key = $3 AND f.is_valid"
-			  " AND f.authority_rank > $4"
-			  " AND (f.scope = 'global' OR (f.scope::text = $5 AND f.scope_id IS NOT DISTINCT FROM $6))"
-			  " AND f.fact_id IS DISTINCT FROM $7"
-			  " ORDER BY f.authority_rank DESC, f.fact_id COLLATE \"C\" LIMIT 1", 7, argtypes);
+			  " WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.subject_id OPERATOR(pg_catalog.=) $2 AND f.key OPERATOR(pg_catalog.=) $3 AND f.is_valid"
+			  " AND f.authority_rank OPERATOR(pg_catalog.>) $4"
+			  " AND (f.scope OPERATOR(pg_catalog.=) 'global' OR (f.scope::pg_catalog.text OPERATOR(pg_catalog.=) $5 AND coalesce(f.scope_id OPERATOR(pg_catalog.=) $6, (f.scope_id IS NULL) OPERATOR(pg_catalog.=) ($6 IS NULL))))"
+			  " AND coalesce(f.fact_id OPERATOR(pg_catalog.<>) $7, (f.fact_id IS NULL) OPERATOR(pg_catalog.<>) ($7 IS NULL))"
+			  " ORDER BY f.authority_rank DESC, f.fact_id COLLATE pg_catalog.\"C\" LIMIT 1", 7, argtypes);
 	if (SPI_execute_plan(plan, args, nulls, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not check the authority of key \"%s\"", key);
 	if (SPI_processed == 1)
@@ -467,7 +467,7 @@ dependency_stale(HeapTuple tuple, TupleDesc desc, Datum tenant, Datum subject,
 		dep = TextDatumGetCString(deps[i]);
 		if (strcmp(dep, fact_id) == 0 ||
 			!read_fact(&plan, "SELECT f.is_valid, f.needs_review FROM cscp.fact f"
-					   " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3",
+					   " WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.subject_id OPERATOR(pg_catalog.=) $2 AND f.fact_id OPERATOR(pg_catalog.=) $3",
 					   tenant, subject, dep, false))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -496,7 +496,7 @@ check_superseded(Datum tenant, Datum subject, const char *fact_id, const char *s
 
 	if (!read_fact(&plan, "SELECT f.is_valid, f.superseded_by, f.authority, f.authority_rank"
 				   " FROM cscp.fact f"
-				   " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3"
+				   " WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.subject_id OPERATOR(pg_catalog.=) $2 AND f.fact_id OPERATOR(pg_catalog.=) $3"
 				   " FOR UPDATE",
 				   tenant, subject, supersedes, true))
 		ereport(ERROR,
@@ -628,7 +628,7 @@ supersedes_fact(Datum tenant, Datum subject, const char *successor, const char *
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (read_fact(&plan, "SELECT f.supersedes FROM cscp.fact f"
-				  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3",
+				  " WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.subject_id OPERATOR(pg_catalog.=) $2 AND f.fact_id OPERATOR(pg_catalog.=) $3",
 				  tenant, subject, successor, false))
 		back = spi_text(1);
 	ok = (back != NULL && strcmp(back, fact_id) == 0);
@@ -684,8 +684,8 @@ depends_on_fact(Datum tenant, Datum subject, const char *id, const char *fact_id
 	args[2] = CStringGetTextDatum(id);
 	args[3] = CStringGetTextDatum(fact_id);
 	return cscp_spi_exists(&plan, "SELECT 1 FROM cscp.fact f"
-						   " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3"
-						   " AND $4 = ANY (f.depends_on)", 4, argtypes, args, true,
+						   " WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.subject_id OPERATOR(pg_catalog.=) $2 AND f.fact_id OPERATOR(pg_catalog.=) $3"
+						   " AND $4 OPERATOR(pg_catalog.=) ANY (f.depends_on)", 4, argtypes, args, true,
 						   psprintf("read fact \"%s\"", id));
 }
 
@@ -807,7 +807,7 @@ cscp_fact_link(PG_FUNCTION_ARGS)
 	if (!isnull)
 	{
 		cscp_spi_plan(&mark_plan, "UPDATE cscp.fact f SET is_valid = false, superseded_by = $3"
-				  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $4 AND f.is_valid",
+				  " WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.subject_id OPERATOR(pg_catalog.=) $2 AND f.fact_id OPERATOR(pg_catalog.=) $4 AND f.is_valid",
 				  4, argtypes);
 		if (SPI_execute_plan(mark_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
 			elog(ERROR, "could not mark a superseded fact");
@@ -820,23 +820,23 @@ cscp_fact_link(PG_FUNCTION_ARGS)
 		/* Repair: every fact derived from the superseded one, at any depth. */
 		cscp_spi_plan(&repair_plan,
 				  "WITH RECURSIVE derived(fact_id) AS ("
-				  "  SELECT unnest(f.derived_facts) FROM cscp.fact f"
-				  "   WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $4"
+				  "  SELECT pg_catalog.unnest(f.derived_facts) FROM cscp.fact f"
+				  "   WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.subject_id OPERATOR(pg_catalog.=) $2 AND f.fact_id OPERATOR(pg_catalog.=) $4"
 				  "  UNION"
-				  "  SELECT unnest(f.derived_facts) FROM cscp.fact f JOIN derived d"
-				  "    ON f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = d.fact_id)"
+				  "  SELECT pg_catalog.unnest(f.derived_facts) FROM cscp.fact f JOIN derived d"
+				  "    ON f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.subject_id OPERATOR(pg_catalog.=) $2 AND f.fact_id OPERATOR(pg_catalog.=) d.fact_id)"
 				  " UPDATE cscp.fact f SET needs_review = true FROM derived d"
-				  "  WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = d.fact_id"
-				  "    AND f.is_valid AND NOT f.needs_review AND f.fact_id <> $3",
+				  "  WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.subject_id OPERATOR(pg_catalog.=) $2 AND f.fact_id OPERATOR(pg_catalog.=) d.fact_id"
+				  "    AND f.is_valid AND NOT f.needs_review AND f.fact_id OPERATOR(pg_catalog.<>) $3",
 				  4, argtypes);
 		if (SPI_execute_plan(repair_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
 			elog(ERROR, "could not flag derived facts for review");
 	}
 
 	text_array_col(tuple, desc, COL(F_DEPENDS_ON), &deps, &depnulls, &ndeps);
-	cscp_spi_plan(&derive_plan, "UPDATE cscp.fact f SET derived_facts = array_append(f.derived_facts, $3)"
-			  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $4"
-			  " AND NOT ($3 = ANY (f.derived_facts))", 4, argtypes);
+	cscp_spi_plan(&derive_plan, "UPDATE cscp.fact f SET derived_facts = pg_catalog.array_append(f.derived_facts, $3)"
+			  " WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.subject_id OPERATOR(pg_catalog.=) $2 AND f.fact_id OPERATOR(pg_catalog.=) $4"
+			  " AND NOT ($3 OPERATOR(pg_catalog.=) ANY (f.derived_facts))", 4, argtypes);
 	for (int i = 0; i < ndeps; i++)
 	{
 		if (depnulls[i])
@@ -967,13 +967,13 @@ chain_store(ChainReader *r)
 #define CHAIN_WALK(step, limit, row) \
 	"WITH RECURSIVE walk(fact_id, is_valid, superseded_by, supersedes) AS (" \
 	"  SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes FROM cscp.fact f" \
-	"   WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3" \
+	"   WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.subject_id OPERATOR(pg_catalog.=) $2 AND f.fact_id OPERATOR(pg_catalog.=) $3" \
 	"  UNION" \
 	"  SELECT n.fact_id, n.is_valid, n.superseded_by, n.supersedes" \
 	"    FROM walk w CROSS JOIN LATERAL (" \
 	"         SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes" \
 	"           FROM cscp.fact f" \
-	"          WHERE f.tenant_id = $1 AND f.subject_id = $2" \
+	"          WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.subject_id OPERATOR(pg_catalog.=) $2" \
 	"            AND f.fact_id " step \
 	"          LIMIT " limit ") n)" \
 	" SELECT w.fact_id, w.is_valid, w.superseded_by, w.supersedes, " row \
@@ -982,7 +982,7 @@ chain_store(ChainReader *r)
 /* The whole row of the walk's fact w, in CHAIN_WALK. */
 #define CHAIN_ROW \
 	"(SELECT h FROM cscp.fact h" \
-	"  WHERE h.tenant_id = $1 AND h.subject_id = $2 AND h.fact_id = w.fact_id)"
+	"  WHERE h.tenant_id OPERATOR(pg_catalog.=) $1 AND h.subject_id OPERATOR(pg_catalog.=) $2 AND h.fact_id OPERATOR(pg_catalog.=) w.fact_id)"
 
 /*
  * Read the facts reachable from start (forward only, or both ways with
@@ -1022,7 +1022,7 @@ chain_read(ChainReader *r, text *tenant, text *subject, const char *start, bool 
 					  "SELECT f.fact_id, f.is_valid, f.superseded_by, f.supersedes,"
 					  "       CASE WHEN f.superseded_by IS NULL THEN f END"
 					  "  FROM cscp.fact f"
-					  " WHERE f.tenant_id = $1 AND f.subject_id = $2 AND f.fact_id = $3",
+					  " WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.subject_id OPERATOR(pg_catalog.=) $2 AND f.fact_id OPERATOR(pg_catalog.=) $3",
 					  3, types);
 		if (SPI_execute_plan(start_plan, args, NULL, true, 1) != SPI_OK_SELECT)
 			elog(ERROR, "could not read a fact");
@@ -1037,11 +1037,11 @@ chain_read(ChainReader *r, text *tenant, text *subject, const char *start, bool 
 	}
 	if (both)
 		cscp_spi_plan(&both_plan,
-					  CHAIN_WALK("= ANY (ARRAY[w.superseded_by, w.supersedes])", "2", CHAIN_ROW),
+					  CHAIN_WALK("OPERATOR(pg_catalog.=) ANY (ARRAY[w.superseded_by, w.supersedes])", "2", CHAIN_ROW),
 					  3, types);
 	else
 		cscp_spi_plan(&forward_plan,
-					  CHAIN_WALK("= w.superseded_by", "1",
+					  CHAIN_WALK("OPERATOR(pg_catalog.=) w.superseded_by", "1",
 								 "CASE WHEN w.superseded_by IS NULL THEN " CHAIN_ROW " END"),
 					  3, types);
 	if (SPI_execute_plan(both ? both_plan : forward_plan, args, NULL, true, 0) != SPI_OK_SELECT)

@@ -192,7 +192,7 @@ forgotten_at(const char *tenant_id, const char *kind, const char *id, bool lock,
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
 				  "SELECT t.forgotten_at FROM cscp.tombstone t"
-				  " WHERE t.tenant_id = $1 AND t.id_hash = $2",
+				  " WHERE t.tenant_id OPERATOR(pg_catalog.=) $1 AND t.id_hash OPERATOR(pg_catalog.=) $2",
 				  2, argtypes);
 	args[0] = CStringGetTextDatum(tenant_id);
 	args[1] = CStringGetTextDatum(cscp_forget_hash(tenant_id, kind, id));
@@ -303,35 +303,35 @@ typedef struct EraseStep
 } EraseStep;
 
 static const EraseStep conversation_steps[] = {
-	{"evidence", "DELETE FROM cscp.evidence e WHERE e.tenant_id = $1 AND e.conversation_id = $2"},
-	{"answers", "DELETE FROM cscp.answer a WHERE a.tenant_id = $1 AND a.conversation_id = $2"},
-	{"commands", "DELETE FROM cscp.command c WHERE c.tenant_id = $1 AND c.conversation_id = $2"},
-	{"frames", "DELETE FROM cscp.frame f WHERE f.tenant_id = $1 AND f.conversation_id = $2"},
-	{"contexts", "DELETE FROM cscp.context c WHERE c.tenant_id = $1 AND c.conversation_id = $2"},
-	{"turns", "DELETE FROM cscp.turn t WHERE t.tenant_id = $1 AND t.conversation_id = $2"},
-	{"events", "DELETE FROM cscp.event e WHERE e.tenant_id = $1 AND e.conversation_id = $2"},
-	{"conversations", "DELETE FROM cscp.conversation c WHERE c.tenant_id = $1 AND c.conversation_id = $2"},
-	{"documents", "DELETE FROM cscp.document d WHERE d.tenant_id = $1 AND d.session_id = $2"},
-	{"working_set", "DELETE FROM cscp.working_set w WHERE w.tenant_id = $1 AND w.session_id = $2"},
-	{"environment", "DELETE FROM cscp.environment e WHERE e.tenant_id = $1 AND e.session_id = $2"},
-	{"inspections", "DELETE FROM cscp.inspection_log i WHERE i.tenant_id = $1 AND i.conversation_id = $2"},
+	{"evidence", "DELETE FROM cscp.evidence e WHERE e.tenant_id OPERATOR(pg_catalog.=) $1 AND e.conversation_id OPERATOR(pg_catalog.=) $2"},
+	{"answers", "DELETE FROM cscp.answer a WHERE a.tenant_id OPERATOR(pg_catalog.=) $1 AND a.conversation_id OPERATOR(pg_catalog.=) $2"},
+	{"commands", "DELETE FROM cscp.command c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.conversation_id OPERATOR(pg_catalog.=) $2"},
+	{"frames", "DELETE FROM cscp.frame f WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.conversation_id OPERATOR(pg_catalog.=) $2"},
+	{"contexts", "DELETE FROM cscp.context c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.conversation_id OPERATOR(pg_catalog.=) $2"},
+	{"turns", "DELETE FROM cscp.turn t WHERE t.tenant_id OPERATOR(pg_catalog.=) $1 AND t.conversation_id OPERATOR(pg_catalog.=) $2"},
+	{"events", "DELETE FROM cscp.event e WHERE e.tenant_id OPERATOR(pg_catalog.=) $1 AND e.conversation_id OPERATOR(pg_catalog.=) $2"},
+	{"conversations", "DELETE FROM cscp.conversation c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.conversation_id OPERATOR(pg_catalog.=) $2"},
+	{"documents", "DELETE FROM cscp.document d WHERE d.tenant_id OPERATOR(pg_catalog.=) $1 AND d.session_id OPERATOR(pg_catalog.=) $2"},
+	{"working_set", "DELETE FROM cscp.working_set w WHERE w.tenant_id OPERATOR(pg_catalog.=) $1 AND w.session_id OPERATOR(pg_catalog.=) $2"},
+	{"environment", "DELETE FROM cscp.environment e WHERE e.tenant_id OPERATOR(pg_catalog.=) $1 AND e.session_id OPERATOR(pg_catalog.=) $2"},
+	{"inspections", "DELETE FROM cscp.inspection_log i WHERE i.tenant_id OPERATOR(pg_catalog.=) $1 AND i.conversation_id OPERATOR(pg_catalog.=) $2"},
 };
 
 static const EraseStep subject_steps[] = {
 	/* The chains of its commands, and the standalone rows of its contexts. */
-	{"evidence", "DELETE FROM cscp.evidence e WHERE e.tenant_id = $1 AND ("
-		" e.command_id IN (SELECT c.command_id FROM cscp.command c"
-		"                   WHERE c.tenant_id = $1 AND c.actor_id = $2)"
-		" OR (e.command_id IS NULL AND e.context_ref ->> 'context_id' IN"
-		"     (SELECT x.context_id::text FROM cscp.context x"
-		"       WHERE x.tenant_id = $1 AND x.actor_id = $2)))"},
-	{"answers", "DELETE FROM cscp.answer a WHERE a.tenant_id = $1 AND a.answered_by = $2"},
-	{"commands", "DELETE FROM cscp.command c WHERE c.tenant_id = $1 AND c.actor_id = $2"},
-	{"frames", "DELETE FROM cscp.frame f WHERE f.tenant_id = $1 AND f.context_id IN"
-		" (SELECT x.context_id FROM cscp.context x WHERE x.tenant_id = $1 AND x.actor_id = $2)"},
-	{"contexts", "DELETE FROM cscp.context c WHERE c.tenant_id = $1 AND c.actor_id = $2"},
-	{"facts", "DELETE FROM cscp.fact f WHERE f.tenant_id = $1 AND f.subject_id = $2"},
-	{"identity", "DELETE FROM cscp.identity i WHERE i.tenant_id = $1 AND i.subject_id = $2"},
+	{"evidence", "DELETE FROM cscp.evidence e WHERE e.tenant_id OPERATOR(pg_catalog.=) $1 AND ("
+		" e.command_id OPERATOR(pg_catalog.=) ANY (SELECT c.command_id FROM cscp.command c"
+		"                   WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.actor_id OPERATOR(pg_catalog.=) $2)"
+		" OR (e.command_id IS NULL AND (e.context_ref OPERATOR(pg_catalog.->>) 'context_id') OPERATOR(pg_catalog.=) ANY"
+		"     (SELECT x.context_id::pg_catalog.text FROM cscp.context x"
+		"       WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.actor_id OPERATOR(pg_catalog.=) $2)))"},
+	{"answers", "DELETE FROM cscp.answer a WHERE a.tenant_id OPERATOR(pg_catalog.=) $1 AND a.answered_by OPERATOR(pg_catalog.=) $2"},
+	{"commands", "DELETE FROM cscp.command c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.actor_id OPERATOR(pg_catalog.=) $2"},
+	{"frames", "DELETE FROM cscp.frame f WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.context_id OPERATOR(pg_catalog.=) ANY"
+		" (SELECT x.context_id FROM cscp.context x WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.actor_id OPERATOR(pg_catalog.=) $2)"},
+	{"contexts", "DELETE FROM cscp.context c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.actor_id OPERATOR(pg_catalog.=) $2"},
+	{"facts", "DELETE FROM cscp.fact f WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.subject_id OPERATOR(pg_catalog.=) $2"},
+	{"identity", "DELETE FROM cscp.identity i WHERE i.tenant_id OPERATOR(pg_catalog.=) $1 AND i.subject_id OPERATOR(pg_catalog.=) $2"},
 };
 
 #define MAX_ERASE_STEPS 16
@@ -396,10 +396,10 @@ forget(text *tenant, text *id, const char *kind, const char *argname,
 	/* The tombstone keeps the totals of every erasure of this id. */
 	cscp_spi_plan(&count_plan,
 				  "UPDATE cscp.tombstone t"
-				  "   SET counts = (SELECT jsonb_object_agg(c.key, c.value::bigint"
-				  "                        + coalesce((t.counts ->> c.key)::bigint, 0))"
-				  "                   FROM jsonb_each_text($3) c)"
-				  " WHERE t.tenant_id = $1 AND t.id_hash = $2",
+				  "   SET counts = (SELECT pg_catalog.jsonb_object_agg(c.key, c.value::bigint"
+				  "                        OPERATOR(pg_catalog.+) coalesce((t.counts OPERATOR(pg_catalog.->>) c.key)::bigint, 0))"
+				  "                   FROM pg_catalog.jsonb_each_text($3) c)"
+				  " WHERE t.tenant_id OPERATOR(pg_catalog.=) $1 AND t.id_hash OPERATOR(pg_catalog.=) $2",
 				  3, count_types);
 	args[1] = CStringGetTextDatum(hash);
 	args[2] = DirectFunctionCall1(jsonb_in, CStringGetDatum(counts.data));

@@ -279,7 +279,7 @@ cscp_frame_record(Datum tenant, text *conversation, Datum context_id, Jsonb *sta
 		args[2] = CStringGetTextDatum(*hash);
 		cscp_spi_plan(&find_plan,
 					  "SELECT f.frame_id FROM cscp.frame f"
-					  " WHERE f.tenant_id = $1 AND f.context_id = $2 AND f.context_hash = $3",
+					  " WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.context_id OPERATOR(pg_catalog.=) $2 AND f.context_hash OPERATOR(pg_catalog.=) $3",
 					  3, find_types);
 		if (SPI_execute_plan(find_plan, args, NULL, false, 0) != SPI_OK_SELECT ||
 			SPI_processed != 1)
@@ -339,17 +339,17 @@ frame_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
-				  "SELECT CASE WHEN c.conversation_id <> $3"
+				  "SELECT CASE WHEN c.conversation_id OPERATOR(pg_catalog.<>) $3"
 				  "            THEN 'its context is of another conversation'"
-				  "            WHEN c.status NOT IN ('active', 'pending', 'blocked')"
-				  "                 OR c.expires_at <= cscp.now()"
+				  "            WHEN c.status OPERATOR(pg_catalog.<>) ALL ('{active,pending,blocked}')"
+				  "                 OR c.expires_at OPERATOR(pg_catalog.<=) cscp.now()"
 				  "            THEN 'its context is expired or closed'"
-				  "            WHEN jsonb_typeof($4->'message_ids') IS DISTINCT FROM 'array'"
+				  "            WHEN coalesce(pg_catalog.jsonb_typeof($4 OPERATOR(pg_catalog.->) 'message_ids') OPERATOR(pg_catalog.<>) 'array', true)"
 				  "            THEN 'its state has no message ids' END AS problem,"
-				  "       ARRAY(SELECT jsonb_array_elements_text($4->'message_ids')) AS ids,"
+				  "       ARRAY(SELECT pg_catalog.jsonb_array_elements_text($4 OPERATOR(pg_catalog.->) 'message_ids')) AS ids,"
 				  "       c.tenant_id, c.conversation_id, c.actor_id, c.status, c.expires_at,"
 				  "       c.last_message_id, c.slots"
-				  "  FROM cscp.context c WHERE c.tenant_id = $1 AND c.context_id = $2",
+				  "  FROM cscp.context c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.context_id OPERATOR(pg_catalog.=) $2",
 				  4, types);
 	if (SPI_execute_plan(plan, args, nulls, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up the context of a frame");

@@ -128,7 +128,7 @@ http_error(int status, const char *code, const char *message, const char *sqlsta
 	nulls[5] = challenge != NULL ? ' ' : 'n';
 	return http_sql_value(&plan,
 						  "SELECT cscp._http_error($1, $2, $3, $4, $5,"
-						  " CASE WHEN $6 IS NULL THEN '{}'::jsonb"
+						  " CASE WHEN $6 IS NULL THEN '{}'::pg_catalog.jsonb"
 						  " ELSE pg_catalog.jsonb_build_object('WWW-Authenticate', $6) END)",
 						  6, types, args, nulls, &isnull);
 }
@@ -237,10 +237,10 @@ record_use(const char *tenant, const char *label, HeapTuple key, TupleDesc desc,
 	cscp_spi_plan(&touch,
 				  "UPDATE cscp.api_key a SET last_used_at = $3"
 				  "  FROM (SELECT k.tenant_id, k.label FROM cscp.api_key k"
-				  "         WHERE k.tenant_id = $1 AND k.label = $2"
-				  "           AND (k.last_used_at IS NULL OR k.last_used_at <= $3 - interval '1 minute')"
+				  "         WHERE k.tenant_id OPERATOR(pg_catalog.=) $1 AND k.label OPERATOR(pg_catalog.=) $2"
+				  "           AND (k.last_used_at IS NULL OR k.last_used_at OPERATOR(pg_catalog.<=) ($3 OPERATOR(pg_catalog.-) interval '1 minute'))"
 				  "           FOR UPDATE SKIP LOCKED) l"
-				  " WHERE a.tenant_id = l.tenant_id AND a.label = l.label",
+				  " WHERE a.tenant_id OPERATOR(pg_catalog.=) l.tenant_id AND a.label OPERATOR(pg_catalog.=) l.label",
 				  3, touch_types);
 	if (SPI_execute_plan(touch, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record the use of an API key");
@@ -277,7 +277,7 @@ http_authenticate(text *auth, const char *scope, Datum *failure)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&lookup,
 				  "SELECT a.tenant_id, a.label, a.scopes, a.expires_at, a.revoked_at, a.last_used_at"
-				  "  FROM cscp.api_key a WHERE a.key_hash = $1",
+				  "  FROM cscp.api_key a WHERE a.key_hash OPERATOR(pg_catalog.=) $1",
 				  1, lookup_types);
 	if (SPI_execute_plan(lookup, &arg, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up an API key");
@@ -592,8 +592,8 @@ doc_put_checks(text *content_type, text *body, const char *hint, Jsonb **doc, Da
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
 				  "SELECT b.doc, CASE WHEN b.doc IS NULL THEN b.failure"
-				  "  WHEN NOT b.doc ? 'ttlSeconds' THEN cscp._http_field(b.doc, 'ttlSeconds', 'integer', true, $3)"
-				  "  WHEN NOT b.doc ? 'payload' THEN cscp._http_field(b.doc, 'payload', 'object', true, $3)"
+				  "  WHEN NOT b.doc OPERATOR(pg_catalog.?) 'ttlSeconds' THEN cscp._http_field(b.doc, 'ttlSeconds', 'integer', true, $3)"
+				  "  WHEN NOT b.doc OPERATOR(pg_catalog.?) 'payload' THEN cscp._http_field(b.doc, 'payload', 'object', true, $3)"
 				  "  ELSE cscp._http_field(b.doc, 'ttlSeconds', 'integer', true, $3) END"
 				  "  FROM cscp._http_body($1, $2, true, true, $3) b",
 				  3, types);

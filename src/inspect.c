@@ -68,18 +68,18 @@ inspect_plan(SPIPlanPtr *plan, const char *source, bool log_empty)
 		return;
 	cscp_spi_plan(plan, psprintf("WITH shown AS MATERIALIZED ("
 								 "  SELECT v.* FROM %s v"
-								 "   WHERE ($1::text[] IS NULL OR v.tenant_id = ANY ($1::text[]))"
-								 "     AND ($2::text IS NULL OR v.tenant_id = $2::text)"
-								 "     AND ($3::text IS NULL OR v.conversation_id = $3::text)"
-								 "     AND ($4::text IS NULL OR v.tenant_id = $4::text)),"
+								 "   WHERE ($1::pg_catalog.text[] IS NULL OR v.tenant_id OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[]))"
+								 "     AND ($2::pg_catalog.text IS NULL OR v.tenant_id OPERATOR(pg_catalog.=) $2::pg_catalog.text)"
+								 "     AND ($3::pg_catalog.text IS NULL OR v.conversation_id OPERATOR(pg_catalog.=) $3::pg_catalog.text)"
+								 "     AND ($4::pg_catalog.text IS NULL OR v.tenant_id OPERATOR(pg_catalog.=) $4::pg_catalog.text)),"
 								 " logged AS ("
 								 "  INSERT INTO cscp.inspection_log"
 								 "         (tenant_id, inspector, conversation_id, rows_shown, source)"
-								 "  SELECT s.tenant_id, $5::name, s.conversation_id, count(*)::int, $6::text"
+								 "  SELECT s.tenant_id, $5::pg_catalog.name, s.conversation_id, pg_catalog.count(*)::int, $6::pg_catalog.text"
 								 "    FROM shown s GROUP BY s.tenant_id, s.conversation_id"
 								 "  UNION ALL"
-								 "  SELECT $2::text, $5::name, $3::text, 0, $6::text"
-								 "   WHERE %s AND $2::text IS NOT NULL AND $3::text IS NOT NULL"
+								 "  SELECT $2::pg_catalog.text, $5::pg_catalog.name, $3::pg_catalog.text, 0, $6::pg_catalog.text"
+								 "   WHERE %s AND $2::pg_catalog.text IS NOT NULL AND $3::pg_catalog.text IS NOT NULL"
 								 "     AND NOT EXISTS (SELECT FROM shown))"
 								 " SELECT s.* FROM shown s",
 								 source, log_empty ? "true" : "false"),
@@ -244,8 +244,8 @@ cscp_check_invariants(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
-				  "SELECT i.* FROM cscp._check_invariants($1::text) i"
-				  " WHERE $2::text[] IS NULL OR i.tenant_id = ANY ($2::text[])",
+				  "SELECT i.* FROM cscp._check_invariants($1::pg_catalog.text) i"
+				  " WHERE $2::pg_catalog.text[] IS NULL OR i.tenant_id OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[])",
 				  2, argtypes);
 	if (SPI_execute_plan(plan, args, nulls, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "cscp._check_invariants failed");

@@ -401,9 +401,9 @@ policy_read(const char *tenant_id, MemoryContext cxt)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
 				  "SELECT coalesce((SELECT p.settings FROM cscp.policy p"
-				  "                  WHERE p.tenant_id = '*'), '{}'::jsonb)"
-				  "    || coalesce((SELECT p.settings FROM cscp.policy p"
-				  "                  WHERE p.tenant_id = $1), '{}'::jsonb)",
+				  "                  WHERE p.tenant_id OPERATOR(pg_catalog.=) '*'), '{}'::pg_catalog.jsonb)"
+				  "    OPERATOR(pg_catalog.||) coalesce((SELECT p.settings FROM cscp.policy p"
+				  "                  WHERE p.tenant_id OPERATOR(pg_catalog.=) $1), '{}'::pg_catalog.jsonb)",
 				  1, argtypes);
 	if (SPI_execute_plan(plan, &arg, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not read the policy of tenant \"%s\"", tenant_id);

@@ -73,8 +73,8 @@ registry_lookup(text *tenant, text *name, bool *mutating, bool *needs_approval)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
 				  "SELECT r.mutating, r.needs_approval FROM cscp.command_registry r"
-				  " WHERE r.tenant_id IN ($1, '*') AND r.command_name = $2"
-				  " ORDER BY r.tenant_id = '*' LIMIT 1",
+				  " WHERE r.tenant_id OPERATOR(pg_catalog.=) ANY (ARRAY[$1, '*']) AND r.command_name OPERATOR(pg_catalog.=) $2"
+				  " ORDER BY r.tenant_id OPERATOR(pg_catalog.=) '*' LIMIT 1",
 				  2, argtypes);
 	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the command registry");
@@ -177,13 +177,13 @@ cscp_registry_unapproved(Datum tenant, Datum command_id)
 
 	return cscp_spi_exists(&plan,
 						   "SELECT 1 FROM cscp.command c"
-						   " WHERE c.tenant_id = $1 AND c.command_id = $2"
+						   " WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.command_id OPERATOR(pg_catalog.=) $2"
 						   "   AND (SELECT r.needs_approval FROM cscp.command_registry r"
-						   "         WHERE r.tenant_id IN (c.tenant_id, '*') AND r.command_name = c.command_name"
-						   "         ORDER BY r.tenant_id = '*' LIMIT 1)"
+						   "         WHERE r.tenant_id OPERATOR(pg_catalog.=) ANY (ARRAY[c.tenant_id, '*']) AND r.command_name OPERATOR(pg_catalog.=) c.command_name"
+						   "         ORDER BY r.tenant_id OPERATOR(pg_catalog.=) '*' LIMIT 1)"
 						   "   AND NOT EXISTS (SELECT 1 FROM cscp.answer a"
-						   "                    WHERE a.tenant_id = c.tenant_id AND a.kind = 'approve'"
-						   "                      AND a.command_id = c.command_id AND a.outcome = 'approved')",
+						   "                    WHERE a.tenant_id OPERATOR(pg_catalog.=) c.tenant_id AND a.kind OPERATOR(pg_catalog.=) 'approve'"
+						   "                      AND a.command_id OPERATOR(pg_catalog.=) c.command_id AND a.outcome OPERATOR(pg_catalog.=) 'approved')",
 						   2, argtypes, args, true, "read the command registry");
 }
 

@@ -415,10 +415,10 @@ check_pending_binding(const char *slot, JsonbValue *v, Datum *key)
 	args[3] = key[2];
 	args[4] = key[3];
 	cscp_spi_plan(&plan,
-				  "SELECT x.state::text, x.window_expires_at, x.idempotency_key, x.target_fingerprint"
+				  "SELECT x.state::pg_catalog.text, x.window_expires_at, x.idempotency_key, x.target_fingerprint"
 				  "  FROM cscp.command x"
-				  " WHERE x.tenant_id = $1 AND x.command_id = $2 AND x.conversation_id = $3"
-				  "   AND x.actor_id = $4 AND x.context_id = $5",
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2 AND x.conversation_id OPERATOR(pg_catalog.=) $3"
+				  "   AND x.actor_id OPERATOR(pg_catalog.=) $4 AND x.context_id OPERATOR(pg_catalog.=) $5",
 				  5, argtypes);
 	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the command of a pending slot");

@@ -7,11 +7,33 @@
  *	  dropped when the table is invalidated.
  *
  * Each query is prepared once per backend and kept (SPI_keepplan); the
- * plan cache replans it when a table it reads changes, so the only rule for
- * the SQL text is the usual one: every name schema-qualified, and types of
- * cscp's own named in the text (a cast) rather than passed as parameter
- * OIDs, which would not survive the extension being dropped and created
- * again in the same session.
+ * plan cache replans it when a table it reads changes.  Types of cscp's own
+ * are named in the text (a cast) rather than passed as parameter OIDs,
+ * which would not survive the extension being dropped and created again in
+ * the same session.
+ *
+ * The rule for every SQL text cscp's C code runs (here, cscp_owner_exec,
+ * cscp_spi_exists, SPI_execute*, in any file): it resolves in pg_catalog
+ * and cscp only, whatever the caller's search_path.  A statement is parsed
+ * under the search_path of whoever calls cscp, often a superuser or the
+ * extension's owner (a cron's cscp.sweep(), the worker, a trigger), and an
+ * object a tenant planted in a schema on that path (public, pg_temp) would
+ * otherwise run with their rights: an exact-type operator beats
+ * pg_catalog's polymorphic one even when pg_catalog comes first.  So, as
+ * PostgreSQL's own ri_triggers.c does, every name is qualified:
+ * relations cscp.t; functions pg_catalog.f(...) or cscp.f(...); types in
+ * casts ::pg_catalog.text, ::cscp.command_state (int, bigint, boolean,
+ * interval are keywords and need nothing); every operator
+ * OPERATOR(pg_catalog.=), OPERATOR(pg_catalog.->>), ..., which binds as a
+ * generic operator (parenthesise a - b inside a comparison); IN (...)
+ * written OPERATOR(pg_catalog.=) ANY ('{a,b}'), IS DISTINCT FROM written
+ * with coalesce, CASE x WHEN written CASE WHEN x OPERATOR(pg_catalog.=),
+ * collations pg_catalog."C", text search configurations
+ * 'pg_catalog.english'.  COALESCE, EXISTS, ORDER BY, DISTINCT, GROUP BY
+ * and UNION need nothing (keywords, or the type's default operator class).
+ * test/scripts/spi-qualified.py fails `make test` on an unqualified name in
+ * a SQL text of src/, and test/pgtap/search_path.sql runs the API with
+ * shadowing objects planted.
  *
  *-------------------------------------------------------------------------
  */

@@ -105,9 +105,9 @@ lapse_windows(int32 batch, Datum now, int64 *counts)
 	cscp_spi_plan(&due_plan,
 				  "SELECT w.tenant_id, w.command_id,"
 				  "       (SELECT x.context_id FROM cscp.command x"
-				  "         WHERE x.tenant_id = w.tenant_id AND x.command_id = w.command_id) AS context_id"
+				  "         WHERE x.tenant_id OPERATOR(pg_catalog.=) w.tenant_id AND x.command_id OPERATOR(pg_catalog.=) w.command_id) AS context_id"
 				  "  FROM cscp.command_window w"
-				  " WHERE w.window_expires_at <= $1"
+				  " WHERE w.window_expires_at OPERATOR(pg_catalog.<=) $1"
 				  " ORDER BY w.window_expires_at"
 				  " LIMIT $2",
 				  2, due_types);
@@ -136,7 +136,7 @@ lapse_windows(int32 batch, Datum now, int64 *counts)
 			args[0] = tenant;
 			args[1] = context_id;
 			cscp_spi_plan(&context_plan,
-						  "SELECT * FROM cscp.context x WHERE x.tenant_id = $1 AND x.context_id = $2"
+						  "SELECT * FROM cscp.context x WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2"
 						  "   FOR UPDATE SKIP LOCKED",
 						  2, key_types);
 			cscp_spi_run(context_plan, args, NULL, SPI_OK_SELECT);
@@ -153,9 +153,9 @@ lapse_windows(int32 batch, Datum now, int64 *counts)
 		args[1] = command_id;
 		args[2] = now;
 		cscp_spi_plan(&command_plan,
-					  "SELECT * FROM cscp.command x WHERE x.tenant_id = $1 AND x.command_id = $2"
-					  "   AND x.state IN ('confirmation_required', 'authz_pending')"
-					  "   AND x.window_expires_at <= $3"
+					  "SELECT * FROM cscp.command x WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2"
+					  "   AND x.state OPERATOR(pg_catalog.=) ANY ('{confirmation_required,authz_pending}')"
+					  "   AND x.window_expires_at OPERATOR(pg_catalog.<=) $3"
 					  "   FOR UPDATE SKIP LOCKED",
 					  3, command_types);
 		cscp_spi_run(command_plan, args, NULL, SPI_OK_SELECT);
@@ -201,7 +201,7 @@ time_out_conversations(int32 batch, Datum now, int64 *counts)
 
 	cscp_spi_plan(&plan,
 				  "SELECT c.tenant_id, c.conversation_id FROM cscp.conversation c"
-				  " WHERE c.state = 'open' AND c.deadline <= $1"
+				  " WHERE c.state OPERATOR(pg_catalog.=) 'open' AND c.deadline OPERATOR(pg_catalog.<=) $1"
 				  " ORDER BY c.deadline"
 				  " LIMIT $2"
 				  "   FOR UPDATE SKIP LOCKED",

@@ -264,7 +264,7 @@ turn_stored(const CscpConversation *conv, int32 turn_index)
 	args[2] = Int32GetDatum(turn_index);
 	return cscp_spi_exists(&plan,
 						   "SELECT 1 FROM cscp.turn t"
-						   " WHERE t.tenant_id = $1 AND t.conversation_id = $2 AND t.turn_index = $3",
+						   " WHERE t.tenant_id OPERATOR(pg_catalog.=) $1 AND t.conversation_id OPERATOR(pg_catalog.=) $2 AND t.turn_index OPERATOR(pg_catalog.=) $3",
 						   3, types, args, false, "look up a turn");
 }
 

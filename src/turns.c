@@ -435,8 +435,8 @@ cscp_turn_validate_early(const char *tenant_id, const char *conversation_id, Jso
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
 				  "SELECT c.schema FROM cscp.conversation c"
-				  " WHERE c.tenant_id = $1 AND c.conversation_id = $2"
-				  "   AND c.state = 'open' AND (c.deadline IS NULL OR c.deadline > $3)",
+				  " WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.conversation_id OPERATOR(pg_catalog.=) $2"
+				  "   AND c.state OPERATOR(pg_catalog.=) 'open' AND (c.deadline IS NULL OR c.deadline OPERATOR(pg_catalog.>) $3)",
 				  3, argtypes);
 	args[0] = CStringGetTextDatum(tenant_id);
 	args[1] = CStringGetTextDatum(conversation_id);

@@ -17,7 +17,8 @@
  * it paces its own calls.  Nothing's correctness depends on the worker:
  * readers treat anything past its time as expired, and the sweep only
  * records and tidies.  An error in a sweep is logged and the worker waits
- * for the next interval.
+ * for the next interval.  Its session's search_path is pinned to
+ * pg_catalog, pg_temp at start, over any setting of the database or role.
  *
  *-------------------------------------------------------------------------
  */
@@ -77,7 +78,7 @@ sweep_once(bool *backlog)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "SELECT cscp.sweep()");
 
-	if (SPI_execute("SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'cscp'",
+	if (SPI_execute("SELECT 1 FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'cscp'",
 					true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up extension cscp");
 	installed = SPI_processed == 1;
@@ -88,8 +89,8 @@ sweep_once(bool *backlog)
 		Datum		args[1] = {Int32GetDatum(cscp_sweep_batch)};
 		bool		isnull;
 
-		if (SPI_execute_with_args("SELECT s::text, EXISTS (SELECT FROM pg_catalog.jsonb_each_text(s) e"
-								  "                         WHERE e.value::bigint >= $1)"
+		if (SPI_execute_with_args("SELECT s::pg_catalog.text, EXISTS (SELECT FROM pg_catalog.jsonb_each_text(s) e"
+								  "                         WHERE e.value::bigint OPERATOR(pg_catalog.>=) $1)"
 								  "  FROM cscp.sweep($1) s",
 								  1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT ||
 			SPI_processed != 1)
@@ -125,6 +126,15 @@ cscp_sweep_worker_main(Datum arg)
 	BackgroundWorkerInitializeConnection(cscp_sweep_database, NULL, 0);
 	strlcpy(connected_database, cscp_sweep_database, sizeof(connected_database));
 	pgstat_report_appname("cscp sweep");
+
+	/*
+	 * The worker is a superuser: whatever search_path the database's or the
+	 * role's settings gave it (ALTER DATABASE ... SET, which the database's
+	 * owner may run), its queries resolve names in pg_catalog only, and
+	 * pg_temp last.  cscp's statements are schema-qualified anyway
+	 * (spiplan.c); this pins the session's path as well.
+	 */
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
 	ereport(LOG,
 			(errmsg("cscp sweep worker started in database \"%s\", every %d ms",
 					cscp_sweep_database, cscp_sweep_interval)));
