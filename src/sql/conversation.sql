@@ -90,9 +90,10 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT pg_catalog.jsonb_build_object('messageId', t.message_id, 'from', t.sender, 'content', t.content,
                                          'ts', t.ts, 'role', t.role, 'turnIndex', t.turn_index)
-           || CASE WHEN t.role = 'agent' THEN pg_catalog.jsonb_build_object('speakerId', t.sender)
-                   ELSE '{}'::jsonb END
-           || coalesce(t.extra, '{}'::jsonb)
+           OPERATOR(pg_catalog.||) CASE WHEN t.role OPERATOR(pg_catalog.=) 'agent'
+                                        THEN pg_catalog.jsonb_build_object('speakerId', t.sender)
+                                        ELSE '{}'::pg_catalog.jsonb END
+           OPERATOR(pg_catalog.||) coalesce(t.extra, '{}'::pg_catalog.jsonb)
 $$;
 COMMENT ON FUNCTION cscp.turn_json(cscp.turn) IS
   'A stored turn as a ConversationTurn: messageId, from, content, ts, role, turnIndex and the optional fields it was sent with';
@@ -150,12 +151,15 @@ RETURNS SETOF cscp.turn
 LANGUAGE sql STABLE
 AS $$
     SELECT t.* FROM cscp.turn t
-     WHERE t.tenant_id = cscp.check_tenant($1)
-       AND t.conversation_id = cscp.check_id('conversation_id', $2)
-       AND t.turn_index >= CASE WHEN $3 IS NULL THEN 0
-                                ELSE (SELECT c.next_turn_index FROM cscp.conversation c
-                                       WHERE c.tenant_id = $1 AND c.conversation_id = $2) - greatest($3, 0)
-                           END
+     WHERE t.tenant_id OPERATOR(pg_catalog.=) cscp.check_tenant($1)
+       AND t.conversation_id OPERATOR(pg_catalog.=) cscp.check_id('conversation_id', $2)
+       AND t.turn_index OPERATOR(pg_catalog.>=)
+           CASE WHEN $3 IS NULL THEN 0
+                ELSE (SELECT c.next_turn_index FROM cscp.conversation c
+                       WHERE c.tenant_id OPERATOR(pg_catalog.=) $1
+                         AND c.conversation_id OPERATOR(pg_catalog.=) $2)
+                     OPERATOR(pg_catalog.-) greatest($3, 0)
+           END
      ORDER BY t.turn_index
 $$;
 COMMENT ON FUNCTION cscp.conversation_turns(text, text, int) IS
@@ -166,8 +170,8 @@ RETURNS SETOF cscp.event
 LANGUAGE sql STABLE
 AS $$
     SELECT e.* FROM cscp.event e
-     WHERE e.tenant_id = cscp.check_tenant($1)
-       AND e.conversation_id = cscp.check_id('conversation_id', $2)
+     WHERE e.tenant_id OPERATOR(pg_catalog.=) cscp.check_tenant($1)
+       AND e.conversation_id OPERATOR(pg_catalog.=) cscp.check_id('conversation_id', $2)
      ORDER BY e.seq
 $$;
 COMMENT ON FUNCTION cscp.conversation_events(text, text) IS
@@ -188,9 +192,10 @@ AS $$
            CASE WHEN due THEN 'timeout' ELSE c.close_reason END,
            c.next_turn_index, c.next_event_seq, c.updated_at
       FROM cscp.conversation c
-     CROSS JOIN LATERAL (SELECT c.state = 'open' AND c.deadline <= cscp.now() AS due) d
-     WHERE c.tenant_id = cscp.check_tenant($1)
-       AND c.conversation_id = cscp.check_id('conversation_id', $2)
+     CROSS JOIN LATERAL (SELECT c.state OPERATOR(pg_catalog.=) 'open'
+                                AND c.deadline OPERATOR(pg_catalog.<=) cscp.now() AS due) d
+     WHERE c.tenant_id OPERATOR(pg_catalog.=) cscp.check_tenant($1)
+       AND c.conversation_id OPERATOR(pg_catalog.=) cscp.check_id('conversation_id', $2)
 $$;
 COMMENT ON FUNCTION cscp.conversation_get(text, text) IS
   'A conversation with its effective state: closed (timeout) once past its deadline, recorded or not; no row if it does not exist';

@@ -61,8 +61,10 @@ INSERT INTO cscp.authority (tenant_id, authority, rank) VALUES
 CREATE FUNCTION cscp.authority_rank(tenant_id text, authority text) RETURNS int
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
-    SELECT coalesce((SELECT a.rank FROM cscp.authority a WHERE a.tenant_id = $1 AND a.authority = $2),
-                    (SELECT a.rank FROM cscp.authority a WHERE a.tenant_id = '*' AND a.authority = $2))
+    SELECT coalesce((SELECT a.rank FROM cscp.authority a
+                      WHERE a.tenant_id OPERATOR(pg_catalog.=) $1 AND a.authority OPERATOR(pg_catalog.=) $2),
+                    (SELECT a.rank FROM cscp.authority a
+                      WHERE a.tenant_id OPERATOR(pg_catalog.=) '*' AND a.authority OPERATOR(pg_catalog.=) $2))
 $$;
 COMMENT ON FUNCTION cscp.authority_rank(text, text) IS
   'The rank of an authority for a tenant (its own, else the default), or NULL when unknown';

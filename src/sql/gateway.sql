@@ -29,7 +29,7 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT ARRAY['documents:read', 'documents:write', 'contexts:read', 'contexts:write',
                  'confirmations:write', 'approvals:write', 'commands:read', 'commands:write',
-                 'facts:read', 'facts:write', 'conversations:read', 'conversations:write']::text[]
+                 'facts:read', 'facts:write', 'conversations:read', 'conversations:write']::pg_catalog.text[]
 $$;
 COMMENT ON FUNCTION cscp.api_scopes() IS
   'The scopes an API key can be limited to: documents:read, documents:write, contexts:read, contexts:write, confirmations:write, approvals:write, commands:read, commands:write, facts:read, facts:write, conversations:read, conversations:write';
@@ -244,7 +244,7 @@ COMMENT ON FUNCTION cscp._http_not_found(text, text) IS
 CREATE FUNCTION cscp._http_no_store(body jsonb) RETURNS cscp.http_response
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT ROW(200, '{"Cache-Control": "no-store"}'::jsonb, $1)::cscp.http_response
+    SELECT ROW(200, '{"Cache-Control": "no-store"}'::pg_catalog.jsonb, $1)::cscp.http_response
 $$;
 COMMENT ON FUNCTION cscp._http_no_store(jsonb) IS
   'Internal: an HTTP 200 response with Cache-Control: no-store';
@@ -256,10 +256,11 @@ RETURNS cscp.http_response
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT CASE
-        WHEN $1 LIKE '22%' THEN cscp._http_error(400, 'invalid_parameter', $2, $1, $3)
-        WHEN $1 = '42501' THEN cscp._http_error(403, 'forbidden', $2, $1, $3)
-        WHEN $1 = '55000' OR $1 LIKE '23%' THEN cscp._http_error(409, 'conflict', $2, $1, $3)
-        WHEN $1 IN ('40001', '40P01', '55P03') THEN
+        WHEN $1 OPERATOR(pg_catalog.~~) '22%' THEN cscp._http_error(400, 'invalid_parameter', $2, $1, $3)
+        WHEN $1 OPERATOR(pg_catalog.=) '42501' THEN cscp._http_error(403, 'forbidden', $2, $1, $3)
+        WHEN $1 OPERATOR(pg_catalog.=) '55000' OR $1 OPERATOR(pg_catalog.~~) '23%' THEN
+            cscp._http_error(409, 'conflict', $2, $1, $3)
+        WHEN $1 OPERATOR(pg_catalog.=) ANY ('{40001,40P01,55P03}') THEN
             cscp._http_error(503, 'try_again', $2, $1, $3, '{"Retry-After": "1"}')
     END
 $$;
@@ -299,8 +300,8 @@ COMMENT ON FUNCTION cscp._http_segment(text) IS
 CREATE FUNCTION cscp.http_document_key(session_id text, namespace text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
-    SELECT pg_catalog.replace(pg_catalog.replace($1, '%', '%25'), ':', '%3A') || ':'
-        || pg_catalog.replace(pg_catalog.replace($2, '%', '%25'), ':', '%3A')
+    SELECT pg_catalog.replace(pg_catalog.replace($1, '%', '%25'), ':', '%3A') OPERATOR(pg_catalog.||) ':'
+        OPERATOR(pg_catalog.||) pg_catalog.replace(pg_catalog.replace($2, '%', '%25'), ':', '%3A')
 $$;
 COMMENT ON FUNCTION cscp.http_document_key(text, text) IS
   'The documentKey the gateway answers: session_id '':'' namespace, with ''%'' and '':'' in each written %25 and %3A';
@@ -736,7 +737,7 @@ CREATE FUNCTION cscp._http_decision(outcome text, command_id uuid, context_id uu
 RETURNS cscp.http_response
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT ROW(200, '{}'::jsonb,
+    SELECT ROW(200, '{}'::pg_catalog.jsonb,
                pg_catalog.jsonb_build_object('outcome', $1, 'commandId', $2, 'contextId', $3))::cscp.http_response
 $$;
 COMMENT ON FUNCTION cscp._http_decision(text, uuid, uuid) IS
@@ -814,7 +815,8 @@ COMMENT ON FUNCTION cscp.http_approve(text, text, text, text) IS
 CREATE FUNCTION cscp._http_command_of(tenant_id text, command_id uuid) RETURNS boolean
 LANGUAGE sql STABLE
 AS $$
-    SELECT EXISTS (SELECT FROM cscp.command c WHERE c.tenant_id = $1 AND c.command_id = $2)
+    SELECT EXISTS (SELECT FROM cscp.command c
+                    WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.command_id OPERATOR(pg_catalog.=) $2)
 $$;
 COMMENT ON FUNCTION cscp._http_command_of(text, uuid) IS
   'Internal: whether a command id is one of the tenant''s commands';
@@ -946,7 +948,7 @@ CREATE FUNCTION cscp._http_turn_failure(sqlstate text, message text, detail text
 RETURNS cscp.http_response
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT CASE WHEN $1 LIKE '22%' THEN cscp._http_error(400, 'validation_error', $2, $1, $3)
+    SELECT CASE WHEN $1 OPERATOR(pg_catalog.~~) '22%' THEN cscp._http_error(400, 'validation_error', $2, $1, $3)
                 ELSE cscp._http_failure($1, $2, $3) END
 $$;
 COMMENT ON FUNCTION cscp._http_turn_failure(text, text, text) IS
@@ -957,7 +959,9 @@ COMMENT ON FUNCTION cscp._http_turn_failure(text, text, text) IS
 CREATE FUNCTION cscp._http_conversation_of(tenant_id text, conversation_id text) RETURNS boolean
 LANGUAGE sql STABLE
 AS $$
-    SELECT EXISTS (SELECT FROM cscp.conversation c WHERE c.tenant_id = $1 AND c.conversation_id = $2)
+    SELECT EXISTS (SELECT FROM cscp.conversation c
+                    WHERE c.tenant_id OPERATOR(pg_catalog.=) $1
+                      AND c.conversation_id OPERATOR(pg_catalog.=) $2)
 $$;
 COMMENT ON FUNCTION cscp._http_conversation_of(text, text) IS
   'Internal: whether a conversation id is one of the tenant''s conversations';

@@ -329,7 +329,9 @@ SELECT pg_catalog.pg_extension_config_dump('cscp.governance_log', '');
 -- for a built-in; their bodies name cscp's own objects schema-qualified.  The SECURITY DEFINER
 -- functions carry the same setting in their definitions.  The small SQL functions PostgreSQL
 -- inlines into the caller's query (conversation_turns, conversation_events, authority_rank, ...)
--- are left without it, which would stop the inlining; they run with the caller's rights only.
+-- are left without it, which would stop the inlining: their bodies, parsed under the caller's
+-- search_path, qualify every name instead (OPERATOR(pg_catalog.=), pg_catalog.f, ::pg_catalog.t),
+-- as cscp's C statements do (spiplan.c).
 DO $$
 DECLARE
     f regprocedure;
@@ -339,7 +341,12 @@ BEGIN
          WHERE p.pronamespace = 'cscp'::regnamespace AND p.proconfig IS NULL
            AND (p.prolang = (SELECT l.oid FROM pg_catalog.pg_language l WHERE l.lanname = 'plpgsql')
                 OR p.oid IN ('cscp._redact_slots(jsonb, text)'::regprocedure,
-                             'cscp.evidence_verify(text, uuid)'::regprocedure))
+                             'cscp.evidence_verify(text, uuid)'::regprocedure,
+                             'cscp.evidence_problems(text, uuid)'::regprocedure,
+                             'cscp.conversation_export(text, text)'::regprocedure,
+                             'cscp.retention_floor(text)'::regprocedure,
+                             'cscp.shard_misplaced()'::regprocedure,
+                             'cscp.session_state(text, text)'::regprocedure))
     LOOP
         EXECUTE pg_catalog.format('ALTER FUNCTION %s SET search_path = pg_catalog, pg_temp', f);
     END LOOP;
