@@ -187,6 +187,7 @@ extern bool cscp_tenancy_allows(const char *tenant, int len, CscpRoleKind kind);
 extern ArrayType *cscp_tenancy_tenants(CscpRoleKind kind);
 extern void cscp_tenancy_refuse(const char *tenant, CscpRoleKind kind);
 extern const char *cscp_session_tenant(CscpRoleKind kind);
+extern Datum cscp_lookup_tenant(bool *isnull);
 extern void cscp_tenancy_check_trigger(FunctionCallInfo fcinfo);
 
 /* jsonutil.c */

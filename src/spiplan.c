@@ -201,9 +201,14 @@ HeapTuple
 cscp_spi_update_one(SPIPlanPtr plan, Datum *args, const char *nulls, TupleDesc *desc,
 					const char *what)
 {
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING ||
-		SPI_processed > 1)
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not %s", what);
+	if (SPI_processed > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_CARDINALITY_VIOLATION),
+				 errmsg("more than one row matched the statement to %s", what),
+				 errdetail("A role that row-level security does not bind sees the rows of every tenant."),
+				 errhint("Set cscp.tenant_id to the tenant of the row.")));
 	if (SPI_processed == 0)
 		return NULL;
 	*desc = SPI_tuptable->tupdesc;

@@ -404,6 +404,23 @@ cscp_session_tenant(CscpRoleKind kind)
 	return t;
 }
 
+/*
+ * The tenant a lookup by id alone (cscp.command_transition, command_recover,
+ * command_status, slot_set, context_transition) is held to: the tenant the
+ * session acts for (cscp_session_tenant), as a text Datum, or *isnull when
+ * cscp.tenant_id is not set.  Ids are keyed per tenant, so a role that
+ * row-level security does not bind (the owner behind the gateway) must not
+ * reach another tenant's row that carries the same id.
+ */
+Datum
+cscp_lookup_tenant(bool *isnull)
+{
+	const char *t = cscp_session_tenant(CSCP_ROLE_APP);
+
+	*isnull = (t == NULL);
+	return t == NULL ? (Datum) 0 : CStringGetTextDatum(t);
+}
+
 /* Column number of tenant_id in rel, looked up once per relation. */
 static int
 tenant_column(Relation rel)
