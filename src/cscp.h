@@ -308,6 +308,7 @@ extern CscpExpiryStatus cscp_expiry_status(Jsonb *policy, TimestampTz start, con
 extern TimestampTz cscp_expiry(Jsonb *policy, TimestampTz start, const Interval *ttl,
 							   const char *policy_key, const char *argname);
 extern TimestampTz cscp_expiry_limit(Jsonb *policy, TimestampTz now);
+extern void cscp_check_policy_lifetimes(const char *tenant, Jsonb *policy);
 extern void cscp_check_stored_expiry(const char *tenant, const char *table, const char *column,
 									 TimestampTz expires_at, TimestampTz now);
 extern void cscp_check_not_expired(const char *table, HeapTuple oldtup, TupleDesc desc,

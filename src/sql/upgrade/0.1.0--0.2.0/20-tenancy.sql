@@ -54,3 +54,13 @@ BEGIN
     RETURN NEXT;
 END
 $$;
+
+-- A policy's default lifetimes stay within its max_ttl (policy.c, lifetime.c).  Only writes are
+-- judged: a stored policy that already breaks the rule is refused at its next change, and
+-- cscp.check_invariants' view of rows is unchanged.
+CREATE FUNCTION cscp.policy_lifetimes() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'cscp_policy_lifetimes' LANGUAGE C;
+COMMENT ON FUNCTION cscp.policy_lifetimes() IS
+  'Trigger: refuses (22023) a policy whose context_ttl, confirmation_ttl or approval_ttl in force exceeds its max_ttl (for the defaults, any tenant''s)';
+CREATE TRIGGER policy_lifetimes AFTER INSERT OR UPDATE ON cscp.policy
+    FOR EACH ROW EXECUTE FUNCTION cscp.policy_lifetimes();
