@@ -177,8 +177,8 @@ cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id, const char
 				  "       expires_at = cscp.context_touch(x)"
 				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
 				  6, argtypes);
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not release context slots of command %s", id);
+	cscp_spi_write_one(plan, args, nulls, SPI_OK_UPDATE,
+					   psprintf("release the context slots of command %s", id));
 }
 
 /* The approver_id of an approval request's detail, checked; NULL when absent. */
@@ -284,8 +284,8 @@ ask_confirmation(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, text *key, 
 				  "       expires_at = cscp.context_touch(x)"
 				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
 				  7, pending_types);
-	if (SPI_execute_plan(pending_plan, args, nulls, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not record a confirmation request on its context");
+	cscp_spi_write_one(pending_plan, args, nulls, SPI_OK_UPDATE,
+					   "record a confirmation request on its context");
 }
 
 /*
@@ -321,8 +321,8 @@ request_approval(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, const char 
 				  "       expires_at = cscp.context_touch(x)"
 				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
 				  5, context_types);
-	if (SPI_execute_plan(context_plan, args, nulls, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not record an approval request on its context");
+	cscp_spi_write_one(context_plan, args, nulls, SPI_OK_UPDATE,
+					   "record an approval request on its context");
 }
 
 /*
@@ -636,7 +636,9 @@ step_write(Step *st, HeapTuple cmd, TupleDesc cmddesc, char **reason)
 		supersede_question(st->ctx, st->ctxdesc, st->approval, st->command_id);
 	if (!move_command(cmd, cmddesc, to, st->reason, st->detail, st->window,
 					  !st->approval && !st->asking, &m))
-		no_command(st->command_id);
+		cscp_write_skipped(psprintf("move command %s to %s",
+									DatumGetCString(DirectFunctionCall1(uuid_out, st->command_id)),
+									cscp_command_state_names[to]));
 	*reason = m.reason_code;
 	if (st->approval)
 		request_approval(st->ctx, st->ctxdesc, st->command_id, st->approver, st->window);
@@ -1200,6 +1202,8 @@ insert_command(const CommandRequest *q, const Formation *f, TupleDesc *desc)
 				  " RETURNING " COMMAND_RESULT_COLUMNS,
 				  18, types);
 	tt = run(plan, args, nulls, false, SPI_OK_INSERT_RETURNING);
+	if (SPI_processed == 0)
+		cscp_write_skipped("insert a command");
 	*desc = tt->tupdesc;
 	return tt->vals[0];
 }
@@ -1220,6 +1224,8 @@ reject_command(const CommandRequest *q, Datum command_id, const char *reason, Co
 				  " RETURNING " COMMAND_RESULT_COLUMNS,
 				  3, types);
 	tt = run(plan, args, NULL, false, SPI_OK_UPDATE_RETURNING);
+	if (SPI_processed == 0)
+		cscp_write_skipped("reject a command as it is formed");
 	command_result(tt->vals[0], tt->tupdesc, false, r, callerctx);
 }
 
@@ -1243,7 +1249,7 @@ use_context(const CommandRequest *q, const Formation *f, Datum command_id, text 
 				  "       expires_at = cscp.context_touch(x)"
 				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
 				  4, types);
-	run(plan, args, nulls, false, SPI_OK_UPDATE);
+	cscp_spi_write_one(plan, args, nulls, SPI_OK_UPDATE, "make a command its context's last");
 }
 
 /*
@@ -1505,7 +1511,7 @@ recover_cancel(Datum tenant, Datum target_id, Datum recovery_id, TupleDesc *desc
 				  "       detail = jsonb_build_object('recovery_command_id', $3)"
 				  " WHERE x.tenant_id = $1 AND x.command_id = $2",
 				  3, cancel_types);
-	run(cancel_plan, args, NULL, false, SPI_OK_UPDATE);
+	cscp_spi_write_one(cancel_plan, args, NULL, SPI_OK_UPDATE, "cancel the target of a recovery");
 	if (ctx != NULL)
 		cscp_context_release(ctx, ctxdesc, target_id, NULL);
 

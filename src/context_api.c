@@ -107,8 +107,7 @@ cscp_context_record_expiry(HeapTuple ctx, TupleDesc desc)
 				  "UPDATE cscp.context x SET status = 'expired', reason = 'ttl'"
 				  " WHERE x.tenant_id = $1 AND x.context_id = $2",
 				  2, types);
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not record the expiry of a context");
+	cscp_spi_write_one(plan, args, NULL, SPI_OK_UPDATE, "record the expiry of a context");
 }
 
 /*
@@ -188,9 +187,7 @@ open_insert(const OpenArgs *o, TupleDesc *desc)
 				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
 				  " RETURNING *",
 				  8, types);
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_INSERT_RETURNING ||
-		SPI_processed != 1)
-		elog(ERROR, "could not insert a context");
+	cscp_spi_write_one(plan, args, nulls, SPI_OK_INSERT_RETURNING, "insert a context");
 	*desc = SPI_tuptable->tupdesc;
 	return SPI_tuptable->vals[0];
 }
@@ -483,7 +480,24 @@ cscp_slot_set(PG_FUNCTION_ARGS)
 				  4, types);
 	row = cscp_spi_update_one(plan, args, nulls, &desc, "set a slot");
 	if (row == NULL)
-		context_missing(DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0))));
+	{
+		static SPIPlanPtr exists_plan = NULL;
+		char	   *id = DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0)));
+		Datum		eargs[2] = {args[0], args[3]};
+		char		enulls[2] = {' ', nulls[3]};
+		static const Oid etypes[2] = {UUIDOID, TEXTOID};
+
+		/* There, yet not written: a trigger or rule skipped the write. */
+		cscp_spi_plan(&exists_plan,
+					  "SELECT 1 FROM cscp.context x"
+					  " WHERE x.context_id = $1 AND x.tenant_id = coalesce($2, x.tenant_id)",
+					  2, etypes);
+		if (SPI_execute_plan(exists_plan, eargs, enulls, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not look up a context");
+		if (SPI_processed > 0)
+			cscp_write_skipped(psprintf("set a slot of context %s", id));
+		context_missing(id);
+	}
 	PG_RETURN_DATUM(context_result(row, desc, rowdesc, callerctx));
 }
 
@@ -577,6 +591,8 @@ cscp_context_transition(PG_FUNCTION_ARGS)
 					  " RETURNING *",
 					  5, update_types);
 		row = cscp_spi_update_one(update_plan, args, nulls, &desc, "move a context");
+		if (row == NULL)
+			cscp_write_skipped(psprintf("move context %s to %s", id, to));
 	}
 	else
 		row = NULL;

@@ -281,6 +281,9 @@ extern bool cscp_spi_exists(SPIPlanPtr *plan, const char *sql, int nargs, const 
 							Datum *args, bool read_only, const char *what);
 extern HeapTuple cscp_spi_update_one(SPIPlanPtr plan, Datum *args, const char *nulls,
 									 TupleDesc *desc, const char *what);
+extern void cscp_write_skipped(const char *what);
+extern void cscp_spi_write_one(SPIPlanPtr plan, Datum *args, const char *nulls, int expected,
+							   const char *what);
 
 /* jsonschema.c */
 extern void cscp_jsonschema_check(Jsonb *schema);
