@@ -172,8 +172,7 @@ cscp_answer_record(const CscpAnswer *a)
 				  "                         answered_by, outcome, command_id, context_id, created_at)"
 				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
 				  9, types);
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not keep the answer of a message");
+	cscp_spi_write_one(plan, args, nulls, SPI_OK_INSERT, "keep the answer of a message");
 	cscp_owner_leave(&owner);
 }
 
@@ -208,8 +207,10 @@ cscp_answer_move(const CscpAnswer *a, HeapTuple ctx, TupleDesc ctxdesc, HeapTupl
 				  "       message_ids = x.message_ids OPERATOR(pg_catalog.||) $6"
 				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2",
 				  6, types);
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not move the command an answer is about");
+	cscp_spi_write_one(plan, args, nulls, SPI_OK_UPDATE,
+					   psprintf("move command %s to %s",
+								DatumGetCString(DirectFunctionCall1(uuid_out, args[1])),
+								cscp_command_state_names[to_state]));
 	cscp_context_release(ctx, ctxdesc, args[1], why);
 }
 

@@ -177,8 +177,8 @@ cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id, const char
 				  "       expires_at = cscp.context_touch(x)"
 				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2",
 				  6, argtypes);
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not release context slots of command %s", id);
+	cscp_spi_write_one(plan, args, nulls, SPI_OK_UPDATE,
+					   psprintf("release the context slots of command %s", id));
 }
 
 /* The approver_id of an approval request's detail, checked; NULL when absent. */
@@ -284,8 +284,8 @@ ask_confirmation(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, text *key, 
 				  "       expires_at = cscp.context_touch(x)"
 				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2",
 				  7, pending_types);
-	if (SPI_execute_plan(pending_plan, args, nulls, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not record a confirmation request on its context");
+	cscp_spi_write_one(pending_plan, args, nulls, SPI_OK_UPDATE,
+					   "record a confirmation request on its context");
 }
 
 /*
@@ -321,8 +321,8 @@ request_approval(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, const char 
 				  "       expires_at = cscp.context_touch(x)"
 				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2",
 				  5, context_types);
-	if (SPI_execute_plan(context_plan, args, nulls, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not record an approval request on its context");
+	cscp_spi_write_one(context_plan, args, nulls, SPI_OK_UPDATE,
+					   "record an approval request on its context");
 }
 
 /*
@@ -369,6 +369,22 @@ no_command(Datum command_id)
 			 errhint("Check the id, and that cscp.tenant_id names the command's tenant.")));
 }
 
+/*
+ * Raise 21000: more than one tenant's command carries this id, and the
+ * caller sees them all (row-level security does not bind it) with no
+ * cscp.tenant_id to tell them apart.
+ */
+static void
+many_commands(Datum command_id)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_CARDINALITY_VIOLATION),
+			 errmsg("command id %s is held by more than one tenant's command",
+					DatumGetCString(DirectFunctionCall1(uuid_out, command_id))),
+			 errdetail("A role that row-level security does not bind sees the commands of every tenant."),
+			 errhint("Set cscp.tenant_id to the command's tenant.")));
+}
+
 /* What the step wrote: the RETURNING list of its UPDATE. */
 typedef struct MovedCommand
 {
@@ -380,37 +396,41 @@ typedef struct MovedCommand
 } MovedCommand;
 
 /*
- * The row of command command_id, locked FOR UPDATE (as the caller: the
- * row-level security of SELECT and UPDATE applies, and the UPDATE
- * privilege is needed), with its descriptor in *desc; NULL when there is
- * none.  An id held by more than one tenant's command (seen together by a
- * role row-level security does not bind) is an error.
+ * The row of command command_id of the session's tenant (tenant, from
+ * cscp_lookup_tenant: any tenant when tenant_null), locked FOR UPDATE (as
+ * the caller: the row-level security of SELECT and UPDATE applies, and the
+ * UPDATE privilege is needed), with its descriptor in *desc; NULL when
+ * there is none.  An id held by more than one tenant's command (seen
+ * together by a role row-level security does not bind, with no
+ * cscp.tenant_id set) is an error.
  */
 static HeapTuple
-lock_command(Datum command_id, TupleDesc *desc)
+lock_command(Datum command_id, Datum tenant, bool tenant_null, TupleDesc *desc)
 {
 	static SPIPlanPtr plan = NULL;
-	static const Oid argtypes[1] = {UUIDOID};
+	static const Oid argtypes[2] = {UUIDOID, TEXTOID};
+	Datum		args[2];
+	char		nulls[2] = {' ', ' '};
 
 	cscp_spi_plan(&plan,
 				  "SELECT x.tenant_id, x.command_id, x.conversation_id, x.state, x.mutating,"
 				  "       x.auto_confirm, x.confirmed_at, x.authorized_at, x.window_expires_at,"
 				  "       x.message_ids, x.context_ref, x.actor_id, x.context_id, x.frame_id,"
 				  "       x.recovery_kind, x.target_command_id, x.idempotency_key, x.target_fingerprint"
-				  "  FROM cscp.command x WHERE x.command_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-				  1, argtypes);
-	if (SPI_execute_plan(plan, &command_id, NULL, false, 0) != SPI_OK_SELECT)
+				  "  FROM cscp.command x"
+				  " WHERE x.command_id OPERATOR(pg_catalog.=) $1 AND x.tenant_id OPERATOR(pg_catalog.=) coalesce($2, x.tenant_id)"
+				  "   FOR UPDATE",
+				  2, argtypes);
+	args[0] = command_id;
+	args[1] = tenant;
+	nulls[1] = tenant_null ? 'n' : ' ';
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not lock command %s",
 			 DatumGetCString(DirectFunctionCall1(uuid_out, command_id)));
 	if (SPI_processed == 0)
 		return NULL;
 	if (SPI_processed > 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_CARDINALITY_VIOLATION),
-				 errmsg("command id %s is held by more than one tenant's command",
-						DatumGetCString(DirectFunctionCall1(uuid_out, command_id))),
-				 errdetail("A role that row-level security does not bind sees the commands of every tenant."),
-				 errhint("Move the command as a role bound to its tenant.")));
+		many_commands(command_id);
 	*desc = SPI_tuptable->tupdesc;
 	return SPI_tuptable->vals[0];
 }
@@ -478,6 +498,8 @@ move_command(HeapTuple cmd, TupleDesc cmddesc, CommandState to, Datum reason, Js
 typedef struct Step
 {
 	Datum		command_id;
+	Datum		tenant;			/* the session's tenant (cscp_lookup_tenant) */
+	bool		tenant_null;	/* none set: any tenant the caller sees */
 	CommandState to;
 	Datum		reason;			/* text, or (Datum) 0 */
 	Jsonb	   *detail;			/* or NULL */
@@ -512,6 +534,7 @@ step_args(FunctionCallInfo fcinfo, Oid state_type, Step *st)
 				 errmsg("command_id must not be null"),
 				 errhint("Pass the command_id returned by cscp.command_submit.")));
 	st->command_id = PG_GETARG_DATUM(0);
+	st->tenant = cscp_lookup_tenant(&st->tenant_null);
 	st->approval = st->to == CMD_AUTHZ_PENDING && !PG_ARGISNULL(2) &&
 		strcmp(text_to_cstring(PG_GETARG_TEXT_PP(2)), "approval_required") == 0;
 	st->asking = st->to == CMD_CONFIRMATION_REQUIRED;
@@ -530,8 +553,10 @@ static void
 step_context(Step *st)
 {
 	static SPIPlanPtr plan = NULL;
-	static const Oid types[1] = {UUIDOID};
+	static const Oid types[2] = {UUIDOID, TEXTOID};
 	CommandState to = st->to;
+	Datum		args[2];
+	char		nulls[2] = {' ', ' '};
 
 	if (!(st->approval || st->asking || to == CMD_CONFIRMED || to == CMD_AUTHZ_PENDING ||
 		  to == CMD_AUTHORIZED || to == CMD_STARTED || to == CMD_REJECTED || to == CMD_CANCELED))
@@ -539,9 +564,13 @@ step_context(Step *st)
 	cscp_spi_plan(&plan,
 				  "SELECT " CONTEXT_COLUMNS " FROM cscp.command c JOIN cscp.context x"
 				  "    ON x.tenant_id OPERATOR(pg_catalog.=) c.tenant_id AND x.context_id OPERATOR(pg_catalog.=) c.context_id"
-				  " WHERE c.command_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF x",
-				  1, types);
-	if (SPI_execute_plan(plan, &st->command_id, NULL, false, 1) != SPI_OK_SELECT)
+				  " WHERE c.command_id OPERATOR(pg_catalog.=) $1 AND c.tenant_id OPERATOR(pg_catalog.=) coalesce($2, c.tenant_id)"
+				  "   FOR UPDATE OF x",
+				  2, types);
+	args[0] = st->command_id;
+	args[1] = st->tenant;
+	nulls[1] = st->tenant_null ? 'n' : ' ';
+	if (SPI_execute_plan(plan, args, nulls, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not lock a context");
 	if (SPI_processed == 1)
 	{
@@ -607,7 +636,9 @@ step_write(Step *st, HeapTuple cmd, TupleDesc cmddesc, char **reason)
 		supersede_question(st->ctx, st->ctxdesc, st->approval, st->command_id);
 	if (!move_command(cmd, cmddesc, to, st->reason, st->detail, st->window,
 					  !st->approval && !st->asking, &m))
-		no_command(st->command_id);
+		cscp_write_skipped(psprintf("move command %s to %s",
+									DatumGetCString(DirectFunctionCall1(uuid_out, st->command_id)),
+									cscp_command_state_names[to]));
 	*reason = m.reason_code;
 	if (st->approval)
 		request_approval(st->ctx, st->ctxdesc, st->command_id, st->approver, st->window);
@@ -675,7 +706,7 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 	 * written, by an UPDATE that the trigger judges again and that RLS,
 	 * privileges and triggers apply to.
 	 */
-	cmd = lock_command(st.command_id, &cmddesc);
+	cmd = lock_command(st.command_id, st.tenant, st.tenant_null, &cmddesc);
 	if (cmd == NULL)
 		no_command(st.command_id);
 	why = cscp_command_step_refusal(cmd, cmddesc, st.to, &result_state);
@@ -1171,6 +1202,8 @@ insert_command(const CommandRequest *q, const Formation *f, TupleDesc *desc)
 				  " RETURNING " COMMAND_RESULT_COLUMNS,
 				  18, types);
 	tt = run(plan, args, nulls, false, SPI_OK_INSERT_RETURNING);
+	if (SPI_processed == 0)
+		cscp_write_skipped("insert a command");
 	*desc = tt->tupdesc;
 	return tt->vals[0];
 }
@@ -1191,6 +1224,8 @@ reject_command(const CommandRequest *q, Datum command_id, const char *reason, Co
 				  " RETURNING " COMMAND_RESULT_COLUMNS,
 				  3, types);
 	tt = run(plan, args, NULL, false, SPI_OK_UPDATE_RETURNING);
+	if (SPI_processed == 0)
+		cscp_write_skipped("reject a command as it is formed");
 	command_result(tt->vals[0], tt->tupdesc, false, r, callerctx);
 }
 
@@ -1214,7 +1249,7 @@ use_context(const CommandRequest *q, const Formation *f, Datum command_id, text 
 				  "       expires_at = cscp.context_touch(x)"
 				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2",
 				  4, types);
-	run(plan, args, nulls, false, SPI_OK_UPDATE);
+	cscp_spi_write_one(plan, args, nulls, SPI_OK_UPDATE, "make a command its context's last");
 }
 
 /*
@@ -1476,7 +1511,7 @@ recover_cancel(Datum tenant, Datum target_id, Datum recovery_id, TupleDesc *desc
 				  "       detail = pg_catalog.jsonb_build_object('recovery_command_id', $3)"
 				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2",
 				  3, cancel_types);
-	run(cancel_plan, args, NULL, false, SPI_OK_UPDATE);
+	cscp_spi_write_one(cancel_plan, args, NULL, SPI_OK_UPDATE, "cancel the target of a recovery");
 	if (ctx != NULL)
 		cscp_context_release(ctx, ctxdesc, target_id, NULL);
 
@@ -1626,7 +1661,7 @@ Datum
 cscp_command_recover(PG_FUNCTION_ARGS)
 {
 	static SPIPlanPtr target_plan = NULL;
-	static const Oid target_types[1] = {UUIDOID};
+	static const Oid target_types[2] = {UUIDOID, TEXTOID};
 	MemoryContext callerctx = CurrentMemoryContext;
 	CommandRequest q = {0};
 	CommandResult r;
@@ -1637,16 +1672,29 @@ cscp_command_recover(PG_FUNCTION_ARGS)
 	bool		applies;
 	bool		isnull;
 	Datum		target_id = PG_GETARG_DATUM(0);
+	Datum		target_args[2];
+	char		target_nulls[2] = {' ', ' '};
+	bool		tenant_null;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	state_type = TupleDescAttr(((ReturnSetInfo *) fcinfo->resultinfo)->setDesc, 1)->atttypid;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 
-	/* The target, as the caller may see it (row-level security). */
-	cscp_spi_plan(&target_plan, "SELECT * FROM cscp.command x WHERE x.command_id OPERATOR(pg_catalog.=) $1",
-				  1, target_types);
-	run(target_plan, &target_id, NULL, true, SPI_OK_SELECT);
+	/*
+	 * The target, as the caller may see it (row-level security), of the
+	 * session's tenant when one is set.
+	 */
+	target_args[0] = target_id;
+	target_args[1] = cscp_lookup_tenant(&tenant_null);
+	target_nulls[1] = tenant_null ? 'n' : ' ';
+	cscp_spi_plan(&target_plan,
+				  "SELECT * FROM cscp.command x"
+				  " WHERE x.command_id OPERATOR(pg_catalog.=) $1 AND x.tenant_id OPERATOR(pg_catalog.=) coalesce($2, x.tenant_id)",
+				  2, target_types);
+	run(target_plan, target_args, target_nulls, true, SPI_OK_SELECT);
+	if (SPI_processed > 1)
+		many_commands(target_id);
 	if (SPI_processed != 1)
 		no_command(target_id);
 	t = SPI_copytuple(SPI_tuptable->vals[0]);

@@ -66,7 +66,9 @@ cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, c
 						  "UPDATE cscp.command x SET state = 'rejected', reason_code = $3"
 						  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2",
 						  3, reject_types);
-			cscp_spi_run(reject_plan, args, NULL, SPI_OK_UPDATE);
+			cscp_spi_write_one(reject_plan, args, NULL, SPI_OK_UPDATE,
+							   psprintf("reject command %s",
+										DatumGetCString(DirectFunctionCall1(uuid_out, args[1]))));
 		}
 	}
 	if (ctx == NULL)

@@ -107,8 +107,7 @@ cscp_context_record_expiry(HeapTuple ctx, TupleDesc desc)
 				  "UPDATE cscp.context x SET status = 'expired', reason = 'ttl'"
 				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2",
 				  2, types);
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not record the expiry of a context");
+	cscp_spi_write_one(plan, args, NULL, SPI_OK_UPDATE, "record the expiry of a context");
 }
 
 /*
@@ -188,9 +187,7 @@ open_insert(const OpenArgs *o, TupleDesc *desc)
 				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
 				  " RETURNING *",
 				  8, types);
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_INSERT_RETURNING ||
-		SPI_processed != 1)
-		elog(ERROR, "could not insert a context");
+	cscp_spi_write_one(plan, args, nulls, SPI_OK_INSERT_RETURNING, "insert a context");
 	*desc = SPI_tuptable->tupdesc;
 	return SPI_tuptable->vals[0];
 }
@@ -452,11 +449,12 @@ Datum
 cscp_slot_set(PG_FUNCTION_ARGS)
 {
 	static SPIPlanPtr plan = NULL;
-	static const Oid types[3] = {UUIDOID, TEXTOID, JSONBOID};
+	static const Oid types[4] = {UUIDOID, TEXTOID, JSONBOID, TEXTOID};
 	MemoryContext callerctx = CurrentMemoryContext;
 	TupleDesc	rowdesc;
-	Datum		args[3];
-	char		nulls[3] = {' ', ' ', ' '};
+	Datum		args[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	bool		tenant_null;
 	TupleDesc	desc = NULL;
 	HeapTuple	row;
 
@@ -468,6 +466,8 @@ cscp_slot_set(PG_FUNCTION_ARGS)
 	args[1] = PG_GETARG_DATUM(1);
 	args[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
 	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
+	args[3] = cscp_lookup_tenant(&tenant_null);
+	nulls[3] = tenant_null ? 'n' : ' ';
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
@@ -475,12 +475,29 @@ cscp_slot_set(PG_FUNCTION_ARGS)
 				  "   SET slots = CASE WHEN $3 IS NULL THEN x.slots OPERATOR(pg_catalog.-) $2"
 				  "                    ELSE x.slots OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object($2, $3) END,"
 				  "       expires_at = cscp.context_touch(x)"
-				  " WHERE x.context_id OPERATOR(pg_catalog.=) $1"
+				  " WHERE x.context_id OPERATOR(pg_catalog.=) $1 AND x.tenant_id OPERATOR(pg_catalog.=) coalesce($4, x.tenant_id)"
 				  " RETURNING *",
-				  3, types);
+				  4, types);
 	row = cscp_spi_update_one(plan, args, nulls, &desc, "set a slot");
 	if (row == NULL)
-		context_missing(DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0))));
+	{
+		static SPIPlanPtr exists_plan = NULL;
+		char	   *id = DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0)));
+		Datum		eargs[2] = {args[0], args[3]};
+		char		enulls[2] = {' ', nulls[3]};
+		static const Oid etypes[2] = {UUIDOID, TEXTOID};
+
+		/* There, yet not written: a trigger or rule skipped the write. */
+		cscp_spi_plan(&exists_plan,
+					  "SELECT 1 FROM cscp.context x"
+					  " WHERE x.context_id OPERATOR(pg_catalog.=) $1 AND x.tenant_id OPERATOR(pg_catalog.=) coalesce($2, x.tenant_id)",
+					  2, etypes);
+		if (SPI_execute_plan(exists_plan, eargs, enulls, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not look up a context");
+		if (SPI_processed > 0)
+			cscp_write_skipped(psprintf("set a slot of context %s", id));
+		context_missing(id);
+	}
 	PG_RETURN_DATUM(context_result(row, desc, rowdesc, callerctx));
 }
 
@@ -494,14 +511,15 @@ PG_FUNCTION_INFO_V1(cscp_context_transition);
  * the context trigger holds to the transition table and the expiry
  * invariant (a refused step raises 55000 and changes nothing).  A move to a
  * live status is a use of the context (cscp_context_touch).  Row-level
- * security hides other tenants' contexts, so no tenant check is needed.
+ * security hides other tenants' contexts; a role it does not bind finds
+ * the context among the session's tenant's (cscp_lookup_tenant).
  */
 Datum
 cscp_context_transition(PG_FUNCTION_ARGS)
 {
 	static SPIPlanPtr lock_plan = NULL;
 	static SPIPlanPtr update_plan = NULL;
-	static const Oid lock_types[1] = {UUIDOID};
+	static const Oid lock_types[2] = {UUIDOID, TEXTOID};
 	static const Oid update_types[5] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, TIMESTAMPTZOID};
 	MemoryContext callerctx = CurrentMemoryContext;
 	TupleDesc	rowdesc;
@@ -509,6 +527,7 @@ cscp_context_transition(PG_FUNCTION_ARGS)
 	HeapTuple	row;
 	Datum		args[5];
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	bool		tenant_null;
 	char	   *id;
 	char	   *from;
 	char	   *to;
@@ -528,11 +547,21 @@ cscp_context_transition(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&lock_plan,
 				  "SELECT x.tenant_id, x.status::pg_catalog.text, x.expires_at, x.ttl FROM cscp.context x"
-				  " WHERE x.context_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-				  1, lock_types);
+				  " WHERE x.context_id OPERATOR(pg_catalog.=) $1 AND x.tenant_id OPERATOR(pg_catalog.=) coalesce($2, x.tenant_id)"
+				  "   FOR UPDATE",
+				  2, lock_types);
 	args[0] = PG_GETARG_DATUM(0);
-	if (SPI_execute_plan(lock_plan, args, NULL, false, 1) != SPI_OK_SELECT)
+	args[1] = cscp_lookup_tenant(&tenant_null);
+	nulls[1] = tenant_null ? 'n' : ' ';
+	if (SPI_execute_plan(lock_plan, args, nulls, false, 2) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up a context");
+	if (SPI_processed > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_CARDINALITY_VIOLATION),
+				 errmsg("context id %s is held by more than one tenant's context", id),
+				 errdetail("A role that row-level security does not bind sees the contexts of every tenant."),
+				 errhint("Set cscp.tenant_id to the context's tenant.")));
+	nulls[1] = ' ';
 	if (SPI_processed == 1)
 	{
 		HeapTuple	c = SPI_tuptable->vals[0];
@@ -562,6 +591,8 @@ cscp_context_transition(PG_FUNCTION_ARGS)
 					  " RETURNING *",
 					  5, update_types);
 		row = cscp_spi_update_one(update_plan, args, nulls, &desc, "move a context");
+		if (row == NULL)
+			cscp_write_skipped(psprintf("move context %s to %s", id, to));
 	}
 	else
 		row = NULL;

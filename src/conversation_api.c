@@ -73,9 +73,8 @@ insert_turn(const char *tenant_id, const char *conversation_id, CscpTurn *t, Tur
 	args[8] = t->extra ? JsonbPGetDatum(t->extra) : (Datum) 0;
 	nulls[8] = t->extra ? ' ' : 'n';
 
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_INSERT_RETURNING ||
-		SPI_processed != 1)
-		elog(ERROR, "could not record a turn of conversation \"%s\"", conversation_id);
+	cscp_spi_write_one(plan, args, nulls, SPI_OK_INSERT_RETURNING,
+					   psprintf("record a turn of conversation \"%s\"", conversation_id));
 
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;

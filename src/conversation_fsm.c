@@ -603,8 +603,7 @@ cscp_conversation_advance(const CscpConversation *conv, int32 next_turn_index,
 		args[6] = TimestampTzGetDatum(now);
 	}
 
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE ||
-		SPI_processed != 1)
-		elog(ERROR, "could not advance conversation \"%s\"", conv->conversation_id);
+	cscp_spi_write_one(plan, args, nulls, SPI_OK_UPDATE,
+					   psprintf("advance conversation \"%s\"", conv->conversation_id));
 	SPI_finish();
 }

@@ -187,6 +187,7 @@ extern bool cscp_tenancy_allows(const char *tenant, int len, CscpRoleKind kind);
 extern ArrayType *cscp_tenancy_tenants(CscpRoleKind kind);
 extern void cscp_tenancy_refuse(const char *tenant, CscpRoleKind kind);
 extern const char *cscp_session_tenant(CscpRoleKind kind);
+extern Datum cscp_lookup_tenant(bool *isnull);
 extern void cscp_tenancy_check_trigger(FunctionCallInfo fcinfo);
 
 /* jsonutil.c */
@@ -280,6 +281,9 @@ extern bool cscp_spi_exists(SPIPlanPtr *plan, const char *sql, int nargs, const 
 							Datum *args, bool read_only, const char *what);
 extern HeapTuple cscp_spi_update_one(SPIPlanPtr plan, Datum *args, const char *nulls,
 									 TupleDesc *desc, const char *what);
+extern void cscp_write_skipped(const char *what);
+extern void cscp_spi_write_one(SPIPlanPtr plan, Datum *args, const char *nulls, int expected,
+							   const char *what);
 
 /* jsonschema.c */
 extern void cscp_jsonschema_check(Jsonb *schema);
@@ -307,6 +311,7 @@ extern CscpExpiryStatus cscp_expiry_status(Jsonb *policy, TimestampTz start, con
 extern TimestampTz cscp_expiry(Jsonb *policy, TimestampTz start, const Interval *ttl,
 							   const char *policy_key, const char *argname);
 extern TimestampTz cscp_expiry_limit(Jsonb *policy, TimestampTz now);
+extern void cscp_check_policy_lifetimes(const char *tenant, Jsonb *policy);
 extern void cscp_check_stored_expiry(const char *tenant, const char *table, const char *column,
 									 TimestampTz expires_at, TimestampTz now);
 extern void cscp_check_not_expired(const char *table, HeapTuple oldtup, TupleDesc desc,

@@ -111,8 +111,7 @@ doc_write(Datum *args)
 					  "        updated_at = $5,"
 					  "        expires_at = excluded.expires_at",
 					  6, types);
-		if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_INSERT)
-			elog(ERROR, "could not write a document");
+		cscp_spi_write_one(plan, args, NULL, SPI_OK_INSERT, "write a document");
 	}
 	SPI_finish();
 }

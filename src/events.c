@@ -81,8 +81,8 @@ cscp_event_append(const char *tenant_id, const char *conversation_id, int32 seq,
 	values[6] = DirectFunctionCall1(jsonb_in, CStringGetDatum(payload_json));
 	values[7] = TimestampTzGetDatum(now);
 
-	if (SPI_execute_plan(plan, values, nulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not append event %d of conversation \"%s\"", seq, conversation_id);
+	cscp_spi_write_one(plan, values, nulls, SPI_OK_INSERT,
+					   psprintf("append event %d of conversation \"%s\"", seq, conversation_id));
 	SPI_finish();
 	cscp_owner_leave(&owner);
 	return cscp_event_id(conversation_id, seq);

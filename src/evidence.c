@@ -271,8 +271,7 @@ cscp_evidence_append(CscpEvidence *e)
 				  "    reason_code, detail, created_at, prev_hash, hash)"
 				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
 				  16, insert_types);
-	if (SPI_execute_plan(insert_plan, values, nulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not append evidence");
+	cscp_spi_write_one(insert_plan, values, nulls, SPI_OK_INSERT, "append evidence");
 	SPI_finish();
 	cscp_owner_leave(&owner);
 }

@@ -812,10 +812,22 @@ cscp_fact_link(PG_FUNCTION_ARGS)
 		if (SPI_execute_plan(mark_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
 			elog(ERROR, "could not mark a superseded fact");
 		if (SPI_processed != 1)
+		{
+			static SPIPlanPtr valid_plan = NULL;
+			Datum		vargs[3] = {args[0], args[1], args[3]};
+
+			/* still valid: the mark was skipped by a trigger or rule */
+			if (cscp_spi_exists(&valid_plan, "SELECT 1 FROM cscp.fact f"
+								" WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.subject_id OPERATOR(pg_catalog.=) $2 AND f.fact_id OPERATOR(pg_catalog.=) $3"
+								"   AND f.is_valid", 3, argtypes, vargs, false,
+								"read a superseded fact"))
+				cscp_write_skipped(psprintf("mark fact \"%s\" superseded",
+											TextDatumGetCString(args[3])));
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("fact \"%s\" is already superseded", TextDatumGetCString(args[3])),
 					 errhint("Supersede the current fact of its chain, which cscp.fact_current returns.")));
+		}
 
 		/* Repair: every fact derived from the superseded one, at any depth. */
 		cscp_spi_plan(&repair_plan,

@@ -138,6 +138,45 @@ cscp_expiry_status(Jsonb *policy, TimestampTz start, const Interval *ttl,
 }
 
 /*
+ * Raise 22023 unless every default lifetime of a tenant's effective policy
+ * (context_ttl, confirmation_ttl, approval_ttl) fits within its max_ttl,
+ * both as interval_cmp compares them and as cscp_expiry_status judges them
+ * from now: a policy whose context_ttl exceeds its max_ttl would make every
+ * context_open that takes the default fail.  tenant names the policy.
+ */
+void
+cscp_check_policy_lifetimes(const char *tenant, Jsonb *policy)
+{
+	static const char *const keys[] = {"context_ttl", "confirmation_ttl", "approval_ttl"};
+	TimestampTz now = cscp_now();
+	Interval	max;
+
+	policy_max_ttl(policy, &max);
+	for (int i = 0; i < (int) lengthof(keys); i++)
+	{
+		JsonbValue *v = cscp_jsonb_get(policy, keys[i]);
+		Interval	ttl;
+		TimestampTz expiry;
+		char	   *max_text;
+
+		if (v == NULL || v->type != jbvString ||
+			!cscp_parse_interval(pnstrdup(v->val.string.val, v->val.string.len), &ttl))
+			continue;			/* a value of the wrong type is policy_validate's */
+		if (DatumGetInt32(DirectFunctionCall2(interval_cmp, IntervalPGetDatum(&ttl),
+											  IntervalPGetDatum(&max))) <= 0 &&
+			cscp_expiry_status(policy, now, &ttl, &expiry, &max_text) != CSCP_EXPIRY_TOO_LONG)
+			continue;
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("policy key \"%s\" of tenant \"%s\" exceeds its \"max_ttl\"", keys[i], tenant),
+				 errdetail("\"%s\" is %s and \"max_ttl\" is %s: every lifetime taken from \"%s\" would be refused.",
+						   keys[i], interval_text(&ttl), interval_text(&max), keys[i]),
+				 errhint("Raise \"max_ttl\" or lower \"%s\"; cscp.policy_set may set both in one call.",
+						 keys[i])));
+	}
+}
+
+/*
  * start + ttl, refused (22023, naming argname; policy_key is where the
  * default comes from) unless it is later than start and within the
  * policy's max_ttl.

@@ -18,6 +18,7 @@
 
 #include <math.h>
 
+#include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "catalog/namespace.h"
 #include "commands/trigger.h"
@@ -503,6 +504,60 @@ cscp_policy_changed(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("cscp.policy_changed() must be called as a trigger")));
 	CacheInvalidateRelcacheByRelid(RelationGetRelid(trigdata->tg_relation));
+	return PointerGetDatum(NULL);
+}
+
+PG_FUNCTION_INFO_V1(cscp_policy_lifetimes);
+
+/*
+ * Trigger cscp.policy_lifetimes(): AFTER INSERT OR UPDATE FOR EACH ROW on
+ * cscp.policy.  The effective policy of the row's tenant, or of every
+ * tenant when the row is the defaults '*', keeps its default lifetimes
+ * within its max_ttl (cscp_check_policy_lifetimes, 22023), whichever key
+ * was written last.  Read as the caller: a role row-level security binds
+ * writes only its own tenant's row, and sees it and the defaults.
+ */
+Datum
+cscp_policy_lifetimes(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[1] = {TEXTOID};
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	HeapTuple	row;
+	TupleDesc	desc;
+	Datum		tenant;
+	bool		isnull;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		!TRIGGER_FIRED_AFTER(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("cscp.policy_lifetimes() must be called as an AFTER ROW trigger")));
+	row = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ? trigdata->tg_newtuple : trigdata->tg_trigtuple;
+	desc = RelationGetDescr(trigdata->tg_relation);
+	tenant = heap_getattr(row, SPI_fnumber(desc, "tenant_id"), desc, &isnull);
+	if (isnull)
+		return PointerGetDatum(NULL);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "SELECT t.tenant_id, coalesce(d.settings, '{}'::pg_catalog.jsonb) OPERATOR(pg_catalog.||) t.settings"
+				  "  FROM cscp.policy t LEFT JOIN cscp.policy d ON d.tenant_id OPERATOR(pg_catalog.=) '*'"
+				  " WHERE $1 OPERATOR(pg_catalog.=) '*' OR t.tenant_id OPERATOR(pg_catalog.=) $1",
+				  1, argtypes);
+	/* not read-only: a fresh snapshot, which sees the row just written */
+	if (SPI_execute_plan(plan, &tenant, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the policies a policy change affects");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	t = SPI_tuptable->vals[i];
+		Datum		policy = SPI_getbinval(t, SPI_tuptable->tupdesc, 2, &isnull);
+
+		if (!isnull)
+			cscp_check_policy_lifetimes(SPI_getvalue(t, SPI_tuptable->tupdesc, 1),
+										DatumGetJsonbP(policy));
+	}
+	SPI_finish();
 	return PointerGetDatum(NULL);
 }
 

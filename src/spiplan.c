@@ -141,6 +141,38 @@ cscp_spi_run(SPIPlanPtr plan, Datum *args, const char *nulls, int expected)
 }
 
 /*
+ * Raise 27000: a write cscp needs, of a row it has found and locked, wrote
+ * no row.  A BEFORE ROW trigger that returned NULL, a DO INSTEAD rule or
+ * a policy hiding the row from UPDATE (a DBA's) skipped it; reporting success then would say that something
+ * happened that did not.  27000 (triggered data change violation) rather
+ * than 55000, which cscp raises for its own lifecycle refusals: the write
+ * was not refused by a rule of cscp but suppressed around it.  what names
+ * the write ("confirm command ...").
+ */
+void
+cscp_write_skipped(const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_TRIGGERED_DATA_CHANGE_VIOLATION),
+			 errmsg("could not %s: the write was skipped", what),
+			 errdetail("The statement wrote no row: a trigger, a rule or a row-level security policy on the table suppressed it."),
+			 errhint("A BEFORE ROW trigger on cscp's tables must return the row, and no rule or policy may hide cscp's writes.")));
+}
+
+/*
+ * Run plan, a write of one row the caller has found (and locked): elog
+ * unless it gives result code expected, 27000 (cscp_write_skipped, naming
+ * what) when it wrote no row.
+ */
+void
+cscp_spi_write_one(SPIPlanPtr plan, Datum *args, const char *nulls, int expected, const char *what)
+{
+	cscp_spi_run(plan, args, nulls, expected);
+	if (SPI_processed == 0)
+		cscp_write_skipped(what);
+}
+
+/*
  * Run a saved plan like cscp_spi_run: its one row, in SPI's tuple table,
  * with its descriptor in *desc; NULL when it gave none (or more than one).
  */
@@ -223,9 +255,14 @@ HeapTuple
 cscp_spi_update_one(SPIPlanPtr plan, Datum *args, const char *nulls, TupleDesc *desc,
 					const char *what)
 {
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING ||
-		SPI_processed > 1)
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not %s", what);
+	if (SPI_processed > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_CARDINALITY_VIOLATION),
+				 errmsg("more than one row matched the statement to %s", what),
+				 errdetail("A role that row-level security does not bind sees the rows of every tenant."),
+				 errhint("Set cscp.tenant_id to the tenant of the row.")));
 	if (SPI_processed == 0)
 		return NULL;
 	*desc = SPI_tuptable->tupdesc;

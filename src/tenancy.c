@@ -15,10 +15,15 @@
  * too), has a binding of that kind with tenants; its tenants are the union
  * of them.  An unbound binding among them makes it unrestricted.  A role
  * with no binding of the kind asked is held to its bindings of the other
- * kind, and a role with none at all is unrestricted, as before bindings
- * existed (row-level security on cscp.tenant_id still applies to it).
- * Superusers and the owner of cscp's tables (and its members) are always
- * unrestricted.
+ * kind.  Bindings fail closed: once any binding exists, a role with none
+ * of its own or inherited may name no tenant (42501), so that a bound role
+ * cannot SET ROLE to a DBA's role holding plain grants and read another
+ * tenant; a trusted multi-tenant service is made one explicitly, by a
+ * binding without tenants.  While no binding exists every role is
+ * unrestricted, as before bindings existed (row-level security on
+ * cscp.tenant_id still applies to it).  Superusers, BYPASSRLS roles (which
+ * row-level security does not bind) and the owner of cscp's tables (and
+ * its members) are always unrestricted.
  *
  * Both the bindings and the answer per role are cached per backend: the
  * bindings until a relcache invalidation of cscp.tenant_binding (its
@@ -61,6 +66,7 @@ typedef struct RoleTenancy
 	Oid			userid;			/* InvalidOid: empty slot */
 	Oid			owner;			/* the owner rls_exempt was computed for */
 	bool		rls_exempt;		/* row-level security does not bind it */
+	bool		unbound;		/* no binding applies while some exist: no tenant */
 	bool		unrestricted[CSCP_ROLE_KINDS];
 	int			ntenants[CSCP_ROLE_KINDS];
 	char	  **tenants[CSCP_ROLE_KINDS];
@@ -305,9 +311,11 @@ role_tenancy(Oid userid, Oid owner)
 	rt->userid = InvalidOid;	/* not valid until filled in */
 	super = superuser_arg(userid);
 	rt->owner = owner;
+	rt->unbound = false;
 	rt->rls_exempt = super || has_bypassrls_privilege(userid) ||
 		(OidIsValid(owner) && has_privs_of_role(userid, owner));
-	if (super || (OidIsValid(binding_owner) && has_privs_of_role(userid, binding_owner)))
+	if (super || has_bypassrls_privilege(userid) ||
+		(OidIsValid(binding_owner) && has_privs_of_role(userid, binding_owner)))
 	{
 		for (int k = 0; k < CSCP_ROLE_KINDS; k++)
 		{
@@ -320,8 +328,27 @@ role_tenancy(Oid userid, Oid owner)
 		return rt;
 	}
 	applies = palloc(sizeof(bool) * (nbindings > 0 ? nbindings : 1));
+	rt->unbound = nbindings > 0;
 	for (int i = 0; i < nbindings; i++)
+	{
 		applies[i] = has_privs_of_role(userid, bindings[i].role);
+		if (applies[i])
+			rt->unbound = false;
+	}
+	if (rt->unbound)
+	{
+		/* bindings exist, none is this role's: it may name no tenant (fail closed) */
+		for (int k = 0; k < CSCP_ROLE_KINDS; k++)
+		{
+			rt->unrestricted[k] = false;
+			rt->ntenants[k] = 0;
+			rt->tenants[k] = NULL;
+		}
+		pfree(applies);
+		if (generation == roles_generation)
+			rt->userid = userid;
+		return rt;
+	}
 	for (int k = 0; k < CSCP_ROLE_KINDS; k++)
 		resolve_kind(rt, (CscpRoleKind) k, applies);
 	/* no binding of one kind: held to the other kind's (see the header) */
@@ -378,6 +405,14 @@ cscp_tenancy_tenants(CscpRoleKind kind)
 void
 cscp_tenancy_refuse(const char *tenant, CscpRoleKind kind)
 {
+	if (role_tenancy(GetUserId(), InvalidOid)->unbound)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for tenant \"%s\"", tenant),
+				 errdetail("Role \"%s\" has no binding of its own or inherited, and bindings exist.",
+						   GetUserNameFromId(GetUserId(), false)),
+				 errhint("Bind the role with cscp.%s (without tenants for a trusted multi-tenant service), or act as a role that is bound.",
+						 kind == CSCP_ROLE_OPERATOR ? "grant_operator" : "grant_app")));
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 			 errmsg("permission denied for tenant \"%s\"", tenant),
@@ -402,6 +437,23 @@ cscp_session_tenant(CscpRoleKind kind)
 	if (!cscp_tenancy_allows(t, strlen(t), kind))
 		cscp_tenancy_refuse(t, kind);
 	return t;
+}
+
+/*
+ * The tenant a lookup by id alone (cscp.command_transition, command_recover,
+ * command_status, slot_set, context_transition) is held to: the tenant the
+ * session acts for (cscp_session_tenant), as a text Datum, or *isnull when
+ * cscp.tenant_id is not set.  Ids are keyed per tenant, so a role that
+ * row-level security does not bind (the owner behind the gateway) must not
+ * reach another tenant's row that carries the same id.
+ */
+Datum
+cscp_lookup_tenant(bool *isnull)
+{
+	const char *t = cscp_session_tenant(CSCP_ROLE_APP);
+
+	*isnull = (t == NULL);
+	return t == NULL ? (Datum) 0 : CStringGetTextDatum(t);
 }
 
 /* Column number of tenant_id in rel, looked up once per relation. */

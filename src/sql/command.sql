@@ -198,13 +198,29 @@ AS $$
 #variable_conflict use_variable
 DECLARE
     cmd cscp.command;
+    n int := 0;
+    r cscp.command;
 BEGIN
     IF command_id IS NULL THEN
         RAISE EXCEPTION 'command_id must not be null'
             USING ERRCODE = '22023', HINT = 'Pass the command_id returned by cscp.command_submit.';
     END IF;
-    SELECT * INTO cmd FROM cscp.command x WHERE x.command_id = command_id;
-    IF NOT FOUND THEN
+    -- Ids are keyed per tenant: the session's tenant's command (row-level security binds an
+    -- application role to it; the owner behind the gateway is held to it here).
+    FOR r IN SELECT * FROM cscp.command x
+              WHERE x.command_id = command_id
+                AND x.tenant_id = coalesce(cscp.current_tenant(), x.tenant_id)
+              LIMIT 2 LOOP
+        cmd := r;
+        n := n + 1;
+    END LOOP;
+    IF n > 1 THEN
+        RAISE EXCEPTION 'command id % is held by more than one tenant''s command', command_id
+            USING ERRCODE = '21000',
+                  DETAIL = 'A role that row-level security does not bind sees the commands of every tenant.',
+                  HINT = 'Set cscp.tenant_id to the command''s tenant.';
+    END IF;
+    IF n = 0 THEN
         RAISE EXCEPTION 'command % does not exist', command_id
             USING ERRCODE = '22023',
                   HINT = 'Check the id, and that cscp.tenant_id names the command''s tenant.';

@@ -315,6 +315,12 @@ BEGIN
             fact_write.scope_id, fact_write.depends_on, fact_write.is_constraint,
             fact_write.constraint_type)
     RETURNING * INTO v_row;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'could not write fact "%": the write was skipped', v_id
+            USING ERRCODE = '27000',
+                  DETAIL = 'The statement wrote no row: a trigger, a rule or a row-level security policy on the table suppressed it.',
+                  HINT = 'A BEFORE ROW trigger on cscp''s tables must return the row, and no rule or policy may hide cscp''s writes.';
+    END IF;
     RETURN v_row;
 END
 $$;

@@ -50,6 +50,13 @@ COMMENT ON FUNCTION cscp.policy_changed() IS
 CREATE TRIGGER policy_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON cscp.policy
     FOR EACH STATEMENT EXECUTE FUNCTION cscp.policy_changed();
 
+CREATE FUNCTION cscp.policy_lifetimes() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'cscp_policy_lifetimes' LANGUAGE C;
+COMMENT ON FUNCTION cscp.policy_lifetimes() IS
+  'Trigger: refuses (22023) a policy whose context_ttl, confirmation_ttl or approval_ttl in force exceeds its max_ttl (for the defaults, any tenant''s)';
+CREATE TRIGGER policy_lifetimes AFTER INSERT OR UPDATE ON cscp.policy
+    FOR EACH ROW EXECUTE FUNCTION cscp.policy_lifetimes();
+
 CREATE FUNCTION cscp.policy_set(tenant_id text, settings jsonb) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 AS $$

@@ -227,8 +227,8 @@ CREATE TEMP TABLE ep_before AS
 -- cscp.context: no update of the blocked actor's context.
 WITH u AS (UPDATE cscp.context SET slots = slots || '{"x_p": 1}' WHERE context_id = :'blocked_ctx' RETURNING 1)
 SELECT is(count(*), 0::bigint, 'the policy: a plain UPDATE of the blocked actor''s context finds no row') FROM u;
-SELECT throws_ok(format('SELECT cscp.slot_set(%L, %L, %L)', :'blocked_ctx', 'x_p', '1'), '22023', NULL,
-                 'slot_set finds no context to update either');
+SELECT throws_ok(format('SELECT cscp.slot_set(%L, %L, %L)', :'blocked_ctx', 'x_p', '1'), '27000', NULL,
+                 'slot_set updates no row either, and says its write was suppressed (27000)');
 SELECT throws_ok($$SELECT cscp.context_open('acme', 'c-p', 'blocked', '{"x_p": 1}')$$, '40001', NULL,
                  'context_open cannot use the live context, nor open a second one');
 SELECT is((SELECT to_jsonb(c) FROM cscp.context c WHERE context_id = :'blocked_ctx'), (SELECT ctx FROM ep_before),

@@ -349,7 +349,7 @@ CREATE TEMP TABLE rw_once3 AS
     SELECT (SELECT ROW(state, version)::text FROM cscp.command WHERE command_id = :'once3') AS cmd,
            (SELECT count(*) FROM cscp.evidence WHERE command_id = :'once3') AS evidence;
 SELECT throws_ok(format('SELECT * FROM cscp.command_transition(%L, %L, %L)', :'once3', 'authz_pending', 'skip_me'),
-                 '22023', NULL, 'a step a BEFORE trigger skips finds no command, as the UPDATE finds no row');
+                 '27000', NULL, 'a step a BEFORE trigger skips raises 27000, never reported as taken');
 SELECT throws_ok(format('SELECT * FROM cscp.command_transition(%L, %L, %L)', :'once3', 'authz_pending', 'forbidden'),
                  '23514', NULL, 'a CHECK constraint refuses a step');
 RESET ROLE;

@@ -205,6 +205,55 @@ def contexts_and_confirmations():
            "invalid_parameter", "22P02")
 
 
+def planted_ids():
+    step("planted ids: another tenant's rows carrying shop's context and command ids reach nothing of shop's")
+    base = URL + "/v1/conversations/conv-plant/actors/ana"
+    ctx = expect(requests.post(base + "/context", headers=auth(KEY_PROFILE),
+                               json={"slots": {"active_intent": "pay"}}, timeout=10), 200)
+    cmd = expect(requests.post(base + "/commands", headers=auth(KEY_PROFILE),
+                               json={"idempotencyKey": "plant-1", "commandName": "pay", "messageIds": ["p1"]},
+                               timeout=10), 201)
+    assert cmd["state"] == "confirmation_required", cmd
+    # other-shop plants, in its own rows, a context and a command with shop's ids.
+    psql("INSERT INTO cscp.context (tenant_id, context_id, conversation_id, actor_id, slots, expires_at, ttl)"
+         " VALUES ('other-shop', '%s', 'conv-plant', 'ana', '{\"active_intent\": \"x\"}',"
+         " cscp.now() + interval '1 hour', interval '1 hour')" % ctx["contextId"])
+    psql("INSERT INTO cscp.command (tenant_id, command_id, idempotency_key, conversation_id, actor_id,"
+         " command_name, mutating) VALUES ('other-shop', '%s', 'planted', 'conv-plant', 'ana', 'pay', true)"
+         % cmd["commandId"])
+    location = URL + "/v1/commands/" + cmd["commandId"]
+    # other-shop's key reaches its own planted rows only.
+    mine = expect(requests.get(location, headers=auth(KEY_OTHER), timeout=10), 200)
+    assert mine["state"] == "received", mine
+    step_ = expect(requests.post(location + "/transitions", headers=auth(KEY_OTHER),
+                                 json={"toState": "canceled"}, timeout=10), 200)
+    assert step_["state"] == "received", step_
+    mine = expect(requests.put(base + "/context/slots/active_target", headers=auth(KEY_OTHER),
+                               json="acct:other", timeout=10), 200)
+    assert mine["contextId"] == ctx["contextId"] and mine["slots"]["active_intent"] == "x", mine
+    expect(requests.delete(base + "/context/slots/active_target", headers=auth(KEY_OTHER), timeout=10), 200)
+    assert expect(requests.get(base + "/context", headers=auth(KEY_OTHER), timeout=10), 200)["slots"] == \
+        {"active_intent": "x"}
+    # shop's own calls work, on shop's rows.
+    theirs = expect(requests.get(location, headers=auth(KEY_PROFILE), timeout=10), 200)
+    assert theirs["state"] == "confirmation_required", theirs
+    theirs = expect(requests.put(base + "/context/slots/active_target", headers=auth(KEY_PROFILE),
+                                 json="acct:shop", timeout=10), 200)
+    assert theirs["slots"]["active_intent"] == "pay" and theirs["slots"]["active_target"] == "acct:shop", theirs
+    expect(requests.delete(base + "/context/slots/active_target", headers=auth(KEY_PROFILE), timeout=10), 200)
+    assert expect(requests.get(base + "/context", headers=auth(KEY_PROFILE), timeout=10), 200)["slots"]["active_intent"] == "pay"
+    step_ = expect(requests.post(location + "/transitions", headers=auth(KEY_PROFILE),
+                                 json={"toState": "canceled"}, timeout=10), 200)
+    assert step_["accepted"] is True and step_["state"] == "canceled", step_
+    assert psql("SELECT string_agg(tenant_id || ':' || state, ',' ORDER BY tenant_id) FROM cscp.command"
+                " WHERE command_id = '%s'" % cmd["commandId"]) == "other-shop:received,shop:canceled"
+    assert psql("SELECT string_agg(tenant_id || ':' || (slots ->> 'active_intent'), ',' ORDER BY tenant_id)"
+                " FROM cscp.context WHERE context_id = '%s'" % ctx["contextId"]) == "other-shop:x,shop:pay"
+    # An id of shop's that other-shop did not plant is 404, as an unknown one.
+    expect(requests.get(URL + "/v1/commands/" + cmd["commandId"][:9] + "0000-4000-8000-000000000000",
+                        headers=auth(KEY_OTHER), timeout=10), 404, "not_found", "P0002")
+
+
 def facts():
     step("facts: a supersession chain and the context built from it; another tenant sees nothing")
     base = URL + "/v1/subjects/ana"
@@ -587,6 +636,7 @@ def main():
     spec_examples()
     multi_bot()
     contexts_and_confirmations()
+    planted_ids()
     facts()
     conversations()
     expiry()
