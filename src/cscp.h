@@ -37,6 +37,7 @@
 /* cscp.c: settings */
 extern char *cscp_clock_setting;
 extern char *cscp_tenant_setting;
+extern char *cscp_authority_setting;
 extern bool cscp_notify_setting;
 extern int	cscp_sweep_interval;
 extern int	cscp_sweep_batch;
