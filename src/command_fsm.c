@@ -747,6 +747,15 @@ is_recovery_kind(const char *kind)
 	return false;
 }
 
+/* Log the refusal of a new command born in state, before raising it. */
+static void
+log_refused_insert(HeapTuple tuple, TupleDesc desc, CommandState state, const char *why)
+{
+	cscp_log_refused_step("command", SPI_getvalue(tuple, desc, COL(CM_TENANT_ID)),
+						  SPI_getvalue(tuple, desc, COL(CM_COMMAND_ID)), NULL,
+						  cscp_command_state_names[state], why);
+}
+
 /*
  * The snapshot and recovery rules of a new command (tuple, born in state):
  * a recovery names a command of its conversation and actor, a compensate
@@ -797,6 +806,8 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 		return;
 	why = snapshot_refusal(&c, &detail);
 	if (why != NULL)
+		log_refused_insert(tuple, desc, state, why);
+	if (why != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("a new command cannot ask for confirmation (%s)", why),
@@ -817,18 +828,24 @@ insert_state_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 		if (!cscp_column_true(tuple, desc, COL(CM_MUTATING)) ||
 			cscp_column_true(tuple, desc, COL(CM_AUTO_CONFIRM)) ||
 			is_null(tuple, desc, COL(CM_WINDOW_EXPIRES_AT)))
+		{
+			log_refused_insert(tuple, desc, state, "not_a_question");
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("a new command in confirmation_required must be mutating, not auto-confirmed, and have a window"),
 					 errdetail("Only a mutating command goes through confirmation, and window_expires_at says until when."),
 					 errhint("Submit it with cscp.command_submit, then move it with cscp.command_transition.")));
+		}
 	}
 	else if (state != CMD_RECEIVED && state != CMD_CANONICALIZED)
+	{
+		log_refused_insert(tuple, desc, state, "invalid_birth_state");
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("a new command must be received or canonicalized, not %s",
 						cscp_command_state_names[state]),
 				 errhint("Submit it with cscp.command_submit, then move it with cscp.command_transition.")));
+	}
 }
 
 /*
@@ -955,6 +972,14 @@ update_fixed_check(CmdRow o, CmdRow nw, TupleDesc desc)
 	}
 }
 
+/* Log the refusal of the step from c's state to to (command id), before raising it. */
+static void
+log_refused(CommandFacts *c, CommandState to, const char *id, const char *why)
+{
+	cscp_log_refused_step("command", TextDatumGetCString(c->tenant_id), id,
+						  cscp_command_state_names[c->state], cscp_command_state_names[to], why);
+}
+
 /*
  * Judge the step from c's state to to (the new version nw, command id):
  * every rule of refusal(), a yes being the recorded answer whose message
@@ -967,11 +992,14 @@ update_step_check(CommandFacts *c, CmdRow o, CmdRow nw, CommandState to, const c
 	char	   *detail = NULL;
 
 	if (to == c->state)
+	{
+		log_refused(c, to, id, "same_state");
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("command %s is already %s", id, cscp_command_state_names[to]),
 				 errdetail("Every update of a command is a transition of its lifecycle."),
 				 errhint("Use cscp.command_transition.")));
+	}
 	if (to == CMD_CONFIRMED && !ROW_N(nw, COL(CM_MESSAGE_IDS)))
 	{
 		Datum	   *elems;
@@ -985,6 +1013,8 @@ update_step_check(CommandFacts *c, CmdRow o, CmdRow nw, CommandState to, const c
 							elems[n - 1]);
 	}
 	why = refusal(c, to, &detail);
+	if (why != NULL)
+		log_refused(c, to, id, why);
 	if (why != NULL && strcmp(why, "not_answered") == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -1004,10 +1034,13 @@ update_step_check(CommandFacts *c, CmdRow o, CmdRow nw, CommandState to, const c
 	if (ROW_N(nw, COL(CM_MESSAGE_IDS)) ||
 		(!ROW_N(o, COL(CM_MESSAGE_IDS)) &&
 		 !array_is_prefix(ROW_V(o, COL(CM_MESSAGE_IDS)), ROW_V(nw, COL(CM_MESSAGE_IDS)))))
+	{
+		log_refused(c, to, id, "message_ids_shrunk");
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("message_ids of command %s can only grow", id),
 				 errhint("Append the ids of new messages; never remove one.")));
+	}
 }
 
 /*

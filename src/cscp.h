@@ -232,6 +232,8 @@ typedef struct CscpEvidence
 } CscpEvidence;
 
 extern char *cscp_evidence_hash(const CscpEvidence *e);
+extern void cscp_log_refused_step(const char *kind, const char *tenant, const char *id,
+								  const char *from, const char *to, const char *why);
 extern void cscp_evidence_append(CscpEvidence *e);
 extern void cscp_evidence_refuse(CscpEvidence *e, Datum command_id, bool has_command);
 
