@@ -190,18 +190,19 @@ typedef struct SnapshotFacts
 	bool		frame_ok;
 	bool		target_ok;
 	bool		applies;
+	bool		canceled_by_it; /* a cancel recovery's target is canceled by it */
 } SnapshotFacts;
 
 static SnapshotFacts
 snapshot_facts(CommandFacts *c)
 {
 	static SPIPlanPtr plan = NULL;
-	static const Oid types[10] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, UUIDOID, UUIDOID,
-	JSONBOID, TEXTARRAYOID, TEXTOID, UUIDOID};
+	static const Oid types[11] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, UUIDOID, UUIDOID,
+	JSONBOID, TEXTARRAYOID, TEXTOID, UUIDOID, BOOLOID};
 	static const char *const names[8] = {"conversation_id", "actor_id", "context_id", "frame_id",
 	"context_ref", "message_ids", "recovery_kind", "target_command_id"};
-	Datum		args[10];
-	char		nulls[10];
+	Datum		args[11];
+	char		nulls[11];
 	SnapshotFacts f;
 	bool		isnull;
 
@@ -213,6 +214,8 @@ snapshot_facts(CommandFacts *c)
 		args[i + 2] = fact_col(c, names[i], &isnull);
 		nulls[i + 2] = isnull ? 'n' : ' ';
 	}
+	args[10] = BoolGetDatum(c->mutating);
+	nulls[10] = ' ';
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
@@ -231,19 +234,23 @@ snapshot_facts(CommandFacts *c)
 				  "       coalesce(CASE $9 WHEN 'retry' THEN t.state = 'failed'"
 				  "                WHEN 'reprocess' THEN t.state IN ('rejected', 'failed', 'canceled')"
 				  "                WHEN 'compensate' THEN t.state IN ('executed', 'failed')"
-				  "                WHEN 'cancel' THEN t.state = 'canceled'"
-				  "                                   AND t.detail->>'recovery_command_id' = $2::text"
-				  "                END, false)"
+				  "                WHEN 'cancel' THEN (t.state = 'canceled'"
+				  "                                    AND t.detail->>'recovery_command_id' = $2::text)"
+				  "                                   OR ($11 AND t.state NOT IN ('rejected', 'executed', 'failed',"
+				  "                                                               'canceled', 'compensated'))"
+				  "                END, false),"
+				  "       coalesce(t.state = 'canceled' AND t.detail->>'recovery_command_id' = $2::text, false)"
 				  "  FROM (VALUES (1)) AS one (x)"
 				  "  LEFT JOIN cscp.frame f ON f.tenant_id = $1 AND f.frame_id = $6"
 				  "  LEFT JOIN cscp.command t ON t.tenant_id = $1 AND t.command_id = $10",
-				  10, types);
+				  11, types);
 	if (SPI_execute_plan(plan, args, nulls, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not look up the frame and target of a command");
 	f.has_frame = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	f.frame_ok = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 	f.target_ok = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
 	f.applies = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
+	f.canceled_by_it = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull));
 	SPI_finish();
 	return f;
 }
@@ -256,7 +263,8 @@ snapshot_facts(CommandFacts *c)
  * command names must match it, mutating or not; a recovery goes on only
  * while its kind applies to its target (retry: failed; reprocess: rejected,
  * failed or canceled; compensate: executed or failed; cancel: canceled by
- * this very recovery).
+ * this very recovery, or, for a mutating cancel that asks the user first
+ * (of a gated command: registry.c), not finished yet).
  */
 static const char *
 snapshot_refusal(CommandFacts *c, char **detail)
@@ -467,6 +475,20 @@ refusal(CommandFacts *c, CommandState to, char **detail)
 
 		if (why != NULL)
 			return why;
+	}
+	if (to == CMD_EXECUTED && c->cancel_recovery && c->row != NULL && !snapshot_facts(c).canceled_by_it)
+	{
+		*detail = pstrdup("A cancel recovery is executed only once its target is canceled by it "
+						  "(command_transition cancels it when the recovery starts).");
+		return "cancel_not_carried_out";
+	}
+	if (to == CMD_CANCELED && from == CMD_STARTED &&
+		cscp_registry_cancel_unapproved(c->tenant_id, c->command_id))
+	{
+		*detail = pstrdup("The command registry declares this command needs_approval or of risk "
+						  "high or critical: once started it is canceled only by a cancel recovery "
+						  "(cscp.command_recover) that the user confirmed and that started.");
+		return "cancel_not_approved";
 	}
 	if (to == CMD_COMPENSATED && !compensation_executed(c))
 	{
@@ -800,6 +822,14 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("a compensate recovery must be mutating"),
 					 errdetail("A compensation changes the world again, so the user confirms it."),
+					 errhint("Form recoveries with cscp.command_recover.")));
+		if (strcmp(TextDatumGetCString(kind), "cancel") == 0 && !c.mutating &&
+			cscp_registry_recovery_gated(c.tenant_id,
+										 fact_col(&c, "target_command_id", &targetnull)))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("a cancel recovery of a command declared needs_approval or of risk high or critical must be mutating"),
+					 errdetail("Recovering such a command needs the confirmation a forward command of its class needs."),
 					 errhint("Form recoveries with cscp.command_recover.")));
 	}
 	if (state != CMD_CONFIRMATION_REQUIRED)
