@@ -153,17 +153,18 @@ $function$
 COMMENT ON FUNCTION cscp._base64url(bytea) IS 'Internal: bytes as unpadded base64url';
 
 CREATE FUNCTION cscp_proxy._api_key_store(_tenant text, _clock text, tenant_id text, label text,
-                                          key_hash bytea, scopes text[], expires_at timestamptz)
+                                          key_hash bytea, scopes text[], expires_at timestamptz,
+                                          authority text)
 RETURNS SETOF boolean
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ALL;
     SELECT * FROM cscp._api_key_store(cscp.proxy_session(_tenant, _clock, tenant_id), label, key_hash,
-                                      scopes, expires_at);
+                                      scopes, expires_at, authority);
 $f$;
 
 CREATE FUNCTION cscp.api_key_create(tenant_id text, label text, scopes text[] DEFAULT NULL,
-                                    expires_at timestamptz DEFAULT NULL)
+                                    expires_at timestamptz DEFAULT NULL, authority text DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -178,11 +179,12 @@ BEGIN
     PERFORM pg_catalog.count(*)
        FROM cscp_proxy._api_key_store(cscp_proxy.tenant(), cscp_proxy.clock(), api_key_create.tenant_id,
                                       api_key_create.label, pg_catalog.sha256(pg_catalog.convert_to(key, 'UTF8')),
-                                      api_key_create.scopes, api_key_create.expires_at);
+                                      api_key_create.scopes, api_key_create.expires_at,
+                                      api_key_create.authority);
     RETURN key;
 END
 $$;
-COMMENT ON FUNCTION cscp.api_key_create(text, text, text[], timestamptz) IS
+COMMENT ON FUNCTION cscp.api_key_create(text, text, text[], timestamptz, text) IS
   'Create an API key of a tenant for the HTTPS gateway, stored (as its SHA-256) on every shard, and return it once';
 
 -- The caller's settings, carried to the shard with every call.  cscp.clock only from a

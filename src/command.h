@@ -69,6 +69,8 @@ typedef enum CscpRegistryMode
 
 extern bool cscp_registry_mutating(text *tenant, text *name, bool given, CscpRegistryMode mode);
 extern bool cscp_registry_unapproved(Datum tenant, Datum command_id);
+extern bool cscp_registry_recovery_gated(Datum tenant, Datum target_id);
+extern bool cscp_registry_cancel_unapproved(Datum tenant, Datum command_id);
 
 /* frame.c: the context state a command is formed from */
 extern Jsonb *cscp_frame_state(HeapTuple ctx, TupleDesc desc, ArrayType *message_ids);

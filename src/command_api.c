@@ -617,6 +617,8 @@ step_question(Step *st)
 	st->window = policy_window(tenant, st->approval ? "approval_ttl" : "confirmation_ttl");
 }
 
+static void cancel_target(Datum tenant, Datum target_id, Datum recovery_id);
+
 /*
  * An allowed step, written: the earlier question superseded first when
  * this one asks, the command moved by its UPDATE (judged again by the
@@ -654,6 +656,10 @@ step_write(Step *st, HeapTuple cmd, TupleDesc cmddesc, char **reason)
 	if (to == CMD_EXECUTED && m.recovery_kind != NULL &&
 		strcmp(m.recovery_kind, "compensate") == 0 && !m.target_null)
 		compensate_target(m.tenant, st->command_id, m.target);
+	/* A cancel recovery that starts (confirmed and approved as its class needs) cancels. */
+	if (to == CMD_STARTED && m.recovery_kind != NULL &&
+		strcmp(m.recovery_kind, "cancel") == 0 && !m.target_null)
+		cancel_target(m.tenant, m.target, st->command_id);
 }
 
 PG_FUNCTION_INFO_V1(cscp_command_transition);
@@ -1453,28 +1459,22 @@ cscp_submit_command(text *tenant_id, text *conversation_id, text *actor_id,
 }
 
 /*
- * The cancellation a cancel recovery carries out itself, once its command
- * recovery_id is formed: the target (target_id, of tenant) is canceled, its
- * context's slot released, and the recovery command run through its
- * lifecycle to executed.  Locks: the target's context, then the target.
- * Returns the recovery command's row as it ends (state and outcome).
+ * The cancellation of a cancel recovery recovery_id: its target (target_id,
+ * of tenant) canceled, unless it has finished meanwhile, and its context's
+ * slot released.  Locks: the target's context, then the target.
  */
-static HeapTuple
-recover_cancel(Datum tenant, Datum target_id, Datum recovery_id, TupleDesc *desc)
+static void
+cancel_target(Datum tenant, Datum target_id, Datum recovery_id)
 {
 	static SPIPlanPtr target_plan = NULL;
 	static SPIPlanPtr context_plan = NULL;
 	static SPIPlanPtr lock_plan = NULL;
 	static SPIPlanPtr cancel_plan = NULL;
-	static SPIPlanPtr step_plan = NULL;
 	static const Oid key_types[2] = {TEXTOID, UUIDOID};
 	static const Oid cancel_types[3] = {TEXTOID, UUIDOID, UUIDOID};
-	static const Oid step_types[3] = {TEXTOID, UUIDOID, TEXTOID};
-	static const char *const steps[] = {"authz_pending", "authorized", "started", "executed"};
 	Datum		args[3] = {tenant, target_id, recovery_id};
 	HeapTuple	ctx = NULL;
 	TupleDesc	ctxdesc = NULL;
-	HeapTuple	row = NULL;
 	bool		isnull;
 	Datum		context_id;
 
@@ -1509,11 +1509,31 @@ recover_cancel(Datum tenant, Datum target_id, Datum recovery_id, TupleDesc *desc
 				  "UPDATE cscp.command x"
 				  "   SET state = 'canceled', reason_code = 'canceled_by_recovery',"
 				  "       detail = pg_catalog.jsonb_build_object('recovery_command_id', $3)"
-				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2",
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2"
+				  "   AND x.state::pg_catalog.text OPERATOR(pg_catalog.<>) ALL"
+				  "       (ARRAY['rejected', 'executed', 'failed', 'canceled', 'compensated'])",
 				  3, cancel_types);
-	cscp_spi_write_one(cancel_plan, args, NULL, SPI_OK_UPDATE, "cancel the target of a recovery");
-	if (ctx != NULL)
+	run(cancel_plan, args, NULL, false, SPI_OK_UPDATE);
+	if (ctx != NULL && SPI_processed == 1)
 		cscp_context_release(ctx, ctxdesc, target_id, NULL);
+}
+
+/*
+ * The cancellation a cancel recovery of a command that is not gated carries
+ * out itself, once its command recovery_id is formed: the target canceled
+ * (cancel_target) and the recovery command run through its lifecycle to
+ * executed.  Returns the recovery command's row as it ends (state and
+ * outcome).
+ */
+static HeapTuple
+recover_cancel(Datum tenant, Datum target_id, Datum recovery_id, TupleDesc *desc)
+{
+	static SPIPlanPtr step_plan = NULL;
+	static const Oid step_types[3] = {TEXTOID, UUIDOID, TEXTOID};
+	static const char *const steps[] = {"authz_pending", "authorized", "started", "executed"};
+	HeapTuple	row = NULL;
+
+	cancel_target(tenant, target_id, recovery_id);
 
 	cscp_spi_plan(&step_plan,
 				  "UPDATE cscp.command x SET state = $3::cscp.command_state, reason_code = 'cancel_' OPERATOR(pg_catalog.||) $3"
@@ -1607,7 +1627,7 @@ recovery_applies(const char *kind, CommandState s)
  */
 static void
 recovery_request(HeapTuple t, TupleDesc tdesc, const char *kind, text *key, Jsonb *payload,
-				 bool applies, CommandRequest *q)
+				 bool applies, bool gated, CommandRequest *q)
 {
 	bool		isnull;
 
@@ -1631,15 +1651,16 @@ recovery_request(HeapTuple t, TupleDesc tdesc, const char *kind, text *key, Json
 		q->command_name = cstring_to_text(psprintf("%s:%s",
 												   text_to_cstring(command_text(t, tdesc, "command_name")),
 												   kind));
-		q->mutating = strcmp(kind, "compensate") == 0 &&
-			cscp_registry_mutating(q->tenant_id, q->command_name, true, CSCP_REGISTRY_RECOVERY);
+		q->mutating = gated || (strcmp(kind, "compensate") == 0 &&
+								cscp_registry_mutating(q->tenant_id, q->command_name, true,
+													   CSCP_REGISTRY_RECOVERY));
 		q->payload = payload;
 	}
 	q->has_target = true;
 	q->target_command_id = spi_col(t, tdesc, "cscp.command", "command_id", &isnull);
 	q->recovery_kind = cstring_to_text(kind);
 	q->refuse_reason = applies ? NULL : "recovery_not_applicable";
-	q->context_required = strcmp(kind, "cancel") != 0;
+	q->context_required = strcmp(kind, "cancel") != 0 || gated;
 }
 
 PG_FUNCTION_INFO_V1(cscp_command_recover);
@@ -1654,8 +1675,12 @@ PG_FUNCTION_INFO_V1(cscp_command_recover);
  * (replayed by its idempotency key): retry and reprocess repeat the target
  * with payload merged over its own, cancel and compensate are commands
  * "<name>:<kind>".  A recovery that does not apply to the target's state is
- * rejected at once (recovery_not_applicable); a cancel that applies is
- * carried out here: the target canceled, the recovery command executed.
+ * rejected at once (recovery_not_applicable).  Risk drives recovery
+ * (registry.c): a cancel or compensate recovery of a gated target is
+ * mutating, so it asks the user's confirmation, and needs an approval when
+ * its target's class does; a cancel of a gated target is carried out when
+ * command_transition starts it.  A cancel that applies to any other target
+ * is carried out here: the target canceled, the recovery command executed.
  */
 Datum
 cscp_command_recover(PG_FUNCTION_ARGS)
@@ -1670,6 +1695,7 @@ cscp_command_recover(PG_FUNCTION_ARGS)
 	TupleDesc	tdesc;
 	Oid			state_type;
 	bool		applies;
+	bool		gated = false;
 	bool		isnull;
 	Datum		target_id = PG_GETARG_DATUM(0);
 	Datum		target_args[2];
@@ -1704,11 +1730,13 @@ cscp_command_recover(PG_FUNCTION_ARGS)
 	applies = recovery_applies(kind, cscp_command_state_of(state_type,
 														   spi_col(t, tdesc, "cscp.command",
 																   "state", &isnull)));
-	recovery_request(t, tdesc, kind, PG_GETARG_TEXT_PP(2), PG_GETARG_JSONB_P(3), applies, &q);
+	if (strcmp(kind, "cancel") == 0 || strcmp(kind, "compensate") == 0)
+		gated = cscp_registry_recovery_gated(PointerGetDatum(q.tenant_id), target_id);
+	recovery_request(t, tdesc, kind, PG_GETARG_TEXT_PP(2), PG_GETARG_JSONB_P(3), applies, gated, &q);
 	command_create(&q, &r, callerctx);
 
 	/* A cancel that applies cancels its target at once, and records its own run. */
-	if (!r.replayed && applies && strcmp(kind, "cancel") == 0 && r.state == CMD_CANONICALIZED)
+	if (!r.replayed && applies && !gated && strcmp(kind, "cancel") == 0 && r.state == CMD_CANONICALIZED)
 	{
 		TupleDesc	rdesc;
 		HeapTuple	rc = recover_cancel(PointerGetDatum(q.tenant_id), q.target_command_id,

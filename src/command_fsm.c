@@ -190,18 +190,19 @@ typedef struct SnapshotFacts
 	bool		frame_ok;
 	bool		target_ok;
 	bool		applies;
+	bool		canceled_by_it; /* a cancel recovery's target is canceled by it */
 } SnapshotFacts;
 
 static SnapshotFacts
 snapshot_facts(CommandFacts *c)
 {
 	static SPIPlanPtr plan = NULL;
-	static const Oid types[10] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, UUIDOID, UUIDOID,
-	JSONBOID, TEXTARRAYOID, TEXTOID, UUIDOID};
+	static const Oid types[11] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, UUIDOID, UUIDOID,
+	JSONBOID, TEXTARRAYOID, TEXTOID, UUIDOID, BOOLOID};
 	static const char *const names[8] = {"conversation_id", "actor_id", "context_id", "frame_id",
 	"context_ref", "message_ids", "recovery_kind", "target_command_id"};
-	Datum		args[10];
-	char		nulls[10];
+	Datum		args[11];
+	char		nulls[11];
 	SnapshotFacts f;
 	bool		isnull;
 
@@ -213,6 +214,8 @@ snapshot_facts(CommandFacts *c)
 		args[i + 2] = fact_col(c, names[i], &isnull);
 		nulls[i + 2] = isnull ? 'n' : ' ';
 	}
+	args[10] = BoolGetDatum(c->mutating);
+	nulls[10] = ' ';
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
@@ -231,19 +234,22 @@ snapshot_facts(CommandFacts *c)
 				  "       coalesce(CASE WHEN $9 OPERATOR(pg_catalog.=) 'retry' THEN t.state OPERATOR(pg_catalog.=) 'failed'"
 				  "                WHEN $9 OPERATOR(pg_catalog.=) 'reprocess' THEN t.state OPERATOR(pg_catalog.=) ANY ('{rejected,failed,canceled}')"
 				  "                WHEN $9 OPERATOR(pg_catalog.=) 'compensate' THEN t.state OPERATOR(pg_catalog.=) ANY ('{executed,failed}')"
-				  "                WHEN $9 OPERATOR(pg_catalog.=) 'cancel' THEN t.state OPERATOR(pg_catalog.=) 'canceled'"
-				  "                                   AND t.detail OPERATOR(pg_catalog.->>) 'recovery_command_id' OPERATOR(pg_catalog.=) $2::pg_catalog.text"
-				  "                END, false)"
+				  "                WHEN $9 OPERATOR(pg_catalog.=) 'cancel' THEN (t.state OPERATOR(pg_catalog.=) 'canceled'"
+				  "                                    AND t.detail OPERATOR(pg_catalog.->>) 'recovery_command_id' OPERATOR(pg_catalog.=) $2::pg_catalog.text)"
+				  "                                   OR ($11 AND t.state OPERATOR(pg_catalog.<>) ALL ('{rejected,executed,failed,canceled,compensated}'))"
+				  "                END, false),"
+				  "       coalesce(t.state OPERATOR(pg_catalog.=) 'canceled' AND t.detail OPERATOR(pg_catalog.->>) 'recovery_command_id' OPERATOR(pg_catalog.=) $2::pg_catalog.text, false)"
 				  "  FROM (VALUES (1)) AS one (x)"
 				  "  LEFT JOIN cscp.frame f ON f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.frame_id OPERATOR(pg_catalog.=) $6"
 				  "  LEFT JOIN cscp.command t ON t.tenant_id OPERATOR(pg_catalog.=) $1 AND t.command_id OPERATOR(pg_catalog.=) $10",
-				  10, types);
+				  11, types);
 	if (SPI_execute_plan(plan, args, nulls, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not look up the frame and target of a command");
 	f.has_frame = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	f.frame_ok = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 	f.target_ok = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
 	f.applies = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
+	f.canceled_by_it = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull));
 	SPI_finish();
 	return f;
 }
@@ -256,7 +262,8 @@ snapshot_facts(CommandFacts *c)
  * command names must match it, mutating or not; a recovery goes on only
  * while its kind applies to its target (retry: failed; reprocess: rejected,
  * failed or canceled; compensate: executed or failed; cancel: canceled by
- * this very recovery).
+ * this very recovery, or, for a mutating cancel that asks the user first
+ * (of a gated command: registry.c), not finished yet).
  */
 static const char *
 snapshot_refusal(CommandFacts *c, char **detail)
@@ -467,6 +474,20 @@ refusal(CommandFacts *c, CommandState to, char **detail)
 
 		if (why != NULL)
 			return why;
+	}
+	if (to == CMD_EXECUTED && c->cancel_recovery && c->row != NULL && !snapshot_facts(c).canceled_by_it)
+	{
+		*detail = pstrdup("A cancel recovery is executed only once its target is canceled by it "
+						  "(command_transition cancels it when the recovery starts).");
+		return "cancel_not_carried_out";
+	}
+	if (to == CMD_CANCELED && from == CMD_STARTED &&
+		cscp_registry_cancel_unapproved(c->tenant_id, c->command_id))
+	{
+		*detail = pstrdup("The command registry declares this command needs_approval or of risk "
+						  "high or critical: once started it is canceled only by a cancel recovery "
+						  "(cscp.command_recover) that the user confirmed and that started.");
+		return "cancel_not_approved";
 	}
 	if (to == CMD_COMPENSATED && !compensation_executed(c))
 	{
@@ -747,6 +768,15 @@ is_recovery_kind(const char *kind)
 	return false;
 }
 
+/* Log the refusal of a new command born in state, before raising it. */
+static void
+log_refused_insert(HeapTuple tuple, TupleDesc desc, CommandState state, const char *why)
+{
+	cscp_log_refused_step("command", SPI_getvalue(tuple, desc, COL(CM_TENANT_ID)),
+						  SPI_getvalue(tuple, desc, COL(CM_COMMAND_ID)), NULL,
+						  cscp_command_state_names[state], why);
+}
+
 /*
  * The snapshot and recovery rules of a new command (tuple, born in state):
  * a recovery names a command of its conversation and actor, a compensate
@@ -792,10 +822,20 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 					 errmsg("a compensate recovery must be mutating"),
 					 errdetail("A compensation changes the world again, so the user confirms it."),
 					 errhint("Form recoveries with cscp.command_recover.")));
+		if (strcmp(TextDatumGetCString(kind), "cancel") == 0 && !c.mutating &&
+			cscp_registry_recovery_gated(c.tenant_id,
+										 fact_col(&c, "target_command_id", &targetnull)))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("a cancel recovery of a command declared needs_approval or of risk high or critical must be mutating"),
+					 errdetail("Recovering such a command needs the confirmation a forward command of its class needs."),
+					 errhint("Form recoveries with cscp.command_recover.")));
 	}
 	if (state != CMD_CONFIRMATION_REQUIRED)
 		return;
 	why = snapshot_refusal(&c, &detail);
+	if (why != NULL)
+		log_refused_insert(tuple, desc, state, why);
 	if (why != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -817,18 +857,24 @@ insert_state_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 		if (!cscp_column_true(tuple, desc, COL(CM_MUTATING)) ||
 			cscp_column_true(tuple, desc, COL(CM_AUTO_CONFIRM)) ||
 			is_null(tuple, desc, COL(CM_WINDOW_EXPIRES_AT)))
+		{
+			log_refused_insert(tuple, desc, state, "not_a_question");
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("a new command in confirmation_required must be mutating, not auto-confirmed, and have a window"),
 					 errdetail("Only a mutating command goes through confirmation, and window_expires_at says until when."),
 					 errhint("Submit it with cscp.command_submit, then move it with cscp.command_transition.")));
+		}
 	}
 	else if (state != CMD_RECEIVED && state != CMD_CANONICALIZED)
+	{
+		log_refused_insert(tuple, desc, state, "invalid_birth_state");
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("a new command must be received or canonicalized, not %s",
 						cscp_command_state_names[state]),
 				 errhint("Submit it with cscp.command_submit, then move it with cscp.command_transition.")));
+	}
 }
 
 /*
@@ -955,6 +1001,14 @@ update_fixed_check(CmdRow o, CmdRow nw, TupleDesc desc)
 	}
 }
 
+/* Log the refusal of the step from c's state to to (command id), before raising it. */
+static void
+log_refused(CommandFacts *c, CommandState to, const char *id, const char *why)
+{
+	cscp_log_refused_step("command", TextDatumGetCString(c->tenant_id), id,
+						  cscp_command_state_names[c->state], cscp_command_state_names[to], why);
+}
+
 /*
  * Judge the step from c's state to to (the new version nw, command id):
  * every rule of refusal(), a yes being the recorded answer whose message
@@ -967,11 +1021,14 @@ update_step_check(CommandFacts *c, CmdRow o, CmdRow nw, CommandState to, const c
 	char	   *detail = NULL;
 
 	if (to == c->state)
+	{
+		log_refused(c, to, id, "same_state");
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("command %s is already %s", id, cscp_command_state_names[to]),
 				 errdetail("Every update of a command is a transition of its lifecycle."),
 				 errhint("Use cscp.command_transition.")));
+	}
 	if (to == CMD_CONFIRMED && !ROW_N(nw, COL(CM_MESSAGE_IDS)))
 	{
 		Datum	   *elems;
@@ -985,6 +1042,8 @@ update_step_check(CommandFacts *c, CmdRow o, CmdRow nw, CommandState to, const c
 							elems[n - 1]);
 	}
 	why = refusal(c, to, &detail);
+	if (why != NULL)
+		log_refused(c, to, id, why);
 	if (why != NULL && strcmp(why, "not_answered") == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -1004,10 +1063,13 @@ update_step_check(CommandFacts *c, CmdRow o, CmdRow nw, CommandState to, const c
 	if (ROW_N(nw, COL(CM_MESSAGE_IDS)) ||
 		(!ROW_N(o, COL(CM_MESSAGE_IDS)) &&
 		 !array_is_prefix(ROW_V(o, COL(CM_MESSAGE_IDS)), ROW_V(nw, COL(CM_MESSAGE_IDS)))))
+	{
+		log_refused(c, to, id, "message_ids_shrunk");
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("message_ids of command %s can only grow", id),
 				 errhint("Append the ids of new messages; never remove one.")));
+	}
 }
 
 /*

@@ -145,12 +145,14 @@ context_id_text(HeapTuple tuple, TupleDesc desc)
 	return s ? s : "(new)";
 }
 
-/* Raise 55000 unless from -> to is in the transition table. */
+/* Raise 55000 unless from -> to is in the transition table (logged: evidence.c). */
 static void
-check_transition(ContextStatus from, ContextStatus to, const char *context_id)
+check_transition(ContextStatus from, ContextStatus to, const char *context_id, const char *tenant)
 {
 	if (allowed[from][to])
 		return;
+	cscp_log_refused_step("context", tenant, context_id, status_names[from], status_names[to],
+						  "invalid_transition");
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("invalid context transition from \"%s\" to \"%s\"",
@@ -299,29 +301,37 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	expires_at = DatumGetTimestampTz(heap_getattr(oldtup, COL(CX_EXPIRES_AT), desc, &isnull));
 
 	if (!IS_LIVE(from))
+	{
+		cscp_log_refused_step("context", SPI_getvalue(oldtup, desc, COL(CX_TENANT_ID)), id,
+							  status_names[from], status_names[to], "context_retired");
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("context %s is %s", id, status_names[from]),
 				 errdetail("Expired and closed contexts never change."),
 				 errhint("Open a new context with cscp.context_open.")));
+	}
 
 	/* Expiry invariant: past expires_at, the one write allowed records it. */
 	if (expires_at <= now &&
 		(to != CTX_EXPIRED ||
 		 !cscp_same_value(oldtup, newtup, desc, COL(CX_SLOTS)) ||
 		 !cscp_same_value(oldtup, newtup, desc, COL(CX_EXPIRES_AT))))
+	{
+		cscp_log_refused_step("context", SPI_getvalue(oldtup, desc, COL(CX_TENANT_ID)), id,
+							  status_names[from], status_names[to], "context_expired");
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("context %s has expired", id),
 				 errdetail("It expired at %s; its effective status is \"expired\".",
 						   timestamptz_to_str(expires_at)),
 				 errhint("Open a new context with cscp.context_open and ask the user again.")));
+	}
 
 	check_lifetime(oldtup, newtup, desc, now);
 
 	if (from != to)
 	{
-		check_transition(from, to, id);
+		check_transition(from, to, id, SPI_getvalue(oldtup, desc, COL(CX_TENANT_ID)));
 		cscp_notify_transition(SPI_getvalue(oldtup, desc, COL(CX_TENANT_ID)), "context",
 							   id, status_names[from], status_names[to]);
 	}

@@ -38,6 +38,7 @@ PG_MODULE_MAGIC;
 
 char	   *cscp_clock_setting = NULL;
 char	   *cscp_tenant_setting = NULL;
+char	   *cscp_authority_setting = NULL;
 bool		cscp_notify_setting = false;
 int			cscp_sweep_interval = 60000;
 int			cscp_sweep_batch = 10000;
@@ -99,6 +100,20 @@ _PG_init(void)
 							   PGC_USERSET,
 							   0,
 							   check_tenant,
+							   NULL,
+							   NULL);
+
+	DefineCustomStringVariable("cscp.authority",
+							   "Holds this session's fact writes to an authority.",
+							   "A fact whose source names an authority ranked above it is refused; "
+							   "it only narrows what the role's own binding (cscp.authority_bind) "
+							   "allows. The gateway sets it to the API key's authority; empty "
+							   "means none.",
+							   &cscp_authority_setting,
+							   "",
+							   PGC_USERSET,
+							   0,
+							   NULL,
 							   NULL,
 							   NULL);
 

@@ -37,6 +37,7 @@
 /* cscp.c: settings */
 extern char *cscp_clock_setting;
 extern char *cscp_tenant_setting;
+extern char *cscp_authority_setting;
 extern bool cscp_notify_setting;
 extern int	cscp_sweep_interval;
 extern int	cscp_sweep_batch;
@@ -232,6 +233,8 @@ typedef struct CscpEvidence
 } CscpEvidence;
 
 extern char *cscp_evidence_hash(const CscpEvidence *e);
+extern void cscp_log_refused_step(const char *kind, const char *tenant, const char *id,
+								  const char *from, const char *to, const char *why);
 extern void cscp_evidence_append(CscpEvidence *e);
 extern void cscp_evidence_refuse(CscpEvidence *e, Datum command_id, bool has_command);
 

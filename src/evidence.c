@@ -24,6 +24,13 @@
  * by seq.  Rows without a command (an answer to no pending question) are
  * chains of one.  cscp.evidence_verify recomputes the chain.
  *
+ * A transition a direct UPDATE (or INSERT) attempts and a trigger refuses
+ * raises, and its transaction's rows, evidence included, roll back: such a
+ * refusal is recorded as one LOG line in the server log instead
+ * (cscp_log_refused_step), which no rollback takes back, naming the role,
+ * the tenant, the row and the refused step, as the operators' reads are
+ * (inspect.c).
+ *
  * evidence_id (and cscp.inspection_log's inspection_id) is cscp_row_id():
  * the microseconds since 2020 in its upper 51 bits and the writing
  * backend's slot in its lower 12, not a number from a sequence every
@@ -45,6 +52,29 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
+
+/*
+ * Record in the server log that a direct write's step of a kind ("command"
+ * or "context") row was refused: from state from (NULL: an insert) to to,
+ * for reason why.  Called right before the trigger raises the refusal.
+ */
+void
+cscp_log_refused_step(const char *kind, const char *tenant, const char *id,
+					  const char *from, const char *to, const char *why)
+{
+	Oid			current = GetUserId();
+	Oid			session = GetSessionUserId();
+
+	ereport(LOG,
+			(errmsg("cscp: refused %s step of role \"%s\"%s%s%s: tenant \"%s\", %s %s, from \"%s\" to \"%s\" (%s)",
+					kind, GetUserNameFromId(current, false),
+					session != current ? " (session role \"" : "",
+					session != current ? GetUserNameFromId(session, false) : "",
+					session != current ? "\")" : "",
+					tenant ? tenant : "", kind, id ? id : "(new)",
+					from ? from : "(insert)", to ? to : "", why ? why : "refused"),
+			 errhidestmt(true)));
+}
 
 /* Append a nullable C string as JSON. */
 static void

@@ -400,15 +400,102 @@ check_source(Jsonb *source, char **source_type)
 }
 
 /*
+ * The authority the current writer is held to in tenant, and its *rank;
+ * NULL when it is held to none.  A role is held to the highest authority
+ * bound (cscp.authority_bind) to it or to a role whose privileges it has;
+ * superusers and the owner of cscp's tables are held to none.  The
+ * setting cscp.authority (the gateway's API key) holds any writer to at
+ * most that authority: it can narrow a binding, never widen one.  A bound
+ * authority the tenant no longer ranks holds the writer to nothing at all
+ * (rank 0).  With tenant 0, whether the writer is held in any tenant.  SPI
+ * is connected.
+ */
+static char *
+writer_authority(Datum tenant, int *rank)
+{
+	static SPIPlanPtr one_plan = NULL;
+	static SPIPlanPtr any_plan = NULL;
+	Oid			argtypes[1] = {TEXTOID};
+	Oid			userid = GetUserId();
+	char	   *authority = NULL;
+	CscpOwnerScope owner;
+
+	*rank = -1;
+	cscp_owner_enter("authority_binding", &owner);
+	if (!superuser_arg(userid) && !has_privs_of_role(userid, GetUserId()))
+	{
+		int			ret;
+
+		if (tenant != (Datum) 0)
+		{
+			cscp_spi_plan(&one_plan,
+						  "SELECT b.role::pg_catalog.oid, b.authority,"
+						  "       COALESCE(cscp.authority_rank(b.tenant_id, b.authority), 0)"
+						  "  FROM cscp.authority_binding b WHERE b.tenant_id OPERATOR(pg_catalog.=) $1",
+						  1, argtypes);
+			ret = SPI_execute_plan(one_plan, &tenant, NULL, true, 0);
+		}
+		else
+		{
+			cscp_spi_plan(&any_plan,
+						  "SELECT b.role::pg_catalog.oid, b.authority, 0"
+						  "  FROM cscp.authority_binding b", 0, NULL);
+			ret = SPI_execute_plan(any_plan, NULL, NULL, true, 0);
+		}
+		if (ret != SPI_OK_SELECT)
+			elog(ERROR, "could not read cscp.authority_binding");
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	row = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+			Oid			role = DatumGetObjectId(SPI_getbinval(row, desc, 1, &isnull));
+			int			r = DatumGetInt32(SPI_getbinval(row, desc, 3, &isnull));
+
+			if (has_privs_of_role(userid, role) && r > *rank)
+			{
+				*rank = r;
+				authority = SPI_getvalue(row, desc, 2);
+			}
+		}
+	}
+	cscp_owner_leave(&owner);
+
+	if (cscp_authority_setting != NULL && cscp_authority_setting[0] != '\0')
+	{
+		int			r = tenant != (Datum) 0 ? authority_rank(tenant, cscp_authority_setting) : 0;
+
+		if (r < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unknown authority \"%s\" in setting \"cscp.authority\"",
+							cscp_authority_setting),
+					 errdetail("Tenant \"%s\" has no rank for it, and neither do the defaults.",
+							   TextDatumGetCString(tenant)),
+					 errhint("Set cscp.authority to an authority registered with cscp.authority_set, or reset it.")));
+		if (authority == NULL || r < *rank)
+		{
+			*rank = r;
+			authority = pstrdup(cscp_authority_setting);
+		}
+	}
+	return authority;
+}
+
+/*
  * The fact's authority and its *rank: the source's (authv), else the
  * subject's identity's when the tenant ranks it, else guest; an unranked
- * authority named is 22023.  SPI is connected; the result is in the
- * current context.
+ * authority named is 22023.  Authority comes from the writer: a writer
+ * held to an authority (writer_authority) may not name one ranked above it
+ * (42501), and a fact that names none takes at most the writer's.  SPI is
+ * connected; the result is in the current context.
  */
 static char *
 resolve_authority(Datum tenant, Datum subject, JsonbValue *authv, int *rank)
 {
 	char	   *authority;
+	int			writer_rank;
+	char	   *writer = writer_authority(tenant, &writer_rank);
 
 	if (authv != NULL)
 	{
@@ -421,6 +508,15 @@ resolve_authority(Datum tenant, Datum subject, JsonbValue *authv, int *rank)
 					 errdetail("Tenant \"%s\" has no rank for it, and neither do the defaults.",
 							   TextDatumGetCString(tenant)),
 					 errhint("Register it with cscp.authority_set(tenant_id, authority, rank).")));
+		if (writer != NULL && *rank > writer_rank)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("a writer of authority \"%s\" cannot write a fact of authority \"%s\"",
+							writer, authority),
+					 errdetail("The fact's source names authority \"%s\" (rank %d); the writer is held to \"%s\" (rank %d) in tenant \"%s\".",
+							   authority, *rank, writer, writer_rank, TextDatumGetCString(tenant)),
+					 errhint("Authority comes from who writes, not from what the source claims: name \"%s\" or lower, or have a writer of authority \"%s\" write it.",
+							 writer, authority)));
 		return authority;
 	}
 	authority = identity_authority(tenant, subject);
@@ -438,6 +534,11 @@ resolve_authority(Datum tenant, Datum subject, JsonbValue *authv, int *rank)
 		*rank = authority_rank(tenant, authority);
 		if (*rank < 0)
 			elog(ERROR, "the default authority \"%s\" has no rank", DEFAULT_AUTHORITY);
+	}
+	if (writer != NULL && *rank > writer_rank)
+	{
+		authority = writer;
+		*rank = writer_rank;
 	}
 	return authority;
 }
@@ -761,6 +862,36 @@ cscp_fact_guard(PG_FUNCTION_ARGS)
 {
 	cscp_tenancy_check_trigger(fcinfo);
 	return cscp_row_guard(fcinfo, &guard);
+}
+
+PG_FUNCTION_INFO_V1(cscp_authority_guard);
+
+/*
+ * Trigger cscp.authority_guard(): BEFORE INSERT OR UPDATE OR DELETE OR
+ * TRUNCATE ON cscp.authority FOR EACH STATEMENT.  A writer held to an
+ * authority may not rank authorities: re-ranking its own would undo the
+ * hold (42501).
+ */
+Datum
+cscp_authority_guard(PG_FUNCTION_ARGS)
+{
+	int			rank;
+	char	   *writer;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "cscp.authority_guard() must be called as a trigger");
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	writer = writer_authority((Datum) 0, &rank);
+	if (writer != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("a writer held to authority \"%s\" cannot rank authorities", writer),
+				 errdetail("Role \"%s\" writes facts under an authority binding or the setting cscp.authority.",
+						   GetUserNameFromId(GetUserId(), false)),
+				 errhint("Ranks are set by a role that is not held to an authority.")));
+	SPI_finish();
+	return PointerGetDatum(NULL);
 }
 
 PG_FUNCTION_INFO_V1(cscp_fact_link);

@@ -16,6 +16,17 @@
  * only once an answer of cscp.approve approved it (cscp_registry_unapproved,
  * asked by the transition rules at started).
  *
+ * Risk drives recovery (SMCL VIII.A).  A command's class is its
+ * declaration: it needs an approval when declared needs_approval or of
+ * risk critical; it is gated when it needs one or is of risk high.  A
+ * recovery (cancel, compensate) of a gated command is itself confirmed by
+ * the user (it must be mutating) and needs an approval when its target
+ * needs one, as a forward command of that class would; a gated command
+ * that has started is canceled only by such a recovery once it has
+ * started itself.  The rules ask cscp_registry_unapproved,
+ * cscp_registry_recovery_gated and cscp_registry_cancel_unapproved; the
+ * class is decided in the SQL fragments below alone.
+ *
  * cscp_governance_record is the AFTER ROW trigger on cscp.policy,
  * cscp.authority and cscp.command_registry.  When the tenant's policy names
  * an admin_role, only a member of that role (or a superuser, or the owner
@@ -164,9 +175,25 @@ cscp_registry_mutating(text *tenant, text *name, bool given, CscpRegistryMode mo
 }
 
 /*
- * Whether command command_id of tenant is declared (now) as needing an
- * approval and has none: no answer of cscp.approve approved it.  Read with
- * the caller's rights, as the transition it judges.
+ * The class of the command named by the text expression NAME of tenant
+ * expression TENANT, as an SQL expression over the declaration r (its own,
+ * else tenant '*'s; false when declared nowhere): APPROVAL, whether it
+ * needs an approval; GATED, whether its recoveries are confirmed too.
+ */
+#define CLASS_OF(what, tenant, name) \
+	"coalesce((SELECT " what " FROM cscp.command_registry r" \
+	"           WHERE r.tenant_id OPERATOR(pg_catalog.=) ANY (ARRAY[" tenant ", '*'])" \
+	"             AND r.command_name OPERATOR(pg_catalog.=) " name \
+	"           ORDER BY r.tenant_id OPERATOR(pg_catalog.=) '*' LIMIT 1), false)"
+#define APPROVAL "(r.needs_approval OR r.risk OPERATOR(pg_catalog.=) 'critical')"
+#define GATED "(r.needs_approval OR r.risk OPERATOR(pg_catalog.=) ANY (ARRAY['high', 'critical']))"
+
+/*
+ * Whether command command_id of tenant needs an approval (now) and has
+ * none: no answer of cscp.approve approved it.  It needs one when its
+ * declaration says so, or when it is a cancel or compensate recovery of a
+ * command whose declaration says so.  Read with the caller's rights, as
+ * the transition it judges.
  */
 bool
 cscp_registry_unapproved(Datum tenant, Datum command_id)
@@ -177,13 +204,61 @@ cscp_registry_unapproved(Datum tenant, Datum command_id)
 
 	return cscp_spi_exists(&plan,
 						   "SELECT 1 FROM cscp.command c"
+						   "  LEFT JOIN cscp.command t"
+						   "    ON c.recovery_kind OPERATOR(pg_catalog.=) ANY (ARRAY['cancel', 'compensate'])"
+						   "   AND t.tenant_id OPERATOR(pg_catalog.=) c.tenant_id"
+						   "   AND t.command_id OPERATOR(pg_catalog.=) c.target_command_id"
 						   " WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.command_id OPERATOR(pg_catalog.=) $2"
-						   "   AND (SELECT r.needs_approval FROM cscp.command_registry r"
-						   "         WHERE r.tenant_id OPERATOR(pg_catalog.=) ANY (ARRAY[c.tenant_id, '*']) AND r.command_name OPERATOR(pg_catalog.=) c.command_name"
-						   "         ORDER BY r.tenant_id OPERATOR(pg_catalog.=) '*' LIMIT 1)"
+						   "   AND (" CLASS_OF(APPROVAL, "c.tenant_id", "c.command_name")
+						   "        OR (t.command_id IS NOT NULL AND " CLASS_OF(APPROVAL, "t.tenant_id", "t.command_name") "))"
 						   "   AND NOT EXISTS (SELECT 1 FROM cscp.answer a"
-						   "                    WHERE a.tenant_id OPERATOR(pg_catalog.=) c.tenant_id AND a.kind OPERATOR(pg_catalog.=) 'approve'"
-						   "                      AND a.command_id OPERATOR(pg_catalog.=) c.command_id AND a.outcome OPERATOR(pg_catalog.=) 'approved')",
+						   "                    WHERE a.tenant_id OPERATOR(pg_catalog.=) c.tenant_id"
+						   "                      AND a.kind OPERATOR(pg_catalog.=) 'approve'"
+						   "                      AND a.command_id OPERATOR(pg_catalog.=) c.command_id"
+						   "                      AND a.outcome OPERATOR(pg_catalog.=) 'approved')",
+						   2, argtypes, args, true, "read the command registry");
+}
+
+/*
+ * Whether command target_id of tenant is gated (declared needs_approval,
+ * or of risk high or critical): its cancel and compensate recoveries are
+ * then confirmed by the user.  Read with the caller's rights.
+ */
+bool
+cscp_registry_recovery_gated(Datum tenant, Datum target_id)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[2] = {TEXTOID, UUIDOID};
+	Datum		args[2] = {tenant, target_id};
+
+	return cscp_spi_exists(&plan,
+						   "SELECT 1 FROM cscp.command t"
+						   " WHERE t.tenant_id OPERATOR(pg_catalog.=) $1 AND t.command_id OPERATOR(pg_catalog.=) $2"
+						   "   AND " CLASS_OF(GATED, "t.tenant_id", "t.command_name"),
+						   2, argtypes, args, true, "read the command registry");
+}
+
+/*
+ * Whether command command_id of tenant is gated and no cancel recovery
+ * aimed at it has started (been confirmed, approved when its class needs
+ * it, and authorized): a started gated command is canceled only by one.
+ */
+bool
+cscp_registry_cancel_unapproved(Datum tenant, Datum command_id)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[2] = {TEXTOID, UUIDOID};
+	Datum		args[2] = {tenant, command_id};
+
+	return cscp_spi_exists(&plan,
+						   "SELECT 1 FROM cscp.command t"
+						   " WHERE t.tenant_id OPERATOR(pg_catalog.=) $1 AND t.command_id OPERATOR(pg_catalog.=) $2"
+						   "   AND " CLASS_OF(GATED, "t.tenant_id", "t.command_name")
+						   "   AND NOT EXISTS (SELECT 1 FROM cscp.command x"
+						   "                    WHERE x.tenant_id OPERATOR(pg_catalog.=) t.tenant_id"
+						   "                      AND x.target_command_id OPERATOR(pg_catalog.=) t.command_id"
+						   "                      AND x.recovery_kind OPERATOR(pg_catalog.=) 'cancel'"
+						   "                      AND x.state::pg_catalog.text OPERATOR(pg_catalog.=) 'started')",
 						   2, argtypes, args, true, "read the command registry");
 }
 

@@ -93,6 +93,64 @@ $$;
 COMMENT ON FUNCTION cscp.authority_set(text, text, int) IS
   'Add an authority to a tenant, or re-rank one (higher outranks lower); tenant ''*'' holds the defaults';
 
+-- Authority from the writer (StateBench: authority comes from who writes, not what they claim):
+-- the highest authority a role may write facts with in a tenant.  A role bound here (or a role
+-- whose privileges it has) is held to it: a fact whose source.authority ranks above it is
+-- refused (42501), a fact that names none takes the identity's authority capped at it; a
+-- writer with no binding is trusted with its claim.  API keys carry their own
+-- (cscp.api_key.authority), the gateway's fact writes run with it (setting cscp.authority).
+CREATE TABLE cscp.authority_binding (
+    tenant_id   text        NOT NULL CHECK (tenant_id <> '' AND tenant_id <> '*'),
+    role        regrole     NOT NULL,
+    authority   text        NOT NULL CHECK (authority <> '' AND octet_length(authority) <= 256),
+    bound_at    timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    bound_by    name        NOT NULL DEFAULT current_user,
+    PRIMARY KEY (tenant_id, role)
+);
+COMMENT ON TABLE cscp.authority_binding IS
+  'The highest authority each role may write facts with in a tenant (cscp.authority_bind); roles with none are trusted with the authority their facts name';
+
+CREATE FUNCTION cscp.authority_bind(tenant_id text, role name, authority text) RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+#variable_conflict use_variable
+DECLARE
+    r regrole := cscp._role(role);
+BEGIN
+    PERFORM cscp.check_tenant(tenant_id);
+    IF authority IS NULL THEN
+        DELETE FROM cscp.authority_binding b
+         WHERE b.tenant_id OPERATOR(pg_catalog.=) tenant_id AND b.role OPERATOR(pg_catalog.=) r;
+        RETURN;
+    END IF;
+    PERFORM cscp.check_id('authority', authority);
+    IF cscp.authority_rank(tenant_id, authority) IS NULL THEN
+        RAISE EXCEPTION 'unknown authority "%"', authority
+            USING ERRCODE = '22023',
+                  DETAIL = pg_catalog.format('Tenant "%s" does not rank authority "%s".', tenant_id, authority),
+                  HINT = 'Register it with cscp.authority_set(tenant_id, authority, rank) first.';
+    END IF;
+    IF EXISTS (SELECT FROM pg_catalog.pg_roles a WHERE a.oid OPERATOR(pg_catalog.=) r::pg_catalog.oid AND a.rolsuper) THEN
+        RAISE EXCEPTION 'role "%" cannot be held to an authority', role
+            USING ERRCODE = '22023', DETAIL = 'A superuser writes any fact.',
+                  HINT = 'Bind a role without SUPERUSER.';
+    END IF;
+    INSERT INTO cscp.authority_binding AS b (tenant_id, role, authority)
+    VALUES (tenant_id, r, authority)
+    ON CONFLICT ON CONSTRAINT authority_binding_pkey DO UPDATE
+       SET authority = excluded.authority, bound_at = pg_catalog.now(), bound_by = current_user;
+END
+$$;
+COMMENT ON FUNCTION cscp.authority_bind(text, name, text) IS
+  'Hold a role (and the roles that have its privileges) to an authority in a tenant: its facts may name none ranked higher (42501); NULL authority removes the binding';
+
+CREATE FUNCTION cscp.authority_guard() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'cscp_authority_guard' LANGUAGE C;
+COMMENT ON FUNCTION cscp.authority_guard() IS
+  'Trigger: a writer held to an authority (cscp.authority_bind, or the setting cscp.authority) may not rank authorities';
+CREATE TRIGGER authority_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON cscp.authority
+    FOR EACH STATEMENT EXECUTE FUNCTION cscp.authority_guard();
+
 -- Facts.
 CREATE TABLE cscp.fact (
     tenant_id       text             NOT NULL CHECK (tenant_id <> '' AND tenant_id <> '*'),

@@ -46,6 +46,9 @@ CREATE TABLE cscp.api_key (
     revoked_at   timestamptz,
     -- Written at most once a minute per key (cscp._http_auth).
     last_used_at timestamptz,
+    -- The highest authority the key's fact writes may name (as cscp.authority_bind for a role);
+    -- NULL: the key is trusted with the authority its facts name.
+    authority    text        CHECK (authority <> '' AND octet_length(authority) <= 256),
     PRIMARY KEY (tenant_id, label)
 );
 COMMENT ON TABLE cscp.api_key IS
@@ -89,11 +92,32 @@ $$;
 COMMENT ON FUNCTION cscp.http_key_tenant(text) IS
   'The tenant an API key in an Authorization header names (for routing; not a check of the key), or NULL';
 
+-- The authority the bearer key of auth is held to ('' when none), for the setting cscp.authority
+-- of the gateway's fact writes; called after cscp._http_tenant accepted the key.  A key it
+-- cannot find again (revoked in between) is refused rather than trusted.
+CREATE FUNCTION cscp._http_key_authority(auth text) RETURNS text
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    token text := pg_catalog.substring(auth, '^\s*[Bb][Ee][Aa][Rr][Ee][Rr] +(cscp_[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)\s*$');
+    a text;
+BEGIN
+    SELECT coalesce(k.authority, '') INTO a FROM cscp.api_key k
+     WHERE k.key_hash OPERATOR(pg_catalog.=) pg_catalog.sha256(pg_catalog.convert_to(token, 'UTF8'));
+    IF a IS NULL THEN
+        RAISE EXCEPTION 'the API key is not valid' USING ERRCODE = '28000';
+    END IF;
+    RETURN a;
+END
+$$;
+COMMENT ON FUNCTION cscp._http_key_authority(text) IS
+  'Internal: the authority the bearer key in an Authorization header is held to, '''' when none';
+
 -- Store a key's hash under its tenant and label, after the checks of api_key_create; a label
 -- whose key was revoked or has expired is taken over.  Split from api_key_create so that a
 -- PL/Proxy proxy can make one key and store it on every shard (proxy/local.sql).
 CREATE FUNCTION cscp._api_key_store(tenant_id text, label text, key_hash bytea, scopes text[],
-                                    expires_at timestamptz)
+                                    expires_at timestamptz, authority text DEFAULT NULL)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -122,12 +146,23 @@ BEGIN
                   DETAIL = format('It is %s; the time is now %s.', _api_key_store.expires_at, cscp.now()),
                   HINT = 'Pass NULL for a key that does not expire.';
     END IF;
-    INSERT INTO cscp.api_key AS k (tenant_id, label, key_hash, scopes, expires_at)
+    IF _api_key_store.authority IS NOT NULL THEN
+        PERFORM cscp._id('authority', _api_key_store.authority);
+        IF cscp.authority_rank(_api_key_store.tenant_id, _api_key_store.authority) IS NULL THEN
+            RAISE EXCEPTION 'unknown authority "%"', _api_key_store.authority
+                USING ERRCODE = '22023',
+                      DETAIL = format('Tenant "%s" does not rank authority "%s".', _api_key_store.tenant_id,
+                                      _api_key_store.authority),
+                      HINT = 'Register it with cscp.authority_set(tenant_id, authority, rank) first, or pass NULL for a key trusted with the authority its facts name.';
+        END IF;
+    END IF;
+    INSERT INTO cscp.api_key AS k (tenant_id, label, key_hash, scopes, expires_at, authority)
     VALUES (_api_key_store.tenant_id, _api_key_store.label, _api_key_store.key_hash,
-            _api_key_store.scopes, _api_key_store.expires_at)
+            _api_key_store.scopes, _api_key_store.expires_at, _api_key_store.authority)
     ON CONFLICT ON CONSTRAINT api_key_pkey DO UPDATE
        SET key_hash = excluded.key_hash, scopes = excluded.scopes, created_at = cscp.now(),
-           expires_at = excluded.expires_at, revoked_at = NULL, last_used_at = NULL
+           expires_at = excluded.expires_at, revoked_at = NULL, last_used_at = NULL,
+           authority = excluded.authority
      WHERE k.revoked_at IS NOT NULL OR k.expires_at <= cscp.now();
     IF NOT FOUND THEN
         RAISE EXCEPTION 'API key "%" of tenant "%" already exists', _api_key_store.label,
@@ -139,11 +174,11 @@ BEGIN
     RETURN true;
 END
 $$;
-COMMENT ON FUNCTION cscp._api_key_store(text, text, bytea, text[], timestamptz) IS
+COMMENT ON FUNCTION cscp._api_key_store(text, text, bytea, text[], timestamptz, text) IS
   'Internal: store an API key''s hash (the checks and the insert of cscp.api_key_create)';
 
 CREATE FUNCTION cscp.api_key_create(tenant_id text, label text, scopes text[] DEFAULT NULL,
-                                    expires_at timestamptz DEFAULT NULL)
+                                    expires_at timestamptz DEFAULT NULL, authority text DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -160,12 +195,13 @@ BEGIN
            || '.' || cscp._base64url(secret);
     PERFORM cscp._api_key_store(api_key_create.tenant_id, api_key_create.label,
                                 pg_catalog.sha256(pg_catalog.convert_to(key, 'UTF8')),
-                                api_key_create.scopes, api_key_create.expires_at);
+                                api_key_create.scopes, api_key_create.expires_at,
+                                api_key_create.authority);
     RETURN key;
 END
 $$;
-COMMENT ON FUNCTION cscp.api_key_create(text, text, text[], timestamptz) IS
-  'Create an API key of a tenant for the HTTPS gateway and return it: it is shown this once, only its SHA-256 is kept';
+COMMENT ON FUNCTION cscp.api_key_create(text, text, text[], timestamptz, text) IS
+  'Create an API key of a tenant for the HTTPS gateway and return it: it is shown this once, only its SHA-256 is kept; with authority, the key''s fact writes may name none ranked higher';
 
 CREATE FUNCTION cscp.api_key_revoke(tenant_id text, label text) RETURNS boolean
 LANGUAGE plpgsql VOLATILE
@@ -1118,6 +1154,7 @@ RETURNS cscp.http_response
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET cscp.tenant_id = ''
+SET cscp.authority = ''
 AS $$
 DECLARE
     hint constant text := 'Send {"key": "...", "value": <JSON>, "factId", "source", "supersedes", "scope", "scopeId", "dependsOn", "isConstraint", "constraintType", "memoryType"}, all but key and value optional.';
@@ -1133,6 +1170,8 @@ BEGIN
     IF req.tenant_id IS NULL THEN
         RETURN req.failure;
     END IF;
+    -- The fact is written with the key's authority, not the one its source claims.
+    PERFORM pg_catalog.set_config('cscp.authority', cscp._http_key_authority(auth), true);
     BEGIN
         f := cscp.fact_write(req.tenant_id, subject_id, req.doc ->> 'factId', req.doc ->> 'key', req.doc -> 'value',
                              coalesce(nullif(req.doc -> 'source', 'null'), '{"type": "conversation"}'),

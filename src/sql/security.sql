@@ -187,7 +187,8 @@ BEGIN
     -- Administration and operator inspection are not the application's.
     EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.grant_app(name, text[]), cscp.grant_operator(name, text[]), '
                    'cscp.revoke_app(name), cscp.revoke_operator(name), cscp.grant_gateway(name), '
-                   'cscp.api_key_create(text, text, text[], timestamptz), cscp.api_key_revoke(text, text), '
+                   'cscp.api_key_create(text, text, text[], timestamptz, text), cscp.api_key_revoke(text, text), '
+                   'cscp.authority_bind(text, name, text), '
                    'cscp.show_active_context(text, text), cscp.inspect_active_context(text, text), '
                    'cscp.inspect_command_lifecycle(text, text), cscp.check_invariants(text) FROM %s', r);
     -- Nor a shard's place in a scale-out deployment (shard.sql).
@@ -318,6 +319,7 @@ SELECT pg_catalog.pg_extension_config_dump('cscp.working_set', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.environment', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.tombstone', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.tenant_binding', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.authority_binding', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.command_registry', 'WHERE tenant_id <> ''*''');
 SELECT pg_catalog.pg_extension_config_dump('cscp.governance_log', '');
 -- Evidence and inspection ids are time-ordered (cscp._row_id()), not drawn from a sequence:

@@ -38,7 +38,7 @@ SELECT is(ARRAY(SELECT DISTINCT p.proname::text FROM pg_catalog.pg_proc p
                  WHERE p.pronamespace = 'cscp'::regnamespace AND p.proname !~ '^(_|http_)'
                    AND p.prorettype <> 'pg_catalog.trigger'::regtype
                    AND NOT has_function_privilege('tap_int_app', p.oid, 'EXECUTE') ORDER BY 1),
-          ARRAY['api_key_create', 'api_key_revoke', 'check_invariants', 'grant_app', 'grant_gateway', 'grant_operator', 'inspect_active_context',
+          ARRAY['api_key_create', 'api_key_revoke', 'authority_bind', 'check_invariants', 'grant_app', 'grant_gateway', 'grant_operator', 'inspect_active_context',
                 'inspect_command_lifecycle', 'revoke_app', 'revoke_operator', 'shard_misplaced',
                 'shard_set', 'show_active_context'],
           'every other public function is the application''s');

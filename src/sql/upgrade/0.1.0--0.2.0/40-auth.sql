@@ -1,0 +1,277 @@
+-- 40-auth.sql: authority from the writer (cscp.authority_bind, API keys' authority, the setting
+-- cscp.authority); refused direct-SQL transitions logged; risk drives recovery; the snapshot link
+-- on every path; operators' next steps, fact_current by key, the confirming message in traces.
+
+-- Authority from the writer.
+CREATE TABLE cscp.authority_binding (
+    tenant_id   text        NOT NULL CHECK (tenant_id <> '' AND tenant_id <> '*'),
+    role        regrole     NOT NULL,
+    authority   text        NOT NULL CHECK (authority <> '' AND octet_length(authority) <= 256),
+    bound_at    timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    bound_by    name        NOT NULL DEFAULT current_user,
+    PRIMARY KEY (tenant_id, role)
+);
+COMMENT ON TABLE cscp.authority_binding IS
+  'The highest authority each role may write facts with in a tenant (cscp.authority_bind); roles with none are trusted with the authority their facts name';
+
+CREATE FUNCTION cscp.authority_bind(tenant_id text, role name, authority text) RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+#variable_conflict use_variable
+DECLARE
+    r regrole := cscp._role(role);
+BEGIN
+    PERFORM cscp.check_tenant(tenant_id);
+    IF authority IS NULL THEN
+        DELETE FROM cscp.authority_binding b
+         WHERE b.tenant_id OPERATOR(pg_catalog.=) tenant_id AND b.role OPERATOR(pg_catalog.=) r;
+        RETURN;
+    END IF;
+    PERFORM cscp.check_id('authority', authority);
+    IF cscp.authority_rank(tenant_id, authority) IS NULL THEN
+        RAISE EXCEPTION 'unknown authority "%"', authority
+            USING ERRCODE = '22023',
+                  DETAIL = pg_catalog.format('Tenant "%s" does not rank authority "%s".', tenant_id, authority),
+                  HINT = 'Register it with cscp.authority_set(tenant_id, authority, rank) first.';
+    END IF;
+    IF EXISTS (SELECT FROM pg_catalog.pg_roles a WHERE a.oid OPERATOR(pg_catalog.=) r::pg_catalog.oid AND a.rolsuper) THEN
+        RAISE EXCEPTION 'role "%" cannot be held to an authority', role
+            USING ERRCODE = '22023', DETAIL = 'A superuser writes any fact.',
+                  HINT = 'Bind a role without SUPERUSER.';
+    END IF;
+    INSERT INTO cscp.authority_binding AS b (tenant_id, role, authority)
+    VALUES (tenant_id, r, authority)
+    ON CONFLICT ON CONSTRAINT authority_binding_pkey DO UPDATE
+       SET authority = excluded.authority, bound_at = pg_catalog.now(), bound_by = current_user;
+END
+$$;
+COMMENT ON FUNCTION cscp.authority_bind(text, name, text) IS
+  'Hold a role (and the roles that have its privileges) to an authority in a tenant: its facts may name none ranked higher (42501); NULL authority removes the binding';
+
+CREATE FUNCTION cscp.authority_guard() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'cscp_authority_guard' LANGUAGE C;
+COMMENT ON FUNCTION cscp.authority_guard() IS
+  'Trigger: a writer held to an authority (cscp.authority_bind, or the setting cscp.authority) may not rank authorities';
+CREATE TRIGGER authority_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON cscp.authority
+    FOR EACH STATEMENT EXECUTE FUNCTION cscp.authority_guard();
+
+SELECT pg_catalog.pg_extension_config_dump('cscp.authority_binding', '');
+ALTER FUNCTION cscp.authority_bind(text, name, text) SET search_path = pg_catalog, pg_temp;
+REVOKE ALL ON TABLE cscp.authority_binding FROM PUBLIC;
+REVOKE ALL ON FUNCTION cscp.authority_bind(text, name, text), cscp.authority_guard() FROM PUBLIC;
+
+-- API keys carry an authority.
+ALTER TABLE cscp.api_key
+    ADD COLUMN authority text CHECK (authority <> '' AND octet_length(authority) <= 256);
+DROP FUNCTION cscp.api_key_create(text, text, text[], timestamptz);
+DROP FUNCTION cscp._api_key_store(text, text, bytea, text[], timestamptz);
+CREATE FUNCTION cscp._api_key_store(tenant_id text, label text, key_hash bytea, scopes text[],
+                                    expires_at timestamptz, authority text DEFAULT NULL)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    unknown text;
+BEGIN
+    PERFORM cscp._tenant(_api_key_store.tenant_id);
+    PERFORM cscp._id('label', _api_key_store.label);
+    IF _api_key_store.scopes IS NOT NULL THEN
+        IF pg_catalog.cardinality(_api_key_store.scopes) = 0 THEN
+            RAISE EXCEPTION 'scopes must not be empty'
+                USING ERRCODE = '22023',
+                      HINT = format('Pass NULL for a key with every scope, or some of %s.', cscp.api_scopes());
+        END IF;
+        SELECT s INTO unknown FROM pg_catalog.unnest(_api_key_store.scopes) s
+         WHERE s IS NULL OR NOT (s = ANY (cscp.api_scopes())) LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'unknown scope "%"', coalesce(unknown, 'null')
+                USING ERRCODE = '22023',
+                      HINT = format('Scopes are %s.', cscp.api_scopes());
+        END IF;
+    END IF;
+    IF _api_key_store.expires_at <= cscp.now() THEN
+        RAISE EXCEPTION 'expires_at must be in the future'
+            USING ERRCODE = '22023',
+                  DETAIL = format('It is %s; the time is now %s.', _api_key_store.expires_at, cscp.now()),
+                  HINT = 'Pass NULL for a key that does not expire.';
+    END IF;
+    IF _api_key_store.authority IS NOT NULL THEN
+        PERFORM cscp._id('authority', _api_key_store.authority);
+        IF cscp.authority_rank(_api_key_store.tenant_id, _api_key_store.authority) IS NULL THEN
+            RAISE EXCEPTION 'unknown authority "%"', _api_key_store.authority
+                USING ERRCODE = '22023',
+                      DETAIL = format('Tenant "%s" does not rank authority "%s".', _api_key_store.tenant_id,
+                                      _api_key_store.authority),
+                      HINT = 'Register it with cscp.authority_set(tenant_id, authority, rank) first, or pass NULL for a key trusted with the authority its facts name.';
+        END IF;
+    END IF;
+    INSERT INTO cscp.api_key AS k (tenant_id, label, key_hash, scopes, expires_at, authority)
+    VALUES (_api_key_store.tenant_id, _api_key_store.label, _api_key_store.key_hash,
+            _api_key_store.scopes, _api_key_store.expires_at, _api_key_store.authority)
+    ON CONFLICT ON CONSTRAINT api_key_pkey DO UPDATE
+       SET key_hash = excluded.key_hash, scopes = excluded.scopes, created_at = cscp.now(),
+           expires_at = excluded.expires_at, revoked_at = NULL, last_used_at = NULL,
+           authority = excluded.authority
+     WHERE k.revoked_at IS NOT NULL OR k.expires_at <= cscp.now();
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'API key "%" of tenant "%" already exists', _api_key_store.label,
+                        _api_key_store.tenant_id
+            USING ERRCODE = '23505',
+                  DETAIL = 'It is neither revoked nor expired.',
+                  HINT = 'Revoke it with cscp.api_key_revoke first, or choose another label.';
+    END IF;
+    RETURN true;
+END
+$$;
+COMMENT ON FUNCTION cscp._api_key_store(text, text, bytea, text[], timestamptz, text) IS
+  'Internal: store an API key''s hash (the checks and the insert of cscp.api_key_create)';
+
+CREATE FUNCTION cscp.api_key_create(tenant_id text, label text, scopes text[] DEFAULT NULL,
+                                    expires_at timestamptz DEFAULT NULL, authority text DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    -- 256 bits from the server's strong random source (three version 4 uuids, 366 random bits).
+    secret bytea := pg_catalog.sha256(pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+                                      || pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+                                      || pg_catalog.uuid_send(pg_catalog.gen_random_uuid()));
+    key text;
+BEGIN
+    -- 'cscp_' <tenant> '.' <secret>, both base64url: a proxy routes a request by the tenant the
+    -- key names (cscp.http_key_tenant) without a lookup; the key is checked by its hash all the same.
+    key := 'cscp_' || cscp._base64url(pg_catalog.convert_to(api_key_create.tenant_id, 'UTF8'))
+           || '.' || cscp._base64url(secret);
+    PERFORM cscp._api_key_store(api_key_create.tenant_id, api_key_create.label,
+                                pg_catalog.sha256(pg_catalog.convert_to(key, 'UTF8')),
+                                api_key_create.scopes, api_key_create.expires_at,
+                                api_key_create.authority);
+    RETURN key;
+END
+$$;
+COMMENT ON FUNCTION cscp.api_key_create(text, text, text[], timestamptz, text) IS
+  'Create an API key of a tenant for the HTTPS gateway and return it: it is shown this once, only its SHA-256 is kept; with authority, the key''s fact writes may name none ranked higher';
+
+CREATE FUNCTION cscp._http_key_authority(auth text) RETURNS text
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    token text := pg_catalog.substring(auth, '^\s*[Bb][Ee][Aa][Rr][Ee][Rr] +(cscp_[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)\s*$');
+    a text;
+BEGIN
+    SELECT coalesce(k.authority, '') INTO a FROM cscp.api_key k
+     WHERE k.key_hash OPERATOR(pg_catalog.=) pg_catalog.sha256(pg_catalog.convert_to(token, 'UTF8'));
+    IF a IS NULL THEN
+        RAISE EXCEPTION 'the API key is not valid' USING ERRCODE = '28000';
+    END IF;
+    RETURN a;
+END
+$$;
+COMMENT ON FUNCTION cscp._http_key_authority(text) IS
+  'Internal: the authority the bearer key in an Authorization header is held to, '''' when none';
+
+CREATE OR REPLACE FUNCTION cscp.http_fact_write(auth text, subject_id text, content_type text, body text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+SET cscp.authority = ''
+AS $$
+DECLARE
+    hint constant text := 'Send {"key": "...", "value": <JSON>, "factId", "source", "supersedes", "scope", "scopeId", "dependsOn", "isConstraint", "constraintType", "memoryType"}, all but key and value optional.';
+    req record;
+    f cscp.fact;
+    e_detail text;
+    e_hint text;
+BEGIN
+    req := cscp._http_request(auth, 'facts:write', content_type, body, hint,
+                              '{value: any, key: string, factId?: string, source?: object, supersedes?: string,
+                                scope?: string, scopeId?: string, dependsOn?: string[], isConstraint?: boolean,
+                                constraintType?: string, memoryType?: string}');
+    IF req.tenant_id IS NULL THEN
+        RETURN req.failure;
+    END IF;
+    -- The fact is written with the key's authority, not the one its source claims.
+    PERFORM pg_catalog.set_config('cscp.authority', cscp._http_key_authority(auth), true);
+    BEGIN
+        f := cscp.fact_write(req.tenant_id, subject_id, req.doc ->> 'factId', req.doc ->> 'key', req.doc -> 'value',
+                             coalesce(nullif(req.doc -> 'source', 'null'), '{"type": "conversation"}'),
+                             req.doc ->> 'supersedes', coalesce(req.doc ->> 'scope', 'global'), req.doc ->> 'scopeId',
+                             ARRAY(SELECT pg_catalog.jsonb_array_elements_text(coalesce(nullif(req.doc -> 'dependsOn', 'null'), '[]'))),
+                             coalesce((nullif(req.doc -> 'isConstraint', 'null'))::boolean, false),
+                             req.doc ->> 'constraintType', req.doc ->> 'memoryType');
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+        RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
+    END;
+    RETURN ROW(201,
+               pg_catalog.jsonb_build_object('Location', '/v1/subjects/' || cscp._http_segment(subject_id)
+                                                         || '/facts/' || cscp._http_segment(f.fact_id)),
+               cscp._http_fact(f))::cscp.http_response;
+END
+$$;
+COMMENT ON FUNCTION cscp.http_fact_write(text, text, text, text) IS
+  'POST /v1/subjects/{subject_id}/facts: cscp.fact_write for the bearer key''s tenant (supersession, authority, dependencies as in SQL); 201 with the fact';
+
+ALTER FUNCTION cscp._api_key_store(text, text, bytea, text[], timestamptz, text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION cscp.api_key_create(text, text, text[], timestamptz, text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION cscp._http_key_authority(text) SET search_path = pg_catalog, pg_temp;
+REVOKE ALL ON FUNCTION cscp._api_key_store(text, text, bytea, text[], timestamptz, text),
+    cscp.api_key_create(text, text, text[], timestamptz, text), cscp._http_key_authority(text) FROM PUBLIC;
+
+-- An application role is granted neither authority_bind nor the new api_key_create.
+CREATE OR REPLACE FUNCTION cscp._grant_app_privileges(r regrole) RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    EXECUTE format('GRANT USAGE ON SCHEMA cscp TO %s', r);
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.context, cscp.document, cscp.policy TO %s', r);
+    -- Which context is live, and when each retired, is written by the context triggers as their owner.
+    EXECUTE format('GRANT SELECT ON cscp.context_live, cscp.context_retired TO %s', r);
+    -- Commands change only by transitions (no DELETE); frames are written once; answers are
+    -- read-only: cscp.confirm and cscp.approve write them as their owner (a yes confirms a
+    -- command only with its answer recorded, so no role below the owner may forge one); a
+    -- role granted by an earlier version loses INSERT on them.  Evidence is read-only: the
+    -- trigger and cscp._evidence_refusal write it as its owner.
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE ON cscp.command TO %s', r);
+    EXECUTE format('GRANT SELECT ON cscp.command_window, cscp.command_retired TO %s', r);
+    EXECUTE format('GRANT SELECT, INSERT ON cscp.frame TO %s', r);
+    EXECUTE format('GRANT SELECT ON cscp.answer TO %s', r);
+    EXECUTE format('REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON cscp.answer FROM %s', r);
+    EXECUTE format('GRANT SELECT ON cscp.evidence TO %s', r);
+    -- Conversations change only through their turns (the triggers see to it; UPDATE is needed
+    -- for the row lock every append takes); turns are written once; events are read-only.
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE ON cscp.conversation TO %s', r);
+    EXECUTE format('GRANT SELECT, INSERT ON cscp.turn TO %s', r);
+    EXECUTE format('GRANT SELECT ON cscp.event TO %s', r);
+    -- Facts are replaced, not deleted, by the application; identities are replaced, not deleted.
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE ON cscp.fact, cscp.identity TO %s', r);
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.authority, cscp.working_set, '
+                   'cscp.environment TO %s', r);
+    -- The command registry, like the policy (registry.sql); its governance log is not the app's.
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.command_registry TO %s', r);
+    -- The public API only: no internal (_-prefixed) function, which an application could
+    -- otherwise call with arguments cscp never passes, and no trigger function.  A role
+    -- granted by an earlier version loses the internal ones.
+    EXECUTE (SELECT format('GRANT EXECUTE ON FUNCTION %s TO %s', string_agg(p.oid::regprocedure::text, ', '), r)
+               FROM pg_catalog.pg_proc p
+              WHERE p.pronamespace = 'cscp'::regnamespace AND p.proname !~ '^(_|http_)'
+                AND p.prorettype <> 'pg_catalog.trigger'::regtype);
+    -- Nor the gateway's endpoints (cscp.grant_gateway's): a key passed to them would act for its
+    -- tenant whatever tenants the role is bound to.
+    EXECUTE (SELECT format('REVOKE EXECUTE ON FUNCTION %s FROM %s', string_agg(p.oid::regprocedure::text, ', '), r)
+               FROM pg_catalog.pg_proc p
+              WHERE p.pronamespace = 'cscp'::regnamespace AND p.proname ~ '^(_|http_)');
+    -- Administration and operator inspection are not the application's.
+    EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.grant_app(name, text[]), cscp.grant_operator(name, text[]), '
+                   'cscp.revoke_app(name), cscp.revoke_operator(name), cscp.grant_gateway(name), '
+                   'cscp.api_key_create(text, text, text[], timestamptz, text), cscp.api_key_revoke(text, text), '
+                   'cscp.authority_bind(text, name, text), '
+                   'cscp.show_active_context(text, text), cscp.inspect_active_context(text, text), '
+                   'cscp.inspect_command_lifecycle(text, text), cscp.check_invariants(text) FROM %s', r);
+    -- Nor a shard's place in a scale-out deployment (shard.sql).
+    EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.shard_set(int, int[]), cscp.shard_misplaced() FROM %s', r);
+END
+$$;
+COMMENT ON FUNCTION cscp._grant_app_privileges(regrole) IS 'Internal: the privileges of an application role';
+ALTER FUNCTION cscp._grant_app_privileges(regrole) SET search_path = pg_catalog, pg_temp;
