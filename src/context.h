@@ -41,6 +41,8 @@ extern PGDLLEXPORT Datum cscp_expire_contexts(PG_FUNCTION_ARGS);
 extern Jsonb *cscp_slots_validate(Jsonb *newslots, Jsonb *oldslots,
 								  const char *tenant_id);
 extern Jsonb *cscp_slots_visible(Jsonb *slots, Jsonb *policy);
+extern void cscp_context_field_check(const char *tenant_id, const char *field,
+									 const char *value, int len);
 extern void cscp_pending_slots_bound(Jsonb *newslots, Jsonb *oldslots, Datum tenant,
 									 Datum context_id, Datum conversation, Datum actor);
 

@@ -115,6 +115,8 @@ typedef enum
 	CX_TTL,
 	CX_SLOTS,
 	CX_VERSION,
+	CX_CORRELATION_ID,
+	CX_REASON,
 	CX_NUM_COLUMNS
 } ContextColumn;
 
@@ -130,6 +132,8 @@ static const char *const column_names[CX_NUM_COLUMNS] = {
 	"ttl",
 	"slots",
 	"version",
+	"correlation_id",
+	"reason",
 };
 
 static CscpColumns columns = {.table = "cscp.context", .n = CX_NUM_COLUMNS, .names = column_names};
@@ -195,6 +199,31 @@ check_lifetime(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc, TimestampTz n
 	}
 }
 
+/*
+ * Raise 22023 unless the caller's text fields of the context (conversation_id,
+ * actor_id, correlation_id, reason) that are new or changed keep the
+ * tenant's minimal-data policy (slots.c).  last_message_id is cscp's own
+ * copy of a turn's message id, held to the turn's rules.
+ */
+static void
+check_minimal_fields(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc, const char *tenant)
+{
+	static const ContextColumn fields[] = {CX_CONVERSATION_ID, CX_ACTOR_ID, CX_CORRELATION_ID, CX_REASON};
+
+	for (int i = 0; i < (int) lengthof(fields); i++)
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(newtup, COL(fields[i]), desc, &isnull);
+		text	   *t;
+
+		if (isnull || (oldtup != NULL && cscp_same_value(oldtup, newtup, desc, COL(fields[i]))))
+			continue;
+		t = DatumGetTextPP(d);
+		cscp_context_field_check(tenant, column_names[fields[i]], VARDATA_ANY(t),
+								 VARSIZE_ANY_EXHDR(t));
+	}
+}
+
 /* The checks and defaults of INSERT; returns the tuple to store. */
 static HeapTuple
 guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
@@ -229,6 +258,8 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 				 errhint("Give a positive ttl.")));
 	check_lifetime(NULL, tuple, desc, now);
 
+	if (!tenantnull)
+		check_minimal_fields(NULL, tuple, desc, TextDatumGetCString(tenant));
 	d = heap_getattr(tuple, COL(CX_SLOTS), desc, &isnull);
 	if (!isnull && !tenantnull)
 	{
@@ -336,6 +367,7 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 							   id, status_names[from], status_names[to]);
 	}
 
+	check_minimal_fields(oldtup, newtup, desc, SPI_getvalue(oldtup, desc, COL(CX_TENANT_ID)));
 	cscp_row_edit_init(&edit, desc);
 	if (!cscp_same_value(oldtup, newtup, desc, COL(CX_SLOTS)))
 	{

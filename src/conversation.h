@@ -20,7 +20,12 @@
 
 #include "cscp.h"
 
-#define CSCP_MAX_MESSAGE_ID_BYTES (2 * CSCP_MAX_ID_BYTES + 32)
+#include "utils/numeric.h"
+
+/* OpenWOP's conversation-turn.schema.json: messageId is 1 to 256 characters. */
+#define CSCP_MAX_MESSAGE_ID_CHARS 256
+/* ... and ts an integer from 0, at most the largest a JSON reader holds exactly (2^53 - 1). */
+#define CSCP_MAX_TURN_TS INT64CONST(9007199254740991)
 #define CSCP_MAX_TURN_CONTENT_BYTES (1024 * 1024)
 #define CSCP_MAX_TURN_CONTENT_DEPTH 64
 
@@ -125,6 +130,8 @@ extern void cscp_conversation_missing(const char *tenant_id, const char *convers
 /* turns.c: the ConversationTurn, its checks and its content */
 extern const char *cscp_turn_role(const char *s, int len);
 extern void cscp_turn_parse(Jsonb *turn, const char *argname, CscpTurn *out);
+extern void cscp_turn_check_ts(Numeric ts, const char *what);
+extern void cscp_turn_check_message_id(const char *id, int len, const char *what);
 extern Jsonb *cscp_turn_optional_fields(Jsonb *turn, const char *argname, bool only_optional);
 extern void cscp_turn_check_schema(const char *convid, Jsonb *schema, Jsonb *content);
 extern char *cscp_turn_content_hash(Jsonb *content, int32 *size);

@@ -139,6 +139,21 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 				 errmsg("a new conversation must be open"),
 				 errhint("Start it with cscp.conversation_start; close it with cscp.conversation_close.")));
 
+	/* OpenWOP's payloads carry both ids, each at most 256 characters. */
+	for (int i = 0; i < 2; i++)
+	{
+		int			col = i == 0 ? COL(C_CONVERSATION_ID) : COL(C_AGENT_ID);
+		const char *name = i == 0 ? "conversation_id" : "agent_id";
+
+		d = heap_getattr(tuple, col, desc, &isnull);
+		if (!isnull && VARSIZE_ANY_EXHDR(DatumGetTextPP(d)) > CSCP_MAX_ID_BYTES)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s of a conversation is too long", name),
+					 errdetail("It is %zu bytes long; the limit is %d bytes.",
+							   (size_t) VARSIZE_ANY_EXHDR(DatumGetTextPP(d)), CSCP_MAX_ID_BYTES)));
+	}
+
 	d = heap_getattr(tuple, COL(C_SCHEMA), desc, &isnull);
 	if (!isnull)
 	{

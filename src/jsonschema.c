@@ -69,6 +69,20 @@
  *	- a schema is at most MAX_SCHEMA_BYTES and MAX_SCHEMA_DEPTH deep, and
  *	  has no references ($ref is refused), so each schema object applies
  *	  at most once to each value of the content;
+ *	- each pattern is compiled once per validation, whatever the number of
+ *	  patterns (PostgreSQL's own cache holds 32 compiled expressions: a
+ *	  schema with more compiled each again for every string, seconds per
+ *	  100 kB); an enum's elements are sorted once per validation and
+ *	  searched by bisection;
+ *	- and whatever the schema, a validation has a work budget that grows
+ *	  with the size of the instance (WORK_FLOOR and WORK_PER_BYTE below):
+ *	  every schema object applied to a value, every character a pattern
+ *	  scans (times its automaton's states), every byte compared or counted
+ *	  spends from it, and a validation that would spend more raises 54000
+ *	  (program_limit_exceeded) instead: a schema whose combinators apply
+ *	  hundreds of schemas to every value of a large instance costs its
+ *	  budget, not minutes.  Units count work, not time, so the same schema
+ *	  and instance always get the same answer;
  *	- memory: the loops over elements and members reset a scratch memory
  *	  context per value, and the alternatives of anyOf, oneOf and not are
  *	  tried without formatting the messages nobody reads.
@@ -94,6 +108,7 @@
 #include "regex/regex.h"
 #include "regex/regexport.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/numeric.h"
 
@@ -103,6 +118,56 @@
 
 /* Most states a pattern's automaton may have (pg_reg_getnumstates). */
 #define MAX_PATTERN_STATES 300
+
+/*
+ * The work budget of one validation (see the file header), in units of
+ * about a nanosecond of the slowest work each unit stands for: a
+ * validation may spend WORK_FLOOR plus WORK_PER_BYTE for each byte of the
+ * instance (jsonb form), so a 1 MB instance gets about a third of a second
+ * of the worst work, 1 kB about 50 ms.
+ * What each step costs: WORK_VISIT for a schema object applied to a value;
+ * WORK_PATTERN_STATE per character and state of a pattern's automaton (a
+ * step of the DFA, when its cache of state sets misses, costs that many
+ * states) and WORK_PATTERN_CALL per string matched (the matcher's setup);
+ * WORK_PER_COMPARED_BYTE per byte of a value compared (enum,
+ * const, uniqueItems), counted characters (minLength, maxLength) or looked
+ * up (required).
+ */
+#define WORK_FLOOR INT64CONST(50000000)
+#define WORK_PER_BYTE 300
+#define WORK_VISIT 500
+#define WORK_PATTERN_STATE 25
+#define WORK_PATTERN_CALL 200
+#define WORK_PER_COMPARED_BYTE 2
+
+/*
+ * What a schema keyword needs compiled or sorted once per validation,
+ * keyed by where its value lies in the schema (the schema's bytes stay put
+ * for the whole validation): a pattern's regular expression and its number
+ * of states, an enum's elements sorted by values_cmp.
+ */
+typedef struct KeywordCache
+{
+	const void *key;			/* hash key: the value's address in the schema */
+	bool		compiled;		/* re holds a compiled pattern (to free) */
+	regex_t		re;
+	int			nstates;
+	JsonbValue *sorted;			/* an enum's elements, sorted */
+	int			nsorted;
+} KeywordCache;
+
+/*
+ * One validation: its memory context, what its keywords compiled, and the
+ * work it may still do.
+ */
+typedef struct ValidationRun
+{
+	MemoryContext cxt;
+	HTAB	   *cache;
+	int64		budget;
+	int64		allowed;
+	int			instance_bytes;
+} ValidationRun;
 
 /* Keywords that validate, and annotations accepted and ignored. */
 static const char *const supported_keywords[] = {
@@ -717,16 +782,203 @@ validate_type(JsonbValue *t, JsonbValue *inst, const JsonPathStep *path)
 					 expected.data, cscp_json_type_name(inst));
 }
 
-static char *validate(JsonbValue *schema, JsonbValue *inst, const JsonPathStep *path);
+/*
+ * Spend units of the validation's work budget; raise 54000 when it is
+ * spent, whatever the instance's validity (the same bytes always give the
+ * same answer: units count work, not time).
+ */
+static void
+spend_work(ValidationRun *run, int64 units)
+{
+	run->budget -= units;
+	if (run->budget < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("validating the value against the schema takes too much work"),
+				 errdetail("A value of %d bytes may take %lld units of work; this schema needs more for it.",
+						   run->instance_bytes, (long long) run->allowed),
+				 errhint("Make the schema cheaper for large values: fewer schemas applying to the same "
+						 "value (allOf, anyOf, oneOf), simpler patterns on long strings.")));
+}
+
+/* Bytes of a value that a comparison or scan of it may read. */
+static int
+value_bytes(const JsonbValue *v)
+{
+	switch (v->type)
+	{
+		case jbvString:
+			return v->val.string.len;
+		case jbvNumeric:
+			return VARSIZE_ANY(v->val.numeric);
+		case jbvBinary:
+			return v->val.binary.len;
+		default:
+			return 1;
+	}
+}
+
+/* The cache entry of the keyword value at key, created empty on first use. */
+static KeywordCache *
+keyword_cache(ValidationRun *run, const void *key)
+{
+	bool		found;
+	KeywordCache *e;
+
+	if (run->cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(const void *);
+		ctl.entrysize = sizeof(KeywordCache);
+		ctl.hcxt = run->cxt;
+		run->cache = hash_create("cscp jsonschema keywords", 64, &ctl,
+								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	e = hash_search(run->cache, &key, HASH_ENTER, &found);
+	if (!found)
+	{
+		e->compiled = false;
+		e->nstates = 0;
+		e->sorted = NULL;
+		e->nsorted = 0;
+	}
+	return e;
+}
+
+/* Free the regular expressions a validation compiled (the regex library mallocs them). */
+static void
+free_keyword_cache(ValidationRun *run)
+{
+	HASH_SEQ_STATUS seq;
+	KeywordCache *e;
+
+	if (run->cache == NULL)
+		return;
+	hash_seq_init(&seq, run->cache);
+	while ((e = hash_seq_search(&seq)) != NULL)
+		if (e->compiled)
+		{
+			pg_regfree(&e->re);
+			e->compiled = false;
+		}
+}
+
+/*
+ * Whether the string str (len bytes) matches the pattern k, compiled once
+ * per validation whatever the number of patterns (PostgreSQL's own cache
+ * of compiled expressions holds 32, and a schema with more would compile
+ * each again for every string).
+ */
+static bool
+pattern_matches(ValidationRun *run, JsonbValue *k, const char *str, int len)
+{
+	KeywordCache *e = keyword_cache(run, k->val.string.val);
+	pg_wchar   *wide;
+	int			wlen;
+	int			rc;
+	char		errbuf[100];
+
+	if (!e->compiled)
+	{
+		MemoryContext old = MemoryContextSwitchTo(run->cxt);
+
+		wide = palloc((k->val.string.len + 1) * sizeof(pg_wchar));
+		wlen = pg_mb2wchar_with_len(k->val.string.val, wide, k->val.string.len);
+		rc = pg_regcomp(&e->re, wide, wlen, REG_ADVANCED, C_COLLATION_OID);
+		MemoryContextSwitchTo(old);
+		pfree(wide);
+		if (rc != REG_OKAY)
+		{
+			CHECK_FOR_INTERRUPTS();
+			pg_regerror(rc, &e->re, errbuf, sizeof(errbuf));
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_REGULAR_EXPRESSION),
+					 errmsg("could not compile the schema's pattern: %s", errbuf)));
+		}
+		e->compiled = true;
+		e->nstates = pg_reg_getnumstates(&e->re);
+	}
+	wide = palloc((len + 1) * sizeof(pg_wchar));
+	wlen = pg_mb2wchar_with_len(str, wide, len);
+	spend_work(run, WORK_PATTERN_CALL + (int64) wlen * (e->nstates + 1) * WORK_PATTERN_STATE);
+	rc = pg_regexec(&e->re, wide, wlen, 0, NULL, 0, NULL, 0);
+	pfree(wide);
+	if (rc == REG_OKAY)
+		return true;
+	if (rc == REG_NOMATCH)
+		return false;
+	CHECK_FOR_INTERRUPTS();
+	pg_regerror(rc, &e->re, errbuf, sizeof(errbuf));
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_REGULAR_EXPRESSION),
+			 errmsg("regular expression failed: %s", errbuf)));
+}
+
+/*
+ * Whether inst equals an element of the enum array k: a binary search in
+ * its elements, sorted once per validation, so a long enum costs its
+ * logarithm per value.
+ */
+static bool
+enum_contains(ValidationRun *run, JsonbValue *k, JsonbValue *inst)
+{
+	KeywordCache *e = keyword_cache(run, k->val.binary.data);
+	int			lo = 0,
+				hi;
+
+	if (e->sorted == NULL)
+	{
+		JsonbContainer *c = k->val.binary.data;
+		int			n = JsonContainerSize(c);
+		JsonbValue *elems = MemoryContextAlloc(run->cxt, sizeof(JsonbValue) * Max(n, 1));
+		int		   *order = palloc(sizeof(int) * Max(n, 1));
+		JsonbValue *sorted = MemoryContextAlloc(run->cxt, sizeof(JsonbValue) * Max(n, 1));
+
+		for (int i = 0; i < n; i++)
+		{
+			JsonbValue *v = getIthJsonbValueFromContainer(c, i);
+
+			elems[i] = *v;
+			order[i] = i;
+		}
+		sort_values(elems, order, n);
+		for (int i = 0; i < n; i++)
+			sorted[i] = elems[order[i]];
+		pfree(order);
+		e->sorted = sorted;
+		e->nsorted = n;
+	}
+	hi = e->nsorted;
+	while (lo < hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+		int			c;
+
+		spend_work(run, (int64) (value_bytes(inst) + 16) * WORK_PER_COMPARED_BYTE);
+		c = values_cmp(inst, &e->sorted[mid]);
+		if (c == 0)
+			return true;
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return false;
+}
+
+static char *validate(ValidationRun *run, JsonbValue *schema, JsonbValue *inst, const JsonPathStep *path);
 
 /* NULL if the string inst satisfies minLength, maxLength and pattern of s. */
 static char *
-validate_string(JsonbContainer *s, JsonbValue *inst, const JsonPathStep *path)
+validate_string(ValidationRun *run, JsonbContainer *s, JsonbValue *inst, const JsonPathStep *path)
 {
 	JsonbValue *k;
 	const char *str = inst->val.string.val;
 	int			len = inst->val.string.len;
 
+	if (keyword(s, "minLength") != NULL || keyword(s, "maxLength") != NULL)
+		spend_work(run, (int64) len * WORK_PER_COMPARED_BYTE);
 	if ((k = keyword(s, "minLength")) != NULL &&
 		num_cmp(int64_to_numeric(pg_mbstrlen_with_len(str, len)), k->val.numeric) < 0)
 		return violation(path, "string is shorter than %s characters",
@@ -735,11 +987,7 @@ validate_string(JsonbContainer *s, JsonbValue *inst, const JsonPathStep *path)
 		num_cmp(int64_to_numeric(pg_mbstrlen_with_len(str, len)), k->val.numeric) > 0)
 		return violation(path, "string is longer than %s characters",
 						 num_string(k->val.numeric));
-	if ((k = keyword(s, "pattern")) != NULL &&
-		!RE_compile_and_execute(cstring_to_text_with_len(k->val.string.val,
-														 k->val.string.len),
-								(char *) str, len, REG_ADVANCED, C_COLLATION_OID,
-								0, NULL))
+	if ((k = keyword(s, "pattern")) != NULL && !pattern_matches(run, k, str, len))
 		return violation(path, "does not match pattern \"%.*s\"",
 						 k->val.string.len, k->val.string.val);
 	return NULL;
@@ -827,10 +1075,11 @@ scratch_context(void)
  * of one.
  */
 static char *
-validate_in(MemoryContext scratch, JsonbValue *schema, JsonbValue *inst, const JsonPathStep *path)
+validate_in(ValidationRun *run, MemoryContext scratch, JsonbValue *schema, JsonbValue *inst,
+			const JsonPathStep *path)
 {
 	MemoryContext outer = MemoryContextSwitchTo(scratch);
-	char	   *msg = validate(schema, inst, path);
+	char	   *msg = validate(run, schema, inst, path);
 
 	MemoryContextSwitchTo(outer);
 	if (msg != NULL)
@@ -841,7 +1090,7 @@ validate_in(MemoryContext scratch, JsonbValue *schema, JsonbValue *inst, const J
 
 /* NULL if the array inst satisfies minItems, maxItems, uniqueItems and items of s. */
 static char *
-validate_array(JsonbContainer *s, JsonbValue *inst, const JsonPathStep *path)
+validate_array(ValidationRun *run, JsonbContainer *s, JsonbValue *inst, const JsonPathStep *path)
 {
 	JsonbContainer *a = inst->val.binary.data;
 	int			n = JsonContainerSize(a);
@@ -859,7 +1108,13 @@ validate_array(JsonbContainer *s, JsonbValue *inst, const JsonPathStep *path)
 	{
 		int			first = 0,
 					second = 0;
+		int			rounds = 1;
 
+		/* about log2(n) rounds of merging, each comparing at most every byte */
+		for (int m = n; m > 1; m /= 2)
+			rounds++;
+		spend_work(run, (int64) rounds * ((int64) value_bytes(inst) + 16 * (int64) n) *
+			   WORK_PER_COMPARED_BYTE);
 		if (find_duplicate(a, n, &first, &second))
 			return violation(path, "array items %d and %d are equal", first, second);
 	}
@@ -879,7 +1134,7 @@ validate_array(JsonbContainer *s, JsonbValue *inst, const JsonPathStep *path)
 			if (tok != WJB_ELEM)
 				continue;
 			elem = element_step(path, i++);
-			msg = validate_in(scratch, k, &e, &elem);
+			msg = validate_in(run, scratch, k, &e, &elem);
 		}
 		MemoryContextDelete(scratch);
 		return msg;
@@ -889,7 +1144,7 @@ validate_array(JsonbContainer *s, JsonbValue *inst, const JsonPathStep *path)
 
 /* NULL if the object inst satisfies required, properties and additionalProperties of s. */
 static char *
-validate_object(JsonbContainer *s, JsonbValue *inst, const JsonPathStep *path)
+validate_object(ValidationRun *run, JsonbContainer *s, JsonbValue *inst, const JsonPathStep *path)
 {
 	JsonbContainer *o = inst->val.binary.data;
 	JsonbValue *k;
@@ -909,6 +1164,8 @@ validate_object(JsonbContainer *s, JsonbValue *inst, const JsonPathStep *path)
 		for (int i = 0; i < n; i++)
 		{
 			JsonbValue *name = getIthJsonbValueFromContainer(k->val.binary.data, i);
+
+			spend_work(run, (int64) (name->val.string.len + 64) * WORK_PER_COMPARED_BYTE);
 
 			if (getKeyJsonValueFromContainer(o, name->val.string.val,
 											 name->val.string.len, NULL) == NULL)
@@ -936,6 +1193,7 @@ validate_object(JsonbContainer *s, JsonbValue *inst, const JsonPathStep *path)
 		}
 		if (tok != WJB_VALUE)
 			continue;
+		spend_work(run, (int64) (key.val.string.len + 64) * WORK_PER_COMPARED_BYTE);
 		if (props != NULL)
 			sub = getKeyJsonValueFromContainer(props->val.binary.data,
 											   key.val.string.val,
@@ -953,7 +1211,7 @@ validate_object(JsonbContainer *s, JsonbValue *inst, const JsonPathStep *path)
 			sub = extra;
 		}
 		member = member_step(path, key.val.string.val, key.val.string.len);
-		msg = validate_in(scratch, sub, &v, &member);
+		msg = validate_in(run, scratch, sub, &v, &member);
 	}
 	MemoryContextDelete(scratch);
 	return msg;
@@ -964,7 +1222,7 @@ validate_object(JsonbContainer *s, JsonbValue *inst, const JsonPathStep *path)
  * violation as "<path>: <reason>".
  */
 static char *
-validate(JsonbValue *schema, JsonbValue *inst, const JsonPathStep *path)
+validate(ValidationRun *run, JsonbValue *schema, JsonbValue *inst, const JsonPathStep *path)
 {
 	JsonbContainer *s;
 	JsonbValue *k;
@@ -972,6 +1230,7 @@ validate(JsonbValue *schema, JsonbValue *inst, const JsonPathStep *path)
 
 	check_stack_depth();
 	CHECK_FOR_INTERRUPTS();
+	spend_work(run, WORK_VISIT);
 
 	if (schema->type == jbvBool)
 		return schema->val.boolean ? NULL :
@@ -981,27 +1240,23 @@ validate(JsonbValue *schema, JsonbValue *inst, const JsonPathStep *path)
 	if ((k = keyword(s, "type")) != NULL &&
 		(msg = validate_type(k, inst, path)) != NULL)
 		return msg;
-	if ((k = keyword(s, "enum")) != NULL)
+	if ((k = keyword(s, "enum")) != NULL && !enum_contains(run, k, inst))
+		return violation(path, "value is not one of the \"enum\" values");
+	if ((k = keyword(s, "const")) != NULL)
 	{
-		int			n = JsonContainerSize(k->val.binary.data);
-		bool		found = false;
-
-		for (int i = 0; i < n && !found; i++)
-			found = values_cmp(inst, getIthJsonbValueFromContainer(k->val.binary.data, i)) == 0;
-		if (!found)
-			return violation(path, "value is not one of the \"enum\" values");
+		spend_work(run, (int64) (value_bytes(inst) + 16) * WORK_PER_COMPARED_BYTE);
+		if (values_cmp(inst, k) != 0)
+			return violation(path, "value is not equal to the \"const\" value");
 	}
-	if ((k = keyword(s, "const")) != NULL && values_cmp(inst, k) != 0)
-		return violation(path, "value is not equal to the \"const\" value");
 
 	if (inst->type == jbvString)
-		msg = validate_string(s, inst, path);
+		msg = validate_string(run, s, inst, path);
 	else if (inst->type == jbvNumeric)
 		msg = validate_number(s, inst, path);
 	else if (is_array(inst))
-		msg = validate_array(s, inst, path);
+		msg = validate_array(run, s, inst, path);
 	else if (is_object(inst))
-		msg = validate_object(s, inst, path);
+		msg = validate_object(run, s, inst, path);
 	if (msg != NULL)
 		return msg;
 
@@ -1010,7 +1265,7 @@ validate(JsonbValue *schema, JsonbValue *inst, const JsonPathStep *path)
 		int			n = JsonContainerSize(k->val.binary.data);
 
 		for (int i = 0; i < n; i++)
-			if ((msg = validate(getIthJsonbValueFromContainer(k->val.binary.data, i),
+			if ((msg = validate(run, getIthJsonbValueFromContainer(k->val.binary.data, i),
 								inst, path)) != NULL)
 				return msg;
 	}
@@ -1020,7 +1275,7 @@ validate(JsonbValue *schema, JsonbValue *inst, const JsonPathStep *path)
 		bool		matched = false;
 
 		for (int i = 0; i < n && !matched; i++)
-			matched = validate(getIthJsonbValueFromContainer(k->val.binary.data, i),
+			matched = validate(run, getIthJsonbValueFromContainer(k->val.binary.data, i),
 							   inst, path) == NULL;
 		if (!matched)
 			return violation(path, "matches none of the anyOf schemas");
@@ -1031,7 +1286,7 @@ validate(JsonbValue *schema, JsonbValue *inst, const JsonPathStep *path)
 		int			matches = 0;
 
 		for (int i = 0; i < n; i++)
-			if (validate(getIthJsonbValueFromContainer(k->val.binary.data, i),
+			if (validate(run, getIthJsonbValueFromContainer(k->val.binary.data, i),
 						 inst, path) == NULL)
 				matches++;
 		if (matches == 0)
@@ -1040,7 +1295,7 @@ validate(JsonbValue *schema, JsonbValue *inst, const JsonPathStep *path)
 			return violation(path, "matches %d of the oneOf schemas, expected exactly 1",
 							 matches);
 	}
-	if ((k = keyword(s, "not")) != NULL && validate(k, inst, path) == NULL)
+	if ((k = keyword(s, "not")) != NULL && validate(run, k, inst, path) == NULL)
 		return violation(path, "matches the \"not\" schema");
 	return NULL;
 }
@@ -1074,6 +1329,36 @@ require_schema(Jsonb *schema)
 }
 
 /*
+ * validate() of the instance iv (instance_bytes in its jsonb form) against
+ * the checked schema sv, as one validation: a work budget by the size of
+ * the instance, what its keywords compile in cxt, freed on the way out
+ * however it goes.
+ */
+static char *
+validate_root(MemoryContext cxt, JsonbValue *sv, JsonbValue *iv, int instance_bytes)
+{
+	ValidationRun *run = MemoryContextAllocZero(cxt, sizeof(ValidationRun));
+	char	   *volatile msg = NULL;
+
+	run->cxt = cxt;
+	run->instance_bytes = instance_bytes;
+	run->allowed = WORK_FLOOR + (int64) WORK_PER_BYTE * instance_bytes;
+	run->budget = run->allowed;
+	PG_TRY();
+	{
+		msg = validate(run, sv, iv, NULL);
+	}
+	PG_CATCH();
+	{
+		free_keyword_cache(run);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	free_keyword_cache(run);
+	return msg;
+}
+
+/*
  * The first violation of instance against schema as "<path>: <reason>" in
  * the caller's context, NULL when it is valid (or not given); with
  * check_it, the schema is checked first (22023).  The work is done in a
@@ -1097,7 +1382,7 @@ run_schema(Jsonb *schema, Jsonb *instance, bool check_it)
 	if (instance != NULL)
 	{
 		jsonb_root_value(instance, &iv);
-		msg = validate(&sv, &iv, NULL);
+		msg = validate_root(ctx, &sv, &iv, VARSIZE(instance));
 	}
 	MemoryContextSwitchTo(old);
 	if (msg != NULL)

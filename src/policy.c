@@ -65,6 +65,8 @@ static const PolicyKey policy_keys[] = {
 	{.name = "retention_turns", .kind = POLICY_INTERVAL},
 	{.name = "retention_evidence", .kind = POLICY_INTERVAL},
 	{.name = "max_slot_bytes", .kind = POLICY_INTEGER, .min = 1, .max = 1048576},
+	{.name = "slot_max_length", .kind = POLICY_INTEGER, .min = 1, .max = 1048576},
+	{.name = "slot_refuse_card_numbers", .kind = POLICY_BOOLEAN},
 	{.name = "slot_rules", .kind = POLICY_SLOT_RULES},
 	{.name = "extension_slots", .kind = POLICY_NAMES},
 	{.name = "detail_level", .kind = POLICY_CHOICE, .choices = {"none", "summary", "full"}},

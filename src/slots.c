@@ -26,12 +26,14 @@
  */
 #include "cscp.h"
 #include "context.h"
+#include "pgcompat.h"
 
 #include "catalog/pg_type.h"
 #include "common/sha2.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
+#include "utils/numeric.h"
 #include "utils/timestamp.h"
 
 static const char *const minimum_slots[] = {
@@ -100,6 +102,189 @@ slot_rule(const char *name, SlotPolicy *sp)
 	if (rule == NULL || rule->type != jbvString)
 		return "stored";
 	return pnstrdup(rule->val.string.val, rule->val.string.len);
+}
+
+/*
+ * Minimal data (CSCP G4, XI.A): a context holds identifiers, never message
+ * text or card numbers.  Policy "slot_max_length" caps, in characters, the
+ * longest string anywhere in a slot's value (object keys and nested
+ * strings included) and in a context's text fields; with
+ * "slot_refuse_card_numbers" a run of 13 to 19 digits that passes the Luhn
+ * check is refused there too, its digits possibly separated by single
+ * spaces or dashes ("4111 1111 1111 1111", "4111-1111-1111-1111").  A run
+ * counts only where it stands apart: not glued to a letter or digit on
+ * either side, directly or by a dash (a hex digest's decimal stretch, the
+ * groups of a UUID, "order-4111..." are identifiers, not cards).  Numbers are
+ * checked by their text as strings are.  One pass over the bytes counts
+ * the characters and follows the runs; the value itself is never echoed.
+ */
+typedef struct MinimalData
+{
+	const char *tenant_id;
+	int64		max_length;
+	bool		refuse_cards;
+	const char *kind;			/* "slot" or "field" */
+	const char *name;			/* the slot or field */
+} MinimalData;
+
+/* The minimal-data policy in sp's policy, for the slot or field name. */
+static void
+minimal_data_of(SlotPolicy *sp, const char *kind, const char *name, MinimalData *md)
+{
+	Jsonb	   *policy = slot_policy(sp);
+	JsonbValue *refuse = cscp_jsonb_get(policy, "slot_refuse_card_numbers");
+
+	md->tenant_id = sp->tenant_id;
+	md->max_length = cscp_policy_int(policy, "slot_max_length", 256);
+	md->refuse_cards = refuse == NULL || refuse->type != jbvBool || refuse->val.boolean;
+	md->kind = kind;
+	md->name = name;
+}
+
+/* Whether a run of n digits whose Luhn sums from the left are even_sum / odd_sum is a card number. */
+static bool
+luhn_card(int n, int even_sum, int odd_sum)
+{
+	/* doubled are the digits at an even distance from the last: i even when n is even */
+	return n >= 13 && n <= 19 && ((n % 2 == 0) ? even_sum : odd_sum) % 10 == 0;
+}
+
+/* The Luhn contribution of digit d when doubled. */
+static int
+luhn_doubled(int d)
+{
+	return d * 2 > 9 ? d * 2 - 9 : d * 2;
+}
+
+/* Raise 22023: md's slot or field holds a card number or a string too long. */
+static pg_noreturn void
+minimal_data_error(const MinimalData *md, bool card, int64 chars)
+{
+	if (card)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s \"%s\" of a context must not hold a card number", md->kind, md->name),
+				 errdetail("It holds a run of 13 to 19 digits that passes the Luhn check; the policy of tenant \"%s\" refuses card numbers in contexts.",
+						   md->tenant_id),
+				 errhint("Keep a token or an identifier that refers to the card, or set the policy key \"slot_refuse_card_numbers\" to false.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("%s \"%s\" of a context holds a string longer than " INT64_FORMAT " characters",
+					md->kind, md->name, md->max_length),
+			 errdetail("A string of " INT64_FORMAT " characters appears in it; the policy of tenant \"%s\" (key \"slot_max_length\") allows at most " INT64_FORMAT ".",
+					   chars, md->tenant_id, md->max_length),
+			 errhint("Contexts hold identifiers, never message text: keep the text elsewhere and its identifier here.")));
+}
+
+/* Whether c is an ASCII letter or digit. */
+static inline bool
+is_alnum_byte(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/*
+ * Raise 22023 unless the string s (len bytes) is within md's length and
+ * holds no card number: one pass over the bytes.
+ */
+static void
+check_minimal_string(const MinimalData *md, const char *s, int len)
+{
+	int64		chars = 0;
+	unsigned char prev = '\0',
+				prev2 = '\0';	/* the two bytes before this one */
+	bool		in_run = false;
+	bool		run_ok = false; /* nothing glues the run's start to a word */
+	unsigned char sep = '\0';	/* the separator that ends the run so far, if any */
+	int			n = 0,
+				even_sum = 0,
+				odd_sum = 0;
+
+	for (int i = 0; i <= len; i++)
+	{
+		unsigned char c = i < len ? (unsigned char) s[i] : '\0';
+
+		if (i < len && (c & 0xC0) != 0x80)
+			chars++;
+		if (md->refuse_cards)
+		{
+			if (c >= '0' && c <= '9')
+			{
+				int			d = c - '0';
+
+				if (!in_run)
+				{
+					/* not glued to a letter or digit, nor by a dash ("id-4111...") */
+					in_run = true;
+					run_ok = !is_alnum_byte(prev) && !(prev == '-' && is_alnum_byte(prev2));
+					n = even_sum = odd_sum = 0;
+				}
+				sep = '\0';
+				even_sum += (n % 2 == 0) ? luhn_doubled(d) : d;
+				odd_sum += (n % 2 == 1) ? luhn_doubled(d) : d;
+				n++;
+			}
+			else if (in_run && sep == '\0' && (c == ' ' || c == '-'))
+				sep = c;		/* a separator, if a digit follows */
+			else if (in_run)
+			{
+				/*
+				 * The run ended at its last digit: what follows must not glue
+				 * it to a word either (a hex digest, a UUID's next group).
+				 */
+				bool		end_ok = sep == '\0' ? !is_alnum_byte(c) :
+					!(sep == '-' && is_alnum_byte(c));
+
+				if (run_ok && end_ok && luhn_card(n, even_sum, odd_sum))
+					minimal_data_error(md, true, 0);
+				in_run = false;
+			}
+		}
+		prev2 = prev;
+		prev = c;
+	}
+	if (chars > md->max_length)
+		minimal_data_error(md, false, chars);
+}
+
+/* Raise 22023 unless every string and number in v keeps md's minimal-data policy. */
+static void
+check_minimal_value(const MinimalData *md, JsonbValue *v)
+{
+	JsonbIterator *it;
+	JsonbValue	e;
+	JsonbIteratorToken tok;
+
+	if (v->type == jbvString)
+		check_minimal_string(md, v->val.string.val, v->val.string.len);
+	else if (v->type == jbvNumeric)
+	{
+		char	   *t = DatumGetCString(DirectFunctionCall1(numeric_out,
+															NumericGetDatum(v->val.numeric)));
+
+		check_minimal_string(md, t, strlen(t));
+	}
+	if (v->type != jbvBinary)
+		return;
+	it = JsonbIteratorInit(v->val.binary.data);
+	while ((tok = JsonbIteratorNext(&it, &e, false)) != WJB_DONE)
+		if (tok == WJB_KEY || tok == WJB_VALUE || tok == WJB_ELEM)
+			check_minimal_value(md, &e);
+}
+
+/*
+ * Raise 22023 unless the text field of a context of tenant_id (value,
+ * len bytes) keeps the tenant's minimal-data policy (slot_max_length,
+ * slot_refuse_card_numbers).
+ */
+void
+cscp_context_field_check(const char *tenant_id, const char *field, const char *value, int len)
+{
+	SlotPolicy	sp = {tenant_id, NULL, false};
+	MinimalData md;
+
+	minimal_data_of(&sp, "field", field, &md);
+	check_minimal_string(&md, value, len);
 }
 
 /* Whether str is a UUID in its canonical text form. */
@@ -350,9 +535,15 @@ cscp_slots_validate(Jsonb *newslots, Jsonb *oldslots, const char *tenant_id)
 			res = pushJsonbValue(&state, tok, &v);
 			continue;
 		}
-		res = pushJsonbValue(&state, tok,
-							 slot_stored_value(key, check_slot_allowed(key, &v, &sp), &v, &sp,
-											   &dv, &rewritten));
+		{
+			const char *rule = check_slot_allowed(key, &v, &sp);
+			MinimalData md;
+
+			minimal_data_of(&sp, "slot", key, &md);
+			check_minimal_value(&md, &v);
+			res = pushJsonbValue(&state, tok,
+								 slot_stored_value(key, rule, &v, &sp, &dv, &rewritten));
+		}
 	}
 	return rewritten ? JsonbValueToJsonb(res) : newslots;
 }

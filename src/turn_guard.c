@@ -210,12 +210,13 @@ read_turn_row(HeapTuple tuple, TupleDesc desc, TurnRow *row)
 						CSCP_MAX_ID_BYTES)));
 	row->facts.role = role;
 	row->facts.sender = sender;
-	(void) heap_getattr(tuple, COL(T_TS), desc, &isnull);
+	d = heap_getattr(tuple, COL(T_TS), desc, &isnull);
 	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("ts of a turn must not be null"),
 				 errhint("Give the time of the turn as a number, such as milliseconds since 1970.")));
+	cscp_turn_check_ts(DatumGetNumeric(d), "ts of a turn");
 	d = heap_getattr(tuple, COL(T_CONTENT), desc, &isnull);
 	if (isnull)
 		ereport(ERROR,
@@ -244,11 +245,8 @@ settle_message_id(TurnRow *row)
 	if (message_id == NULL)
 		row->facts.message_id = cscp_turn_message_id(row->convid, row->facts.turn_index,
 													 row->facts.role);
-	else if (message_id[0] == '\0' || strlen(message_id) > CSCP_MAX_MESSAGE_ID_BYTES)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("the message id of a turn must be non-empty and at most %d bytes",
-						CSCP_MAX_MESSAGE_ID_BYTES)));
+	else
+		cscp_turn_check_message_id(message_id, strlen(message_id), "the message id of a turn");
 }
 
 /* Whether conv already holds a turn at turn_index. */

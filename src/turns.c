@@ -25,6 +25,7 @@
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
@@ -218,6 +219,51 @@ bounded_string(const char *argname, const char *field, JsonbValue *f, int limit)
 	return pnstrdup(f->val.string.val, f->val.string.len);
 }
 
+/*
+ * Raise 22023 unless ts (what names it) is what OpenWOP's schema allows a
+ * turn's ts: an integer (1.0 is one) from 0, here at most 2^53 - 1, so that
+ * every JSON reader of the export holds it exactly.
+ */
+void
+cscp_turn_check_ts(Numeric ts, const char *what)
+{
+	char	   *shown;
+
+	if (numeric_is_nan(ts) ||
+		DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(ts),
+										  DirectFunctionCall1(numeric_floor,
+															  NumericGetDatum(ts)))) != 0 ||
+		DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(ts),
+										  NumericGetDatum(int64_to_numeric(0)))) < 0 ||
+		DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(ts),
+										  NumericGetDatum(int64_to_numeric(CSCP_MAX_TURN_TS)))) > 0)
+	{
+		shown = DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(ts)));
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be an integer from 0 to " INT64_FORMAT, what, CSCP_MAX_TURN_TS),
+				 errdetail("It is %.40s%s.", shown, strlen(shown) > 40 ? "..." : ""),
+				 errhint("A turn's ts is milliseconds since 1970 (OpenWOP's conversation-turn schema).")));
+	}
+}
+
+/*
+ * Raise 22023 unless id (len bytes; what names it) is a message id OpenWOP's
+ * schema allows: 1 to CSCP_MAX_MESSAGE_ID_CHARS characters.
+ */
+void
+cscp_turn_check_message_id(const char *id, int len, const char *what)
+{
+	int			chars = len > 0 ? pg_mbstrlen_with_len(id, len) : 0;
+
+	if (chars == 0 || chars > CSCP_MAX_MESSAGE_ID_CHARS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be 1 to %d characters long", what, CSCP_MAX_MESSAGE_ID_CHARS),
+				 errdetail("It is %d characters long.", chars),
+				 errhint("OpenWOP's conversation-turn schema bounds a messageId so; a turn sent without one gets \"conversationId:turnIndex:role\".")));
+}
+
 /* The turnIndex f of the turn argname; 22023 unless a non-negative int4 below the maximum. */
 static int32
 turn_index_field(const char *argname, JsonbValue *f)
@@ -269,7 +315,8 @@ cscp_turn_parse(Jsonb *turn, const char *argname, CscpTurn *out)
 
 	f = cscp_jsonb_get(turn, "ts");
 	if (f == NULL || f->type != jbvNumeric)
-		bad_field(argname, "ts", "a number", f);
+		bad_field(argname, "ts", "an integer (milliseconds since 1970)", f);
+	cscp_turn_check_ts(f->val.numeric, psprintf("field \"ts\" of %s", argname));
 	out->ts = NumericGetDatum(f->val.numeric);
 
 	f = cscp_jsonb_get(turn, "content");
@@ -286,7 +333,13 @@ cscp_turn_parse(Jsonb *turn, const char *argname, CscpTurn *out)
 
 	f = cscp_jsonb_get(turn, "messageId");
 	if (f != NULL && f->type != jbvNull)
-		out->message_id = bounded_string(argname, "messageId", f, CSCP_MAX_MESSAGE_ID_BYTES);
+	{
+		if (f->type != jbvString)
+			bad_field(argname, "messageId", "a non-empty string", f);
+		cscp_turn_check_message_id(f->val.string.val, f->val.string.len,
+								   psprintf("field \"messageId\" of %s", argname));
+		out->message_id = pnstrdup(f->val.string.val, f->val.string.len);
+	}
 
 	out->extra = cscp_turn_optional_fields(turn, argname, false);
 	cscp_check_json_limits(out->content, "turn content");
@@ -329,7 +382,10 @@ cscp_turn_content_hash(Jsonb *content, int32 *size)
 char *
 cscp_turn_message_id(const char *conversation_id, int32 turn_index, const char *role)
 {
-	return psprintf("%s:%d:%s", conversation_id, turn_index, role);
+	char	   *id = psprintf("%s:%d:%s", conversation_id, turn_index, role);
+
+	cscp_turn_check_message_id(id, strlen(id), "the message id made for a turn sent without one");
+	return id;
 }
 
 /*

@@ -985,10 +985,11 @@ RETURNS cscp.http_response
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT CASE WHEN $1 OPERATOR(pg_catalog.~~) '22%' THEN cscp._http_error(400, 'validation_error', $2, $1, $3)
+                WHEN $1 OPERATOR(pg_catalog.=) '54000' THEN cscp._http_error(422, 'validation_too_costly', $2, $1, $3)
                 ELSE cscp._http_failure($1, $2, $3) END
 $$;
 COMMENT ON FUNCTION cscp._http_turn_failure(text, text, text) IS
-  'Internal: the HTTP response to an error of a conversation call (22xxx: 400 validation_error, else as cscp._http_failure)';
+  'Internal: the HTTP response to an error of a conversation call (22xxx: 400 validation_error, 54000: 422 validation_too_costly, else as cscp._http_failure)';
 
 -- Whether the tenant has the conversation (the http functions run as cscp's owner, whom
 -- row-level security does not bind, and an absent conversation is 404, not the 22023 of SQL).

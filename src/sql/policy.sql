@@ -26,6 +26,8 @@ INSERT INTO cscp.policy (tenant_id, settings) VALUES ('*', '{
     "retention_turns": "30 days",
     "retention_evidence": "365 days",
     "max_slot_bytes": 4096,
+    "slot_max_length": 256,
+    "slot_refuse_card_numbers": true,
     "slot_rules": {},
     "extension_slots": [],
     "detail_level": "summary",

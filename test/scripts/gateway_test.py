@@ -315,6 +315,39 @@ def conversations():
                          timeout=10), 400, "validation_error", "22023")
 
 
+def input_rules():
+    step("input rules over HTTP: a card number in a slot 400 (not echoed), a ts of -5 or 1.5 400, "
+         "a costly validation 422 at once; nothing written")
+    base = URL + "/v1/conversations/conv-input/actors/ana"
+    expect(requests.post(base + "/context", headers=auth(KEY_PROFILE), json={"slots": {}, "ttlSeconds": 600},
+                         timeout=10), 200)
+    for value in ("card 4111 1111 1111 1111", {"pan": "4111-1111-1111-1111"}, "x" * 257):
+        r = requests.put(base + "/context/slots/x_note", headers=auth(KEY_PROFILE), json=value, timeout=10)
+        expect(r, 400, "invalid_parameter", "22023")
+        assert "4111" not in r.text, r.text
+    r = requests.post(base + "/context", headers=auth(KEY_PROFILE), json={"slots": {"x_card": "5555555555554444"}},
+                      timeout=10)
+    expect(r, 400, "invalid_parameter", "22023")
+    assert "5555" not in r.text, r.text
+    assert psql("SELECT count(*) FROM cscp.context WHERE tenant_id = 'shop' AND conversation_id = 'conv-input'"
+                " AND slots ?| ARRAY['x_note', 'x_card']") == "0"
+    conv = URL + "/v1/conversations/conv-input"
+    patterns = [{"pattern": "x%d|b" % i} for i in range(200)]
+    expect(requests.post(conv, headers=auth(KEY_PROFILE), timeout=10,
+                         json={"agentId": "bot", "schema": {"items": {"allOf": patterns}},
+                               "initialTurn": {"from": "bot", "role": "agent", "content": [], "ts": 0}}), 201)
+    for ts in (-5, 1.5):
+        expect(requests.post(conv + "/turns", headers=auth(KEY_PROFILE), timeout=10,
+                             json={"operation": "exchange", "turn": {"from": "ana", "role": "user", "content": [],
+                                                                     "ts": ts}}), 400, "validation_error", "22023")
+    started = time.monotonic()
+    expect(requests.post(conv + "/turns", headers=auth(KEY_PROFILE), timeout=30,
+                         json={"operation": "exchange", "turn": {"from": "ana", "role": "user", "content": ["b"] * 10000,
+                                                                 "ts": 1}}), 422, "validation_too_costly", "54000")
+    assert time.monotonic() - started < 5, time.monotonic() - started
+    assert psql("SELECT count(*) FROM cscp.turn WHERE tenant_id = 'shop' AND conversation_id = 'conv-input'") == "1"
+
+
 def expiry():
     step("expiry: 404 after the TTL")
     expect(post(KEY_PROFILE, "session-ttl", "profile", {"a": 1}, ttl=1), 201)
@@ -639,6 +672,7 @@ def main():
     planted_ids()
     facts()
     conversations()
+    input_rules()
     expiry()
     error_statuses()
     oversized_chunked()

@@ -3,7 +3,9 @@
 # OpenWOP's published conversation-turn.schema.json and conversation-event.schema.json
 # (test/openwop/schemas, source in test/openwop/schemas/SOURCE) with ajv from npm, installed under
 # test/node: an independent JSON Schema validator, not cscp's own.  Runs on the cluster PGHOST
-# names (run-tests.sh's), in a database of its own, as an application role.
+# names (run-tests.sh's), in a database of its own, as an application role.  Then 400 random turns
+# (test/openwop/random_turns.sql, seeded): what the schemas forbid must be refused on input, and
+# every accepted turn must export valid.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if [ ! -f test/node/node_modules/ajv/dist/2020.js ]; then
@@ -55,6 +57,12 @@ SELECT cscp.conversation_exchange('ow', 'late-1', '{"from": "user", "role": "use
 INSERT INTO cscp.turn (tenant_id, conversation_id, message_id, role, sender, content, ts, extra)
 VALUES ('ow', 'open-1', 'direct-1', 'agent', 'bot', '{"a": true}', 10, '{"speakerId": "host:bot"}');
 SQL
+# The property test: random turns, what the schema forbids refused, the rest exported below.
+random=$(psql -X -q -At -v ON_ERROR_STOP=1 -d "$db" -f test/openwop/random_turns.sql | grep -v '^$')
+echo "$random"
+if grep -q -e '^unexpected' -e '^too few' <<<"$random"; then
+	exit 1
+fi
 PGOPTIONS='-c role=openwop_app -c cscp.tenant_id=ow' psql -X -q -At -v ON_ERROR_STOP=1 -d "$db" \
 	-c "SELECT cscp.conversation_export('ow', c.conversation_id)::text FROM cscp.conversation c ORDER BY 1" |
 	NODE_PATH="$PWD/test/node/node_modules" node test/openwop/validate.js
