@@ -3,13 +3,16 @@
  * gateway.h
  *	  Declarations shared by the files of cscp-gateway, the HTTPS gateway
  *	  of cscp (issue 33): configuration (main.c), routes and requests
- *	  (http.c), the pool of database connections (db.c) and the counters
- *	  behind /metrics (metrics.c).
+ *	  (http.c), the pool of database connections (db.c), the limits that
+ *	  keep one client or tenant from taking it from the others (limits.c)
+ *	  and the counters behind /metrics (metrics.c).
  *
- * The gateway holds no state of its own beyond counters: every request is
- * one call of a cscp.http_* function, whose answer (status, headers, body)
- * is sent back as it came.  Gateways are therefore interchangeable, and
- * any number of them can stand behind a load balancer.
+ * The gateway holds no state of its own beyond counters and the keys the
+ * database has accepted (to count a request against its tenant before it
+ * takes a connection): every request is one call of a cscp.http_*
+ * function, whose answer (status, headers, body) is sent back as it came.
+ * Gateways are therefore interchangeable, and any number of them can
+ * stand behind a load balancer.
  *
  *-------------------------------------------------------------------------
  */

@@ -12,16 +12,20 @@
  * of response headers a function returns, db.c).  What the gateway answers itself is what
  * never reaches a function: an unknown route (404), a method the route
  * does not serve (405), a body over --max-body (413), a path that does
- * not decode (400), the database unreachable (503), an error the function
- * raised (500), a function the database's cscp does not have (501), and
- * its own endpoints /healthz, /metrics and /v1/openapi.json.
+ * not decode (400), a request framed two ways (400, and the connection
+ * closed), a tenant with --tenant-max requests in flight (429), the
+ * database unreachable (503), a call past --statement-timeout (504), an
+ * error the function raised (500), a function the database's cscp does
+ * not have (501), and its own endpoints /healthz, /metrics and
+ * /v1/openapi.json.
  *
  * Each client connection has a thread of its own
  * (libmicrohttpd's thread per connection), which takes a database
  * connection only for the call, once the whole request is in: a slow
  * client holds its own thread, never a database connection or another
- * client's thread; --idle-timeout closes a silent one and
- * --max-connections bounds them.
+ * client's thread; --idle-timeout closes a silent one, --header-timeout
+ * one whose request line and headers take too long (limits.c), and
+ * --max-connections and --per-ip-max bound them.
  *
  *-------------------------------------------------------------------------
  */
