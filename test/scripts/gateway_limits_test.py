@@ -127,7 +127,7 @@ def flood(gw, key, stop, results):
                 if r.headers.get("Retry-After") != "1" or r.json()["error"]["code"] != "too_many_requests" \
                         or r.json()["error"]["sqlstate"] != "53400":
                     bad.append((dict(r.headers), r.text))
-                time.sleep(0.02)
+                time.sleep(0.05)   # about a hundred refusals a second from the six
             elif r.status_code != 504:
                 bad.append((r.status_code, r.text))
     results.put((statuses, bad))
@@ -170,12 +170,12 @@ def fairness_and_statement_timeout(gw):
     waits = []
     latencies = []
     with requests.Session() as s:
-        for i in range(100):
+        for i in range(200):
             t0 = time.monotonic()
             r = s.get(gw.doc("calm"), headers=auth(KEY_B), timeout=5)
             latencies.append(time.monotonic() - t0)
             assert r.status_code == 200, r.text
-            if i % 20 == 0:
+            if i % 40 == 0:
                 waits.append(int(psql("SELECT count(*) FROM pg_stat_activity WHERE usename = 'cscp_gateway'"
                                       " AND wait_event_type = 'Lock'")))
     stop.set()
@@ -189,13 +189,13 @@ def fairness_and_statement_timeout(gw):
         f.join(10)
     release(lock, 20)
     latencies.sort()
-    p99 = latencies[98]
+    p99 = latencies[197]
     print("gateway-limits: calm tenant during the flood: p50 %.1f ms, p99 %.1f ms; flood: %d x 429, %d x 504"
-          % (latencies[49] * 1e3, p99 * 1e3, statuses.count(429), statuses.count(504)), flush=True)
+          % (latencies[99] * 1e3, p99 * 1e3, statuses.count(429), statuses.count(504)), flush=True)
+    assert p99 < 0.050, "p99 of the other tenant %.1f ms" % (p99 * 1e3)
+    assert max(waits) <= 2, "more of flood-a's calls than --tenant-max waited in the database: %s" % waits
     assert not bad, bad[:3]
     assert statuses.count(429) > 0 and statuses.count(504) > 0, statuses[:20]
-    assert max(waits) <= 2, "more of flood-a's calls than --tenant-max waited in the database: %s" % waits
-    assert p99 < 0.050, "p99 of the other tenant %.1f ms" % (p99 * 1e3)
     # The flood over, the tenant is served again.
     assert post(gw, KEY_A, "slow", {"after": True}).status_code == 201
 
