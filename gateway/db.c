@@ -14,10 +14,11 @@
  * fails the call answers DB_UNAVAILABLE (503) and the next request tries
  * again, so the gateway recovers by itself as soon as the database is
  * back.  Each connection runs with --statement-timeout and --lock-timeout,
- * so that no call holds a connection for longer.  A call whose connection broke under it is sent once more on a
- * new connection: every endpoint is idempotent (a merge of the same
- * payload, a delete, a slot set to a value, an answer bound to its
- * message id, a context opened when none is live).
+ * so that no call holds a connection for longer.  A call whose connection
+ * broke under it is sent once more on a new connection: every endpoint is
+ * idempotent (a merge of the same payload, a delete, a slot set to a
+ * value, an answer bound to its message id, a context opened when none is
+ * live).
  *
  *-------------------------------------------------------------------------
  */

@@ -423,7 +423,7 @@ respond_call(struct MHD_Connection *c, Request *rq)
 								 "the request body contains a NUL byte", "22021");
 		params[n++] = rq->body != NULL ? rq->body : "";
 	}
-	/* A tenant with --tenant-max requests in flight waits for one of them (limits.c). */
+	/* A tenant with --tenant-max requests in flight is refused at once (limits.c). */
 	if (!gw_tenant_enter(params[0], &ticket))
 		return respond_error(c, rq, 429, "Retry-After: 1", "too_many_requests",
 							 "this tenant has as many requests in flight as the gateway allows",
