@@ -13,10 +13,12 @@
  * restart, a network cut) is made again on the next call; while that
  * fails the call answers DB_UNAVAILABLE (503) and the next request tries
  * again, so the gateway recovers by itself as soon as the database is
- * back.  A call whose connection broke under it is sent once more on a
- * new connection: every endpoint is idempotent (a merge of the same
- * payload, a delete, a slot set to a value, an answer bound to its
- * message id, a context opened when none is live).
+ * back.  Each connection runs with --statement-timeout and --lock-timeout,
+ * so that no call holds a connection for longer.  A call whose connection
+ * broke under it is sent once more on a new connection: every endpoint is
+ * idempotent (a merge of the same payload, a delete, a slot set to a
+ * value, an answer bound to its message id, a context opened when none is
+ * live).
  *
  *-------------------------------------------------------------------------
  */
@@ -128,6 +130,33 @@ db_connect(DbConn *c, char **message)
 			continue;
 		}
 		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		{
+			*message = strdup(PQresultErrorMessage(res));
+			PQclear(res);
+			PQfinish(c->conn);
+			c->conn = NULL;
+			return false;
+		}
+		PQclear(res);
+	}
+
+	/*
+	 * The session's limits (--statement-timeout, --lock-timeout): a call that
+	 * runs or waits too long is cancelled and its connection serves the next.
+	 */
+	{
+		char		statement[16];
+		char		lock[16];
+		const char *values2[] = {statement, lock};
+		PGresult   *res;
+
+		snprintf(statement, sizeof(statement), "%d", gw_config.statement_timeout);
+		snprintf(lock, sizeof(lock), "%d", gw_config.lock_timeout);
+		res = PQexecParams(c->conn,
+						   "SELECT pg_catalog.set_config('statement_timeout', $1, false), "
+						   "pg_catalog.set_config('lock_timeout', $2, false)",
+						   2, NULL, values2, NULL, NULL, 0);
+		if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		{
 			*message = strdup(PQresultErrorMessage(res));
 			PQclear(res);

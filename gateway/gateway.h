@@ -3,13 +3,16 @@
  * gateway.h
  *	  Declarations shared by the files of cscp-gateway, the HTTPS gateway
  *	  of cscp (issue 33): configuration (main.c), routes and requests
- *	  (http.c), the pool of database connections (db.c) and the counters
- *	  behind /metrics (metrics.c).
+ *	  (http.c), the pool of database connections (db.c), the limits that
+ *	  keep one client or tenant from taking it from the others (limits.c)
+ *	  and the counters behind /metrics (metrics.c).
  *
- * The gateway holds no state of its own beyond counters: every request is
- * one call of a cscp.http_* function, whose answer (status, headers, body)
- * is sent back as it came.  Gateways are therefore interchangeable, and
- * any number of them can stand behind a load balancer.
+ * The gateway holds no state of its own beyond counters and the keys the
+ * database has accepted (to count a request against its tenant before it
+ * takes a connection): every request is one call of a cscp.http_*
+ * function, whose answer (status, headers, body) is sent back as it came.
+ * Gateways are therefore interchangeable, and any number of them can
+ * stand behind a load balancer.
  *
  *-------------------------------------------------------------------------
  */
@@ -36,6 +39,11 @@ typedef struct GatewayConfig
 	int			max_connections;
 	int			idle_timeout;	/* seconds a connection may stay silent */
 	int			drain_timeout;	/* seconds SIGTERM waits for requests in flight */
+	int			statement_timeout;	/* ms a call may run in the database, 0 none */
+	int			lock_timeout;	/* ms a call may wait for a lock, 0 none */
+	int			tenant_max;		/* a tenant's requests in flight at most */
+	int			header_timeout; /* ms for a request's line and headers */
+	int			per_ip_max;		/* open connections of one address, 0 any */
 } GatewayConfig;
 
 extern GatewayConfig gw_config;
@@ -88,6 +96,26 @@ extern void gw_db_response_free(DbResponse *r);
 extern void gw_db_close_all(void);
 extern int	gw_db_in_use(void);
 extern int	gw_db_up(void);		/* 1 up, 0 down, -1 not known yet */
+
+/*
+ * limits.c: the header deadline of each client connection, the most requests
+ * in flight per tenant, and the keys the database has accepted.
+ */
+extern void gw_connection_notify(void *cls, struct MHD_Connection *connection,
+								 void **socket_context, enum MHD_ConnectionNotificationCode code);
+extern void gw_headers_in(struct MHD_Connection *connection);
+extern void gw_headers_wait(struct MHD_Connection *connection);
+extern void gw_limits_start(void);
+extern void gw_limits_stop(void);
+typedef struct GwTicket
+{
+	char	   *tenant;			/* the tenant a key names (base64url), or NULL */
+	bool		unverified;		/* counted in the shared unverified bucket too */
+} GwTicket;
+
+extern bool gw_tenant_enter(const char *authorization, GwTicket *ticket);
+extern void gw_tenant_leave(GwTicket *ticket);
+extern void gw_key_learn(const char *authorization, int status);
 
 /* metrics.c */
 extern void gw_metrics_record(int route, const char *method, int status, double seconds);

@@ -12,16 +12,20 @@
  * of response headers a function returns, db.c).  What the gateway answers itself is what
  * never reaches a function: an unknown route (404), a method the route
  * does not serve (405), a body over --max-body (413), a path that does
- * not decode (400), the database unreachable (503), an error the function
- * raised (500), a function the database's cscp does not have (501), and
- * its own endpoints /healthz, /metrics and /v1/openapi.json.
+ * not decode (400), a request framed two ways (400, and the connection
+ * closed), a tenant with --tenant-max requests in flight (429), the
+ * database unreachable (503), a call past --statement-timeout (504), an
+ * error the function raised (500), a function the database's cscp does
+ * not have (501), and its own endpoints /healthz, /metrics and
+ * /v1/openapi.json.
  *
  * Each client connection has a thread of its own
  * (libmicrohttpd's thread per connection), which takes a database
  * connection only for the call, once the whole request is in: a slow
  * client holds its own thread, never a database connection or another
- * client's thread; --idle-timeout closes a silent one and
- * --max-connections bounds them.
+ * client's thread; --idle-timeout closes a silent one, --header-timeout
+ * one whose request line and headers take too long (limits.c), and
+ * --max-connections and --per-ip-max bound them.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 const Route gw_routes[] = {
@@ -337,6 +342,65 @@ respond_builtin(struct MHD_Connection *c, Request *rq)
 	return respond(c, rq, 200, NULL, gw_openapi_json, "application/json");
 }
 
+/* What the framing headers of a request say (RFC 9112, section 6). */
+typedef struct Framing
+{
+	int			lengths;		/* Content-Length fields */
+	const char *length;			/* the first one's value */
+	bool		bad_length;		/* not a number, or two that differ */
+	int			encodings;		/* Transfer-Encoding fields */
+	bool		not_chunked;	/* one that is not exactly "chunked" */
+} Framing;
+
+static enum MHD_Result
+framing_field(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	Framing    *f = cls;
+
+	(void) kind;
+	if (value == NULL)
+		value = "";
+	if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+	{
+		if (value[0] == '\0' || strspn(value, "0123456789") != strlen(value))
+			f->bad_length = true;
+		else if (f->lengths > 0 && strcmp(f->length, value) != 0)
+			f->bad_length = true;
+		if (f->lengths++ == 0)
+			f->length = value;
+	}
+	else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
+	{
+		f->encodings++;
+		if (strcasecmp(value, "chunked") != 0)
+			f->not_chunked = true;
+	}
+	return MHD_YES;
+}
+
+/*
+ * NULL when the request's body is framed one way only; else why not.  A
+ * request with both Content-Length and Transfer-Encoding, Content-Lengths
+ * that differ or are not numbers, or a Transfer-Encoding other than one
+ * "chunked", could be read two ways (one of them smuggling a second request
+ * in the body): it is answered 400 and the connection closed (RFC 9112,
+ * sections 6.1 and 6.3).
+ */
+static const char *
+ambiguous_framing(struct MHD_Connection *c)
+{
+	Framing		f = {0};
+
+	MHD_get_connection_values(c, MHD_HEADER_KIND, framing_field, &f);
+	if (f.encodings > 0 && f.lengths > 0)
+		return "the request has both Content-Length and Transfer-Encoding";
+	if (f.bad_length)
+		return "the request's Content-Length is not one number";
+	if (f.encodings > 1 || f.not_chunked)
+		return "the request's Transfer-Encoding is not chunked alone";
+	return NULL;
+}
+
 /* Run the request's function and send back its answer. */
 static enum MHD_Result
 respond_call(struct MHD_Connection *c, Request *rq)
@@ -346,6 +410,7 @@ respond_call(struct MHD_Connection *c, Request *rq)
 	DbResponse	r;
 	DbOutcome	outcome;
 	enum MHD_Result ret;
+	GwTicket	ticket;
 
 	params[n++] = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 	for (int i = 0; i < rq->ncaptures; i++)
@@ -358,9 +423,16 @@ respond_call(struct MHD_Connection *c, Request *rq)
 								 "the request body contains a NUL byte", "22021");
 		params[n++] = rq->body != NULL ? rq->body : "";
 	}
+	/* A tenant with --tenant-max requests in flight is refused at once (limits.c). */
+	if (!gw_tenant_enter(params[0], &ticket))
+		return respond_error(c, rq, 429, "Retry-After: 1", "too_many_requests",
+							 "this tenant has as many requests in flight as the gateway allows",
+							 "53400");
 	outcome = gw_db_call(rq->function, n, params, &r);
+	gw_tenant_leave(&ticket);
 	if (outcome == DB_OK)
 	{
+		gw_key_learn(params[0], r.status);
 		ret = respond(c, rq, r.status, r.headers, r.body, "application/json");
 	}
 	else if (outcome == DB_UNAVAILABLE)
@@ -373,6 +445,18 @@ respond_call(struct MHD_Connection *c, Request *rq)
 	{
 		ret = respond_error(c, rq, 501, NULL, "not_implemented",
 							"the database's cscp has no function for this route", "42883");
+	}
+	else if (strcmp(r.sqlstate, "57014") == 0)
+	{
+		/* --statement-timeout cancelled the call; the connection serves the next one. */
+		ret = respond_error(c, rq, 504, NULL, "timeout",
+							"the request ran longer than the gateway's statement timeout", r.sqlstate);
+	}
+	else if (strcmp(r.sqlstate, "55P03") == 0)
+	{
+		/* --lock-timeout: a lock another request holds; as the endpoints answer it. */
+		ret = respond_error(c, rq, 503, "Retry-After: 1", "try_again",
+							"the request waited too long for a lock", r.sqlstate);
 	}
 	else if (strncmp(r.sqlstate, "22", 2) == 0)
 	{
@@ -415,6 +499,13 @@ gw_handle_request(void *cls, struct MHD_Connection *c, const char *url, const ch
 		snprintf(rq->method, sizeof(rq->method), "%s", method);
 		rq->path = strdup(url);
 		rq->route = ROUTE_UNMATCHED;
+		gw_headers_in(c);
+		{
+			const char *why = ambiguous_framing(c);
+
+			if (why != NULL)
+				return respond_error(c, rq, 400, "Connection: close", "bad_framing", why, "08P01");
+		}
 		route = match_route(url, rq);
 		if (route == ROUTE_UNMATCHED)
 			return respond_error(c, rq, 404, NULL, "route_not_found", "no such route", "42883");
@@ -520,6 +611,7 @@ gw_request_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	const union MHD_ConnectionInfo *info;
 
 	(void) cls;
+	gw_headers_wait(c);
 	if (rq == NULL)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &now);

@@ -35,6 +35,11 @@ GatewayConfig gw_config = {
 	.max_connections = 1000,
 	.idle_timeout = 30,
 	.drain_timeout = 10,
+	.statement_timeout = 5000,
+	.lock_timeout = 0,
+	.tenant_max = -1,			/* half the pool */
+	.header_timeout = 10000,
+	.per_ip_max = -1,			/* 64 over HTTPS, none behind a proxy */
 };
 
 static void
@@ -54,13 +59,23 @@ usage(FILE *out)
 			"  --max-connections N       open client connections (a thread each) at most (default 1000)\n"
 			"  --idle-timeout SECONDS    close a connection silent this long (default 30)\n"
 			"  --drain-timeout SECONDS   on SIGTERM, wait this long for requests (default 10)\n"
+			"  --statement-timeout MS    a call's longest run in the database, 0 none (default 5000)\n"
+			"  --lock-timeout MS         a call's longest wait for a lock, 0 none (default 0)\n"
+			"  --tenant-max N            a tenant's requests in flight at most, beyond: 429\n"
+			"                            (default half of --pool, at least 1)\n"
+			"  --header-timeout MS       a request's line and headers must be in this soon after\n"
+			"                            the connection opens or the previous answer (default 10000)\n"
+			"  --per-ip-max N            open connections of one client address, 0 any\n"
+			"                            (default 64; 0 with --insecure-http)\n"
 			"  --list-routes             print METHOD TEMPLATE per route, and exit\n"
 			"  --help                    this text\n\n"
 			"Each option can be set in the environment instead: CSCP_GATEWAY_LISTEN,\n"
 			"CSCP_GATEWAY_DATABASE, CSCP_GATEWAY_TLS_CERT, CSCP_GATEWAY_TLS_KEY,\n"
 			"CSCP_GATEWAY_INSECURE_HTTP=1, CSCP_GATEWAY_POOL, CSCP_GATEWAY_MAX_BODY,\n"
 			"CSCP_GATEWAY_MAX_HEADER_BYTES, CSCP_GATEWAY_MAX_CONNECTIONS,\n"
-			"CSCP_GATEWAY_IDLE_TIMEOUT, CSCP_GATEWAY_DRAIN_TIMEOUT.\n");
+			"CSCP_GATEWAY_IDLE_TIMEOUT, CSCP_GATEWAY_DRAIN_TIMEOUT,\n"
+			"CSCP_GATEWAY_STATEMENT_TIMEOUT, CSCP_GATEWAY_LOCK_TIMEOUT, CSCP_GATEWAY_TENANT_MAX,\n"
+			"CSCP_GATEWAY_HEADER_TIMEOUT, CSCP_GATEWAY_PER_IP_MAX.\n");
 }
 
 /* value as a number within [min, max], or exit with a message naming the setting. */
@@ -113,6 +128,16 @@ set_option(const char *name, const char *value)
 		gw_config.idle_timeout = (int) number("--idle-timeout", value, 1, 86400);
 	else if (strcmp(name, "drain-timeout") == 0)
 		gw_config.drain_timeout = (int) number("--drain-timeout", value, 0, 86400);
+	else if (strcmp(name, "statement-timeout") == 0)
+		gw_config.statement_timeout = (int) number("--statement-timeout", value, 0, 86400000);
+	else if (strcmp(name, "lock-timeout") == 0)
+		gw_config.lock_timeout = (int) number("--lock-timeout", value, 0, 86400000);
+	else if (strcmp(name, "tenant-max") == 0)
+		gw_config.tenant_max = (int) number("--tenant-max", value, 1, 1000000);
+	else if (strcmp(name, "header-timeout") == 0)
+		gw_config.header_timeout = (int) number("--header-timeout", value, 100, 86400000);
+	else if (strcmp(name, "per-ip-max") == 0)
+		gw_config.per_ip_max = (int) number("--per-ip-max", value, 0, 1000000);
 }
 
 /* Settings: the environment first, the flags over it. */
@@ -120,7 +145,8 @@ static void
 configure(int argc, char **argv)
 {
 	static const char *const names[] = {"listen", "database", "tls-cert", "tls-key", "pool",
-		"max-body", "max-header-bytes", "max-connections", "idle-timeout", "drain-timeout"};
+		"max-body", "max-header-bytes", "max-connections", "idle-timeout", "drain-timeout",
+		"statement-timeout", "lock-timeout", "tenant-max", "header-timeout", "per-ip-max"};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 	{
@@ -194,6 +220,11 @@ configure(int argc, char **argv)
 				"Pass --insecure-http to serve plain HTTP behind a TLS-terminating proxy.\n");
 		exit(2);
 	}
+	if (gw_config.tenant_max < 0)
+		gw_config.tenant_max = gw_config.pool / 2 > 0 ? gw_config.pool / 2 : 1;
+	/* Behind a TLS-terminating proxy every client has the proxy's address. */
+	if (gw_config.per_ip_max < 0)
+		gw_config.per_ip_max = gw_config.insecure_http ? 0 : 64;
 }
 
 /* The whole of a file (malloc'd, NUL-terminated), or exit. */
@@ -305,6 +336,7 @@ main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	gw_limits_start();
 	daemon = MHD_start_daemon(flags, 0, NULL, NULL, gw_handle_request, NULL,
 							  MHD_OPTION_SOCK_ADDR, ai->ai_addr,
 							  MHD_OPTION_CONNECTION_LIMIT, (unsigned int) gw_config.max_connections,
@@ -312,6 +344,8 @@ main(int argc, char **argv)
 							  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int) gw_config.idle_timeout,
 							  MHD_OPTION_CONNECTION_MEMORY_LIMIT, gw_config.max_header,
 							  MHD_OPTION_NOTIFY_COMPLETED, gw_request_completed, NULL,
+							  MHD_OPTION_NOTIFY_CONNECTION, gw_connection_notify, NULL,
+							  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int) gw_config.per_ip_max,
 							  MHD_OPTION_UNESCAPE_CALLBACK, gw_no_unescape, NULL,
 							  MHD_OPTION_ARRAY, tls,
 							  MHD_OPTION_END);
@@ -321,8 +355,11 @@ main(int argc, char **argv)
 		return 1;
 	}
 	freeaddrinfo(ai);
-	fprintf(stderr, "cscp-gateway: listening on %s (%s), pool %d\n", gw_config.listen,
-			gw_config.insecure_http ? "plain HTTP" : "HTTPS", gw_config.pool);
+	fprintf(stderr, "cscp-gateway: listening on %s (%s), pool %d, tenant-max %d, "
+			"statement-timeout %d ms, lock-timeout %d ms, header-timeout %d ms, per-ip-max %d\n",
+			gw_config.listen, gw_config.insecure_http ? "plain HTTP" : "HTTPS", gw_config.pool,
+			gw_config.tenant_max, gw_config.statement_timeout, gw_config.lock_timeout,
+			gw_config.header_timeout, gw_config.per_ip_max);
 
 	while (sigwait(&sigs, &sig) != 0 || (sig != SIGTERM && sig != SIGINT))
 		;
@@ -351,6 +388,7 @@ main(int argc, char **argv)
 	if (gw_in_flight() > 0)
 		fprintf(stderr, "cscp-gateway: drain timeout: %d request(s) cut off\n", gw_in_flight());
 	MHD_stop_daemon(daemon);
+	gw_limits_stop();
 	gw_db_close_all();
 	free(cert);
 	free(key);

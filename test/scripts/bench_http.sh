@@ -9,13 +9,15 @@
 #   BENCH_SECONDS (default 4) a run, BENCH_CONNECTIONS (default "4 16"), BENCH_POOL the
 #   gateway's --pool (default the largest of BENCH_CONNECTIONS: pgbench has a backend per
 #   connection, and so has the gateway then; with fewer, requests queue for a connection).
+#   The one bench tenant may have every connection in flight (--tenant-max).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source test/scripts/cluster.sh
 SECONDS_PER=${BENCH_SECONDS:-4}
 ROUNDS=${BENCH_ROUNDS:-3}
 CONNS=${BENCH_CONNECTIONS:-"4 16"}
-POOL=${BENCH_POOL:-$(tr ' ' '\n' <<<"$CONNS" | sort -n | tail -n1)}
+MAXCONNS=$(tr ' ' '\n' <<<"$CONNS" | sort -n | tail -n1)
+POOL=${BENCH_POOL:-$MAXCONNS}
 
 command -v wrk >/dev/null || { echo "bench-http: wrk is not installed (Debian: wrk)" >&2; exit 1; }
 make -s --no-print-directory -C gateway
@@ -34,7 +36,7 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
 port=$((20000 + $$ % 20000))
 while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
 ./gateway/cscp-gateway --listen "127.0.0.1:$port" --database "host=$PGHOST port=$PGPORT dbname=postgres user=cscp_gateway" \
-	--tls-cert "$W/cert.pem" --tls-key "$W/key.pem" --pool "$POOL" 2>"$W/gateway.log" &
+	--tls-cert "$W/cert.pem" --tls-key "$W/key.pem" --pool "$POOL" --tenant-max "$MAXCONNS" 2>"$W/gateway.log" &
 GW=$!
 trap 'kill -TERM $GW 2>/dev/null; wait $GW 2>/dev/null; cluster_stop' EXIT
 for _ in $(seq 1 50); do

@@ -7,7 +7,10 @@
 #      multi-bot scenario, expiry, every error status, another tenant's key, a revoked key, an
 #      oversized body, slow and idle clients, concurrent POSTs to one document, metrics, a
 #      database restart mid-run, and SIGTERM draining a request in flight;
-#   3. the OpenAPI document: validated by @redocly/cli (npm, installed under test/node when
+#   3. test/scripts/gateway_limits_test.py: fairness and bounds against gateways of its own with
+#      small limits (--tenant-max, --statement-timeout, --lock-timeout, --header-timeout,
+#      --per-ip-max, ambiguous framing, the CSCP_GATEWAY_* variables);
+#   4. the OpenAPI document: validated by @redocly/cli (npm, installed under test/node when
 #      missing), served as committed, and every route the gateway serves is in it and every
 #      documented route answers.
 # GW_NO_BUILD=1 runs gateway/cscp-gateway as it is (say, built with -fsanitize=address,undefined).
@@ -29,6 +32,10 @@ GW_KEY_CART=$(q -c "SELECT cscp.api_key_create('shop', 'cart-bot')")
 GW_KEY_OTHER=$(q -c "SELECT cscp.api_key_create('other-shop', 'bot')")
 GW_KEY_READ=$(q -c "SELECT cscp.api_key_create('shop', 'reader', ARRAY['documents:read'])")
 GW_KEY_REVOKE=$(q -c "SELECT cscp.api_key_create('shop', 'to-revoke')")
+export GW_KEY_A GW_KEY_A2 GW_KEY_B
+GW_KEY_A=$(q -c "SELECT cscp.api_key_create('flood-a', 'bot-1')")
+GW_KEY_A2=$(q -c "SELECT cscp.api_key_create('flood-a', 'bot-2')")
+GW_KEY_B=$(q -c "SELECT cscp.api_key_create('calm-b', 'bot')")
 
 GW_DIR=$CSCP_TMP/gateway
 mkdir -p "$GW_DIR"
@@ -44,6 +51,7 @@ export GW_URL="https://localhost:$port" GW_CA="$GW_DIR/cert.pem" GW_LOG="$GW_DIR
 CSCP_GATEWAY_DATABASE="host=$PGHOST port=$PGPORT dbname=postgres user=cscp_gateway" \
 	./gateway/cscp-gateway --listen "127.0.0.1:$port" --tls-cert "$GW_DIR/cert.pem" \
 	--tls-key "$GW_DIR/key.pem" --pool 4 --max-body 65536 --idle-timeout 2 --drain-timeout 10 \
+	--tenant-max 16 \
 	2>"$GW_LOG" &
 export GW_PID=$!
 stop_gateway() {
@@ -81,7 +89,13 @@ export PG_BINDIR CSCP_TMP CSCP_PGOPTS PGHOST PGPORT PGUSER
 export -f cluster_as_owner cluster_restart
 "$PYTHON" test/scripts/gateway_test.py || fail "gateway_test.py failed"
 
-# 3. The OpenAPI document: an independent validator, and the routes against the gateway's.
+# 3. Fairness and bounds (tenant-max, timeouts, header deadline, per-IP limit, framing), against
+#    gateways of its own with small limits.
+export GW_CERT="$GW_DIR/cert.pem" GW_KEYFILE="$GW_DIR/key.pem" GW_BIN=./gateway/cscp-gateway GW_LOGDIR="$GW_DIR"
+export GW_DATABASE="host=$PGHOST port=$PGPORT dbname=postgres user=cscp_gateway"
+"$PYTHON" test/scripts/gateway_limits_test.py || { tail -n 20 "$GW_DIR"/gateway-*.log >&2; fail "gateway_limits_test.py failed"; }
+
+# 4. The OpenAPI document: an independent validator, and the routes against the gateway's.
 echo "gateway-test: OpenAPI document"
 if [ ! -x test/node/node_modules/.bin/redocly ]; then
 	npm install --silent --no-audit --no-fund --prefix test/node @redocly/cli@2.77.0 >/dev/null 2>&1 ||
