@@ -1500,21 +1500,26 @@ cancel_target(Datum tenant, Datum target_id, Datum recovery_id)
 			ctxdesc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
 		}
 	}
+	/* The target, locked: whether it is still to be canceled. */
 	cscp_spi_plan(&lock_plan,
-				  "SELECT 1 FROM cscp.command x WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2 FOR UPDATE",
+				  "SELECT x.state::pg_catalog.text OPERATOR(pg_catalog.<>) ALL"
+				  "       (ARRAY['rejected', 'executed', 'failed', 'canceled', 'compensated'])"
+				  "  FROM cscp.command x WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2 FOR UPDATE",
 				  2, key_types);
 	run(lock_plan, args, NULL, false, SPI_OK_SELECT);
+	if (SPI_processed != 1 ||
+		!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+		return;
 
+	/* A live target must move: a skipped UPDATE raises (27000). */
 	cscp_spi_plan(&cancel_plan,
 				  "UPDATE cscp.command x"
 				  "   SET state = 'canceled', reason_code = 'canceled_by_recovery',"
 				  "       detail = pg_catalog.jsonb_build_object('recovery_command_id', $3)"
-				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2"
-				  "   AND x.state::pg_catalog.text OPERATOR(pg_catalog.<>) ALL"
-				  "       (ARRAY['rejected', 'executed', 'failed', 'canceled', 'compensated'])",
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2",
 				  3, cancel_types);
-	run(cancel_plan, args, NULL, false, SPI_OK_UPDATE);
-	if (ctx != NULL && SPI_processed == 1)
+	cscp_spi_write_one(cancel_plan, args, NULL, SPI_OK_UPDATE, "cancel the target of a recovery");
+	if (ctx != NULL)
 		cscp_context_release(ctx, ctxdesc, target_id, NULL);
 }
 
