@@ -108,10 +108,12 @@ db_connect(DbConn *c, char **message)
 		/*
 		 * The headers as jsonb's text (header_lines reads it): turning them
 		 * into lines in SQL (jsonb_each_text, string_agg) cost a third of
-		 * the statement.
+		 * the statement.  Every name qualified, whatever the gateway role's
+		 * search_path (a domain named text in a schema before pg_catalog
+		 * would otherwise run its check as that role).
 		 */
 		len = snprintf(sql, sizeof(sql),
-					   "SELECT r.status, r.headers::text, r.body::text FROM cscp.%s(",
+					   "SELECT r.status, r.headers::pg_catalog.text, r.body::pg_catalog.text FROM cscp.%s(",
 					   statements[i].function);
 		for (int p = 1; p <= statements[i].nparams; p++)
 			len += snprintf(sql + len, sizeof(sql) - len, "%s$%d", p > 1 ? ", " : "", p);

@@ -2,6 +2,7 @@
 # `make test`: every suite against a throwaway cluster, one line per suite (name, ok or FAILED,
 # seconds); each suite's output goes to log/test/SUITE.log, and a failed suite's diff (or the end
 # of its log) is printed last, followed by "suites: N passed, N failed".  Exits non-zero on a failure.
+#   spi-qualified   no unqualified name in a SQL text of src/ (spi-qualified.py; always run)
 #   pg_regress      sql/, expected/: exact output (setup first, drop last)
 #   isolation       test/isolation/: concurrent behaviour
 #   pgtap           test/pgtap/ through pg_prove: assertions, roles and tenancy
@@ -109,6 +110,8 @@ fi
 steps_init log/test
 echo "cscp tests: one line per suite; output in log/test/"
 step build $MAKE --no-print-directory build || { steps_report suites; exit 1; }
+# Every SQL text of the C code names its operators, functions and types in pg_catalog or cscp.
+step spi-qualified python3 test/scripts/spi-qualified.py || { steps_report suites; exit 1; }
 # (After the build, whose deps may have installed the server cluster.sh looks for.)
 source test/scripts/cluster.sh
 cluster_start >log/test/cluster.log 2>&1 || { cat log/test/cluster.log; exit 1; }

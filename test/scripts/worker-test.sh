@@ -5,7 +5,9 @@
 # ALTER SYSTEM and a reload) it stops sweeping.  Runs in its own shell, so that its cluster is not
 # run-tests.sh's.  A backlog (more expired contexts than cscp.sweep_batch) is worked through batch
 # by batch, cscp.sweep_backlog_delay apart, although cscp.sweep_interval is an hour; once it is gone,
-# the worker waits its interval again.  A session's own calls of cscp.sweep() never wait.
+# the worker waits its interval again.  A session's own calls of cscp.sweep() never wait.  In a
+# database whose search_path puts public (with a tenant's shadowing objects) before pg_catalog,
+# the worker runs none of them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source test/scripts/cluster.sh
@@ -111,4 +113,47 @@ left=$(q -c "SELECT count(*) FROM cscp.context WHERE conversation_id LIKE 'paced
 echo "worker-test: a session's second sweep of a backlog returned at once, without waiting for cscp.sweep_backlog_delay"
 
 grep -q 'cscp sweep worker started in database "postgres"' "$CSCP_TMP/postgres.log"
+
+# No search_path is trusted (issue 39, finding 1): the database's owner sets search_path = public,
+# pg_temp, pg_catalog for every session (ALTER DATABASE ... SET, the worker's included), and a
+# tenant's role plants shadowing operators, functions and domains in public for every type cscp
+# compares (test/search_path/plant.sql).  The worker, restarted so that it reads those settings,
+# times out a conversation and expires a context as a superuser; nothing planted runs, and the
+# planting role stays no superuser.  (From here on every query names its operators in pg_catalog.)
+q -f test/search_path/plant.sql >/dev/null
+q -c "ALTER DATABASE postgres SET search_path = public, pg_temp, pg_catalog" -c "ALTER DATABASE postgres SET sp.armed = on"
+q -c "SELECT r.turn_index FROM cscp.conversation_start('wk', 'planted-1', 'agent',
+        '{\"from\": \"agent\", \"role\": \"agent\", \"content\": {\"text\": \"hi\"}, \"ts\": 1}', NULL, 1000) r" \
+	-c "SELECT r.status FROM cscp.context_open('wk', 'planted-1', 'ana', '{}', interval '1 second') r" >/dev/null
+# The worker (waiting its hour, in a session begun before those settings) is stopped first; it is
+# started again 10 s later (bgw_restart_time) with them, and with the interval the reload gives.
+q -c "SELECT pg_catalog.pg_terminate_backend(a.pid) FROM pg_catalog.pg_stat_activity a
+       WHERE a.backend_type OPERATOR(pg_catalog.=) 'cscp sweep'" >/dev/null
+for _ in $(seq 1 50); do
+	[ "$(q -c "SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_activity a
+	            WHERE a.backend_type OPERATOR(pg_catalog.=) 'cscp sweep'")" = 0 ] && break
+	sleep 0.1
+done
+q -c "ALTER SYSTEM SET cscp.sweep_interval = '200ms'" -c "ALTER SYSTEM SET cscp.sweep_backlog_delay = '1s'" \
+	-c "SELECT pg_catalog.pg_reload_conf()" >/dev/null
+for _ in $(seq 1 300); do
+	state=$(q -c "SELECT c.state FROM cscp.conversation c WHERE c.conversation_id OPERATOR(pg_catalog.=) 'planted-1'")
+	status=$(q -c "SELECT x.status FROM cscp.context x WHERE x.conversation_id OPERATOR(pg_catalog.=) 'planted-1'")
+	[ "$state/$status" = closed/expired ] && break
+	sleep 0.1
+done
+if [ "$state/$status" != closed/expired ]; then
+	echo "worker-test: with shadowing objects planted, the worker did not sweep: conversation '$state', context '$status'" >&2
+	tail -20 "$CSCP_TMP/postgres.log" >&2
+	exit 1
+fi
+[ "$(grep -c 'cscp sweep worker started in database "postgres"' "$CSCP_TMP/postgres.log")" -ge 2 ]
+hits=$(q -c "SELECT pg_catalog.string_agg(DISTINCT l.what, ', ') FROM public.sp_log l")
+super=$(q -c "SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) 'sp_tenant'")
+called=$(q -c "SELECT s.is_called FROM public.sp_hits s")
+if [ -n "$hits" ] || [ "$super" != f ] || [ "$called" != f ]; then
+	echo "worker-test: the worker ran objects a tenant planted: ${hits:-none logged}; sp_tenant superuser: $super" >&2
+	exit 1
+fi
+echo "worker-test: with search_path public, pg_temp, pg_catalog and shadowing objects planted, the worker ran none of them"
 echo "worker-test: passed"

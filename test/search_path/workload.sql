@@ -3,7 +3,8 @@
 -- conversations, facts, build_context, documents, working set, identity, forget, the sweep), for
 -- tenant :t, under whatever search_path and role the includer set.  Its own text names nothing
 -- that the planted objects (plant.sql) could stand in for: only cscp's functions, literals, and
--- pg_catalog-qualified names, so that a hit is cscp's.  Ids read back go to psql variables.
+-- pg_catalog-qualified names, so that a hit is cscp's.  Ids read back go to psql variables.  A
+-- few statements write cscp's tables directly, as an application may, to run the row triggers.
 SELECT cscp.policy_set(:'t', '{"auto_confirm": [], "detail_level": "full", "context_ttl": "1 hour"}') IS NULL AS policy_null;
 SELECT cscp.policy_effective(:'t') IS NULL AS effective_null;
 SELECT cscp.authority_set(:'t', 'cfo', 150) IS NULL AS authority_null;
@@ -108,6 +109,18 @@ SELECT cscp.retention_floor('context_ttl') IS NULL AS floor_null;
 SELECT cscp.api_scopes() IS NULL AS scopes_null;
 SELECT cscp.current_tenant() IS NULL AS current_null, cscp.now() IS NULL AS now_null;
 
+-- direct SQL on cscp's tables: the row triggers (C, running SPI) under the same search_path
+UPDATE cscp.context x SET slots = x.slots OPERATOR(pg_catalog.||) '{"active_target": "order:99"}'
+ WHERE x.context_id OPERATOR(pg_catalog.=) :'ctx';
+SELECT r.command_id AS cmd9 FROM cscp.command_submit(:'t', 'c1', 'ana', 'k9', 'lookup', false, '{m9}') r \gset
+UPDATE cscp.command x SET state = 'authz_pending' WHERE x.command_id OPERATOR(pg_catalog.=) :'cmd9';
+UPDATE cscp.command x SET state = 'authorized' WHERE x.command_id OPERATOR(pg_catalog.=) :'cmd9';
+INSERT INTO cscp.fact (tenant_id, subject_id, fact_id, key, value, source)
+VALUES (:'t', 'ana', 'f9', 'pet', '"cat"', '{"type": "conversation"}');
+DELETE FROM cscp.document d
+ WHERE d.tenant_id OPERATOR(pg_catalog.=) :'t' AND d.session_id OPERATOR(pg_catalog.=) 's1'
+   AND d.namespace OPERATOR(pg_catalog.=) 'ns';
+
 -- contexts to their end, conversations closed, erasures
 SELECT r.status FROM cscp.context_transition(:'ctx', 'blocked', 'waiting') r;
 SELECT r.status FROM cscp.context_transition(:'ctx', 'active') r;
@@ -124,3 +137,4 @@ SELECT r.turn_index FROM cscp.conversation_start(:'t', 'c4', 'agent',
     '{"from": "agent", "role": "agent", "content": {"text": "hi"}, "ts": 1}', NULL, 1000) r;
 SELECT r.context_id IS NULL AS ctx4_null FROM cscp.context_open(:'t', 'c4', 'cy', '{"active_intent": "pay"}') r;
 SELECT r.state FROM cscp.command_submit(:'t', 'c4', 'cy', 'k8', 'pay', true, '{m1}', '{"amount": 8}', 'fp8') r;
+SELECT cscp.doc_put(:'t', 's2', 'late', '{"d": 1}', 60) IS NULL AS late_doc_null;
