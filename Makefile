@@ -185,11 +185,20 @@ bench-facts: build
 bench-aa: build
 	@bash test/scripts/bench_aa.sh
 
-# Instructions per transaction of W1 and W2 through cscp and the floor, counted by callgrind in
-# the backend that runs them: a cost that does not move with the machine's load (about 5 minutes).
+# Instructions per transaction of W1, W2 and the confirmation path as a role bound to one tenant
+# (C) through cscp and the floor, counted by callgrind in the backend that runs them: a cost that
+# does not move with the machine's load (about 8 minutes).  BENCH_INSTR_PROFILE=DIR keeps each
+# run's callgrind file and its functions by inclusive cost there.
 .PHONY: bench-instructions
 bench-instructions: build
 	@bash test/scripts/bench_instructions.sh
+
+# The nested statements (pg_stat_statements, track = all, warm) each public call of the hot paths
+# runs, as a Markdown table (test/scripts/bench_statements.sh, about a minute); STATEMENTS_DETAIL=1
+# lists the statements too.
+.PHONY: bench-statements
+bench-statements: build
+	@bash test/scripts/bench_statements.sh
 
 # StateBench timelines replayed through cscp on a throwaway cluster, reported per track
 # (test/statebench/); not part of `make test`: the data is not part of the project.
