@@ -544,12 +544,33 @@ static CscpColumns fixed_cols = {
 	.table = "cscp.command", .n = lengthof(fixed_columns), .names = fixed_columns
 };
 
+/*
+ * The head of the command's evidence chain, kept in its row (evidence_seq,
+ * evidence_hash): 0 when the table has no such columns (the 0.1.0 schema,
+ * before ALTER EXTENSION UPDATE), and then the head is read from
+ * cscp.evidence.
+ */
+static Oid	head_relid = InvalidOid;
+static int	head_natts = 0;
+static int	head_seq_att = 0;
+static int	head_hash_att = 0;
+
 /* Look up the columns of rel the guards read, unless they were looked up already. */
 static void
 load_columns(Relation rel)
 {
 	cscp_columns_load(&columns, rel);
 	cscp_columns_load(&fixed_cols, rel);
+	if (head_relid != RelationGetRelid(rel) || head_natts != RelationGetDescr(rel)->natts)
+	{
+		int			seq = SPI_fnumber(RelationGetDescr(rel), "evidence_seq");
+		int			hash = SPI_fnumber(RelationGetDescr(rel), "evidence_hash");
+
+		head_seq_att = seq > 0 && hash > 0 ? seq : 0;
+		head_hash_att = seq > 0 && hash > 0 ? hash : 0;
+		head_relid = RelationGetRelid(rel);
+		head_natts = RelationGetDescr(rel)->natts;
+	}
 }
 
 static bool
@@ -708,31 +729,120 @@ make_outcome(CommandState to, const char *reason, Jsonb *detail)
 	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
 }
 
-/* Append the evidence row of a transition the row r has just made. */
+/* The evidence row of a transition the row r has just made, into *e. */
 static void
-record_transition(CmdRow r, CommandState from, CommandState to,
-				  TimestampTz now, const char *decision_override, const char *reason_override)
+transition_event(CmdRow r, CommandState from, CommandState to, TimestampTz now,
+				 const char *decision_override, const char *reason_override, CscpEvidence *e)
 {
-	CscpEvidence e = {0};
 	const char *decision;
 
-	e.tenant_id = row_text(r, COL(CM_TENANT_ID));
-	e.conversation_id = row_text(r, COL(CM_CONVERSATION_ID));
-	e.command_id = DatumGetCString(DirectFunctionCall1(uuid_out, ROW_V(r, COL(CM_COMMAND_ID))));
-	e.stage = cscp_command_state_names[to];
-	e.event_type = event_type(from, to, &decision);
-	e.decision = decision_override ? decision_override : decision;
-	e.from_state = cscp_command_state_names[from];
-	e.to_state = cscp_command_state_names[to];
-	e.message_ids = ROW_N(r, COL(CM_MESSAGE_IDS)) ? NULL :
+	memset(e, 0, sizeof(*e));
+	e->tenant_id = row_text(r, COL(CM_TENANT_ID));
+	e->conversation_id = row_text(r, COL(CM_CONVERSATION_ID));
+	e->command_id = DatumGetCString(DirectFunctionCall1(uuid_out, ROW_V(r, COL(CM_COMMAND_ID))));
+	e->stage = cscp_command_state_names[to];
+	e->event_type = event_type(from, to, &decision);
+	e->decision = decision_override ? decision_override : decision;
+	e->from_state = cscp_command_state_names[from];
+	e->to_state = cscp_command_state_names[to];
+	e->message_ids = ROW_N(r, COL(CM_MESSAGE_IDS)) ? NULL :
 		DatumGetArrayTypeP(ROW_V(r, COL(CM_MESSAGE_IDS)));
-	e.context_ref = ROW_N(r, COL(CM_CONTEXT_REF)) ? NULL :
+	e->context_ref = ROW_N(r, COL(CM_CONTEXT_REF)) ? NULL :
 		DatumGetJsonbP(ROW_V(r, COL(CM_CONTEXT_REF)));
-	e.reason_code = reason_override ? reason_override : row_text(r, COL(CM_REASON_CODE));
-	e.detail = ROW_N(r, COL(CM_DETAIL)) ? NULL : DatumGetJsonbP(ROW_V(r, COL(CM_DETAIL)));
-	e.created_at = now;
-	cscp_evidence_append(&e);
-	cscp_notify_transition(e.tenant_id, "command", e.command_id, e.from_state, e.to_state);
+	e->reason_code = reason_override ? reason_override : row_text(r, COL(CM_REASON_CODE));
+	e->detail = ROW_N(r, COL(CM_DETAIL)) ? NULL : DatumGetJsonbP(ROW_V(r, COL(CM_DETAIL)));
+	e->created_at = now;
+}
+
+/*
+ * Append events[0..n-1], the transitions the write of row r makes, to its
+ * command's chain in one INSERT, after the head the old version o carries
+ * (o.v NULL: a new command, whose chain starts now), keep the new head in
+ * r, and announce each transition.  The row is being written, so its lock
+ * is held and nobody else appends to its chain meanwhile.
+ */
+static void
+record_transitions(CmdRow o, CmdRow r, CscpEvidence *events, int n)
+{
+	bool		known = head_seq_att > 0;
+	int32		seq = 0;
+	const char *hash = NULL;
+
+	if (known && o.v != NULL)
+	{
+		seq = ROW_N(o, head_seq_att) ? 0 : DatumGetInt32(ROW_V(o, head_seq_att));
+		hash = row_text(o, head_hash_att);
+	}
+	cscp_evidence_append_chain(events, n, known, seq, hash);
+	if (known)
+	{
+		ROW_V(r, head_seq_att) = Int32GetDatum(events[n - 1].seq);
+		ROW_N(r, head_seq_att) = false;
+		ROW_V(r, head_hash_att) = CStringGetTextDatum(events[n - 1].hash);
+		ROW_N(r, head_hash_att) = false;
+	}
+	for (int i = 0; i < n; i++)
+		cscp_notify_transition(events[i].tenant_id, "command", events[i].command_id,
+							   events[i].from_state, events[i].to_state);
+}
+
+/*
+ * Whether the UPDATE from o to nw (command id) moves only the evidence head
+ * the row carries, as cscp_evidence_append does after appending a refused
+ * attempt to the chain: every other column unchanged, the head moved
+ * forward to a row of the command's chain.  A head that names no such row
+ * is refused (55000), so the row's head is always a row of its chain.
+ */
+static bool
+head_moved(CmdRow o, CmdRow nw, TupleDesc desc, const char *id)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[4] = {TEXTOID, UUIDOID, INT4OID, TEXTOID};
+	Datum		args[4];
+
+	if (head_seq_att == 0)
+		return false;
+	for (int a = 1; a <= desc->natts; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, a - 1);
+
+		if (att->attisdropped || a == head_seq_att || a == head_hash_att)
+			continue;
+		if (ROW_N(o, a) != ROW_N(nw, a) ||
+			(!ROW_N(o, a) && !datum_image_eq(ROW_V(o, a), ROW_V(nw, a), att->attbyval, att->attlen)))
+			return false;
+	}
+	if (ROW_N(o, head_seq_att) == ROW_N(nw, head_seq_att) &&
+		ROW_N(o, head_hash_att) == ROW_N(nw, head_hash_att) &&
+		(ROW_N(o, head_seq_att) || ROW_V(o, head_seq_att) == ROW_V(nw, head_seq_att)) &&
+		(ROW_N(o, head_hash_att) ||
+		 datum_image_eq(ROW_V(o, head_hash_att), ROW_V(nw, head_hash_att), false, -1)))
+		return false;			/* nothing changed at all */
+	if (ROW_N(nw, head_seq_att) || ROW_N(nw, head_hash_att) ||
+		(!ROW_N(o, head_seq_att) &&
+		 DatumGetInt32(ROW_V(nw, head_seq_att)) <= DatumGetInt32(ROW_V(o, head_seq_att))))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the evidence head of command %s can only move forward", id),
+				 errdetail("evidence_seq and evidence_hash name the last row of the command's evidence chain."),
+				 errhint("Record a transition with cscp.command_transition instead.")));
+	args[0] = ROW_V(o, COL(CM_TENANT_ID));
+	args[1] = ROW_V(o, COL(CM_COMMAND_ID));
+	args[2] = ROW_V(nw, head_seq_att);
+	args[3] = ROW_V(nw, head_hash_att);
+	if (!cscp_spi_exists(&plan,
+						 "SELECT FROM cscp.evidence e"
+						 " WHERE e.tenant_id OPERATOR(pg_catalog.=) $1"
+						 "   AND e.command_id OPERATOR(pg_catalog.=) $2"
+						 "   AND e.seq OPERATOR(pg_catalog.=) $3"
+						 "   AND e.hash OPERATOR(pg_catalog.=) $4",
+						 4, types, args, false, "read the evidence chain of a command"))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the evidence head of command %s names no row of its chain", id),
+				 errdetail("evidence_seq and evidence_hash name the last row of the command's evidence chain."),
+				 errhint("Record a transition with cscp.command_transition instead.")));
+	return true;
 }
 
 static const char *const recovery_kinds[] = {"retry", "cancel", "reprocess", "compensate", NULL};
@@ -902,6 +1012,11 @@ insert_defaults(CommandState state, TimestampTz now, CscpRowEdit *edit)
 	cscp_row_edit_set(edit, COL(CM_LAST_TRANSITION_AT), TimestampTzGetDatum(now), false);
 	cscp_row_edit_set(edit, COL(CM_VERSION),
 					  Int64GetDatum(state == CMD_CONFIRMATION_REQUIRED ? 2 : 1), false);
+	if (head_seq_att > 0)
+	{
+		cscp_row_edit_set(edit, head_seq_att, Int32GetDatum(0), false);
+		cscp_row_edit_set(edit, head_hash_att, (Datum) 0, true);
+	}
 }
 
 /* The checks and defaults of INSERT, in steps; returns the tuple to store. */
@@ -924,15 +1039,25 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	tuple = cscp_row_edit_apply(&edit, tuple);
 	insert_snapshot_check(tuple, desc, state);
 
-	/* The steps it was born through, recorded as an insert and an update would. */
+	/*
+	 * The steps it was born through, recorded as an insert and an update
+	 * would, in one INSERT of evidence.
+	 */
 	if (state == CMD_CANONICALIZED || state == CMD_CONFIRMATION_REQUIRED)
 	{
 		CmdRow		r = deform(tuple, desc);
+		CmdRow		none = {NULL, NULL};
+		CscpEvidence events[2];
+		int			n = 0;
 
-		record_transition(r, CMD_RECEIVED, CMD_CANONICALIZED, now,
-						  decision, ROW_N(r, COL(CM_REASON_CODE)) ? reason : NULL);
+		transition_event(r, CMD_RECEIVED, CMD_CANONICALIZED, now,
+						 decision, ROW_N(r, COL(CM_REASON_CODE)) ? reason : NULL, &events[n++]);
 		if (state == CMD_CONFIRMATION_REQUIRED)
-			record_transition(r, CMD_CANONICALIZED, CMD_CONFIRMATION_REQUIRED, now, NULL, NULL);
+			transition_event(r, CMD_CANONICALIZED, CMD_CONFIRMATION_REQUIRED, now, NULL, NULL,
+							 &events[n++]);
+		record_transitions(none, r, events, n);
+		if (head_seq_att > 0)
+			tuple = form_like(tuple, desc, r);
 	}
 	return tuple;
 }
@@ -1058,9 +1183,12 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	char	   *id = DatumGetCString(DirectFunctionCall1(uuid_out, ROW_V(o, COL(CM_COMMAND_ID))));
 	CommandFacts c = row_facts(o, desc);
 	CommandState to = row_state(nw, desc);
+	CscpEvidence e;
 
 	c.row = oldtup;
 	update_fixed_check(o, nw, desc);
+	if (to == c.state && head_moved(o, nw, desc, id))
+		return form_like(newtup, desc, nw);
 
 	/*
 	 * A question has a window, until when the answer counts: one an UPDATE
@@ -1074,7 +1202,8 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	}
 	update_step_check(&c, o, nw, to, id);
 	update_bookkeeping(o, nw, to, updatedcols, now);
-	record_transition(nw, c.state, to, now, NULL, NULL);
+	transition_event(nw, c.state, to, now, NULL, NULL, &e);
+	record_transitions(o, nw, &e, 1);
 	return form_like(newtup, desc, nw);
 }
 

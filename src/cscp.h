@@ -215,7 +215,7 @@ typedef struct CscpEvidence
 	const char *tenant_id;
 	const char *conversation_id;
 	const char *command_id;		/* uuid text, or NULL */
-	int32		seq;			/* set by cscp_evidence_append */
+	int32		seq;			/* set by cscp_evidence_append(_chain) */
 	const char *stage;
 	const char *event_type;
 	const char *from_state;
@@ -226,12 +226,14 @@ typedef struct CscpEvidence
 	const char *reason_code;
 	Jsonb	   *detail;
 	TimestampTz created_at;
-	char	   *prev_hash;		/* set by cscp_evidence_append */
-	char	   *hash;			/* set by cscp_evidence_append */
+	char	   *prev_hash;		/* set by cscp_evidence_append(_chain) */
+	char	   *hash;			/* set by cscp_evidence_append(_chain) */
 } CscpEvidence;
 
 extern char *cscp_evidence_hash(const CscpEvidence *e);
 extern void cscp_evidence_append(CscpEvidence *e);
+extern void cscp_evidence_append_chain(CscpEvidence *events, int n, bool head_known,
+									   int32 head_seq, const char *head_hash);
 extern void cscp_evidence_refuse(CscpEvidence *e, Datum command_id, bool has_command);
 
 /* owner.c: a section of C code run as the owner of cscp's tables */

@@ -44,6 +44,7 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 /* Append a nullable C string as JSON. */
@@ -179,100 +180,246 @@ text_or_null(const char *s, char *nullflag)
 	return CStringGetTextDatum(s);
 }
 
+/* The most rows one cscp_evidence_append_chain call inserts (one INSERT). */
+#define EVIDENCE_MAX_BATCH 4
+#define EVIDENCE_NCOLS 16
+
+/* Whether cscp.command carries its chain's head (evidence_seq, evidence_hash; 0.2.0 on). */
+static bool
+command_has_head(void)
+{
+	return get_attnum(cscp_relation_oid("command", false), "evidence_seq") != InvalidAttrNumber;
+}
+
 /*
- * Append e to the evidence trail: number it after the last row of its
- * command's chain, link and hash it, insert it.  Both the read of the
- * chain's head and the INSERT are saved statements run as the owner of
+ * Insert events[0..n-1], numbered, linked and hashed already, in one
+ * INSERT of n rows: a saved statement per n, run as the owner of
  * cscp.evidence (owner.c): application roles may read their tenant's
  * evidence but not write it.  The INSERT names its columns, so a column
  * added to the table takes its default, and the table's triggers, rules,
- * constraints and the owner's privileges apply as to any INSERT.
- * The caller holds the command's row lock, so chains never fork (and the
- * unique index on (tenant_id, command_id, seq) would refuse a fork).
- * Fills in e->seq, e->prev_hash and e->hash.
+ * constraints and the owner's privileges apply as to any INSERT.  The
+ * caller is connected to SPI, as the owner.
+ */
+static void
+evidence_insert(CscpEvidence *events, int n)
+{
+	static SPIPlanPtr plans[EVIDENCE_MAX_BATCH];
+	static const Oid row_types[EVIDENCE_NCOLS] = {TEXTOID, TEXTOID, UUIDOID, INT4OID, TEXTOID,
+		TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, JSONBOID, TEXTOID, TEXTOID, JSONBOID,
+	TIMESTAMPTZOID, TEXTOID, TEXTOID};
+	Oid			types[EVIDENCE_NCOLS * EVIDENCE_MAX_BATCH];
+	Datum		values[EVIDENCE_NCOLS * EVIDENCE_MAX_BATCH];
+	char		nulls[EVIDENCE_NCOLS * EVIDENCE_MAX_BATCH];
+
+	Assert(n >= 1 && n <= EVIDENCE_MAX_BATCH);
+	for (int i = 0; i < n; i++)
+	{
+		CscpEvidence *e = &events[i];
+		Datum	   *v = values + i * EVIDENCE_NCOLS;
+		char	   *nl = nulls + i * EVIDENCE_NCOLS;
+
+		memcpy(types + i * EVIDENCE_NCOLS, row_types, sizeof(row_types));
+		v[0] = text_or_null(e->tenant_id, &nl[0]);
+		v[1] = text_or_null(e->conversation_id, &nl[1]);
+		if (e->command_id != NULL)
+		{
+			v[2] = DirectFunctionCall1(uuid_in, CStringGetDatum(e->command_id));
+			nl[2] = ' ';
+		}
+		else
+		{
+			v[2] = (Datum) 0;
+			nl[2] = 'n';
+		}
+		v[3] = Int32GetDatum(e->seq);
+		nl[3] = ' ';
+		v[4] = text_or_null(e->stage, &nl[4]);
+		v[5] = text_or_null(e->event_type, &nl[5]);
+		v[6] = text_or_null(e->from_state, &nl[6]);
+		v[7] = text_or_null(e->to_state, &nl[7]);
+		v[8] = PointerGetDatum(e->message_ids);
+		nl[8] = e->message_ids ? ' ' : 'n';
+		v[9] = PointerGetDatum(e->context_ref);
+		nl[9] = e->context_ref ? ' ' : 'n';
+		v[10] = text_or_null(e->decision, &nl[10]);
+		v[11] = text_or_null(e->reason_code, &nl[11]);
+		v[12] = PointerGetDatum(e->detail);
+		nl[12] = e->detail ? ' ' : 'n';
+		v[13] = TimestampTzGetDatum(e->created_at);
+		nl[13] = ' ';
+		v[14] = text_or_null(e->prev_hash, &nl[14]);
+		v[15] = text_or_null(e->hash, &nl[15]);
+	}
+
+	if (plans[n - 1] == NULL)
+	{
+		StringInfoData sql;
+
+		initStringInfo(&sql);
+		appendStringInfoString(&sql,
+							   "INSERT INTO cscp.evidence (tenant_id, conversation_id, command_id, seq, stage,"
+							   "    event_type, from_state, to_state, message_ids, context_ref, decision,"
+							   "    reason_code, detail, created_at, prev_hash, hash) VALUES ");
+		for (int i = 0; i < n; i++)
+		{
+			appendStringInfo(&sql, "%s(", i > 0 ? ", " : "");
+			for (int c = 1; c <= EVIDENCE_NCOLS; c++)
+				appendStringInfo(&sql, "%s$%d", c > 1 ? ", " : "", i * EVIDENCE_NCOLS + c);
+			appendStringInfoChar(&sql, ')');
+		}
+		cscp_spi_plan(&plans[n - 1], sql.data, n * EVIDENCE_NCOLS, types);
+		pfree(sql.data);
+	}
+	if (SPI_execute_plan(plans[n - 1], values, nulls, false, 0) != SPI_OK_INSERT ||
+		SPI_processed != (uint64) n)
+		elog(ERROR, "could not append evidence");
+}
+
+/* Number, link and hash events[0..n-1] after the chain's last row (seq, hash). */
+static void
+evidence_link(CscpEvidence *events, int n, int32 seq, const char *hash, MemoryContext cxt)
+{
+	for (int i = 0; i < n; i++)
+	{
+		events[i].seq = seq + 1 + i;
+		events[i].prev_hash = i > 0 ? events[i - 1].hash :
+			hash != NULL ? MemoryContextStrdup(cxt, hash) : NULL;
+		events[i].hash = MemoryContextStrdup(cxt, cscp_evidence_hash(&events[i]));
+	}
+}
+
+/*
+ * Append the rows one write of a command makes to its chain (the command
+ * trigger: a transition, or the two an insert born asking is born
+ * through), in one INSERT.  head_seq and head_hash are the chain's last
+ * row as the command's row carries it (0 and NULL: none yet), which the
+ * trigger holds without a read: the row is being written, so its lock is
+ * held and the chain cannot move meanwhile; the trigger stores the new
+ * head, events[n - 1], in the row.  With head_known false (a cscp.command
+ * without those columns: the 0.1.0 schema, before ALTER EXTENSION UPDATE)
+ * the head is read from cscp.evidence instead.  Fills in each event's seq,
+ * prev_hash and hash.
+ */
+void
+cscp_evidence_append_chain(CscpEvidence *events, int n, bool head_known, int32 head_seq,
+						   const char *head_hash)
+{
+	static SPIPlanPtr head_plan = NULL;
+	static const Oid head_types[2] = {TEXTOID, UUIDOID};
+	MemoryContext callerctx = CurrentMemoryContext;
+	CscpOwnerScope owner;
+
+	if (n < 1 || n > EVIDENCE_MAX_BATCH)
+		elog(ERROR, "cannot append %d evidence rows in one statement", n);
+	cscp_owner_enter("evidence", &owner);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (!head_known && events[0].command_id != NULL)
+	{
+		Datum		args[2];
+
+		/*
+		 * Not read-only: after a command counter increment and with a fresh
+		 * snapshot, so rows appended earlier in the same statement are seen.
+		 */
+		args[0] = CStringGetTextDatum(events[0].tenant_id);
+		args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(events[0].command_id));
+		cscp_spi_plan(&head_plan,
+					  "SELECT e.seq, e.hash FROM cscp.evidence e"
+					  " WHERE e.tenant_id OPERATOR(pg_catalog.=) $1"
+					  "   AND e.command_id OPERATOR(pg_catalog.=) $2"
+					  " ORDER BY e.seq DESC LIMIT 1",
+					  2, head_types);
+		if (SPI_execute_plan(head_plan, args, NULL, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read the evidence chain of command %s", events[0].command_id);
+		head_seq = 0;
+		head_hash = NULL;
+		if (SPI_processed == 1)
+		{
+			bool		isnull;
+
+			head_seq = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+												   SPI_tuptable->tupdesc, 1, &isnull));
+			head_hash = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+		}
+	}
+	evidence_link(events, n, head_seq, head_hash, callerctx);
+	evidence_insert(events, n);
+	SPI_finish();
+	cscp_owner_leave(&owner);
+}
+
+/*
+ * Append e, a row written without a write of its command (a refused
+ * attempt), or of no command (a chain of one): number it after the last
+ * row of its command's chain, link and hash it, insert it, and move the
+ * head the command's row carries to it.  The head is read from the
+ * command's row by its primary key (the caller holds the row's lock, so
+ * chains never fork, and the unique index on (tenant_id, command_id, seq)
+ * would refuse a fork); the row's head is moved by an UPDATE of those two
+ * columns alone, which the command trigger lets through when they name
+ * the row just appended (command_fsm.c).  All as the owner of cscp's
+ * tables.  Fills in e->seq, e->prev_hash and e->hash.
  */
 void
 cscp_evidence_append(CscpEvidence *e)
 {
 	static SPIPlanPtr head_plan = NULL;
-	static SPIPlanPtr insert_plan = NULL;
+	static SPIPlanPtr move_plan = NULL;
 	static const Oid head_types[2] = {TEXTOID, UUIDOID};
-	static const Oid insert_types[16] = {TEXTOID, TEXTOID, UUIDOID, INT4OID, TEXTOID, TEXTOID,
-		TEXTOID, TEXTOID, TEXTARRAYOID, JSONBOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID,
-	TEXTOID, TEXTOID};
+	static const Oid move_types[4] = {TEXTOID, UUIDOID, INT4OID, TEXTOID};
 	MemoryContext callerctx = CurrentMemoryContext;
 	CscpOwnerScope owner;
-	Datum		values[16];
-	char		nulls[16];
-	Datum		uuid = (Datum) 0;
+	Datum		args[4];
+	int32		seq = 0;
+	char	   *hash = NULL;
+	bool		found;
+
+	if (e->command_id == NULL)
+	{
+		cscp_evidence_append_chain(e, 1, true, 0, NULL);
+		return;
+	}
+	if (!command_has_head())
+	{
+		cscp_evidence_append_chain(e, 1, false, 0, NULL);
+		return;
+	}
 
 	cscp_owner_enter("evidence", &owner);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-
-	e->seq = 1;
-	e->prev_hash = NULL;
-	if (e->command_id != NULL)
+	args[0] = CStringGetTextDatum(e->tenant_id);
+	args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(e->command_id));
+	cscp_spi_plan(&head_plan,
+				  "SELECT c.evidence_seq, c.evidence_hash FROM cscp.command c"
+				  " WHERE c.tenant_id OPERATOR(pg_catalog.=) $1"
+				  "   AND c.command_id OPERATOR(pg_catalog.=) $2",
+				  2, head_types);
+	if (SPI_execute_plan(head_plan, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the evidence chain of command %s", e->command_id);
+	found = SPI_processed == 1;
+	if (found)
 	{
-		/*
-		 * Not read-only: after a command counter increment and with a fresh
-		 * snapshot, so rows appended earlier in the same statement are seen.
-		 */
-		uuid = DirectFunctionCall1(uuid_in, CStringGetDatum(e->command_id));
-		values[0] = CStringGetTextDatum(e->tenant_id);
-		values[1] = uuid;
-		cscp_spi_plan(&head_plan,
-					  "SELECT e.seq, e.hash FROM cscp.evidence e"
-					  " WHERE e.tenant_id = $1 AND e.command_id = $2"
-					  " ORDER BY e.seq DESC LIMIT 1",
-					  2, head_types);
-		if (SPI_execute_plan(head_plan, values, NULL, false, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not read the evidence chain of command %s", e->command_id);
-		if (SPI_processed == 1)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[0];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			bool		isnull;
-			Datum		d;
+		bool		isnull;
 
-			e->seq = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull)) + 1;
-			d = SPI_getbinval(tup, desc, 2, &isnull);
-			e->prev_hash = isnull ? NULL : MemoryContextStrdup(callerctx, TextDatumGetCString(d));
-		}
+		seq = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		hash = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 	}
-	e->hash = MemoryContextStrdup(callerctx, cscp_evidence_hash(e));
-
-	values[0] = text_or_null(e->tenant_id, &nulls[0]);
-	values[1] = text_or_null(e->conversation_id, &nulls[1]);
-	values[2] = uuid;
-	nulls[2] = e->command_id ? ' ' : 'n';
-	values[3] = Int32GetDatum(e->seq);
-	nulls[3] = ' ';
-	values[4] = text_or_null(e->stage, &nulls[4]);
-	values[5] = text_or_null(e->event_type, &nulls[5]);
-	values[6] = text_or_null(e->from_state, &nulls[6]);
-	values[7] = text_or_null(e->to_state, &nulls[7]);
-	values[8] = PointerGetDatum(e->message_ids);
-	nulls[8] = e->message_ids ? ' ' : 'n';
-	values[9] = PointerGetDatum(e->context_ref);
-	nulls[9] = e->context_ref ? ' ' : 'n';
-	values[10] = text_or_null(e->decision, &nulls[10]);
-	values[11] = text_or_null(e->reason_code, &nulls[11]);
-	values[12] = PointerGetDatum(e->detail);
-	nulls[12] = e->detail ? ' ' : 'n';
-	values[13] = TimestampTzGetDatum(e->created_at);
-	nulls[13] = ' ';
-	values[14] = text_or_null(e->prev_hash, &nulls[14]);
-	values[15] = text_or_null(e->hash, &nulls[15]);
-
-	cscp_spi_plan(&insert_plan,
-				  "INSERT INTO cscp.evidence (tenant_id, conversation_id, command_id, seq, stage,"
-				  "    event_type, from_state, to_state, message_ids, context_ref, decision,"
-				  "    reason_code, detail, created_at, prev_hash, hash)"
-				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
-				  16, insert_types);
-	if (SPI_execute_plan(insert_plan, values, nulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not append evidence");
+	evidence_link(e, 1, seq, hash, callerctx);
+	evidence_insert(e, 1);
+	if (found)
+	{
+		args[2] = Int32GetDatum(e->seq);
+		args[3] = CStringGetTextDatum(e->hash);
+		cscp_spi_plan(&move_plan,
+					  "UPDATE cscp.command c SET evidence_seq = $3, evidence_hash = $4"
+					  " WHERE c.tenant_id OPERATOR(pg_catalog.=) $1"
+					  "   AND c.command_id OPERATOR(pg_catalog.=) $2",
+					  4, move_types);
+		if (SPI_execute_plan(move_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not move the evidence head of command %s", e->command_id);
+	}
 	SPI_finish();
 	cscp_owner_leave(&owner);
 }
