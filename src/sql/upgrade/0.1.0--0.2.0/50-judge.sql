@@ -16,3 +16,10 @@ UPDATE cscp.command c
          WHERE e.command_id IS NOT NULL
          ORDER BY e.tenant_id, e.command_id, e.seq DESC) h
  WHERE c.tenant_id = h.tenant_id AND c.command_id = h.command_id;
+
+-- judge: each backend keeps the API keys it has checked (src/http_api.c) until this trigger's
+-- relcache invalidation, sent on every change of cscp.api_key but a key's last use.
+CREATE TRIGGER api_key_changed
+    AFTER INSERT OR UPDATE OF tenant_id, label, key_hash, scopes, created_at, expires_at, revoked_at
+          OR DELETE OR TRUNCATE ON cscp.api_key
+    FOR EACH STATEMENT EXECUTE FUNCTION cscp.policy_changed();
