@@ -360,8 +360,8 @@ context_ended(CommandFacts *c)
 
 		if (status != NULL && strcmp(status, "closed") == 0)
 			why = "context_closed";
-		else if (status == NULL || !cscp_status_live(status) ||
-				 isnull || DatumGetTimestampTz(expires) <= cscp_now())
+		else if (!cscp_context_usable(status, isnull, isnull ? 0 : DatumGetTimestampTz(expires),
+									  cscp_now()))
 			why = "context_expired";
 	}
 	SPI_finish();

@@ -66,6 +66,9 @@ typedef struct CscpEnumCache
 extern int	cscp_enum_index(CscpEnumCache *cache, Oid typoid, Datum value);
 extern Datum cscp_enum_datum(CscpEnumCache *cache, Oid typoid, int index);
 extern bool cscp_status_live(const char *status);
+extern bool cscp_context_usable(const char *status, bool expires_null, TimestampTz expires_at,
+								TimestampTz now);
+extern bool cscp_context_row_usable(HeapTuple ctx, TupleDesc desc, TimestampTz now);
 
 /*
  * rowguard.c: shared by the BEFORE ROW triggers.
