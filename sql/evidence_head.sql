@@ -1,8 +1,8 @@
 -- The head of each command's evidence chain, kept in the command's row (evidence_seq,
--- evidence_hash), so that a transition appends its evidence without reading the chain: moved by
--- every transition and by every refused attempt, to the chain's last row, whoever writes; an
--- INSERT cannot choose it, and an UPDATE that moves it alone must name the chain's real last row,
--- forward (55000), changing nothing else.  Rows of this file belong to tenant 'eh'.
+-- evidence_hash), so that a transition appends its evidence without reading the chain: set by
+-- every transition to the row it appends, whoever writes; a refused attempt appends without
+-- writing the command, and the next transition appends after it all the same; neither an INSERT
+-- nor an UPDATE can choose the head.  Rows of this file belong to tenant 'eh'.
 SET cscp.clock = '2026-05-01 09:00:00+00';
 SET timezone = 'UTC';
 \set SHOW_CONTEXT never
@@ -33,7 +33,7 @@ SELECT state FROM cscp.command_submit('eh', 'eh-1', 'alice', 'pay', 'transfer', 
 SELECT * FROM public.eh_heads();
 SELECT outcome FROM cscp.confirm('eh', 'eh-1', 'alice', 'eh-1:m2', true, 'acct:7');
 SELECT * FROM public.eh_heads();
--- a refused step moves the head too (its invalid_transition_attempt is in the chain)
+-- a refused step appends its invalid_transition_attempt, and leaves the command's row as it was
 SELECT accepted, reason_code FROM cscp.command_transition(
     (SELECT command_id FROM cscp.command WHERE idempotency_key = 'pay'), 'executed');
 SELECT * FROM public.eh_heads();
@@ -42,6 +42,7 @@ SELECT s, t.accepted
        LATERAL cscp.command_transition((SELECT command_id FROM cscp.command WHERE idempotency_key = 'pay'), s) t
  ORDER BY i;
 SELECT * FROM public.eh_heads();
+-- (the next steps append after it: the chain stays whole)
 -- a "yes" to a question that lapsed is refused and recorded on the command it names
 SELECT state FROM cscp.command_submit('eh', 'eh-1', 'alice', 'late', 'transfer', true, '{eh-1:m3}');
 RESET ROLE;
@@ -65,18 +66,20 @@ SELECT * FROM public.eh_heads() WHERE key = 'direct';
 UPDATE cscp.command SET state = 'authz_pending', evidence_seq = 99, evidence_hash = 'forged'
  WHERE idempotency_key = 'direct';
 SELECT * FROM public.eh_heads() WHERE key = 'direct';
--- An UPDATE of the head alone: refused unless it names the chain's last row, forward.
+-- An UPDATE of the head alone is no step, and refused as any such UPDATE (55000).
 SELECT try($$UPDATE cscp.command SET evidence_seq = evidence_seq + 1 WHERE idempotency_key = 'direct'$$);
-SELECT try($$UPDATE cscp.command SET evidence_seq = evidence_seq + 1, evidence_hash = 'forged'
-              WHERE idempotency_key = 'direct'$$);
 SELECT try($$UPDATE cscp.command c SET evidence_seq = 1,
                     evidence_hash = (SELECT e.hash FROM cscp.evidence e WHERE e.command_id = c.command_id AND e.seq = 1)
               WHERE idempotency_key = 'direct'$$);
 SELECT try($$UPDATE cscp.command SET evidence_seq = 0, evidence_hash = NULL WHERE idempotency_key = 'direct'$$);
--- with another column, it is a step like any other (and this one is no step)
-SELECT try($$UPDATE cscp.command SET evidence_seq = 7, reason_code = 'x' WHERE idempotency_key = 'direct'$$);
--- naming its head again changes nothing, and is no step either
-SELECT try($$UPDATE cscp.command SET evidence_seq = evidence_seq WHERE idempotency_key = 'direct'$$);
+-- A refused step as direct SQL changes nothing; one through the API is recorded, and the next
+-- step appends after it.
+SELECT try($$UPDATE cscp.command SET state = 'executed' WHERE idempotency_key = 'direct'$$);
+SELECT * FROM public.eh_heads() WHERE key = 'direct';
+SELECT accepted FROM cscp.command_transition((SELECT command_id FROM cscp.command WHERE idempotency_key = 'direct'),
+                                             'executed');
+SELECT * FROM public.eh_heads() WHERE key = 'direct';
+UPDATE cscp.command SET state = 'authorized', reason_code = 'ok' WHERE idempotency_key = 'direct';
 SELECT * FROM public.eh_heads();
 SELECT count(*) AS problems FROM cscp.evidence_verify('eh');
 RESET ROLE;
@@ -85,6 +88,18 @@ RESET cscp.tenant_id;
 -- The superuser is held to the same rule.
 SELECT try($$UPDATE cscp.command SET evidence_seq = 1, evidence_hash = 'x' WHERE tenant_id = 'eh'$$);
 SELECT * FROM public.eh_heads();
+
+-- A command whose row carries no head (as after the upgrade from 0.1.0, or a head left behind by
+-- hand with the triggers off): its next transition finds the chain past it and appends after the
+-- chain's last row, and the row carries the head again.
+ALTER TABLE cscp.command DISABLE TRIGGER command_guard;
+UPDATE cscp.command SET evidence_seq = 0, evidence_hash = NULL WHERE idempotency_key = 'direct';
+ALTER TABLE cscp.command ENABLE TRIGGER command_guard;
+SELECT * FROM public.eh_heads() WHERE key = 'direct';
+SELECT accepted FROM cscp.command_transition((SELECT command_id FROM cscp.command WHERE idempotency_key = 'direct'),
+                                             'started');
+SELECT * FROM public.eh_heads() WHERE key = 'direct';
+SELECT count(*) AS problems FROM cscp.evidence_verify('eh');
 
 DROP FUNCTION public.eh_heads();
 RESET cscp.clock;

@@ -91,9 +91,7 @@ CREATE FUNCTION public.cscp_tables(OUT tbl text, OUT n bigint, OUT digest text) 
 LANGUAGE sql STABLE AS $$
     SELECT 'answer', count(*), md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM cscp.answer x
     UNION ALL
-    -- (a command's evidence head follows its evidence, which is counted below)
-    SELECT 'command', count(*), md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), ''))
-      FROM (SELECT to_jsonb(c) - 'evidence_seq' - 'evidence_hash' AS x FROM cscp.command c) c
+    SELECT 'command', count(*), md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM cscp.command x
     UNION ALL
     SELECT 'command_retired', count(*), md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM cscp.command_retired x
     UNION ALL

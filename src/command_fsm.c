@@ -757,24 +757,27 @@ transition_event(CmdRow r, CommandState from, CommandState to, TimestampTz now,
 /*
  * Append events[0..n-1], the transitions the write of row r makes, to its
  * command's chain in one INSERT, after the head the old version o carries
- * (o.v NULL: a new command, whose chain starts now), keep the new head in
- * r, and announce each transition.  The row is being written, so its lock
- * is held and nobody else appends to its chain meanwhile.
+ * (o.v NULL: a new command, whose chain starts now) as a hint, keep the
+ * new head in r, and announce each transition.  The row is being written,
+ * so its lock is held and no other transition appends meanwhile; a
+ * refused attempt appended since (without writing the row) is found by
+ * cscp_evidence_append_chain.  Whatever head an INSERT or UPDATE gives is
+ * replaced.
  */
 static void
 record_transitions(CmdRow o, CmdRow r, CscpEvidence *events, int n)
 {
-	bool		known = head_seq_att > 0;
+	bool		hint = head_seq_att > 0;
 	int32		seq = 0;
 	const char *hash = NULL;
 
-	if (known && o.v != NULL)
+	if (hint && o.v != NULL)
 	{
 		seq = ROW_N(o, head_seq_att) ? 0 : DatumGetInt32(ROW_V(o, head_seq_att));
 		hash = row_text(o, head_hash_att);
 	}
-	cscp_evidence_append_chain(events, n, known, seq, hash);
-	if (known)
+	cscp_evidence_append_chain(events, n, hint, seq, hash);
+	if (hint)
 	{
 		ROW_V(r, head_seq_att) = Int32GetDatum(events[n - 1].seq);
 		ROW_N(r, head_seq_att) = false;
@@ -784,65 +787,6 @@ record_transitions(CmdRow o, CmdRow r, CscpEvidence *events, int n)
 	for (int i = 0; i < n; i++)
 		cscp_notify_transition(events[i].tenant_id, "command", events[i].command_id,
 							   events[i].from_state, events[i].to_state);
-}
-
-/*
- * Whether the UPDATE from o to nw (command id) moves only the evidence head
- * the row carries, as cscp_evidence_append does after appending a refused
- * attempt to the chain: every other column unchanged, the head moved
- * forward to a row of the command's chain.  A head that names no such row
- * is refused (55000), so the row's head is always a row of its chain.
- */
-static bool
-head_moved(CmdRow o, CmdRow nw, TupleDesc desc, const char *id)
-{
-	static SPIPlanPtr plan = NULL;
-	static const Oid types[4] = {TEXTOID, UUIDOID, INT4OID, TEXTOID};
-	Datum		args[4];
-
-	if (head_seq_att == 0)
-		return false;
-	for (int a = 1; a <= desc->natts; a++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, a - 1);
-
-		if (att->attisdropped || a == head_seq_att || a == head_hash_att)
-			continue;
-		if (ROW_N(o, a) != ROW_N(nw, a) ||
-			(!ROW_N(o, a) && !datum_image_eq(ROW_V(o, a), ROW_V(nw, a), att->attbyval, att->attlen)))
-			return false;
-	}
-	if (ROW_N(o, head_seq_att) == ROW_N(nw, head_seq_att) &&
-		ROW_N(o, head_hash_att) == ROW_N(nw, head_hash_att) &&
-		(ROW_N(o, head_seq_att) || ROW_V(o, head_seq_att) == ROW_V(nw, head_seq_att)) &&
-		(ROW_N(o, head_hash_att) ||
-		 datum_image_eq(ROW_V(o, head_hash_att), ROW_V(nw, head_hash_att), false, -1)))
-		return false;			/* nothing changed at all */
-	if (ROW_N(nw, head_seq_att) || ROW_N(nw, head_hash_att) ||
-		(!ROW_N(o, head_seq_att) &&
-		 DatumGetInt32(ROW_V(nw, head_seq_att)) <= DatumGetInt32(ROW_V(o, head_seq_att))))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the evidence head of command %s can only move forward", id),
-				 errdetail("evidence_seq and evidence_hash name the last row of the command's evidence chain."),
-				 errhint("Record a transition with cscp.command_transition instead.")));
-	args[0] = ROW_V(o, COL(CM_TENANT_ID));
-	args[1] = ROW_V(o, COL(CM_COMMAND_ID));
-	args[2] = ROW_V(nw, head_seq_att);
-	args[3] = ROW_V(nw, head_hash_att);
-	if (!cscp_spi_exists(&plan,
-						 "SELECT FROM cscp.evidence e"
-						 " WHERE e.tenant_id OPERATOR(pg_catalog.=) $1"
-						 "   AND e.command_id OPERATOR(pg_catalog.=) $2"
-						 "   AND e.seq OPERATOR(pg_catalog.=) $3"
-						 "   AND e.hash OPERATOR(pg_catalog.=) $4",
-						 4, types, args, false, "read the evidence chain of a command"))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the evidence head of command %s names no row of its chain", id),
-				 errdetail("evidence_seq and evidence_hash name the last row of the command's evidence chain."),
-				 errhint("Record a transition with cscp.command_transition instead.")));
-	return true;
 }
 
 static const char *const recovery_kinds[] = {"retry", "cancel", "reprocess", "compensate", NULL};
@@ -1187,8 +1131,6 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 
 	c.row = oldtup;
 	update_fixed_check(o, nw, desc);
-	if (to == c.state && head_moved(o, nw, desc, id))
-		return form_like(newtup, desc, nw);
 
 	/*
 	 * A question has a window, until when the answer counts: one an UPDATE

@@ -235,8 +235,8 @@ typedef struct CscpEvidence
 
 extern char *cscp_evidence_hash(const CscpEvidence *e);
 extern void cscp_evidence_append(CscpEvidence *e);
-extern void cscp_evidence_append_chain(CscpEvidence *events, int n, bool head_known,
-									   int32 head_seq, const char *head_hash);
+extern void cscp_evidence_append_chain(CscpEvidence *events, int n, bool hint,
+									   int32 hint_seq, const char *hint_hash);
 extern void cscp_evidence_refuse(CscpEvidence *e, Datum command_id, bool has_command);
 
 /* owner.c: a section of C code run as the owner of cscp's tables */

@@ -44,7 +44,6 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 /* Append a nullable C string as JSON. */
@@ -184,26 +183,21 @@ text_or_null(const char *s, char *nullflag)
 #define EVIDENCE_MAX_BATCH 4
 #define EVIDENCE_NCOLS 16
 
-/* Whether cscp.command carries its chain's head (evidence_seq, evidence_hash; 0.2.0 on). */
-static bool
-command_has_head(void)
-{
-	return get_attnum(cscp_relation_oid("command", false), "evidence_seq") != InvalidAttrNumber;
-}
-
 /*
  * Insert events[0..n-1], numbered, linked and hashed already, in one
  * INSERT of n rows: a saved statement per n, run as the owner of
  * cscp.evidence (owner.c): application roles may read their tenant's
  * evidence but not write it.  The INSERT names its columns, so a column
  * added to the table takes its default, and the table's triggers, rules,
- * constraints and the owner's privileges apply as to any INSERT.  The
- * caller is connected to SPI, as the owner.
+ * constraints and the owner's privileges apply as to any INSERT.  With
+ * optimistic, a row whose seq its chain holds already is skipped (ON
+ * CONFLICT DO NOTHING on the chain's unique index) instead of refused.
+ * Returns the rows inserted.  The caller is connected to SPI, as the owner.
  */
-static void
-evidence_insert(CscpEvidence *events, int n)
+static uint64
+evidence_insert(CscpEvidence *events, int n, bool optimistic)
 {
-	static SPIPlanPtr plans[EVIDENCE_MAX_BATCH];
+	static SPIPlanPtr plans[2][EVIDENCE_MAX_BATCH];
 	static const Oid row_types[EVIDENCE_NCOLS] = {TEXTOID, TEXTOID, UUIDOID, INT4OID, TEXTOID,
 		TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, JSONBOID, TEXTOID, TEXTOID, JSONBOID,
 	TIMESTAMPTZOID, TEXTOID, TEXTOID};
@@ -251,7 +245,7 @@ evidence_insert(CscpEvidence *events, int n)
 		v[15] = text_or_null(e->hash, &nl[15]);
 	}
 
-	if (plans[n - 1] == NULL)
+	if (plans[optimistic][n - 1] == NULL)
 	{
 		StringInfoData sql;
 
@@ -267,12 +261,15 @@ evidence_insert(CscpEvidence *events, int n)
 				appendStringInfo(&sql, "%s$%d", c > 1 ? ", " : "", i * EVIDENCE_NCOLS + c);
 			appendStringInfoChar(&sql, ')');
 		}
-		cscp_spi_plan(&plans[n - 1], sql.data, n * EVIDENCE_NCOLS, types);
+		if (optimistic)
+			appendStringInfoString(&sql, " ON CONFLICT (tenant_id, command_id, seq) DO NOTHING");
+		cscp_spi_plan(&plans[optimistic][n - 1], sql.data, n * EVIDENCE_NCOLS, types);
 		pfree(sql.data);
 	}
-	if (SPI_execute_plan(plans[n - 1], values, nulls, false, 0) != SPI_OK_INSERT ||
-		SPI_processed != (uint64) n)
+	if (SPI_execute_plan(plans[optimistic][n - 1], values, nulls, false, 0) != SPI_OK_INSERT ||
+		(!optimistic && SPI_processed != (uint64) n))
 		elog(ERROR, "could not append evidence");
+	return SPI_processed;
 }
 
 /* Number, link and hash events[0..n-1] after the chain's last row (seq, hash). */
@@ -289,139 +286,111 @@ evidence_link(CscpEvidence *events, int n, int32 seq, const char *hash, MemoryCo
 }
 
 /*
- * Append the rows one write of a command makes to its chain (the command
- * trigger: a transition, or the two an insert born asking is born
- * through), in one INSERT.  head_seq and head_hash are the chain's last
- * row as the command's row carries it (0 and NULL: none yet), which the
- * trigger holds without a read: the row is being written, so its lock is
- * held and the chain cannot move meanwhile; the trigger stores the new
- * head, events[n - 1], in the row.  With head_known false (a cscp.command
- * without those columns: the 0.1.0 schema, before ALTER EXTENSION UPDATE)
- * the head is read from cscp.evidence instead.  Fills in each event's seq,
- * prev_hash and hash.
+ * The last row of command_id's chain, read from cscp.evidence: *seq (0:
+ * none) and *hash (NULL: none), in cxt.  Not read-only: after a command
+ * counter increment and with a fresh snapshot, so rows appended earlier in
+ * the same statement are seen.  The caller is connected to SPI.
+ */
+static void
+evidence_head(const char *tenant_id, const char *command_id, int32 *seq, char **hash,
+			  MemoryContext cxt)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[2] = {TEXTOID, UUIDOID};
+	Datum		args[2];
+
+	args[0] = CStringGetTextDatum(tenant_id);
+	args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(command_id));
+	cscp_spi_plan(&plan,
+				  "SELECT e.seq, e.hash FROM cscp.evidence e"
+				  " WHERE e.tenant_id OPERATOR(pg_catalog.=) $1"
+				  "   AND e.command_id OPERATOR(pg_catalog.=) $2"
+				  " ORDER BY e.seq DESC LIMIT 1",
+				  2, types);
+	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the evidence chain of command %s", command_id);
+	*seq = 0;
+	*hash = NULL;
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		char	   *h;
+
+		*seq = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		h = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+		*hash = h != NULL ? MemoryContextStrdup(cxt, h) : NULL;
+	}
+}
+
+/*
+ * Append events[0..n-1], the rows one write makes to one chain, in one
+ * INSERT: numbered, linked and hashed after the chain's last row, which
+ * fills in each event's seq, prev_hash and hash.
+ *
+ * With hint, the caller names the last row it believes the chain has
+ * (hint_seq, hint_hash; 0 and NULL: none): the command trigger's, from the
+ * row it is writing, which carries the head its last transition left
+ * (cscp.command.evidence_seq, evidence_hash) and whose lock it holds, so
+ * no transition appends meanwhile.  The rows go in after it without a
+ * read; only when the chain has grown past the hint (a refused attempt,
+ * which appends without writing the command, since) does the INSERT meet
+ * the chain's unique index, skip, and the head is read and the rows
+ * linked and inserted again.  Without hint, the head is read first.
  */
 void
-cscp_evidence_append_chain(CscpEvidence *events, int n, bool head_known, int32 head_seq,
-						   const char *head_hash)
+cscp_evidence_append_chain(CscpEvidence *events, int n, bool hint, int32 hint_seq,
+						   const char *hint_hash)
 {
-	static SPIPlanPtr head_plan = NULL;
-	static const Oid head_types[2] = {TEXTOID, UUIDOID};
 	MemoryContext callerctx = CurrentMemoryContext;
 	CscpOwnerScope owner;
+	int32		seq = hint_seq;
+	char	   *hash = hint_hash != NULL ? pstrdup(hint_hash) : NULL;
+	uint64		done = 0;
 
 	if (n < 1 || n > EVIDENCE_MAX_BATCH)
 		elog(ERROR, "cannot append %d evidence rows in one statement", n);
 	cscp_owner_enter("evidence", &owner);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (!head_known && events[0].command_id != NULL)
+	if (events[0].command_id == NULL)
 	{
-		Datum		args[2];
-
-		/*
-		 * Not read-only: after a command counter increment and with a fresh
-		 * snapshot, so rows appended earlier in the same statement are seen.
-		 */
-		args[0] = CStringGetTextDatum(events[0].tenant_id);
-		args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(events[0].command_id));
-		cscp_spi_plan(&head_plan,
-					  "SELECT e.seq, e.hash FROM cscp.evidence e"
-					  " WHERE e.tenant_id OPERATOR(pg_catalog.=) $1"
-					  "   AND e.command_id OPERATOR(pg_catalog.=) $2"
-					  " ORDER BY e.seq DESC LIMIT 1",
-					  2, head_types);
-		if (SPI_execute_plan(head_plan, args, NULL, false, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not read the evidence chain of command %s", events[0].command_id);
-		head_seq = 0;
-		head_hash = NULL;
-		if (SPI_processed == 1)
+		/* A row of no command is a chain of one. */
+		evidence_link(events, n, 0, NULL, callerctx);
+		(void) evidence_insert(events, n, false);
+	}
+	else
+	{
+		if (hint)
 		{
-			bool		isnull;
-
-			head_seq = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
-												   SPI_tuptable->tupdesc, 1, &isnull));
-			head_hash = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+			evidence_link(events, n, seq, hash, callerctx);
+			done = evidence_insert(events, n, true);
+			if (done != 0 && done != (uint64) n)
+				elog(ERROR, "the evidence chain of command %s has a gap after seq %d",
+					 events[0].command_id, seq + 1);
+		}
+		if (done == 0)
+		{
+			evidence_head(events[0].tenant_id, events[0].command_id, &seq, &hash, callerctx);
+			evidence_link(events, n, seq, hash, callerctx);
+			(void) evidence_insert(events, n, false);
 		}
 	}
-	evidence_link(events, n, head_seq, head_hash, callerctx);
-	evidence_insert(events, n);
 	SPI_finish();
 	cscp_owner_leave(&owner);
 }
 
 /*
  * Append e, a row written without a write of its command (a refused
- * attempt), or of no command (a chain of one): number it after the last
- * row of its command's chain, link and hash it, insert it, and move the
- * head the command's row carries to it.  The head is read from the
- * command's row by its primary key (the caller holds the row's lock, so
+ * attempt, bound to a command or not): after the last row of its chain,
+ * read from cscp.evidence (the caller holds the command's row lock, so
  * chains never fork, and the unique index on (tenant_id, command_id, seq)
- * would refuse a fork); the row's head is moved by an UPDATE of those two
- * columns alone, which the command trigger lets through when they name
- * the row just appended (command_fsm.c).  All as the owner of cscp's
- * tables.  Fills in e->seq, e->prev_hash and e->hash.
+ * would refuse a fork).  The command's row keeps the head of its last
+ * transition; its next transition finds the chain grown past it.
  */
 void
 cscp_evidence_append(CscpEvidence *e)
 {
-	static SPIPlanPtr head_plan = NULL;
-	static SPIPlanPtr move_plan = NULL;
-	static const Oid head_types[2] = {TEXTOID, UUIDOID};
-	static const Oid move_types[4] = {TEXTOID, UUIDOID, INT4OID, TEXTOID};
-	MemoryContext callerctx = CurrentMemoryContext;
-	CscpOwnerScope owner;
-	Datum		args[4];
-	int32		seq = 0;
-	char	   *hash = NULL;
-	bool		found;
-
-	if (e->command_id == NULL)
-	{
-		cscp_evidence_append_chain(e, 1, true, 0, NULL);
-		return;
-	}
-	if (!command_has_head())
-	{
-		cscp_evidence_append_chain(e, 1, false, 0, NULL);
-		return;
-	}
-
-	cscp_owner_enter("evidence", &owner);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	args[0] = CStringGetTextDatum(e->tenant_id);
-	args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(e->command_id));
-	cscp_spi_plan(&head_plan,
-				  "SELECT c.evidence_seq, c.evidence_hash FROM cscp.command c"
-				  " WHERE c.tenant_id OPERATOR(pg_catalog.=) $1"
-				  "   AND c.command_id OPERATOR(pg_catalog.=) $2",
-				  2, head_types);
-	if (SPI_execute_plan(head_plan, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the evidence chain of command %s", e->command_id);
-	found = SPI_processed == 1;
-	if (found)
-	{
-		bool		isnull;
-
-		seq = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		hash = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-	}
-	evidence_link(e, 1, seq, hash, callerctx);
-	evidence_insert(e, 1);
-	if (found)
-	{
-		args[2] = Int32GetDatum(e->seq);
-		args[3] = CStringGetTextDatum(e->hash);
-		cscp_spi_plan(&move_plan,
-					  "UPDATE cscp.command c SET evidence_seq = $3, evidence_hash = $4"
-					  " WHERE c.tenant_id OPERATOR(pg_catalog.=) $1"
-					  "   AND c.command_id OPERATOR(pg_catalog.=) $2",
-					  4, move_types);
-		if (SPI_execute_plan(move_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "could not move the evidence head of command %s", e->command_id);
-	}
-	SPI_finish();
-	cscp_owner_leave(&owner);
+	cscp_evidence_append_chain(e, 1, false, 0, NULL);
 }
 
 /* Field of a composite as a C string, or NULL. */

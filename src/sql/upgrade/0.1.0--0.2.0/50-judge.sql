@@ -4,18 +4,11 @@ ALTER TABLE cscp.command
     ADD COLUMN evidence_seq int NOT NULL DEFAULT 0,
     ADD COLUMN evidence_hash text;
 COMMENT ON COLUMN cscp.command.evidence_seq IS
-  'seq of the last row of the command''s evidence chain (0: none yet), kept by the command trigger';
+  'seq of the evidence row of the command''s last transition (0: none yet), after which its next transition appends; kept by the command trigger';
 COMMENT ON COLUMN cscp.command.evidence_hash IS
-  'hash of the last row of the command''s evidence chain, kept by the command trigger';
--- Existing chains stay as they are; each command's head becomes its chain's last row (an UPDATE
--- of the head alone, which the command trigger checks against the chain).
-UPDATE cscp.command c
-   SET evidence_seq = h.seq, evidence_hash = h.hash
-  FROM (SELECT DISTINCT ON (e.tenant_id, e.command_id) e.tenant_id, e.command_id, e.seq, e.hash
-          FROM cscp.evidence e
-         WHERE e.command_id IS NOT NULL
-         ORDER BY e.tenant_id, e.command_id, e.seq DESC) h
- WHERE c.tenant_id = h.tenant_id AND c.command_id = h.command_id;
+  'hash of the evidence row of the command''s last transition; kept by the command trigger';
+-- Existing chains stay as they are.  A command written before carries the head 0 until its next
+-- transition, which finds its chain past that head, reads the chain's last row once and stores it.
 
 -- judge: each backend keeps the API keys it has checked (src/http_api.c) until this trigger's
 -- relcache invalidation, sent on every change of cscp.api_key but a key's last use.
