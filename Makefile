@@ -96,13 +96,13 @@ UPGRADE_SCRIPTS = $(patsubst %,$(EXTENSION)--%.sql,$(UPGRADE_STEPS))
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql $(UPGRADE_SCRIPTS)
 EXTRA_CLEAN = results output_iso regression.diffs regression.out
 
-REGRESS = setup clock routing policy lifetimes context_transitions context_expiry context_live context_retired slots minimal_data jsonschema jsonschema_limits jsonschema_cost confirm confirm_binding bad_input_commands commands command_lists command_registry governance snapshot_rules evidence documents facts build_context sweep views bad_input conversations bad_input_conversations openwop_input row_rules message_turn shard invariants forget executor_path internal_calls gateway gateway_contexts gateway_facts gateway_conversations statebench refused_steps recovery_risk drop
+REGRESS = setup clock routing policy lifetimes context_transitions context_expiry context_live context_retired slots minimal_data jsonschema jsonschema_limits jsonschema_cost confirm confirm_binding bad_input_commands commands command_lists command_registry governance snapshot_rules evidence documents facts build_context sweep views bad_input conversations bad_input_conversations openwop_input row_rules message_turn shard invariants forget executor_path internal_calls gateway gateway_contexts gateway_facts gateway_conversations statebench refused_steps recovery_risk evidence_head drop
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 ISOLATION = context_open_race sweep_vs_slot_set submit_same_key confirm_race sweep_vs_confirm confirm_vs_new_request notify policy_cache conversation_append_race conversation_same_message conversation_timeout_race fact_supersede_race
 ISOLATION += fact_chain_walk fact_same_key_race authorize_release transition_race doc_put_race
 ISOLATION += tenant_binding_cache turn_validation_lock forget_isolation fact_authority_race
 ISOLATION += yes_vs_new_question yes_vs_context_expiry one_question_race conversation_close_race
-ISOLATION += step_vs_context_close gateway_last_use
+ISOLATION += step_vs_context_close gateway_last_use gateway_key_cache
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=$(EXTENSION)
 
 PG_CPPFLAGS = -I$(srcdir)/src
@@ -185,11 +185,20 @@ bench-facts: build
 bench-aa: build
 	@bash test/scripts/bench_aa.sh
 
-# Instructions per transaction of W1 and W2 through cscp and the floor, counted by callgrind in
-# the backend that runs them: a cost that does not move with the machine's load (about 5 minutes).
+# Instructions per transaction of W1, W2 and the confirmation path as a role bound to one tenant
+# (C) through cscp and the floor, counted by callgrind in the backend that runs them: a cost that
+# does not move with the machine's load (about 8 minutes).  BENCH_INSTR_PROFILE=DIR keeps each
+# run's callgrind file and its functions by inclusive cost there.
 .PHONY: bench-instructions
 bench-instructions: build
 	@bash test/scripts/bench_instructions.sh
+
+# The nested statements (pg_stat_statements, track = all, warm) each public call of the hot paths
+# runs, as a Markdown table (test/scripts/bench_statements.sh, about a minute); STATEMENTS_DETAIL=1
+# lists the statements too.
+.PHONY: bench-statements
+bench-statements: build
+	@bash test/scripts/bench_statements.sh
 
 # StateBench timelines replayed through cscp on a throwaway cluster, reported per track
 # (test/statebench/); not part of `make test`: the data is not part of the project.

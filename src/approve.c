@@ -79,11 +79,7 @@ col_text(HeapTuple row, TupleDesc desc, const char *table, const char *name)
 static bool
 context_live(HeapTuple ctx, TupleDesc desc)
 {
-	bool		isnull;
-
-	return cscp_status_live(col_text(ctx, desc, "cscp.context", "status")) &&
-		DatumGetTimestampTz(cscp_column_value(ctx, desc, "cscp.context", "expires_at",
-											  &isnull)) > cscp_now();
+	return cscp_context_row_usable(ctx, desc, cscp_now());
 }
 
 /* Raise 22023 unless the arguments are well formed; fill in *call. */

@@ -136,7 +136,7 @@ cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id, const char
 	Datum		args[6];
 	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 
-	if (!cscp_status_live(status) || DatumGetTimestampTz(expires) <= cscp_now())
+	if (!cscp_context_usable(status, isnull, DatumGetTimestampTz(expires), cscp_now()))
 		return;
 
 	slots = DatumGetJsonbP(heap_getattr(ctx, cscp_column(desc, "cscp.context", "slots"),
@@ -601,9 +601,7 @@ step_question(Step *st)
 	if (!st->approval && !st->asking)
 		return;
 	status = st->ctx ? spi_text(st->ctx, st->ctxdesc, "cscp.context", "status") : NULL;
-	live = st->ctx != NULL &&
-		DatumGetTimestampTz(heap_getattr(st->ctx, cscp_column(st->ctxdesc, "cscp.context", "expires_at"),
-										 st->ctxdesc, &isnull)) > cscp_now();
+	live = st->ctx != NULL && cscp_context_row_usable(st->ctx, st->ctxdesc, cscp_now());
 	if (status == NULL || !live ||
 		(strcmp(status, "active") != 0 && strcmp(status, "pending") != 0))
 	{
@@ -1062,9 +1060,7 @@ form_context(const CommandRequest *q, Formation *f)
 	{
 		status = spi_text(f->ctx, f->ctxdesc, "cscp.context", "status");
 		f->context_id = spi_col(f->ctx, f->ctxdesc, "cscp.context", "context_id", &isnull);
-		f->usable = cscp_status_live(status) &&
-			DatumGetTimestampTz(spi_col(f->ctx, f->ctxdesc, "cscp.context", "expires_at",
-										&isnull)) > cscp_now();
+		f->usable = cscp_context_row_usable(f->ctx, f->ctxdesc, cscp_now());
 	}
 	if (f->reason != NULL || !q->context_required)
 		return;

@@ -367,8 +367,8 @@ context_ended(CommandFacts *c)
 
 		if (status != NULL && strcmp(status, "closed") == 0)
 			why = "context_closed";
-		else if (status == NULL || !cscp_status_live(status) ||
-				 isnull || DatumGetTimestampTz(expires) <= cscp_now())
+		else if (!cscp_context_usable(status, isnull, isnull ? 0 : DatumGetTimestampTz(expires),
+									  cscp_now()))
 			why = "context_expired";
 	}
 	SPI_finish();
@@ -565,12 +565,33 @@ static CscpColumns fixed_cols = {
 	.table = "cscp.command", .n = lengthof(fixed_columns), .names = fixed_columns
 };
 
+/*
+ * The head of the command's evidence chain, kept in its row (evidence_seq,
+ * evidence_hash): 0 when the table has no such columns (the 0.1.0 schema,
+ * before ALTER EXTENSION UPDATE), and then the head is read from
+ * cscp.evidence.
+ */
+static Oid	head_relid = InvalidOid;
+static int	head_natts = 0;
+static int	head_seq_att = 0;
+static int	head_hash_att = 0;
+
 /* Look up the columns of rel the guards read, unless they were looked up already. */
 static void
 load_columns(Relation rel)
 {
 	cscp_columns_load(&columns, rel);
 	cscp_columns_load(&fixed_cols, rel);
+	if (head_relid != RelationGetRelid(rel) || head_natts != RelationGetDescr(rel)->natts)
+	{
+		int			seq = SPI_fnumber(RelationGetDescr(rel), "evidence_seq");
+		int			hash = SPI_fnumber(RelationGetDescr(rel), "evidence_hash");
+
+		head_seq_att = seq > 0 && hash > 0 ? seq : 0;
+		head_hash_att = seq > 0 && hash > 0 ? hash : 0;
+		head_relid = RelationGetRelid(rel);
+		head_natts = RelationGetDescr(rel)->natts;
+	}
 }
 
 static bool
@@ -729,31 +750,64 @@ make_outcome(CommandState to, const char *reason, Jsonb *detail)
 	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
 }
 
-/* Append the evidence row of a transition the row r has just made. */
+/* The evidence row of a transition the row r has just made, into *e. */
 static void
-record_transition(CmdRow r, CommandState from, CommandState to,
-				  TimestampTz now, const char *decision_override, const char *reason_override)
+transition_event(CmdRow r, CommandState from, CommandState to, TimestampTz now,
+				 const char *decision_override, const char *reason_override, CscpEvidence *e)
 {
-	CscpEvidence e = {0};
 	const char *decision;
 
-	e.tenant_id = row_text(r, COL(CM_TENANT_ID));
-	e.conversation_id = row_text(r, COL(CM_CONVERSATION_ID));
-	e.command_id = DatumGetCString(DirectFunctionCall1(uuid_out, ROW_V(r, COL(CM_COMMAND_ID))));
-	e.stage = cscp_command_state_names[to];
-	e.event_type = event_type(from, to, &decision);
-	e.decision = decision_override ? decision_override : decision;
-	e.from_state = cscp_command_state_names[from];
-	e.to_state = cscp_command_state_names[to];
-	e.message_ids = ROW_N(r, COL(CM_MESSAGE_IDS)) ? NULL :
+	memset(e, 0, sizeof(*e));
+	e->tenant_id = row_text(r, COL(CM_TENANT_ID));
+	e->conversation_id = row_text(r, COL(CM_CONVERSATION_ID));
+	e->command_id = DatumGetCString(DirectFunctionCall1(uuid_out, ROW_V(r, COL(CM_COMMAND_ID))));
+	e->stage = cscp_command_state_names[to];
+	e->event_type = event_type(from, to, &decision);
+	e->decision = decision_override ? decision_override : decision;
+	e->from_state = cscp_command_state_names[from];
+	e->to_state = cscp_command_state_names[to];
+	e->message_ids = ROW_N(r, COL(CM_MESSAGE_IDS)) ? NULL :
 		DatumGetArrayTypeP(ROW_V(r, COL(CM_MESSAGE_IDS)));
-	e.context_ref = ROW_N(r, COL(CM_CONTEXT_REF)) ? NULL :
+	e->context_ref = ROW_N(r, COL(CM_CONTEXT_REF)) ? NULL :
 		DatumGetJsonbP(ROW_V(r, COL(CM_CONTEXT_REF)));
-	e.reason_code = reason_override ? reason_override : row_text(r, COL(CM_REASON_CODE));
-	e.detail = ROW_N(r, COL(CM_DETAIL)) ? NULL : DatumGetJsonbP(ROW_V(r, COL(CM_DETAIL)));
-	e.created_at = now;
-	cscp_evidence_append(&e);
-	cscp_notify_transition(e.tenant_id, "command", e.command_id, e.from_state, e.to_state);
+	e->reason_code = reason_override ? reason_override : row_text(r, COL(CM_REASON_CODE));
+	e->detail = ROW_N(r, COL(CM_DETAIL)) ? NULL : DatumGetJsonbP(ROW_V(r, COL(CM_DETAIL)));
+	e->created_at = now;
+}
+
+/*
+ * Append events[0..n-1], the transitions the write of row r makes, to its
+ * command's chain in one INSERT, after the head the old version o carries
+ * (o.v NULL: a new command, whose chain starts now) as a hint, keep the
+ * new head in r, and announce each transition.  The row is being written,
+ * so its lock is held and no other transition appends meanwhile; a
+ * refused attempt appended since (without writing the row) is found by
+ * cscp_evidence_append_chain.  Whatever head an INSERT or UPDATE gives is
+ * replaced.
+ */
+static void
+record_transitions(CmdRow o, CmdRow r, CscpEvidence *events, int n)
+{
+	bool		hint = head_seq_att > 0;
+	int32		seq = 0;
+	const char *hash = NULL;
+
+	if (hint && o.v != NULL)
+	{
+		seq = ROW_N(o, head_seq_att) ? 0 : DatumGetInt32(ROW_V(o, head_seq_att));
+		hash = row_text(o, head_hash_att);
+	}
+	cscp_evidence_append_chain(events, n, hint, seq, hash);
+	if (hint)
+	{
+		ROW_V(r, head_seq_att) = Int32GetDatum(events[n - 1].seq);
+		ROW_N(r, head_seq_att) = false;
+		ROW_V(r, head_hash_att) = CStringGetTextDatum(events[n - 1].hash);
+		ROW_N(r, head_hash_att) = false;
+	}
+	for (int i = 0; i < n; i++)
+		cscp_notify_transition(events[i].tenant_id, "command", events[i].command_id,
+							   events[i].from_state, events[i].to_state);
 }
 
 static const char *const recovery_kinds[] = {"retry", "cancel", "reprocess", "compensate", NULL};
@@ -948,6 +1002,11 @@ insert_defaults(CommandState state, TimestampTz now, CscpRowEdit *edit)
 	cscp_row_edit_set(edit, COL(CM_LAST_TRANSITION_AT), TimestampTzGetDatum(now), false);
 	cscp_row_edit_set(edit, COL(CM_VERSION),
 					  Int64GetDatum(state == CMD_CONFIRMATION_REQUIRED ? 2 : 1), false);
+	if (head_seq_att > 0)
+	{
+		cscp_row_edit_set(edit, head_seq_att, Int32GetDatum(0), false);
+		cscp_row_edit_set(edit, head_hash_att, (Datum) 0, true);
+	}
 }
 
 /* The checks and defaults of INSERT, in steps; returns the tuple to store. */
@@ -970,15 +1029,25 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	tuple = cscp_row_edit_apply(&edit, tuple);
 	insert_snapshot_check(tuple, desc, state);
 
-	/* The steps it was born through, recorded as an insert and an update would. */
+	/*
+	 * The steps it was born through, recorded as an insert and an update
+	 * would, in one INSERT of evidence.
+	 */
 	if (state == CMD_CANONICALIZED || state == CMD_CONFIRMATION_REQUIRED)
 	{
 		CmdRow		r = deform(tuple, desc);
+		CmdRow		none = {NULL, NULL};
+		CscpEvidence events[2];
+		int			n = 0;
 
-		record_transition(r, CMD_RECEIVED, CMD_CANONICALIZED, now,
-						  decision, ROW_N(r, COL(CM_REASON_CODE)) ? reason : NULL);
+		transition_event(r, CMD_RECEIVED, CMD_CANONICALIZED, now,
+						 decision, ROW_N(r, COL(CM_REASON_CODE)) ? reason : NULL, &events[n++]);
 		if (state == CMD_CONFIRMATION_REQUIRED)
-			record_transition(r, CMD_CANONICALIZED, CMD_CONFIRMATION_REQUIRED, now, NULL, NULL);
+			transition_event(r, CMD_CANONICALIZED, CMD_CONFIRMATION_REQUIRED, now, NULL, NULL,
+							 &events[n++]);
+		record_transitions(none, r, events, n);
+		if (head_seq_att > 0)
+			tuple = form_like(tuple, desc, r);
 	}
 	return tuple;
 }
@@ -1120,6 +1189,7 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	char	   *id = DatumGetCString(DirectFunctionCall1(uuid_out, ROW_V(o, COL(CM_COMMAND_ID))));
 	CommandFacts c = row_facts(o, desc);
 	CommandState to = row_state(nw, desc);
+	CscpEvidence e;
 
 	c.row = oldtup;
 	update_fixed_check(o, nw, desc);
@@ -1136,7 +1206,8 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	}
 	update_step_check(&c, o, nw, to, id);
 	update_bookkeeping(o, nw, to, updatedcols, now);
-	record_transition(nw, c.state, to, now, NULL, NULL);
+	transition_event(nw, c.state, to, now, NULL, NULL, &e);
+	record_transitions(o, nw, &e, 1);
 	return form_like(newtup, desc, nw);
 }
 

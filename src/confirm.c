@@ -73,13 +73,10 @@ cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, c
 	}
 	if (ctx == NULL)
 		return;
-	if (DatumGetTimestampTz(cscp_column_value(ctx, ctxdesc, "cscp.context", "expires_at",
-											  &isnull)) <= cscp_now())
-	{
-		/* The expiry invariant made durable: recorded expired, by TTL. */
-		if (cscp_status_live(SPI_getvalue(ctx, ctxdesc, cscp_column(ctxdesc, "cscp.context", "status"))))
-			cscp_context_record_expiry(ctx, ctxdesc);
-	}
+	/* The expiry invariant made durable: a live context past its TTL recorded expired. */
+	if (cscp_status_live(SPI_getvalue(ctx, ctxdesc, cscp_column(ctxdesc, "cscp.context", "status"))) &&
+		!cscp_context_row_usable(ctx, ctxdesc, cscp_now()))
+		cscp_context_record_expiry(ctx, ctxdesc);
 	else if (cmd != NULL)
 		cscp_context_release(ctx, ctxdesc,
 							 cscp_column_value(cmd, cmddesc, "cscp.command", "command_id", &isnull),
@@ -166,9 +163,7 @@ judge(HeapTuple ctx, TupleDesc ctxdesc, bool answer, text *fingerprint, Verdict 
 
 	if (ctx == NULL)
 		v->outcome = "no_context";
-	else if (!cscp_status_live(SPI_getvalue(ctx, ctxdesc, cscp_column(ctxdesc, "cscp.context", "status"))) ||
-			 DatumGetTimestampTz(cscp_column_value(ctx, ctxdesc, "cscp.context", "expires_at",
-												   &isnull)) <= now)
+	else if (!cscp_context_row_usable(ctx, ctxdesc, now))
 	{
 		/* An expired context never interprets a yes or a no; its question dies with it. */
 		v->outcome = "expired";

@@ -278,7 +278,8 @@ cscp_context_view_datum(HeapTuple row, TupleDesc desc, TupleDesc rowdesc)
 	}
 	label = DatumGetCString(DirectFunctionCall1(enum_out, values[status - 1]));
 	if (cscp_status_live(label) &&
-		DatumGetTimestampTz(values[expires - 1]) <= cscp_now())
+		!cscp_context_usable(label, nulls[expires - 1], DatumGetTimestampTz(values[expires - 1]),
+							 cscp_now()))
 		values[status - 1] =
 			DirectFunctionCall2(enum_in, CStringGetDatum("expired"),
 								ObjectIdGetDatum(TupleDescAttr(rowdesc, status - 1)->atttypid));

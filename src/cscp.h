@@ -67,6 +67,9 @@ typedef struct CscpEnumCache
 extern int	cscp_enum_index(CscpEnumCache *cache, Oid typoid, Datum value);
 extern Datum cscp_enum_datum(CscpEnumCache *cache, Oid typoid, int index);
 extern bool cscp_status_live(const char *status);
+extern bool cscp_context_usable(const char *status, bool expires_null, TimestampTz expires_at,
+								TimestampTz now);
+extern bool cscp_context_row_usable(HeapTuple ctx, TupleDesc desc, TimestampTz now);
 
 /*
  * rowguard.c: shared by the BEFORE ROW triggers.
@@ -217,7 +220,7 @@ typedef struct CscpEvidence
 	const char *tenant_id;
 	const char *conversation_id;
 	const char *command_id;		/* uuid text, or NULL */
-	int32		seq;			/* set by cscp_evidence_append */
+	int32		seq;			/* set by cscp_evidence_append(_chain) */
 	const char *stage;
 	const char *event_type;
 	const char *from_state;
@@ -228,14 +231,16 @@ typedef struct CscpEvidence
 	const char *reason_code;
 	Jsonb	   *detail;
 	TimestampTz created_at;
-	char	   *prev_hash;		/* set by cscp_evidence_append */
-	char	   *hash;			/* set by cscp_evidence_append */
+	char	   *prev_hash;		/* set by cscp_evidence_append(_chain) */
+	char	   *hash;			/* set by cscp_evidence_append(_chain) */
 } CscpEvidence;
 
 extern char *cscp_evidence_hash(const CscpEvidence *e);
 extern void cscp_log_refused_step(const char *kind, const char *tenant, const char *id,
 								  const char *from, const char *to, const char *why);
 extern void cscp_evidence_append(CscpEvidence *e);
+extern void cscp_evidence_append_chain(CscpEvidence *events, int n, bool hint,
+									   int32 hint_seq, const char *hint_hash);
 extern void cscp_evidence_refuse(CscpEvidence *e, Datum command_id, bool has_command);
 
 /* owner.c: a section of C code run as the owner of cscp's tables */

@@ -13,6 +13,7 @@
 #include "cscp.h"
 
 #include "catalog/pg_enum.h"
+#include "executor/spi.h"
 #include "utils/syscache.h"
 
 static void
@@ -60,5 +61,28 @@ cscp_status_live(const char *status)
 	return status != NULL &&
 		(strcmp(status, "active") == 0 || strcmp(status, "pending") == 0 ||
 		 strcmp(status, "blocked") == 0);
+}
+
+/*
+ * Whether a context is usable at now: a live status and an expiry still
+ * ahead (expires_at > now; a NULL expiry is none).  The one judgement of
+ * "context usable" in C.
+ */
+bool
+cscp_context_usable(const char *status, bool expires_null, TimestampTz expires_at,
+					TimestampTz now)
+{
+	return cscp_status_live(status) && !expires_null && expires_at > now;
+}
+
+/* cscp_context_usable of a row of cscp.context, as a query returns it. */
+bool
+cscp_context_row_usable(HeapTuple ctx, TupleDesc desc, TimestampTz now)
+{
+	bool		isnull;
+	Datum		expires = cscp_column_value(ctx, desc, "cscp.context", "expires_at", &isnull);
+
+	return cscp_context_usable(SPI_getvalue(ctx, desc, cscp_column(desc, "cscp.context", "status")),
+							   isnull, isnull ? 0 : DatumGetTimestampTz(expires), now);
 }
 

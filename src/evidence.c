@@ -209,101 +209,220 @@ text_or_null(const char *s, char *nullflag)
 	return CStringGetTextDatum(s);
 }
 
+/* The most rows one cscp_evidence_append_chain call inserts (one INSERT). */
+#define EVIDENCE_MAX_BATCH 4
+#define EVIDENCE_NCOLS 16
+
 /*
- * Append e to the evidence trail: number it after the last row of its
- * command's chain, link and hash it, insert it.  Both the read of the
- * chain's head and the INSERT are saved statements run as the owner of
+ * Insert events[0..n-1], numbered, linked and hashed already, in one
+ * INSERT of n rows: a saved statement per n, run as the owner of
  * cscp.evidence (owner.c): application roles may read their tenant's
  * evidence but not write it.  The INSERT names its columns, so a column
  * added to the table takes its default, and the table's triggers, rules,
- * constraints and the owner's privileges apply as to any INSERT.
- * The caller holds the command's row lock, so chains never fork (and the
- * unique index on (tenant_id, command_id, seq) would refuse a fork).
- * Fills in e->seq, e->prev_hash and e->hash.
+ * constraints and the owner's privileges apply as to any INSERT.  With
+ * optimistic, a row whose seq its chain holds already is skipped (ON
+ * CONFLICT DO NOTHING on the chain's unique index) instead of refused.
+ * Returns the rows inserted.  The caller is connected to SPI, as the owner.
+ */
+static uint64
+evidence_insert(CscpEvidence *events, int n, bool optimistic)
+{
+	static SPIPlanPtr plans[2][EVIDENCE_MAX_BATCH];
+	static const Oid row_types[EVIDENCE_NCOLS] = {TEXTOID, TEXTOID, UUIDOID, INT4OID, TEXTOID,
+		TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, JSONBOID, TEXTOID, TEXTOID, JSONBOID,
+	TIMESTAMPTZOID, TEXTOID, TEXTOID};
+	Oid			types[EVIDENCE_NCOLS * EVIDENCE_MAX_BATCH];
+	Datum		values[EVIDENCE_NCOLS * EVIDENCE_MAX_BATCH];
+	char		nulls[EVIDENCE_NCOLS * EVIDENCE_MAX_BATCH];
+
+	Assert(n >= 1 && n <= EVIDENCE_MAX_BATCH);
+	for (int i = 0; i < n; i++)
+	{
+		CscpEvidence *e = &events[i];
+		Datum	   *v = values + i * EVIDENCE_NCOLS;
+		char	   *nl = nulls + i * EVIDENCE_NCOLS;
+
+		memcpy(types + i * EVIDENCE_NCOLS, row_types, sizeof(row_types));
+		v[0] = text_or_null(e->tenant_id, &nl[0]);
+		v[1] = text_or_null(e->conversation_id, &nl[1]);
+		if (e->command_id != NULL)
+		{
+			v[2] = DirectFunctionCall1(uuid_in, CStringGetDatum(e->command_id));
+			nl[2] = ' ';
+		}
+		else
+		{
+			v[2] = (Datum) 0;
+			nl[2] = 'n';
+		}
+		v[3] = Int32GetDatum(e->seq);
+		nl[3] = ' ';
+		v[4] = text_or_null(e->stage, &nl[4]);
+		v[5] = text_or_null(e->event_type, &nl[5]);
+		v[6] = text_or_null(e->from_state, &nl[6]);
+		v[7] = text_or_null(e->to_state, &nl[7]);
+		v[8] = PointerGetDatum(e->message_ids);
+		nl[8] = e->message_ids ? ' ' : 'n';
+		v[9] = PointerGetDatum(e->context_ref);
+		nl[9] = e->context_ref ? ' ' : 'n';
+		v[10] = text_or_null(e->decision, &nl[10]);
+		v[11] = text_or_null(e->reason_code, &nl[11]);
+		v[12] = PointerGetDatum(e->detail);
+		nl[12] = e->detail ? ' ' : 'n';
+		v[13] = TimestampTzGetDatum(e->created_at);
+		nl[13] = ' ';
+		v[14] = text_or_null(e->prev_hash, &nl[14]);
+		v[15] = text_or_null(e->hash, &nl[15]);
+	}
+
+	if (plans[optimistic][n - 1] == NULL)
+	{
+		StringInfoData sql;
+
+		initStringInfo(&sql);
+		appendStringInfoString(&sql,
+							   "INSERT INTO cscp.evidence (tenant_id, conversation_id, command_id, seq, stage,"
+							   "    event_type, from_state, to_state, message_ids, context_ref, decision,"
+							   "    reason_code, detail, created_at, prev_hash, hash) VALUES ");
+		for (int i = 0; i < n; i++)
+		{
+			appendStringInfo(&sql, "%s(", i > 0 ? ", " : "");
+			for (int c = 1; c <= EVIDENCE_NCOLS; c++)
+				appendStringInfo(&sql, "%s$%d", c > 1 ? ", " : "", i * EVIDENCE_NCOLS + c);
+			appendStringInfoChar(&sql, ')');
+		}
+		if (optimistic)
+			appendStringInfoString(&sql, " ON CONFLICT (tenant_id, command_id, seq) DO NOTHING");
+		cscp_spi_plan(&plans[optimistic][n - 1], sql.data, n * EVIDENCE_NCOLS, types);
+		pfree(sql.data);
+	}
+	if (SPI_execute_plan(plans[optimistic][n - 1], values, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not append evidence");
+	/* a DBA's trigger or rule that skipped a row: 27000, never a gap */
+	if (!optimistic && SPI_processed != (uint64) n)
+		cscp_write_skipped("append evidence");
+	return SPI_processed;
+}
+
+/* Number, link and hash events[0..n-1] after the chain's last row (seq, hash). */
+static void
+evidence_link(CscpEvidence *events, int n, int32 seq, const char *hash, MemoryContext cxt)
+{
+	for (int i = 0; i < n; i++)
+	{
+		events[i].seq = seq + 1 + i;
+		events[i].prev_hash = i > 0 ? events[i - 1].hash :
+			hash != NULL ? MemoryContextStrdup(cxt, hash) : NULL;
+		events[i].hash = MemoryContextStrdup(cxt, cscp_evidence_hash(&events[i]));
+	}
+}
+
+/*
+ * The last row of command_id's chain, read from cscp.evidence: *seq (0:
+ * none) and *hash (NULL: none), in cxt.  Not read-only: after a command
+ * counter increment and with a fresh snapshot, so rows appended earlier in
+ * the same statement are seen.  The caller is connected to SPI.
+ */
+static void
+evidence_head(const char *tenant_id, const char *command_id, int32 *seq, char **hash,
+			  MemoryContext cxt)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[2] = {TEXTOID, UUIDOID};
+	Datum		args[2];
+
+	args[0] = CStringGetTextDatum(tenant_id);
+	args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(command_id));
+	cscp_spi_plan(&plan,
+				  "SELECT e.seq, e.hash FROM cscp.evidence e"
+				  " WHERE e.tenant_id OPERATOR(pg_catalog.=) $1"
+				  "   AND e.command_id OPERATOR(pg_catalog.=) $2"
+				  " ORDER BY e.seq DESC LIMIT 1",
+				  2, types);
+	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the evidence chain of command %s", command_id);
+	*seq = 0;
+	*hash = NULL;
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		char	   *h;
+
+		*seq = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		h = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+		*hash = h != NULL ? MemoryContextStrdup(cxt, h) : NULL;
+	}
+}
+
+/*
+ * Append events[0..n-1], the rows one write makes to one chain, in one
+ * INSERT: numbered, linked and hashed after the chain's last row, which
+ * fills in each event's seq, prev_hash and hash.
+ *
+ * With hint, the caller names the last row it believes the chain has
+ * (hint_seq, hint_hash; 0 and NULL: none): the command trigger's, from the
+ * row it is writing, which carries the head its last transition left
+ * (cscp.command.evidence_seq, evidence_hash) and whose lock it holds, so
+ * no transition appends meanwhile.  The rows go in after it without a
+ * read; only when the chain has grown past the hint (a refused attempt,
+ * which appends without writing the command, since) does the INSERT meet
+ * the chain's unique index, skip, and the head is read and the rows
+ * linked and inserted again.  Without hint, the head is read first.
+ */
+void
+cscp_evidence_append_chain(CscpEvidence *events, int n, bool hint, int32 hint_seq,
+						   const char *hint_hash)
+{
+	MemoryContext callerctx = CurrentMemoryContext;
+	CscpOwnerScope owner;
+	int32		seq = hint_seq;
+	char	   *hash = hint_hash != NULL ? pstrdup(hint_hash) : NULL;
+	uint64		done = 0;
+
+	if (n < 1 || n > EVIDENCE_MAX_BATCH)
+		elog(ERROR, "cannot append %d evidence rows in one statement", n);
+	cscp_owner_enter("evidence", &owner);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (events[0].command_id == NULL)
+	{
+		/* A row of no command is a chain of one. */
+		evidence_link(events, n, 0, NULL, callerctx);
+		(void) evidence_insert(events, n, false);
+	}
+	else
+	{
+		if (hint)
+		{
+			evidence_link(events, n, seq, hash, callerctx);
+			done = evidence_insert(events, n, true);
+			if (done != 0 && done != (uint64) n)
+				elog(ERROR, "the evidence chain of command %s has a gap after seq %d",
+					 events[0].command_id, seq + 1);
+		}
+		if (done == 0)
+		{
+			evidence_head(events[0].tenant_id, events[0].command_id, &seq, &hash, callerctx);
+			evidence_link(events, n, seq, hash, callerctx);
+			(void) evidence_insert(events, n, false);
+		}
+	}
+	SPI_finish();
+	cscp_owner_leave(&owner);
+}
+
+/*
+ * Append e, a row written without a write of its command (a refused
+ * attempt, bound to a command or not): after the last row of its chain,
+ * read from cscp.evidence (the caller holds the command's row lock, so
+ * chains never fork, and the unique index on (tenant_id, command_id, seq)
+ * would refuse a fork).  The command's row keeps the head of its last
+ * transition; its next transition finds the chain grown past it.
  */
 void
 cscp_evidence_append(CscpEvidence *e)
 {
-	static SPIPlanPtr head_plan = NULL;
-	static SPIPlanPtr insert_plan = NULL;
-	static const Oid head_types[2] = {TEXTOID, UUIDOID};
-	static const Oid insert_types[16] = {TEXTOID, TEXTOID, UUIDOID, INT4OID, TEXTOID, TEXTOID,
-		TEXTOID, TEXTOID, TEXTARRAYOID, JSONBOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID,
-	TEXTOID, TEXTOID};
-	MemoryContext callerctx = CurrentMemoryContext;
-	CscpOwnerScope owner;
-	Datum		values[16];
-	char		nulls[16];
-	Datum		uuid = (Datum) 0;
-
-	cscp_owner_enter("evidence", &owner);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-
-	e->seq = 1;
-	e->prev_hash = NULL;
-	if (e->command_id != NULL)
-	{
-		/*
-		 * Not read-only: after a command counter increment and with a fresh
-		 * snapshot, so rows appended earlier in the same statement are seen.
-		 */
-		uuid = DirectFunctionCall1(uuid_in, CStringGetDatum(e->command_id));
-		values[0] = CStringGetTextDatum(e->tenant_id);
-		values[1] = uuid;
-		cscp_spi_plan(&head_plan,
-					  "SELECT e.seq, e.hash FROM cscp.evidence e"
-					  " WHERE e.tenant_id OPERATOR(pg_catalog.=) $1 AND e.command_id OPERATOR(pg_catalog.=) $2"
-					  " ORDER BY e.seq DESC LIMIT 1",
-					  2, head_types);
-		if (SPI_execute_plan(head_plan, values, NULL, false, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not read the evidence chain of command %s", e->command_id);
-		if (SPI_processed == 1)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[0];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			bool		isnull;
-			Datum		d;
-
-			e->seq = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull)) + 1;
-			d = SPI_getbinval(tup, desc, 2, &isnull);
-			e->prev_hash = isnull ? NULL : MemoryContextStrdup(callerctx, TextDatumGetCString(d));
-		}
-	}
-	e->hash = MemoryContextStrdup(callerctx, cscp_evidence_hash(e));
-
-	values[0] = text_or_null(e->tenant_id, &nulls[0]);
-	values[1] = text_or_null(e->conversation_id, &nulls[1]);
-	values[2] = uuid;
-	nulls[2] = e->command_id ? ' ' : 'n';
-	values[3] = Int32GetDatum(e->seq);
-	nulls[3] = ' ';
-	values[4] = text_or_null(e->stage, &nulls[4]);
-	values[5] = text_or_null(e->event_type, &nulls[5]);
-	values[6] = text_or_null(e->from_state, &nulls[6]);
-	values[7] = text_or_null(e->to_state, &nulls[7]);
-	values[8] = PointerGetDatum(e->message_ids);
-	nulls[8] = e->message_ids ? ' ' : 'n';
-	values[9] = PointerGetDatum(e->context_ref);
-	nulls[9] = e->context_ref ? ' ' : 'n';
-	values[10] = text_or_null(e->decision, &nulls[10]);
-	values[11] = text_or_null(e->reason_code, &nulls[11]);
-	values[12] = PointerGetDatum(e->detail);
-	nulls[12] = e->detail ? ' ' : 'n';
-	values[13] = TimestampTzGetDatum(e->created_at);
-	nulls[13] = ' ';
-	values[14] = text_or_null(e->prev_hash, &nulls[14]);
-	values[15] = text_or_null(e->hash, &nulls[15]);
-
-	cscp_spi_plan(&insert_plan,
-				  "INSERT INTO cscp.evidence (tenant_id, conversation_id, command_id, seq, stage,"
-				  "    event_type, from_state, to_state, message_ids, context_ref, decision,"
-				  "    reason_code, detail, created_at, prev_hash, hash)"
-				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
-				  16, insert_types);
-	cscp_spi_write_one(insert_plan, values, nulls, SPI_OK_INSERT, "append evidence");
-	SPI_finish();
-	cscp_owner_leave(&owner);
+	cscp_evidence_append_chain(e, 1, false, 0, NULL);
 }
 
 /* Field of a composite as a C string, or NULL. */

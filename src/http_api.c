@@ -12,10 +12,12 @@
  * the same SQL helpers (cscp._http_error, cscp._http_failure), which only
  * the rare failure paths call.  What they save is the interpreter: a
  * regular expression and three statements per key check, a PL/pgSQL frame
- * per call.  A key is still looked up by its SHA-256 on every request
- * (through a saved plan, so revocation takes effect on the next one), and
- * its last use is still written at most once a minute, by whichever request
- * gets its row lock first: the others do not wait for it.
+ * per call.  A key is found by its SHA-256, in a per-backend cache of the
+ * keys checked before (dropped by the relcache invalidation the key
+ * table's trigger sends on every change, so a revocation holds from the
+ * next request on; expiry is compared on every request), else through a
+ * saved plan; its last use is still written at most once a minute, by
+ * whichever request gets its row lock first: the others do not wait.
  *
  *-------------------------------------------------------------------------
  */
@@ -34,8 +36,10 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
+#include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
@@ -182,58 +186,177 @@ key_hash(const char *token, int len)
 }
 
 /*
- * Whether the key row (column 3 its scopes; NULL: every scope) allows
- * scope; else a 403 answer, built in callerctx, in *failure.
+ * The keys this backend has checked: key hash -> tenant, label, scopes,
+ * expiry, revocation and last use, as cscp.api_key held them.  Kept until
+ * a relcache invalidation of cscp.api_key (CscpTableCache): the table's
+ * statement trigger (cscp.api_key_changed) sends one on every insert,
+ * delete and truncate, and on every update of a column but last_used_at,
+ * and it reaches every backend at its next transaction, so a revocation
+ * holds from the next request on; expiry is compared with the clock on
+ * every request.  Keys not found are not kept (a request with a made-up
+ * key still costs a lookup), and the cache is emptied when it holds
+ * KEY_CACHE_MAX keys.
+ */
+#define KEY_CACHE_MAX 1024
+
+typedef struct KeyEntry
+{
+	uint8		hash[PG_SHA256_DIGEST_LENGTH];	/* the hash key */
+	char	   *tenant;
+	char	   *label;
+	int			nscopes;		/* -1: every scope */
+	char	  **scopes;
+	char	   *scopes_text;	/* as text[] prints them, for the 403's detail */
+	bool		has_expiry;
+	TimestampTz expires_at;
+	bool		revoked;
+	TimestampTz last_used_at;	/* 0: never, as far as this backend knows */
+} KeyEntry;
+
+static CscpTableCache key_table_cache;
+static MemoryContext key_cxt = NULL;
+static HTAB *key_htab = NULL;
+
+/* An empty cache of keys, in its own context under CacheMemoryContext. */
+static void
+key_cache_reset(void)
+{
+	HASHCTL		ctl;
+
+	if (key_cxt == NULL)
+		key_cxt = AllocSetContextCreate(CacheMemoryContext, "cscp API keys",
+										ALLOCSET_SMALL_SIZES);
+	else
+		MemoryContextReset(key_cxt);
+	ctl.keysize = PG_SHA256_DIGEST_LENGTH;
+	ctl.entrysize = sizeof(KeyEntry);
+	ctl.hcxt = key_cxt;
+	key_htab = hash_create("cscp API keys", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+/*
+ * The key whose SHA-256 is hash, from the cache or else read from
+ * cscp.api_key as its owner (so that what is kept does not depend on who
+ * asks; only cscp's own SECURITY DEFINER endpoints call this), or NULL
+ * when there is no such key.
+ */
+static KeyEntry *
+key_lookup(const uint8 *hash)
+{
+	static SPIPlanPtr lookup = NULL;
+	static const Oid lookup_types[1] = {BYTEAOID};
+	uint64		generation;
+	KeyEntry   *entry;
+	bool		found;
+	CscpOwnerScope owner;
+	bytea	   *arg;
+	Datum		d;
+	bool		isnull;
+	HeapTuple	row;
+	TupleDesc	desc;
+	MemoryContext old;
+
+	generation = cscp_table_cache_begin(&key_table_cache, cscp_relation_oid("api_key", false));
+	if (key_htab == NULL || !key_table_cache.valid ||
+		hash_get_num_entries(key_htab) >= KEY_CACHE_MAX)
+		key_cache_reset();
+	entry = hash_search(key_htab, hash, HASH_FIND, NULL);
+	if (entry != NULL)
+		return entry;
+
+	arg = palloc(VARHDRSZ + PG_SHA256_DIGEST_LENGTH);
+	SET_VARSIZE(arg, VARHDRSZ + PG_SHA256_DIGEST_LENGTH);
+	memcpy(VARDATA(arg), hash, PG_SHA256_DIGEST_LENGTH);
+	d = PointerGetDatum(arg);
+	cscp_owner_enter("api_key", &owner);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&lookup,
+				  "SELECT a.tenant_id, a.label, a.scopes, a.expires_at, a.revoked_at, a.last_used_at"
+				  "  FROM cscp.api_key a WHERE a.key_hash OPERATOR(pg_catalog.=) $1",
+				  1, lookup_types);
+	if (SPI_execute_plan(lookup, &d, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up an API key");
+	if (SPI_processed == 0)
+	{
+		SPI_finish();
+		cscp_owner_leave(&owner);
+		return NULL;
+	}
+	row = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+
+	entry = hash_search(key_htab, hash, HASH_ENTER, &found);
+	old = MemoryContextSwitchTo(key_cxt);
+	entry->tenant = SPI_getvalue(row, desc, 1);
+	entry->label = SPI_getvalue(row, desc, 2);
+	entry->nscopes = -1;
+	entry->scopes = NULL;
+	entry->scopes_text = SPI_getvalue(row, desc, 3);
+	d = heap_getattr(row, 3, desc, &isnull);
+	if (!isnull)
+	{
+		Datum	   *elems;
+		bool	   *elnulls;
+
+		deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT,
+						  &elems, &elnulls, &entry->nscopes);
+		entry->scopes = palloc0(sizeof(char *) * Max(entry->nscopes, 1));
+		for (int i = 0; i < entry->nscopes; i++)
+			entry->scopes[i] = elnulls[i] ? NULL : TextDatumGetCString(elems[i]);
+	}
+	MemoryContextSwitchTo(old);
+	d = heap_getattr(row, 4, desc, &isnull);
+	entry->has_expiry = !isnull;
+	entry->expires_at = isnull ? 0 : DatumGetTimestampTz(d);
+	(void) heap_getattr(row, 5, desc, &isnull);
+	entry->revoked = !isnull;
+	d = heap_getattr(row, 6, desc, &isnull);
+	entry->last_used_at = isnull ? 0 : DatumGetTimestampTz(d);
+	SPI_finish();
+	cscp_owner_leave(&owner);
+	cscp_table_cache_done(&key_table_cache, generation);
+	return entry;
+}
+
+/*
+ * Whether key allows scope (NULL: any); else a 403 answer in *failure.
  */
 static bool
-scope_allows(HeapTuple key, TupleDesc desc, const char *scope, MemoryContext callerctx,
-			 Datum *failure)
+scope_allows(KeyEntry *key, const char *scope, Datum *failure)
 {
-	char	   *scopes = SPI_getvalue(key, desc, 3);
-	bool		isnull;
-	Datum	   *elems;
-	bool	   *elnulls;
-	int			nelems;
-	MemoryContext spictx;
-	char	   *message,
-			   *detail,
-			   *challenge;
-
-	if (scopes == NULL || scope == NULL)
+	if (key->nscopes < 0 || scope == NULL)
 		return true;
-	deconstruct_array(DatumGetArrayTypeP(heap_getattr(key, 3, desc, &isnull)), TEXTOID, -1, false,
-					  TYPALIGN_INT, &elems, &elnulls, &nelems);
-	for (int i = 0; i < nelems; i++)
-		if (!elnulls[i] && strcmp(TextDatumGetCString(elems[i]), scope) == 0)
+	for (int i = 0; i < key->nscopes; i++)
+		if (key->scopes[i] != NULL && strcmp(key->scopes[i], scope) == 0)
 			return true;
-	spictx = MemoryContextSwitchTo(callerctx);
-	message = psprintf("the API key lacks scope \"%s\"", scope);
-	detail = psprintf("Its scopes are %s.", scopes);
-	challenge = psprintf(AUTH_CHALLENGE ", error=\"insufficient_scope\", scope=\"%s\"", scope);
-	*failure = http_error(403, "insufficient_scope", message, "42501", detail, challenge);
-	MemoryContextSwitchTo(spictx);
+	*failure = http_error(403, "insufficient_scope",
+						  psprintf("the API key lacks scope \"%s\"", scope), "42501",
+						  psprintf("Its scopes are %s.", key->scopes_text),
+						  psprintf(AUTH_CHALLENGE ", error=\"insufficient_scope\", scope=\"%s\"", scope));
 	return false;
 }
 
 /*
- * Record the use of key (tenant, label; column 6 its last use) at most
- * once a minute.  SKIP LOCKED: requests that find another one recording
- * the use leave it to that one instead of queueing behind its row lock.
+ * Record the use of key at most once a minute.  SKIP LOCKED: requests
+ * that find another one recording the use leave it to that one instead of
+ * queueing behind its row lock; the row's own last use decides, so a use
+ * another backend recorded within the minute is not recorded again.
  */
 static void
-record_use(const char *tenant, const char *label, HeapTuple key, TupleDesc desc, TimestampTz now)
+record_use(KeyEntry *key, TimestampTz now)
 {
 	static SPIPlanPtr touch = NULL;
 	static const Oid touch_types[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
-	bool		isnull;
-	Datum		d = heap_getattr(key, 6, desc, &isnull);
 	Datum		args[3];
 
-	if (!isnull && DatumGetTimestampTz(d) > now - USECS_PER_MINUTE)
+	if (key->last_used_at > now - USECS_PER_MINUTE)
 		return;
-	args[0] = CStringGetTextDatum(tenant);
-	args[1] = CStringGetTextDatum(label);
+	args[0] = CStringGetTextDatum(key->tenant);
+	args[1] = CStringGetTextDatum(key->label);
 	args[2] = TimestampTzGetDatum(now);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&touch,
 				  "UPDATE cscp.api_key a SET last_used_at = $3"
 				  "  FROM (SELECT k.tenant_id, k.label FROM cscp.api_key k"
@@ -244,6 +367,8 @@ record_use(const char *tenant, const char *label, HeapTuple key, TupleDesc desc,
 				  3, touch_types);
 	if (SPI_execute_plan(touch, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record the use of an API key");
+	SPI_finish();
+	key->last_used_at = now;
 }
 
 /*
@@ -254,63 +379,34 @@ record_use(const char *tenant, const char *label, HeapTuple key, TupleDesc desc,
 static char *
 http_authenticate(text *auth, const char *scope, Datum *failure)
 {
-	static SPIPlanPtr lookup = NULL;
-	static const Oid lookup_types[1] = {BYTEAOID};
-	MemoryContext callerctx = CurrentMemoryContext;
 	const char *token;
 	int			len;
-	Datum		arg;
+	bytea	   *hash;
+	KeyEntry   *key;
 	TimestampTz now = cscp_now();
-	HeapTuple	key;
-	TupleDesc	desc;
-	bool		isnull;
-	bool		revoked;
-	bool		expired;
-	char	   *tenant;
-	Datum		d;
 
 	token = auth_token(auth, &len, failure);
 	if (token == NULL)
 		return NULL;
-	arg = PointerGetDatum(key_hash(token, len));
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&lookup,
-				  "SELECT a.tenant_id, a.label, a.scopes, a.expires_at, a.revoked_at, a.last_used_at"
-				  "  FROM cscp.api_key a WHERE a.key_hash OPERATOR(pg_catalog.=) $1",
-				  1, lookup_types);
-	if (SPI_execute_plan(lookup, &arg, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up an API key");
-	if (SPI_processed == 0)
+	hash = key_hash(token, len);
+	key = key_lookup((const uint8 *) VARDATA(hash));
+	if (key == NULL)
 	{
-		SPI_finish();
 		*failure = http_error(401, "unauthorized", "the API key is not valid", "28000", NULL,
 							  AUTH_CHALLENGE ", error=\"invalid_token\"");
 		return NULL;
 	}
-	key = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	revoked = (heap_getattr(key, 5, desc, &isnull), !isnull);
-	d = heap_getattr(key, 4, desc, &isnull);
-	expired = !isnull && DatumGetTimestampTz(d) <= now;
-	if (revoked || expired)
+	if (key->revoked || (key->has_expiry && key->expires_at <= now))
 	{
-		SPI_finish();
 		*failure = http_error(401, "unauthorized",
-							  revoked ? "the API key has been revoked" : "the API key has expired",
+							  key->revoked ? "the API key has been revoked" : "the API key has expired",
 							  "28000", NULL, AUTH_CHALLENGE ", error=\"invalid_token\"");
 		return NULL;
 	}
-	if (!scope_allows(key, desc, scope, callerctx, failure))
-	{
-		SPI_finish();
+	if (!scope_allows(key, scope, failure))
 		return NULL;
-	}
-	tenant = SPI_getvalue(key, desc, 1);
-	record_use(tenant, SPI_getvalue(key, desc, 2), key, desc, now);
-	tenant = MemoryContextStrdup(callerctx, tenant);
-	SPI_finish();
-	return tenant;
+	record_use(key, now);
+	return pstrdup(key->tenant);
 }
 
 PG_FUNCTION_INFO_V1(cscp_http_auth);

@@ -61,6 +61,10 @@ CREATE TABLE cscp.command (
     updated_at          timestamptz        NOT NULL DEFAULT cscp.now(),
     last_transition_at  timestamptz        NOT NULL DEFAULT cscp.now(),
     version             bigint             NOT NULL DEFAULT 1,
+    -- The evidence row of the command's last transition (0 and NULL: none yet), kept by the
+    -- trigger, so that its next transition appends its evidence without a read (src/evidence.c).
+    evidence_seq        int                NOT NULL DEFAULT 0,
+    evidence_hash       text,
     PRIMARY KEY (tenant_id, command_id),
     UNIQUE (tenant_id, idempotency_key)
 );
@@ -68,6 +72,10 @@ COMMENT ON TABLE cscp.command IS
   'Commands: the RFC-WF-0018 lifecycle, one per idempotency key and tenant';
 COMMENT ON COLUMN cscp.command.reason_code IS 'Reason of the latest transition';
 COMMENT ON COLUMN cscp.command.detail IS 'Detail of the latest transition (copied into its evidence)';
+COMMENT ON COLUMN cscp.command.evidence_seq IS
+  'seq of the evidence row of the command''s last transition (0: none yet), after which its next transition appends; kept by the command trigger';
+COMMENT ON COLUMN cscp.command.evidence_hash IS
+  'hash of the evidence row of the command''s last transition; kept by the command trigger';
 COMMENT ON COLUMN cscp.command.window_expires_at IS
   'End of the confirmation (confirmation_required) or approval (authz_pending) window';
 

@@ -61,6 +61,13 @@ CREATE POLICY tenant_isolation ON cscp.api_key
     USING (tenant_id = current_setting('cscp.tenant_id', true))
     WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
 SELECT pg_catalog.pg_extension_config_dump('cscp.api_key', '');
+-- Each backend keeps the keys it has checked (src/http_api.c) until a relcache invalidation of
+-- the table, which this trigger sends on every change but a key's last use: a revocation holds
+-- from the next request on, in every backend.
+CREATE TRIGGER api_key_changed
+    AFTER INSERT OR UPDATE OF tenant_id, label, key_hash, scopes, created_at, expires_at, revoked_at
+          OR DELETE OR TRUNCATE ON cscp.api_key
+    FOR EACH STATEMENT EXECUTE FUNCTION cscp.policy_changed();
 
 -- Bytes as unpadded base64url (RFC 4648, section 5).
 CREATE FUNCTION cscp._base64url(value bytea) RETURNS text

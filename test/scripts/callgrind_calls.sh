@@ -10,6 +10,8 @@
 # Kinds (all by default):
 #   put    cscp.doc_put merging one key into one of 1,000 documents (W3's put)
 #   get    cscp.doc_get of one of 1,000 documents (W3's get)
+#   httpget  cscp.http_doc_get of the same documents, with a bearer key of tenant 'bench' (what
+#          the gateway runs for GET /v1/context/...), as a role of cscp.grant_gateway
 #   turn   one message turn of W1 (test/bench/message_turn_cscp.sql's nine calls, in a
 #          PL/pgSQL function), on a conversation of 300 turns
 #   chain  cscp.fact_current from the start of a chain of 101 facts, among 10,000 others
@@ -19,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 source test/scripts/cluster.sh
 KINDS=("$@")
-[ ${#KINDS[@]} -gt 0 ] || KINDS=(put get turn chain head)
+[ ${#KINDS[@]} -gt 0 ] || KINDS=(put get httpget turn chain head)
 
 cluster_start
 psql -X -q -v ON_ERROR_STOP=1 <<'SQL'
@@ -27,6 +29,10 @@ CREATE EXTENSION cscp;
 INSERT INTO cscp.command_registry (tenant_id, command_name, mutating) VALUES ('bench', 'track_order', false);
 CREATE ROLE bench_app LOGIN;
 SELECT cscp.grant_app('bench_app');
+CREATE ROLE bench_gw LOGIN;
+SELECT cscp.grant_gateway('bench_gw');
+INSERT INTO cscp.api_key (tenant_id, label, key_hash, scopes)
+VALUES ('bench', 'bench', sha256(convert_to('bench-key', 'UTF8')), '{documents:read}');
 INSERT INTO cscp.document (tenant_id, session_id, namespace, payload, expires_at)
   SELECT 'bench', 's-' || i, 'profile', jsonb_build_object('name', 'user ' || i, 'k1', i), now() + interval '1 day'
     FROM generate_series(1, 1000) i;
@@ -61,6 +67,7 @@ BEGIN
         FOR i IN 1..50 LOOP
             PERFORM cscp.fact_write('bench', 'subj-' || s, 'f-' || i, 'key-' || i, to_jsonb(i));
         END LOOP;
+        COMMIT;  -- each fact_write holds an advisory lock until commit
     END LOOP;
     FOR i IN 0..100 LOOP
         PERFORM cscp.fact_write('bench', 'walker', 'w-' || i, 'step', to_jsonb(i),
@@ -75,11 +82,12 @@ cluster_as_owner "$PG_BINDIR/pg_ctl" -D "$CSCP_TMP/data" -m fast -w stop >/dev/n
 # calls KIND FROM TO: the statements of calls FROM..TO of KIND, one per line (single-user mode)
 calls() {
 	echo "SET cscp.tenant_id = 'bench'"
-	echo "SET ROLE bench_app"
+	if [ "$1" = httpget ]; then echo "SET ROLE bench_gw"; else echo "SET ROLE bench_app"; fi
 	for i in $(seq "$2" "$3"); do
 		case $1 in
 			put) echo "SELECT cscp.doc_put('bench', 's-$(( (i % 1000) + 1 ))', 'profile', jsonb_build_object('k$((i % 8))', 'v$i'), 86400)" ;;
 			get) echo "SELECT cscp.doc_get('bench', 's-$(( (i * 7 % 1000) + 1 ))', 'profile')" ;;
+			httpget) echo "SELECT cscp.http_doc_get('Bearer bench-key', 's-$(( (i * 7 % 1000) + 1 ))', 'profile')" ;;
 			turn) echo "SELECT public.turn($i)" ;;
 			chain) echo "SELECT (cscp.fact_current('bench', 'walker', 'w-0')).fact_id" ;;
 			head) echo "SELECT (cscp.fact_current('bench', 'walker', 'w-100')).fact_id" ;;
@@ -89,7 +97,7 @@ calls() {
 }
 
 W=20
-declare -A N=([put]=400 [get]=400 [turn]=100 [chain]=50 [head]=400)
+declare -A N=([put]=400 [get]=400 [httpget]=400 [turn]=100 [chain]=50 [head]=400)
 for k in "${KINDS[@]}"; do
 	declare -A ir=()
 	for n in $W $((W + ${N[$k]:-100})); do
