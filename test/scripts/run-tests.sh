@@ -111,6 +111,8 @@ fi
 
 steps_init log/test
 echo "cscp tests: one line per suite; output in log/test/"
+# Debian's packages first, outside the quiet step: the first run shows what apt does.
+$MAKE --no-print-directory -s deps || exit 1
 step build $MAKE --no-print-directory build || { steps_report suites; exit 1; }
 # (After the build, whose deps may have installed the server cluster.sh looks for.)
 source test/scripts/cluster.sh
