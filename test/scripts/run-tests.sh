@@ -7,6 +7,7 @@
 #   pgtap           test/pgtap/ through pg_prove: assertions, roles and tenancy
 #   openwop         exported turns and events against OpenWOP's JSON Schemas (openwop-schemas.sh)
 #   backup-restore  pg_dump, pg_restore, same rows, working API (backup-restore.sh)
+#   readme          README's SQL examples run, its shell examples parsed (readme.sh)
 #   worker          the background sweep worker, on a cluster of its own (worker-test.sh)
 #   scale-out       two shards behind a PL/Proxy proxy, own clusters (scaleout.sh)
 #   crash           the crash test, short form (crash.sh, own cluster with fsync=on)
@@ -83,6 +84,7 @@ suite_pgtap() {
 
 suite_openwop() { bash test/scripts/openwop-schemas.sh; }
 suite_backup_restore() { bash test/scripts/backup-restore.sh; }
+suite_readme() { bash test/scripts/readme.sh; }
 suite_worker() { bash test/scripts/worker-test.sh; }
 suite_scale_out() { bash test/scripts/scaleout.sh; }
 suite_crash() { CRASH_KILLS=3 CRASH_CLIENTS=4 bash test/scripts/crash.sh; }
@@ -93,7 +95,7 @@ suite_upgrade() { bash test/scripts/upgrade.sh; }
 
 # The suites on the shared cluster, one after the other; then those with clusters of their own,
 # TEST_JOBS (2) at a time: they mostly wait (for a worker, a crash, a TTL), not compute.
-shared="pg_regress isolation pgtap openwop backup-restore"
+shared="pg_regress isolation pgtap openwop backup-restore readme"
 own="worker scale-out crash fuzz gateway gateway-proxy upgrade"
 if [ -n "${TEST_ONLY:-}" ]; then
 	shared=$(for s in $shared; do [[ " $TEST_ONLY " == *" $s "* ]] && echo "$s"; done)
