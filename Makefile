@@ -145,8 +145,9 @@ $(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS) cscp.control
 	cat $(SQL_PARTS) > $@
 
 .SECONDEXPANSION:
-$(UPGRADE_SCRIPTS): $(EXTENSION)--%.sql: $$(sort $$(wildcard src/sql/upgrade/%/*.sql))
-	cat $^ > $@
+# (The folder too: a file taken out of it changes the folder, not the files left.)
+$(UPGRADE_SCRIPTS): $(EXTENSION)--%.sql: src/sql/upgrade/% $$(sort $$(wildcard src/sql/upgrade/%/*.sql))
+	cat $(filter %.sql,$^) > $@
 
 .PHONY: deps build demo test bench bench-facts bench-aa statebench
 # Install what is missing from Debian's packages (PostgreSQL 15 server and headers, pgTAP, pg_prove).
@@ -196,6 +197,17 @@ bench-instructions: build
 #   make statebench STATEBENCH=path/to/train.jsonl
 statebench: build
 	@bash test/statebench/run.sh "$(STATEBENCH)"
+
+# pg_upgrade of a PostgreSQL 15 cluster holding cscp and data to 17 and to 18 (PG_UPGRADE_TO=17 for
+# one), in the Debian roots of `make test PG=…`, then the upgrade suite's checks on the new server
+# (test/scripts/pg-upgrade.sh; needs root; minutes per version once the roots exist).
+.PHONY: test-pg-upgrade pg-upgrade-in-root
+test-pg-upgrade: build
+	@bash test/scripts/pg-upgrade.sh $(or $(PG_UPGRADE_TO),17 18)
+# Its second half, run by it inside a root (make pg-upgrade-in-root PGVERSION=17).
+pg-upgrade-in-root: all
+	@$(MAKE) --no-print-directory install
+	@bash test/scripts/pg-upgrade-root.sh
 
 # The HTTPS gateway (gateway/, issue 33): libmicrohttpd with GnuTLS, and libpq; needs no server
 # headers, so it builds before PGXS exists.
