@@ -153,8 +153,8 @@ BEGIN
     -- Commands change only by transitions (no DELETE); frames are written once; answers are
     -- read-only: cscp.confirm and cscp.approve write them as their owner (a yes confirms a
     -- command only with its answer recorded, so no role below the owner may forge one); a
-    -- role granted by an earlier version loses INSERT on them.  Evidence is read-only: the
-    -- trigger and cscp._evidence_refusal write it as its owner.
+    -- role granted more by hand loses INSERT on them.  Evidence is read-only: the trigger and
+    -- cscp._evidence_refusal write it as its owner.
     EXECUTE format('GRANT SELECT, INSERT, UPDATE ON cscp.command TO %s', r);
     EXECUTE format('GRANT SELECT ON cscp.command_window, cscp.command_retired TO %s', r);
     EXECUTE format('GRANT SELECT, INSERT ON cscp.frame TO %s', r);
@@ -174,7 +174,8 @@ BEGIN
     EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.command_registry TO %s', r);
     -- The public API only: no internal (_-prefixed) function, which an application could
     -- otherwise call with arguments cscp never passes, and no trigger function.  A role
-    -- granted by an earlier version loses the internal ones.
+    -- granted more by hand (GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA cscp) loses the
+    -- internal ones.
     EXECUTE (SELECT format('GRANT EXECUTE ON FUNCTION %s TO %s', string_agg(p.oid::regprocedure::text, ', '), r)
                FROM pg_catalog.pg_proc p
               WHERE p.pronamespace = 'cscp'::regnamespace AND p.proname !~ '^(_|http_)'

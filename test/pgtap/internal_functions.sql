@@ -1,6 +1,6 @@
 -- Internal functions are not an attack surface (issue 30): an application role can execute no
 -- function whose name starts with _ (cscp.grant_app grants the public API only, and takes the
--- internal ones back from a role an earlier version granted them all); the API whose
+-- internal ones back from a role granted them all by hand); the API whose
 -- implementation calls them works all the same as that role, with row-level security
 -- (approve, command_recover, sweep, context_get and context_transition, command_status,
 -- evidence_verify, fact_write, ws_put); and the functions that take a row of a table refuse a
@@ -10,7 +10,7 @@ SELECT plan(38);
 
 CREATE ROLE tap_int_app;
 CREATE ROLE tap_int_old;
--- A role set up by an earlier cscp.grant_app: every function of the schema.
+-- A role granted every function of the schema by hand before cscp.grant_app.
 GRANT USAGE ON SCHEMA cscp TO tap_int_old;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA cscp TO tap_int_old;
 SELECT cscp.grant_app('tap_int_app');

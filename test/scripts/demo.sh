@@ -21,6 +21,8 @@ checks() { psql -X -At -d postgres -c "SELECT count(*) FROM demo_check"; }
 
 steps_init log/demo
 echo "cscp demo: building cscp and its HTTPS gateway (output in log/demo/build.log)"
+# Debian's packages first, outside the quiet step: the first run shows what apt does.
+$MAKE --no-print-directory -s deps || exit 1
 step build $MAKE --no-print-directory build gateway || { steps_report steps; exit 1; }
 # (After the build, whose deps may have installed the server cluster.sh looks for.)
 source test/scripts/cluster.sh

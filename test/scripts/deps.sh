@@ -34,7 +34,7 @@ if [ ${#missing[@]} -eq 0 ]; then
 	exit 0
 fi
 
-echo "cscp: installing missing Debian packages: ${missing[*]}"
+echo "cscp: installing ${#missing[@]} missing Debian packages: ${missing[*]}"
 if [ "$(id -u)" -ne 0 ]; then
 	if command -v sudo >/dev/null 2>&1; then
 		SUDO=sudo
@@ -46,6 +46,24 @@ else
 	SUDO=
 fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "cscp: packages installed"
+# One line per slow step, with its time: the first run on a fresh machine takes minutes.
+t0=$SECONDS
+elapsed() { echo "$((SECONDS - t0)) s"; }
+apt_log=$(mktemp "${TMPDIR:-/tmp}/cscp-apt.XXXXXX")
+trap 'rm -f "$apt_log"' EXIT
+apt() {
+	$SUDO apt-get "$@" >"$apt_log" 2>&1 || {
+		tail -n 25 "$apt_log" >&2
+		echo "cscp: apt-get $1 failed (Debian's archive must be reachable)" >&2
+		exit 1
+	}
+}
+echo "cscp: apt-get update (Debian's package lists) ..."
+apt update -qq
+total=$($SUDO apt-get install -s --no-install-recommends "${missing[@]}" 2>/dev/null | grep -c '^Inst ' || true)
+echo "cscp: package lists read ($(elapsed)); $total packages to install, dependencies included"
+echo "cscp: downloading $total packages from Debian's archive ..."
+apt install -y -qq --no-install-recommends --download-only "${missing[@]}"
+echo "cscp: downloaded ($(elapsed)); unpacking and configuring them ..."
+apt install -y -qq --no-install-recommends "${missing[@]}"
+echo "cscp: $total packages installed in $(elapsed)"

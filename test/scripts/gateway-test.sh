@@ -98,8 +98,7 @@ export GW_DATABASE="host=$PGHOST port=$PGPORT dbname=postgres user=cscp_gateway"
 # 4. The OpenAPI document: an independent validator, and the routes against the gateway's.
 echo "gateway-test: OpenAPI document"
 if [ ! -x test/node/node_modules/.bin/redocly ]; then
-	npm install --silent --no-audit --no-fund --prefix test/node @redocly/cli@2.77.0 >/dev/null 2>&1 ||
-		fail "could not install @redocly/cli from npm into test/node"
+	bash test/scripts/npm-tool.sh @redocly/cli@2.77.0 || fail "no @redocly/cli (npm's error above)"
 fi
 (cd gateway && REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true ../test/node/node_modules/.bin/redocly lint --format=stylish openapi.json) >"$GW_DIR/lint.out" 2>&1 ||
 	{ cat "$GW_DIR/lint.out" >&2; fail "the OpenAPI document does not validate"; }

@@ -9,8 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if [ ! -f test/node/node_modules/ajv/dist/2020.js ]; then
-	npm install --silent --no-audit --no-fund --prefix test/node ajv@8.17.1 >/dev/null 2>&1 ||
-		{ echo "could not install ajv from npm into test/node" >&2; exit 1; }
+	bash test/scripts/npm-tool.sh ajv@8.17.1 || exit 1
 fi
 db=cscp_openwop
 psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"

@@ -8,12 +8,15 @@
 #   pgtap           test/pgtap/ through pg_prove: assertions, roles and tenancy
 #   openwop         exported turns and events against OpenWOP's JSON Schemas (openwop-schemas.sh)
 #   backup-restore  pg_dump, pg_restore, same rows, working API (backup-restore.sh)
+#   readme          README's SQL examples run, its shell examples parsed (readme.sh)
 #   worker          the background sweep worker, on a cluster of its own (worker-test.sh)
 #   scale-out       two shards behind a PL/Proxy proxy, own clusters (scaleout.sh)
 #   crash           the crash test, short form (crash.sh, own cluster with fsync=on)
 #   fuzz            the fuzz, short form (fuzz.sh, own cluster): 3,000 hostile calls
 #   gateway         the HTTPS gateway through real HTTP (gateway-test.sh, own cluster)
 #   gateway-proxy   the gateway through the PL/Proxy proxy (gateway-scaleout.sh, own clusters)
+#   upgrade         release 0.1.0 from git history, filled, then ALTER EXTENSION cscp UPDATE to
+#                   this build: schema, rows, tenants, suites (upgrade.sh, own cluster and tree)
 #
 # TEST_ORDER=shuffle runs the suites, the regression tests between setup and drop, the isolation
 # specs and the pgTAP files in a random order; the seed is printed, and TEST_SEED=N repeats it.
@@ -82,17 +85,19 @@ suite_pgtap() {
 
 suite_openwop() { bash test/scripts/openwop-schemas.sh; }
 suite_backup_restore() { bash test/scripts/backup-restore.sh; }
+suite_readme() { bash test/scripts/readme.sh; }
 suite_worker() { bash test/scripts/worker-test.sh; }
 suite_scale_out() { bash test/scripts/scaleout.sh; }
 suite_crash() { CRASH_KILLS=3 CRASH_CLIENTS=4 bash test/scripts/crash.sh; }
 suite_fuzz() { FUZZ_CALLS=3000 bash test/scripts/fuzz.sh; }
 suite_gateway() { bash test/scripts/gateway-test.sh; }
 suite_gateway_proxy() { bash test/scripts/gateway-scaleout.sh; }
+suite_upgrade() { bash test/scripts/upgrade.sh; }
 
 # The suites on the shared cluster, one after the other; then those with clusters of their own,
 # TEST_JOBS (2) at a time: they mostly wait (for a worker, a crash, a TTL), not compute.
-shared="pg_regress isolation pgtap openwop backup-restore"
-own="worker scale-out crash fuzz gateway gateway-proxy"
+shared="pg_regress isolation pgtap openwop backup-restore readme"
+own="worker scale-out crash fuzz gateway gateway-proxy upgrade"
 if [ -n "${TEST_ONLY:-}" ]; then
 	shared=$(for s in $shared; do [[ " $TEST_ONLY " == *" $s "* ]] && echo "$s"; done)
 	own=$(for s in $own; do [[ " $TEST_ONLY " == *" $s "* ]] && echo "$s"; done)
@@ -109,6 +114,8 @@ fi
 
 steps_init log/test
 echo "cscp tests: one line per suite; output in log/test/"
+# Debian's packages first, outside the quiet step: the first run shows what apt does.
+$MAKE --no-print-directory -s deps || exit 1
 step build $MAKE --no-print-directory build || { steps_report suites; exit 1; }
 # Every SQL text of the C code names its operators, functions and types in pg_catalog or cscp.
 step spi-qualified python3 test/scripts/spi-qualified.py || { steps_report suites; exit 1; }
