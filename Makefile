@@ -87,6 +87,7 @@ SQL_PARTS = \
 	src/sql/forget.sql \
 	src/sql/shard.sql \
 	src/sql/gateway.sql \
+	src/sql/checkpoint.sql \
 	src/sql/security.sql
 
 # Upgrade scripts: one folder per version step, src/sql/upgrade/A--B/, whose files are

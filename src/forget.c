@@ -8,7 +8,8 @@
  * forget_* deletes every row about a conversation (contexts, frames,
  * commands with their whole evidence chains, answers, turns, events, the
  * conversation, its session's documents, working set and environment, the
- * operators' inspections of it) or a subject (identity, facts, the contexts
+ * operators' inspections of it, the LangGraph thread and the agent session
+ * of the same id) or a subject (identity, facts, the contexts
  * and commands it was the actor of with their evidence, its answers), as
  * the owner of the tables, after checking as the caller that the tenant is
  * the session's.  It leaves a tombstone in cscp.tombstone keyed by tenant
@@ -315,6 +316,9 @@ static const EraseStep conversation_steps[] = {
 	{"working_set", "DELETE FROM cscp.working_set w WHERE w.tenant_id = $1 AND w.session_id = $2"},
 	{"environment", "DELETE FROM cscp.environment e WHERE e.tenant_id = $1 AND e.session_id = $2"},
 	{"inspections", "DELETE FROM cscp.inspection_log i WHERE i.tenant_id = $1 AND i.conversation_id = $2"},
+	/* A LangGraph thread and an agent session of the same id: their rows go by cascade. */
+	{"checkpoint_threads", "DELETE FROM cscp.checkpoint_thread t WHERE t.tenant_id = $1 AND t.thread_id = $2"},
+	{"agent_sessions", "DELETE FROM cscp.agent_session s WHERE s.tenant_id = $1 AND s.session_id = $2"},
 };
 
 static const EraseStep subject_steps[] = {
