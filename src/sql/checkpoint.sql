@@ -5,7 +5,9 @@
 --   * A thread (cscp.checkpoint_thread) owns its checkpoints, blobs and pending writes by
 --     foreign keys with ON DELETE CASCADE: deleting the thread row (checkpoint_delete_thread,
 --     cscp.forget_conversation, the sweep) leaves nothing of it behind.
---   * A thread lives for its tenant's policy checkpoint_ttl from its last write.  Past its
+--   * A thread lives for its tenant's policy checkpoint_ttl from its last write (extended only
+--     when 1% of the TTL has passed since the last extension, so a busy thread's row is not
+--     rewritten on every write).  Past its
 --     expires_at it is gone for every read at once (the reads join the thread row on it); a write
 --     to it starts it afresh; cscp.sweep deletes it.
 --   * A checkpoint row holds the checkpoint without its channel values; each channel's value is
@@ -118,6 +120,13 @@ BEGIN
     PERFORM cscp.check_id('thread_id', checkpoint_touch.thread_id);
     v_ttl := cscp.check_lifetime(cscp.policy_effective(checkpoint_touch.tenant_id), NULL,
                                  'checkpoint_ttl', 'checkpoint_ttl');
+    -- A live thread extended within the last 1% of its TTL is left as it is: no row version, no
+    -- WAL, no index entry per write of a busy thread.
+    SELECT t.expires_at INTO v_expires FROM cscp.checkpoint_thread t
+     WHERE t.tenant_id = checkpoint_touch.tenant_id AND t.thread_id = checkpoint_touch.thread_id;
+    IF v_expires > v_now AND v_expires >= v_now + v_ttl - v_ttl / 100 THEN
+        RETURN v_expires;
+    END IF;
     DELETE FROM cscp.checkpoint_thread t
      WHERE t.tenant_id = checkpoint_touch.tenant_id AND t.thread_id = checkpoint_touch.thread_id
        AND t.expires_at <= v_now;
@@ -130,7 +139,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION cscp.checkpoint_touch(text, text) IS
-  'Start a thread, or extend it to the tenant''s checkpoint_ttl from now (an expired one starts empty); returns its new expires_at';
+  'Start a thread, or extend it to the tenant''s checkpoint_ttl from now unless it was within the last 1% of it (an expired one starts empty); returns its expires_at';
 
 CREATE FUNCTION cscp.checkpoint_put(tenant_id text, thread_id text, checkpoint_ns text,
                                     checkpoint_id text, parent_checkpoint_id text,

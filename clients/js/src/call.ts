@@ -79,6 +79,24 @@ export async function inTransaction<T>(pool: pg.Pool, tenant: string | undefined
   }
 }
 
+/**
+ * Run one statement for tenant in a single round trip: the statement is its own transaction, and
+ * the tenant is set for it with set_config(..., true) (SET LOCAL) in a subquery whose value,
+ * `s.t`, the statement passes as its tenant_id: the data dependency makes the setting come first.
+ * `body` is a SELECT naming the tenant as s.t and its parameters from $2.
+ */
+export async function tenantQuery<R extends Record<string, unknown> = Record<string, unknown>>(
+  pool: pg.Pool, tenant: string, body: string, params: unknown[] = []): Promise<R[]> {
+  try {
+    const res = await pool.query(
+      `SELECT r.* FROM (SELECT pg_catalog.set_config('cscp.tenant_id', $1, true) AS t) s CROSS JOIN LATERAL (${body}) r`,
+      [tenant, ...params]);
+    return res.rows as R[];
+  } catch (err) {
+    throw CscpError.from(err);
+  }
+}
+
 /** The SQL of a call of cscp.fn with the given arguments by name, each cast to its declared type. */
 export function callSql(fn: string, params: [string, string][], args: Record<string, unknown>, kind: ResultKind): { sql: string; values: unknown[] } {
   const values: unknown[] = [];

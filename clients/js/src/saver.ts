@@ -18,7 +18,7 @@ import {
   type PendingWrite,
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
-import { CscpError, inTransaction, type Query } from "./call.js";
+import { CscpError, inTransaction, tenantQuery, type Query } from "./call.js";
 
 export interface CscpSaverOptions {
   /** The tenant every thread of this saver belongs to. */
@@ -133,8 +133,8 @@ export class CscpSaver extends BaseCheckpointSaver {
    * become the value of the TASKS channel, as LangGraph's own savers read them.
    */
   private async migratePendingSends(checkpoint: Checkpoint, row: TupleRow): Promise<void> {
-    const parents = await this.run((q) => q<TupleRow>(
-      `SELECT ${TUPLE_COLUMNS} FROM cscp.checkpoint_get_tuple($1, $2, $3, $4)`, [this.tenant, row.thread, row.ns, row.parent_id]));
+    const parents = await tenantQuery<TupleRow>(this.pool, this.tenant,
+      `SELECT ${TUPLE_COLUMNS} FROM cscp.checkpoint_get_tuple(s.t, $2, $3, $4)`, [row.thread, row.ns, row.parent_id]);
     const sends: unknown[] = [];
     const parent = parents[0];
     if (parent) {
@@ -155,8 +155,8 @@ export class CscpSaver extends BaseCheckpointSaver {
     if (threadId === undefined) return undefined;
     const ns = config.configurable?.checkpoint_ns ?? "";
     const id = getCheckpointId(config) || null;
-    const rows = await this.run((q) => q<TupleRow>(
-      `SELECT ${TUPLE_COLUMNS} FROM cscp.checkpoint_get_tuple($1, $2, $3, $4)`, [this.tenant, String(threadId), ns, id]));
+    const rows = await tenantQuery<TupleRow>(this.pool, this.tenant,
+      `SELECT ${TUPLE_COLUMNS} FROM cscp.checkpoint_get_tuple(s.t, $2, $3, $4)`, [String(threadId), ns, id]);
     return rows.length ? this.toTuple(rows[0]) : undefined;
   }
 
@@ -165,10 +165,10 @@ export class CscpSaver extends BaseCheckpointSaver {
     const threadId = config.configurable?.thread_id;
     const ns = config.configurable?.checkpoint_ns;
     const id = config.configurable?.checkpoint_id;
-    const rows = await this.run((q) => q<TupleRow>(
-      `SELECT ${TUPLE_COLUMNS} FROM cscp.checkpoint_list($1, $2, $3, $4, $5, $6::jsonb, $7)`,
-      [this.tenant, threadId ?? null, ns ?? null, id ?? null, before?.configurable?.checkpoint_id ?? null,
-        filter && Object.keys(filter).length ? JSON.stringify(filter) : null, limit ?? null]));
+    const rows = await tenantQuery<TupleRow>(this.pool, this.tenant,
+      `SELECT ${TUPLE_COLUMNS} FROM cscp.checkpoint_list(s.t, $2, $3, $4, $5, $6::jsonb, $7)`,
+      [threadId ?? null, ns ?? null, id ?? null, before?.configurable?.checkpoint_id ?? null,
+        filter && Object.keys(filter).length ? JSON.stringify(filter) : null, limit ?? null]);
     for (const row of rows) yield await this.toTuple(row);
   }
 
@@ -197,9 +197,9 @@ export class CscpSaver extends BaseCheckpointSaver {
       }
     }
     const [cp, md] = await Promise.all([this.dumpJson(rest), this.dumpJson(metadata)]);
-    await this.run((q) => q(
-      "SELECT cscp.checkpoint_put($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8::text[], $9::text[], $10::text[], $11::bytea[])",
-      [this.tenant, String(threadId), ns, checkpoint.id, parent, cp, md, channels, versions, types, blobs]));
+    await tenantQuery(this.pool, this.tenant,
+      "SELECT cscp.checkpoint_put(s.t, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8::text[], $9::text[], $10::text[], $11::bytea[])",
+      [String(threadId), ns, checkpoint.id, parent, cp, md, channels, versions, types, blobs]);
     return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
   }
 
@@ -220,13 +220,13 @@ export class CscpSaver extends BaseCheckpointSaver {
       blobs.push(Buffer.from(bytes));
       idxs.push(WRITES_IDX_MAP[channel] ?? i);
     }
-    await this.run((q) => q(
-      "SELECT cscp.checkpoint_put_writes($1, $2, $3, $4, $5, $6, $7::text[], $8::text[], $9::bytea[], $10::int[])",
-      [this.tenant, String(threadId), config.configurable?.checkpoint_ns ?? "", id, taskId, taskPath ?? "",
-        channels, types, blobs, idxs]));
+    await tenantQuery(this.pool, this.tenant,
+      "SELECT cscp.checkpoint_put_writes(s.t, $2, $3, $4, $5, $6, $7::text[], $8::text[], $9::bytea[], $10::int[])",
+      [String(threadId), config.configurable?.checkpoint_ns ?? "", id, taskId, taskPath ?? "",
+        channels, types, blobs, idxs]);
   }
 
   async deleteThread(threadId: string): Promise<void> {
-    await this.run((q) => q("SELECT cscp.checkpoint_delete_thread($1, $2)", [this.tenant, String(threadId)]));
+    await tenantQuery(this.pool, this.tenant, "SELECT cscp.checkpoint_delete_thread(s.t, $2)", [String(threadId)]);
   }
 }

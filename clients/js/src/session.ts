@@ -2,7 +2,7 @@
 // (cscp.session_* in src/sql/checkpoint.sql), whose head row numbers the items so that
 // concurrent writers, the first ones of a session included, never lose one.
 import pg from "pg";
-import { inTransaction } from "./call.js";
+import { tenantQuery } from "./call.js";
 
 /** An item of a session as the Agents SDK passes it (AgentInputItem): any JSON object. */
 export type SessionItem = Record<string, unknown>;
@@ -34,28 +34,27 @@ export class CscpSession {
 
   /** The session's items, oldest first; with limit, the latest limit of them. */
   async getItems(limit?: number): Promise<SessionItem[]> {
-    const rows = await inTransaction(this.pool, this.tenant, (q) => q<{ item: SessionItem }>(
-      "SELECT i AS item FROM cscp.session_get_items($1, $2, $3) i", [this.tenant, this.sessionId, limit ?? null]));
+    const rows = await tenantQuery<{ item: SessionItem }>(this.pool, this.tenant,
+      "SELECT i AS item FROM cscp.session_get_items(s.t, $2, $3) i", [this.sessionId, limit ?? null]);
     return rows.map((r) => r.item);
   }
 
   /** Append items, atomically. */
   async addItems(items: SessionItem[]): Promise<void> {
     if (items.length === 0) return;
-    await inTransaction(this.pool, this.tenant, (q) => q(
-      "SELECT cscp.session_add_items($1, $2, $3::jsonb)", [this.tenant, this.sessionId, JSON.stringify(items)]));
+    await tenantQuery(this.pool, this.tenant,
+      "SELECT cscp.session_add_items(s.t, $2, $3::jsonb)", [this.sessionId, JSON.stringify(items)]);
   }
 
   /** Remove and return the latest item (undefined when there is none). */
   async popItem(): Promise<SessionItem | undefined> {
-    const rows = await inTransaction(this.pool, this.tenant, (q) => q<{ item: SessionItem | null }>(
-      "SELECT cscp.session_pop_item($1, $2) AS item", [this.tenant, this.sessionId]));
+    const rows = await tenantQuery<{ item: SessionItem | null }>(this.pool, this.tenant,
+      "SELECT cscp.session_pop_item(s.t, $2) AS item", [this.sessionId]);
     return rows[0]?.item ?? undefined;
   }
 
   /** Delete the session and all its items. */
   async clearSession(): Promise<void> {
-    await inTransaction(this.pool, this.tenant, (q) => q(
-      "SELECT cscp.session_clear($1, $2)", [this.tenant, this.sessionId]));
+    await tenantQuery(this.pool, this.tenant, "SELECT cscp.session_clear(s.t, $2)", [this.sessionId]);
   }
 }

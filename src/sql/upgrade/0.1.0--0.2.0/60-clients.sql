@@ -99,6 +99,13 @@ BEGIN
     PERFORM cscp.check_id('thread_id', checkpoint_touch.thread_id);
     v_ttl := cscp.check_lifetime(cscp.policy_effective(checkpoint_touch.tenant_id), NULL,
                                  'checkpoint_ttl', 'checkpoint_ttl');
+    -- A live thread extended within the last 1% of its TTL is left as it is: no row version, no
+    -- WAL, no index entry per write of a busy thread.
+    SELECT t.expires_at INTO v_expires FROM cscp.checkpoint_thread t
+     WHERE t.tenant_id = checkpoint_touch.tenant_id AND t.thread_id = checkpoint_touch.thread_id;
+    IF v_expires > v_now AND v_expires >= v_now + v_ttl - v_ttl / 100 THEN
+        RETURN v_expires;
+    END IF;
     DELETE FROM cscp.checkpoint_thread t
      WHERE t.tenant_id = checkpoint_touch.tenant_id AND t.thread_id = checkpoint_touch.thread_id
        AND t.expires_at <= v_now;
@@ -111,7 +118,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION cscp.checkpoint_touch(text, text) IS
-  'Start a thread, or extend it to the tenant''s checkpoint_ttl from now (an expired one starts empty); returns its new expires_at';
+  'Start a thread, or extend it to the tenant''s checkpoint_ttl from now unless it was within the last 1% of it (an expired one starts empty); returns its expires_at';
 
 CREATE FUNCTION cscp.checkpoint_put(tenant_id text, thread_id text, checkpoint_ns text,
                                     checkpoint_id text, parent_checkpoint_id text,
