@@ -283,38 +283,45 @@ BEGIN
         RAISE EXCEPTION 'row_limit must not be negative'
             USING ERRCODE = '22023', HINT = 'Pass NULL for no limit.';
     END IF;
-    RETURN QUERY
-    SELECT c.thread_id, c.checkpoint_ns::text, c.checkpoint_id::text, c.parent_checkpoint_id::text,
-           c.checkpoint, c.metadata,
-           b.channels, b.types, b.blobs, w.task_ids, w.channels, w.types, w.blobs
-      FROM cscp.checkpoint c
-      JOIN cscp.checkpoint_thread t ON t.tenant_id = c.tenant_id AND t.thread_id = c.thread_id
-     CROSS JOIN LATERAL (
-           SELECT coalesce(array_agg(x.channel ORDER BY x.channel), '{}') AS channels,
-                  coalesce(array_agg(x.type ORDER BY x.channel), '{}') AS types,
-                  coalesce(array_agg(x.blob ORDER BY x.channel), '{}') AS blobs
-             FROM jsonb_each_text(c.checkpoint -> 'channel_versions') v (channel, version)
-             JOIN cscp.checkpoint_blob x
-               ON x.tenant_id = c.tenant_id AND x.thread_id = c.thread_id
-              AND x.checkpoint_ns = c.checkpoint_ns AND x.channel = v.channel AND x.version = v.version
-            WHERE x.type <> 'empty') b
-     CROSS JOIN LATERAL (
-           SELECT coalesce(array_agg(y.task_id::text ORDER BY y.task_path, y.task_id, y.idx), '{}') AS task_ids,
-                  coalesce(array_agg(y.channel ORDER BY y.task_path, y.task_id, y.idx), '{}') AS channels,
-                  coalesce(array_agg(y.type ORDER BY y.task_path, y.task_id, y.idx), '{}') AS types,
-                  coalesce(array_agg(y.blob ORDER BY y.task_path, y.task_id, y.idx), '{}') AS blobs
-             FROM cscp.checkpoint_write y
-            WHERE y.tenant_id = c.tenant_id AND y.thread_id = c.thread_id
-              AND y.checkpoint_ns = c.checkpoint_ns AND y.checkpoint_id = c.checkpoint_id) w
-     WHERE c.tenant_id = checkpoint_list.tenant_id
-       AND t.expires_at > cscp.now()
-       AND (checkpoint_list.thread_id IS NULL OR c.thread_id = checkpoint_list.thread_id)
-       AND (checkpoint_list.checkpoint_ns IS NULL OR c.checkpoint_ns = checkpoint_list.checkpoint_ns)
-       AND (checkpoint_list.checkpoint_id IS NULL OR c.checkpoint_id = checkpoint_list.checkpoint_id)
-       AND (checkpoint_list.before IS NULL OR c.checkpoint_id < checkpoint_list.before)
-       AND (checkpoint_list.filter IS NULL OR c.metadata @> checkpoint_list.filter)
-     ORDER BY c.checkpoint_id DESC, c.thread_id, c.checkpoint_ns
-     LIMIT checkpoint_list.row_limit;
+    -- The query names only the filters given (fixed fragments; every value a parameter), so that
+    -- each call is planned for them: a thread's newest checkpoint is one backward step of the
+    -- primary key, whatever the length of the thread.  The blobs and writes are read for the
+    -- checkpoints returned only.
+    RETURN QUERY EXECUTE
+       'SELECT c.thread_id, c.checkpoint_ns::text, c.checkpoint_id::text, c.parent_checkpoint_id::text,'
+    || '       c.checkpoint, c.metadata, b.channels, b.types, b.blobs, w.task_ids, w.channels, w.types, w.blobs'
+    || '  FROM (SELECT x.* FROM cscp.checkpoint x'
+    || '          JOIN cscp.checkpoint_thread t ON t.tenant_id = x.tenant_id AND t.thread_id = x.thread_id'
+    || '         WHERE x.tenant_id = $1 AND t.expires_at > cscp.now()'
+    || CASE WHEN checkpoint_list.thread_id IS NULL THEN '' ELSE ' AND x.thread_id = $2' END
+    || CASE WHEN checkpoint_list.checkpoint_ns IS NULL THEN '' ELSE ' AND x.checkpoint_ns = $3' END
+    || CASE WHEN checkpoint_list.checkpoint_id IS NULL THEN '' ELSE ' AND x.checkpoint_id = $4' END
+    || CASE WHEN checkpoint_list.before IS NULL THEN '' ELSE ' AND x.checkpoint_id < $5' END
+    || CASE WHEN checkpoint_list.filter IS NULL THEN '' ELSE ' AND x.metadata OPERATOR(pg_catalog.@>) $6' END
+    || '         ORDER BY x.checkpoint_id DESC, x.thread_id, x.checkpoint_ns'
+    || CASE WHEN checkpoint_list.row_limit IS NULL THEN '' ELSE ' LIMIT $7' END
+    || '       ) c'
+    || ' CROSS JOIN LATERAL ('
+    || '       SELECT coalesce(pg_catalog.array_agg(y.channel ORDER BY y.channel), ''{}'') AS channels,'
+    || '              coalesce(pg_catalog.array_agg(y.type ORDER BY y.channel), ''{}'') AS types,'
+    || '              coalesce(pg_catalog.array_agg(y.blob ORDER BY y.channel), ''{}'') AS blobs'
+    || '         FROM pg_catalog.jsonb_each_text(c.checkpoint -> ''channel_versions'') v (channel, version)'
+    || '         JOIN cscp.checkpoint_blob y'
+    || '           ON y.tenant_id = c.tenant_id AND y.thread_id = c.thread_id'
+    || '          AND y.checkpoint_ns = c.checkpoint_ns AND y.channel = v.channel AND y.version = v.version'
+    || '        WHERE y.type <> ''empty'') b'
+    || ' CROSS JOIN LATERAL ('
+    || '       SELECT coalesce(pg_catalog.array_agg(z.task_id::text ORDER BY z.task_path, z.task_id, z.idx), ''{}'') AS task_ids,'
+    || '              coalesce(pg_catalog.array_agg(z.channel ORDER BY z.task_path, z.task_id, z.idx), ''{}'') AS channels,'
+    || '              coalesce(pg_catalog.array_agg(z.type ORDER BY z.task_path, z.task_id, z.idx), ''{}'') AS types,'
+    || '              coalesce(pg_catalog.array_agg(z.blob ORDER BY z.task_path, z.task_id, z.idx), ''{}'') AS blobs'
+    || '         FROM cscp.checkpoint_write z'
+    || '        WHERE z.tenant_id = c.tenant_id AND z.thread_id = c.thread_id'
+    || '          AND z.checkpoint_ns = c.checkpoint_ns AND z.checkpoint_id = c.checkpoint_id) w'
+    || ' ORDER BY c.checkpoint_id DESC, c.thread_id, c.checkpoint_ns'
+    USING checkpoint_list.tenant_id, checkpoint_list.thread_id, checkpoint_list.checkpoint_ns,
+          checkpoint_list.checkpoint_id, checkpoint_list.before, checkpoint_list.filter,
+          checkpoint_list.row_limit;
 END
 $$;
 COMMENT ON FUNCTION cscp.checkpoint_list(text, text, text, text, text, jsonb, integer) IS
