@@ -383,6 +383,96 @@ LANGUAGE sql VOLATILE AS $f$
 $f$;
 COMMENT ON FUNCTION cscp.check_invariants(tenant_id text) IS 'One row per violated invariant (of one tenant, or of all): multiple_live_contexts, unlisted_live_context, unlisted_retired_context, unlisted_command, unexplained_command_state, start_without_confirmation, start_without_authorization, broken_evidence_chain, turn_index_gap, valid_fact_with_valid_successor, cyclic_fact_chain, foreign_pending_slot, multiple_waiting_commands, confirmed_without_answer, moved_after_context_ended, unbounded_expiry, frame_hash_mismatch, unframed_command, invalid_recovery; empty when healthy (through the proxy: rows)';
 
+-- checkpoint_delete_thread: session on tenant_id, thread_id
+CREATE FUNCTION cscp_proxy.checkpoint_delete_thread(_tenant text, _clock text, tenant_id text, thread_id text) RETURNS boolean
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(tenant_id, thread_id), 0);
+    SELECT * FROM cscp.checkpoint_delete_thread(cscp.proxy_session(_tenant, _clock, tenant_id), thread_id);
+$f$;
+CREATE FUNCTION cscp.checkpoint_delete_thread(tenant_id text, thread_id text) RETURNS boolean
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.checkpoint_delete_thread(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2);
+END
+$f$;
+COMMENT ON FUNCTION cscp.checkpoint_delete_thread(tenant_id text, thread_id text) IS 'Delete a thread with every checkpoint, blob and pending write of it; true when a live thread was deleted (through the proxy: session)';
+
+-- checkpoint_get_tuple: session on tenant_id, thread_id
+CREATE FUNCTION cscp_proxy.checkpoint_get_tuple(_tenant text, _clock text, tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text) RETURNS TABLE(thread text, ns text, id text, parent_id text, checkpoint jsonb, metadata jsonb, blob_channels text[], blob_types text[], blobs bytea[], write_task_ids text[], write_channels text[], write_types text[], write_blobs bytea[])
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(tenant_id, thread_id), 0);
+    SELECT * FROM cscp.checkpoint_get_tuple(cscp.proxy_session(_tenant, _clock, tenant_id), thread_id, checkpoint_ns, checkpoint_id);
+$f$;
+CREATE FUNCTION cscp.checkpoint_get_tuple(tenant_id text, thread_id text, checkpoint_ns text DEFAULT ''::text, checkpoint_id text DEFAULT NULL::text) RETURNS TABLE(thread text, ns text, id text, parent_id text, checkpoint jsonb, metadata jsonb, blob_channels text[], blob_types text[], blobs bytea[], write_task_ids text[], write_channels text[], write_types text[], write_blobs bytea[])
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN QUERY SELECT * FROM cscp_proxy.checkpoint_get_tuple(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4);
+END
+$f$;
+COMMENT ON FUNCTION cscp.checkpoint_get_tuple(tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text) IS 'One checkpoint of a live thread as cscp.checkpoint_list returns it: the one named, or the newest of the namespace (through the proxy: session)';
+
+-- checkpoint_list: rows
+CREATE FUNCTION cscp_proxy.checkpoint_list(_tenant text, _clock text, tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text, before text, filter jsonb, row_limit integer) RETURNS TABLE(thread text, ns text, id text, parent_id text, checkpoint jsonb, metadata jsonb, blob_channels text[], blob_types text[], blobs bytea[], write_task_ids text[], write_channels text[], write_types text[], write_blobs bytea[])
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON ALL;
+    SELECT * FROM cscp.checkpoint_list(cscp.proxy_session(_tenant, _clock, tenant_id), thread_id, checkpoint_ns, checkpoint_id, before, filter, row_limit);
+$f$;
+CREATE FUNCTION cscp.checkpoint_list(tenant_id text, thread_id text DEFAULT NULL::text, checkpoint_ns text DEFAULT NULL::text, checkpoint_id text DEFAULT NULL::text, before text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb, row_limit integer DEFAULT NULL::integer) RETURNS TABLE(thread text, ns text, id text, parent_id text, checkpoint jsonb, metadata jsonb, blob_channels text[], blob_types text[], blobs bytea[], write_task_ids text[], write_channels text[], write_types text[], write_blobs bytea[])
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN QUERY SELECT * FROM cscp_proxy.checkpoint_list(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5, $6, $7);
+END
+$f$;
+COMMENT ON FUNCTION cscp.checkpoint_list(tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text, before text, filter jsonb, row_limit integer) IS 'Checkpoints of live threads, newest id first, with the blobs of their channel_versions and their pending writes in (task_path, task_id, idx) order; NULL arguments do not filter (through the proxy: rows)';
+
+-- checkpoint_put: session on tenant_id, thread_id
+CREATE FUNCTION cscp_proxy.checkpoint_put(_tenant text, _clock text, tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text, parent_checkpoint_id text, checkpoint jsonb, metadata jsonb, channels text[], versions text[], types text[], blobs bytea[]) RETURNS timestamp with time zone
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(tenant_id, thread_id), 0);
+    SELECT * FROM cscp.checkpoint_put(cscp.proxy_session(_tenant, _clock, tenant_id), thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, channels, versions, types, blobs);
+$f$;
+CREATE FUNCTION cscp.checkpoint_put(tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text, parent_checkpoint_id text, checkpoint jsonb, metadata jsonb, channels text[] DEFAULT '{}'::text[], versions text[] DEFAULT '{}'::text[], types text[] DEFAULT '{}'::text[], blobs bytea[] DEFAULT '{}'::bytea[]) RETURNS timestamp with time zone
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.checkpoint_put(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
+END
+$f$;
+COMMENT ON FUNCTION cscp.checkpoint_put(tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text, parent_checkpoint_id text, checkpoint jsonb, metadata jsonb, channels text[], versions text[], types text[], blobs bytea[]) IS 'Store a LangGraph checkpoint (without channel_values) and the values of the channels that changed (channels[i] at versions[i], serialised as types[i], blobs[i]); returns the thread''s new expires_at (through the proxy: session)';
+
+-- checkpoint_put_writes: session on tenant_id, thread_id
+CREATE FUNCTION cscp_proxy.checkpoint_put_writes(_tenant text, _clock text, tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text, task_id text, task_path text, channels text[], types text[], blobs bytea[], idxs integer[]) RETURNS integer
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(tenant_id, thread_id), 0);
+    SELECT * FROM cscp.checkpoint_put_writes(cscp.proxy_session(_tenant, _clock, tenant_id), thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, channels, types, blobs, idxs);
+$f$;
+CREATE FUNCTION cscp.checkpoint_put_writes(tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text, task_id text, task_path text, channels text[], types text[], blobs bytea[], idxs integer[]) RETURNS integer
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.checkpoint_put_writes(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5, $6, $7, $8, $9, $10);
+END
+$f$;
+COMMENT ON FUNCTION cscp.checkpoint_put_writes(tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text, task_id text, task_path text, channels text[], types text[], blobs bytea[], idxs integer[]) IS 'Store the pending writes of a task against a checkpoint (regular ones once, special ones with a negative idx replaced); returns the number written (through the proxy: session)';
+
+-- checkpoint_touch: session on tenant_id, thread_id
+CREATE FUNCTION cscp_proxy.checkpoint_touch(_tenant text, _clock text, tenant_id text, thread_id text) RETURNS timestamp with time zone
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(tenant_id, thread_id), 0);
+    SELECT * FROM cscp.checkpoint_touch(cscp.proxy_session(_tenant, _clock, tenant_id), thread_id);
+$f$;
+CREATE FUNCTION cscp.checkpoint_touch(tenant_id text, thread_id text) RETURNS timestamp with time zone
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.checkpoint_touch(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2);
+END
+$f$;
+COMMENT ON FUNCTION cscp.checkpoint_touch(tenant_id text, thread_id text) IS 'Start a thread, or extend it to the tenant''s checkpoint_ttl from now (an expired one starts empty); returns its new expires_at (through the proxy: session)';
+
 -- command_declare: all
 CREATE FUNCTION cscp_proxy.command_declare(_tenant text, _clock text, tenant_id text, command_name text, mutating boolean, needs_approval boolean, risk text) RETURNS SETOF cscp.command_registry
 LANGUAGE plproxy AS $f$
@@ -818,7 +908,7 @@ LANGUAGE sql VOLATILE AS $f$
       FROM (SELECT e.key AS k, sum((e.value #>> '{}')::numeric) AS total
               FROM cscp_proxy.forget_conversation(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2) r, jsonb_each(r) e GROUP BY e.key) t
 $f$;
-COMMENT ON FUNCTION cscp.forget_conversation(tenant_id text, conversation_id text) IS 'Erase every row of a conversation and its session (contexts, frames, commands and their evidence, answers, turns, events, documents, working set, environment, inspections) and leave a tombstone; rows erased per table (through the proxy: sum)';
+COMMENT ON FUNCTION cscp.forget_conversation(tenant_id text, conversation_id text) IS 'Erase every row of a conversation and its session (contexts, frames, commands and their evidence, answers, turns, events, documents, working set, environment, inspections, the LangGraph thread and agent session of the same id) and leave a tombstone; rows erased per table (through the proxy: sum)';
 
 -- forget_hash: any
 CREATE FUNCTION cscp_proxy.forget_hash(_tenant text, _clock text, tenant_id text, kind text, id text) RETURNS text
@@ -1328,6 +1418,66 @@ END
 $f$;
 COMMENT ON FUNCTION cscp.routing_id(conversation_id text) IS 'A new random uuid whose first 32 bits are cscp.routing_conversation_hash(conversation_id), for routing by id (through the proxy: any)';
 
+-- session_add_items: session on tenant_id, session_id
+CREATE FUNCTION cscp_proxy.session_add_items(_tenant text, _clock text, tenant_id text, session_id text, items jsonb) RETURNS integer
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(tenant_id, session_id), 0);
+    SELECT * FROM cscp.session_add_items(cscp.proxy_session(_tenant, _clock, tenant_id), session_id, items);
+$f$;
+CREATE FUNCTION cscp.session_add_items(tenant_id text, session_id text, items jsonb) RETURNS integer
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.session_add_items(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3);
+END
+$f$;
+COMMENT ON FUNCTION cscp.session_add_items(tenant_id text, session_id text, items jsonb) IS 'Append items (a JSON array) to a session, creating it; atomic under concurrent writers; returns the number added (through the proxy: session)';
+
+-- session_clear: session on tenant_id, session_id
+CREATE FUNCTION cscp_proxy.session_clear(_tenant text, _clock text, tenant_id text, session_id text) RETURNS boolean
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(tenant_id, session_id), 0);
+    SELECT * FROM cscp.session_clear(cscp.proxy_session(_tenant, _clock, tenant_id), session_id);
+$f$;
+CREATE FUNCTION cscp.session_clear(tenant_id text, session_id text) RETURNS boolean
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.session_clear(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2);
+END
+$f$;
+COMMENT ON FUNCTION cscp.session_clear(tenant_id text, session_id text) IS 'Delete a session and all its items; true when there was one (through the proxy: session)';
+
+-- session_get_items: session on tenant_id, session_id
+CREATE FUNCTION cscp_proxy.session_get_items(_tenant text, _clock text, tenant_id text, session_id text, row_limit integer) RETURNS SETOF jsonb
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(tenant_id, session_id), 0);
+    SELECT * FROM cscp.session_get_items(cscp.proxy_session(_tenant, _clock, tenant_id), session_id, row_limit);
+$f$;
+CREATE FUNCTION cscp.session_get_items(tenant_id text, session_id text, row_limit integer DEFAULT NULL::integer) RETURNS SETOF jsonb
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN QUERY SELECT * FROM cscp_proxy.session_get_items(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3);
+END
+$f$;
+COMMENT ON FUNCTION cscp.session_get_items(tenant_id text, session_id text, row_limit integer) IS 'A session''s items, oldest first; with row_limit, the latest row_limit of them (through the proxy: session)';
+
+-- session_pop_item: session on tenant_id, session_id
+CREATE FUNCTION cscp_proxy.session_pop_item(_tenant text, _clock text, tenant_id text, session_id text) RETURNS jsonb
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(tenant_id, session_id), 0);
+    SELECT * FROM cscp.session_pop_item(cscp.proxy_session(_tenant, _clock, tenant_id), session_id);
+$f$;
+CREATE FUNCTION cscp.session_pop_item(tenant_id text, session_id text) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.session_pop_item(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2);
+END
+$f$;
+COMMENT ON FUNCTION cscp.session_pop_item(tenant_id text, session_id text) IS 'Remove and return a session''s latest item; NULL when it has none (through the proxy: session)';
+
 -- show_active_context: conversation on conversation_id
 CREATE FUNCTION cscp_proxy.show_active_context(_tenant text, _clock text, tenant_id text, conversation_id text) RETURNS SETOF cscp.active_context
 LANGUAGE plproxy AS $f$
@@ -1372,6 +1522,73 @@ BEGIN
 END
 $f$;
 COMMENT ON FUNCTION cscp.slots_visible(tenant_id text, slots jsonb) IS 'The slots readers see: names outside the minimum set, x_* and the policy''s extension_slots left out (through the proxy: any)';
+
+-- store_delete: all
+CREATE FUNCTION cscp_proxy.store_delete(_tenant text, _clock text, tenant_id text, namespace text[], key text) RETURNS SETOF boolean
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON ALL;
+    SELECT * FROM cscp.store_delete(cscp.proxy_session(_tenant, _clock, tenant_id), namespace, key);
+$f$;
+CREATE FUNCTION cscp.store_delete(tenant_id text, namespace text[], key text) RETURNS boolean
+LANGUAGE sql VOLATILE AS $f$
+    SELECT r FROM cscp_proxy.store_delete(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3) r ORDER BY r::text LIMIT 1
+$f$;
+COMMENT ON FUNCTION cscp.store_delete(tenant_id text, namespace text[], key text) IS 'Delete a store item; true when a live one was deleted (through the proxy: all)';
+
+-- store_get: all
+CREATE FUNCTION cscp_proxy.store_get(_tenant text, _clock text, tenant_id text, namespace text[], key text, refresh_ttl boolean) RETURNS TABLE(item_namespace text[], item_key text, item_value jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, expires_at timestamp with time zone)
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON ALL;
+    SELECT * FROM cscp.store_get(cscp.proxy_session(_tenant, _clock, tenant_id), namespace, key, refresh_ttl);
+$f$;
+CREATE FUNCTION cscp.store_get(tenant_id text, namespace text[], key text, refresh_ttl boolean DEFAULT true) RETURNS TABLE(item_namespace text[], item_key text, item_value jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, expires_at timestamp with time zone)
+LANGUAGE sql VOLATILE AS $f$
+    SELECT r FROM cscp_proxy.store_get(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4) r ORDER BY r::text LIMIT 1
+$f$;
+COMMENT ON FUNCTION cscp.store_get(tenant_id text, namespace text[], key text, refresh_ttl boolean) IS 'A live store item (none when absent or expired); with refresh_ttl (the default) its TTL starts again (through the proxy: all)';
+
+-- store_list_namespaces: any
+CREATE FUNCTION cscp_proxy.store_list_namespaces(_tenant text, _clock text, tenant_id text, prefix text[], suffix text[], max_depth integer, row_limit integer, row_offset integer) RETURNS SETOF text[]
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON ANY;
+    SELECT * FROM cscp.store_list_namespaces(cscp.proxy_session(_tenant, _clock, tenant_id), prefix, suffix, max_depth, row_limit, row_offset);
+$f$;
+CREATE FUNCTION cscp.store_list_namespaces(tenant_id text, prefix text[] DEFAULT NULL::text[], suffix text[] DEFAULT NULL::text[], max_depth integer DEFAULT NULL::integer, row_limit integer DEFAULT 100, row_offset integer DEFAULT 0) RETURNS SETOF text[]
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN QUERY SELECT * FROM cscp_proxy.store_list_namespaces(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5, $6);
+END
+$f$;
+COMMENT ON FUNCTION cscp.store_list_namespaces(tenant_id text, prefix text[], suffix text[], max_depth integer, row_limit integer, row_offset integer) IS 'The namespaces of live store items matching prefix and suffix (''*'' any label), cut at max_depth, once each, in order (through the proxy: any)';
+
+-- store_put: all
+CREATE FUNCTION cscp_proxy.store_put(_tenant text, _clock text, tenant_id text, namespace text[], key text, value jsonb, ttl interval) RETURNS SETOF void
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON ALL;
+    SELECT * FROM cscp.store_put(cscp.proxy_session(_tenant, _clock, tenant_id), namespace, key, value, ttl);
+$f$;
+CREATE FUNCTION cscp.store_put(tenant_id text, namespace text[], key text, value jsonb, ttl interval DEFAULT NULL::interval) RETURNS void
+LANGUAGE sql VOLATILE AS $f$
+    SELECT count(*) FROM cscp_proxy.store_put(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5)
+$f$;
+COMMENT ON FUNCTION cscp.store_put(tenant_id text, namespace text[], key text, value jsonb, ttl interval) IS 'Store (or replace) an item; with ttl (positive, within max_ttl) it expires that long after its last write or refreshing read (through the proxy: all)';
+
+-- store_search: all
+CREATE FUNCTION cscp_proxy.store_search(_tenant text, _clock text, tenant_id text, namespace_prefix text[], filter jsonb, query text, row_limit integer, row_offset integer, refresh_ttl boolean) RETURNS TABLE(item_namespace text[], item_key text, item_value jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, expires_at timestamp with time zone, score double precision)
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON ALL;
+    SELECT * FROM cscp.store_search(cscp.proxy_session(_tenant, _clock, tenant_id), namespace_prefix, filter, query, row_limit, row_offset, refresh_ttl);
+$f$;
+CREATE FUNCTION cscp.store_search(tenant_id text, namespace_prefix text[] DEFAULT '{}'::text[], filter jsonb DEFAULT NULL::jsonb, query text DEFAULT NULL::text, row_limit integer DEFAULT 10, row_offset integer DEFAULT 0, refresh_ttl boolean DEFAULT true) RETURNS TABLE(item_namespace text[], item_key text, item_value jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, expires_at timestamp with time zone, score double precision)
+LANGUAGE sql VOLATILE AS $f$
+    SELECT r FROM cscp_proxy.store_search(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5, $6, $7) r ORDER BY r::text LIMIT 1
+$f$;
+COMMENT ON FUNCTION cscp.store_search(tenant_id text, namespace_prefix text[], filter jsonb, query text, row_limit integer, row_offset integer, refresh_ttl boolean) IS 'Live store items under a namespace prefix that pass filter (cscp.store_filter_match) and, with query, match it as a web search (ranked by ts_rank, best first); newest first otherwise (through the proxy: all)';
 
 -- sweep: sum
 CREATE FUNCTION cscp_proxy.sweep(_tenant text, _clock text, batch integer) RETURNS SETOF jsonb

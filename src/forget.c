@@ -8,7 +8,8 @@
  * forget_* deletes every row about a conversation (contexts, frames,
  * commands with their whole evidence chains, answers, turns, events, the
  * conversation, its session's documents, working set and environment, the
- * operators' inspections of it) or a subject (identity, facts, the contexts
+ * operators' inspections of it, the LangGraph thread and the agent session
+ * of the same id) or a subject (identity, facts, the contexts
  * and commands it was the actor of with their evidence, its answers), as
  * the owner of the tables, after checking as the caller that the tenant is
  * the session's.  It leaves a tombstone in cscp.tombstone keyed by tenant
@@ -295,26 +296,37 @@ cscp_forgotten_guard(PG_FUNCTION_ARGS)
 	return PointerGetDatum(newtup);
 }
 
-/* One DELETE of an erasure: its count is reported under name. */
+/*
+ * One DELETE of an erasure: its count is reported under name.  A step with
+ * a since_table is skipped (count 0) while cscp's schema lacks that table:
+ * the library of a new version runs against the SQL of the old one between
+ * the steps of an upgrade (the checkpoint tables came with 0.2.0).
+ */
 typedef struct EraseStep
 {
 	const char *name;
 	const char *sql;			/* $1 tenant, $2 id */
+	const char *since_table;
 } EraseStep;
 
 static const EraseStep conversation_steps[] = {
-	{"evidence", "DELETE FROM cscp.evidence e WHERE e.tenant_id OPERATOR(pg_catalog.=) $1 AND e.conversation_id OPERATOR(pg_catalog.=) $2"},
-	{"answers", "DELETE FROM cscp.answer a WHERE a.tenant_id OPERATOR(pg_catalog.=) $1 AND a.conversation_id OPERATOR(pg_catalog.=) $2"},
-	{"commands", "DELETE FROM cscp.command c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.conversation_id OPERATOR(pg_catalog.=) $2"},
-	{"frames", "DELETE FROM cscp.frame f WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.conversation_id OPERATOR(pg_catalog.=) $2"},
-	{"contexts", "DELETE FROM cscp.context c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.conversation_id OPERATOR(pg_catalog.=) $2"},
-	{"turns", "DELETE FROM cscp.turn t WHERE t.tenant_id OPERATOR(pg_catalog.=) $1 AND t.conversation_id OPERATOR(pg_catalog.=) $2"},
-	{"events", "DELETE FROM cscp.event e WHERE e.tenant_id OPERATOR(pg_catalog.=) $1 AND e.conversation_id OPERATOR(pg_catalog.=) $2"},
-	{"conversations", "DELETE FROM cscp.conversation c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.conversation_id OPERATOR(pg_catalog.=) $2"},
-	{"documents", "DELETE FROM cscp.document d WHERE d.tenant_id OPERATOR(pg_catalog.=) $1 AND d.session_id OPERATOR(pg_catalog.=) $2"},
-	{"working_set", "DELETE FROM cscp.working_set w WHERE w.tenant_id OPERATOR(pg_catalog.=) $1 AND w.session_id OPERATOR(pg_catalog.=) $2"},
-	{"environment", "DELETE FROM cscp.environment e WHERE e.tenant_id OPERATOR(pg_catalog.=) $1 AND e.session_id OPERATOR(pg_catalog.=) $2"},
-	{"inspections", "DELETE FROM cscp.inspection_log i WHERE i.tenant_id OPERATOR(pg_catalog.=) $1 AND i.conversation_id OPERATOR(pg_catalog.=) $2"},
+	{"evidence", "DELETE FROM cscp.evidence e WHERE e.tenant_id OPERATOR(pg_catalog.=) $1 AND e.conversation_id OPERATOR(pg_catalog.=) $2", NULL},
+	{"answers", "DELETE FROM cscp.answer a WHERE a.tenant_id OPERATOR(pg_catalog.=) $1 AND a.conversation_id OPERATOR(pg_catalog.=) $2", NULL},
+	{"commands", "DELETE FROM cscp.command c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.conversation_id OPERATOR(pg_catalog.=) $2", NULL},
+	{"frames", "DELETE FROM cscp.frame f WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.conversation_id OPERATOR(pg_catalog.=) $2", NULL},
+	{"contexts", "DELETE FROM cscp.context c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.conversation_id OPERATOR(pg_catalog.=) $2", NULL},
+	{"turns", "DELETE FROM cscp.turn t WHERE t.tenant_id OPERATOR(pg_catalog.=) $1 AND t.conversation_id OPERATOR(pg_catalog.=) $2", NULL},
+	{"events", "DELETE FROM cscp.event e WHERE e.tenant_id OPERATOR(pg_catalog.=) $1 AND e.conversation_id OPERATOR(pg_catalog.=) $2", NULL},
+	{"conversations", "DELETE FROM cscp.conversation c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.conversation_id OPERATOR(pg_catalog.=) $2", NULL},
+	{"documents", "DELETE FROM cscp.document d WHERE d.tenant_id OPERATOR(pg_catalog.=) $1 AND d.session_id OPERATOR(pg_catalog.=) $2", NULL},
+	{"working_set", "DELETE FROM cscp.working_set w WHERE w.tenant_id OPERATOR(pg_catalog.=) $1 AND w.session_id OPERATOR(pg_catalog.=) $2", NULL},
+	{"environment", "DELETE FROM cscp.environment e WHERE e.tenant_id OPERATOR(pg_catalog.=) $1 AND e.session_id OPERATOR(pg_catalog.=) $2", NULL},
+	{"inspections", "DELETE FROM cscp.inspection_log i WHERE i.tenant_id OPERATOR(pg_catalog.=) $1 AND i.conversation_id OPERATOR(pg_catalog.=) $2", NULL},
+	/* A LangGraph thread and an agent session of the same id: their rows go by cascade. */
+	{"checkpoint_threads", "DELETE FROM cscp.checkpoint_thread t WHERE t.tenant_id OPERATOR(pg_catalog.=) $1 AND t.thread_id OPERATOR(pg_catalog.=) $2",
+	"checkpoint_thread"},
+	{"agent_sessions", "DELETE FROM cscp.agent_session s WHERE s.tenant_id OPERATOR(pg_catalog.=) $1 AND s.session_id OPERATOR(pg_catalog.=) $2",
+	"agent_session"},
 };
 
 static const EraseStep subject_steps[] = {
@@ -324,14 +336,14 @@ static const EraseStep subject_steps[] = {
 		"                   WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.actor_id OPERATOR(pg_catalog.=) $2)"
 		" OR (e.command_id IS NULL AND (e.context_ref OPERATOR(pg_catalog.->>) 'context_id') OPERATOR(pg_catalog.=) ANY"
 		"     (SELECT x.context_id::pg_catalog.text FROM cscp.context x"
-		"       WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.actor_id OPERATOR(pg_catalog.=) $2)))"},
-	{"answers", "DELETE FROM cscp.answer a WHERE a.tenant_id OPERATOR(pg_catalog.=) $1 AND a.answered_by OPERATOR(pg_catalog.=) $2"},
-	{"commands", "DELETE FROM cscp.command c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.actor_id OPERATOR(pg_catalog.=) $2"},
+		"       WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.actor_id OPERATOR(pg_catalog.=) $2)))", NULL},
+	{"answers", "DELETE FROM cscp.answer a WHERE a.tenant_id OPERATOR(pg_catalog.=) $1 AND a.answered_by OPERATOR(pg_catalog.=) $2", NULL},
+	{"commands", "DELETE FROM cscp.command c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.actor_id OPERATOR(pg_catalog.=) $2", NULL},
 	{"frames", "DELETE FROM cscp.frame f WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.context_id OPERATOR(pg_catalog.=) ANY"
-		" (SELECT x.context_id FROM cscp.context x WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.actor_id OPERATOR(pg_catalog.=) $2)"},
-	{"contexts", "DELETE FROM cscp.context c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.actor_id OPERATOR(pg_catalog.=) $2"},
-	{"facts", "DELETE FROM cscp.fact f WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.subject_id OPERATOR(pg_catalog.=) $2"},
-	{"identity", "DELETE FROM cscp.identity i WHERE i.tenant_id OPERATOR(pg_catalog.=) $1 AND i.subject_id OPERATOR(pg_catalog.=) $2"},
+		" (SELECT x.context_id FROM cscp.context x WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.actor_id OPERATOR(pg_catalog.=) $2)", NULL},
+	{"contexts", "DELETE FROM cscp.context c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.actor_id OPERATOR(pg_catalog.=) $2", NULL},
+	{"facts", "DELETE FROM cscp.fact f WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.subject_id OPERATOR(pg_catalog.=) $2", NULL},
+	{"identity", "DELETE FROM cscp.identity i WHERE i.tenant_id OPERATOR(pg_catalog.=) $1 AND i.subject_id OPERATOR(pg_catalog.=) $2", NULL},
 };
 
 #define MAX_ERASE_STEPS 16
@@ -385,11 +397,19 @@ forget(text *tenant, text *id, const char *kind, const char *argname,
 	args[1] = PointerGetDatum(id);
 	for (int i = 0; i < nsteps; i++)
 	{
-		cscp_spi_plan(&plans[i], steps[i].sql, 2, argtypes);
-		if (SPI_execute_plan(plans[i], args, NULL, false, 0) != SPI_OK_DELETE)
-			elog(ERROR, "could not erase %s", steps[i].name);
+		uint64		erased = 0;
+
+		if (steps[i].since_table == NULL ||
+			OidIsValid(get_relname_relid(steps[i].since_table,
+										 get_namespace_oid("cscp", false))))
+		{
+			cscp_spi_plan(&plans[i], steps[i].sql, 2, argtypes);
+			if (SPI_execute_plan(plans[i], args, NULL, false, 0) != SPI_OK_DELETE)
+				elog(ERROR, "could not erase %s", steps[i].name);
+			erased = SPI_processed;
+		}
 		appendStringInfo(&counts, "%s\"%s\": " UINT64_FORMAT, i > 0 ? ", " : "",
-						 steps[i].name, SPI_processed);
+						 steps[i].name, erased);
 	}
 	appendStringInfoChar(&counts, '}');
 

@@ -64,6 +64,7 @@ static const PolicyKey policy_keys[] = {
 	{.name = "retention_expired", .kind = POLICY_INTERVAL},
 	{.name = "retention_turns", .kind = POLICY_INTERVAL},
 	{.name = "retention_evidence", .kind = POLICY_INTERVAL},
+	{.name = "checkpoint_ttl", .kind = POLICY_INTERVAL},
 	{.name = "max_slot_bytes", .kind = POLICY_INTEGER, .min = 1, .max = 1048576},
 	{.name = "slot_max_length", .kind = POLICY_INTEGER, .min = 1, .max = 1048576},
 	{.name = "slot_refuse_card_numbers", .kind = POLICY_BOOLEAN},

@@ -2,7 +2,8 @@
  *
  * sweep.c
  *	  cscp.sweep: lapse passed windows, time out conversations, expire
- *	  contexts, then delete what is past its time.
+ *	  contexts, then delete what is past its time (expired checkpoint
+ *	  threads and store items included).
  *
  * Correctness never waits for the sweep: readers treat anything past
  * expires_at as expired.  Each action takes at most `batch` rows with FOR
@@ -59,6 +60,8 @@ typedef enum SweepCount
 	SW_EVENTS,
 	SW_ANSWERS,
 	SW_FRAMES,
+	SW_THREADS,
+	SW_STORE_ITEMS,
 	SW_NUM
 } SweepCount;
 
@@ -66,19 +69,27 @@ static const char *const count_keys[SW_NUM] = {
 	"contexts_expired", "documents_deleted", "working_set_deleted", "contexts_purged",
 	"confirmations_lapsed", "approvals_lapsed", "commands_purged", "evidence_purged",
 	"conversations_timed_out", "conversations_purged", "turns_purged", "events_purged",
-	"answers_purged", "frames_purged"
+	"answers_purged", "frames_purged", "checkpoint_threads_deleted", "store_items_deleted"
 };
 
-/* The output columns of cscp._sweep_purge and the counts they hold. */
-static const struct
+/* An output column of a deletion step and the count it holds. */
+typedef struct PurgeColumn
 {
 	const char *column;
 	SweepCount	count;
-}			purge_columns[] = {
+} PurgeColumn;
+
+/* The output columns of cscp._sweep_purge. */
+static const PurgeColumn purge_columns[] = {
 	{"n_docs", SW_DOCS}, {"n_ws", SW_WS}, {"n_purged", SW_PURGED},
 	{"n_commands", SW_COMMANDS}, {"n_evidence", SW_EVIDENCE},
 	{"n_conversations", SW_CONVERSATIONS}, {"n_turns", SW_TURNS}, {"n_events", SW_EVENTS},
 	{"n_answers", SW_ANSWERS}, {"n_frames", SW_FRAMES}
+};
+
+/* The output columns of cscp._sweep_checkpoints (checkpoint.sql). */
+static const PurgeColumn checkpoint_columns[] = {
+	{"n_threads", SW_THREADS}, {"n_store_items", SW_STORE_ITEMS}
 };
 
 /*
@@ -221,19 +232,28 @@ time_out_conversations(int32 batch, Datum now, int64 *counts)
 	}
 }
 
-/* The deletions (cscp._sweep_purge), called directly; their counts into counts. */
+/*
+ * A deletion step (cscp._sweep_purge, cscp._sweep_checkpoints), called
+ * directly; the counts of its output columns into counts.  A step missing
+ * from cscp's schema counts nothing: the library of a new version runs
+ * against the SQL of the old one between the steps of an upgrade
+ * (cscp._sweep_checkpoints came with 0.2.0).
+ */
 static void
-purge(int32 batch, Datum now, int64 *counts)
+purge(const char *fname, const PurgeColumn *columns, int ncolumns,
+	  int32 batch, Datum now, int64 *counts)
 {
 	static const Oid argtypes[2] = {INT4OID, TIMESTAMPTZOID};
-	Oid			fn = LookupFuncName(list_make2(makeString("cscp"), makeString("_sweep_purge")),
-									2, argtypes, false);
+	Oid			fn = LookupFuncName(list_make2(makeString("cscp"), makeString(pstrdup(fname))),
+									2, argtypes, true);
 	FmgrInfo	flinfo;
 	Datum		result;
 	HeapTupleHeader rec;
 
 	LOCAL_FCINFO(call, 2);
 
+	if (!OidIsValid(fn))
+		return;
 	fmgr_info(fn, &flinfo);
 	InitFunctionCallInfoData(*call, &flinfo, 2, InvalidOid, NULL, NULL);
 	call->args[0].value = Int32GetDatum(batch);
@@ -242,14 +262,14 @@ purge(int32 batch, Datum now, int64 *counts)
 	call->args[1].isnull = false;
 	result = FunctionCallInvoke(call);
 	if (call->isnull)
-		elog(ERROR, "cscp._sweep_purge returned null");
+		elog(ERROR, "cscp.%s returned null", fname);
 	rec = DatumGetHeapTupleHeader(result);
-	for (int i = 0; i < (int) lengthof(purge_columns); i++)
+	for (int i = 0; i < ncolumns; i++)
 	{
 		bool		isnull;
-		Datum		d = GetAttributeByName(rec, purge_columns[i].column, &isnull);
+		Datum		d = GetAttributeByName(rec, columns[i].column, &isnull);
 
-		counts[purge_columns[i].count] = isnull ? 0 : DatumGetInt64(d);
+		counts[columns[i].count] = isnull ? 0 : DatumGetInt64(d);
 	}
 }
 
@@ -282,7 +302,8 @@ cscp_sweep(PG_FUNCTION_ARGS)
 	counts[SW_EXPIRED] = DatumGetInt64(DirectFunctionCall1(cscp_expire_contexts,
 														   Int32GetDatum(batch)));
 	SPI_finish();
-	purge(batch, now, counts);
+	purge("_sweep_purge", purge_columns, lengthof(purge_columns), batch, now, counts);
+	purge("_sweep_checkpoints", checkpoint_columns, lengthof(checkpoint_columns), batch, now, counts);
 
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
 	for (int i = 0; i < SW_NUM; i++)

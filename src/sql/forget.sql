@@ -33,7 +33,7 @@ COMMENT ON FUNCTION cscp.forget_hash(text, text, text) IS
 CREATE FUNCTION cscp.forget_conversation(tenant_id text, conversation_id text) RETURNS jsonb
     AS 'MODULE_PATHNAME', 'cscp_forget_conversation' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION cscp.forget_conversation(text, text) IS
-  'Erase every row of a conversation and its session (contexts, frames, commands and their evidence, answers, turns, events, documents, working set, environment, inspections) and leave a tombstone; rows erased per table';
+  'Erase every row of a conversation and its session (contexts, frames, commands and their evidence, answers, turns, events, documents, working set, environment, inspections, the LangGraph thread and agent session of the same id) and leave a tombstone; rows erased per table';
 
 CREATE FUNCTION cscp.forget_subject(tenant_id text, subject_id text) RETURNS jsonb
     AS 'MODULE_PATHNAME', 'cscp_forget_subject' LANGUAGE C VOLATILE;

@@ -36,7 +36,8 @@ INSERT INTO cscp.policy (tenant_id, settings) VALUES ('*', '{
     "replay_divergence": "keep",
     "fact_budget_share": 0.7,
     "supersede_same_key": false,
-    "undeclared_commands": "mutating"
+    "undeclared_commands": "mutating",
+    "checkpoint_ttl": "30 days"
 }');
 
 -- Read through a per-backend cache that every change to cscp.policy drops (policy.c).

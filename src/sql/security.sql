@@ -41,7 +41,8 @@ BEGIN
     -- Tenant data: read and written by application roles, each row of its tenant only.
     FOREACH t IN ARRAY ARRAY['context', 'command', 'frame', 'answer', 'conversation', 'turn',
                              'document', 'inspection_log', 'identity', 'fact', 'working_set',
-                             'environment'] LOOP
+                             'environment', 'checkpoint_thread', 'checkpoint', 'checkpoint_blob',
+                             'checkpoint_write', 'store_item', 'agent_session', 'session_item'] LOOP
         EXECUTE pg_catalog.format('ALTER TABLE cscp.%I ENABLE ROW LEVEL SECURITY', t);
         EXECUTE pg_catalog.format('CREATE POLICY tenant_isolation ON cscp.%I'
                                   ' USING (tenant_id = cscp.current_tenant())'
@@ -170,6 +171,10 @@ BEGIN
     EXECUTE format('GRANT SELECT, INSERT, UPDATE ON cscp.fact, cscp.identity TO %s', r);
     EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.authority, cscp.working_set, '
                    'cscp.environment TO %s', r);
+    -- LangGraph's checkpoints and store, agent sessions (checkpoint.sql): the application's own.
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.checkpoint_thread, cscp.checkpoint, '
+                   'cscp.checkpoint_blob, cscp.checkpoint_write, cscp.store_item, cscp.agent_session, '
+                   'cscp.session_item TO %s', r);
     -- The command registry, like the policy (registry.sql); its governance log is not the app's.
     EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.command_registry TO %s', r);
     -- The public API only: no internal (_-prefixed) function, which an application could
@@ -323,6 +328,13 @@ SELECT pg_catalog.pg_extension_config_dump('cscp.tenant_binding', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.authority_binding', '');
 SELECT pg_catalog.pg_extension_config_dump('cscp.command_registry', 'WHERE tenant_id <> ''*''');
 SELECT pg_catalog.pg_extension_config_dump('cscp.governance_log', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.checkpoint_thread', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.checkpoint', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.checkpoint_blob', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.checkpoint_write', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.store_item', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.agent_session', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.session_item', '');
 -- Evidence and inspection ids are time-ordered (cscp._row_id()), not drawn from a sequence:
 -- rows written after a restore get later ids than the restored ones.
 

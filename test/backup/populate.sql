@@ -109,6 +109,13 @@ SELECT cscp.doc_put('evil', 'e-1', 'ns', '{"a": 1}', 315360000);
 SELECT cscp.ws_put('evil', 'e-1', 'k', '1', interval '10 years');
 RESET ROLE;
 RESET cscp.tenant_id;
+-- LangGraph's checkpoints (a blob, a pending write), a store item with a TTL, an agent session.
+SELECT cscp.checkpoint_put('bk', 'thread-1', '', 'cp-1', NULL, '{"v": 4, "channel_versions": {"messages": 1}}',
+                           '{"step": 0}', '{messages}', '{1}', '{json}', ARRAY['\x5b5d'::bytea]) IS NOT NULL;
+SELECT cscp.checkpoint_put_writes('bk', 'thread-1', '', 'cp-1', 'task-1', '', '{messages}', '{json}',
+                                  ARRAY['\x5b315d'::bytea], '{0}');
+SELECT cscp.store_put('bk', '{users,ana}', 'prefs', '{"tea": "green"}', interval '1 day');
+SELECT cscp.session_add_items('bk', 'agent-1', '[{"role": "user", "content": "hi"}]');
 -- An API key of the HTTPS gateway (kept in a table of its own here, so that the restored
 -- database can show that the key still opens the tenant's documents).
 CREATE TABLE public.bk_api_key AS SELECT cscp.api_key_create('bk', 'http-bot', ARRAY['documents:read']) AS key;

@@ -16,6 +16,7 @@ packages=(
 	openssl curl python3-requests         # the gateway's tests: a self-signed certificate, the specification's examples
 	wrk                                   # make bench-http
 	valgrind bzip2                        # make valgrind (and PostgreSQL's suppressions, unpacked)
+	python3-psycopg python3-pytest        # clients/python and its tests (suite clients-python)
 	${CSCP_EXTRA_PACKAGES:-}
 )
 # npm installs the tests' JSON validators (ajv, @redocly/cli) under test/node; Debian's npm

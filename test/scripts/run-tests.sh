@@ -17,6 +17,9 @@
 #   gateway-proxy   the gateway through the PL/Proxy proxy (gateway-scaleout.sh, own clusters)
 #   upgrade         release 0.1.0 from git history, filled, then ALTER EXTENSION cscp UPDATE to
 #                   this build: schema, rows, tenants, suites (upgrade.sh, own cluster and tree)
+#   clients-js      @cscp/client under vitest, LangGraph's checkpointer validation included
+#                   (clients-js.sh, own cluster; npm ci from the registry)
+#   clients-python  the Python package cscp under pytest (clients-python.sh, own cluster)
 #
 # TEST_ORDER=shuffle runs the suites, the regression tests between setup and drop, the isolation
 # specs and the pgTAP files in a random order; the seed is printed, and TEST_SEED=N repeats it.
@@ -93,11 +96,13 @@ suite_fuzz() { FUZZ_CALLS=3000 bash test/scripts/fuzz.sh; }
 suite_gateway() { bash test/scripts/gateway-test.sh; }
 suite_gateway_proxy() { bash test/scripts/gateway-scaleout.sh; }
 suite_upgrade() { bash test/scripts/upgrade.sh; }
+suite_clients_js() { bash test/scripts/clients-js.sh; }
+suite_clients_python() { bash test/scripts/clients-python.sh; }
 
 # The suites on the shared cluster, one after the other; then those with clusters of their own,
 # TEST_JOBS (2) at a time: they mostly wait (for a worker, a crash, a TTL), not compute.
 shared="pg_regress isolation pgtap openwop backup-restore readme"
-own="worker scale-out crash fuzz gateway gateway-proxy upgrade"
+own="worker scale-out crash fuzz gateway gateway-proxy upgrade clients-js clients-python"
 if [ -n "${TEST_ONLY:-}" ]; then
 	shared=$(for s in $shared; do [[ " $TEST_ONLY " == *" $s "* ]] && echo "$s"; done)
 	own=$(for s in $own; do [[ " $TEST_ONLY " == *" $s "* ]] && echo "$s"; done)

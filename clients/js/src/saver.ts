@@ -1,0 +1,232 @@
+// CscpSaver: LangGraph's checkpointer on cscp (cscp.checkpoint_* in src/sql/checkpoint.sql).
+// The rules (tenant, TTL, deletes, only changed channels kept) are the database's; this class
+// only serialises with LangGraph's serde and maps rows to tuples.
+import pg from "pg";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import {
+  BaseCheckpointSaver,
+  TASKS,
+  WRITES_IDX_MAP,
+  getCheckpointId,
+  maxChannelVersion,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointListOptions,
+  type CheckpointMetadata,
+  type CheckpointPendingWrite,
+  type CheckpointTuple,
+  type PendingWrite,
+  type SerializerProtocol,
+} from "@langchain/langgraph-checkpoint";
+import { CscpError, inTransaction, tenantQuery, type Query } from "./call.js";
+
+export interface CscpSaverOptions {
+  /** The tenant every thread of this saver belongs to. */
+  tenant: string;
+  /** LangGraph's serializer (default: its JsonPlusSerializer). */
+  serde?: SerializerProtocol;
+}
+
+interface TupleRow extends Record<string, unknown> {
+  thread: string;
+  ns: string;
+  id: string;
+  parent_id: string | null;
+  checkpoint: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  blob_channels: string[];
+  blob_types: string[];
+  blobs: (Buffer | null)[];
+  write_task_ids: string[];
+  write_channels: string[];
+  write_types: string[];
+  write_blobs: (Buffer | null)[];
+}
+
+const TUPLE_COLUMNS = "thread, ns, id, parent_id, checkpoint, metadata, blob_channels, blob_types, blobs, " +
+  "write_task_ids, write_channels, write_types, write_blobs";
+
+const decoder = new TextDecoder();
+
+/** A checkpointer whose threads live in cscp, bound to one tenant. */
+export class CscpSaver extends BaseCheckpointSaver {
+  readonly pool: pg.Pool;
+  readonly tenant: string;
+  private readonly ownsPool: boolean;
+
+  constructor(pool: pg.Pool, options: CscpSaverOptions, ownsPool = false) {
+    super(options.serde);
+    if (!options || typeof options.tenant !== "string" || options.tenant === "") {
+      throw new TypeError("CscpSaver needs a tenant: new CscpSaver(pool, { tenant: \"acme\" })");
+    }
+    this.pool = pool;
+    this.tenant = options.tenant;
+    this.ownsPool = ownsPool;
+  }
+
+  /** A saver on a pool of its own, which end() closes. */
+  static fromConnString(connectionString: string, options: CscpSaverOptions): CscpSaver {
+    return new CscpSaver(new pg.Pool({ connectionString }), options, true);
+  }
+
+  /** Check that cscp, with its checkpoint functions, is installed in the database. */
+  async setup(): Promise<void> {
+    const rows = await this.run((q) => q<{ version: string | null; ok: boolean }>(
+      "SELECT (SELECT e.extversion FROM pg_catalog.pg_extension e WHERE e.extname = 'cscp') AS version," +
+      " pg_catalog.to_regprocedure('cscp.checkpoint_put(text,text,text,text,text,jsonb,jsonb,text[],text[],text[],bytea[])') IS NOT NULL AS ok"));
+    if (!rows[0]?.version) {
+      throw new CscpError("extension \"cscp\" is not installed", "42704", undefined,
+        "Run CREATE EXTENSION cscp in this database (as a superuser), then grant the application role with cscp.grant_app.");
+    }
+    if (!rows[0].ok) {
+      throw new CscpError(`extension "cscp" ${rows[0].version} has no checkpoint functions`, "42883", undefined,
+        "Run ALTER EXTENSION cscp UPDATE to reach version 0.2.0 or later.");
+    }
+  }
+
+  /** Close the pool when this saver made it. */
+  async end(): Promise<void> {
+    if (this.ownsPool) await this.pool.end();
+  }
+
+  private run<T>(fn: (q: Query) => Promise<T>): Promise<T> {
+    return inTransaction(this.pool, this.tenant, fn);
+  }
+
+  private async dumpJson(value: unknown): Promise<string> {
+    const [type, bytes] = await this.serde.dumpsTyped(value);
+    if (type !== "json") throw new TypeError(`cannot store a ${type} value as JSON`);
+    return decoder.decode(bytes);
+  }
+
+  private async loadJson(value: unknown): Promise<any> {
+    return this.serde.loadsTyped("json", JSON.stringify(value));
+  }
+
+  private async toTuple(row: TupleRow): Promise<CheckpointTuple> {
+    const channelValues: Record<string, unknown> = {};
+    for (let i = 0; i < row.blob_channels.length; i++) {
+      channelValues[row.blob_channels[i]] = await this.serde.loadsTyped(row.blob_types[i], row.blobs[i] ?? new Uint8Array());
+    }
+    const stored = await this.loadJson(row.checkpoint);
+    const checkpoint = { ...stored, channel_values: channelValues } as Checkpoint;
+    if (checkpoint.v < 4 && row.parent_id !== null) await this.migratePendingSends(checkpoint, row);
+    const pendingWrites: CheckpointPendingWrite[] = [];
+    for (let i = 0; i < row.write_task_ids.length; i++) {
+      pendingWrites.push([row.write_task_ids[i], row.write_channels[i],
+        await this.serde.loadsTyped(row.write_types[i], row.write_blobs[i] ?? new Uint8Array())]);
+    }
+    const tuple: CheckpointTuple = {
+      config: { configurable: { thread_id: row.thread, checkpoint_ns: row.ns, checkpoint_id: row.id } },
+      checkpoint,
+      metadata: (await this.loadJson(row.metadata)) as CheckpointMetadata,
+      pendingWrites,
+    };
+    if (row.parent_id !== null) {
+      tuple.parentConfig = { configurable: { thread_id: row.thread, checkpoint_ns: row.ns, checkpoint_id: row.parent_id } };
+    }
+    return tuple;
+  }
+
+  /**
+   * A checkpoint of format < 4 kept its pending sends as writes to TASKS on its parent: they
+   * become the value of the TASKS channel, as LangGraph's own savers read them.
+   */
+  private async migratePendingSends(checkpoint: Checkpoint, row: TupleRow): Promise<void> {
+    const parents = await tenantQuery<TupleRow>(this.pool, this.tenant,
+      `SELECT ${TUPLE_COLUMNS} FROM cscp.checkpoint_get_tuple(s.t, $2, $3, $4)`, [row.thread, row.ns, row.parent_id]);
+    const sends: unknown[] = [];
+    const parent = parents[0];
+    if (parent) {
+      for (let i = 0; i < parent.write_channels.length; i++) {
+        if (parent.write_channels[i] === TASKS) {
+          sends.push(await this.serde.loadsTyped(parent.write_types[i], parent.write_blobs[i] ?? new Uint8Array()));
+        }
+      }
+    }
+    (checkpoint.channel_values as Record<string, unknown>)[TASKS] = sends;
+    const versions = Object.values(checkpoint.channel_versions ?? {});
+    checkpoint.channel_versions = { ...checkpoint.channel_versions,
+      [TASKS]: versions.length > 0 ? maxChannelVersion(...versions) : this.getNextVersion(undefined) };
+  }
+
+  async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    const threadId = config.configurable?.thread_id;
+    if (threadId === undefined) return undefined;
+    const ns = config.configurable?.checkpoint_ns ?? "";
+    const id = getCheckpointId(config) || null;
+    const rows = await tenantQuery<TupleRow>(this.pool, this.tenant,
+      `SELECT ${TUPLE_COLUMNS} FROM cscp.checkpoint_get_tuple(s.t, $2, $3, $4)`, [String(threadId), ns, id]);
+    return rows.length ? this.toTuple(rows[0]) : undefined;
+  }
+
+  async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
+    const { limit, before, filter } = options ?? {};
+    const threadId = config.configurable?.thread_id;
+    const ns = config.configurable?.checkpoint_ns;
+    const id = config.configurable?.checkpoint_id;
+    const rows = await tenantQuery<TupleRow>(this.pool, this.tenant,
+      `SELECT ${TUPLE_COLUMNS} FROM cscp.checkpoint_list(s.t, $2, $3, $4, $5, $6::jsonb, $7)`,
+      [threadId ?? null, ns ?? null, id ?? null, before?.configurable?.checkpoint_id ?? null,
+        filter && Object.keys(filter).length ? JSON.stringify(filter) : null, limit ?? null]);
+    for (const row of rows) yield await this.toTuple(row);
+  }
+
+  async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
+    const threadId = config.configurable?.thread_id;
+    if (threadId === undefined) {
+      throw new TypeError("Failed to put checkpoint: the config's \"configurable\" has no \"thread_id\".");
+    }
+    const ns: string = config.configurable?.checkpoint_ns ?? "";
+    const parent: string | null = config.configurable?.checkpoint_id ?? null;
+    const { channel_values: values, ...rest } = checkpoint;
+    const channels: string[] = [];
+    const versions: string[] = [];
+    const types: string[] = [];
+    const blobs: (Buffer | null)[] = [];
+    for (const [channel, version] of Object.entries(newVersions)) {
+      channels.push(channel);
+      versions.push(String(version));
+      if (values && Object.prototype.hasOwnProperty.call(values, channel)) {
+        const [type, bytes] = await this.serde.dumpsTyped((values as Record<string, unknown>)[channel]);
+        types.push(type);
+        blobs.push(Buffer.from(bytes));
+      } else {
+        types.push("empty");
+        blobs.push(null);
+      }
+    }
+    const [cp, md] = await Promise.all([this.dumpJson(rest), this.dumpJson(metadata)]);
+    await tenantQuery(this.pool, this.tenant,
+      "SELECT cscp.checkpoint_put(s.t, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8::text[], $9::text[], $10::text[], $11::bytea[])",
+      [String(threadId), ns, checkpoint.id, parent, cp, md, channels, versions, types, blobs]);
+    return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
+  }
+
+  async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void> {
+    const threadId = config.configurable?.thread_id;
+    const id = config.configurable?.checkpoint_id;
+    if (threadId === undefined) throw new TypeError("Failed to put writes: the config's \"configurable\" has no \"thread_id\".");
+    if (id === undefined) throw new TypeError("Failed to put writes: the config's \"configurable\" has no \"checkpoint_id\".");
+    const channels: string[] = [];
+    const types: string[] = [];
+    const blobs: Buffer[] = [];
+    const idxs: number[] = [];
+    for (let i = 0; i < writes.length; i++) {
+      const [channel, value] = writes[i];
+      const [type, bytes] = await this.serde.dumpsTyped(value);
+      channels.push(channel);
+      types.push(type);
+      blobs.push(Buffer.from(bytes));
+      idxs.push(WRITES_IDX_MAP[channel] ?? i);
+    }
+    await tenantQuery(this.pool, this.tenant,
+      "SELECT cscp.checkpoint_put_writes(s.t, $2, $3, $4, $5, $6, $7::text[], $8::text[], $9::bytea[], $10::int[])",
+      [String(threadId), config.configurable?.checkpoint_ns ?? "", id, taskId, taskPath ?? "",
+        channels, types, blobs, idxs]);
+  }
+
+  async deleteThread(threadId: string): Promise<void> {
+    await tenantQuery(this.pool, this.tenant, "SELECT cscp.checkpoint_delete_thread(s.t, $2)", [String(threadId)]);
+  }
+}

@@ -1,0 +1,895 @@
+-- 60-clients: LangGraph's checkpoints and store, agent sessions (src/sql/checkpoint.sql), the
+-- policy key checkpoint_ttl, their row-level security, grants and dump settings; forget_conversation
+-- and the sweep reach them (C).  The tables and functions, as checkpoint.sql creates them:
+-- Threads: one row per (tenant, thread id), the parent of everything a thread holds.
+CREATE TABLE cscp.checkpoint_thread (
+    tenant_id   text        NOT NULL CHECK (tenant_id <> '' AND tenant_id <> '*'),
+    thread_id   text        NOT NULL CHECK (thread_id <> ''),
+    created_at  timestamptz NOT NULL DEFAULT cscp.now(),
+    updated_at  timestamptz NOT NULL DEFAULT cscp.now(),
+    expires_at  timestamptz NOT NULL,
+    PRIMARY KEY (tenant_id, thread_id)
+);
+COMMENT ON TABLE cscp.checkpoint_thread IS
+  'LangGraph threads per tenant: gone for every read once expires_at (the tenant''s checkpoint_ttl after the last write) has passed';
+CREATE INDEX checkpoint_thread_expiry_idx ON cscp.checkpoint_thread (expires_at);
+
+-- Checkpoints, without their channel values (see cscp.checkpoint_blob).
+CREATE TABLE cscp.checkpoint (
+    tenant_id             text        NOT NULL,
+    thread_id             text        NOT NULL,
+    checkpoint_ns         text        COLLATE "C" NOT NULL,
+    checkpoint_id         text        COLLATE "C" NOT NULL CHECK (checkpoint_id <> ''),
+    parent_checkpoint_id  text        COLLATE "C",
+    checkpoint            jsonb       NOT NULL CHECK (pg_catalog.jsonb_typeof(checkpoint) = 'object'
+                                                      AND NOT checkpoint ? 'channel_values'),
+    metadata              jsonb       NOT NULL DEFAULT '{}' CHECK (pg_catalog.jsonb_typeof(metadata) = 'object'),
+    created_at            timestamptz NOT NULL DEFAULT cscp.now(),
+    PRIMARY KEY (tenant_id, thread_id, checkpoint_ns, checkpoint_id),
+    FOREIGN KEY (tenant_id, thread_id) REFERENCES cscp.checkpoint_thread ON DELETE CASCADE
+);
+COMMENT ON TABLE cscp.checkpoint IS
+  'LangGraph checkpoints per (tenant, thread, namespace, id), their channel values in cscp.checkpoint_blob';
+
+-- A channel's value at one version, shared by every checkpoint of the thread that names it.
+CREATE TABLE cscp.checkpoint_blob (
+    tenant_id      text  NOT NULL,
+    thread_id      text  NOT NULL,
+    checkpoint_ns  text  COLLATE "C" NOT NULL,
+    channel        text  NOT NULL,
+    version        text  NOT NULL,
+    type           text  NOT NULL,
+    blob           bytea,
+    PRIMARY KEY (tenant_id, thread_id, checkpoint_ns, channel, version),
+    FOREIGN KEY (tenant_id, thread_id) REFERENCES cscp.checkpoint_thread ON DELETE CASCADE
+);
+COMMENT ON TABLE cscp.checkpoint_blob IS
+  'Channel values of LangGraph checkpoints per (tenant, thread, namespace, channel, version), as the client serialised them (type ''empty'': no value)';
+
+-- Writes of the tasks of a checkpoint's next step, not yet folded into a checkpoint.
+CREATE TABLE cscp.checkpoint_write (
+    tenant_id      text     NOT NULL,
+    thread_id      text     NOT NULL,
+    checkpoint_ns  text     COLLATE "C" NOT NULL,
+    checkpoint_id  text     COLLATE "C" NOT NULL,
+    task_id        text     COLLATE "C" NOT NULL,
+    idx            integer  NOT NULL,
+    channel        text     NOT NULL,
+    type           text     NOT NULL,
+    blob           bytea,
+    task_path      text     COLLATE "C" NOT NULL DEFAULT '',
+    PRIMARY KEY (tenant_id, thread_id, checkpoint_ns, checkpoint_id, task_id, idx),
+    FOREIGN KEY (tenant_id, thread_id) REFERENCES cscp.checkpoint_thread ON DELETE CASCADE
+);
+COMMENT ON TABLE cscp.checkpoint_write IS
+  'Pending writes of LangGraph checkpoints per (tenant, thread, namespace, checkpoint, task, index), read in (task_path, task_id, idx) order';
+
+-- Erasing a conversation erases the thread of the same id; no forgotten id starts one again.
+CREATE TRIGGER forgotten_guard BEFORE INSERT OR UPDATE OF tenant_id, thread_id ON cscp.checkpoint_thread
+    FOR EACH ROW EXECUTE FUNCTION cscp.forgotten_guard('conversation', 'thread_id');
+
+-- Raise 22023 with the argument's name unless value is a usable id ('' allowed when empty_ok).
+CREATE FUNCTION cscp.checkpoint_check_ns(checkpoint_ns text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF checkpoint_ns IS NULL OR octet_length(checkpoint_ns) > 256 THEN
+        RAISE EXCEPTION 'checkpoint_ns must be a string of at most 256 bytes'
+            USING ERRCODE = '22023', HINT = 'Pass '''' for the root namespace.';
+    END IF;
+    RETURN checkpoint_ns;
+END
+$$;
+COMMENT ON FUNCTION cscp.checkpoint_check_ns(text) IS
+  'checkpoint_ns when it is a usable checkpoint namespace (a string of at most 256 bytes, '''' the root); 22023 otherwise';
+
+-- Start a thread or extend its life; an expired one is deleted first, so it starts empty.
+CREATE FUNCTION cscp.checkpoint_touch(tenant_id text, thread_id text) RETURNS timestamptz
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz := cscp.now();
+    v_ttl interval;
+    v_expires timestamptz;
+BEGIN
+    PERFORM cscp.check_tenant(checkpoint_touch.tenant_id);
+    PERFORM cscp.check_id('thread_id', checkpoint_touch.thread_id);
+    v_ttl := cscp.check_lifetime(cscp.policy_effective(checkpoint_touch.tenant_id), NULL,
+                                 'checkpoint_ttl', 'checkpoint_ttl');
+    -- A live thread extended within the last 1% of its TTL is left as it is: no row version, no
+    -- WAL, no index entry per write of a busy thread.
+    SELECT t.expires_at INTO v_expires FROM cscp.checkpoint_thread t
+     WHERE t.tenant_id = checkpoint_touch.tenant_id AND t.thread_id = checkpoint_touch.thread_id;
+    IF v_expires > v_now AND v_expires >= v_now + v_ttl - v_ttl / 100 THEN
+        RETURN v_expires;
+    END IF;
+    DELETE FROM cscp.checkpoint_thread t
+     WHERE t.tenant_id = checkpoint_touch.tenant_id AND t.thread_id = checkpoint_touch.thread_id
+       AND t.expires_at <= v_now;
+    INSERT INTO cscp.checkpoint_thread AS t (tenant_id, thread_id, created_at, updated_at, expires_at)
+    VALUES (checkpoint_touch.tenant_id, checkpoint_touch.thread_id, v_now, v_now, v_now + v_ttl)
+    ON CONFLICT (tenant_id, thread_id) DO UPDATE
+        SET updated_at = v_now, expires_at = excluded.expires_at
+    RETURNING t.expires_at INTO v_expires;
+    RETURN v_expires;
+END
+$$;
+COMMENT ON FUNCTION cscp.checkpoint_touch(text, text) IS
+  'Start a thread, or extend it to the tenant''s checkpoint_ttl from now unless it was within the last 1% of it (an expired one starts empty); returns its expires_at';
+
+CREATE FUNCTION cscp.checkpoint_put(tenant_id text, thread_id text, checkpoint_ns text,
+                                    checkpoint_id text, parent_checkpoint_id text,
+                                    checkpoint jsonb, metadata jsonb,
+                                    channels text[] DEFAULT '{}', versions text[] DEFAULT '{}',
+                                    types text[] DEFAULT '{}', blobs bytea[] DEFAULT '{}')
+RETURNS timestamptz
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_expires timestamptz;
+BEGIN
+    PERFORM cscp.check_tenant(checkpoint_put.tenant_id);
+    PERFORM cscp.check_id('thread_id', checkpoint_put.thread_id);
+    PERFORM cscp.checkpoint_check_ns(checkpoint_put.checkpoint_ns);
+    PERFORM cscp.check_id('checkpoint_id', checkpoint_put.checkpoint_id);
+    IF checkpoint_put.parent_checkpoint_id IS NOT NULL THEN
+        PERFORM cscp.check_id('parent_checkpoint_id', checkpoint_put.parent_checkpoint_id);
+    END IF;
+    IF checkpoint_put.checkpoint IS NULL OR jsonb_typeof(checkpoint_put.checkpoint) <> 'object' THEN
+        RAISE EXCEPTION 'checkpoint must be a JSON object'
+            USING ERRCODE = '22023', HINT = 'Pass the checkpoint without its channel values, which go in blobs.';
+    END IF;
+    IF checkpoint_put.metadata IS NOT NULL AND jsonb_typeof(checkpoint_put.metadata) <> 'object' THEN
+        RAISE EXCEPTION 'metadata must be a JSON object'
+            USING ERRCODE = '22023';
+    END IF;
+    IF channels IS NULL OR versions IS NULL OR types IS NULL OR blobs IS NULL
+       OR cardinality(channels) <> cardinality(versions) OR cardinality(channels) <> cardinality(types)
+       OR cardinality(channels) <> cardinality(blobs)
+       OR array_position(channels, NULL) IS NOT NULL OR array_position(versions, NULL) IS NOT NULL
+       OR array_position(types, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'channels, versions, types and blobs must be arrays of the same length'
+            USING ERRCODE = '22023',
+                  DETAIL = 'Element i of each describes the value of one changed channel; only blobs may hold nulls.',
+                  HINT = 'Pass empty arrays when no channel changed.';
+    END IF;
+
+    v_expires := cscp.checkpoint_touch(checkpoint_put.tenant_id, checkpoint_put.thread_id);
+    -- Only the channels that changed: a version already stored keeps its value.
+    INSERT INTO cscp.checkpoint_blob AS b (tenant_id, thread_id, checkpoint_ns, channel, version, type, blob)
+    SELECT checkpoint_put.tenant_id, checkpoint_put.thread_id, checkpoint_put.checkpoint_ns, u.c, u.v, u.t, u.b
+      FROM unnest(channels, versions, types, blobs) AS u (c, v, t, b)
+    ON CONFLICT (tenant_id, thread_id, checkpoint_ns, channel, version) DO NOTHING;
+    INSERT INTO cscp.checkpoint AS c (tenant_id, thread_id, checkpoint_ns, checkpoint_id,
+                                      parent_checkpoint_id, checkpoint, metadata)
+    VALUES (checkpoint_put.tenant_id, checkpoint_put.thread_id, checkpoint_put.checkpoint_ns,
+            checkpoint_put.checkpoint_id, checkpoint_put.parent_checkpoint_id,
+            checkpoint_put.checkpoint - 'channel_values', coalesce(checkpoint_put.metadata, '{}'))
+    ON CONFLICT (tenant_id, thread_id, checkpoint_ns, checkpoint_id) DO UPDATE
+        SET parent_checkpoint_id = excluded.parent_checkpoint_id,
+            checkpoint = excluded.checkpoint, metadata = excluded.metadata;
+    RETURN v_expires;
+END
+$$;
+COMMENT ON FUNCTION cscp.checkpoint_put(text, text, text, text, text, jsonb, jsonb, text[], text[], text[], bytea[]) IS
+  'Store a LangGraph checkpoint (without channel_values) and the values of the channels that changed (channels[i] at versions[i], serialised as types[i], blobs[i]); returns the thread''s new expires_at';
+
+CREATE FUNCTION cscp.checkpoint_put_writes(tenant_id text, thread_id text, checkpoint_ns text,
+                                           checkpoint_id text, task_id text, task_path text,
+                                           channels text[], types text[], blobs bytea[], idxs int[])
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    n integer;
+    n_special integer;
+BEGIN
+    PERFORM cscp.check_tenant(checkpoint_put_writes.tenant_id);
+    PERFORM cscp.check_id('thread_id', checkpoint_put_writes.thread_id);
+    PERFORM cscp.checkpoint_check_ns(checkpoint_put_writes.checkpoint_ns);
+    PERFORM cscp.check_id('checkpoint_id', checkpoint_put_writes.checkpoint_id);
+    PERFORM cscp.check_id('task_id', checkpoint_put_writes.task_id);
+    IF channels IS NULL OR types IS NULL OR blobs IS NULL OR idxs IS NULL
+       OR cardinality(channels) <> cardinality(types) OR cardinality(channels) <> cardinality(blobs)
+       OR cardinality(channels) <> cardinality(idxs)
+       OR array_position(channels, NULL) IS NOT NULL OR array_position(types, NULL) IS NOT NULL
+       OR array_position(idxs, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'channels, types, blobs and idxs must be arrays of the same length'
+            USING ERRCODE = '22023',
+                  DETAIL = 'Element i of each describes one write; only blobs may hold nulls.';
+    END IF;
+
+    PERFORM cscp.checkpoint_touch(checkpoint_put_writes.tenant_id, checkpoint_put_writes.thread_id);
+    -- A regular write (idx >= 0) is written once; a special one (an error, an interrupt:
+    -- negative idx) replaces the one before it.
+    INSERT INTO cscp.checkpoint_write AS w (tenant_id, thread_id, checkpoint_ns, checkpoint_id,
+                                            task_id, idx, channel, type, blob, task_path)
+    SELECT checkpoint_put_writes.tenant_id, checkpoint_put_writes.thread_id,
+           checkpoint_put_writes.checkpoint_ns, checkpoint_put_writes.checkpoint_id,
+           checkpoint_put_writes.task_id, u.i, u.c, u.t, u.b, coalesce(checkpoint_put_writes.task_path, '')
+      FROM unnest(channels, types, blobs, idxs) AS u (c, t, b, i)
+     WHERE u.i >= 0
+    ON CONFLICT (tenant_id, thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    INSERT INTO cscp.checkpoint_write AS w (tenant_id, thread_id, checkpoint_ns, checkpoint_id,
+                                            task_id, idx, channel, type, blob, task_path)
+    SELECT checkpoint_put_writes.tenant_id, checkpoint_put_writes.thread_id,
+           checkpoint_put_writes.checkpoint_ns, checkpoint_put_writes.checkpoint_id,
+           checkpoint_put_writes.task_id, u.i, u.c, u.t, u.b, coalesce(checkpoint_put_writes.task_path, '')
+      FROM unnest(channels, types, blobs, idxs) AS u (c, t, b, i)
+     WHERE u.i < 0
+    ON CONFLICT (tenant_id, thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE
+        SET channel = excluded.channel, type = excluded.type, blob = excluded.blob,
+            task_path = excluded.task_path;
+    GET DIAGNOSTICS n_special = ROW_COUNT;
+    RETURN n + n_special;
+END
+$$;
+COMMENT ON FUNCTION cscp.checkpoint_put_writes(text, text, text, text, text, text, text[], text[], bytea[], int[]) IS
+  'Store the pending writes of a task against a checkpoint (regular ones once, special ones with a negative idx replaced); returns the number written';
+
+CREATE FUNCTION cscp.checkpoint_list(tenant_id text, thread_id text DEFAULT NULL,
+                                     checkpoint_ns text DEFAULT NULL, checkpoint_id text DEFAULT NULL,
+                                     before text DEFAULT NULL, filter jsonb DEFAULT NULL,
+                                     row_limit integer DEFAULT NULL)
+RETURNS TABLE (thread text, ns text, id text, parent_id text, checkpoint jsonb, metadata jsonb,
+               blob_channels text[], blob_types text[], blobs bytea[],
+               write_task_ids text[], write_channels text[], write_types text[], write_blobs bytea[])
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM cscp.check_tenant(checkpoint_list.tenant_id);
+    IF checkpoint_list.thread_id IS NOT NULL THEN
+        PERFORM cscp.check_id('thread_id', checkpoint_list.thread_id);
+    END IF;
+    IF checkpoint_list.checkpoint_ns IS NOT NULL THEN
+        PERFORM cscp.checkpoint_check_ns(checkpoint_list.checkpoint_ns);
+    END IF;
+    IF checkpoint_list.filter IS NOT NULL AND jsonb_typeof(checkpoint_list.filter) <> 'object' THEN
+        RAISE EXCEPTION 'filter must be a JSON object'
+            USING ERRCODE = '22023', HINT = 'Pass the metadata keys and values a checkpoint must have.';
+    END IF;
+    IF checkpoint_list.row_limit < 0 THEN
+        RAISE EXCEPTION 'row_limit must not be negative'
+            USING ERRCODE = '22023', HINT = 'Pass NULL for no limit.';
+    END IF;
+    -- The query names only the filters given (fixed fragments; every value a parameter), so that
+    -- each call is planned for them: a thread's newest checkpoint is one backward step of the
+    -- primary key, whatever the length of the thread.  The blobs and writes are read for the
+    -- checkpoints returned only.
+    RETURN QUERY EXECUTE
+       'SELECT c.thread_id, c.checkpoint_ns::text, c.checkpoint_id::text, c.parent_checkpoint_id::text,'
+    || '       c.checkpoint, c.metadata, b.channels, b.types, b.blobs, w.task_ids, w.channels, w.types, w.blobs'
+    || '  FROM (SELECT x.* FROM cscp.checkpoint x'
+    || '          JOIN cscp.checkpoint_thread t ON t.tenant_id = x.tenant_id AND t.thread_id = x.thread_id'
+    || '         WHERE x.tenant_id = $1 AND t.expires_at > cscp.now()'
+    || CASE WHEN checkpoint_list.thread_id IS NULL THEN '' ELSE ' AND x.thread_id = $2' END
+    || CASE WHEN checkpoint_list.checkpoint_ns IS NULL THEN '' ELSE ' AND x.checkpoint_ns = $3' END
+    || CASE WHEN checkpoint_list.checkpoint_id IS NULL THEN '' ELSE ' AND x.checkpoint_id = $4' END
+    || CASE WHEN checkpoint_list.before IS NULL THEN '' ELSE ' AND x.checkpoint_id < $5' END
+    || CASE WHEN checkpoint_list.filter IS NULL THEN '' ELSE ' AND x.metadata OPERATOR(pg_catalog.@>) $6' END
+    || '         ORDER BY x.checkpoint_id DESC, x.thread_id, x.checkpoint_ns'
+    || CASE WHEN checkpoint_list.row_limit IS NULL THEN '' ELSE ' LIMIT $7' END
+    || '       ) c'
+    || ' CROSS JOIN LATERAL ('
+    || '       SELECT coalesce(pg_catalog.array_agg(y.channel ORDER BY y.channel), ''{}'') AS channels,'
+    || '              coalesce(pg_catalog.array_agg(y.type ORDER BY y.channel), ''{}'') AS types,'
+    || '              coalesce(pg_catalog.array_agg(y.blob ORDER BY y.channel), ''{}'') AS blobs'
+    || '         FROM pg_catalog.jsonb_each_text(c.checkpoint -> ''channel_versions'') v (channel, version)'
+    || '         JOIN cscp.checkpoint_blob y'
+    || '           ON y.tenant_id = c.tenant_id AND y.thread_id = c.thread_id'
+    || '          AND y.checkpoint_ns = c.checkpoint_ns AND y.channel = v.channel AND y.version = v.version'
+    || '        WHERE y.type <> ''empty'') b'
+    || ' CROSS JOIN LATERAL ('
+    || '       SELECT coalesce(pg_catalog.array_agg(z.task_id::text ORDER BY z.task_path, z.task_id, z.idx), ''{}'') AS task_ids,'
+    || '              coalesce(pg_catalog.array_agg(z.channel ORDER BY z.task_path, z.task_id, z.idx), ''{}'') AS channels,'
+    || '              coalesce(pg_catalog.array_agg(z.type ORDER BY z.task_path, z.task_id, z.idx), ''{}'') AS types,'
+    || '              coalesce(pg_catalog.array_agg(z.blob ORDER BY z.task_path, z.task_id, z.idx), ''{}'') AS blobs'
+    || '         FROM cscp.checkpoint_write z'
+    || '        WHERE z.tenant_id = c.tenant_id AND z.thread_id = c.thread_id'
+    || '          AND z.checkpoint_ns = c.checkpoint_ns AND z.checkpoint_id = c.checkpoint_id) w'
+    || ' ORDER BY c.checkpoint_id DESC, c.thread_id, c.checkpoint_ns'
+    USING checkpoint_list.tenant_id, checkpoint_list.thread_id, checkpoint_list.checkpoint_ns,
+          checkpoint_list.checkpoint_id, checkpoint_list.before, checkpoint_list.filter,
+          checkpoint_list.row_limit;
+END
+$$;
+COMMENT ON FUNCTION cscp.checkpoint_list(text, text, text, text, text, jsonb, integer) IS
+  'Checkpoints of live threads, newest id first, with the blobs of their channel_versions and their pending writes in (task_path, task_id, idx) order; NULL arguments do not filter';
+
+CREATE FUNCTION cscp.checkpoint_get_tuple(tenant_id text, thread_id text, checkpoint_ns text DEFAULT '',
+                                          checkpoint_id text DEFAULT NULL)
+RETURNS TABLE (thread text, ns text, id text, parent_id text, checkpoint jsonb, metadata jsonb,
+               blob_channels text[], blob_types text[], blobs bytea[],
+               write_task_ids text[], write_channels text[], write_types text[], write_blobs bytea[])
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM cscp.check_id('thread_id', checkpoint_get_tuple.thread_id);
+    RETURN QUERY
+    SELECT * FROM cscp.checkpoint_list(checkpoint_get_tuple.tenant_id, checkpoint_get_tuple.thread_id,
+                                       cscp.checkpoint_check_ns(checkpoint_get_tuple.checkpoint_ns),
+                                       checkpoint_get_tuple.checkpoint_id, NULL, NULL, 1);
+END
+$$;
+COMMENT ON FUNCTION cscp.checkpoint_get_tuple(text, text, text, text) IS
+  'One checkpoint of a live thread as cscp.checkpoint_list returns it: the one named, or the newest of the namespace';
+
+CREATE FUNCTION cscp.checkpoint_delete_thread(tenant_id text, thread_id text) RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_live boolean;
+BEGIN
+    PERFORM cscp.check_tenant(checkpoint_delete_thread.tenant_id);
+    PERFORM cscp.check_id('thread_id', checkpoint_delete_thread.thread_id);
+    DELETE FROM cscp.checkpoint_thread t
+     WHERE t.tenant_id = checkpoint_delete_thread.tenant_id AND t.thread_id = checkpoint_delete_thread.thread_id
+    RETURNING t.expires_at > cscp.now() INTO v_live;
+    RETURN coalesce(v_live, false);
+END
+$$;
+COMMENT ON FUNCTION cscp.checkpoint_delete_thread(text, text) IS
+  'Delete a thread with every checkpoint, blob and pending write of it; true when a live thread was deleted';
+
+-- LangGraph's store: items of a tenant under a namespace (a path of labels) and a key.
+CREATE TABLE cscp.store_item (
+    tenant_id   text        NOT NULL CHECK (tenant_id <> '' AND tenant_id <> '*'),
+    namespace   text[]      NOT NULL CHECK (cardinality(namespace) > 0
+                                            AND pg_catalog.array_position(namespace, NULL) IS NULL
+                                            AND '' <> ALL (namespace)),
+    key         text        NOT NULL CHECK (key <> ''),
+    value       jsonb       NOT NULL CHECK (pg_catalog.jsonb_typeof(value) = 'object'),
+    created_at  timestamptz NOT NULL DEFAULT cscp.now(),
+    updated_at  timestamptz NOT NULL DEFAULT cscp.now(),
+    ttl         interval,
+    expires_at  timestamptz,
+    PRIMARY KEY (tenant_id, namespace, key),
+    CHECK ((ttl IS NULL) = (expires_at IS NULL))
+);
+COMMENT ON TABLE cscp.store_item IS
+  'LangGraph store items per (tenant, namespace, key); with a ttl, gone once expires_at has passed (reads may push it back by ttl)';
+CREATE INDEX store_item_expiry_idx ON cscp.store_item (expires_at) WHERE expires_at IS NOT NULL;
+
+-- Whether a value passes a store filter: per top-level key, equal to the filter's value, or
+-- meeting every operator of it ($eq, $ne, $gt, $gte, $lt, $lte, $in, $nin).
+CREATE FUNCTION cscp.store_filter_match(value jsonb, filter jsonb) RETURNS boolean
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    f record;
+    o record;
+    v jsonb;
+    ok boolean;
+BEGIN
+    IF filter IS NULL THEN
+        RETURN true;
+    END IF;
+    IF jsonb_typeof(filter) <> 'object' THEN
+        RAISE EXCEPTION 'filter must be a JSON object'
+            USING ERRCODE = '22023', HINT = 'Pass {"field": value} or {"field": {"$gt": value}}.';
+    END IF;
+    FOR f IN SELECT e.key, e.value FROM jsonb_each(filter) e LOOP
+        v := value -> f.key;
+        IF jsonb_typeof(f.value) = 'object' AND f.value <> '{}'
+           AND NOT EXISTS (SELECT FROM jsonb_object_keys(f.value) k WHERE k NOT LIKE '$%') THEN
+            FOR o IN SELECT e.key, e.value FROM jsonb_each(f.value) e LOOP
+                CASE o.key
+                WHEN '$eq' THEN
+                    IF v IS DISTINCT FROM o.value THEN RETURN false; END IF;
+                WHEN '$ne' THEN
+                    IF v IS NOT DISTINCT FROM o.value THEN RETURN false; END IF;
+                WHEN '$gt', '$gte', '$lt', '$lte' THEN
+                    IF v IS NULL OR jsonb_typeof(v) <> jsonb_typeof(o.value)
+                       OR jsonb_typeof(v) NOT IN ('number', 'string') THEN
+                        RETURN false;
+                    END IF;
+                    ok := CASE o.key WHEN '$gt' THEN v > o.value WHEN '$gte' THEN v >= o.value
+                                     WHEN '$lt' THEN v < o.value ELSE v <= o.value END;
+                    IF NOT ok THEN
+                        RETURN false;
+                    END IF;
+                WHEN '$in', '$nin' THEN
+                    IF jsonb_typeof(o.value) <> 'array' THEN
+                        RAISE EXCEPTION 'operator % takes an array', o.key
+                            USING ERRCODE = '22023';
+                    END IF;
+                    IF (v IS NOT NULL AND EXISTS (SELECT FROM jsonb_array_elements(o.value) a WHERE a = v))
+                       <> (o.key = '$in') THEN
+                        RETURN false;
+                    END IF;
+                ELSE
+                    RAISE EXCEPTION 'unknown filter operator "%"', o.key
+                        USING ERRCODE = '22023',
+                              HINT = 'Use $eq, $ne, $gt, $gte, $lt, $lte, $in or $nin.';
+                END CASE;
+            END LOOP;
+        ELSIF v IS DISTINCT FROM f.value THEN
+            RETURN false;
+        END IF;
+    END LOOP;
+    RETURN true;
+END
+$$;
+COMMENT ON FUNCTION cscp.store_filter_match(jsonb, jsonb) IS
+  'Whether a store value passes a filter: per top-level field, equal to the value given or meeting each of its operators ($eq, $ne, $gt, $gte, $lt, $lte, $in, $nin)';
+
+-- Whether a namespace starts (or, with from_end, ends) with path, '*' matching any label.
+CREATE FUNCTION cscp.store_namespace_match(namespace text[], path text[], from_end boolean DEFAULT false)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT path IS NULL
+        OR (cardinality(path) <= cardinality(namespace)
+            AND NOT EXISTS (SELECT FROM unnest(path) WITH ORDINALITY p (label, i)
+                             WHERE p.label <> '*'
+                               AND p.label IS DISTINCT FROM namespace[CASE WHEN from_end
+                                   THEN cardinality(namespace) - cardinality(path) + p.i
+                                   ELSE p.i END]))
+$$;
+COMMENT ON FUNCTION cscp.store_namespace_match(text[], text[], boolean) IS
+  'Whether a namespace starts with path (ends with it when from_end), ''*'' in path matching any label';
+
+-- Raise 22023 unless namespace is a usable store namespace.
+CREATE FUNCTION cscp.store_check_namespace(namespace text[], allow_empty boolean DEFAULT false) RETURNS text[]
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF namespace IS NULL OR (cardinality(namespace) = 0 AND NOT allow_empty)
+       OR array_position(namespace, NULL) IS NOT NULL OR '' = ANY (namespace)
+       OR EXISTS (SELECT FROM unnest(namespace) l WHERE octet_length(l) > 256 OR strpos(l, '.') > 0) THEN
+        RAISE EXCEPTION 'namespace must be a non-empty array of labels'
+            USING ERRCODE = '22023',
+                  DETAIL = 'Each label is a non-empty string of at most 256 bytes without a period.',
+                  HINT = 'Pass a path such as {users,u-1,memories}.';
+    END IF;
+    RETURN namespace;
+END
+$$;
+COMMENT ON FUNCTION cscp.store_check_namespace(text[], boolean) IS
+  'namespace when it is a usable store namespace (labels non-empty, at most 256 bytes, without a period); 22023 otherwise';
+
+CREATE FUNCTION cscp.store_put(tenant_id text, namespace text[], key text, value jsonb,
+                               ttl interval DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz := cscp.now();
+    v_ttl interval;
+BEGIN
+    PERFORM cscp.check_tenant(store_put.tenant_id);
+    PERFORM cscp.store_check_namespace(store_put.namespace);
+    PERFORM cscp.check_id('key', store_put.key);
+    IF store_put.value IS NULL OR jsonb_typeof(store_put.value) <> 'object' THEN
+        RAISE EXCEPTION 'value must be a JSON object'
+            USING ERRCODE = '22023', HINT = 'Delete an item with cscp.store_delete.';
+    END IF;
+    IF store_put.ttl IS NOT NULL THEN
+        v_ttl := cscp.check_lifetime(cscp.policy_effective(store_put.tenant_id), store_put.ttl,
+                                     'checkpoint_ttl', 'ttl');
+    END IF;
+    INSERT INTO cscp.store_item AS s (tenant_id, namespace, key, value, created_at, updated_at, ttl, expires_at)
+    VALUES (store_put.tenant_id, store_put.namespace, store_put.key, store_put.value, v_now, v_now,
+            v_ttl, v_now + v_ttl)
+    ON CONFLICT (tenant_id, namespace, key) DO UPDATE
+        SET value = excluded.value, updated_at = v_now, ttl = excluded.ttl,
+            expires_at = excluded.expires_at,
+            -- an expired item is replaced, not updated
+            created_at = CASE WHEN s.expires_at <= v_now THEN v_now ELSE s.created_at END;
+END
+$$;
+COMMENT ON FUNCTION cscp.store_put(text, text[], text, jsonb, interval) IS
+  'Store (or replace) an item; with ttl (positive, within max_ttl) it expires that long after its last write or refreshing read';
+
+CREATE FUNCTION cscp.store_get(tenant_id text, namespace text[], key text, refresh_ttl boolean DEFAULT true)
+RETURNS TABLE (item_namespace text[], item_key text, item_value jsonb, created_at timestamptz,
+               updated_at timestamptz, expires_at timestamptz)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz := cscp.now();
+BEGIN
+    PERFORM cscp.check_tenant(store_get.tenant_id);
+    PERFORM cscp.store_check_namespace(store_get.namespace);
+    PERFORM cscp.check_id('key', store_get.key);
+    IF coalesce(store_get.refresh_ttl, true) THEN
+        UPDATE cscp.store_item s SET expires_at = v_now + s.ttl
+         WHERE s.tenant_id = store_get.tenant_id AND s.namespace = store_get.namespace
+           AND s.key = store_get.key AND s.ttl IS NOT NULL AND s.expires_at > v_now;
+    END IF;
+    RETURN QUERY
+    SELECT s.namespace, s.key, s.value, s.created_at, s.updated_at, s.expires_at
+      FROM cscp.store_item s
+     WHERE s.tenant_id = store_get.tenant_id AND s.namespace = store_get.namespace
+       AND s.key = store_get.key AND (s.expires_at IS NULL OR s.expires_at > v_now);
+END
+$$;
+COMMENT ON FUNCTION cscp.store_get(text, text[], text, boolean) IS
+  'A live store item (none when absent or expired); with refresh_ttl (the default) its TTL starts again';
+
+CREATE FUNCTION cscp.store_search(tenant_id text, namespace_prefix text[] DEFAULT '{}',
+                                  filter jsonb DEFAULT NULL, query text DEFAULT NULL,
+                                  row_limit integer DEFAULT 10, row_offset integer DEFAULT 0,
+                                  refresh_ttl boolean DEFAULT true)
+RETURNS TABLE (item_namespace text[], item_key text, item_value jsonb, created_at timestamptz,
+               updated_at timestamptz, expires_at timestamptz, score double precision)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz := cscp.now();
+    v_query tsquery;
+BEGIN
+    PERFORM cscp.check_tenant(store_search.tenant_id);
+    PERFORM cscp.store_check_namespace(coalesce(store_search.namespace_prefix, '{}'), true);
+    PERFORM cscp.store_filter_match('{}', store_search.filter);
+    IF store_search.row_limit IS NULL OR store_search.row_limit < 0
+       OR store_search.row_offset IS NULL OR store_search.row_offset < 0 THEN
+        RAISE EXCEPTION 'row_limit and row_offset must not be negative'
+            USING ERRCODE = '22023';
+    END IF;
+    IF store_search.query IS NOT NULL AND store_search.query <> '' THEN
+        v_query := websearch_to_tsquery('simple', store_search.query);
+    END IF;
+    RETURN QUERY
+    WITH hit AS (
+        SELECT s.tenant_id, s.namespace, s.key,
+               CASE WHEN v_query IS NULL THEN NULL
+                    ELSE ts_rank(jsonb_to_tsvector('simple', s.value, '["string", "numeric"]'), v_query)::double precision
+               END AS score
+          FROM cscp.store_item s
+         WHERE s.tenant_id = store_search.tenant_id
+           AND (s.expires_at IS NULL OR s.expires_at > v_now)
+           AND s.namespace[1:cardinality(coalesce(store_search.namespace_prefix, '{}'))]
+               = coalesce(store_search.namespace_prefix, '{}')
+           AND (v_query IS NULL OR jsonb_to_tsvector('simple', s.value, '["string", "numeric"]') @@ v_query)
+           AND cscp.store_filter_match(s.value, store_search.filter)
+         ORDER BY 4 DESC NULLS LAST, s.updated_at DESC, s.namespace, s.key
+         LIMIT store_search.row_limit OFFSET store_search.row_offset),
+    refreshed AS (
+        UPDATE cscp.store_item s SET expires_at = v_now + s.ttl
+          FROM hit h
+         WHERE coalesce(store_search.refresh_ttl, true) AND s.ttl IS NOT NULL
+           AND s.tenant_id = h.tenant_id AND s.namespace = h.namespace AND s.key = h.key
+        RETURNING s.namespace, s.key, s.expires_at)
+    SELECT s.namespace, s.key, s.value, s.created_at, s.updated_at,
+           coalesce(r.expires_at, s.expires_at), h.score
+      FROM hit h
+      JOIN cscp.store_item s ON s.tenant_id = h.tenant_id AND s.namespace = h.namespace AND s.key = h.key
+      LEFT JOIN refreshed r ON r.namespace = h.namespace AND r.key = h.key
+     ORDER BY h.score DESC NULLS LAST, s.updated_at DESC, s.namespace, s.key;
+END
+$$;
+COMMENT ON FUNCTION cscp.store_search(text, text[], jsonb, text, integer, integer, boolean) IS
+  'Live store items under a namespace prefix that pass filter (cscp.store_filter_match) and, with query, match it as a web search (ranked by ts_rank, best first); newest first otherwise';
+
+CREATE FUNCTION cscp.store_delete(tenant_id text, namespace text[], key text) RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_live boolean;
+BEGIN
+    PERFORM cscp.check_tenant(store_delete.tenant_id);
+    PERFORM cscp.store_check_namespace(store_delete.namespace);
+    PERFORM cscp.check_id('key', store_delete.key);
+    DELETE FROM cscp.store_item s
+     WHERE s.tenant_id = store_delete.tenant_id AND s.namespace = store_delete.namespace
+       AND s.key = store_delete.key
+    RETURNING s.expires_at IS NULL OR s.expires_at > cscp.now() INTO v_live;
+    RETURN coalesce(v_live, false);
+END
+$$;
+COMMENT ON FUNCTION cscp.store_delete(text, text[], text) IS
+  'Delete a store item; true when a live one was deleted';
+
+CREATE FUNCTION cscp.store_list_namespaces(tenant_id text, prefix text[] DEFAULT NULL,
+                                           suffix text[] DEFAULT NULL, max_depth integer DEFAULT NULL,
+                                           row_limit integer DEFAULT 100, row_offset integer DEFAULT 0)
+RETURNS SETOF text[]
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM cscp.check_tenant(store_list_namespaces.tenant_id);
+    IF store_list_namespaces.max_depth < 1 THEN
+        RAISE EXCEPTION 'max_depth must be at least 1'
+            USING ERRCODE = '22023', HINT = 'Pass NULL for namespaces of any depth.';
+    END IF;
+    IF store_list_namespaces.row_limit IS NULL OR store_list_namespaces.row_limit < 0
+       OR store_list_namespaces.row_offset IS NULL OR store_list_namespaces.row_offset < 0 THEN
+        RAISE EXCEPTION 'row_limit and row_offset must not be negative'
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY
+    SELECT DISTINCT s.namespace[1:coalesce(store_list_namespaces.max_depth, cardinality(s.namespace))]
+      FROM cscp.store_item s
+     WHERE s.tenant_id = store_list_namespaces.tenant_id
+       AND (s.expires_at IS NULL OR s.expires_at > cscp.now())
+       AND cscp.store_namespace_match(s.namespace, store_list_namespaces.prefix)
+       AND cscp.store_namespace_match(s.namespace, store_list_namespaces.suffix, true)
+     ORDER BY 1
+     LIMIT store_list_namespaces.row_limit OFFSET store_list_namespaces.row_offset;
+END
+$$;
+COMMENT ON FUNCTION cscp.store_list_namespaces(text, text[], text[], integer, integer, integer) IS
+  'The namespaces of live store items matching prefix and suffix (''*'' any label), cut at max_depth, once each, in order';
+
+-- OpenAI Agents sessions: a head row numbering the items, and the items in that order.
+CREATE TABLE cscp.agent_session (
+    tenant_id   text        NOT NULL CHECK (tenant_id <> '' AND tenant_id <> '*'),
+    session_id  text        NOT NULL CHECK (session_id <> ''),
+    next_seq    bigint      NOT NULL DEFAULT 1 CHECK (next_seq > 0),
+    created_at  timestamptz NOT NULL DEFAULT cscp.now(),
+    updated_at  timestamptz NOT NULL DEFAULT cscp.now(),
+    PRIMARY KEY (tenant_id, session_id)
+);
+COMMENT ON TABLE cscp.agent_session IS
+  'Agent sessions (OpenAI Agents SDK) per tenant: the number the next item gets';
+
+CREATE TABLE cscp.session_item (
+    tenant_id   text        NOT NULL,
+    session_id  text        NOT NULL,
+    seq         bigint      NOT NULL,
+    item        jsonb       NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT cscp.now(),
+    PRIMARY KEY (tenant_id, session_id, seq),
+    FOREIGN KEY (tenant_id, session_id) REFERENCES cscp.agent_session ON DELETE CASCADE
+);
+COMMENT ON TABLE cscp.session_item IS
+  'Items of agent sessions in the order they were added';
+
+CREATE TRIGGER forgotten_guard BEFORE INSERT OR UPDATE OF tenant_id, session_id ON cscp.agent_session
+    FOR EACH ROW EXECUTE FUNCTION cscp.forgotten_guard('conversation', 'session_id');
+
+CREATE FUNCTION cscp.session_add_items(tenant_id text, session_id text, items jsonb) RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz := cscp.now();
+    n integer;
+    v_first bigint;
+BEGIN
+    PERFORM cscp.check_tenant(session_add_items.tenant_id);
+    PERFORM cscp.check_id('session_id', session_add_items.session_id);
+    IF items IS NULL OR jsonb_typeof(items) <> 'array' THEN
+        RAISE EXCEPTION 'items must be a JSON array'
+            USING ERRCODE = '22023', HINT = 'Pass the items to add, oldest first.';
+    END IF;
+    n := jsonb_array_length(items);
+    IF n = 0 THEN
+        RETURN 0;
+    END IF;
+    -- The head row's lock orders concurrent writers, the first ones of a session included.
+    INSERT INTO cscp.agent_session AS s (tenant_id, session_id, next_seq, created_at, updated_at)
+    VALUES (session_add_items.tenant_id, session_add_items.session_id, 1 + n, v_now, v_now)
+    ON CONFLICT (tenant_id, session_id) DO UPDATE
+        SET next_seq = s.next_seq + n, updated_at = v_now
+    RETURNING s.next_seq - n INTO v_first;
+    INSERT INTO cscp.session_item (tenant_id, session_id, seq, item, created_at)
+    SELECT session_add_items.tenant_id, session_add_items.session_id, v_first + e.ord - 1, e.value, v_now
+      FROM jsonb_array_elements(items) WITH ORDINALITY AS e (value, ord);
+    RETURN n;
+END
+$$;
+COMMENT ON FUNCTION cscp.session_add_items(text, text, jsonb) IS
+  'Append items (a JSON array) to a session, creating it; atomic under concurrent writers; returns the number added';
+
+CREATE FUNCTION cscp.session_get_items(tenant_id text, session_id text, row_limit integer DEFAULT NULL)
+RETURNS SETOF jsonb
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM cscp.check_tenant(session_get_items.tenant_id);
+    PERFORM cscp.check_id('session_id', session_get_items.session_id);
+    IF session_get_items.row_limit < 0 THEN
+        RAISE EXCEPTION 'row_limit must not be negative'
+            USING ERRCODE = '22023', HINT = 'Pass NULL for every item.';
+    END IF;
+    RETURN QUERY
+    SELECT l.item FROM (
+        SELECT i.item, i.seq FROM cscp.session_item i
+         WHERE i.tenant_id = session_get_items.tenant_id AND i.session_id = session_get_items.session_id
+         ORDER BY i.seq DESC
+         LIMIT session_get_items.row_limit) l
+     ORDER BY l.seq;
+END
+$$;
+COMMENT ON FUNCTION cscp.session_get_items(text, text, integer) IS
+  'A session''s items, oldest first; with row_limit, the latest row_limit of them';
+
+CREATE FUNCTION cscp.session_pop_item(tenant_id text, session_id text) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_item jsonb;
+BEGIN
+    PERFORM cscp.check_tenant(session_pop_item.tenant_id);
+    PERFORM cscp.check_id('session_id', session_pop_item.session_id);
+    -- The head row's lock: two pops take two items, never the same one.
+    PERFORM FROM cscp.agent_session s
+      WHERE s.tenant_id = session_pop_item.tenant_id AND s.session_id = session_pop_item.session_id
+        FOR UPDATE;
+    DELETE FROM cscp.session_item i
+     WHERE i.tenant_id = session_pop_item.tenant_id AND i.session_id = session_pop_item.session_id
+       AND i.seq = (SELECT max(x.seq) FROM cscp.session_item x
+                     WHERE x.tenant_id = session_pop_item.tenant_id
+                       AND x.session_id = session_pop_item.session_id)
+    RETURNING i.item INTO v_item;
+    RETURN v_item;
+END
+$$;
+COMMENT ON FUNCTION cscp.session_pop_item(text, text) IS
+  'Remove and return a session''s latest item; NULL when it has none';
+
+CREATE FUNCTION cscp.session_clear(tenant_id text, session_id text) RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    n bigint;
+BEGIN
+    PERFORM cscp.check_tenant(session_clear.tenant_id);
+    PERFORM cscp.check_id('session_id', session_clear.session_id);
+    DELETE FROM cscp.agent_session s
+     WHERE s.tenant_id = session_clear.tenant_id AND s.session_id = session_clear.session_id;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n > 0;
+END
+$$;
+COMMENT ON FUNCTION cscp.session_clear(text, text) IS
+  'Delete a session and all its items; true when there was one';
+
+-- The sweep's part (called by cscp.sweep, src/sweep.c): expired threads (with everything they
+-- hold, by cascade) and expired store items, up to batch of each, rows others hold skipped.
+CREATE FUNCTION cscp._sweep_checkpoints(batch int, v_now timestamptz,
+                                        OUT n_threads bigint, OUT n_store_items bigint)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    DELETE FROM cscp.checkpoint_thread d
+     WHERE d.ctid = ANY (ARRAY(
+               SELECT x.ctid FROM cscp.checkpoint_thread x
+                WHERE x.expires_at <= v_now
+                ORDER BY x.expires_at
+                LIMIT batch
+                  FOR UPDATE SKIP LOCKED))
+       AND d.expires_at <= v_now;
+    GET DIAGNOSTICS n_threads = ROW_COUNT;
+    DELETE FROM cscp.store_item d
+     WHERE d.ctid = ANY (ARRAY(
+               SELECT x.ctid FROM cscp.store_item x
+                WHERE x.expires_at <= v_now
+                ORDER BY x.expires_at
+                LIMIT batch
+                  FOR UPDATE SKIP LOCKED))
+       AND d.expires_at <= v_now;
+    GET DIAGNOSTICS n_store_items = ROW_COUNT;
+END
+$$;
+COMMENT ON FUNCTION cscp._sweep_checkpoints(int, timestamptz) IS
+  'Internal: the sweep''s deletion of up to batch expired checkpoint threads (with their checkpoints, blobs and writes) and expired store items';
+
+-- The default of the new policy key (policy.sql); tenants' own policies keep theirs.
+UPDATE cscp.policy SET settings = settings || '{"checkpoint_ttl": "30 days"}'
+ WHERE tenant_id = '*' AND NOT settings ? 'checkpoint_ttl';
+
+-- Row-level security as security.sql gives every table of tenant data.
+DO $$
+DECLARE
+    t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['checkpoint_thread', 'checkpoint', 'checkpoint_blob', 'checkpoint_write',
+                             'store_item', 'agent_session', 'session_item'] LOOP
+        EXECUTE pg_catalog.format('ALTER TABLE cscp.%I ENABLE ROW LEVEL SECURITY', t);
+        EXECUTE pg_catalog.format('CREATE POLICY tenant_isolation ON cscp.%I'
+                                  ' USING (tenant_id = cscp.current_tenant())'
+                                  ' WITH CHECK (tenant_id = cscp.current_tenant())', t);
+    END LOOP;
+END
+$$;
+
+SELECT pg_catalog.pg_extension_config_dump('cscp.checkpoint_thread', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.checkpoint', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.checkpoint_blob', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.checkpoint_write', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.store_item', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.agent_session', '');
+SELECT pg_catalog.pg_extension_config_dump('cscp.session_item', '');
+
+COMMENT ON FUNCTION cscp.forget_conversation(text, text) IS
+  'Erase every row of a conversation and its session (contexts, frames, commands and their evidence, answers, turns, events, documents, working set, environment, inspections, the LangGraph thread and agent session of the same id) and leave a tombstone; rows erased per table';
+
+-- What an application role is granted, the new tables included (security.sql); 90-grants.sql
+-- then gives it to the roles granted by 0.1.0.
+CREATE OR REPLACE FUNCTION cscp._grant_app_privileges(r regrole) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    EXECUTE format('GRANT USAGE ON SCHEMA cscp TO %s', r);
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.context, cscp.document, cscp.policy TO %s', r);
+    -- Which context is live, and when each retired, is written by the context triggers as their owner.
+    EXECUTE format('GRANT SELECT ON cscp.context_live, cscp.context_retired TO %s', r);
+    -- Commands change only by transitions (no DELETE); frames are written once; answers are
+    -- read-only: cscp.confirm and cscp.approve write them as their owner (a yes confirms a
+    -- command only with its answer recorded, so no role below the owner may forge one); a
+    -- role granted by an earlier version loses INSERT on them.  Evidence is read-only: the
+    -- trigger and cscp._evidence_refusal write it as its owner.
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE ON cscp.command TO %s', r);
+    EXECUTE format('GRANT SELECT ON cscp.command_window, cscp.command_retired TO %s', r);
+    EXECUTE format('GRANT SELECT, INSERT ON cscp.frame TO %s', r);
+    EXECUTE format('GRANT SELECT ON cscp.answer TO %s', r);
+    EXECUTE format('REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON cscp.answer FROM %s', r);
+    EXECUTE format('GRANT SELECT ON cscp.evidence TO %s', r);
+    -- Conversations change only through their turns (the triggers see to it; UPDATE is needed
+    -- for the row lock every append takes); turns are written once; events are read-only.
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE ON cscp.conversation TO %s', r);
+    EXECUTE format('GRANT SELECT, INSERT ON cscp.turn TO %s', r);
+    EXECUTE format('GRANT SELECT ON cscp.event TO %s', r);
+    -- Facts are replaced, not deleted, by the application; identities are replaced, not deleted.
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE ON cscp.fact, cscp.identity TO %s', r);
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.authority, cscp.working_set, '
+                   'cscp.environment TO %s', r);
+    -- LangGraph's checkpoints and store, agent sessions (checkpoint.sql): the application's own.
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.checkpoint_thread, cscp.checkpoint, '
+                   'cscp.checkpoint_blob, cscp.checkpoint_write, cscp.store_item, cscp.agent_session, '
+                   'cscp.session_item TO %s', r);
+    -- The command registry, like the policy (registry.sql); its governance log is not the app's.
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.command_registry TO %s', r);
+    -- The public API only: no internal (_-prefixed) function, which an application could
+    -- otherwise call with arguments cscp never passes, and no trigger function.  A role
+    -- granted by an earlier version loses the internal ones.
+    EXECUTE (SELECT format('GRANT EXECUTE ON FUNCTION %s TO %s', string_agg(p.oid::regprocedure::text, ', '), r)
+               FROM pg_catalog.pg_proc p
+              WHERE p.pronamespace = 'cscp'::regnamespace AND p.proname !~ '^(_|http_)'
+                AND p.prorettype <> 'pg_catalog.trigger'::regtype);
+    -- Nor the gateway's endpoints (cscp.grant_gateway's): a key passed to them would act for its
+    -- tenant whatever tenants the role is bound to.
+    EXECUTE (SELECT format('REVOKE EXECUTE ON FUNCTION %s FROM %s', string_agg(p.oid::regprocedure::text, ', '), r)
+               FROM pg_catalog.pg_proc p
+              WHERE p.pronamespace = 'cscp'::regnamespace AND p.proname ~ '^(_|http_)');
+    -- Administration and operator inspection are not the application's.
+    EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.grant_app(name, text[]), cscp.grant_operator(name, text[]), '
+                   'cscp.revoke_app(name), cscp.revoke_operator(name), cscp.grant_gateway(name), '
+                   'cscp.api_key_create(text, text, text[], timestamptz), cscp.api_key_revoke(text, text), '
+                   'cscp.show_active_context(text, text), cscp.inspect_active_context(text, text), '
+                   'cscp.inspect_command_lifecycle(text, text), cscp.check_invariants(text) FROM %s', r);
+    -- Nor a shard's place in a scale-out deployment (shard.sql).
+    EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.shard_set(int, int[]), cscp.shard_misplaced() FROM %s', r);
+END
+$$;
+
+-- Nothing of cscp's is PUBLIC's (security.sql), the new objects included.
+REVOKE ALL ON ALL TABLES IN SCHEMA cscp FROM PUBLIC;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA cscp FROM PUBLIC;
