@@ -128,7 +128,7 @@ def flood(gw, key, stop, results):
                 if r.headers.get("Retry-After") != "1" or r.json()["error"]["code"] != "too_many_requests" \
                         or r.json()["error"]["sqlstate"] != "53400":
                     bad.append((dict(r.headers), r.text))
-                time.sleep(0.1)   # some sixty refusals a second from the six
+                time.sleep(0.25)   # slow requests, not a request rate, are the flood here
             elif r.status_code != 504:
                 bad.append((r.status_code, r.text))
     results.put((statuses, bad))
