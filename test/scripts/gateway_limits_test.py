@@ -3,11 +3,11 @@
 Starts gateways of its own on free loopback ports, with small limits so that each check is quick:
 a tenant flooding with more slow requests than --tenant-max gets 429 with Retry-After while another
 tenant is served (p99 under 50 ms over the p99 of /healthz measured alongside, which needs no
-database, so that a loaded machine does not decide); --statement-timeout and --lock-timeout answer quickly and free
-the connection; --header-timeout cuts a slowloris client while others connect; --per-ip-max refuses
-the excess of one address only; requests framed two ways (Content-Length with Transfer-Encoding,
-two different Content-Lengths) get 400 and the connection closes.  The settings are given as flags
-to one gateway and as CSCP_GATEWAY_* variables to another.
+database, so that a loaded machine does not decide); --statement-timeout and --lock-timeout answer
+quickly and free the connection; --header-timeout cuts a slowloris client while others connect;
+--per-ip-max refuses the excess of one address only; requests framed two ways (Content-Length with
+Transfer-Encoding, two different Content-Lengths) get 400 and the connection closes.  The settings
+are given as flags to one gateway and as CSCP_GATEWAY_* variables to another.
 
 Environment: GW_CA, GW_CERT, GW_KEYFILE (the TLS pair), GW_DATABASE (the gateway role's conninfo),
 GW_BIN, GW_LOGDIR, and the API keys GW_KEY_A, GW_KEY_A2 (tenant flood-a), GW_KEY_B (tenant calm-b).
@@ -198,7 +198,7 @@ def fairness_and_statement_timeout(gw):
 
     def sample():
         # How many of the gateway's calls wait for flood-a's lock: at most --tenant-max.  One
-        # psql for every sample, not one process each.
+        # psql process answers every sample.
         p = subprocess.Popen(["psql", "-X", "-q", "-At", "-d", "postgres"], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True, bufsize=1)
         while not sampled.is_set():
