@@ -102,7 +102,7 @@ ISOLATION = context_open_race sweep_vs_slot_set submit_same_key confirm_race swe
 ISOLATION += fact_chain_walk fact_same_key_race authorize_release transition_race doc_put_race
 ISOLATION += tenant_binding_cache turn_validation_lock forget_isolation fact_authority_race
 ISOLATION += yes_vs_new_question yes_vs_context_expiry one_question_race conversation_close_race
-ISOLATION += step_vs_context_close gateway_last_use
+ISOLATION += step_vs_context_close gateway_last_use binding_fail_closed
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=$(EXTENSION)
 
 PG_CPPFLAGS = -I$(srcdir)/src
