@@ -21,9 +21,9 @@
  * tenant; a trusted multi-tenant service is made one explicitly, by a
  * binding without tenants.  While no binding exists every role is
  * unrestricted, as before bindings existed (row-level security on
- * cscp.tenant_id still applies to it).  Superusers, BYPASSRLS roles (which
- * row-level security does not bind) and the owner of cscp's tables (and
- * its members) are always unrestricted.
+ * cscp.tenant_id still applies to it), and so is a BYPASSRLS role without
+ * a binding (row-level security does not bind it).  Superusers and the
+ * owner of cscp's tables (and its members) are always unrestricted.
  *
  * Both the bindings and the answer per role are cached per backend: the
  * bindings until a relcache invalidation of cscp.tenant_binding (its
@@ -314,8 +314,7 @@ role_tenancy(Oid userid, Oid owner)
 	rt->unbound = false;
 	rt->rls_exempt = super || has_bypassrls_privilege(userid) ||
 		(OidIsValid(owner) && has_privs_of_role(userid, owner));
-	if (super || has_bypassrls_privilege(userid) ||
-		(OidIsValid(binding_owner) && has_privs_of_role(userid, binding_owner)))
+	if (super || (OidIsValid(binding_owner) && has_privs_of_role(userid, binding_owner)))
 	{
 		for (int k = 0; k < CSCP_ROLE_KINDS; k++)
 		{
@@ -328,7 +327,8 @@ role_tenancy(Oid userid, Oid owner)
 		return rt;
 	}
 	applies = palloc(sizeof(bool) * (nbindings > 0 ? nbindings : 1));
-	rt->unbound = nbindings > 0;
+	/* a BYPASSRLS role, which row-level security does not bind, is not held to none */
+	rt->unbound = nbindings > 0 && !has_bypassrls_privilege(userid);
 	for (int i = 0; i < nbindings; i++)
 	{
 		applies[i] = has_privs_of_role(userid, bindings[i].role);

@@ -4,7 +4,7 @@
 -- inherited from a group role binds; grant_app without tenants makes a trusted multi-tenant
 -- service; while no binding exists, every role is unrestricted as before.
 BEGIN;
-SELECT plan(17);
+SELECT plan(18);
 
 SET cscp.clock = '2026-08-01 10:00:00+00';
 SELECT cscp.context_open('fc_b', 'conv', 'user', '{"active_intent": "payroll"}') IS NOT NULL AS b_context;
@@ -62,6 +62,15 @@ SELECT is((SELECT count(*) FROM cscp.context), 1::bigint, 'grant_app without ten
 SELECT is(cscp.bound_tenants('app'), NULL, '... unrestricted');
 SET cscp.tenant_id = 'fc_a';
 SELECT is((SELECT count(*) FROM cscp.context), 1::bigint, '... either tenant');
+RESET ROLE;
+
+-- A BYPASSRLS role without a binding, which row-level security does not bind, is not held to none.
+CREATE ROLE tap_fc_bypass BYPASSRLS;
+GRANT USAGE ON SCHEMA cscp TO tap_fc_bypass;
+GRANT EXECUTE ON FUNCTION cscp.current_tenant() TO tap_fc_bypass;
+SET ROLE tap_fc_bypass;
+SET cscp.tenant_id = 'fc_b';
+SELECT is(cscp.current_tenant(), 'fc_b', 'a BYPASSRLS role without a binding names a tenant');
 RESET ROLE;
 
 -- Superusers stay unrestricted.

@@ -220,3 +220,10 @@ BEGIN
     RETURN v_row;
 END
 $$;
+
+-- As the install script leaves them (security.sql): PL/pgSQL functions resolve names in
+-- pg_catalog only, and nothing of cscp's is PUBLIC's.
+ALTER FUNCTION cscp.command_status(uuid) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION cscp.fact_write(text, text, text, text, jsonb, jsonb, text, text, text, text[], boolean, text, text)
+    SET search_path = pg_catalog, pg_temp;
+REVOKE ALL ON FUNCTION cscp.policy_lifetimes() FROM PUBLIC;
