@@ -33,7 +33,6 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
-#include "utils/numeric.h"
 #include "utils/timestamp.h"
 
 static const char *const minimum_slots[] = {
@@ -112,10 +111,12 @@ slot_rule(const char *name, SlotPolicy *sp)
  * "slot_refuse_card_numbers" a run of 13 to 19 digits that passes the Luhn
  * check is refused there too, its digits possibly separated by single
  * spaces or dashes ("4111 1111 1111 1111", "4111-1111-1111-1111").  A run
- * counts only where it stands apart: not glued to a letter or digit on
- * either side, directly or by a dash (a hex digest's decimal stretch, the
- * groups of a UUID, "order-4111..." are identifiers, not cards).  Numbers are
- * checked by their text as strings are.  One pass over the bytes counts
+ * counts only as a word of its own, as a card number is written in text:
+ * after the start, a space or an opening mark, and before the end, a
+ * space, a closing or punctuation mark ("card: 4111 1111 1111 1111." is
+ * refused; "order:4111111111111111", "order-4111...", a hex digest's
+ * decimal stretch or a UUID's groups are identifiers).  JSON numbers are
+ * not checked (epoch milliseconds, 64-bit ids).  One pass over the bytes counts
  * the characters and follows the runs; the value itself is never echoed.
  */
 typedef struct MinimalData
@@ -183,6 +184,13 @@ is_alnum_byte(unsigned char c)
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
+/* Whether c is an ASCII white-space byte. */
+static inline bool
+is_space_byte(unsigned char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
 /*
  * Raise 22023 unless the string s (len bytes) is within md's length and
  * holds no card number: one pass over the bytes.
@@ -191,8 +199,7 @@ static void
 check_minimal_string(const MinimalData *md, const char *s, int len)
 {
 	int64		chars = 0;
-	unsigned char prev = '\0',
-				prev2 = '\0';	/* the two bytes before this one */
+	unsigned char prev = '\0';	/* the byte before this one */
 	bool		in_run = false;
 	bool		run_ok = false; /* nothing glues the run's start to a word */
 	unsigned char sep = '\0';	/* the separator that ends the run so far, if any */
@@ -214,9 +221,9 @@ check_minimal_string(const MinimalData *md, const char *s, int len)
 
 				if (!in_run)
 				{
-					/* not glued to a letter or digit, nor by a dash ("id-4111...") */
+					/* a word of its own: after the start, a space or an opening mark */
 					in_run = true;
-					run_ok = !is_alnum_byte(prev) && !(prev == '-' && is_alnum_byte(prev2));
+					run_ok = prev == '\0' || is_space_byte(prev) || strchr("([{<\"'", prev) != NULL;
 					n = even_sum = odd_sum = 0;
 				}
 				sep = '\0';
@@ -229,10 +236,12 @@ check_minimal_string(const MinimalData *md, const char *s, int len)
 			else if (in_run)
 			{
 				/*
-				 * The run ended at its last digit: what follows must not glue
-				 * it to a word either (a hex digest, a UUID's next group).
+				 * The run ended at its last digit: it must end its word too
+				 * (the end, a space, a closing or punctuation mark; a dash
+				 * then a letter or digit goes on with an identifier).
 				 */
-				bool		end_ok = sep == '\0' ? !is_alnum_byte(c) :
+				bool		end_ok = sep == '\0' ?
+					(c == '\0' || is_space_byte(c) || strchr(")]}>\"'.,;:!?", c) != NULL) :
 					!(sep == '-' && is_alnum_byte(c));
 
 				if (run_ok && end_ok && luhn_card(n, even_sum, odd_sum))
@@ -240,14 +249,18 @@ check_minimal_string(const MinimalData *md, const char *s, int len)
 				in_run = false;
 			}
 		}
-		prev2 = prev;
 		prev = c;
 	}
 	if (chars > md->max_length)
 		minimal_data_error(md, false, chars);
 }
 
-/* Raise 22023 unless every string and number in v keeps md's minimal-data policy. */
+/*
+ * Raise 22023 unless every string in v (object keys included) keeps md's
+ * minimal-data policy.  Numbers are not strings of digits a person typed:
+ * epoch milliseconds and 64-bit ids are 13 to 19 digits, a tenth of them
+ * passing Luhn.
+ */
 static void
 check_minimal_value(const MinimalData *md, JsonbValue *v)
 {
@@ -257,13 +270,6 @@ check_minimal_value(const MinimalData *md, JsonbValue *v)
 
 	if (v->type == jbvString)
 		check_minimal_string(md, v->val.string.val, v->val.string.len);
-	else if (v->type == jbvNumeric)
-	{
-		char	   *t = DatumGetCString(DirectFunctionCall1(numeric_out,
-															NumericGetDatum(v->val.numeric)));
-
-		check_minimal_string(md, t, strlen(t));
-	}
 	if (v->type != jbvBinary)
 		return;
 	it = JsonbIteratorInit(v->val.binary.data);
