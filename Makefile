@@ -96,7 +96,7 @@ UPGRADE_SCRIPTS = $(patsubst %,$(EXTENSION)--%.sql,$(UPGRADE_STEPS))
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql $(UPGRADE_SCRIPTS)
 EXTRA_CLEAN = results output_iso regression.diffs regression.out
 
-REGRESS = setup clock routing policy lifetimes context_transitions context_expiry context_live context_retired slots jsonschema jsonschema_limits confirm confirm_binding bad_input_commands commands command_lists command_registry governance snapshot_rules refused_steps recovery_risk evidence documents facts build_context sweep views bad_input conversations bad_input_conversations row_rules message_turn shard invariants forget executor_path internal_calls gateway gateway_contexts gateway_facts gateway_conversations statebench drop
+REGRESS = setup clock routing policy lifetimes context_transitions context_expiry context_live context_retired slots jsonschema jsonschema_limits confirm confirm_binding bad_input_commands commands command_lists command_registry governance snapshot_rules snapshot_paths refused_steps recovery_risk evidence documents facts build_context sweep views bad_input conversations bad_input_conversations row_rules message_turn shard invariants forget executor_path internal_calls gateway gateway_contexts gateway_facts gateway_conversations statebench drop
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 ISOLATION = context_open_race sweep_vs_slot_set submit_same_key confirm_race sweep_vs_confirm confirm_vs_new_request notify policy_cache conversation_append_race conversation_same_message conversation_timeout_race fact_supersede_race
 ISOLATION += fact_chain_walk fact_same_key_race authorize_release transition_race doc_put_race
