@@ -103,6 +103,7 @@ ISOLATION += fact_chain_walk fact_same_key_race authorize_release transition_rac
 ISOLATION += tenant_binding_cache turn_validation_lock forget_isolation fact_authority_race
 ISOLATION += yes_vs_new_question yes_vs_context_expiry one_question_race conversation_close_race
 ISOLATION += step_vs_context_close gateway_last_use
+ISOLATION += gated_cancel_race
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=$(EXTENSION)
 
 PG_CPPFLAGS = -I$(srcdir)/src
