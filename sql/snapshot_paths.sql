@@ -1,8 +1,8 @@
 -- Snapshot on every path (CSCP VIII.A): a command row names a frame only of its own context,
--- with the hash its context_ref gives, whoever writes it (the foreign key command_frame_fkey and
--- the guard trigger), and any command, read-only too, goes on from canonicalized only with its
--- frame (a cancel recovery, which only records a cancellation, excepted).  Direct SQL as a
--- tenant-bound application role, and as the owner with the guard trigger off.
+-- with the hash its context_ref gives, whoever writes it (the guard trigger), and any command,
+-- read-only too, goes on from canonicalized only with its frame (a cancel recovery, which only
+-- records a cancellation, excepted).  Direct SQL as a tenant-bound application role; as the
+-- owner with the guard trigger off, the forged row is reported by check_invariants.
 SET timezone = 'UTC';
 SET cscp.clock = '2026-09-01 09:00:00+00';
 \set SHOW_CONTEXT never
@@ -62,15 +62,17 @@ SELECT accepted, state FROM cscp.command_transition(
     (SELECT command_id FROM cscp.command WHERE idempotency_key = 'k1'), 'authz_pending');
 RESET ROLE;
 
--- 3. The foreign key holds where the guard does not run: as the owner with the trigger off.
+-- 3. Where the guard does not run (the owner with the trigger off), check_invariants reports it.
 BEGIN;
 ALTER TABLE cscp.command DISABLE TRIGGER command_guard;
 SELECT try(format($f$INSERT INTO cscp.command (tenant_id, command_id, idempotency_key, conversation_id, actor_id,
-                                               command_name, mutating, context_id, frame_id, state)
-                     VALUES ('sp', cscp.routing_id('c1'), 'x-owner', 'c1', 'ana', 'lookup', false, %L, %L,
+                                               command_name, mutating, context_id, frame_id, context_ref, state)
+                     VALUES ('sp', cscp.routing_id('c1'), 'x-owner', 'c1', 'ana', 'lookup', false, %L, %L, %L,
                              'canonicalized')$f$,
                   (SELECT context_id FROM k WHERE idempotency_key = 'k1'),
-                  (SELECT frame_id FROM k WHERE idempotency_key = 'k2')));
+                  (SELECT frame_id FROM k WHERE idempotency_key = 'k2'),
+                  (SELECT context_ref FROM k WHERE idempotency_key = 'k1')));
+SELECT kind, count(*) FROM cscp.check_invariants('sp') GROUP BY kind ORDER BY kind;
 ROLLBACK;
 
 RESET cscp.tenant_id;

@@ -276,21 +276,6 @@ $$;
 COMMENT ON FUNCTION cscp._grant_app_privileges(regrole) IS 'Internal: the privileges of an application role';
 ALTER FUNCTION cscp._grant_app_privileges(regrole) SET search_path = pg_catalog, pg_temp;
 
--- Snapshot on every path: a command names a frame only of its own context.  A command of 0.1.0
--- that names a frame of another context (direct SQL could write one; check_invariants reported
--- it as frame_hash_mismatch) keeps its row and loses the link, so that the key can hold.
-ALTER TABLE cscp.frame ADD CONSTRAINT frame_context_frame_key UNIQUE (tenant_id, context_id, frame_id);
-ALTER TABLE cscp.command DISABLE TRIGGER command_guard;
-UPDATE cscp.command m SET frame_id = NULL
- WHERE m.frame_id IS NOT NULL
-   AND NOT EXISTS (SELECT FROM cscp.frame f
-                    WHERE f.tenant_id OPERATOR(pg_catalog.=) m.tenant_id
-                      AND f.context_id OPERATOR(pg_catalog.=) m.context_id
-                      AND f.frame_id OPERATOR(pg_catalog.=) m.frame_id);
-ALTER TABLE cscp.command ENABLE TRIGGER command_guard;
-ALTER TABLE cscp.command ADD CONSTRAINT command_frame_fkey FOREIGN KEY (tenant_id, context_id, frame_id)
-    REFERENCES cscp.frame (tenant_id, context_id, frame_id);
-
 -- Operators see what may come next: command_lifecycle's next_allowed and recovery_options.
 CREATE FUNCTION cscp.command_recovery_options(state cscp.command_state) RETURNS text[]
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
