@@ -421,8 +421,10 @@ writer_authority(Datum tenant, int *rank)
 	CscpOwnerScope owner;
 
 	*rank = -1;
-	cscp_owner_enter("authority_binding", &owner);
-	if (!superuser_arg(userid) && !has_privs_of_role(userid, GetUserId()))
+	cscp_owner_enter("fact", &owner);
+	/* Not there while the 0.1.0 schema runs this library, before its upgrade: none bound. */
+	if (!superuser_arg(userid) && !has_privs_of_role(userid, GetUserId()) &&
+		OidIsValid(cscp_relation_oid("authority_binding", true)))
 	{
 		int			ret;
 
