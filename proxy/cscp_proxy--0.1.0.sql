@@ -243,7 +243,7 @@ LANGUAGE plproxy AS $f$
 $f$;
 CREATE VIEW cscp.active_context AS SELECT * FROM cscp_proxy.active_context(cscp_proxy.tenant(), cscp_proxy.clock());
 COMMENT ON VIEW cscp.active_context IS 'cscp.active_context of every shard: Live contexts for operators, redacted per the tenant''s detail_level (no raw slot values, keys or fingerprints); only the tenants the role may see; every read audited';
-CREATE TYPE cscp_proxy.command_lifecycle AS (tenant_id text, command_id uuid, conversation_id text, actor text, command_name text, mutating boolean, auto_confirm boolean, state cscp.command_state, terminal boolean, reason_code text, confirmed boolean, authorized boolean, recovery_kind text, target_command_id uuid, context_id uuid, created_at timestamp with time zone, last_transition_at timestamp with time zone, window_expires_at timestamp with time zone, detail_level text, events text[]);
+CREATE TYPE cscp_proxy.command_lifecycle AS (tenant_id text, command_id uuid, conversation_id text, actor text, command_name text, mutating boolean, auto_confirm boolean, state cscp.command_state, terminal boolean, reason_code text, confirmed boolean, authorized boolean, recovery_kind text, target_command_id uuid, context_id uuid, created_at timestamp with time zone, last_transition_at timestamp with time zone, window_expires_at timestamp with time zone, detail_level text, events text[], next_allowed cscp.command_state[], recovery_options text[]);
 CREATE FUNCTION cscp_proxy.command_lifecycle(_tenant text, _clock text) RETURNS SETOF cscp_proxy.command_lifecycle
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
@@ -500,6 +500,21 @@ BEGIN
 END
 $f$;
 COMMENT ON FUNCTION cscp.command_recover(target_command_id uuid, kind text, idempotency_key text, payload jsonb) IS 'Recover a command with a new one aimed at it: retry (failed), reprocess (rejected, failed, canceled), cancel (up to started), compensate (executed, failed) (through the proxy: id)';
+
+-- command_recovery_options: any
+CREATE FUNCTION cscp_proxy.command_recovery_options(_tenant text, _clock text, state cscp.command_state) RETURNS text[]
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON ANY;
+    SELECT * FROM cscp.command_recovery_options(cscp.proxy_session(_tenant, _clock, state));
+$f$;
+CREATE FUNCTION cscp.command_recovery_options(state cscp.command_state) RETURNS text[]
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.command_recovery_options(cscp_proxy.tenant(), cscp_proxy.clock(), $1);
+END
+$f$;
+COMMENT ON FUNCTION cscp.command_recovery_options(state cscp.command_state) IS 'The recovery kinds (cscp.command_recover) that apply to a command in this state (through the proxy: any)';
 
 -- command_status: id on command_id
 CREATE FUNCTION cscp_proxy.command_status(_tenant text, _clock text, command_id uuid) RETURNS TABLE(state cscp.command_state, last_transition_at timestamp with time zone, terminal boolean, outcome jsonb, reason_code text, next_allowed cscp.command_state[], recovery_options text[])
@@ -1193,7 +1208,7 @@ BEGIN
     RETURN cscp_proxy.http_fact_current(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3);
 END
 $f$;
-COMMENT ON FUNCTION cscp.http_fact_current(auth text, subject_id text, fact_id text) IS 'GET /v1/subjects/{subject_id}/facts/{fact_id}: the head of the fact''s supersession chain, or 404 (through the proxy: key_session)';
+COMMENT ON FUNCTION cscp.http_fact_current(auth text, subject_id text, fact_id text) IS 'GET /v1/subjects/{subject_id}/facts/{fact_id}: the head of the fact''s supersession chain (fact_id an id, else a key, as cscp.fact_current takes it), or 404 (through the proxy: key_session)';
 
 -- http_fact_write: key_session on auth, subject_id
 CREATE FUNCTION cscp_proxy.http_fact_write(_tenant text, _clock text, auth text, subject_id text, content_type text, body text) RETURNS cscp.http_response

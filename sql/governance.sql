@@ -16,15 +16,15 @@ GRANT gv_admin TO gv_app_admin;
 -- Through the API, as the application role: each change is one row, naming the role.
 SET ROLE gv_app;
 SET cscp.tenant_id = 'gv';
-SELECT cscp.policy_set('gv', '{"auto_confirm": ["ping"]}')->'auto_confirm' AS auto_confirm;
-SELECT cscp.policy_set('gv', '{"auto_confirm": ["ping", "transfer_money"]}')->'auto_confirm' AS auto_confirm;
+SELECT cscp.policy_set('gv', '{"detail_level": "full"}')->'detail_level' AS detail_level;
+SELECT cscp.policy_set('gv', '{"detail_level": "none"}')->'detail_level' AS detail_level;
 SELECT cscp.authority_set('gv', 'cfo', 90);
 SELECT cscp.authority_set('gv', 'cfo', 95);
 SELECT cscp.command_declare('gv', 'pay', true) IS NOT NULL AS declared;
 -- ... and by direct SQL: the same record.
 UPDATE cscp.authority SET rank = 1 WHERE tenant_id = 'gv' AND authority = 'cfo';
 DELETE FROM cscp.command_registry WHERE tenant_id = 'gv' AND command_name = 'pay';
-UPDATE cscp.policy SET settings = settings - 'auto_confirm' WHERE tenant_id = 'gv';
+UPDATE cscp.policy SET settings = settings - 'detail_level' WHERE tenant_id = 'gv';
 -- The application role cannot read, write or erase the log.
 SELECT try($$SELECT count(*) FROM cscp.governance_log$$);
 SELECT try($$INSERT INTO cscp.governance_log (tenant_id, object, action, changed_by, changed_at)

@@ -119,7 +119,8 @@ VALUES ('sr', 'undo-forged', 'c1', 'ana', 'transfer:compensate', true, '{m1}', '
 SELECT accepted, state, reason_code FROM cscp.command_transition(pg_temp.cmd('undo-forged'), 'confirmation_required');
 SELECT accepted, state, reason_code FROM cscp.command_transition(pg_temp.cmd('k1'), 'compensated');
 -- A retry of a command that did not fail, a cancel that canceled nothing: inserted, they cannot
--- go on (recovery_not_applicable), by command_transition or by UPDATE.
+-- go on (snapshot_missing: the retry has no frame; recovery_not_applicable), by command_transition
+-- or by UPDATE.
 SELECT state FROM cscp.command_submit('sr', 'c1', 'ana', 'k2', 'transfer', true, '{m3}');
 INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name, mutating,
                           recovery_kind, target_command_id, state)

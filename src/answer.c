@@ -211,14 +211,19 @@ cscp_answer_move(const CscpAnswer *a, HeapTuple ctx, TupleDesc ctxdesc, HeapTupl
 					   psprintf("move command %s to %s",
 								DatumGetCString(DirectFunctionCall1(uuid_out, args[1])),
 								cscp_command_state_names[to_state]));
-	cscp_context_release(ctx, ctxdesc, args[1], why);
+	/* A yes or no is the actor's message: the context's last (its trace). */
+	cscp_context_release(ctx, ctxdesc, args[1],
+						 strcmp(a->kind, "confirm") == 0 ? a->message_id : NULL, why);
 }
 
 /*
  * The evidence of answer a that moved nothing: an invalid_transition_attempt
  * toward to_state with the outcome as its reason, the answer's message id,
- * detail, and, when it has a context (ctx, the row as locked), {context_id,
- * expires_at}.
+ * detail, and the context it was judged against as every evidence row names
+ * one, {context_id, frame_id, context_hash, expires_at}: frame_id null (a
+ * refused answer forms no frame), context_hash the hash a frame of the
+ * context (ctx, the row as locked) and the message would have; every key
+ * null when the answer found no context.
  */
 void
 cscp_answer_refusal(const CscpAnswer *a, const char *to_state, HeapTuple ctx, TupleDesc ctxdesc,
@@ -233,15 +238,27 @@ cscp_answer_refusal(const CscpAnswer *a, const char *to_state, HeapTuple ctx, Tu
 	e.reason_code = a->outcome;
 	e.message_ids = construct_array(&m, 1, TEXTOID, -1, false, TYPALIGN_INT);
 	e.detail = detail;
-	if (a->has_context && ctx != NULL)
 	{
 		JsonbParseState *st = NULL;
-		bool		isnull;
-		Datum		expires = cscp_column_value(ctx, ctxdesc, "cscp.context", "expires_at", &isnull);
+		bool		isnull = true;
+		Datum		expires = (Datum) 0;
+		char	   *hash = NULL;
+		bool		found = a->has_context && ctx != NULL;
 
+		if (found)
+		{
+			StringInfoData buf;
+
+			expires = cscp_column_value(ctx, ctxdesc, "cscp.context", "expires_at", &isnull);
+			initStringInfo(&buf);
+			cscp_canonical_append(&buf, cscp_frame_state(ctx, ctxdesc, e.message_ids));
+			hash = cscp_sha256_hex(buf.data, buf.len);
+		}
 		pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-		cscp_jsonb_push_text(&st, "context_id",
-							 DatumGetCString(DirectFunctionCall1(uuid_out, a->context_id)));
+		cscp_jsonb_push_text(&st, "context_id", found ?
+							 DatumGetCString(DirectFunctionCall1(uuid_out, a->context_id)) : NULL);
+		cscp_jsonb_push_text(&st, "frame_id", NULL);
+		cscp_jsonb_push_text(&st, "context_hash", hash);
 		cscp_jsonb_push_text(&st, "expires_at",
 							 isnull ? NULL : cscp_utc_iso(DatumGetTimestampTz(expires)));
 		e.context_ref = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));

@@ -53,7 +53,7 @@ extern void cscp_command_record_refusal(HeapTuple row, TupleDesc desc, CommandSt
 
 /* command_api.c: the command functions on the hot path */
 extern void cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id,
-								 const char *why);
+								 text *message_id, const char *why);
 extern void cscp_key_lock(text *tenant, const char *key, int keylen);
 extern bool cscp_context_for(text *tenant, text *conversation, text *actor,
 							 HeapTuple *ctx, TupleDesc *desc);

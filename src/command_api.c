@@ -117,15 +117,17 @@ supersede_question(HeapTuple ctx, TupleDesc ctxdesc, bool approval, Datum comman
  * Clear the pending_confirmation and pending_approval slots of the context
  * row ctx (a whole cscp.context row) that name command_id, and bring the
  * context back to active, with reason why when given, once nothing is
- * pending any more.  A use of the context: its TTL slides, and the command
- * becomes its last one.  Expired or closed contexts stay as they are.
- * The caller is connected to SPI and holds the context's row lock.
+ * pending any more.  A use of the context: its TTL slides, the command
+ * becomes its last one, and message_id (the actor's answer; NULL: none)
+ * its last message.  Expired or closed contexts stay as they are.  The
+ * caller is connected to SPI and holds the context's row lock.
  */
 void
-cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id, const char *why)
+cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id, text *message_id,
+					 const char *why)
 {
 	static SPIPlanPtr plan = NULL;
-	static const Oid argtypes[6] = {TEXTOID, UUIDOID, JSONBOID, BOOLOID, TEXTOID, UUIDOID};
+	static const Oid argtypes[7] = {TEXTOID, UUIDOID, JSONBOID, BOOLOID, TEXTOID, UUIDOID, TEXTOID};
 	bool		isnull;
 	char	   *status = SPI_getvalue(ctx, desc, cscp_column(desc, "cscp.context", "status"));
 	Datum		expires = heap_getattr(ctx, cscp_column(desc, "cscp.context", "expires_at"),
@@ -133,8 +135,8 @@ cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id, const char
 	Jsonb	   *slots;
 	char	   *id;
 	bool		changed = false;
-	Datum		args[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		args[7];
+	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
 	if (!cscp_context_usable(status, isnull, DatumGetTimestampTz(expires), cscp_now()))
 		return;
@@ -167,6 +169,8 @@ cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id, const char
 	else
 		nulls[4] = 'n';
 	args[5] = command_id;
+	args[6] = PointerGetDatum(message_id);
+	nulls[6] = message_id != NULL ? ' ' : 'n';
 	cscp_spi_plan(&plan,
 				  "UPDATE cscp.context x"
 				  "   SET slots = $3,"
@@ -174,9 +178,10 @@ cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id, const char
 				  "                     THEN 'active'::cscp.context_status ELSE x.status END,"
 				  "       reason = coalesce($5, x.reason),"
 				  "       last_command_id = $6,"
+				  "       last_message_id = coalesce($7, x.last_message_id),"
 				  "       expires_at = cscp.context_touch(x)"
 				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2",
-				  6, argtypes);
+				  7, argtypes);
 	cscp_spi_write_one(plan, args, nulls, SPI_OK_UPDATE,
 					   psprintf("release the context slots of command %s", id));
 }
@@ -659,7 +664,7 @@ step_write(Step *st, HeapTuple cmd, TupleDesc cmddesc, char **reason)
 						 command_fingerprint(cmd, cmddesc), st->window, NULL);
 	else if (st->ctx != NULL && (to == CMD_CONFIRMED || to == CMD_AUTHORIZED ||
 								 to == CMD_REJECTED || to == CMD_CANCELED))
-		cscp_context_release(st->ctx, st->ctxdesc, st->command_id, NULL);
+		cscp_context_release(st->ctx, st->ctxdesc, st->command_id, NULL, NULL);
 	if (to == CMD_EXECUTED && m.recovery_kind != NULL &&
 		strcmp(m.recovery_kind, "compensate") == 0 && !m.target_null)
 		compensate_target(m.tenant, st->command_id, m.target);
@@ -1525,7 +1530,7 @@ cancel_target(Datum tenant, Datum target_id, Datum recovery_id)
 				  3, cancel_types);
 	cscp_spi_write_one(cancel_plan, args, NULL, SPI_OK_UPDATE, "cancel the target of a recovery");
 	if (ctx != NULL)
-		cscp_context_release(ctx, ctxdesc, target_id, NULL);
+		cscp_context_release(ctx, ctxdesc, target_id, NULL, NULL);
 }
 
 /*

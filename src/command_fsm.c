@@ -289,6 +289,13 @@ snapshot_refusal(CommandFacts *c, char **detail)
 						  "the frame of that context's state and the ids of the messages it was formed from.");
 		return "snapshot_missing";
 	}
+	/* A read-only command too, but a cancel recovery, which only records a cancellation. */
+	if (!c->mutating && !c->cancel_recovery && (ctxnull || framenull))
+	{
+		*detail = pstrdup("A command goes on from canonicalized only with its context and the frame "
+						  "of that context's state it was formed from.");
+		return "snapshot_missing";
+	}
 	if (framenull && kindnull)
 		return NULL;
 	f = snapshot_facts(c);
@@ -843,7 +850,8 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 {
 	CommandFacts c = {0};
 	bool		kindnull,
-				targetnull;
+				targetnull,
+				framenull;
 	Datum		kind;
 	char	   *detail = NULL;
 	const char *why;
@@ -857,6 +865,7 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 	c.desc = desc;
 	kind = fact_col(&c, "recovery_kind", &kindnull);
 	(void) fact_col(&c, "target_command_id", &targetnull);
+	c.cancel_recovery = is_cancel(kindnull, kind);
 	/* An unknown kind or a missing target is the column rules' to refuse (23514). */
 	if (!kindnull && !targetnull && is_recovery_kind(TextDatumGetCString(kind)))
 	{
@@ -884,6 +893,17 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 					 errmsg("a cancel recovery of a command declared needs_approval or of risk high or critical must be mutating"),
 					 errdetail("Recovering such a command needs the confirmation a forward command of its class needs."),
 					 errhint("Form recoveries with cscp.command_recover.")));
+	}
+	/* A frame named at birth is its own context's, as command_submit records it. */
+	(void) fact_col(&c, "frame_id", &framenull);
+	if (!framenull && state != CMD_CONFIRMATION_REQUIRED && !snapshot_facts(&c).frame_ok)
+	{
+		log_refused_insert(tuple, desc, state, "snapshot_mismatch");
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a new command must name a frame of its own context (snapshot_mismatch)"),
+				 errdetail("The frame a command names is its context's state as cscp.command_submit records it: same context, conversation, actor and message ids, and the hash its context_ref gives."),
+				 errhint("Submit it with cscp.command_submit, which records the frame.")));
 	}
 	if (state != CMD_CONFIRMATION_REQUIRED)
 		return;

@@ -80,7 +80,7 @@ cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc, c
 	else if (cmd != NULL)
 		cscp_context_release(ctx, ctxdesc,
 							 cscp_column_value(cmd, cmddesc, "cscp.command", "command_id", &isnull),
-							 why);
+							 NULL, why);
 }
 
 /* Whether cmd (NULL: none) waits for a yes: confirmation_required, with a window. */

@@ -421,8 +421,10 @@ writer_authority(Datum tenant, int *rank)
 	CscpOwnerScope owner;
 
 	*rank = -1;
-	cscp_owner_enter("authority_binding", &owner);
-	if (!superuser_arg(userid) && !has_privs_of_role(userid, GetUserId()))
+	cscp_owner_enter("fact", &owner);
+	/* Not there while the 0.1.0 schema runs this library, before its upgrade: none bound. */
+	if (!superuser_arg(userid) && !has_privs_of_role(userid, GetUserId()) &&
+		OidIsValid(cscp_relation_oid("authority_binding", true)))
 	{
 		int			ret;
 
@@ -1256,11 +1258,62 @@ chain_follow(ChainReader *r, bool forward, Tuplestorestate *out)
 }
 
 /*
+ * The fact ref names, as supersedes names one (DESIGN.md section 8): the
+ * fact with that id, else the one valid fact of the subject with that key
+ * (in any scope; two or more: 22023).  With neither, ref itself, which the
+ * caller finds missing.  Read with the caller's rights.
+ */
+static char *
+fact_by_id_or_key(text *tenant, text *subject, char *ref)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		args[3] = {PointerGetDatum(tenant), PointerGetDatum(subject), CStringGetTextDatum(ref)};
+	MemoryContext callerctx = CurrentMemoryContext;
+	char	   *found = ref;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "SELECT f.fact_id, f.scope::pg_catalog.text FROM cscp.fact f"
+				  " WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.subject_id OPERATOR(pg_catalog.=) $2"
+				  "   AND f.fact_id OPERATOR(pg_catalog.=) $3"
+				  " UNION ALL"
+				  " (SELECT f.fact_id, f.scope::pg_catalog.text FROM cscp.fact f"
+				  "   WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.subject_id OPERATOR(pg_catalog.=) $2"
+				  "     AND f.key OPERATOR(pg_catalog.=) $3 AND f.is_valid"
+				  "     AND NOT EXISTS (SELECT 1 FROM cscp.fact x"
+				  "                      WHERE x.tenant_id OPERATOR(pg_catalog.=) $1"
+				  "                        AND x.subject_id OPERATOR(pg_catalog.=) $2"
+				  "                        AND x.fact_id OPERATOR(pg_catalog.=) $3)"
+				  "   ORDER BY f.fact_id COLLATE pg_catalog.\"C\" LIMIT 2)",
+				  3, types);
+	if (SPI_execute_plan(plan, args, NULL, true, 3) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up a fact by id or key");
+	if (SPI_processed > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("key \"%s\" names more than one valid fact", ref),
+				 errdetail("Subject \"%s\" has valid facts \"%s\" (scope %s) and \"%s\" (scope %s) with that key, and no fact has that id.",
+						   text_to_cstring(subject),
+						   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
+						   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2),
+						   SPI_getvalue(SPI_tuptable->vals[1], SPI_tuptable->tupdesc, 1),
+						   SPI_getvalue(SPI_tuptable->vals[1], SPI_tuptable->tupdesc, 2)),
+				 errhint("Name the fact by its id.")));
+	if (SPI_processed == 1)
+		found = MemoryContextStrdup(callerctx,
+									SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+	SPI_finish();
+	return found;
+}
+
+/*
  * Check the arguments of the walkers, read what the walk can reach (both
  * ways with both) and make fact_id current.
  */
 static void
-chain_start(FunctionCallInfo fcinfo, ChainReader *r, char **fact_id, bool both)
+chain_start(FunctionCallInfo fcinfo, ChainReader *r, char **fact_id, bool both, bool by_key)
 {
 	text	   *tenant = PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0);
 	text	   *subject = PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1);
@@ -1270,6 +1323,8 @@ chain_start(FunctionCallInfo fcinfo, ChainReader *r, char **fact_id, bool both)
 	cscp_check_id("subject_id", subject);
 	cscp_check_id("fact_id", id);
 	*fact_id = text_to_cstring(id);
+	if (by_key)
+		*fact_id = fact_by_id_or_key(tenant, subject, *fact_id);
 	chain_read(r, tenant, subject, *fact_id, both);
 	if (!chain_fetch(r, *fact_id))
 		ereport(ERROR,
@@ -1282,7 +1337,11 @@ chain_start(FunctionCallInfo fcinfo, ChainReader *r, char **fact_id, bool both)
 
 PG_FUNCTION_INFO_V1(cscp_fact_current);
 
-/* cscp.fact_current(tenant_id, subject_id, fact_id) RETURNS cscp.fact: head of the chain. */
+/*
+ * cscp.fact_current(tenant_id, subject_id, fact_id) RETURNS cscp.fact: head
+ * of the chain of the fact with that id, else of the one valid fact with
+ * that key (which is its own head).
+ */
 Datum
 cscp_fact_current(PG_FUNCTION_ARGS)
 {
@@ -1290,7 +1349,7 @@ cscp_fact_current(PG_FUNCTION_ARGS)
 	char	   *fact_id;
 	Datum		result;
 
-	chain_start(fcinfo, &r, &fact_id, false);
+	chain_start(fcinfo, &r, &fact_id, false, true);
 	(void) chain_follow(&r, true, NULL);
 	if (r.cur->row == (Datum) 0)
 		elog(ERROR, "fact \"%s\" was read without its row", r.cur->fact_id);
@@ -1313,7 +1372,7 @@ cscp_fact_history(PG_FUNCTION_ARGS)
 	SeenEntry  *entry;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	chain_start(fcinfo, &r, &fact_id, true);
+	chain_start(fcinfo, &r, &fact_id, true, false);
 
 	/* Back to the oldest fact, then forward to the head, emitting each. */
 	root = chain_follow(&r, false, NULL);

@@ -289,15 +289,82 @@ admin_role_of(Relation rel, const char *tenant, HeapTuple oldtup)
 	return policy_string(cscp_policy_get(tenant), "admin_role");
 }
 
-/* 42501 unless the current role may change the governance rows of tenant. */
+/*
+ * The policy a policy row (NULL: none) holds for key: its settings when
+ * they name key, else the defaults of tenant '*', as the effective policy
+ * would read it.
+ */
+static Jsonb *
+policy_for_key(Relation rel, HeapTuple tup, const char *key)
+{
+	if (tup != NULL)
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, cscp_column(RelationGetDescr(rel), "cscp.policy", "settings"),
+									 RelationGetDescr(rel), &isnull);
+
+		if (!isnull && cscp_jsonb_get(DatumGetJsonbP(d), key) != NULL)
+			return DatumGetJsonbP(d);
+	}
+	return cscp_policy_get("*");
+}
+
+/*
+ * A command the change of a policy row (oldtup to newtup, either NULL) adds
+ * to its tenant's auto_confirm list, or NULL when it adds none: a command
+ * the new list names and the old one does not.
+ */
+static char *
+auto_confirm_widened(Relation rel, HeapTuple oldtup, HeapTuple newtup)
+{
+	Jsonb	   *before = policy_for_key(rel, oldtup, "auto_confirm");
+	Jsonb	   *after = policy_for_key(rel, newtup, "auto_confirm");
+	JsonbValue *list = cscp_jsonb_get(after, "auto_confirm");
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+
+	if (list == NULL || list->type != jbvBinary)
+		return NULL;
+	it = JsonbIteratorInit(list->val.binary.data);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		char	   *name;
+
+		if (tok != WJB_ELEM || v.type != jbvString)
+			continue;
+		name = pnstrdup(v.val.string.val, v.val.string.len);
+		if (!cscp_policy_lists(before, "auto_confirm", name))
+			return name;
+	}
+	return NULL;
+}
+
+/*
+ * 42501 unless the current role may change the governance rows of tenant.
+ * With no admin_role every role that may write the rows may change them,
+ * but for one thing: adding a command to the policy's auto_confirm, which
+ * lets it skip the user's confirmation, is the owner's (or a superuser's).
+ */
 static void
-check_admin(Relation rel, const char *tenant, HeapTuple oldtup)
+check_admin(Relation rel, const char *tenant, HeapTuple oldtup, HeapTuple newtup)
 {
 	char	   *admin = admin_role_of(rel, tenant, oldtup);
 	Oid			admin_oid;
 	Oid			userid = GetUserId();
+	char	   *widened;
 
-	if (admin == NULL || superuser() || has_privs_of_role(userid, rel->rd_rel->relowner))
+	if (superuser() || has_privs_of_role(userid, rel->rd_rel->relowner))
+		return;
+	if (admin == NULL && strcmp(RelationGetRelationName(rel), "policy") == 0 &&
+		(widened = auto_confirm_widened(rel, oldtup, newtup)) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to add \"%s\" to auto_confirm of tenant \"%s\"",
+						widened, tenant),
+				 errdetail("A command listed in auto_confirm skips the user's confirmation; with no admin_role in the policy only the owner of cscp's tables may add one."),
+				 errhint("Have the owner add it, or name an admin_role in the policy and make the change as its member.")));
+	if (admin == NULL)
 		return;
 	admin_oid = get_role_oid(admin, true);
 	if (OidIsValid(admin_oid) && has_privs_of_role(userid, admin_oid))
@@ -388,7 +455,7 @@ cscp_governance_record(PG_FUNCTION_ARGS)
 	row = newtup != NULL ? newtup : oldtup;
 	tenant = SPI_getvalue(row, desc, cscp_column(desc, RelationGetRelationName(rel), "tenant_id"));
 
-	check_admin(rel, tenant, oldtup);
+	check_admin(rel, tenant, oldtup, newtup);
 
 	args[0] = CStringGetTextDatum(tenant);
 	args[1] = CStringGetTextDatum(RelationGetRelationName(rel));

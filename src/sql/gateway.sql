@@ -1220,7 +1220,8 @@ BEGIN
         -- An unknown fact is not found (fact_current refuses it as bad input, 22023).
         PERFORM FROM cscp.fact x
          WHERE x.tenant_id = req.tenant_id AND x.subject_id = http_fact_current.subject_id
-           AND x.fact_id = http_fact_current.fact_id;
+           AND (x.fact_id = http_fact_current.fact_id
+                OR (x.key = http_fact_current.fact_id AND x.is_valid));
         IF NOT FOUND THEN
             RETURN cscp._http_not_found('no such fact');
         END IF;
@@ -1236,7 +1237,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION cscp.http_fact_current(text, text, text) IS
-  'GET /v1/subjects/{subject_id}/facts/{fact_id}: the head of the fact''s supersession chain, or 404';
+  'GET /v1/subjects/{subject_id}/facts/{fact_id}: the head of the fact''s supersession chain (fact_id an id, else a key, as cscp.fact_current takes it), or 404';
 
 CREATE FUNCTION cscp.http_build_context(auth text, subject_id text, content_type text, body text)
 RETURNS cscp.http_response

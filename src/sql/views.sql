@@ -124,7 +124,10 @@ SELECT m.tenant_id,
        CASE WHEN d.level = 'full' THEN
            (SELECT array_agg(e.event_type ORDER BY e.seq) FROM cscp.evidence e
              WHERE e.tenant_id = m.tenant_id AND e.command_id = m.command_id)
-       END AS events
+       END AS events,
+       -- What may come next (SMCL X): the steps the lifecycle allows now, and the recoveries.
+       cscp.command_next_allowed(m) AS next_allowed,
+       cscp.command_recovery_options(m.state) AS recovery_options
   FROM cscp.command m
   CROSS JOIN LATERAL (
        SELECT coalesce(cscp.policy_effective(m.tenant_id) ->> 'detail_level', 'summary') AS level) d;

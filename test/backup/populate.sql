@@ -61,8 +61,8 @@ END
 $$;
 SELECT cscp.grant_app('cscp_backup_app', ARRAY['bk']);
 SELECT cscp.grant_operator('cscp_backup_ops', ARRAY['bk', 'bk2']);
--- The highest authority the application role may write facts with.
-SELECT cscp.authority_bind('bk', 'cscp_backup_app', 'manager');
+-- A role held to an authority in a tenant (cscp.authority_binding).
+SELECT cscp.authority_bind('bk', 'cscp_backup_app', 'cfo');
 
 -- A hostile tenant (issue 30, finding 5) tries to store times beyond PostgreSQL's range, or in
 -- the past, through the API and direct SQL as its application role, so that pg_restore of every

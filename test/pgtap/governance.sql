@@ -34,7 +34,7 @@ SELECT throws_ok($$SELECT count(*) FROM cscp.governance_log$$, '42501', NULL,
 SELECT throws_ok($$INSERT INTO cscp.governance_log (tenant_id, object, action, changed_by, changed_at)
                    VALUES ('tg', 'policy', 'update', 'x', now())$$, '42501', NULL,
                  'the application cannot write the governance log');
-SELECT lives_ok($$SELECT cscp.policy_set('tg', '{"auto_confirm": ["refund"]}')$$, 'the application changes its policy');
+SELECT lives_ok($$SELECT cscp.policy_set('tg', '{"detail_level": "full"}')$$, 'the application changes its policy');
 SELECT lives_ok($$INSERT INTO cscp.authority (tenant_id, authority, rank) VALUES ('tg', 'cfo', 5)$$,
                 'and its ranks by direct SQL');
 RESET ROLE;
@@ -43,9 +43,9 @@ SELECT is((SELECT array_agg(object || ':' || action || ':' || changed_by ORDER B
              FROM cscp.governance_log WHERE tenant_id = 'tg'),
           ARRAY['command_registry:insert:tap_gov_app', 'policy:insert:tap_gov_app', 'authority:insert:tap_gov_app'],
           'each change is recorded with the role that made it');
-SELECT is((SELECT new_value -> 'settings' -> 'auto_confirm' FROM cscp.governance_log
+SELECT is((SELECT new_value -> 'settings' -> 'detail_level' FROM cscp.governance_log
             WHERE tenant_id = 'tg' AND object = 'policy'),
-          '["refund"]'::jsonb, 'the new value is recorded');
+          '"full"'::jsonb, 'the new value is recorded');
 SELECT throws_ok($$DELETE FROM cscp.governance_log WHERE tenant_id = 'tg'$$, '55000', NULL,
                  'the governance log is append-only for its owner too');
 

@@ -275,3 +275,129 @@ END
 $$;
 COMMENT ON FUNCTION cscp._grant_app_privileges(regrole) IS 'Internal: the privileges of an application role';
 ALTER FUNCTION cscp._grant_app_privileges(regrole) SET search_path = pg_catalog, pg_temp;
+
+-- Operators see what may come next: command_lifecycle's next_allowed and recovery_options.
+CREATE FUNCTION cscp.command_recovery_options(state cscp.command_state) RETURNS text[]
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+    SELECT CASE
+        WHEN $1 OPERATOR(pg_catalog.=) 'failed'::cscp.command_state THEN ARRAY['retry', 'reprocess', 'compensate']
+        WHEN $1 OPERATOR(pg_catalog.=) 'executed'::cscp.command_state THEN ARRAY['compensate']
+        WHEN $1 OPERATOR(pg_catalog.=) ANY (ARRAY['rejected', 'canceled']::cscp.command_state[])
+            THEN ARRAY['reprocess']
+        WHEN $1 OPERATOR(pg_catalog.=) ANY (ARRAY['received', 'canonicalized', 'confirmation_required', 'confirmed',
+                                                  'authz_pending', 'authorized', 'started']::cscp.command_state[])
+            THEN ARRAY['cancel']
+        ELSE '{}'::text[] END
+$$;
+COMMENT ON FUNCTION cscp.command_recovery_options(cscp.command_state) IS
+  'The recovery kinds (cscp.command_recover) that apply to a command in this state';
+REVOKE ALL ON FUNCTION cscp.command_recovery_options(cscp.command_state) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION cscp.command_status(command_id uuid)
+RETURNS TABLE(state cscp.command_state, last_transition_at timestamptz, terminal boolean,
+              outcome jsonb, reason_code text, next_allowed cscp.command_state[],
+              recovery_options text[])
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_variable
+DECLARE
+    cmd cscp.command;
+BEGIN
+    IF command_id IS NULL THEN
+        RAISE EXCEPTION 'command_id must not be null'
+            USING ERRCODE = '22023', HINT = 'Pass the command_id returned by cscp.command_submit.';
+    END IF;
+    SELECT * INTO cmd FROM cscp.command x WHERE x.command_id = command_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'command % does not exist', command_id
+            USING ERRCODE = '22023',
+                  HINT = 'Check the id, and that cscp.tenant_id names the command''s tenant.';
+    END IF;
+    state := cmd.state;
+    last_transition_at := cmd.last_transition_at;
+    terminal := cmd.state IN ('rejected', 'executed', 'failed', 'canceled', 'compensated');
+    outcome := cmd.outcome;
+    reason_code := cmd.reason_code;
+    next_allowed := cscp.command_next_allowed(cmd);
+    recovery_options := cscp.command_recovery_options(cmd.state);
+    RETURN NEXT;
+END
+$$;
+COMMENT ON FUNCTION cscp.command_status(uuid) IS
+  'A command''s state, outcome, the states it may move to next and the recoveries that apply';
+ALTER FUNCTION cscp.command_status(uuid) SET search_path = pg_catalog, pg_temp;
+
+CREATE OR REPLACE VIEW cscp._command_lifecycle WITH (security_barrier) AS
+SELECT m.tenant_id,
+       m.command_id,
+       m.conversation_id,
+       cscp._redact_actor(m.actor_id, d.level) AS actor,
+       CASE WHEN d.level = 'none' THEN NULL ELSE m.command_name END AS command_name,
+       m.mutating,
+       m.auto_confirm,
+       m.state,
+       m.state IN ('rejected', 'executed', 'failed', 'canceled', 'compensated') AS terminal,
+       CASE WHEN d.level = 'none' THEN NULL ELSE m.reason_code END AS reason_code,
+       m.confirmed_at IS NOT NULL AS confirmed,
+       m.authorized_at IS NOT NULL AS authorized,
+       m.recovery_kind,
+       m.target_command_id,
+       m.context_id,
+       m.created_at,
+       m.last_transition_at,
+       m.window_expires_at,
+       d.level AS detail_level,
+       -- At full, the path the command took, from its evidence.
+       CASE WHEN d.level = 'full' THEN
+           (SELECT array_agg(e.event_type ORDER BY e.seq) FROM cscp.evidence e
+             WHERE e.tenant_id = m.tenant_id AND e.command_id = m.command_id)
+       END AS events,
+       -- What may come next (SMCL X): the steps the lifecycle allows now, and the recoveries.
+       cscp.command_next_allowed(m) AS next_allowed,
+       cscp.command_recovery_options(m.state) AS recovery_options
+  FROM cscp.command m
+  CROSS JOIN LATERAL (
+       SELECT coalesce(cscp.policy_effective(m.tenant_id) ->> 'detail_level', 'summary') AS level) d;
+CREATE OR REPLACE VIEW cscp.command_lifecycle AS
+SELECT * FROM cscp.inspect_command_lifecycle();
+
+-- fact_current by id or key, over the gateway too.
+CREATE OR REPLACE FUNCTION cscp.http_fact_current(auth text, subject_id text, fact_id text)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET cscp.tenant_id = ''
+AS $$
+DECLARE
+    req record;
+    f cscp.fact;
+    e_detail text;
+    e_hint text;
+BEGIN
+    req := cscp._http_tenant(auth, 'facts:read');
+    IF req.tenant_id IS NULL THEN
+        RETURN req.failure;
+    END IF;
+    BEGIN
+        -- An unknown fact is not found (fact_current refuses it as bad input, 22023).
+        PERFORM FROM cscp.fact x
+         WHERE x.tenant_id = req.tenant_id AND x.subject_id = http_fact_current.subject_id
+           AND (x.fact_id = http_fact_current.fact_id
+                OR (x.key = http_fact_current.fact_id AND x.is_valid));
+        IF NOT FOUND THEN
+            RETURN cscp._http_not_found('no such fact');
+        END IF;
+        f := cscp.fact_current(req.tenant_id, subject_id, fact_id);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+        RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
+    END;
+    IF f.fact_id IS NULL THEN
+        RETURN cscp._http_not_found('no such fact');
+    END IF;
+    RETURN cscp._http_no_store(cscp._http_fact(f));
+END
+$$;
+COMMENT ON FUNCTION cscp.http_fact_current(text, text, text) IS
+  'GET /v1/subjects/{subject_id}/facts/{fact_id}: the head of the fact''s supersession chain (fact_id an id, else a key, as cscp.fact_current takes it), or 404';
