@@ -262,7 +262,10 @@ SELECT refused('fx', $$INSERT INTO cscp.fact (tenant_id, subject_id, fact_id, ke
                        VALUES ('fx', 'maria', 'x', 'home_city', '"Faro"', 'x')$$);
 SELECT refused('fx', $$INSERT INTO cscp.fact (tenant_id, subject_id, fact_id, key, value, source, supersedes)
                        VALUES ('fx', 'maria', 'x', 'expense_limit', '"9999 EUR"', '{"type": "user", "authority": "intern"}', 'lim-2')$$);
-SELECT refused('fx', $$DELETE FROM cscp.fact WHERE tenant_id = 'fx' AND fact_id = 'home-2'$$);
+-- (Two foreign keys refuse it; which reports first follows the order of their triggers, which a
+-- restore or pg_upgrade may change: the constraint's name is masked.)
+SELECT regexp_replace(refused('fx', $$DELETE FROM cscp.fact WHERE tenant_id = 'fx' AND fact_id = 'home-2'$$),
+                      'fact_tenant_id_subject_id_supersede(s|d_by)_fkey', 'fact_tenant_id_subject_id_<supersedes or superseded_by>_fkey') AS refused;
 SELECT refused('fx', $$DELETE FROM cscp.fact WHERE tenant_id = 'fx' AND fact_id = 'home-3'$$);
 -- A direct INSERT that supersedes correctly is linked like fact_write's.
 INSERT INTO cscp.fact (tenant_id, subject_id, fact_id, key, value, supersedes)
