@@ -46,7 +46,8 @@ extern void cscp_submit_command(text *tenant_id, text *conversation_id, text *ac
 extern const char *const cscp_command_state_names[CMD_NUM_STATES];
 extern CommandState cscp_command_state_of(Oid typoid, Datum value);
 extern Datum cscp_command_state_datum(Oid typoid, CommandState state);
-extern const char *cscp_command_step_refusal(HeapTuple row, TupleDesc desc, CommandState to,
+extern const char *cscp_command_step_refusal(HeapTuple row, TupleDesc desc, bool ctx_read,
+											 HeapTuple ctx, TupleDesc ctxdesc, CommandState to,
 											 CommandState *from);
 extern void cscp_command_record_refusal(HeapTuple row, TupleDesc desc, CommandState from,
 										CommandState to, const char *why, Jsonb *detail);

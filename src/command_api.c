@@ -518,6 +518,7 @@ typedef struct Step
 	bool		asking;			/* confirmation_required asking for a confirmation */
 	HeapTuple	ctx;			/* the command's context, locked, or NULL */
 	TupleDesc	ctxdesc;
+	bool		ctx_read;		/* step_context read it (ctx NULL: none) */
 	Datum		window;			/* the question's window, when approval or asking */
 	const char *context_refusal;	/* the context refuses the question, or NULL */
 } Step;
@@ -586,6 +587,7 @@ step_context(Step *st)
 						  2, types);
 	if (SPI_execute_plan(p, args, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not lock a context");
+	st->ctx_read = true;
 	if (SPI_processed == 1)
 	{
 		st->ctx = SPI_tuptable->vals[0];
@@ -719,15 +721,17 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 
 	/*
 	 * The command's row is locked and judged by the command trigger's own
-	 * rules (cscp_command_step_refusal); a refused step is recorded as an
-	 * invalid_transition_attempt and returned, and only an allowed one is
-	 * written, by an UPDATE that the trigger judges again and that RLS,
-	 * privileges and triggers apply to.
+	 * rules (cscp_command_step_refusal), given the context step_context
+	 * has read and locked rather than reading it again; a refused step is
+	 * recorded as an invalid_transition_attempt and returned, and only an
+	 * allowed one is written, by an UPDATE that the trigger judges again
+	 * and that RLS, privileges and triggers apply to.
 	 */
 	cmd = lock_command(st.command_id, st.tenant, st.tenant_null, &cmddesc);
 	if (cmd == NULL)
 		no_command(st.command_id);
-	why = cscp_command_step_refusal(cmd, cmddesc, st.to, &result_state);
+	why = cscp_command_step_refusal(cmd, cmddesc, st.ctx_read, st.ctx, st.ctxdesc, st.to,
+									&result_state);
 	if (why != NULL && strcmp(why, "not_answered") == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -151,6 +151,9 @@ typedef struct CommandFacts
 	Datum		context_id;		/* uuid, when has_context */
 	bool		has_context;
 	bool		lock_context;	/* read the context FOR SHARE (a step being written) */
+	bool		ctx_given;		/* the caller has read and locked the context: */
+	HeapTuple	ctx;			/* its row (NULL: none), */
+	TupleDesc	ctxdesc;		/* with its descriptor */
 } CommandFacts;
 
 /* Whether an executed compensate recovery aims at the command. */
@@ -348,6 +351,18 @@ context_ended(CommandFacts *c)
 
 	if (!c->has_context || c->cancel_recovery)
 		return NULL;
+	if (c->ctx_given)
+	{
+		/* The row the caller read and locked: judged the same, not read again. */
+		char	   *status;
+
+		if (c->ctx == NULL)
+			return "context_expired";
+		status = SPI_getvalue(c->ctx, c->ctxdesc, cscp_column(c->ctxdesc, "cscp.context", "status"));
+		if (status != NULL && strcmp(status, "closed") == 0)
+			return "context_closed";
+		return cscp_context_row_usable(c->ctx, c->ctxdesc, cscp_now()) ? NULL : "context_expired";
+	}
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plans[c->lock_context],
@@ -690,6 +705,9 @@ row_facts(CmdRow r, TupleDesc desc)
 	c.has_context = !ROW_N(r, COL(CM_CONTEXT_ID));
 	c.context_id = ROW_V(r, COL(CM_CONTEXT_ID));
 	c.lock_context = true;		/* the trigger judges a step being written */
+	c.ctx_given = false;
+	c.ctx = NULL;
+	c.ctxdesc = NULL;
 	return c;
 }
 
@@ -1555,6 +1573,9 @@ facts_of_record(HeapTupleHeader rec, const char *argname, Oid *typoid)
 	/* What may come next: the answer, when it comes, is cscp.confirm's to record. */
 	c.answered = true;
 	c.lock_context = false;		/* a question asked, not a step written */
+	c.ctx_given = false;
+	c.ctx = NULL;
+	c.ctxdesc = NULL;
 	return c;
 }
 
@@ -1600,6 +1621,9 @@ facts_of_row(HeapTuple row, TupleDesc desc)
 	/* A step asked for by command_transition carries no answer. */
 	c.answered = false;
 	c.lock_context = false;		/* command_transition holds the context already */
+	c.ctx_given = false;
+	c.ctx = NULL;
+	c.ctxdesc = NULL;
 	return c;
 }
 
@@ -1610,11 +1634,15 @@ facts_of_row(HeapTuple row, TupleDesc desc)
  * (refusal), so that command_transition and a direct UPDATE answer alike.
  */
 const char *
-cscp_command_step_refusal(HeapTuple row, TupleDesc desc, CommandState to, CommandState *from)
+cscp_command_step_refusal(HeapTuple row, TupleDesc desc, bool ctx_read, HeapTuple ctx,
+						  TupleDesc ctxdesc, CommandState to, CommandState *from)
 {
 	CommandFacts c = facts_of_row(row, desc);
 	char	   *detail;
 
+	c.ctx_given = ctx_read;
+	c.ctx = ctx;
+	c.ctxdesc = ctxdesc;
 	*from = c.state;
 	if (to == c.state)
 		return "invalid_transition";
