@@ -58,9 +58,15 @@ SET ROLE eh_app;
 ---------------------------------------------------------------------------------------------------
 -- 2. Direct SQL, as the application role.
 -- An INSERT cannot choose the head: the trigger sets it from the rows the insert is born through.
+-- (The row is formed from a context and its frame, which a command needs to go on from
+-- canonicalized: those of a command the API formed in the same conversation.)
+SELECT (cscp.context_open('eh', 'eh-2', 'bob')).status;
+SELECT state FROM cscp.command_submit('eh', 'eh-2', 'bob', 'direct-base', 'lookup', false, '{eh-2:m1}');
 INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name, mutating,
-                          state, evidence_seq, evidence_hash)
-VALUES ('eh', 'direct', 'eh-2', 'bob', 'lookup', false, 'canonicalized', 42, 'forged');
+                          state, evidence_seq, evidence_hash, context_id, frame_id, context_ref, message_ids)
+SELECT 'eh', 'direct', 'eh-2', 'bob', 'lookup', false, 'canonicalized', 42, 'forged',
+       b.context_id, b.frame_id, b.context_ref, b.message_ids
+  FROM cscp.command b WHERE b.idempotency_key = 'direct-base';
 SELECT * FROM public.eh_heads() WHERE key = 'direct';
 -- Nor does a transition: the head it gives is replaced by the row it appends.
 UPDATE cscp.command SET state = 'authz_pending', evidence_seq = 99, evidence_hash = 'forged'
