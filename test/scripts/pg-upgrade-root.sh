@@ -40,13 +40,16 @@ version=$(q -At -d cscp_upg -c "SELECT extversion FROM pg_catalog.pg_extension W
 
 # 2. pg_upgrade.
 cluster_as_owner "$old_bindir/pg_ctl" -D "$CSCP_TMP/data" -m fast -w stop >/dev/null
+# (As the old cluster: PostgreSQL 18's initdb turns data checksums on by default, 15's did not.)
+checksums=()
+[ "$PGVERSION" -lt 18 ] || checksums=(--no-data-checksums)
 cluster_as_owner "$new_bindir/initdb" -D "$CSCP_TMP/new" -U postgres --auth=trust \
-	--encoding=UTF8 --locale=C.UTF-8 --no-sync >"$work/initdb.log" 2>&1 ||
+	--encoding=UTF8 --locale=C.UTF-8 --no-sync "${checksums[@]}" >"$work/initdb.log" 2>&1 ||
 	{ cat "$work/initdb.log"; fail "initdb of PostgreSQL $PGVERSION fails"; }
 if ! (cd "$CSCP_TMP" && cluster_as_owner "$new_bindir/pg_upgrade" -b "$old_bindir" -B "$new_bindir" \
 	-d "$CSCP_TMP/data" -D "$CSCP_TMP/new" -U postgres --socketdir="$CSCP_TMP/sock") >"$work/pg_upgrade.log" 2>&1; then
 	cat "$work/pg_upgrade.log"
-	find "$CSCP_TMP/new/pg_upgrade_output.d" -name '*.log' -exec tail -n 30 {} + 2>/dev/null || true
+	grep -rh -B3 -A3 'error' "$CSCP_TMP/new/pg_upgrade_output.d" 2>/dev/null | head -n 60 || true
 	fail "pg_upgrade from 15 to $PGVERSION fails"
 fi
 say "pg_upgrade: $(grep -c '^Checking\|^Performing\|^Restoring\|^Copying\|^Setting' "$work/pg_upgrade.log") steps, no error"
