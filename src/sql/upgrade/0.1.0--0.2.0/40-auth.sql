@@ -220,59 +220,6 @@ REVOKE ALL ON FUNCTION cscp._api_key_store(text, text, bytea, text[], timestampt
     cscp.api_key_create(text, text, text[], timestamptz, text), cscp._http_key_authority(text) FROM PUBLIC;
 
 -- An application role is granted neither authority_bind nor the new api_key_create.
-CREATE OR REPLACE FUNCTION cscp._grant_app_privileges(r regrole) RETURNS void
-LANGUAGE plpgsql VOLATILE
-AS $$
-BEGIN
-    EXECUTE format('GRANT USAGE ON SCHEMA cscp TO %s', r);
-    EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.context, cscp.document, cscp.policy TO %s', r);
-    -- Which context is live, and when each retired, is written by the context triggers as their owner.
-    EXECUTE format('GRANT SELECT ON cscp.context_live, cscp.context_retired TO %s', r);
-    -- Commands change only by transitions (no DELETE); frames are written once; answers are
-    -- read-only: cscp.confirm and cscp.approve write them as their owner (a yes confirms a
-    -- command only with its answer recorded, so no role below the owner may forge one); a
-    -- role granted by an earlier version loses INSERT on them.  Evidence is read-only: the
-    -- trigger and cscp._evidence_refusal write it as its owner.
-    EXECUTE format('GRANT SELECT, INSERT, UPDATE ON cscp.command TO %s', r);
-    EXECUTE format('GRANT SELECT ON cscp.command_window, cscp.command_retired TO %s', r);
-    EXECUTE format('GRANT SELECT, INSERT ON cscp.frame TO %s', r);
-    EXECUTE format('GRANT SELECT ON cscp.answer TO %s', r);
-    EXECUTE format('REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON cscp.answer FROM %s', r);
-    EXECUTE format('GRANT SELECT ON cscp.evidence TO %s', r);
-    -- Conversations change only through their turns (the triggers see to it; UPDATE is needed
-    -- for the row lock every append takes); turns are written once; events are read-only.
-    EXECUTE format('GRANT SELECT, INSERT, UPDATE ON cscp.conversation TO %s', r);
-    EXECUTE format('GRANT SELECT, INSERT ON cscp.turn TO %s', r);
-    EXECUTE format('GRANT SELECT ON cscp.event TO %s', r);
-    -- Facts are replaced, not deleted, by the application; identities are replaced, not deleted.
-    EXECUTE format('GRANT SELECT, INSERT, UPDATE ON cscp.fact, cscp.identity TO %s', r);
-    EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.authority, cscp.working_set, '
-                   'cscp.environment TO %s', r);
-    -- The command registry, like the policy (registry.sql); its governance log is not the app's.
-    EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.command_registry TO %s', r);
-    -- The public API only: no internal (_-prefixed) function, which an application could
-    -- otherwise call with arguments cscp never passes, and no trigger function.  A role
-    -- granted by an earlier version loses the internal ones.
-    EXECUTE (SELECT format('GRANT EXECUTE ON FUNCTION %s TO %s', string_agg(p.oid::regprocedure::text, ', '), r)
-               FROM pg_catalog.pg_proc p
-              WHERE p.pronamespace = 'cscp'::regnamespace AND p.proname !~ '^(_|http_)'
-                AND p.prorettype <> 'pg_catalog.trigger'::regtype);
-    -- Nor the gateway's endpoints (cscp.grant_gateway's): a key passed to them would act for its
-    -- tenant whatever tenants the role is bound to.
-    EXECUTE (SELECT format('REVOKE EXECUTE ON FUNCTION %s FROM %s', string_agg(p.oid::regprocedure::text, ', '), r)
-               FROM pg_catalog.pg_proc p
-              WHERE p.pronamespace = 'cscp'::regnamespace AND p.proname ~ '^(_|http_)');
-    -- Administration and operator inspection are not the application's.
-    EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.grant_app(name, text[]), cscp.grant_operator(name, text[]), '
-                   'cscp.revoke_app(name), cscp.revoke_operator(name), cscp.grant_gateway(name), '
-                   'cscp.api_key_create(text, text, text[], timestamptz, text), cscp.api_key_revoke(text, text), '
-                   'cscp.authority_bind(text, name, text), '
-                   'cscp.show_active_context(text, text), cscp.inspect_active_context(text, text), '
-                   'cscp.inspect_command_lifecycle(text, text), cscp.check_invariants(text) FROM %s', r);
-    -- Nor a shard's place in a scale-out deployment (shard.sql).
-    EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.shard_set(int, int[]), cscp.shard_misplaced() FROM %s', r);
-END
-$$;
 COMMENT ON FUNCTION cscp._grant_app_privileges(regrole) IS 'Internal: the privileges of an application role';
 ALTER FUNCTION cscp._grant_app_privileges(regrole) SET search_path = pg_catalog, pg_temp;
 
@@ -303,13 +250,29 @@ AS $$
 #variable_conflict use_variable
 DECLARE
     cmd cscp.command;
+    n int := 0;
+    r cscp.command;
 BEGIN
     IF command_id IS NULL THEN
         RAISE EXCEPTION 'command_id must not be null'
             USING ERRCODE = '22023', HINT = 'Pass the command_id returned by cscp.command_submit.';
     END IF;
-    SELECT * INTO cmd FROM cscp.command x WHERE x.command_id = command_id;
-    IF NOT FOUND THEN
+    -- Ids are keyed per tenant: the session's tenant's command (row-level security binds an
+    -- application role to it; the owner behind the gateway is held to it here).
+    FOR r IN SELECT * FROM cscp.command x
+              WHERE x.command_id = command_id
+                AND x.tenant_id = coalesce(cscp.current_tenant(), x.tenant_id)
+              LIMIT 2 LOOP
+        cmd := r;
+        n := n + 1;
+    END LOOP;
+    IF n > 1 THEN
+        RAISE EXCEPTION 'command id % is held by more than one tenant''s command', command_id
+            USING ERRCODE = '21000',
+                  DETAIL = 'A role that row-level security does not bind sees the commands of every tenant.',
+                  HINT = 'Set cscp.tenant_id to the command''s tenant.';
+    END IF;
+    IF n = 0 THEN
         RAISE EXCEPTION 'command % does not exist', command_id
             USING ERRCODE = '22023',
                   HINT = 'Check the id, and that cscp.tenant_id names the command''s tenant.';

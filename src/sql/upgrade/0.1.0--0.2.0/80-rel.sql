@@ -29,6 +29,10 @@ BEGIN
     EXECUTE format('GRANT SELECT, INSERT, UPDATE ON cscp.fact, cscp.identity TO %s', r);
     EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.authority, cscp.working_set, '
                    'cscp.environment TO %s', r);
+    -- LangGraph's checkpoints and store, agent sessions (checkpoint.sql): the application's own.
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.checkpoint_thread, cscp.checkpoint, '
+                   'cscp.checkpoint_blob, cscp.checkpoint_write, cscp.store_item, cscp.agent_session, '
+                   'cscp.session_item TO %s', r);
     -- The command registry, like the policy (registry.sql); its governance log is not the app's.
     EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON cscp.command_registry TO %s', r);
     -- The public API only: no internal (_-prefixed) function, which an application could
@@ -47,7 +51,8 @@ BEGIN
     -- Administration and operator inspection are not the application's.
     EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.grant_app(name, text[]), cscp.grant_operator(name, text[]), '
                    'cscp.revoke_app(name), cscp.revoke_operator(name), cscp.grant_gateway(name), '
-                   'cscp.api_key_create(text, text, text[], timestamptz), cscp.api_key_revoke(text, text), '
+                   'cscp.api_key_create(text, text, text[], timestamptz, text), cscp.api_key_revoke(text, text), '
+                   'cscp.authority_bind(text, name, text), '
                    'cscp.show_active_context(text, text), cscp.inspect_active_context(text, text), '
                    'cscp.inspect_command_lifecycle(text, text), cscp.check_invariants(text) FROM %s', r);
     -- Nor a shard's place in a scale-out deployment (shard.sql).
