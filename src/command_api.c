@@ -409,32 +409,27 @@ typedef struct MovedCommand
  * together by a role row-level security does not bind, with no
  * cscp.tenant_id set) is an error.
  */
-#define LOCK_COMMAND_SELECT \
-	"SELECT x.tenant_id, x.command_id, x.conversation_id, x.state, x.mutating," \
-	"       x.auto_confirm, x.confirmed_at, x.authorized_at, x.window_expires_at," \
-	"       x.message_ids, x.context_ref, x.actor_id, x.context_id, x.frame_id," \
-	"       x.recovery_kind, x.target_command_id, x.idempotency_key, x.target_fingerprint" \
-	"  FROM cscp.command x"
-
 static HeapTuple
 lock_command(Datum command_id, Datum tenant, bool tenant_null, TupleDesc *desc)
 {
-	/* by primary key for the session's tenant; by command_id_idx for any */
 	static SPIPlanPtr plan = NULL;
-	static SPIPlanPtr any_plan = NULL;
 	static const Oid argtypes[2] = {UUIDOID, TEXTOID};
-	Datum		args[2] = {command_id, tenant};
-	SPIPlanPtr	p;
+	Datum		args[2];
+	char		nulls[2] = {' ', ' '};
 
-	if (tenant_null)
-		p = cscp_spi_plan(&any_plan, LOCK_COMMAND_SELECT " WHERE x.command_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-						  1, argtypes);
-	else
-		p = cscp_spi_plan(&plan,
-						  LOCK_COMMAND_SELECT
-						  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $2 AND x.command_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-						  2, argtypes);
-	if (SPI_execute_plan(p, args, NULL, false, 0) != SPI_OK_SELECT)
+	cscp_spi_plan(&plan,
+				  "SELECT x.tenant_id, x.command_id, x.conversation_id, x.state, x.mutating,"
+				  "       x.auto_confirm, x.confirmed_at, x.authorized_at, x.window_expires_at,"
+				  "       x.message_ids, x.context_ref, x.actor_id, x.context_id, x.frame_id,"
+				  "       x.recovery_kind, x.target_command_id, x.idempotency_key, x.target_fingerprint"
+				  "  FROM cscp.command x"
+				  " WHERE x.command_id OPERATOR(pg_catalog.=) $1 AND x.tenant_id OPERATOR(pg_catalog.=) coalesce($2, x.tenant_id)"
+				  "   FOR UPDATE",
+				  2, argtypes);
+	args[0] = command_id;
+	args[1] = tenant;
+	nulls[1] = tenant_null ? 'n' : ' ';
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not lock command %s",
 			 DatumGetCString(DirectFunctionCall1(uuid_out, command_id)));
 	if (SPI_processed == 0)
@@ -564,28 +559,24 @@ static void
 step_context(Step *st)
 {
 	static SPIPlanPtr plan = NULL;
-	static SPIPlanPtr any_plan = NULL;
 	static const Oid types[2] = {UUIDOID, TEXTOID};
 	CommandState to = st->to;
-	Datum		args[2] = {st->command_id, st->tenant};
-	SPIPlanPtr	p;
+	Datum		args[2];
+	char		nulls[2] = {' ', ' '};
 
 	if (!(st->approval || st->asking || to == CMD_CONFIRMED || to == CMD_AUTHZ_PENDING ||
 		  to == CMD_AUTHORIZED || to == CMD_STARTED || to == CMD_REJECTED || to == CMD_CANCELED))
 		return;
-	if (st->tenant_null)
-		p = cscp_spi_plan(&any_plan,
-						  "SELECT " CONTEXT_COLUMNS " FROM cscp.command c JOIN cscp.context x"
-						  "    ON x.tenant_id OPERATOR(pg_catalog.=) c.tenant_id AND x.context_id OPERATOR(pg_catalog.=) c.context_id"
-						  " WHERE c.command_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF x",
-						  1, types);
-	else
-		p = cscp_spi_plan(&plan,
-						  "SELECT " CONTEXT_COLUMNS " FROM cscp.command c JOIN cscp.context x"
-						  "    ON x.tenant_id OPERATOR(pg_catalog.=) c.tenant_id AND x.context_id OPERATOR(pg_catalog.=) c.context_id"
-						  " WHERE c.tenant_id OPERATOR(pg_catalog.=) $2 AND c.command_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF x",
-						  2, types);
-	if (SPI_execute_plan(p, args, NULL, false, 1) != SPI_OK_SELECT)
+	cscp_spi_plan(&plan,
+				  "SELECT " CONTEXT_COLUMNS " FROM cscp.command c JOIN cscp.context x"
+				  "    ON x.tenant_id OPERATOR(pg_catalog.=) c.tenant_id AND x.context_id OPERATOR(pg_catalog.=) c.context_id"
+				  " WHERE c.command_id OPERATOR(pg_catalog.=) $1 AND c.tenant_id OPERATOR(pg_catalog.=) coalesce($2, c.tenant_id)"
+				  "   FOR UPDATE OF x",
+				  2, types);
+	args[0] = st->command_id;
+	args[1] = st->tenant;
+	nulls[1] = st->tenant_null ? 'n' : ' ';
+	if (SPI_execute_plan(plan, args, nulls, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not lock a context");
 	st->ctx_read = true;
 	if (SPI_processed == 1)
@@ -1705,7 +1696,6 @@ Datum
 cscp_command_recover(PG_FUNCTION_ARGS)
 {
 	static SPIPlanPtr target_plan = NULL;
-	static SPIPlanPtr any_target_plan = NULL;
 	static const Oid target_types[2] = {UUIDOID, TEXTOID};
 	MemoryContext callerctx = CurrentMemoryContext;
 	CommandRequest q = {0};
@@ -1719,6 +1709,7 @@ cscp_command_recover(PG_FUNCTION_ARGS)
 	bool		isnull;
 	Datum		target_id = PG_GETARG_DATUM(0);
 	Datum		target_args[2];
+	char		target_nulls[2] = {' ', ' '};
 	bool		tenant_null;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
@@ -1732,15 +1723,12 @@ cscp_command_recover(PG_FUNCTION_ARGS)
 	 */
 	target_args[0] = target_id;
 	target_args[1] = cscp_lookup_tenant(&tenant_null);
-	if (tenant_null)
-		run(cscp_spi_plan(&any_target_plan, "SELECT * FROM cscp.command x WHERE x.command_id OPERATOR(pg_catalog.=) $1",
-						  1, target_types),
-			target_args, NULL, true, SPI_OK_SELECT);
-	else
-		run(cscp_spi_plan(&target_plan,
-						  "SELECT * FROM cscp.command x WHERE x.tenant_id OPERATOR(pg_catalog.=) $2 AND x.command_id OPERATOR(pg_catalog.=) $1",
-						  2, target_types),
-			target_args, NULL, true, SPI_OK_SELECT);
+	target_nulls[1] = tenant_null ? 'n' : ' ';
+	cscp_spi_plan(&target_plan,
+				  "SELECT * FROM cscp.command x"
+				  " WHERE x.command_id OPERATOR(pg_catalog.=) $1 AND x.tenant_id OPERATOR(pg_catalog.=) coalesce($2, x.tenant_id)",
+				  2, target_types);
+	run(target_plan, target_args, target_nulls, true, SPI_OK_SELECT);
 	if (SPI_processed > 1)
 		many_commands(target_id);
 	if (SPI_processed != 1)

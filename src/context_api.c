@@ -437,13 +437,6 @@ cscp_context_touch_sql(PG_FUNCTION_ARGS)
 											 DatumGetIntervalP(ttl)));
 }
 
-/* slot_set's UPDATE, before its WHERE clause */
-#define SLOT_SET_UPDATE \
-	"UPDATE cscp.context x" \
-	"   SET slots = CASE WHEN $3 IS NULL THEN x.slots OPERATOR(pg_catalog.-) $2" \
-	"                    ELSE x.slots OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object($2, $3) END," \
-	"       expires_at = cscp.context_touch(x)"
-
 PG_FUNCTION_INFO_V1(cscp_slot_set);
 
 /*
@@ -456,8 +449,7 @@ PG_FUNCTION_INFO_V1(cscp_slot_set);
 Datum
 cscp_slot_set(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr plan = NULL;	/* by primary key, of the session's tenant */
-	static SPIPlanPtr any_plan = NULL;	/* by context_id_idx, of any tenant */
+	static SPIPlanPtr plan = NULL;
 	static const Oid types[4] = {UUIDOID, TEXTOID, JSONBOID, TEXTOID};
 	MemoryContext callerctx = CurrentMemoryContext;
 	TupleDesc	rowdesc;
@@ -479,12 +471,15 @@ cscp_slot_set(PG_FUNCTION_ARGS)
 	nulls[3] = tenant_null ? 'n' : ' ';
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (tenant_null)
-		cscp_spi_plan(&any_plan, SLOT_SET_UPDATE " WHERE x.context_id OPERATOR(pg_catalog.=) $1 RETURNING *", 3, types);
-	else
-		cscp_spi_plan(&plan, SLOT_SET_UPDATE " WHERE x.tenant_id OPERATOR(pg_catalog.=) $4 AND x.context_id OPERATOR(pg_catalog.=) $1 RETURNING *",
-					  4, types);
-	row = cscp_spi_update_one(tenant_null ? any_plan : plan, args, nulls, &desc, "set a slot");
+	cscp_spi_plan(&plan,
+				  "UPDATE cscp.context x"
+				  "   SET slots OPERATOR(pg_catalog.=) CASE WHEN $3 IS NULL THEN x.slots OPERATOR(pg_catalog.-) $2"
+				  "                    ELSE x.slots OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object($2, $3) END,"
+				  "       expires_at OPERATOR(pg_catalog.=) cscp.context_touch(x)"
+				  " WHERE x.context_id OPERATOR(pg_catalog.=) $1 AND x.tenant_id OPERATOR(pg_catalog.=) coalesce($4, x.tenant_id)"
+				  " RETURNING *",
+				  4, types);
+	row = cscp_spi_update_one(plan, args, nulls, &desc, "set a slot");
 	if (row == NULL)
 	{
 		static SPIPlanPtr exists_plan = NULL;
@@ -524,7 +519,6 @@ Datum
 cscp_context_transition(PG_FUNCTION_ARGS)
 {
 	static SPIPlanPtr lock_plan = NULL;
-	static SPIPlanPtr any_lock_plan = NULL;
 	static SPIPlanPtr update_plan = NULL;
 	static const Oid lock_types[2] = {UUIDOID, TEXTOID};
 	static const Oid update_types[5] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, TIMESTAMPTZOID};
@@ -552,19 +546,15 @@ cscp_context_transition(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&lock_plan,
+				  "SELECT x.tenant_id, x.status::pg_catalog.text, x.expires_at, x.ttl FROM cscp.context x"
+				  " WHERE x.context_id OPERATOR(pg_catalog.=) $1 AND x.tenant_id OPERATOR(pg_catalog.=) coalesce($2, x.tenant_id)"
+				  "   FOR UPDATE",
+				  2, lock_types);
 	args[0] = PG_GETARG_DATUM(0);
 	args[1] = cscp_lookup_tenant(&tenant_null);
-	if (tenant_null)
-		cscp_spi_plan(&any_lock_plan,
-					  "SELECT x.tenant_id, x.status::pg_catalog.text, x.expires_at, x.ttl FROM cscp.context x"
-					  " WHERE x.context_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-					  1, lock_types);
-	else
-		cscp_spi_plan(&lock_plan,
-					  "SELECT x.tenant_id, x.status::pg_catalog.text, x.expires_at, x.ttl FROM cscp.context x"
-					  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $2 AND x.context_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-					  2, lock_types);
-	if (SPI_execute_plan(tenant_null ? any_lock_plan : lock_plan, args, NULL, false, 2) != SPI_OK_SELECT)
+	nulls[1] = tenant_null ? 'n' : ' ';
+	if (SPI_execute_plan(lock_plan, args, nulls, false, 2) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up a context");
 	if (SPI_processed > 1)
 		ereport(ERROR,
@@ -572,6 +562,7 @@ cscp_context_transition(PG_FUNCTION_ARGS)
 				 errmsg("context id %s is held by more than one tenant's context", id),
 				 errdetail("A role that row-level security does not bind sees the contexts of every tenant."),
 				 errhint("Set cscp.tenant_id to the context's tenant.")));
+	nulls[1] = ' ';
 	if (SPI_processed == 1)
 	{
 		HeapTuple	c = SPI_tuptable->vals[0];
