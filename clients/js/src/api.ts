@@ -6,9 +6,9 @@ void (null as unknown as Json);
 export class CscpApi {
   protected constructor(protected readonly caller: Caller) {}
 
-  /** cscp.api_key_create(text,text,text[],timestamp with time zone): Create an API key of a tenant for the HTTPS gateway and return it: it is shown this once, only its SHA-256 is kept */
-  apiKeyCreate(args: { "tenant_id"?: string | null; "label": string | null; "scopes"?: string[] | null; "expires_at"?: Date | null }): Promise<string | null> {
-    return this.caller.call("api_key_create", [["tenant_id","text"],["label","text"],["scopes","text[]"],["expires_at","timestamp with time zone"]], args as Record<string, unknown>, "value") as Promise<string | null>;
+  /** cscp.api_key_create(text,text,text[],timestamp with time zone,text): Create an API key of a tenant for the HTTPS gateway and return it: it is shown this once, only its SHA-256 is kept; with authority, the key's fact writes may name none ranked higher */
+  apiKeyCreate(args: { "tenant_id"?: string | null; "label": string | null; "scopes"?: string[] | null; "expires_at"?: Date | null; "authority"?: string | null }): Promise<string | null> {
+    return this.caller.call("api_key_create", [["tenant_id","text"],["label","text"],["scopes","text[]"],["expires_at","timestamp with time zone"],["authority","text"]], args as Record<string, unknown>, "value") as Promise<string | null>;
   }
 
   /** cscp.api_key_revoke(text,text): Revoke an API key at once: true when it was live, false when it was already revoked */
@@ -24,6 +24,11 @@ export class CscpApi {
   /** cscp.approve(text,text,text,text,boolean,uuid): Decide the pending approval of a conversation: approved, denied, no_context, expired, nothing_pending, approval_expired, approver_mismatch, command_mismatch or ambiguous */
   approve(args: { "tenant_id"?: string | null; "conversation_id": string | null; "approver_id": string | null; "message_id": string | null; "decision": boolean | null; "command_id"?: string | null }): Promise<{ "outcome": string | null; "command_id": string | null; "context_id": string | null }[]> {
     return this.caller.call("approve", [["tenant_id","text"],["conversation_id","text"],["approver_id","text"],["message_id","text"],["decision","boolean"],["command_id","uuid"]], args as Record<string, unknown>, "rows") as Promise<{ "outcome": string | null; "command_id": string | null; "context_id": string | null }[]>;
+  }
+
+  /** cscp.authority_bind(text,name,text): Hold a role (and the roles that have its privileges) to an authority in a tenant: its facts may name none ranked higher (42501); NULL authority removes the binding */
+  authorityBind(args: { "tenant_id"?: string | null; "role": string | null; "authority": string | null }): Promise<void> {
+    return this.caller.call("authority_bind", [["tenant_id","text"],["role","name"],["authority","text"]], args as Record<string, unknown>, "void") as Promise<void>;
   }
 
   /** cscp.authority_rank(text,text): The rank of an authority for a tenant (its own, else the default), or NULL when unknown */
@@ -121,7 +126,7 @@ export class CscpApi {
     return this.caller.call("checkpoint_put_writes", [["tenant_id","text"],["thread_id","text"],["checkpoint_ns","text"],["checkpoint_id","text"],["task_id","text"],["task_path","text"],["channels","text[]"],["types","text[]"],["blobs","bytea[]"],["idxs","integer[]"]], args as Record<string, unknown>, "value") as Promise<number | null>;
   }
 
-  /** cscp.checkpoint_touch(text,text): Start a thread, or extend it to the tenant's checkpoint_ttl from now (an expired one starts empty); returns its new expires_at */
+  /** cscp.checkpoint_touch(text,text): Start a thread, or extend it to the tenant's checkpoint_ttl from now unless it was within the last 1% of it (an expired one starts empty); returns its expires_at */
   checkpointTouch(args: { "tenant_id"?: string | null; "thread_id": string | null }): Promise<Date | null> {
     return this.caller.call("checkpoint_touch", [["tenant_id","text"],["thread_id","text"]], args as Record<string, unknown>, "value") as Promise<Date | null>;
   }
@@ -139,6 +144,11 @@ export class CscpApi {
   /** cscp.command_recover(uuid,text,text,jsonb): Recover a command with a new one aimed at it: retry (failed), reprocess (rejected, failed, canceled), cancel (up to started), compensate (executed, failed) */
   commandRecover(args: { "target_command_id": string | null; "kind": string | null; "idempotency_key": string | null; "payload"?: Json | null }): Promise<{ "command_id": string | null; "state": string | null; "replayed": boolean | null; "outcome": Json | null }[]> {
     return this.caller.call("command_recover", [["target_command_id","uuid"],["kind","text"],["idempotency_key","text"],["payload","jsonb"]], args as Record<string, unknown>, "rows") as Promise<{ "command_id": string | null; "state": string | null; "replayed": boolean | null; "outcome": Json | null }[]>;
+  }
+
+  /** cscp.command_recovery_options(cscp.command_state): The recovery kinds (cscp.command_recover) that apply to a command in this state */
+  commandRecoveryOptions(args: { "state": string | null }): Promise<string[] | null> {
+    return this.caller.call("command_recovery_options", [["state","cscp.command_state"]], args as Record<string, unknown>, "value") as Promise<string[] | null>;
   }
 
   /** cscp.command_status(uuid): A command's state, outcome, the states it may move to next and the recoveries that apply */

@@ -22,9 +22,9 @@ class CscpApi:
     def _call(self, fn, params, args, kind):  # pragma: no cover
         raise NotImplementedError
 
-    def api_key_create(self, *, tenant_id: str | None = UNSET, label: str | None, scopes: list[str] | None = UNSET, expires_at: datetime | None = UNSET) -> str | None:
-        """cscp.api_key_create(text,text,text[],timestamp with time zone): Create an API key of a tenant for the HTTPS gateway and return it: it is shown this once, only its SHA-256 is kept"""
-        return self._call('api_key_create', [('tenant_id', 'text'), ('label', 'text'), ('scopes', 'text[]'), ('expires_at', 'timestamp with time zone')], {'tenant_id': tenant_id, 'label': label, 'scopes': scopes, 'expires_at': expires_at}, 'value')
+    def api_key_create(self, *, tenant_id: str | None = UNSET, label: str | None, scopes: list[str] | None = UNSET, expires_at: datetime | None = UNSET, authority: str | None = UNSET) -> str | None:
+        """cscp.api_key_create(text,text,text[],timestamp with time zone,text): Create an API key of a tenant for the HTTPS gateway and return it: it is shown this once, only its SHA-256 is kept; with authority, the key's fact writes may name none ranked higher"""
+        return self._call('api_key_create', [('tenant_id', 'text'), ('label', 'text'), ('scopes', 'text[]'), ('expires_at', 'timestamp with time zone'), ('authority', 'text')], {'tenant_id': tenant_id, 'label': label, 'scopes': scopes, 'expires_at': expires_at, 'authority': authority}, 'value')
 
     def api_key_revoke(self, *, tenant_id: str | None = UNSET, label: str | None) -> bool | None:
         """cscp.api_key_revoke(text,text): Revoke an API key at once: true when it was live, false when it was already revoked"""
@@ -37,6 +37,10 @@ class CscpApi:
     def approve(self, *, tenant_id: str | None = UNSET, conversation_id: str | None, approver_id: str | None, message_id: str | None, decision: bool | None, command_id: str | None = UNSET) -> list[dict[str, Any]]:
         """cscp.approve(text,text,text,text,boolean,uuid): Decide the pending approval of a conversation: approved, denied, no_context, expired, nothing_pending, approval_expired, approver_mismatch, command_mismatch or ambiguous"""
         return self._call('approve', [('tenant_id', 'text'), ('conversation_id', 'text'), ('approver_id', 'text'), ('message_id', 'text'), ('decision', 'boolean'), ('command_id', 'uuid')], {'tenant_id': tenant_id, 'conversation_id': conversation_id, 'approver_id': approver_id, 'message_id': message_id, 'decision': decision, 'command_id': command_id}, 'rows')
+
+    def authority_bind(self, *, tenant_id: str | None = UNSET, role: str | None, authority: str | None) -> None:
+        """cscp.authority_bind(text,name,text): Hold a role (and the roles that have its privileges) to an authority in a tenant: its facts may name none ranked higher (42501); NULL authority removes the binding"""
+        return self._call('authority_bind', [('tenant_id', 'text'), ('role', 'name'), ('authority', 'text')], {'tenant_id': tenant_id, 'role': role, 'authority': authority}, 'void')
 
     def authority_rank(self, *, tenant_id: str | None = UNSET, authority: str | None) -> int | None:
         """cscp.authority_rank(text,text): The rank of an authority for a tenant (its own, else the default), or NULL when unknown"""
@@ -115,7 +119,7 @@ class CscpApi:
         return self._call('checkpoint_put_writes', [('tenant_id', 'text'), ('thread_id', 'text'), ('checkpoint_ns', 'text'), ('checkpoint_id', 'text'), ('task_id', 'text'), ('task_path', 'text'), ('channels', 'text[]'), ('types', 'text[]'), ('blobs', 'bytea[]'), ('idxs', 'integer[]')], {'tenant_id': tenant_id, 'thread_id': thread_id, 'checkpoint_ns': checkpoint_ns, 'checkpoint_id': checkpoint_id, 'task_id': task_id, 'task_path': task_path, 'channels': channels, 'types': types, 'blobs': blobs, 'idxs': idxs}, 'value')
 
     def checkpoint_touch(self, *, tenant_id: str | None = UNSET, thread_id: str | None) -> datetime | None:
-        """cscp.checkpoint_touch(text,text): Start a thread, or extend it to the tenant's checkpoint_ttl from now (an expired one starts empty); returns its new expires_at"""
+        """cscp.checkpoint_touch(text,text): Start a thread, or extend it to the tenant's checkpoint_ttl from now unless it was within the last 1% of it (an expired one starts empty); returns its expires_at"""
         return self._call('checkpoint_touch', [('tenant_id', 'text'), ('thread_id', 'text')], {'tenant_id': tenant_id, 'thread_id': thread_id}, 'value')
 
     def command_declare(self, *, tenant_id: str | None = UNSET, command_name: str | None, mutating: bool | None, needs_approval: bool | None = UNSET, risk: str | None = UNSET) -> dict[str, Any] | None:
@@ -129,6 +133,10 @@ class CscpApi:
     def command_recover(self, *, target_command_id: str | None, kind: str | None, idempotency_key: str | None, payload: Json | None = UNSET) -> list[dict[str, Any]]:
         """cscp.command_recover(uuid,text,text,jsonb): Recover a command with a new one aimed at it: retry (failed), reprocess (rejected, failed, canceled), cancel (up to started), compensate (executed, failed)"""
         return self._call('command_recover', [('target_command_id', 'uuid'), ('kind', 'text'), ('idempotency_key', 'text'), ('payload', 'jsonb')], {'target_command_id': target_command_id, 'kind': kind, 'idempotency_key': idempotency_key, 'payload': payload}, 'rows')
+
+    def command_recovery_options(self, *, state: str | None) -> list[str] | None:
+        """cscp.command_recovery_options(cscp.command_state): The recovery kinds (cscp.command_recover) that apply to a command in this state"""
+        return self._call('command_recovery_options', [('state', 'cscp.command_state')], {'state': state}, 'value')
 
     def command_status(self, *, command_id: str | None) -> list[dict[str, Any]]:
         """cscp.command_status(uuid): A command's state, outcome, the states it may move to next and the recoveries that apply"""
@@ -465,9 +473,9 @@ class AsyncCscpApi:
     async def _call(self, fn, params, args, kind):  # pragma: no cover
         raise NotImplementedError
 
-    async def api_key_create(self, *, tenant_id: str | None = UNSET, label: str | None, scopes: list[str] | None = UNSET, expires_at: datetime | None = UNSET) -> str | None:
-        """cscp.api_key_create(text,text,text[],timestamp with time zone): Create an API key of a tenant for the HTTPS gateway and return it: it is shown this once, only its SHA-256 is kept"""
-        return await self._call('api_key_create', [('tenant_id', 'text'), ('label', 'text'), ('scopes', 'text[]'), ('expires_at', 'timestamp with time zone')], {'tenant_id': tenant_id, 'label': label, 'scopes': scopes, 'expires_at': expires_at}, 'value')
+    async def api_key_create(self, *, tenant_id: str | None = UNSET, label: str | None, scopes: list[str] | None = UNSET, expires_at: datetime | None = UNSET, authority: str | None = UNSET) -> str | None:
+        """cscp.api_key_create(text,text,text[],timestamp with time zone,text): Create an API key of a tenant for the HTTPS gateway and return it: it is shown this once, only its SHA-256 is kept; with authority, the key's fact writes may name none ranked higher"""
+        return await self._call('api_key_create', [('tenant_id', 'text'), ('label', 'text'), ('scopes', 'text[]'), ('expires_at', 'timestamp with time zone'), ('authority', 'text')], {'tenant_id': tenant_id, 'label': label, 'scopes': scopes, 'expires_at': expires_at, 'authority': authority}, 'value')
 
     async def api_key_revoke(self, *, tenant_id: str | None = UNSET, label: str | None) -> bool | None:
         """cscp.api_key_revoke(text,text): Revoke an API key at once: true when it was live, false when it was already revoked"""
@@ -480,6 +488,10 @@ class AsyncCscpApi:
     async def approve(self, *, tenant_id: str | None = UNSET, conversation_id: str | None, approver_id: str | None, message_id: str | None, decision: bool | None, command_id: str | None = UNSET) -> list[dict[str, Any]]:
         """cscp.approve(text,text,text,text,boolean,uuid): Decide the pending approval of a conversation: approved, denied, no_context, expired, nothing_pending, approval_expired, approver_mismatch, command_mismatch or ambiguous"""
         return await self._call('approve', [('tenant_id', 'text'), ('conversation_id', 'text'), ('approver_id', 'text'), ('message_id', 'text'), ('decision', 'boolean'), ('command_id', 'uuid')], {'tenant_id': tenant_id, 'conversation_id': conversation_id, 'approver_id': approver_id, 'message_id': message_id, 'decision': decision, 'command_id': command_id}, 'rows')
+
+    async def authority_bind(self, *, tenant_id: str | None = UNSET, role: str | None, authority: str | None) -> None:
+        """cscp.authority_bind(text,name,text): Hold a role (and the roles that have its privileges) to an authority in a tenant: its facts may name none ranked higher (42501); NULL authority removes the binding"""
+        return await self._call('authority_bind', [('tenant_id', 'text'), ('role', 'name'), ('authority', 'text')], {'tenant_id': tenant_id, 'role': role, 'authority': authority}, 'void')
 
     async def authority_rank(self, *, tenant_id: str | None = UNSET, authority: str | None) -> int | None:
         """cscp.authority_rank(text,text): The rank of an authority for a tenant (its own, else the default), or NULL when unknown"""
@@ -558,7 +570,7 @@ class AsyncCscpApi:
         return await self._call('checkpoint_put_writes', [('tenant_id', 'text'), ('thread_id', 'text'), ('checkpoint_ns', 'text'), ('checkpoint_id', 'text'), ('task_id', 'text'), ('task_path', 'text'), ('channels', 'text[]'), ('types', 'text[]'), ('blobs', 'bytea[]'), ('idxs', 'integer[]')], {'tenant_id': tenant_id, 'thread_id': thread_id, 'checkpoint_ns': checkpoint_ns, 'checkpoint_id': checkpoint_id, 'task_id': task_id, 'task_path': task_path, 'channels': channels, 'types': types, 'blobs': blobs, 'idxs': idxs}, 'value')
 
     async def checkpoint_touch(self, *, tenant_id: str | None = UNSET, thread_id: str | None) -> datetime | None:
-        """cscp.checkpoint_touch(text,text): Start a thread, or extend it to the tenant's checkpoint_ttl from now (an expired one starts empty); returns its new expires_at"""
+        """cscp.checkpoint_touch(text,text): Start a thread, or extend it to the tenant's checkpoint_ttl from now unless it was within the last 1% of it (an expired one starts empty); returns its expires_at"""
         return await self._call('checkpoint_touch', [('tenant_id', 'text'), ('thread_id', 'text')], {'tenant_id': tenant_id, 'thread_id': thread_id}, 'value')
 
     async def command_declare(self, *, tenant_id: str | None = UNSET, command_name: str | None, mutating: bool | None, needs_approval: bool | None = UNSET, risk: str | None = UNSET) -> dict[str, Any] | None:
@@ -572,6 +584,10 @@ class AsyncCscpApi:
     async def command_recover(self, *, target_command_id: str | None, kind: str | None, idempotency_key: str | None, payload: Json | None = UNSET) -> list[dict[str, Any]]:
         """cscp.command_recover(uuid,text,text,jsonb): Recover a command with a new one aimed at it: retry (failed), reprocess (rejected, failed, canceled), cancel (up to started), compensate (executed, failed)"""
         return await self._call('command_recover', [('target_command_id', 'uuid'), ('kind', 'text'), ('idempotency_key', 'text'), ('payload', 'jsonb')], {'target_command_id': target_command_id, 'kind': kind, 'idempotency_key': idempotency_key, 'payload': payload}, 'rows')
+
+    async def command_recovery_options(self, *, state: str | None) -> list[str] | None:
+        """cscp.command_recovery_options(cscp.command_state): The recovery kinds (cscp.command_recover) that apply to a command in this state"""
+        return await self._call('command_recovery_options', [('state', 'cscp.command_state')], {'state': state}, 'value')
 
     async def command_status(self, *, command_id: str | None) -> list[dict[str, Any]]:
         """cscp.command_status(uuid): A command's state, outcome, the states it may move to next and the recoveries that apply"""
