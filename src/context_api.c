@@ -473,9 +473,9 @@ cscp_slot_set(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
 				  "UPDATE cscp.context x"
-				  "   SET slots OPERATOR(pg_catalog.=) CASE WHEN $3 IS NULL THEN x.slots OPERATOR(pg_catalog.-) $2"
+				  "   SET slots = CASE WHEN $3 IS NULL THEN x.slots OPERATOR(pg_catalog.-) $2"
 				  "                    ELSE x.slots OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object($2, $3) END,"
-				  "       expires_at OPERATOR(pg_catalog.=) cscp.context_touch(x)"
+				  "       expires_at = cscp.context_touch(x)"
 				  " WHERE x.context_id OPERATOR(pg_catalog.=) $1 AND x.tenant_id OPERATOR(pg_catalog.=) coalesce($4, x.tenant_id)"
 				  " RETURNING *",
 				  4, types);
