@@ -88,9 +88,13 @@ RESET cscp.tenant_id;
 SELECT pg_temp.expect('a restored API key',
        (SELECT r.status FROM cscp.http_doc_get('Bearer ' || (SELECT key FROM public.bk_api_key), 'c-1', 'cart') r), 200);
 
--- LangGraph's thread, store item and agent session came back and are read through the API.
+-- LangGraph's thread, store item and agent session came back and are read through the API
+-- (rows a release before 0.2.0 could not write: not in a database upgraded from one).
+\if :{?other_times}
+\else
 SELECT pg_temp.expect('checkpoint with its blob and write',
        (SELECT id || ' ' || blobs[1]::text || ' ' || write_blobs[1]::text
           FROM cscp.checkpoint_get_tuple('bk', 'thread-1')), 'cp-1 \x5b5d \x5b315d');
 SELECT pg_temp.expect('store item', (SELECT item_value ->> 'tea' FROM cscp.store_get('bk', '{users,ana}', 'prefs')), 'green');
 SELECT pg_temp.expect('session item', (SELECT i ->> 'content' FROM cscp.session_get_items('bk', 'agent-1') i), 'hi');
+\endif
