@@ -60,6 +60,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "libpq-fe.h"
 
@@ -82,6 +83,7 @@ typedef struct Func
 	int			gw_may_execute;
 	int			is_endpoint;	/* cscp.http_*, SECURITY DEFINER */
 	long		calls;
+	double		seconds;		/* spent in its calls */
 	int			nstates;
 	char		state[STATES][6];
 	long		state_count[STATES];
@@ -965,6 +967,8 @@ load_functions(void)
 	PQclear(r);
 }
 
+static PGresult *query_prepared(const char *name);
+
 /*
  * One query giving a fingerprint of every table of schema cscp.  An API key's
  * last_used_at is left out: the gateway records a key's use (at most once a
@@ -1014,17 +1018,42 @@ build_fingerprint_sql(void)
 static char *
 bystander_fingerprint(void)
 {
-	PGresult   *r = query(admin, bystander_sql);
+	PGresult   *r = query_prepared("bystander_fingerprint");
 	char	   *s = strdup(PQgetvalue(r, 0, 0));
 
 	PQclear(r);
 	return s;
 }
 
+/* Both fingerprints' statements, prepared: they run after every call. */
+static void
+prepare_fingerprints(void)
+{
+	PGresult   *r = PQprepare(admin, "fingerprint", fingerprint_sql, 0, NULL);
+
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		die("preparing the fingerprint: %s", PQerrorMessage(admin));
+	PQclear(r);
+	r = PQprepare(admin, "bystander_fingerprint", bystander_sql, 0, NULL);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		die("preparing the bystander's fingerprint: %s", PQerrorMessage(admin));
+	PQclear(r);
+}
+
+static PGresult *
+query_prepared(const char *name)
+{
+	PGresult   *r = PQexecPrepared(admin, name, 0, NULL, NULL, NULL, 0);
+
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		die("%s: %s", name, PQerrorMessage(admin));
+	return r;
+}
+
 static char *
 fingerprint(void)
 {
-	PGresult   *r = query(admin, fingerprint_sql);
+	PGresult   *r = query_prepared("fingerprint");
 	char	   *s = strdup(PQgetvalue(r, 0, 0));
 
 	PQclear(r);
@@ -1273,6 +1302,7 @@ main(int argc, char **argv)
 	tenant_literal = PQescapeLiteral(admin, tenant, strlen(tenant));
 	load_functions();
 	build_fingerprint_sql();
+	prepare_fingerprints();
 	refresh_pools();
 	printf("fuzz_sql: seed %llu, %ld calls over %d functions of schema cscp\n", seed, ncalls, nfuncs);
 	before = fingerprint();
@@ -1300,6 +1330,8 @@ main(int argc, char **argv)
 		PGresult   *r;
 		ExecStatusType st;
 		char	   *after;
+		struct timespec t0,
+					t1;
 
 		if (who < 0)
 			who = (f->app_may_execute ? chance(25) : !chance(33)) ? 0 : 1;
@@ -1329,8 +1361,11 @@ main(int argc, char **argv)
 		put(&sql, ")");
 		f->calls++;
 
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		r = PQexecParams(c, sql.data, n, NULL, (const char *const *) values, NULL, NULL, 0);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
 		st = PQresultStatus(r);
+		f->seconds += (double) (t1.tv_sec - t0.tv_sec) + (double) (t1.tv_nsec - t0.tv_nsec) / 1e9;
 		if (PQstatus(c) != CONNECTION_OK)
 			write_failure("connection lost (server or backend crashed)", f, n, values, as_role,
 						  PQerrorMessage(c));
@@ -1434,7 +1469,7 @@ main(int argc, char **argv)
 	{
 		Func	   *f = &funcs[i];
 
-		printf("  %-28s %5ld calls:", f->label, f->calls);
+		printf("  %-28s %5ld calls %6.2f s:", f->label, f->calls, f->seconds);
 		for (int j = 0; j < f->nstates; j++)
 			printf(" %s %ld", f->state[j], f->state_count[j]);
 		printf("\n");
