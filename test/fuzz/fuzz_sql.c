@@ -285,7 +285,7 @@ static const char *const recover_kinds[] = {"retry", "cancel", "reprocess", "com
 static const char *const scopes[] = {"global", "task", "hypothetical", "draft", "session"};
 static const char *const memory_types[] = {"user", "capability", "organizational"};
 static const char *const authorities[] = {"policy", "manager", "employee", "guest", "cfo", "intern"};
-static const char *const fact_keys[] = {"address", "travel_budget", "name", "diet"};
+static const char *const fact_keys[] = {"address", "travel_budget", "name", "diet", "m-1"};
 
 /* A plausible text for an argument, by its name. */
 static char *
@@ -323,6 +323,15 @@ gen_plausible_text(const char *name)
 	}
 	if (strstr(name, "state") || strcmp(name, "to_status") == 0)
 		return strdup(PICK(command_states));
+	/* the ids of the LangGraph checkpoints, store and sessions fuzz.sh wrote, of both tenants */
+	if (strcmp(name, "thread_id") == 0)
+		return strdup(PICK(((const char *const[]) {"th-1", "th-1", "th-2"})));
+	if (strcmp(name, "checkpoint_id") == 0 || strcmp(name, "parent_checkpoint_id") == 0)
+		return strdup(PICK(((const char *const[]) {"c-1", "c-2", "c-3"})));
+	if (strcmp(name, "checkpoint_ns") == 0)
+		return strdup(chance(80) ? "" : "inner");
+	if (strcmp(name, "task_id") == 0)
+		return strdup("task-a");
 	if (strcmp(name, "detail_level") == 0)
 		return strdup(PICK(((const char *const[]) {"none", "summary", "full"})));
 	snprintf(tmp, sizeof(tmp), "%s-%d", name, rnd(50));
@@ -879,6 +888,12 @@ gen_arg(const char *type, const char *name)
 		return gen_integer(type);
 	if (strcmp(type, "interval") == 0)
 		return gen_interval();
+	if (strcmp(type, "bytea[]") == 0 && chance(80))
+		return strdup(PICK(((const char *const[]) {"{\"\\\\x01\"}", "{}", "{\"\\\\x\"}", "{NULL}", "{\"\\\\x7b7d\",\"\\\\x00\"}"})));
+	if (strcmp(type, "integer[]") == 0 && chance(80))
+		return strdup(PICK(((const char *const[]) {"{0}", "{}", "{-1}", "{0,1}", "{2147483647}", "{NULL}"})));
+	if (strcmp(type, "text[]") == 0 && strcmp(name, "namespace") == 0 && chance(50))
+		return strdup(PICK(((const char *const[]) {"{users,u-1,memories}", "{users}", "{}", "{users,u-1}"})));
 	if (strcmp(type, "text[]") == 0)
 		return gen_text_array();
 	if (strcmp(type, "cscp.command_state") == 0)

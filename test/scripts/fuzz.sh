@@ -51,6 +51,10 @@ SELECT cscp.identity_set('$BYSTANDER', 'user-1', '{"user_name": "Ana", "user_id"
 SELECT cscp.fact_write('$BYSTANDER', 'user-1', 'f-1', 'address', '"Side St 2"');
 SELECT cscp.doc_put('$BYSTANDER', 'c1', 'cart', '{"items": 1}', 86400);
 SELECT cscp.ws_put('$BYSTANDER', 'c1', 'draft', '{"to": "y"}');
+SELECT cscp.checkpoint_put('$BYSTANDER', 'th-1', '', 'c-1', NULL, '{"v": 4, "channel_versions": {}}', '{}');
+SELECT cscp.checkpoint_put_writes('$BYSTANDER', 'th-1', '', 'c-1', 'task-a', '~1', '{messages}', '{json}', ARRAY['\x01'::bytea], '{0}');
+SELECT cscp.store_put('$BYSTANDER', '{users,u-1,memories}', 'm-1', '{"text": "likes green tea"}');
+SELECT cscp.session_add_items('$BYSTANDER', 'c1', '[{"role": "user", "content": "hi"}]');
 SQL
 # API keys: one of the fuzz's tenant, one of another tenant, one of the bystander, revoked
 key() { psql -X -q -At -v ON_ERROR_STOP=1 -c "SELECT cscp.api_key_create('$1', 'fuzz-key')"; }
@@ -81,6 +85,11 @@ SELECT cscp.fact_write('fuzz', 'user-1', 'f-2', 'diet', '"vegetarian"', depends_
 SELECT cscp.doc_put('fuzz', 'c1', 'cart', '{"items": 2}', 600);
 SELECT cscp.ws_put('fuzz', 'c1', 'draft', '{"to": "x"}');
 SELECT cscp.env_set('fuzz', 'c1', '{"timezone": "UTC"}');
+SELECT cscp.checkpoint_put('fuzz', 'th-1', '', 'c-1', NULL, '{"v": 4, "channel_versions": {}}', '{}');
+SELECT cscp.checkpoint_put('fuzz', 'th-1', '', 'c-2', 'c-1', '{"v": 4, "channel_versions": {}}', '{"step": 1}');
+SELECT cscp.checkpoint_put_writes('fuzz', 'th-1', '', 'c-2', 'task-a', '~1', '{messages}', '{json}', ARRAY['\x01'::bytea], '{0}');
+SELECT cscp.store_put('fuzz', '{users,u-1,memories}', 'm-1', '{"text": "likes coffee"}');
+SELECT cscp.session_add_items('fuzz', 'c1', '[{"role": "user", "content": "hi"}]');
 SQL
 
 status=0
