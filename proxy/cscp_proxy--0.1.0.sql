@@ -471,7 +471,7 @@ BEGIN
     RETURN cscp_proxy.checkpoint_touch(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2);
 END
 $f$;
-COMMENT ON FUNCTION cscp.checkpoint_touch(tenant_id text, thread_id text) IS 'Start a thread, or extend it to the tenant''s checkpoint_ttl from now (an expired one starts empty); returns its new expires_at (through the proxy: session)';
+COMMENT ON FUNCTION cscp.checkpoint_touch(tenant_id text, thread_id text) IS 'Start a thread, or extend it to the tenant''s checkpoint_ttl from now unless it was within the last 1% of it (an expired one starts empty); returns its expires_at (through the proxy: session)';
 
 -- command_declare: all
 CREATE FUNCTION cscp_proxy.command_declare(_tenant text, _clock text, tenant_id text, command_name text, mutating boolean, needs_approval boolean, risk text) RETURNS SETOF cscp.command_registry
