@@ -50,6 +50,8 @@
  *	  every call must equal the one before;
  *	- a call as APP_ROLE or GATEWAY_ROLE, refused or not, after which a row
  *	  of BYSTANDER differs (same fingerprint, over the rows of that tenant);
+ *	- a call as APP_ROLE or GATEWAY_ROLE whose result or error holds the
+ *	  word BYSTANDER_WORD, which only BYSTANDER's rows hold (fuzz.sh);
  *	- at the end, cscp.check_invariants() returning a row.
  * It prints the seed, the calls made and the SQLSTATEs seen per function.
  *
@@ -65,6 +67,7 @@
 #include "libpq-fe.h"
 
 #define MAX_FUNCS 256
+#define BYSTANDER_WORD "zqsecret"	/* in the bystander's rows only (fuzz.sh) */
 #define MAX_ARGS 16
 #define POOL 64
 #define STATES 64
@@ -1209,6 +1212,21 @@ set_app_tenant(void)
 	app_tenant_now = want;
 }
 
+/* Whether r (its rows, or its error) shows BYSTANDER_WORD. */
+static int
+shows_bystander(PGresult *r)
+{
+	const char *e = PQresultErrorMessage(r);
+
+	if (e && strstr(e, BYSTANDER_WORD))
+		return 1;
+	for (int i = 0; i < PQntuples(r); i++)
+		for (int j = 0; j < PQnfields(r); j++)
+			if (!PQgetisnull(r, i, j) && strstr(PQgetvalue(r, i, j), BYSTANDER_WORD))
+				return 1;
+	return 0;
+}
+
 /* Whether one of values is NULL. */
 static int
 has_null(int n, char **values)
@@ -1385,6 +1403,9 @@ main(int argc, char **argv)
 			write_failure("connection lost (server or backend crashed)", f, n, values, as_role,
 						  PQerrorMessage(c));
 		/* (a strict function given a NULL is not run: the planner folds the call to NULL) */
+		if (!as_admin && shows_bystander(r))
+			write_failure("a role not bound to the bystander tenant was shown its rows", f, n, values, as_role,
+						  PQresultErrorMessage(r));
 		if ((st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) && !as_admin && !may_execute &&
 			!(f->strict && has_null(n, values)) && !may_execute_now(f, as_role))
 			write_failure("a function the role may not execute ran", f, n, values, as_role, NULL);
@@ -1491,7 +1512,7 @@ main(int argc, char **argv)
 	}
 	printf("fuzz_sql: seed %llu: %ld calls (%ld returned, %ld refused; %ld as the superuser, %ld as %s, "
 		   "%ld as %s), no crash, no internal error, no row changed by a refused call, "
-		   "no row of tenant %s changed by %s or %s, check_invariants() empty\n",
+		   "no row of tenant %s changed by %s or %s or shown to them, check_invariants() empty\n",
 		   seed, ncalls, accepted, refused, calls_as[0], calls_as[1], app_role, calls_as[2], gw_role,
 		   bystander, app_role, gw_role);
 	PQfinish(gw);

@@ -13,8 +13,8 @@
 # XX000, any XX or 58), a statement timeout, a refused call that changed any row of cscp's tables,
 # a function the application or gateway role may not execute that is not refused with 42501, an
 # endpoint answering 5xx, a row of tenant bystander (which neither role is bound to nor holds a
-# valid key of) changed by a call of either role, or invariants broken afterwards; the failing
-# call is printed as SQL.
+# valid key of) changed by a call of either role or shown to it (its rows hold a word no other
+# row holds, zqsecret), or invariants broken afterwards; the failing call is printed as SQL.
 # Settings: FUZZ_CALLS (3000), FUZZ_SEED (20261121; printed, so a run can be repeated).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -40,21 +40,22 @@ CREATE ROLE $GATEWAY LOGIN;
 SELECT cscp.grant_gateway('$GATEWAY');
 -- the role the fuzz grants and revokes (not $ROLE, which must keep its privileges)
 CREATE ROLE fuzz_bystander;
--- rows of a tenant neither role may touch: the run fails if one changes after their calls
+-- rows of a tenant neither role may touch: the run fails if one changes after their calls, or
+-- if what either role is answered holds the word zqsecret, which only these rows hold
 SELECT cscp.conversation_start('$BYSTANDER', 'c1', 'agent',
-       '{"from": "agent", "role": "agent", "ts": 1700000000000, "content": {"text": "hi"}}');
+       '{"from": "agent", "role": "agent", "ts": 1700000000000, "content": {"text": "hi zqsecret"}}');
 SELECT cscp.context_open('$BYSTANDER', c, a, '{"active_intent": "cancel_order"}')
   FROM unnest(ARRAY['c1', 'c2']) c, unnest(ARRAY['user-1', 'user-2']) a;
 SELECT cscp.command_submit('$BYSTANDER', 'c1', 'user-1', 'k-read', 'lookup_order', false, '{m-1}');
 SELECT cscp.command_submit('$BYSTANDER', 'c2', 'user-1', 'k-cancel', 'cancel_order', true, '{m-1}', '{"order_id": 1}', 'order:1');
-SELECT cscp.identity_set('$BYSTANDER', 'user-1', '{"user_name": "Ana", "user_id": "user-1", "authority": "employee"}');
-SELECT cscp.fact_write('$BYSTANDER', 'user-1', 'f-1', 'address', '"Side St 2"');
-SELECT cscp.doc_put('$BYSTANDER', 'c1', 'cart', '{"items": 1}', 86400);
-SELECT cscp.ws_put('$BYSTANDER', 'c1', 'draft', '{"to": "y"}');
-SELECT cscp.checkpoint_put('$BYSTANDER', 'th-1', '', 'c-1', NULL, '{"v": 4, "channel_versions": {}}', '{}');
+SELECT cscp.identity_set('$BYSTANDER', 'user-1', '{"user_name": "Ana zqsecret", "user_id": "user-1", "authority": "employee"}');
+SELECT cscp.fact_write('$BYSTANDER', 'user-1', 'f-1', 'address', '"Side St 2 zqsecret"');
+SELECT cscp.doc_put('$BYSTANDER', 'c1', 'cart', '{"items": 1, "note": "zqsecret"}', 86400);
+SELECT cscp.ws_put('$BYSTANDER', 'c1', 'draft', '{"to": "zqsecret"}');
+SELECT cscp.checkpoint_put('$BYSTANDER', 'th-1', '', 'c-1', NULL, '{"v": 4, "channel_versions": {}, "note": "zqsecret"}', '{"m": "zqsecret"}');
 SELECT cscp.checkpoint_put_writes('$BYSTANDER', 'th-1', '', 'c-1', 'task-a', '~1', '{messages}', '{json}', ARRAY['\x01'::bytea], '{0}');
-SELECT cscp.store_put('$BYSTANDER', '{users,u-1,memories}', 'm-1', '{"text": "likes green tea"}');
-SELECT cscp.session_add_items('$BYSTANDER', 'c1', '[{"role": "user", "content": "hi"}]');
+SELECT cscp.store_put('$BYSTANDER', '{users,u-1,memories}', 'm-1', '{"text": "likes green tea zqsecret"}');
+SELECT cscp.session_add_items('$BYSTANDER', 'c1', '[{"role": "user", "content": "hi zqsecret"}]');
 SQL
 # API keys: one of the fuzz's tenant, one of another tenant, one of the bystander, revoked
 key() { psql -X -q -At -v ON_ERROR_STOP=1 -c "SELECT cscp.api_key_create('$1', 'fuzz-key')"; }
