@@ -585,3 +585,191 @@ BEGIN
     EXECUTE format('REVOKE EXECUTE ON FUNCTION cscp.shard_set(int, int[]), cscp.shard_misplaced() FROM %s', r);
 END
 $$;
+
+-- fuzz: the LangGraph functions raise 27000 when a write they need is skipped (a DBA's trigger
+-- returning NULL), as the rest of cscp does.
+CREATE OR REPLACE FUNCTION cscp.checkpoint_touch(tenant_id text, thread_id text) RETURNS timestamptz
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz := cscp.now();
+    v_ttl interval;
+    v_expires timestamptz;
+BEGIN
+    PERFORM cscp.check_tenant(checkpoint_touch.tenant_id);
+    PERFORM cscp.check_id('thread_id', checkpoint_touch.thread_id);
+    v_ttl := cscp.check_lifetime(cscp.policy_effective(checkpoint_touch.tenant_id), NULL,
+                                 'checkpoint_ttl', 'checkpoint_ttl');
+    -- A live thread extended within the last 1% of its TTL is left as it is: no row version, no
+    -- WAL, no index entry per write of a busy thread.
+    SELECT t.expires_at INTO v_expires FROM cscp.checkpoint_thread t
+     WHERE t.tenant_id = checkpoint_touch.tenant_id AND t.thread_id = checkpoint_touch.thread_id;
+    IF v_expires > v_now AND v_expires >= v_now + v_ttl - v_ttl / 100 THEN
+        RETURN v_expires;
+    END IF;
+    DELETE FROM cscp.checkpoint_thread t
+     WHERE t.tenant_id = checkpoint_touch.tenant_id AND t.thread_id = checkpoint_touch.thread_id
+       AND t.expires_at <= v_now;
+    INSERT INTO cscp.checkpoint_thread AS t (tenant_id, thread_id, created_at, updated_at, expires_at)
+    VALUES (checkpoint_touch.tenant_id, checkpoint_touch.thread_id, v_now, v_now, v_now + v_ttl)
+    ON CONFLICT (tenant_id, thread_id) DO UPDATE
+        SET updated_at = v_now, expires_at = excluded.expires_at
+    RETURNING t.expires_at INTO v_expires;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'could not write checkpoint thread "%": the write was skipped', checkpoint_touch.thread_id
+            USING ERRCODE = '27000',
+                  DETAIL = 'The statement wrote no row: a trigger, a rule or a row-level security policy on the table suppressed it.',
+                  HINT = 'A BEFORE ROW trigger on cscp''s tables must return the row, and no rule or policy may hide cscp''s writes.';
+    END IF;
+    RETURN v_expires;
+END
+$$;
+CREATE OR REPLACE FUNCTION cscp.checkpoint_put(tenant_id text, thread_id text, checkpoint_ns text,
+                                    checkpoint_id text, parent_checkpoint_id text,
+                                    checkpoint jsonb, metadata jsonb,
+                                    channels text[] DEFAULT '{}', versions text[] DEFAULT '{}',
+                                    types text[] DEFAULT '{}', blobs bytea[] DEFAULT '{}')
+RETURNS timestamptz
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_expires timestamptz;
+BEGIN
+    PERFORM cscp.check_tenant(checkpoint_put.tenant_id);
+    PERFORM cscp.check_id('thread_id', checkpoint_put.thread_id);
+    PERFORM cscp.checkpoint_check_ns(checkpoint_put.checkpoint_ns);
+    PERFORM cscp.check_id('checkpoint_id', checkpoint_put.checkpoint_id);
+    IF checkpoint_put.parent_checkpoint_id IS NOT NULL THEN
+        PERFORM cscp.check_id('parent_checkpoint_id', checkpoint_put.parent_checkpoint_id);
+    END IF;
+    IF checkpoint_put.checkpoint IS NULL OR jsonb_typeof(checkpoint_put.checkpoint) <> 'object' THEN
+        RAISE EXCEPTION 'checkpoint must be a JSON object'
+            USING ERRCODE = '22023', HINT = 'Pass the checkpoint without its channel values, which go in blobs.';
+    END IF;
+    IF checkpoint_put.metadata IS NOT NULL AND jsonb_typeof(checkpoint_put.metadata) <> 'object' THEN
+        RAISE EXCEPTION 'metadata must be a JSON object'
+            USING ERRCODE = '22023';
+    END IF;
+    IF channels IS NULL OR versions IS NULL OR types IS NULL OR blobs IS NULL
+       OR cardinality(channels) <> cardinality(versions) OR cardinality(channels) <> cardinality(types)
+       OR cardinality(channels) <> cardinality(blobs)
+       OR array_position(channels, NULL) IS NOT NULL OR array_position(versions, NULL) IS NOT NULL
+       OR array_position(types, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'channels, versions, types and blobs must be arrays of the same length'
+            USING ERRCODE = '22023',
+                  DETAIL = 'Element i of each describes the value of one changed channel; only blobs may hold nulls.',
+                  HINT = 'Pass empty arrays when no channel changed.';
+    END IF;
+
+    v_expires := cscp.checkpoint_touch(checkpoint_put.tenant_id, checkpoint_put.thread_id);
+    -- Only the channels that changed: a version already stored keeps its value.
+    INSERT INTO cscp.checkpoint_blob AS b (tenant_id, thread_id, checkpoint_ns, channel, version, type, blob)
+    SELECT checkpoint_put.tenant_id, checkpoint_put.thread_id, checkpoint_put.checkpoint_ns, u.c, u.v, u.t, u.b
+      FROM unnest(channels, versions, types, blobs) AS u (c, v, t, b)
+    ON CONFLICT (tenant_id, thread_id, checkpoint_ns, channel, version) DO NOTHING;
+    INSERT INTO cscp.checkpoint AS c (tenant_id, thread_id, checkpoint_ns, checkpoint_id,
+                                      parent_checkpoint_id, checkpoint, metadata)
+    VALUES (checkpoint_put.tenant_id, checkpoint_put.thread_id, checkpoint_put.checkpoint_ns,
+            checkpoint_put.checkpoint_id, checkpoint_put.parent_checkpoint_id,
+            checkpoint_put.checkpoint - 'channel_values', coalesce(checkpoint_put.metadata, '{}'))
+    ON CONFLICT (tenant_id, thread_id, checkpoint_ns, checkpoint_id) DO UPDATE
+        SET parent_checkpoint_id = excluded.parent_checkpoint_id,
+            checkpoint = excluded.checkpoint, metadata = excluded.metadata;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'could not write checkpoint "%": the write was skipped', checkpoint_put.checkpoint_id
+            USING ERRCODE = '27000',
+                  DETAIL = 'The statement wrote no row: a trigger, a rule or a row-level security policy on the table suppressed it.',
+                  HINT = 'A BEFORE ROW trigger on cscp''s tables must return the row, and no rule or policy may hide cscp''s writes.';
+    END IF;
+    RETURN v_expires;
+END
+$$;
+CREATE OR REPLACE FUNCTION cscp.store_put(tenant_id text, namespace text[], key text, value jsonb,
+                               ttl interval DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz := cscp.now();
+    v_ttl interval;
+BEGIN
+    PERFORM cscp.check_tenant(store_put.tenant_id);
+    PERFORM cscp.store_check_namespace(store_put.namespace);
+    PERFORM cscp.check_id('key', store_put.key);
+    IF store_put.value IS NULL OR jsonb_typeof(store_put.value) <> 'object' THEN
+        RAISE EXCEPTION 'value must be a JSON object'
+            USING ERRCODE = '22023', HINT = 'Delete an item with cscp.store_delete.';
+    END IF;
+    IF store_put.ttl IS NOT NULL THEN
+        v_ttl := cscp.check_lifetime(cscp.policy_effective(store_put.tenant_id), store_put.ttl,
+                                     'checkpoint_ttl', 'ttl');
+    END IF;
+    INSERT INTO cscp.store_item AS s (tenant_id, namespace, key, value, created_at, updated_at, ttl, expires_at)
+    VALUES (store_put.tenant_id, store_put.namespace, store_put.key, store_put.value, v_now, v_now,
+            v_ttl, v_now + v_ttl)
+    ON CONFLICT (tenant_id, namespace, key) DO UPDATE
+        SET value = excluded.value, updated_at = v_now, ttl = excluded.ttl,
+            expires_at = excluded.expires_at,
+            -- an expired item is replaced, not updated
+            created_at = CASE WHEN s.expires_at <= v_now THEN v_now ELSE s.created_at END;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'could not write store item "%": the write was skipped', store_put.key
+            USING ERRCODE = '27000',
+                  DETAIL = 'The statement wrote no row: a trigger, a rule or a row-level security policy on the table suppressed it.',
+                  HINT = 'A BEFORE ROW trigger on cscp''s tables must return the row, and no rule or policy may hide cscp''s writes.';
+    END IF;
+END
+$$;
+CREATE OR REPLACE FUNCTION cscp.session_add_items(tenant_id text, session_id text, items jsonb) RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz := cscp.now();
+    n integer;
+    v_written bigint;
+    v_first bigint;
+BEGIN
+    PERFORM cscp.check_tenant(session_add_items.tenant_id);
+    PERFORM cscp.check_id('session_id', session_add_items.session_id);
+    IF items IS NULL OR jsonb_typeof(items) <> 'array' THEN
+        RAISE EXCEPTION 'items must be a JSON array'
+            USING ERRCODE = '22023', HINT = 'Pass the items to add, oldest first.';
+    END IF;
+    n := jsonb_array_length(items);
+    IF n = 0 THEN
+        RETURN 0;
+    END IF;
+    -- The head row's lock orders concurrent writers, the first ones of a session included.
+    INSERT INTO cscp.agent_session AS s (tenant_id, session_id, next_seq, created_at, updated_at)
+    VALUES (session_add_items.tenant_id, session_add_items.session_id, 1 + n, v_now, v_now)
+    ON CONFLICT (tenant_id, session_id) DO UPDATE
+        SET next_seq = s.next_seq + n, updated_at = v_now
+    RETURNING s.next_seq - n INTO v_first;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'could not write session "%": the write was skipped', session_add_items.session_id
+            USING ERRCODE = '27000',
+                  DETAIL = 'The statement wrote no row: a trigger, a rule or a row-level security policy on the table suppressed it.',
+                  HINT = 'A BEFORE ROW trigger on cscp''s tables must return the row, and no rule or policy may hide cscp''s writes.';
+    END IF;
+    INSERT INTO cscp.session_item (tenant_id, session_id, seq, item, created_at)
+    SELECT session_add_items.tenant_id, session_add_items.session_id, v_first + e.ord - 1, e.value, v_now
+      FROM jsonb_array_elements(items) WITH ORDINALITY AS e (value, ord);
+    GET DIAGNOSTICS v_written = ROW_COUNT;
+    IF v_written <> n THEN
+        RAISE EXCEPTION 'could not write the items of session "%": % of % writes were skipped',
+                        session_add_items.session_id, n - v_written, n
+            USING ERRCODE = '27000',
+                  DETAIL = 'The statement wrote fewer rows than items: a trigger, a rule or a row-level security policy on the table suppressed some.',
+                  HINT = 'A BEFORE ROW trigger on cscp''s tables must return the row, and no rule or policy may hide cscp''s writes.';
+    END IF;
+    RETURN n;
+END
+$$;
