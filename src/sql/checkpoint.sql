@@ -135,6 +135,12 @@ BEGIN
     ON CONFLICT (tenant_id, thread_id) DO UPDATE
         SET updated_at = v_now, expires_at = excluded.expires_at
     RETURNING t.expires_at INTO v_expires;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'could not write checkpoint thread "%": the write was skipped', checkpoint_touch.thread_id
+            USING ERRCODE = '27000',
+                  DETAIL = 'The statement wrote no row: a trigger, a rule or a row-level security policy on the table suppressed it.',
+                  HINT = 'A BEFORE ROW trigger on cscp''s tables must return the row, and no rule or policy may hide cscp''s writes.';
+    END IF;
     RETURN v_expires;
 END
 $$;
@@ -194,6 +200,12 @@ BEGIN
     ON CONFLICT (tenant_id, thread_id, checkpoint_ns, checkpoint_id) DO UPDATE
         SET parent_checkpoint_id = excluded.parent_checkpoint_id,
             checkpoint = excluded.checkpoint, metadata = excluded.metadata;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'could not write checkpoint "%": the write was skipped', checkpoint_put.checkpoint_id
+            USING ERRCODE = '27000',
+                  DETAIL = 'The statement wrote no row: a trigger, a rule or a row-level security policy on the table suppressed it.',
+                  HINT = 'A BEFORE ROW trigger on cscp''s tables must return the row, and no rule or policy may hide cscp''s writes.';
+    END IF;
     RETURN v_expires;
 END
 $$;
@@ -514,6 +526,12 @@ BEGIN
             expires_at = excluded.expires_at,
             -- an expired item is replaced, not updated
             created_at = CASE WHEN s.expires_at <= v_now THEN v_now ELSE s.created_at END;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'could not write store item "%": the write was skipped', store_put.key
+            USING ERRCODE = '27000',
+                  DETAIL = 'The statement wrote no row: a trigger, a rule or a row-level security policy on the table suppressed it.',
+                  HINT = 'A BEFORE ROW trigger on cscp''s tables must return the row, and no rule or policy may hide cscp''s writes.';
+    END IF;
 END
 $$;
 COMMENT ON FUNCTION cscp.store_put(text, text[], text, jsonb, interval) IS
@@ -693,6 +711,7 @@ AS $$
 DECLARE
     v_now timestamptz := cscp.now();
     n integer;
+    v_written bigint;
     v_first bigint;
 BEGIN
     PERFORM cscp.check_tenant(session_add_items.tenant_id);
@@ -711,9 +730,23 @@ BEGIN
     ON CONFLICT (tenant_id, session_id) DO UPDATE
         SET next_seq = s.next_seq + n, updated_at = v_now
     RETURNING s.next_seq - n INTO v_first;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'could not write session "%": the write was skipped', session_add_items.session_id
+            USING ERRCODE = '27000',
+                  DETAIL = 'The statement wrote no row: a trigger, a rule or a row-level security policy on the table suppressed it.',
+                  HINT = 'A BEFORE ROW trigger on cscp''s tables must return the row, and no rule or policy may hide cscp''s writes.';
+    END IF;
     INSERT INTO cscp.session_item (tenant_id, session_id, seq, item, created_at)
     SELECT session_add_items.tenant_id, session_add_items.session_id, v_first + e.ord - 1, e.value, v_now
       FROM jsonb_array_elements(items) WITH ORDINALITY AS e (value, ord);
+    GET DIAGNOSTICS v_written = ROW_COUNT;
+    IF v_written <> n THEN
+        RAISE EXCEPTION 'could not write the items of session "%": % of % writes were skipped',
+                        session_add_items.session_id, n - v_written, n
+            USING ERRCODE = '27000',
+                  DETAIL = 'The statement wrote fewer rows than items: a trigger, a rule or a row-level security policy on the table suppressed some.',
+                  HINT = 'A BEFORE ROW trigger on cscp''s tables must return the row, and no rule or policy may hide cscp''s writes.';
+    END IF;
     RETURN n;
 END
 $$;

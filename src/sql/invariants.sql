@@ -368,7 +368,9 @@ AS $$
     ),
     -- A step to confirmed, authz_pending, authorized or started taken when the command's context
     -- had ended: at or past its expires_at, or after it was recorded expired or closed (at its
-    -- updated_at; a step at that very time, under a pinned clock, may have come first).
+    -- updated_at; a step at that very time, under a pinned clock, may have come first).  A
+    -- cancel recovery is not judged by its context (context_ended in src/command_fsm.c): a
+    -- command is canceled after its context ended too.
     late AS (
         SELECT 'moved_after_context_ended'::text AS kind, m.tenant_id, m.command_id::text AS object_id,
                format('evidence seq %s records %s -> %s at %s; its context %s %s', e.seq,
@@ -380,6 +382,7 @@ AS $$
           JOIN cscp.context c ON c.tenant_id = m.tenant_id AND c.context_id = m.context_id
           JOIN cscp.evidence e ON e.tenant_id = m.tenant_id AND e.command_id = m.command_id
          WHERE ($1 IS NULL OR m.tenant_id = $1)
+           AND m.recovery_kind IS DISTINCT FROM 'cancel'
            AND e.event_type <> 'invalid_transition_attempt'
            AND e.to_state IN ('confirmed', 'authz_pending', 'authorized', 'started')
            AND (e.created_at >= c.expires_at

@@ -3,9 +3,14 @@
  * fuzz_sql.c
  *	  Hostile input for every SQL function of schema cscp (test/scripts/fuzz.sh).
  *
- * Usage: fuzz_sql SEED CALLS APP_ROLE TENANT FAIL_FILE
- *	  Connects twice through the environment (PGHOST, ...): as the superuser
- *	  (PGUSER) and as APP_ROLE with cscp.tenant_id = TENANT.
+ * Usage: fuzz_sql SEED CALLS APP_ROLE TENANT FAIL_FILE GATEWAY_ROLE BYSTANDER
+ *				   KEY_VALID KEY_OTHER KEY_REVOKED
+ *	  Connects three times through the environment (PGHOST, ...): as the
+ *	  superuser (PGUSER), as APP_ROLE (bound to TENANT by cscp.grant_app)
+ *	  and as GATEWAY_ROLE (cscp.grant_gateway).  BYSTANDER is a tenant
+ *	  neither role is bound to nor holds a valid key of; KEY_VALID is an API
+ *	  key of TENANT, KEY_OTHER one of a third tenant, KEY_REVOKED a revoked
+ *	  key of BYSTANDER.
  *
  * The functions are read from pg_proc (every function of schema cscp but
  * trigger functions), so a function added later is fuzzed without a change
@@ -25,7 +30,12 @@
  * superuser: a quarter of the calls of a function APP_ROLE may execute run
  * as the superuser, and a third of the calls of one it may not (the
  * internal functions, administration) run as APP_ROLE, where they must be
- * refused with 42501 and nothing else.
+ * refused with 42501 and nothing else.  A call as APP_ROLE names TENANT in
+ * cscp.tenant_id mostly, and now and then no tenant, or BYSTANDER.  The
+ * gateway's endpoints (cscp.http_*) are called as GATEWAY_ROLE too, with
+ * the Authorization header holding the valid key, the other tenant's, the
+ * revoked one, a mangled one or garbage; a few calls as GATEWAY_ROLE go to
+ * the functions it may not execute, and must be refused with 42501.
  *
  * It fails (exit 1, the call written to FAIL_FILE as SQL one can paste) on:
  *	- a lost connection (the server crashed, or the backend died);
@@ -34,9 +44,14 @@
  *	- a call as APP_ROLE of a function it may not execute that is not
  *	  refused with 42501 (unless an argument is not even valid input of
  *	  its type);
- *	- a refused call (one that raised) after which any row of any table of
- *	  schema cscp differs: the fingerprint (row count and sum of row hashes
- *	  per table) taken after every call must equal the one before;
+ *	- a refused call (one that raised, or an endpoint that answered 4xx or
+ *	  5xx) after which any row of any table of schema cscp differs: the
+ *	  fingerprint (row count and sum of row hashes per table) taken after
+ *	  every call must equal the one before;
+ *	- a call as APP_ROLE or GATEWAY_ROLE, refused or not, after which a row
+ *	  of BYSTANDER differs (same fingerprint, over the rows of that tenant);
+ *	- a call as APP_ROLE or GATEWAY_ROLE whose result or error holds the
+ *	  word BYSTANDER_WORD, which only BYSTANDER's rows hold (fuzz.sh);
  *	- at the end, cscp.check_invariants() returning a row.
  * It prints the seed, the calls made and the SQLSTATEs seen per function.
  *
@@ -47,10 +62,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "libpq-fe.h"
 
 #define MAX_FUNCS 256
+#define BYSTANDER_WORD "zqsecret"	/* in the bystander's rows only (fuzz.sh) */
 #define MAX_ARGS 16
 #define POOL 64
 #define STATES 64
@@ -66,7 +83,10 @@ typedef struct Func
 	char	   *argtype[MAX_ARGS];	/* format_type() of each IN argument */
 	char	   *argname[MAX_ARGS];
 	int			app_may_execute;
+	int			gw_may_execute;
+	int			is_endpoint;	/* cscp.http_*, SECURITY DEFINER */
 	long		calls;
+	double		seconds;		/* spent in its calls */
 	int			nstates;
 	char		state[STATES][6];
 	long		state_count[STATES];
@@ -83,11 +103,19 @@ static Func funcs[MAX_FUNCS];
 static int	nfuncs;
 static PGconn *admin;
 static PGconn *app;
+static PGconn *gw;
+static const char *gw_role;
+static const char *bystander;
+static const char *key_valid,
+		   *key_other,
+		   *key_revoked;
+static const char *app_tenant_now;	/* what cscp.tenant_id holds on app */
 static const char *tenant;
 static char *tenant_literal;	/* tenant as an SQL literal */
 static const char *app_role;
 static const char *fail_file;
 static char *fingerprint_sql;
+static char *bystander_sql;
 static uint64_t rng;
 static int	plausible;			/* this argument: plausible values only */
 
@@ -260,7 +288,7 @@ static const char *const recover_kinds[] = {"retry", "cancel", "reprocess", "com
 static const char *const scopes[] = {"global", "task", "hypothetical", "draft", "session"};
 static const char *const memory_types[] = {"user", "capability", "organizational"};
 static const char *const authorities[] = {"policy", "manager", "employee", "guest", "cfo", "intern"};
-static const char *const fact_keys[] = {"address", "travel_budget", "name", "diet"};
+static const char *const fact_keys[] = {"address", "travel_budget", "name", "diet", "m-1"};
 
 /* A plausible text for an argument, by its name. */
 static char *
@@ -269,7 +297,7 @@ gen_plausible_text(const char *name)
 	char		tmp[128];
 
 	if (strcmp(name, "tenant_id") == 0)
-		return strdup(chance(90) ? tenant : PICK(((const char *const[]) {"other", "*", ""})));
+		return strdup(chance(90) ? tenant : PICK(((const char *const[]) {"other", "*", "", "bystander"})));
 	if (strstr(name, "conversation_id") || strcmp(name, "session_id") == 0 || strcmp(name, "scope_id") == 0)
 	{
 		if (chance(50))
@@ -298,6 +326,15 @@ gen_plausible_text(const char *name)
 	}
 	if (strstr(name, "state") || strcmp(name, "to_status") == 0)
 		return strdup(PICK(command_states));
+	/* the ids of the LangGraph checkpoints, store and sessions fuzz.sh wrote, of both tenants */
+	if (strcmp(name, "thread_id") == 0)
+		return strdup(PICK(((const char *const[]) {"th-1", "th-1", "th-2"})));
+	if (strcmp(name, "checkpoint_id") == 0 || strcmp(name, "parent_checkpoint_id") == 0)
+		return strdup(PICK(((const char *const[]) {"c-1", "c-2", "c-3"})));
+	if (strcmp(name, "checkpoint_ns") == 0)
+		return strdup(chance(80) ? "" : "inner");
+	if (strcmp(name, "task_id") == 0)
+		return strdup("task-a");
 	if (strcmp(name, "detail_level") == 0)
 		return strdup(PICK(((const char *const[]) {"none", "summary", "full"})));
 	snprintf(tmp, sizeof(tmp), "%s-%d", name, rnd(50));
@@ -769,10 +806,68 @@ gen_row_fields(const char *type, char **pool, int n, char **textpool, int ntext)
 	return s;
 }
 
+/* An Authorization header: a key of each kind, mangled now and then, or garbage. */
+static char *
+gen_auth(void)
+{
+	Buf			b = {0};
+	const char *key;
+	int			k = rnd(100);
+
+	if (k < 10)
+		return gen_nasty_text();
+	key = k < 60 ? key_valid : k < 75 ? key_other : key_revoked;
+	put(&b, chance(90) ? "Bearer " : PICK(((const char *const[]) {"bearer  ", "Basic ", "", "Bearer\t"})));
+	put(&b, key);
+	if (chance(8))
+	{
+		/* one character changed: a key that names a tenant but is not valid */
+		size_t		at = 5 + (size_t) rnd((int) (b.len - 5));
+
+		b.data[at] = b.data[at] == 'A' ? 'B' : 'A';
+	}
+	if (chance(3))
+		put(&b, PICK(((const char *const[]) {" ", "x", "\n", ".x"})));
+	return take(&b);
+}
+
+/* A request body: JSON text, mostly, as the gateway passes it. */
+static char *
+gen_body(void)
+{
+	Buf			b = {0};
+
+	switch (rnd(6))
+	{
+		case 0:
+			gen_turn(&b);
+			break;
+		case 1:
+			putf(&b, "{\"value\":\"%s\"}", PICK(actors));
+			break;
+		case 2:
+			putf(&b, "{\"slots\":{\"%s\":\"v\"},\"command\":\"cancel_order\",\"idempotency_key\":\"k-%d\","
+				 "\"source_message_ids\":[\"m-%d\"],\"to\":\"%s\",\"message_id\":\"m-%d\",\"accept\":%s}",
+				 PICK(slot_names), rnd(50), rnd(50), PICK(command_states), rnd(50), chance(50) ? "true" : "false");
+			break;
+		case 3:
+			return gen_jsonb("body");
+		default:
+			gen_json_object(&b, 1);
+	}
+	return take(&b);
+}
+
 /* One argument's value as text, or NULL for SQL NULL. */
 static char *
 gen_arg(const char *type, const char *name)
 {
+	if (strcmp(type, "text") == 0 && strcmp(name, "auth") == 0)
+		return chance(2) ? NULL : gen_auth();
+	if (strcmp(type, "text") == 0 && strcmp(name, "content_type") == 0 && chance(85))
+		return strdup(PICK(((const char *const[]) {"application/json", "application/json; charset=utf-8"})));
+	if (strcmp(type, "text") == 0 && strcmp(name, "body") == 0 && chance(85))
+		return gen_body();
 	if (plausible)
 	{
 		if (strcmp(type, "jsonb") == 0)
@@ -796,6 +891,12 @@ gen_arg(const char *type, const char *name)
 		return gen_integer(type);
 	if (strcmp(type, "interval") == 0)
 		return gen_interval();
+	if (strcmp(type, "bytea[]") == 0 && chance(80))
+		return strdup(PICK(((const char *const[]) {"{\"\\\\x01\"}", "{}", "{\"\\\\x\"}", "{NULL}", "{\"\\\\x7b7d\",\"\\\\x00\"}"})));
+	if (strcmp(type, "integer[]") == 0 && chance(80))
+		return strdup(PICK(((const char *const[]) {"{0}", "{}", "{-1}", "{0,1}", "{2147483647}", "{NULL}"})));
+	if (strcmp(type, "text[]") == 0 && strcmp(name, "namespace") == 0 && chance(50))
+		return strdup(PICK(((const char *const[]) {"{users,u-1,memories}", "{users}", "{}", "{users,u-1}"})));
 	if (strcmp(type, "text[]") == 0)
 		return gen_text_array();
 	if (strcmp(type, "cscp.command_state") == 0)
@@ -827,7 +928,7 @@ static void
 load_functions(void)
 {
 	PGresult   *r;
-	const char *params[1] = {app_role};
+	const char *params[2] = {app_role, gw_role};
 
 	/* IN arguments only, in order, with their names (OUT and TABLE columns left out) */
 	r = PQexecParams(admin,
@@ -838,11 +939,12 @@ load_functions(void)
 					 "                                  coalesce(p.proargnames, array_fill(''::text, ARRAY[p.pronargs])), "
 					 "                                  coalesce(p.proargmodes, array_fill('i'::\"char\", ARRAY[p.pronargs]))) "
 					 "                             WITH ORDINALITY a(t, nm, m, i) WHERE m IN ('i', 'b', 'v') ORDER BY i), '|'), "
-					 "       p.oid, p.proisstrict "
+					 "       p.oid, p.proisstrict, has_function_privilege($2, p.oid, 'EXECUTE'), "
+					 "       p.proname LIKE 'http\\_%' AND p.prosecdef "
 					 "  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
 					 " WHERE n.nspname = 'cscp' AND p.prokind = 'f' AND p.prorettype <> 'trigger'::regtype "
 					 " ORDER BY p.oid",
-					 1, NULL, params, NULL, NULL, 0);
+					 2, NULL, params, NULL, NULL, 0);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK)
 		die("reading pg_proc: %s", PQerrorMessage(admin));
 	for (int i = 0; i < PQntuples(r) && nfuncs < MAX_FUNCS; i++)
@@ -860,6 +962,8 @@ load_functions(void)
 		f->app_may_execute = strcmp(PQgetvalue(r, i, 3), "t") == 0;
 		f->oid = strdup(PQgetvalue(r, i, 6));
 		f->strict = strcmp(PQgetvalue(r, i, 7), "t") == 0;
+		f->gw_may_execute = strcmp(PQgetvalue(r, i, 8), "t") == 0;
+		f->is_endpoint = strcmp(PQgetvalue(r, i, 9), "t") == 0;
 		/* "|" splits; empty names are kept as empty strings */
 		t = types[0] ? strtok_r(types, "|", &tsave) : NULL;
 		nm = names;
@@ -881,13 +985,20 @@ load_functions(void)
 	PQclear(r);
 }
 
-/* One query giving a fingerprint of every table of schema cscp. */
+static PGresult *query_prepared(const char *name);
+
+/*
+ * One query giving a fingerprint of every table of schema cscp.  An API key's
+ * last_used_at is left out: the gateway records a key's use (at most once a
+ * minute) on every request it authenticates, whatever the answer.
+ */
 static void
 build_fingerprint_sql(void)
 {
 	PGresult   *r = query(admin,
-						  "SELECT string_agg(format('SELECT %L || '':'' || count(*) || '':'' || coalesce(sum(hashtext(t::text)::bigint), 0) FROM %I.%I t', "
-						  "                          c.relname, n.nspname, c.relname), ' UNION ALL ' ORDER BY c.relname) "
+						  "SELECT string_agg(format('SELECT %L || '':'' || count(*) || '':'' || coalesce(sum(hashtext(%s)::bigint), 0) FROM %I.%I t', "
+						  "                          c.relname, CASE c.relname WHEN 'api_key' THEN '(to_jsonb(t) - ''last_used_at'')::text' ELSE 't::text' END, "
+						  "                          n.nspname, c.relname), ' UNION ALL ' ORDER BY c.relname) "
 						  "  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
 						  " WHERE n.nspname = 'cscp' AND c.relkind IN ('r', 'p')");
 	Buf			b = {0};
@@ -897,12 +1008,70 @@ build_fingerprint_sql(void)
 	put(&b, ") s(f)");
 	fingerprint_sql = take(&b);
 	PQclear(r);
+
+	/* the same over BYSTANDER's rows, of every table with a column tenant_id */
+	{
+		const char *params[1] = {bystander};
+
+		r = PQexecParams(admin,
+						 "SELECT string_agg(format('SELECT %L || '':'' || count(*) || '':'' || coalesce(sum(hashtext(%s)::bigint), 0) "
+						 "                           FROM %I.%I t WHERE t.tenant_id = %L', "
+						 "                          c.relname, CASE c.relname WHEN 'api_key' THEN '(to_jsonb(t) - ''last_used_at'')::text' ELSE 't::text' END, "
+						 "                          n.nspname, c.relname, $1::text), ' UNION ALL ' ORDER BY c.relname) "
+						 "  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+						 " WHERE n.nspname = 'cscp' AND c.relkind IN ('r', 'p') "
+						 "   AND EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'tenant_id' "
+						 "                  AND a.atttypid = 'text'::regtype AND NOT a.attisdropped)",
+						 1, NULL, params, NULL, NULL, 0);
+		if (PQresultStatus(r) != PGRES_TUPLES_OK)
+			die("building the bystander's fingerprint: %s", PQerrorMessage(admin));
+		put(&b, "SELECT string_agg(f, ' ') FROM (");
+		put(&b, PQgetvalue(r, 0, 0));
+		put(&b, ") s(f)");
+		bystander_sql = take(&b);
+		PQclear(r);
+	}
+}
+
+static char *
+bystander_fingerprint(void)
+{
+	PGresult   *r = query_prepared("bystander_fingerprint");
+	char	   *s = strdup(PQgetvalue(r, 0, 0));
+
+	PQclear(r);
+	return s;
+}
+
+/* Both fingerprints' statements, prepared: they run after every call. */
+static void
+prepare_fingerprints(void)
+{
+	PGresult   *r = PQprepare(admin, "fingerprint", fingerprint_sql, 0, NULL);
+
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		die("preparing the fingerprint: %s", PQerrorMessage(admin));
+	PQclear(r);
+	r = PQprepare(admin, "bystander_fingerprint", bystander_sql, 0, NULL);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		die("preparing the bystander's fingerprint: %s", PQerrorMessage(admin));
+	PQclear(r);
+}
+
+static PGresult *
+query_prepared(const char *name)
+{
+	PGresult   *r = PQexecPrepared(admin, name, 0, NULL, NULL, NULL, 0);
+
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		die("%s: %s", name, PQerrorMessage(admin));
+	return r;
 }
 
 static char *
 fingerprint(void)
 {
-	PGresult   *r = query(admin, fingerprint_sql);
+	PGresult   *r = query_prepared("fingerprint");
 	char	   *s = strdup(PQgetvalue(r, 0, 0));
 
 	PQclear(r);
@@ -1004,17 +1173,58 @@ write_failure(const char *why, Func *f, int n, char **values, const char *as_rol
  * of that role, ...) can have changed it since the catalog was read.
  */
 static int
-app_may_execute_now(Func *f)
+may_execute_now(Func *f, const char *role)
 {
-	const char *params[2] = {app_role, f->oid};
+	const char *params[2] = {role, f->oid};
 	PGresult   *r = PQexecParams(admin, "SELECT has_function_privilege($1, $2::oid, 'EXECUTE')",
 								 2, NULL, params, NULL, NULL, 0);
+	int			may;
 
 	if (PQresultStatus(r) != PGRES_TUPLES_OK)
 		die("has_function_privilege: %s", PQerrorMessage(admin));
-	f->app_may_execute = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	may = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	if (role == app_role)
+		f->app_may_execute = may;
+	else
+		f->gw_may_execute = may;
 	PQclear(r);
-	return f->app_may_execute;
+	return may;
+}
+
+/*
+ * The tenant the application's session names for the next call: mostly
+ * TENANT, now and then none, or BYSTANDER (which its binding must refuse).
+ */
+static void
+set_app_tenant(void)
+{
+	const char *want = chance(84) ? tenant : chance(50) ? "" : bystander;
+	const char *params[1] = {want};
+	PGresult   *r;
+
+	if (app_tenant_now && strcmp(app_tenant_now, want) == 0)
+		return;
+	r = PQexecParams(app, "SELECT pg_catalog.set_config('cscp.tenant_id', $1, false)",
+					 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		die("setting cscp.tenant_id to \"%s\": %s", want, PQerrorMessage(app));
+	PQclear(r);
+	app_tenant_now = want;
+}
+
+/* Whether r (its rows, or its error) shows BYSTANDER_WORD. */
+static int
+shows_bystander(PGresult *r)
+{
+	const char *e = PQresultErrorMessage(r);
+
+	if (e && strstr(e, BYSTANDER_WORD))
+		return 1;
+	for (int i = 0; i < PQntuples(r); i++)
+		for (int j = 0; j < PQnfields(r); j++)
+			if (!PQgetisnull(r, i, j) && strstr(PQgetvalue(r, i, j), BYSTANDER_WORD))
+				return 1;
+	return 0;
 }
 
 /* Whether one of values is NULL. */
@@ -1078,14 +1288,17 @@ main(int argc, char **argv)
 {
 	unsigned long long seed;
 	long		ncalls;
-	char	   *before;
+	char	   *before,
+			   *bystander_before;
 	long		refused = 0,
-				accepted = 0;
+				accepted = 0,
+				calls_as[3] = {0, 0, 0};
 	char		conninfo[256];
 
-	if (argc != 6)
+	if (argc != 11)
 	{
-		fprintf(stderr, "usage: fuzz_sql SEED CALLS APP_ROLE TENANT FAIL_FILE\n");
+		fprintf(stderr, "usage: fuzz_sql SEED CALLS APP_ROLE TENANT FAIL_FILE GATEWAY_ROLE BYSTANDER "
+				"KEY_VALID KEY_OTHER KEY_REVOKED\n");
 		return 2;
 	}
 	seed = strtoull(argv[1], NULL, 10);
@@ -1093,6 +1306,11 @@ main(int argc, char **argv)
 	app_role = argv[3];
 	tenant = argv[4];
 	fail_file = argv[5];
+	gw_role = argv[6];
+	bystander = argv[7];
+	key_valid = argv[8];
+	key_other = argv[9];
+	key_revoked = argv[10];
 	rng = seed ? seed : 1;
 
 	admin = PQconnectdb("");
@@ -1102,30 +1320,61 @@ main(int argc, char **argv)
 	app = PQconnectdb(conninfo);
 	if (PQstatus(app) != CONNECTION_OK)
 		die("cannot connect as %s: %s", app_role, PQerrorMessage(app));
+	app_tenant_now = tenant;
+	snprintf(conninfo, sizeof(conninfo), "user=%s", gw_role);
+	gw = PQconnectdb(conninfo);
+	if (PQstatus(gw) != CONNECTION_OK)
+		die("cannot connect as %s: %s", gw_role, PQerrorMessage(gw));
 	PQsetNoticeProcessor(admin, ignore_notice, NULL);
 	PQsetNoticeProcessor(app, ignore_notice, NULL);
+	PQsetNoticeProcessor(gw, ignore_notice, NULL);
 	PQclear(query(admin, "SET statement_timeout = '10s'"));
 	PQclear(query(app, "SET statement_timeout = '10s'"));
+	PQclear(query(gw, "SET statement_timeout = '10s'"));
 
 	tenant_literal = PQescapeLiteral(admin, tenant, strlen(tenant));
 	load_functions();
 	build_fingerprint_sql();
+	prepare_fingerprints();
 	refresh_pools();
 	printf("fuzz_sql: seed %llu, %ld calls over %d functions of schema cscp\n", seed, ncalls, nfuncs);
 	before = fingerprint();
+	bystander_before = bystander_fingerprint();
 
 	for (long call = 0; call < ncalls; call++)
 	{
 		Func	   *f = &funcs[rnd(nfuncs)];
 		int			n = f->nargs - (f->ndefaults ? rnd(f->ndefaults + 1) : 0);
 		char	   *values[MAX_ARGS];
-		int			as_admin = f->app_may_execute ? chance(25) : !chance(33);
-		PGconn	   *c = as_admin ? admin : app;
-		const char *as_role = as_admin ? "superuser" : app_role;
+
+		/*
+		 * Who calls: the gateway's role takes 40% of the calls of an
+		 * endpoint, and 4% of the others (to be refused); of the rest, the
+		 * application a quarter of the calls of a function it may execute,
+		 * two thirds of one it may not, and the superuser the others.
+		 */
+		int			who = (f->gw_may_execute || f->is_endpoint) ? (chance(40) ? 2 : -1) : (chance(4) ? 2 : -1);
+		int			as_admin;
+		PGconn	   *c;
+		const char *as_role;
+		int			may_execute;
+		int			answered_error = 0;
 		Buf			sql = {0};
 		PGresult   *r;
 		ExecStatusType st;
 		char	   *after;
+		struct timespec t0,
+					t1;
+
+		if (who < 0)
+			who = (f->app_may_execute ? chance(25) : !chance(33)) ? 0 : 1;
+		as_admin = who == 0;
+		c = who == 0 ? admin : who == 1 ? app : gw;
+		as_role = who == 0 ? "superuser" : who == 1 ? app_role : gw_role;
+		may_execute = who == 0 || (who == 1 ? f->app_may_execute : f->gw_may_execute);
+		calls_as[who]++;
+		if (who == 1)
+			set_app_tenant();
 
 		/*
 		 * Half the calls pass plausible values for every argument but
@@ -1145,19 +1394,39 @@ main(int argc, char **argv)
 		put(&sql, ")");
 		f->calls++;
 
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		r = PQexecParams(c, sql.data, n, NULL, (const char *const *) values, NULL, NULL, 0);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
 		st = PQresultStatus(r);
+		f->seconds += (double) (t1.tv_sec - t0.tv_sec) + (double) (t1.tv_nsec - t0.tv_nsec) / 1e9;
 		if (PQstatus(c) != CONNECTION_OK)
 			write_failure("connection lost (server or backend crashed)", f, n, values, as_role,
 						  PQerrorMessage(c));
 		/* (a strict function given a NULL is not run: the planner folds the call to NULL) */
-		if ((st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) && !as_admin && !f->app_may_execute &&
-			!(f->strict && has_null(n, values)) && !app_may_execute_now(f))
+		if (!as_admin && shows_bystander(r))
+			write_failure("a role not bound to the bystander tenant was shown its rows", f, n, values, as_role,
+						  PQresultErrorMessage(r));
+		if ((st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) && !as_admin && !may_execute &&
+			!(f->strict && has_null(n, values)) && !may_execute_now(f, as_role))
 			write_failure("a function the role may not execute ran", f, n, values, as_role, NULL);
 		if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
 		{
 			accepted++;
-			count_state(f, "ok");
+			/* an endpoint answers an error as a response: 4xx and 5xx change nothing either */
+			if (f->is_endpoint && PQntuples(r) == 1 && PQnfields(r) == 3 && !PQgetisnull(r, 0, 0) &&
+				atoi(PQgetvalue(r, 0, 0)) >= 400)
+			{
+				char		state[8];
+
+				answered_error = 1;
+				snprintf(state, sizeof(state), "h%.3s", PQgetvalue(r, 0, 0));
+				count_state(f, state);
+				if (atoi(PQgetvalue(r, 0, 0)) >= 500)
+					write_failure("an endpoint answered 5xx", f, n, values, as_role,
+								  PQgetisnull(r, 0, 2) ? "" : PQgetvalue(r, 0, 2));
+			}
+			else
+				count_state(f, "ok");
 		}
 		else
 		{
@@ -1172,18 +1441,37 @@ main(int argc, char **argv)
 				strcmp(state, "57014") == 0)
 				write_failure(state ? state : "no SQLSTATE", f, n, values, as_role,
 							  PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY));
-			if (!as_admin && !f->app_may_execute && strcmp(state, "42501") != 0 &&
-				args_valid(f, n, values) && !app_may_execute_now(f))
+			if (!as_admin && !may_execute && strcmp(state, "42501") != 0 &&
+				args_valid(f, n, values) && !may_execute_now(f, as_role))
 				write_failure("a function the role may not execute was not refused with 42501",
 							  f, n, values, as_role, PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY));
 		}
 		PQclear(r);
 
 		after = fingerprint();
-		if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK && strcmp(before, after) != 0)
-			write_failure("a refused call changed rows", f, n, values, as_role, after);
+		if ((answered_error || (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK)) && strcmp(before, after) != 0)
+		{
+			Buf			diff = {0};
+
+			put(&diff, "before: ");
+			put(&diff, before);
+			put(&diff, "; after: ");
+			put(&diff, after);
+			write_failure("a refused call changed rows", f, n, values, as_role, diff.data);
+		}
 		free(before);
 		before = after;
+		if (who != 0)
+		{
+			char	   *bystander_after = bystander_fingerprint();
+
+			if (strcmp(bystander_before, bystander_after) != 0)
+				write_failure("a call as a role not bound to the bystander tenant changed its rows",
+							  f, n, values, who == 1 && app_tenant_now[0] == '\0' ? "app role, no tenant" :
+							  who == 1 && app_tenant_now != tenant ? "app role, tenant_id set to the bystander" :
+							  as_role, bystander_after);
+			free(bystander_after);
+		}
 		for (int i = 0; i < n; i++)
 			free(values[i]);
 		free(sql.data);
@@ -1193,6 +1481,12 @@ main(int argc, char **argv)
 			refresh_pools();
 			free(before);
 			before = fingerprint();
+		}
+		/* the superuser may change the bystander's rows (a sweep): compare from here */
+		if (who == 0 || call % 50 == 49)
+		{
+			free(bystander_before);
+			bystander_before = bystander_fingerprint();
 		}
 	}
 
@@ -1211,14 +1505,17 @@ main(int argc, char **argv)
 	{
 		Func	   *f = &funcs[i];
 
-		printf("  %-28s %5ld calls:", f->label, f->calls);
+		printf("  %-28s %5ld calls %6.2f s:", f->label, f->calls, f->seconds);
 		for (int j = 0; j < f->nstates; j++)
 			printf(" %s %ld", f->state[j], f->state_count[j]);
 		printf("\n");
 	}
-	printf("fuzz_sql: seed %llu: %ld calls (%ld returned, %ld refused), no crash, no internal error, "
-		   "no row changed by a refused call, check_invariants() empty\n",
-		   seed, ncalls, accepted, refused);
+	printf("fuzz_sql: seed %llu: %ld calls (%ld returned, %ld refused; %ld as the superuser, %ld as %s, "
+		   "%ld as %s), no crash, no internal error, no row changed by a refused call, "
+		   "no row of tenant %s changed by %s or %s or shown to them, check_invariants() empty\n",
+		   seed, ncalls, accepted, refused, calls_as[0], calls_as[1], app_role, calls_as[2], gw_role,
+		   bystander, app_role, gw_role);
+	PQfinish(gw);
 	PQfinish(app);
 	PQfinish(admin);
 	return 0;

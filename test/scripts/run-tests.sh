@@ -12,7 +12,7 @@
 #   worker          the background sweep worker, on a cluster of its own (worker-test.sh)
 #   scale-out       two shards behind a PL/Proxy proxy, own clusters (scaleout.sh)
 #   crash           the crash test, short form (crash.sh, own cluster with fsync=on)
-#   fuzz            the fuzz, short form (fuzz.sh, own cluster): 3,000 hostile calls
+#   fuzz            the fuzz, short form (fuzz.sh, own cluster): 2,000 hostile calls
 #   gateway         the HTTPS gateway through real HTTP (gateway-test.sh, own cluster)
 #   gateway-proxy   the gateway through the PL/Proxy proxy (gateway-scaleout.sh, own clusters)
 #   upgrade         release 0.1.0 from git history, filled, then ALTER EXTENSION cscp UPDATE to
@@ -92,7 +92,7 @@ suite_readme() { bash test/scripts/readme.sh; }
 suite_worker() { bash test/scripts/worker-test.sh; }
 suite_scale_out() { bash test/scripts/scaleout.sh; }
 suite_crash() { CRASH_KILLS=3 CRASH_CLIENTS=4 bash test/scripts/crash.sh; }
-suite_fuzz() { FUZZ_CALLS=3000 bash test/scripts/fuzz.sh; }
+suite_fuzz() { FUZZ_CALLS=2000 bash test/scripts/fuzz.sh; }
 suite_gateway() { bash test/scripts/gateway-test.sh; }
 suite_gateway_proxy() { bash test/scripts/gateway-scaleout.sh; }
 suite_upgrade() { bash test/scripts/upgrade.sh; }

@@ -85,7 +85,7 @@ COMMENT ON FUNCTION cscp.checkpoint_check_ns(text) IS
   'checkpoint_ns when it is a usable checkpoint namespace (a string of at most 256 bytes, '''' the root); 22023 otherwise';
 
 -- Start a thread or extend its life; an expired one is deleted first, so it starts empty.
-CREATE FUNCTION cscp.checkpoint_touch(tenant_id text, thread_id text) RETURNS timestamptz
+CREATE OR REPLACE FUNCTION cscp.checkpoint_touch(tenant_id text, thread_id text) RETURNS timestamptz
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -114,13 +114,19 @@ BEGIN
     ON CONFLICT (tenant_id, thread_id) DO UPDATE
         SET updated_at = v_now, expires_at = excluded.expires_at
     RETURNING t.expires_at INTO v_expires;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'could not write checkpoint thread "%": the write was skipped', checkpoint_touch.thread_id
+            USING ERRCODE = '27000',
+                  DETAIL = 'The statement wrote no row: a trigger, a rule or a row-level security policy on the table suppressed it.',
+                  HINT = 'A BEFORE ROW trigger on cscp''s tables must return the row, and no rule or policy may hide cscp''s writes.';
+    END IF;
     RETURN v_expires;
 END
 $$;
 COMMENT ON FUNCTION cscp.checkpoint_touch(text, text) IS
   'Start a thread, or extend it to the tenant''s checkpoint_ttl from now unless it was within the last 1% of it (an expired one starts empty); returns its expires_at';
 
-CREATE FUNCTION cscp.checkpoint_put(tenant_id text, thread_id text, checkpoint_ns text,
+CREATE OR REPLACE FUNCTION cscp.checkpoint_put(tenant_id text, thread_id text, checkpoint_ns text,
                                     checkpoint_id text, parent_checkpoint_id text,
                                     checkpoint jsonb, metadata jsonb,
                                     channels text[] DEFAULT '{}', versions text[] DEFAULT '{}',
@@ -173,6 +179,12 @@ BEGIN
     ON CONFLICT (tenant_id, thread_id, checkpoint_ns, checkpoint_id) DO UPDATE
         SET parent_checkpoint_id = excluded.parent_checkpoint_id,
             checkpoint = excluded.checkpoint, metadata = excluded.metadata;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'could not write checkpoint "%": the write was skipped', checkpoint_put.checkpoint_id
+            USING ERRCODE = '27000',
+                  DETAIL = 'The statement wrote no row: a trigger, a rule or a row-level security policy on the table suppressed it.',
+                  HINT = 'A BEFORE ROW trigger on cscp''s tables must return the row, and no rule or policy may hide cscp''s writes.';
+    END IF;
     RETURN v_expires;
 END
 $$;
@@ -463,7 +475,7 @@ $$;
 COMMENT ON FUNCTION cscp.store_check_namespace(text[], boolean) IS
   'namespace when it is a usable store namespace (labels non-empty, at most 256 bytes, without a period); 22023 otherwise';
 
-CREATE FUNCTION cscp.store_put(tenant_id text, namespace text[], key text, value jsonb,
+CREATE OR REPLACE FUNCTION cscp.store_put(tenant_id text, namespace text[], key text, value jsonb,
                                ttl interval DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
@@ -493,6 +505,12 @@ BEGIN
             expires_at = excluded.expires_at,
             -- an expired item is replaced, not updated
             created_at = CASE WHEN s.expires_at <= v_now THEN v_now ELSE s.created_at END;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'could not write store item "%": the write was skipped', store_put.key
+            USING ERRCODE = '27000',
+                  DETAIL = 'The statement wrote no row: a trigger, a rule or a row-level security policy on the table suppressed it.',
+                  HINT = 'A BEFORE ROW trigger on cscp''s tables must return the row, and no rule or policy may hide cscp''s writes.';
+    END IF;
 END
 $$;
 COMMENT ON FUNCTION cscp.store_put(text, text[], text, jsonb, interval) IS
@@ -664,7 +682,7 @@ COMMENT ON TABLE cscp.session_item IS
 CREATE TRIGGER forgotten_guard BEFORE INSERT OR UPDATE OF tenant_id, session_id ON cscp.agent_session
     FOR EACH ROW EXECUTE FUNCTION cscp.forgotten_guard('conversation', 'session_id');
 
-CREATE FUNCTION cscp.session_add_items(tenant_id text, session_id text, items jsonb) RETURNS integer
+CREATE OR REPLACE FUNCTION cscp.session_add_items(tenant_id text, session_id text, items jsonb) RETURNS integer
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -672,6 +690,7 @@ AS $$
 DECLARE
     v_now timestamptz := cscp.now();
     n integer;
+    v_written bigint;
     v_first bigint;
 BEGIN
     PERFORM cscp.check_tenant(session_add_items.tenant_id);
@@ -690,9 +709,23 @@ BEGIN
     ON CONFLICT (tenant_id, session_id) DO UPDATE
         SET next_seq = s.next_seq + n, updated_at = v_now
     RETURNING s.next_seq - n INTO v_first;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'could not write session "%": the write was skipped', session_add_items.session_id
+            USING ERRCODE = '27000',
+                  DETAIL = 'The statement wrote no row: a trigger, a rule or a row-level security policy on the table suppressed it.',
+                  HINT = 'A BEFORE ROW trigger on cscp''s tables must return the row, and no rule or policy may hide cscp''s writes.';
+    END IF;
     INSERT INTO cscp.session_item (tenant_id, session_id, seq, item, created_at)
     SELECT session_add_items.tenant_id, session_add_items.session_id, v_first + e.ord - 1, e.value, v_now
       FROM jsonb_array_elements(items) WITH ORDINALITY AS e (value, ord);
+    GET DIAGNOSTICS v_written = ROW_COUNT;
+    IF v_written <> n THEN
+        RAISE EXCEPTION 'could not write the items of session "%": % of % writes were skipped',
+                        session_add_items.session_id, n - v_written, n
+            USING ERRCODE = '27000',
+                  DETAIL = 'The statement wrote fewer rows than items: a trigger, a rule or a row-level security policy on the table suppressed some.',
+                  HINT = 'A BEFORE ROW trigger on cscp''s tables must return the row, and no rule or policy may hide cscp''s writes.';
+    END IF;
     RETURN n;
 END
 $$;
