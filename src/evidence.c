@@ -11,9 +11,9 @@
  *	- by cscp._evidence_refusal, for a refused attempt (an invalid
  *	  transition, a "yes" that confirmed nothing): event type
  *	  invalid_transition_attempt, bound to a command the caller can see.
- * Both insert the row as the table's owner (cscp_evidence_append), so
- * application roles need (and get) no INSERT, UPDATE or DELETE privilege
- * on it; the
+ * Both insert the row as the table's owner (cscp_evidence_append_chain,
+ * cscp_evidence_append), so application roles need (and get) no INSERT,
+ * UPDATE or DELETE privilege on it; the
  * evidence_guard trigger refuses UPDATE and TRUNCATE from anyone, and
  * DELETE of a row still inside its tenant's retention_evidence, unless its
  * conversation or subject was forgotten (cscp.forget_* writes the
@@ -22,7 +22,11 @@
  * Each row's hash is the SHA-256 of the canonical JSON of its fields,
  * previous row's hash included; rows of one command form a chain numbered
  * by seq.  Rows without a command (an answer to no pending question) are
- * chains of one.  cscp.evidence_verify recomputes the chain.
+ * chains of one.  cscp.evidence_verify recomputes the chain.  The command
+ * trigger appends after the head the command's row carries (the row of
+ * its last transition, cscp.command.evidence_seq and evidence_hash)
+ * without reading the chain; a refused attempt reads the chain's last row.
+ * A write's rows go in one INSERT.
  *
  * A transition a direct UPDATE (or INSERT) attempts and a trigger refuses
  * raises, and its transaction's rows, evidence included, roll back: such a
