@@ -90,11 +90,9 @@ SQL_PARTS = \
 	src/sql/checkpoint.sql \
 	src/sql/security.sql
 
-# Upgrade scripts: one folder per version step, src/sql/upgrade/A--B/, whose files are
-# concatenated in name order into cscp--A--B.sql; every step found is built and installed.
-UPGRADE_STEPS = $(notdir $(wildcard src/sql/upgrade/*--*))
-UPGRADE_SCRIPTS = $(patsubst %,$(EXTENSION)--%.sql,$(UPGRADE_STEPS))
-DATA_built = $(EXTENSION)--$(EXTVERSION).sql $(UPGRADE_SCRIPTS)
+# Upgrade scripts: src/sql/upgrade/cscp--A--B.sql, one per version step, every one installed.
+DATA = $(wildcard src/sql/upgrade/$(EXTENSION)--*--*.sql)
+DATA_built = $(EXTENSION)--$(EXTVERSION).sql
 EXTRA_CLEAN = results output_iso regression.diffs regression.out
 
 # The suites by glob: a new sql/NAME.sql (with expected/NAME.out) or test/isolation/specs/NAME.spec
@@ -144,11 +142,6 @@ $(OBJS): src/cscp.h
 
 $(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS) cscp.control
 	cat $(SQL_PARTS) > $@
-
-.SECONDEXPANSION:
-# (The folder too: a file taken out of it changes the folder, not the files left.)
-$(UPGRADE_SCRIPTS): $(EXTENSION)--%.sql: src/sql/upgrade/% $$(sort $$(wildcard src/sql/upgrade/%/*.sql))
-	cat $(filter %.sql,$^) > $@
 
 .PHONY: deps build demo test bench bench-facts bench-aa statebench
 # Install what is missing from Debian's packages (PostgreSQL 15 server and headers, pgTAP, pg_prove).

@@ -3,8 +3,8 @@
 -- columns it has now.  The statements are saved and run again after the update: rows the old
 -- version wrote must all be there, unchanged in the columns they had (new columns are not read).
 -- The update's own data changes, each documented in its step, are left out of the digests:
---   cscp.policy          the keys 0.2.0 adds to the defaults of tenant '*' (30-input.sql,
---                        60-clients.sql): settings are compared without them;
+--   cscp.policy          the keys 0.2.0 adds to the defaults of tenant '*' (the input rules
+--                        and LangGraph sections of the upgrade script): settings are compared without them;
 --   cscp.governance_log  the log rows those changes write, after this snapshot was taken.
 \set ON_ERROR_STOP 1
 \pset format unaligned
