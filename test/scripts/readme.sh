@@ -16,30 +16,33 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/cscp-readme.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 db=cscp_readme
 
-# Each block into $work/NNN-LINE.LANG, LINE its fence's line in README.md.
-python3 - "$work" README.md <<'PY'
+# Each block into $work/NNN-FILE-LINE.LANG, LINE its fence's line in FILE (README.md, then
+# doc/reference.md, which README's reference section points to).
+python3 - "$work" README.md doc/reference.md <<'PY'
 import re, sys
-work, path = sys.argv[1], sys.argv[2]
-lines = open(path, encoding='utf-8').read().split('\n')
-n, i, prev = 0, 0, ''
-while i < len(lines):
-    m = re.match(r'^```(\w+)\s*$', lines[i])
-    if m and m.group(1) in ('sql', 'sh'):
-        start, i = i, i + 1
-        body = []
-        while not lines[i].startswith('```'):
-            body.append(lines[i])
+work, n = sys.argv[1], 0
+for path in sys.argv[2:]:
+    tag = path.replace('/', '~')
+    lines = open(path, encoding='utf-8').read().split('\n')
+    i, prev = 0, ''
+    while i < len(lines):
+        m = re.match(r'^```(\w+)\s*$', lines[i])
+        if m and m.group(1) in ('sql', 'sh'):
+            start, i = i, i + 1
+            body = []
+            while not lines[i].startswith('```'):
+                body.append(lines[i])
+                i += 1
+            if not prev.startswith('<!-- readme-test: skip'):
+                n += 1
+                open('%s/%03d-%s-%d.%s' % (work, n, tag, start + 1, m.group(1)), 'w').write('\n'.join(body) + '\n')
+        elif lines[i].startswith('```'):
             i += 1
-        if not prev.startswith('<!-- readme-test: skip'):
-            n += 1
-            open('%s/%03d-%d.%s' % (work, n, start + 1, m.group(1)), 'w').write('\n'.join(body) + '\n')
-    elif lines[i].startswith('```'):
+            while not lines[i].startswith('```'):
+                i += 1
+        if lines[i].strip():
+            prev = lines[i]
         i += 1
-        while not lines[i].startswith('```'):
-            i += 1
-    if lines[i].strip():
-        prev = lines[i]
-    i += 1
 PY
 
 psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
@@ -48,7 +51,7 @@ targets=$(make -qp -f Makefile 2>/dev/null | sed -n 's/^\([a-zA-Z][a-zA-Z0-9_.-]
 failed=0 nsql=0 nsh=0
 for f in "$work"/*; do
 	[ -f "$f" ] || continue
-	where="README.md:$(basename "$f" | sed 's/^[0-9]*-\([0-9]*\)\..*/\1/')"
+	where=$(basename "$f" | sed 's/^[0-9]*-\(.*\)-\([0-9]*\)\..*/\1:\2/; s/~/\//g')
 	case "$f" in
 	*.sql)
 		nsql=$((nsql + 1))
