@@ -60,3 +60,246 @@ describe("CscpSession", () => {
     expect(await a.getItems()).toEqual([{ owner: "a" }]);
   });
 });
+
+// ---------------------------------------------------------------------------------------------
+// CscpSession as @openai/agents uses it: a real Agent run with run(agent, input, { session }),
+// its model a stub implementing the SDK's Model interface (canned responses, no network).
+
+import {
+  Agent,
+  MemorySession,
+  run,
+  setTracingDisabled,
+  tool,
+  Usage,
+  type AgentInputItem,
+  type Model,
+  type ModelRequest,
+  type ModelResponse,
+  type Session,
+} from "@openai/agents";
+import { z } from "zod";
+
+setTracingDisabled(true);
+
+/** The text of a user or assistant message item, "" for other items. */
+function textOf(item: AgentInputItem): string {
+  const m = item as { role?: string; content?: unknown };
+  if (typeof m.content === "string") return m.content;
+  if (Array.isArray(m.content)) return m.content.map((c: { text?: string }) => c.text ?? "").join("");
+  return "";
+}
+
+/**
+ * A model that answers every request with what it was given: "seen N: <user texts>" (N the
+ * number of input items), so a second turn shows whether the first turn's items came back.
+ * With toolFirst, its first answer to a request without a tool result calls the tool "lookup".
+ */
+class EchoModel implements Model {
+  readonly requests: AgentInputItem[][] = [];
+  private n = 0;
+  constructor(private readonly toolFirst = false) {}
+
+  async getResponse(request: ModelRequest): Promise<ModelResponse> {
+    const input: AgentInputItem[] = typeof request.input === "string"
+      ? [{ role: "user", content: request.input }]
+      : request.input;
+    this.requests.push(structuredClone(input));
+    const id = `msg_${++this.n}`;
+    const hasToolResult = input.some((i) => (i as { type?: string }).type === "function_call_result");
+    const lastIsUser = (input.at(-1) as { role?: string } | undefined)?.role === "user";
+    if (this.toolFirst && lastIsUser && !hasToolResult) {
+      return {
+        usage: new Usage(),
+        responseId: `resp_${this.n}`,
+        output: [{ type: "function_call", id: `fc_${this.n}`, callId: `call_${this.n}`, name: "lookup",
+                   status: "completed", arguments: JSON.stringify({ city: "Lisbon" }) }],
+      };
+    }
+    const users = input.filter((i) => (i as { role?: string }).role === "user").map(textOf);
+    return {
+      usage: new Usage(),
+      responseId: `resp_${this.n}`,
+      output: [{ type: "message", id, role: "assistant", status: "completed",
+                 content: [{ type: "output_text", text: `seen ${input.length}: ${users.join(" | ")}` }] }],
+    };
+  }
+
+  // eslint-disable-next-line require-yield
+  async *getStreamedResponse(): AsyncIterable<never> {
+    throw new Error("EchoModel does not stream");
+  }
+}
+
+const lookup = tool({
+  name: "lookup",
+  description: "The weather of a city",
+  parameters: z.object({ city: z.string() }),
+  execute: async ({ city }) => `sunny in ${city}`,
+});
+
+function agentOn(model: Model, withTool = false): Agent {
+  return new Agent({ name: "assistant", instructions: "Answer briefly.", model, tools: withTool ? [lookup] : [] });
+}
+
+/** A user message as the SDK's own session tests write it. */
+const userMessage = (text: string): AgentInputItem => ({ role: "user", content: [{ type: "input_text", text }] });
+
+describe("CscpSession with @openai/agents", () => {
+  it("is a Session of the SDK", () => {
+    const s: Session = new CscpSession("typed", pool, { tenant: "t" });
+    expect(typeof s.getItems).toBe("function");
+  });
+
+  it("gives a run the items of the previous run (two turns, then a new process's session object)", async () => {
+    const tenant = freshTenant("agents");
+    const model = new EchoModel();
+    const agent = agentOn(model);
+    const session = new CscpSession("turns", pool, { tenant });
+
+    const first = await run(agent, "My name is Ana.", { session });
+    expect(first.finalOutput).toBe("seen 1: My name is Ana.");
+    const second = await run(agent, "What is my name?", { session });
+    // the second request carries the first turn's user message and answer, then the new input
+    expect(model.requests[1].length).toBe(3);
+    expect(second.finalOutput).toBe("seen 3: My name is Ana. | What is my name?");
+
+    // another CscpSession object on the same id (as another process would make) has the history
+    const again = new CscpSession("turns", pool, { tenant });
+    const items = await again.getItems();
+    expect(items.map((i) => (i as { role?: string }).role)).toEqual(["user", "assistant", "user", "assistant"]);
+    expect(textOf(items[3])).toBe("seen 3: My name is Ana. | What is my name?");
+    const third = await run(agent, "And now?", { session: again });
+    expect(third.finalOutput).toBe("seen 5: My name is Ana. | What is my name? | And now?");
+  });
+
+  it("stores what the SDK's MemorySession stores for the same runs, tool calls included", async () => {
+    const tenant = freshTenant("agents");
+    const cscp = new CscpSession("same-as-memory", pool, { tenant });
+    const memory = new MemorySession({ sessionId: "same-as-memory" });
+    for (const session of [cscp, memory] as Session[]) {
+      const agent = agentOn(new EchoModel(true), true);
+      await run(agent, "Weather in Lisbon?", { session });
+      await run(agent, "And tomorrow?", { session });
+    }
+    const stored = await cscp.getItems();
+    const types = stored.map((i) => (i as { type?: string; role?: string }).type ?? (i as { role?: string }).role);
+    expect(types).toContain("function_call");
+    expect(types).toContain("function_call_result");
+    expect(stored).toEqual(JSON.parse(JSON.stringify(await memory.getItems())));
+  });
+
+  it("loses nothing when runs on one new session add at once (openai-agents-python#2722)", async () => {
+    const tenant = freshTenant("agents");
+    const runs = 8;
+    const agent = agentOn(new EchoModel());
+    await Promise.all(Array.from({ length: runs }, (_, n) =>
+      run(agent, `message ${n}`, { session: new CscpSession("concurrent", pool, { tenant }) })));
+    const items = await new CscpSession("concurrent", pool, { tenant }).getItems();
+    expect(items.length).toBe(2 * runs);
+    const users = items.filter((i) => (i as { role?: string }).role === "user").map(textOf).sort();
+    expect(users).toEqual(Array.from({ length: runs }, (_, n) => `message ${n}`).sort());
+    // each run's items are added as one batch: every user message is followed by an answer
+    for (let i = 0; i < items.length; i += 2) {
+      expect((items[i] as { role?: string }).role).toBe("user");
+      expect((items[i + 1] as { role?: string }).role).toBe("assistant");
+    }
+  });
+
+  it("keeps one tenant's runs from another tenant's session of the same id", async () => {
+    const model = new EchoModel();
+    const agent = agentOn(model);
+    const a = new CscpSession("shared-id", pool, { tenant: freshTenant("a") });
+    const b = new CscpSession("shared-id", pool, { tenant: freshTenant("b") });
+    await run(agent, "secret of a", { session: a });
+    const resB = await run(agent, "hello from b", { session: b });
+    expect(resB.finalOutput).toBe("seen 1: hello from b");
+    expect((await b.getItems()).map(textOf)).toEqual(["hello from b", "seen 1: hello from b"]);
+    expect((await a.getItems()).map(textOf)).toEqual(["secret of a", "seen 1: secret of a"]);
+  });
+
+  it("refuses another tenant's session to direct SQL as the application role (42501), changing nothing", async () => {
+    const tenant = freshTenant("owner");
+    const session = new CscpSession("mine", pool, { tenant });
+    await session.addItems([userMessage("kept")]);
+    const client = await pool.connect();
+    const codes: (string | undefined)[] = [];
+    try {
+      for (const sql of ["SELECT cscp.session_add_items($1, 'mine', '[{\"role\": \"user\", \"content\": \"x\"}]')",
+                         "SELECT cscp.session_get_items($1, 'mine')",
+                         "SELECT cscp.session_pop_item($1, 'mine')",
+                         "SELECT cscp.session_clear($1, 'mine')"]) {
+        await client.query("BEGIN");
+        await client.query("SET LOCAL cscp.tenant_id = 'someone-else'");
+        codes.push(await client.query(sql, [tenant]).then(() => "ok", (e: { code?: string }) => e.code));
+        await client.query("ROLLBACK");
+      }
+    } finally {
+      client.release();
+    }
+    expect(codes).toEqual(["42501", "42501", "42501", "42501"]);
+    expect((await session.getItems()).map(textOf)).toEqual(["kept"]);
+  });
+
+  it("lets a caller correct the last turn with popItem, and start over with clearSession", async () => {
+    const tenant = freshTenant("agents");
+    const model = new EchoModel();
+    const agent = agentOn(model);
+    const session = new CscpSession("correct", pool, { tenant });
+    await run(agent, "first question", { session });
+    await run(agent, "wrong question", { session });
+    // the SDK's correction pattern: pop the answer, then the question
+    expect(textOf((await session.popItem())!)).toBe("seen 3: first question | wrong question");
+    expect(textOf((await session.popItem())!)).toBe("wrong question");
+    const fixed = await run(agent, "right question", { session });
+    expect(fixed.finalOutput).toBe("seen 3: first question | right question");
+    await session.clearSession();
+    expect(await session.getItems()).toEqual([]);
+    const fresh = await run(agent, "after clear", { session });
+    expect(fresh.finalOutput).toBe("seen 1: after clear");
+  });
+
+  // Ported from the SDK's packages/agents-core/test/memorySession.test.ts.
+  it("stores and retrieves items (memorySession.test.ts)", async () => {
+    const session = new CscpSession("session-1", pool, { tenant: freshTenant("port") });
+    const initialItems = [userMessage("hello")];
+    await session.addItems(initialItems);
+    expect(await session.getSessionId()).toBe("session-1");
+    expect(await session.getItems()).toEqual(initialItems);
+    const newItems = [userMessage("one"), userMessage("two")];
+    await session.addItems(newItems);
+    expect(await session.getItems()).toEqual([...initialItems, ...newItems]);
+    expect(await session.getItems(2)).toEqual(newItems);
+    expect(await session.popItem()).toEqual(newItems[1]);
+    expect(await session.getItems()).toEqual([...initialItems, newItems[0]]);
+    await session.clearSession();
+    expect(await session.getItems()).toEqual([]);
+    expect(await session.getItems(3)).toEqual([]);
+    expect(await session.popItem()).toBeUndefined();
+  });
+
+  it("returns copies so external mutations do not persist (memorySession.test.ts)", async () => {
+    const session = new CscpSession("session-2", pool, { tenant: freshTenant("port") });
+    await session.addItems([userMessage("start")]);
+    const items = await session.getItems();
+    (items[0] as { content: unknown }).content = "mutated";
+    expect(await session.getItems()).toEqual([userMessage("start")]);
+    const next = userMessage("next");
+    await session.addItems([next]);
+    (next as { content: unknown }).content = "mutated";
+    expect(await session.getItems()).toEqual([userMessage("start"), userMessage("next")]);
+    const popped = await session.popItem();
+    expect(popped).toEqual(userMessage("next"));
+    (popped as { content: unknown }).content = "mutated";
+    expect(await session.getItems()).toEqual([userMessage("start")]);
+  });
+
+  it("returns no items for a limit that is not positive, as MemorySession does", async () => {
+    const session = new CscpSession("limits", pool, { tenant: freshTenant("port") });
+    const memory = new MemorySession({ sessionId: "limits" });
+    for (const s of [session, memory] as Session[]) await s.addItems([userMessage("a"), userMessage("b")]);
+    for (const limit of [0, -1, 1, 5]) {
+      expect(await session.getItems(limit)).toEqual(await memory.getItems(limit));
+    }
+  });
+});
