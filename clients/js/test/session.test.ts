@@ -14,15 +14,21 @@ afterAll(async () => {
   await pool.end();
 });
 
+/** A user message carrying a writer's number and part in providerData. */
+const tagged = (n: number, part: number): AgentInputItem => ({ role: "user", content: `${n}.${part}`, providerData: { n, part } });
+/** An assistant message as a model returns it. */
+const assistantMessage = (text: string): AgentInputItem =>
+  ({ type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text }] });
+
 describe("CscpSession", () => {
   it("adds, reads, pops and clears items in order", async () => {
     const session = new CscpSession("s-1", pool, { tenant: freshTenant("sess") });
     expect(await session.getSessionId()).toBe("s-1");
     expect(await session.getItems()).toEqual([]);
-    await session.addItems([{ role: "user", content: "hi" }, { role: "assistant", content: "hello" }]);
+    await session.addItems([{ role: "user", content: "hi" }, assistantMessage("hello")]);
     await session.addItems([{ role: "user", content: "bye" }]);
-    expect((await session.getItems()).map((i) => i.content)).toEqual(["hi", "hello", "bye"]);
-    expect((await session.getItems(2)).map((i) => i.content)).toEqual(["hello", "bye"]);
+    expect((await session.getItems()).map(textOf)).toEqual(["hi", "hello", "bye"]);
+    expect((await session.getItems(2)).map(textOf)).toEqual(["hello", "bye"]);
     expect(await session.popItem()).toEqual({ role: "user", content: "bye" });
     await session.clearSession();
     expect(await session.getItems()).toEqual([]);
@@ -32,32 +38,32 @@ describe("CscpSession", () => {
   it("loses no write of concurrent first writers", async () => {
     const tenant = freshTenant("sess");
     const writers = Array.from({ length: 10 }, () => new CscpSession("race", pool, { tenant }));
-    await Promise.all(writers.map((s, i) => s.addItems([{ n: i, part: 0 }, { n: i, part: 1 }])));
+    await Promise.all(writers.map((s, i) => s.addItems([tagged(i, 0), tagged(i, 1)])));
     const items = await writers[0].getItems();
     expect(items.length).toBe(20);
     // each writer's two items are adjacent: a batch is added atomically
     for (let i = 0; i < 20; i += 2) {
-      expect(items[i].n).toBe(items[i + 1].n);
-      expect([items[i].part, items[i + 1].part]).toEqual([0, 1]);
+      expect(items[i].providerData?.n).toBe(items[i + 1].providerData?.n);
+      expect([items[i].providerData?.part, items[i + 1].providerData?.part]).toEqual([0, 1]);
     }
   });
 
   it("never pops the same item twice", async () => {
     const tenant = freshTenant("sess");
     const session = new CscpSession("pop", pool, { tenant });
-    await session.addItems(Array.from({ length: 10 }, (_, n) => ({ n })));
+    await session.addItems(Array.from({ length: 10 }, (_, n) => tagged(n, 0)));
     const popped = await Promise.all(Array.from({ length: 12 }, () => session.popItem()));
-    const got = popped.filter((p) => p !== undefined).map((p) => p!.n as number).sort((a, b) => a - b);
+    const got = popped.filter((p) => p !== undefined).map((p) => p!.providerData?.n as number).sort((a, b) => a - b);
     expect(got).toEqual(Array.from({ length: 10 }, (_, n) => n));
   });
 
   it("keeps tenants apart", async () => {
     const a = new CscpSession("same", pool, { tenant: freshTenant("a") });
     const b = new CscpSession("same", pool, { tenant: freshTenant("b") });
-    await a.addItems([{ owner: "a" }]);
+    await a.addItems([{ role: "user", content: "owner a" }]);
     expect(await b.getItems()).toEqual([]);
     expect(await b.popItem()).toBeUndefined();
-    expect(await a.getItems()).toEqual([{ owner: "a" }]);
+    expect(await a.getItems()).toEqual([{ role: "user", content: "owner a" }]);
   });
 });
 
@@ -69,6 +75,7 @@ import {
   Agent,
   MemorySession,
   run,
+  RunState,
   setTracingDisabled,
   tool,
   Usage,
@@ -77,6 +84,7 @@ import {
   type ModelRequest,
   type ModelResponse,
   type Session,
+  type StreamEvent,
 } from "@openai/agents";
 import { z } from "zod";
 
@@ -86,7 +94,7 @@ setTracingDisabled(true);
 function textOf(item: AgentInputItem): string {
   const m = item as { role?: string; content?: unknown };
   if (typeof m.content === "string") return m.content;
-  if (Array.isArray(m.content)) return m.content.map((c: { text?: string }) => c.text ?? "").join("");
+  if (Array.isArray(m.content)) return m.content.map((c: unknown) => (c as { text?: string }).text ?? "").join("");
   return "";
 }
 
@@ -125,9 +133,20 @@ class EchoModel implements Model {
     };
   }
 
-  // eslint-disable-next-line require-yield
-  async *getStreamedResponse(): AsyncIterable<never> {
-    throw new Error("EchoModel does not stream");
+  /** The same answer as a stream: started, the text as deltas, done. */
+  async *getStreamedResponse(request: ModelRequest): AsyncIterable<StreamEvent> {
+    const response = await this.getResponse(request);
+    yield { type: "response_started" };
+    for (const item of response.output) {
+      if (item.type === "message" && Array.isArray(item.content)) {
+        for (const part of item.content as { type: string; text?: string }[]) {
+          if (part.type === "output_text") yield { type: "output_text_delta", delta: part.text ?? "" };
+        }
+      }
+    }
+    yield { type: "response_done",
+            response: { id: response.responseId!, usage: { requests: 1, inputTokens: 0, outputTokens: 0, totalTokens: 0 },
+                        output: response.output as never } };
   }
 }
 
@@ -187,6 +206,23 @@ describe("CscpSession with @openai/agents", () => {
     expect(types).toContain("function_call");
     expect(types).toContain("function_call_result");
     expect(stored).toEqual(JSON.parse(JSON.stringify(await memory.getItems())));
+  });
+
+  it("persists a streamed run's items as a plain run does", async () => {
+    const tenant = freshTenant("agents");
+    const model = new EchoModel();
+    const session = new CscpSession("streamed", pool, { tenant });
+    const first = await run(agentOn(model), "stream one", { session, stream: true });
+    let text = "";
+    for await (const event of first.toTextStream()) text += event;
+    await first.completed;
+    expect(text).toBe("seen 1: stream one");
+    const second = await run(agentOn(model), "stream two", { session, stream: true });
+    for await (const _ of second) { /* drain */ }
+    await second.completed;
+    expect(second.finalOutput).toBe("seen 3: stream one | stream two");
+    expect((await session.getItems()).map(textOf)).toEqual(
+      ["stream one", "seen 1: stream one", "stream two", "seen 3: stream one | stream two"]);
   });
 
   it("loses nothing when runs on one new session add at once (openai-agents-python#2722)", async () => {
@@ -301,5 +337,107 @@ describe("CscpSession with @openai/agents", () => {
     for (const limit of [0, -1, 1, 5]) {
       expect(await session.getItems(limit)).toEqual(await memory.getItems(limit));
     }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Ported from the SDK's packages/agents-core/test/hitlMemorySessionScenario.test.ts: tools that
+// need approval, each turn interrupted, approved or rejected, and resumed; here the second turn
+// resumes in "another process": a new CscpSession object and the run state from its string.
+
+const TOOL_ECHO = "approved_echo";
+const TOOL_NOTE = "approved_note";
+const REJECTION_OUTPUT = "Tool execution was not approved.";
+const executeCounts = new Map<string, number>();
+
+function approvalTool(name: string, prefix: string) {
+  const t = tool({
+    name,
+    description: `${name} after approval`,
+    parameters: z.object({ query: z.string() }),
+    async execute({ query }: { query: string }) {
+      executeCounts.set(name, (executeCounts.get(name) ?? 0) + 1);
+      return `${prefix}:${query}`;
+    },
+  });
+  t.needsApproval = async () => true;
+  return t;
+}
+const approvalEchoTool = approvalTool(TOOL_ECHO, "approved");
+const approvalNoteTool = approvalTool(TOOL_NOTE, "approved_note");
+
+/** Calls the tool the model settings choose with the last user message (the SDK test's script). */
+class ToolChoiceModel implements Model {
+  private n = 0;
+  async getResponse(request: ModelRequest): Promise<ModelResponse> {
+    const toolName = typeof request.modelSettings.toolChoice === "string" ? request.modelSettings.toolChoice : TOOL_ECHO;
+    const items = typeof request.input === "string" ? [{ role: "user", content: request.input } as AgentInputItem] : request.input;
+    const lastUser = [...items].reverse().find((i) => (i as { role?: string }).role === "user");
+    const callId = `call_${this.n++}`;
+    return {
+      usage: new Usage(),
+      output: [{ id: `fc_${callId}`, type: "function_call", name: toolName, callId, status: "completed",
+                 arguments: JSON.stringify({ query: lastUser ? textOf(lastUser) : "" }), providerData: {} }],
+    };
+  }
+  // eslint-disable-next-line require-yield
+  async *getStreamedResponse(): AsyncIterable<StreamEvent> {
+    throw new Error("ToolChoiceModel does not stream");
+  }
+}
+
+describe("CscpSession HITL scenario (hitlMemorySessionScenario.test.ts)", () => {
+  it("persists approvals, rehydration, and rejections across tools", async () => {
+    executeCounts.clear();
+    const tenant = freshTenant("hitl");
+    const model = new ToolChoiceModel();
+    const messages = ["Fetch profile for customer 104.", "Update note for customer 104.", "Delete note for customer 104."];
+    const steps = [
+      { label: "turn 1", toolName: TOOL_ECHO, approve: true, expected: `approved:${messages[0]}` },
+      { label: "turn 2 (rehydrated)", toolName: TOOL_NOTE, approve: true, expected: `approved_note:${messages[1]}` },
+      { label: "turn 3 (rejected)", toolName: TOOL_ECHO, approve: false, expected: REJECTION_OUTPUT },
+    ];
+    for (const [n, step] of steps.entries()) {
+      // a new session object per turn; the run state crosses as its string on turn 2
+      const session = new CscpSession("hitl", pool, { tenant });
+      const agent = new Agent({
+        name: `CscpSession ${step.label}`,
+        instructions: `Always call ${step.toolName} before responding.`,
+        model,
+        tools: [approvalEchoTool, approvalNoteTool],
+        modelSettings: { toolChoice: step.toolName },
+        toolUseBehavior: "stop_on_first_tool",
+      });
+      const first = await run(agent, messages[n], { session });
+      expect(first.interruptions).toHaveLength(1);
+      const approval = first.interruptions[0];
+      const state = n === 1 ? await RunState.fromString<undefined, Agent>(agent, first.state.toString()) : first.state;
+      const pending = n === 1 ? state.getInterruptions()[0] : approval;
+      if (step.approve) state.approve(pending);
+      else state.reject(pending);
+      const resumed = await run(agent, state, { session: n === 1 ? new CscpSession("hitl", pool, { tenant }) : session });
+      expect(resumed.interruptions).toHaveLength(0);
+      expect(resumed.finalOutput).toBe(step.expected);
+
+      const items = await session.getItems();
+      const calls = items.filter((i) => (i as { type?: string }).type === "function_call") as
+        { name: string; callId: string }[];
+      const results = items.filter((i) => (i as { type?: string }).type === "function_call_result") as
+        { name: string; callId: string; output: unknown }[];
+      const users = items.filter((i) => (i as { role?: string }).role === "user");
+      expect([users.length, calls.length, results.length]).toEqual([n + 1, n + 1, n + 1]);
+      expect(textOf(users.at(-1)!)).toBe(messages[n]);
+      const rawCall = approval.rawItem as { callId: string };
+      expect(calls.at(-1)!.name).toBe(step.toolName);
+      expect(results.at(-1)!.name).toBe(step.toolName);
+      expect(calls.at(-1)!.callId).toBe(rawCall.callId);
+      expect(results.at(-1)!.callId).toBe(rawCall.callId);
+      const output = results.at(-1)!.output as string | { text?: string };
+      expect(typeof output === "string" ? output : output.text).toBe(step.expected);
+    }
+    expect(executeCounts.get(TOOL_ECHO)).toBe(1);
+    expect(executeCounts.get(TOOL_NOTE)).toBe(1);
+    await new CscpSession("hitl", pool, { tenant }).clearSession();
+    expect(await new CscpSession("hitl", pool, { tenant }).getItems()).toEqual([]);
   });
 });
