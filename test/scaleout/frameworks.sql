@@ -126,3 +126,9 @@ SELECT count(*) AS sess_4_left FROM cscp.session_get_items('acme', 'sess-4');
 SELECT count(*) AS beta_sees FROM cscp.session_get_items('beta', 'sess-1');
 SELECT pg_temp.try($$SELECT cscp.session_add_items('acme', 'sess-1', '{"not": "an array"}')$$) AS items_not_array;
 SELECT pg_temp.try($$SELECT * FROM cscp.session_get_items('acme', 'sess-1', -1)$$) AS negative_limit;
+
+\echo '== 32 threads and 32 sessions of another tenant (the suite checks both shards hold some)'
+SELECT count(cscp.checkpoint_put('gamma', 'g-' || i, '', 'cp-1', NULL, pg_temp.cp('cp-1'), '{}')) AS threads,
+       sum(cscp.session_add_items('gamma', 'g-' || i, '[{"role": "user", "content": "hi"}]')) AS session_items
+  FROM generate_series(1, 32) i;
+SELECT count(*) AS listed, count(DISTINCT thread) AS distinct_threads FROM cscp.checkpoint_list('gamma', row_limit => 40);

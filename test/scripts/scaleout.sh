@@ -157,12 +157,12 @@ for i in 0 1; do
 done
 [ $spread_ok -eq 1 ] && pass "rows are spread over both shards, each holding only its partitions"
 # LangGraph threads and agent sessions spread by (tenant, id); a tenant's store on one shard, whole.
-fw_query="SELECT (SELECT count(*) FROM cscp.checkpoint_thread WHERE tenant_id = 'acme') || ' '
-                 || (SELECT count(*) FROM cscp.agent_session WHERE tenant_id = 'acme') || ' '
+fw_query="SELECT (SELECT count(*) FROM cscp.checkpoint_thread WHERE tenant_id = 'gamma') || ' '
+                 || (SELECT count(*) FROM cscp.agent_session WHERE tenant_id = 'gamma') || ' '
                  || (SELECT count(*) FROM cscp.store_item WHERE tenant_id = 'acme')"
 read -r th0 se0 st0 <<<"$(so_psql shard0 cscp -At -c "$fw_query")"
 read -r th1 se1 st1 <<<"$(so_psql shard1 cscp -At -c "$fw_query")"
-echo "   acme: threads $th0 + $th1, sessions $se0 + $se1, store items $st0 + $st1 (shard0 + shard1)"
+echo "   gamma's threads $th0 + $th1 and sessions $se0 + $se1, acme's store items $st0 + $st1 (shard0 + shard1)"
 single_store=$(so_psql proxy single -At -c "SELECT count(*) FROM cscp.store_item WHERE tenant_id = 'acme'")
 if [ "${th0:-0}" -gt 0 ] && [ "${th1:-0}" -gt 0 ] && [ "${se0:-0}" -gt 0 ] && [ "${se1:-0}" -gt 0 ] &&
 	[ "${single_store:-0}" -gt 0 ] && { [ "$st0:$st1" = "$single_store:0" ] || [ "$st0:$st1" = "0:$single_store" ]; }; then
