@@ -413,20 +413,27 @@ END
 $f$;
 COMMENT ON FUNCTION cscp.checkpoint_get_tuple(tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text) IS 'One checkpoint of a live thread as cscp.checkpoint_list returns it: the one named, or the newest of the namespace (through the proxy: session)';
 
--- checkpoint_list: rows
+-- checkpoint_list: session_or_all on tenant_id, thread_id
 CREATE FUNCTION cscp_proxy.checkpoint_list(_tenant text, _clock text, tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text, before text, filter jsonb, row_limit integer) RETURNS TABLE(thread text, ns text, id text, parent_id text, checkpoint jsonb, metadata jsonb, blob_channels text[], blob_types text[], blobs bytea[], write_task_ids text[], write_channels text[], write_types text[], write_blobs bytea[])
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON coalesce(cscp.routing_key_hash(tenant_id, thread_id), 0);
+    SELECT * FROM cscp.checkpoint_list(cscp.proxy_session(_tenant, _clock, tenant_id), thread_id, checkpoint_ns, checkpoint_id, before, filter, row_limit);
+$f$;
+CREATE FUNCTION cscp_proxy.checkpoint_list_all(_tenant text, _clock text, tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text, before text, filter jsonb, row_limit integer) RETURNS TABLE(thread text, ns text, id text, parent_id text, checkpoint jsonb, metadata jsonb, blob_channels text[], blob_types text[], blobs bytea[], write_task_ids text[], write_channels text[], write_types text[], write_blobs bytea[])
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON ALL;
     SELECT * FROM cscp.checkpoint_list(cscp.proxy_session(_tenant, _clock, tenant_id), thread_id, checkpoint_ns, checkpoint_id, before, filter, row_limit);
 $f$;
 CREATE FUNCTION cscp.checkpoint_list(tenant_id text, thread_id text DEFAULT NULL::text, checkpoint_ns text DEFAULT NULL::text, checkpoint_id text DEFAULT NULL::text, before text DEFAULT NULL::text, filter jsonb DEFAULT NULL::jsonb, row_limit integer DEFAULT NULL::integer) RETURNS TABLE(thread text, ns text, id text, parent_id text, checkpoint jsonb, metadata jsonb, blob_channels text[], blob_types text[], blobs bytea[], write_task_ids text[], write_channels text[], write_types text[], write_blobs bytea[])
-LANGUAGE plpgsql VOLATILE AS $f$
-BEGIN
-    RETURN QUERY SELECT * FROM cscp_proxy.checkpoint_list(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5, $6, $7);
-END
+LANGUAGE sql VOLATILE AS $f$
+    SELECT * FROM cscp_proxy.checkpoint_list(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5, $6, $7) WHERE $2 IS NOT NULL
+    UNION ALL
+    (SELECT * FROM cscp_proxy.checkpoint_list_all(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5, $6, $7) WHERE $2 IS NULL
+      ORDER BY id COLLATE "C" DESC, thread, ns COLLATE "C" LIMIT CASE WHEN $7 >= 0 THEN $7 END)
 $f$;
-COMMENT ON FUNCTION cscp.checkpoint_list(tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text, before text, filter jsonb, row_limit integer) IS 'Checkpoints of live threads, newest id first, with the blobs of their channel_versions and their pending writes in (task_path, task_id, idx) order; NULL arguments do not filter (through the proxy: rows)';
+COMMENT ON FUNCTION cscp.checkpoint_list(tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text, before text, filter jsonb, row_limit integer) IS 'Checkpoints of live threads, newest id first, with the blobs of their channel_versions and their pending writes in (task_path, task_id, idx) order; NULL arguments do not filter (through the proxy: session_or_all)';
 
 -- checkpoint_put: session on tenant_id, thread_id
 CREATE FUNCTION cscp_proxy.checkpoint_put(_tenant text, _clock text, tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text, parent_checkpoint_id text, checkpoint jsonb, metadata jsonb, channels text[], versions text[], types text[], blobs bytea[]) RETURNS timestamp with time zone
@@ -1538,37 +1545,41 @@ END
 $f$;
 COMMENT ON FUNCTION cscp.slots_visible(tenant_id text, slots jsonb) IS 'The slots readers see: names outside the minimum set, x_* and the policy''s extension_slots left out (through the proxy: any)';
 
--- store_delete: all
-CREATE FUNCTION cscp_proxy.store_delete(_tenant text, _clock text, tenant_id text, namespace text[], key text) RETURNS SETOF boolean
+-- store_delete: tenant on tenant_id
+CREATE FUNCTION cscp_proxy.store_delete(_tenant text, _clock text, tenant_id text, namespace text[], key text) RETURNS boolean
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
-    RUN ON ALL;
+    RUN ON coalesce(cscp.routing_key_hash(tenant_id, ''), 0);
     SELECT * FROM cscp.store_delete(cscp.proxy_session(_tenant, _clock, tenant_id), namespace, key);
 $f$;
 CREATE FUNCTION cscp.store_delete(tenant_id text, namespace text[], key text) RETURNS boolean
-LANGUAGE sql VOLATILE AS $f$
-    SELECT r FROM cscp_proxy.store_delete(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3) r ORDER BY r::text LIMIT 1
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.store_delete(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3);
+END
 $f$;
-COMMENT ON FUNCTION cscp.store_delete(tenant_id text, namespace text[], key text) IS 'Delete a store item; true when a live one was deleted (through the proxy: all)';
+COMMENT ON FUNCTION cscp.store_delete(tenant_id text, namespace text[], key text) IS 'Delete a store item; true when a live one was deleted (through the proxy: tenant)';
 
--- store_get: all
+-- store_get: tenant on tenant_id
 CREATE FUNCTION cscp_proxy.store_get(_tenant text, _clock text, tenant_id text, namespace text[], key text, refresh_ttl boolean) RETURNS TABLE(item_namespace text[], item_key text, item_value jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, expires_at timestamp with time zone)
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
-    RUN ON ALL;
+    RUN ON coalesce(cscp.routing_key_hash(tenant_id, ''), 0);
     SELECT * FROM cscp.store_get(cscp.proxy_session(_tenant, _clock, tenant_id), namespace, key, refresh_ttl);
 $f$;
 CREATE FUNCTION cscp.store_get(tenant_id text, namespace text[], key text, refresh_ttl boolean DEFAULT true) RETURNS TABLE(item_namespace text[], item_key text, item_value jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, expires_at timestamp with time zone)
-LANGUAGE sql VOLATILE AS $f$
-    SELECT r FROM cscp_proxy.store_get(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4) r ORDER BY r::text LIMIT 1
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN QUERY SELECT * FROM cscp_proxy.store_get(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4);
+END
 $f$;
-COMMENT ON FUNCTION cscp.store_get(tenant_id text, namespace text[], key text, refresh_ttl boolean) IS 'A live store item (none when absent or expired); with refresh_ttl (the default) its TTL starts again (through the proxy: all)';
+COMMENT ON FUNCTION cscp.store_get(tenant_id text, namespace text[], key text, refresh_ttl boolean) IS 'A live store item (none when absent or expired); with refresh_ttl (the default) its TTL starts again (through the proxy: tenant)';
 
--- store_list_namespaces: any
+-- store_list_namespaces: tenant on tenant_id
 CREATE FUNCTION cscp_proxy.store_list_namespaces(_tenant text, _clock text, tenant_id text, prefix text[], suffix text[], max_depth integer, row_limit integer, row_offset integer) RETURNS SETOF text[]
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
-    RUN ON ANY;
+    RUN ON coalesce(cscp.routing_key_hash(tenant_id, ''), 0);
     SELECT * FROM cscp.store_list_namespaces(cscp.proxy_session(_tenant, _clock, tenant_id), prefix, suffix, max_depth, row_limit, row_offset);
 $f$;
 CREATE FUNCTION cscp.store_list_namespaces(tenant_id text, prefix text[] DEFAULT NULL::text[], suffix text[] DEFAULT NULL::text[], max_depth integer DEFAULT NULL::integer, row_limit integer DEFAULT 100, row_offset integer DEFAULT 0) RETURNS SETOF text[]
@@ -1577,33 +1588,37 @@ BEGIN
     RETURN QUERY SELECT * FROM cscp_proxy.store_list_namespaces(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5, $6);
 END
 $f$;
-COMMENT ON FUNCTION cscp.store_list_namespaces(tenant_id text, prefix text[], suffix text[], max_depth integer, row_limit integer, row_offset integer) IS 'The namespaces of live store items matching prefix and suffix (''*'' any label), cut at max_depth, once each, in order (through the proxy: any)';
+COMMENT ON FUNCTION cscp.store_list_namespaces(tenant_id text, prefix text[], suffix text[], max_depth integer, row_limit integer, row_offset integer) IS 'The namespaces of live store items matching prefix and suffix (''*'' any label), cut at max_depth, once each, in order (through the proxy: tenant)';
 
--- store_put: all
-CREATE FUNCTION cscp_proxy.store_put(_tenant text, _clock text, tenant_id text, namespace text[], key text, value jsonb, ttl interval) RETURNS SETOF void
+-- store_put: tenant on tenant_id
+CREATE FUNCTION cscp_proxy.store_put(_tenant text, _clock text, tenant_id text, namespace text[], key text, value jsonb, ttl interval) RETURNS void
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
-    RUN ON ALL;
+    RUN ON coalesce(cscp.routing_key_hash(tenant_id, ''), 0);
     SELECT * FROM cscp.store_put(cscp.proxy_session(_tenant, _clock, tenant_id), namespace, key, value, ttl);
 $f$;
 CREATE FUNCTION cscp.store_put(tenant_id text, namespace text[], key text, value jsonb, ttl interval DEFAULT NULL::interval) RETURNS void
-LANGUAGE sql VOLATILE AS $f$
-    SELECT count(*) FROM cscp_proxy.store_put(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5)
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    PERFORM cscp_proxy.store_put(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5);
+END
 $f$;
-COMMENT ON FUNCTION cscp.store_put(tenant_id text, namespace text[], key text, value jsonb, ttl interval) IS 'Store (or replace) an item; with ttl (positive, within max_ttl) it expires that long after its last write or refreshing read (through the proxy: all)';
+COMMENT ON FUNCTION cscp.store_put(tenant_id text, namespace text[], key text, value jsonb, ttl interval) IS 'Store (or replace) an item; with ttl (positive, within max_ttl) it expires that long after its last write or refreshing read (through the proxy: tenant)';
 
--- store_search: all
+-- store_search: tenant on tenant_id
 CREATE FUNCTION cscp_proxy.store_search(_tenant text, _clock text, tenant_id text, namespace_prefix text[], filter jsonb, query text, row_limit integer, row_offset integer, refresh_ttl boolean) RETURNS TABLE(item_namespace text[], item_key text, item_value jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, expires_at timestamp with time zone, score double precision)
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
-    RUN ON ALL;
+    RUN ON coalesce(cscp.routing_key_hash(tenant_id, ''), 0);
     SELECT * FROM cscp.store_search(cscp.proxy_session(_tenant, _clock, tenant_id), namespace_prefix, filter, query, row_limit, row_offset, refresh_ttl);
 $f$;
 CREATE FUNCTION cscp.store_search(tenant_id text, namespace_prefix text[] DEFAULT '{}'::text[], filter jsonb DEFAULT NULL::jsonb, query text DEFAULT NULL::text, row_limit integer DEFAULT 10, row_offset integer DEFAULT 0, refresh_ttl boolean DEFAULT true) RETURNS TABLE(item_namespace text[], item_key text, item_value jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, expires_at timestamp with time zone, score double precision)
-LANGUAGE sql VOLATILE AS $f$
-    SELECT r FROM cscp_proxy.store_search(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5, $6, $7) r ORDER BY r::text LIMIT 1
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN QUERY SELECT * FROM cscp_proxy.store_search(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5, $6, $7);
+END
 $f$;
-COMMENT ON FUNCTION cscp.store_search(tenant_id text, namespace_prefix text[], filter jsonb, query text, row_limit integer, row_offset integer, refresh_ttl boolean) IS 'Live store items under a namespace prefix that pass filter (cscp.store_filter_match) and, with query, match it as a web search (ranked by ts_rank, best first); newest first otherwise (through the proxy: all)';
+COMMENT ON FUNCTION cscp.store_search(tenant_id text, namespace_prefix text[], filter jsonb, query text, row_limit integer, row_offset integer, refresh_ttl boolean) IS 'Live store items under a namespace prefix that pass filter (cscp.store_filter_match) and, with query, match it as a web search (ranked by ts_rank, best first); newest first otherwise (through the proxy: tenant)';
 
 -- sweep: sum
 CREATE FUNCTION cscp_proxy.sweep(_tenant text, _clock text, batch integer) RETURNS SETOF jsonb

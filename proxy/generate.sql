@@ -9,7 +9,7 @@ SET client_min_messages = warning;
 CREATE TEMP TABLE api_line (line text);
 \copy api_line FROM 'proxy/api.tsv' WITH (FORMAT csv, DELIMITER E'\x01', QUOTE E'\x02')
 CREATE TEMP TABLE api AS
-SELECT f[1] AS name, f[2] AS kind, string_to_array(nullif(f[3], ''), ' ') AS route
+SELECT f[1] AS name, f[2] AS kind, string_to_array(nullif(f[3], ''), ' ') AS route, f[4] AS merge_order
   FROM (SELECT string_to_array(line, E'\t') AS f FROM api_line
          WHERE line !~ '^\s*(#|$)') s;
 
@@ -40,10 +40,17 @@ BEGIN
             USING HINT = 'Add a line per function with its routing kind, then run proxy/generate.sh.';
     END IF;
     SELECT string_agg(DISTINCT a.kind, ', ') INTO kinds FROM api a
-     WHERE a.kind NOT IN ('conversation', 'subject', 'session', 'key_session', 'id', 'id_or_all', 'any', 'all',
-                          'sum', 'rows', 'subject_session', 'local', 'admin');
+     WHERE a.kind NOT IN ('conversation', 'subject', 'session', 'key_session', 'id', 'id_or_all',
+                          'session_or_all', 'tenant', 'any', 'all', 'sum', 'rows', 'subject_session',
+                          'local', 'admin');
     IF kinds IS NOT NULL THEN
         RAISE EXCEPTION 'unknown routing kinds in proxy/api.tsv: %', kinds;
+    END IF;
+    SELECT string_agg(a.name, ', ') INTO missing FROM api a JOIN shard_api s ON s.name = a.name
+     WHERE a.kind = 'session_or_all'
+       AND (a.merge_order IS NULL OR NOT s.retset OR NOT 'row_limit' = ANY (s.in_names));
+    IF missing IS NOT NULL THEN
+        RAISE EXCEPTION 'session_or_all functions without a merge order, rows or row_limit in proxy/api.tsv: %', missing;
     END IF;
 END
 $$;
@@ -55,6 +62,8 @@ CREATE FUNCTION pg_temp.run_on(kind text, route text[]) RETURNS text LANGUAGE sq
         WHEN 'conversation' THEN format('coalesce(cscp.routing_conversation_hash(%I), 0)', route[1])
         WHEN 'subject' THEN format('coalesce(cscp.routing_key_hash(%I, %I), 0)', route[1], route[2])
         WHEN 'session' THEN format('coalesce(cscp.routing_key_hash(%I, %I), 0)', route[1], route[2])
+        WHEN 'session_or_all' THEN format('coalesce(cscp.routing_key_hash(%I, %I), 0)', route[1], route[2])
+        WHEN 'tenant' THEN format('coalesce(cscp.routing_key_hash(%I, %L), 0)', route[1], '')
         WHEN 'key_session' THEN format('coalesce(cscp.routing_key_hash(cscp.http_key_tenant(%I), %I), 0)',
                                        route[1], route[2])
         WHEN 'id' THEN format('coalesce(cscp.routing_hash(%I), 0)', route[1])
@@ -140,8 +149,8 @@ SELECT format(E'\n-- %s: %s\n', s.name, a.kind || coalesce(' on ' || array_to_st
               s.name, coalesce(nullif(', ' || s.args_id, ', '), ''),
               CASE WHEN a.kind IN ('all', 'sum') AND NOT s.retset THEN 'SETOF ' || s.result ELSE s.result END,
               pg_temp.run_on(a.kind, a.route), pg_temp.remote(s.name, s.in_names)) ||
-       -- For id_or_all, its twin on every shard.
-       CASE WHEN a.kind = 'id_or_all' THEN
+       -- For id_or_all and session_or_all, its twin on every shard.
+       CASE WHEN a.kind IN ('id_or_all', 'session_or_all') THEN
            format(E'CREATE FUNCTION cscp_proxy.%I(_tenant text, _clock text%s) RETURNS %s\n'
                   'LANGUAGE plproxy AS $f$\n'
                   '    CLUSTER ''cscp'';\n'
@@ -175,6 +184,17 @@ SELECT format(E'\n-- %s: %s\n', s.name, a.kind || coalesce(' on ' || array_to_st
                       '    SELECT * FROM cscp_proxy.%4$I(%2$s) WHERE $%3$s IS NULL\n'
                       '$f$;\n', s.name, pg_temp.pass(s.nargs),
                       array_position(s.in_names, a.route[1]), s.name || '_all')
+           -- The rows of every shard merged in order and cut to row_limit; a negative row_limit
+           -- is left to the shards, which refuse it as one node does.
+           WHEN a.kind = 'session_or_all' THEN
+               format(E'LANGUAGE sql VOLATILE AS $f$\n'
+                      '    SELECT * FROM cscp_proxy.%1$I(%2$s) WHERE $%3$s IS NOT NULL\n'
+                      '    UNION ALL\n'
+                      '    (SELECT * FROM cscp_proxy.%4$I(%2$s) WHERE $%3$s IS NULL\n'
+                      '      ORDER BY %5$s LIMIT CASE WHEN $%6$s >= 0 THEN $%6$s END)\n'
+                      '$f$;\n', s.name, pg_temp.pass(s.nargs),
+                      array_position(s.in_names, a.route[2]), s.name || '_all',
+                      a.merge_order, array_position(s.in_names, 'row_limit'))
            WHEN s.name_clash THEN
                format(E'LANGUAGE sql VOLATILE AS $f$\n'
                       '    SELECT * FROM cscp_proxy.%I(%s)\n'

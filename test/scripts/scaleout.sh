@@ -6,11 +6,14 @@
 # server cscp; database single with cscp alone, the one-node reference).  Checks:
 #   1. cscp_proxy's install script is the one proxy/generate.sh makes from this cscp, and the
 #      proxy has every API function of the shards, with the same signature and result;
-#   2. test/scaleout/scenario.sql gives the same output on one node and through the proxy
-#      (random ids masked), and that output is test/scaleout/expected/scenario.out;
-#   3. the rows are spread over both shards, and each holds only its own partitions;
+#   2. test/scaleout/scenario.sql (the main flows) and frameworks.sql (LangGraph's checkpoints
+#      and store, agent sessions) each give the same output on one node and through the proxy
+#      (random ids masked), and that output is test/scaleout/expected/<name>.out;
+#   3. the rows are spread over both shards, and each holds only its own partitions; threads
+#      and sessions spread by (tenant, id), a tenant's store whole on one shard;
 #   4. an error on a shard comes back through the proxy with its SQLSTATE and message, and
-#      tenancy holds through the proxy for an application role;
+#      tenancy holds through the proxy for an application role (store, sessions and
+#      checkpoints included);
 #   5. a write that bypasses the proxy is refused by the wrong shard (55000);
 #   6. with shard1 stopped, only its conversations fail;
 #   7. every node holds the same secret key (one fingerprint), which routing hashes need.
@@ -122,21 +125,23 @@ else
 	fail "the proxy's API differs from the shards' (above: - shard, + proxy)"
 fi
 
-# 2. The scenario: one node against the proxy, and against the expected output.
+# 2. The scenarios: one node against the proxy, and against the expected output.
 mask() { sed -E 's/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/<uuid>/g'; }
-so_psql proxy single -f test/scaleout/scenario.sql 2>&1 | mask >"$SO_TMP/scenario.single"
-so_psql proxy proxy -f test/scaleout/scenario.sql 2>&1 | mask >"$SO_TMP/scenario.proxy"
-if diff -u "$SO_TMP/scenario.single" "$SO_TMP/scenario.proxy"; then
-	pass "the scenario gives the same output on one node and through the proxy ($(wc -l <"$SO_TMP/scenario.proxy") lines)"
-else
-	fail "the scenario differs between one node (-) and the proxy (+)"
-fi
-if diff -u test/scaleout/expected/scenario.out "$SO_TMP/scenario.proxy"; then
-	pass "the scenario's output is test/scaleout/expected/scenario.out"
-else
-	cp "$SO_TMP/scenario.proxy" test/scaleout/scenario.out.new 2>/dev/null
-	fail "the scenario's output differs from test/scaleout/expected/scenario.out (- expected, + got; saved as test/scaleout/scenario.out.new)"
-fi
+for scenario in scenario frameworks; do
+	so_psql proxy single -f "test/scaleout/$scenario.sql" 2>&1 | mask >"$SO_TMP/$scenario.single"
+	so_psql proxy proxy -f "test/scaleout/$scenario.sql" 2>&1 | mask >"$SO_TMP/$scenario.proxy"
+	if diff -u "$SO_TMP/$scenario.single" "$SO_TMP/$scenario.proxy"; then
+		pass "test/scaleout/$scenario.sql gives the same output on one node and through the proxy ($(wc -l <"$SO_TMP/$scenario.proxy") lines)"
+	else
+		fail "test/scaleout/$scenario.sql differs between one node (-) and the proxy (+)"
+	fi
+	if diff -u "test/scaleout/expected/$scenario.out" "$SO_TMP/$scenario.proxy"; then
+		pass "its output is test/scaleout/expected/$scenario.out"
+	else
+		cp "$SO_TMP/$scenario.proxy" "test/scaleout/$scenario.out.new" 2>/dev/null
+		fail "the output of $scenario.sql differs from test/scaleout/expected/$scenario.out (- expected, + got; saved as test/scaleout/$scenario.out.new)"
+	fi
+done
 
 # 3. Rows on both shards, each only in its own partitions.
 spread_query="SELECT (SELECT count(*) FROM cscp.context) || ' ' || (SELECT count(*) FROM cscp.command) || ' '
@@ -151,6 +156,20 @@ for i in 0 1; do
 	[ "$misplaced" = 0 ] || { spread_ok=0; fail "shard$i holds rows of a partition it does not hold"; }
 done
 [ $spread_ok -eq 1 ] && pass "rows are spread over both shards, each holding only its partitions"
+# LangGraph threads and agent sessions spread by (tenant, id); a tenant's store on one shard, whole.
+fw_query="SELECT (SELECT count(*) FROM cscp.checkpoint_thread WHERE tenant_id = 'gamma') || ' '
+                 || (SELECT count(*) FROM cscp.agent_session WHERE tenant_id = 'gamma') || ' '
+                 || (SELECT count(*) FROM cscp.store_item WHERE tenant_id = 'acme')"
+read -r th0 se0 st0 <<<"$(so_psql shard0 cscp -At -c "$fw_query")"
+read -r th1 se1 st1 <<<"$(so_psql shard1 cscp -At -c "$fw_query")"
+echo "   gamma's threads $th0 + $th1 and sessions $se0 + $se1, acme's store items $st0 + $st1 (shard0 + shard1)"
+single_store=$(so_psql proxy single -At -c "SELECT count(*) FROM cscp.store_item WHERE tenant_id = 'acme'")
+if [ "${th0:-0}" -gt 0 ] && [ "${th1:-0}" -gt 0 ] && [ "${se0:-0}" -gt 0 ] && [ "${se1:-0}" -gt 0 ] &&
+	[ "${single_store:-0}" -gt 0 ] && { [ "$st0:$st1" = "$single_store:0" ] || [ "$st0:$st1" = "0:$single_store" ]; }; then
+	pass "threads and sessions are spread over both shards; the tenant's $single_store store items are on one shard, not copied"
+else
+	fail "threads, sessions or store items are not where their routing puts them"
+fi
 
 # 4. Errors keep their SQLSTATE and message; tenancy holds through the proxy.
 err=$(so_psql proxy proxy -c "SELECT cscp.context_open('acme', '', 'a')" 2>&1)
@@ -180,6 +199,32 @@ if grep -qx 'open active' <<<"$tenancy" && grep -qx 'read own 1' <<<"$tenancy" &
 	pass "an application role through the proxy acts only for the tenant its session names"
 else
 	fail "tenancy through the proxy"
+fi
+
+fw_tenancy=$(SO_USER=app so_psql proxy proxy -At 2>&1 <<-'SQL'
+	\set ON_ERROR_STOP 0
+	\set VERBOSITY terse
+	SET cscp.tenant_id = 'beta';
+	SELECT 'put ' || count(*) FROM cscp.store_put('beta', '{notes}', 'n1', '{"text": "beta note"}');
+	SELECT 'search own ' || count(*) FROM cscp.store_search('beta', '{}');
+	SELECT 'namespaces own ' || count(*) FROM cscp.store_list_namespaces('beta');
+	SELECT 'session own ' || cscp.session_add_items('beta', 's1', '[{"role": "user", "content": "x"}]');
+	SELECT 'list own ' || count(*) FROM cscp.checkpoint_list('beta');
+	SELECT 'search other ' || count(*) FROM cscp.store_search('acme', '{}');
+	SELECT 'list other ' || count(*) FROM cscp.checkpoint_list('acme', row_limit => 1);
+	SELECT 'session other ' || count(*) FROM cscp.session_get_items('acme', 'sess-1');
+	SELECT 'put other ' || count(*) FROM cscp.store_put('acme', '{notes}', 'n1', '{}');
+SQL
+)
+echo "$fw_tenancy" | sed 's/^/   /'
+if grep -qx 'put 1' <<<"$fw_tenancy" && grep -qx 'search own 1' <<<"$fw_tenancy" &&
+	grep -qx 'namespaces own 1' <<<"$fw_tenancy" && grep -qx 'session own 1' <<<"$fw_tenancy" &&
+	grep -qx 'list own 0' <<<"$fw_tenancy" &&
+	[ "$(grep -c 'REMOTE ERROR: permission denied for tenant "acme"' <<<"$fw_tenancy")" -eq 4 ] &&
+	[ "$(so_psql proxy proxy -At -c "SELECT count(*) FROM cscp.store_get('acme', '{notes}', 'n1')")" = 0 ]; then
+	pass "through the proxy, an application role reaches its own tenant's store, sessions and checkpoints only"
+else
+	fail "tenancy of store, sessions and checkpoints through the proxy"
 fi
 
 # 5. A write that bypasses the proxy lands nowhere but on its own shard.

@@ -2,10 +2,11 @@
 // (cscp.session_* in src/sql/checkpoint.sql), whose head row numbers the items so that
 // concurrent writers, the first ones of a session included, never lose one.
 import pg from "pg";
+import type { AgentInputItem, Session } from "@openai/agents";
 import { tenantQuery } from "./call.js";
 
-/** An item of a session as the Agents SDK passes it (AgentInputItem): any JSON object. */
-export type SessionItem = Record<string, unknown>;
+/** An item of a session as the Agents SDK passes it: its AgentInputItem, stored as JSON. */
+export type SessionItem = AgentInputItem;
 
 export interface CscpSessionOptions {
   /** The tenant the session belongs to. */
@@ -13,7 +14,7 @@ export interface CscpSessionOptions {
 }
 
 /** The Session interface of @openai/agents, implemented on cscp. */
-export class CscpSession {
+export class CscpSession implements Session {
   readonly pool: pg.Pool;
   readonly tenant: string;
   readonly sessionId: string;
@@ -34,6 +35,8 @@ export class CscpSession {
 
   /** The session's items, oldest first; with limit, the latest limit of them. */
   async getItems(limit?: number): Promise<SessionItem[]> {
+    // As the SDK's MemorySession: no positive limit, no items.
+    if (limit !== undefined && limit !== null && !(limit > 0)) return [];
     const rows = await tenantQuery<{ item: SessionItem }>(this.pool, this.tenant,
       "SELECT i AS item FROM cscp.session_get_items(s.t, $2, $3) i", [this.sessionId, limit ?? null]);
     return rows.map((r) => r.item);
