@@ -9,7 +9,7 @@
 #   pgtap           test/pgtap/ through pg_prove: assertions, roles and tenancy
 #   openwop         exported turns and events against OpenWOP's JSON Schemas (openwop-schemas.sh)
 #   backup-restore  pg_dump, pg_restore, same rows, working API (backup-restore.sh)
-#   readme          README's SQL examples run, its shell examples parsed (readme.sh)
+#   readme          README's SQL and shell examples run, on throwaway clusters (readme.sh)
 #   worker          the background sweep worker, on a cluster of its own (worker-test.sh)
 #   scale-out       two shards behind a PL/Proxy proxy, own clusters (scaleout.sh)
 #   crash           the crash test, short form (crash.sh, own cluster with fsync=on)
