@@ -96,8 +96,10 @@ DATA_built = $(EXTENSION)--$(EXTVERSION).sql
 EXTRA_CLEAN = results output_iso regression.diffs regression.out
 
 # The suites by glob: a new sql/NAME.sql (with expected/NAME.out) or test/isolation/specs/NAME.spec
-# needs no edit here.  setup (the helpers every regression test uses) runs first and drop (DROP
-# EXTENSION) last; run-tests.sh shuffles the others.
+# needs no edit here.  Each suite includes the helpers it shares with the others
+# (sql/include/helpers.sql), so any one runs alone (make installcheck REGRESS=NAME; make test's
+# regress-alone runs each so); setup (which checks them) runs first and drop (DROP EXTENSION,
+# then cscp again) last; run-tests.sh shuffles the others.
 REGRESS = setup $(filter-out setup drop,$(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))) drop
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 ISOLATION = $(patsubst test/isolation/specs/%.spec,%,$(sort $(wildcard test/isolation/specs/*.spec)))

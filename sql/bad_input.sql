@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- Bad input to every function: an ERROR with the SQLSTATE of DESIGN.md section 10, and no row
 -- changed.
 SET cscp.clock = '2026-06-01 10:00:00+00';

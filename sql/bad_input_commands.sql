@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- Bad input to the command functions (command_submit, command_transition, command_recover,
 -- command_status, confirm, approve, evidence_verify, canonical_json, canonical_hash): an ERROR
 -- with the SQLSTATE of DESIGN.md section 10, and no row of cscp.command, cscp.evidence,

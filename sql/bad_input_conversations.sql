@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- Bad input to the conversation functions: every call below raises an ERROR with the SQLSTATE
 -- of DESIGN.md section 10 and changes nothing.
 SET cscp.clock = '2026-08-01 09:00:00+00';

@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- build_context (DESIGN section 8) under a pinned clock: sections in order, valid facts only,
 -- scopes (hypothetical, draft, other task, other session never), relevance ranking with ties by
 -- recency, the token budget with constraints first and the policy's fact share, needs_review

@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- LangGraph's checkpoints and store, agent sessions (checkpoint.sql), through the API and through
 -- direct SQL as an application role bound to its tenant.
 SET timezone = 'UTC';

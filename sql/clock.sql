@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- cscp.now(): statement_timestamp() unless the superuser-only cscp.clock pins it.
 SET timezone = 'UTC';
 CREATE ROLE clock_app LOGIN;

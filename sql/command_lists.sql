@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- cscp.command_window and cscp.command_retired: the open confirmation and approval windows and
 -- the finished commands, kept by the command triggers whoever writes a command, and read by the
 -- sweep.  No index of cscp.command names a column a transition changes, so every step of a

@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- The command registry (issue 34, item 4): whether a command mutates comes from the tenant's
 -- declarations (else tenant '*'s), not from the caller; an undeclared command follows the policy
 -- key undeclared_commands.  Through the API and through direct SQL as an application role.

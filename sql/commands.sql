@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- The command lifecycle (RFC-WF-0018, DESIGN.md section 5): every (from, to) pair through
 -- cscp.command_transition and through a direct UPDATE, the ordering invariants, command_submit
 -- (idempotent replay, context checks, superseded confirmations, frames), command_recover and

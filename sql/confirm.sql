@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- cscp.confirm and cscp.approve: every outcome of DESIGN.md sections 4 and 5, what each leaves
 -- behind (the command's state, the context's status and slots, the evidence), replays by
 -- message id, and the sweep lapsing windows.  Commands are shown by their idempotency keys,

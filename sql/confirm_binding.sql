@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- A yes confirms only what it should, on every path (issue 34, items 1, 2, 3 and 8): the pending
 -- slots are bound to their commands; confirmed needs the user's recorded answer; nothing moves
 -- forward on a dead context; the answer record cannot be forged.  Each rule through the API and

@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- The expiry invariant under a pinned clock: past expires_at a context is expired, before any
 -- sweep; nothing may use it. Sliding and fixed TTLs.
 SET timezone = 'UTC';

@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- cscp.context_live: the live context of each (tenant, conversation, actor), kept by the guard
 -- trigger whoever writes cscp.context; its expires_at a lower bound at most a minute before the
 -- context's; uses and expiries of a context are HOT updates (no index of cscp.context names a

@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- cscp.context_retired: one row per expired or closed context, with the time it retired (its
 -- updated_at), kept by the context triggers whoever writes cscp.context; the sweep's purge of
 -- retired contexts goes through it, by status and age.  Rows of this file belong to tenants

@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- The context lifecycle: every (from, to) pair, through cscp.context_transition and through a
 -- direct UPDATE. Allowed pairs succeed; every other is refused with 55000 and changes nothing.
 SET cscp.clock = '2026-03-01 10:00:00+00';

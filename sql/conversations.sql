@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- Conversations (OpenWOP RFC 0005): every outcome of start, exchange and close; events and
 -- their causation; replay and divergence; the timeout by exchange, close and sweep; linking to
 -- contexts; privacy and retention; direct SQL held to the same rules.

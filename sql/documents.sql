@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- Session documents: merge-upsert, TTL reset on every put, expired data never comes back,
 -- namespaces independent.
 SET timezone = 'UTC';

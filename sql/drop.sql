@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- DROP EXTENSION cscp leaves nothing behind; CREATE EXTENSION works again afterwards.
 -- The suite's own helpers depend on cscp's types; they go first.
 DROP FUNCTION ctx_in(text, cscp.context_status), ctx_fixed(text, text, cscp.context_status), try(text),
@@ -13,3 +14,7 @@ CREATE EXTENSION cscp;
 SELECT extversion FROM pg_extension WHERE extname = 'cscp';
 DROP EXTENSION cscp;
 SELECT count(*) AS schemas FROM pg_namespace WHERE nspname = 'cscp';
+-- The suite leaves the database as it found it: cscp and the helpers, for whatever runs next.
+CREATE EXTENSION cscp;
+\i sql/include/helpers.sql
+SELECT extversion FROM pg_extension WHERE extname = 'cscp';

@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- The evidence trail (RFC-WF-0018 section IX, DESIGN.md section 5): one row per transition with
 -- its event type, states, decision and context reference; refused attempts; seq numbering and
 -- hash chaining per command; append-only even for the superuser; cscp.evidence_verify catching

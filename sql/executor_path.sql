@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- One write path (issue 30): cscp's calls read and write their rows through the executor, so
 -- columns added to and dropped from its tables change nothing, also in a new session, where
 -- every cache starts afresh (with evidence rows formed in C, a column added to cscp.evidence

@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- State layers and facts (DESIGN section 8): identity, authority ranks, fact_write with
 -- supersession by id and by key, the authority check, repair propagation, memory types, scopes,
 -- the chain trigger against direct SQL, fact_current and fact_history, the working set and the

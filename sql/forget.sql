@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- Data lifecycle: cscp.forget_conversation and cscp.forget_subject erase every row about a
 -- conversation or a subject and leave a tombstone without personal data; a late write for what
 -- was forgotten is refused (55000) through the API and through direct SQL; the sweep purges

@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- The HTTPS gateway's semantics, without a network: API keys (hash only, one tenant, scopes,
 -- expiry, revocation, last use), each endpoint's status, headers and body, the tenant bound to
 -- the key for the call only, and what the gateway's role and an application role may do.

@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- Contexts, confirmations and approvals through the gateway's functions, without a network:
 -- each keeps the SQL function's guarantees for the bearer key's tenant only.
 SET timezone = 'UTC';

@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- Conversations (OpenWOP RFC 0005) through the gateway's functions, without a network: start,
 -- exchange and close by ConversationResolve bodies, read back as OpenWOP wire shapes; replay,
 -- divergence, a closed conversation (400 validation_error), the schema, the timeout; the bearer

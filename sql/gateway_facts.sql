@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- Facts through the gateway's functions, without a network: written with supersession and
 -- authority as in SQL, read at the head of their chain, assembled by build_context, for the
 -- bearer key's tenant only.

@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- Audited governance (issue 34, item 7): every change to a tenant's policy, authority ranks and
 -- command registry is appended to cscp.governance_log (who, when, the row before and after),
 -- whoever writes it, through the API or direct SQL; a tenant's admin_role lets only its members

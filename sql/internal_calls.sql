@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- internal_calls: cscp's internal functions called by hand, as a superuser, with rows built by
 -- hand (null fields, malformed values) and null or odd arguments.  Each refuses what it cannot
 -- use with an error (22004 for a null field it reads) or answers; none crashes the server, and

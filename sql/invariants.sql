@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- cscp.check_invariants: nothing to report for a healthy tenant that used every part of cscp;
 -- each kind of violation, planted by the superuser around the triggers
 -- (session_replication_role = replica, cscp.context_live written by hand) in a transaction

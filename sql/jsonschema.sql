@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- JSON Schema validation (src/jsonschema.c): every keyword with a passing and a failing
 -- instance, the path of the first violation, and the refusal of unusable schemas with 22023.
 

@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- Bounded work for hostile input (src/jsonschema.c): a turn's content, sent by an end user, is
 -- validated in time about linear in its size whatever it holds.  uniqueItems sorts instead of
 -- comparing pair by pair (no hash that crafted elements could make collide); patterns that make

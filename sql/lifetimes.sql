@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- Lifetimes, deadlines and policy intervals (src/lifetime.c): every expiry cscp stores is finite,
 -- later than the time it was computed at, and within the tenant's max_ttl, whoever writes it;
 -- intervals are judged by where they land, not by the signs of their fields; policy values are

@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- cscp.message_turn: the turn, the sender's context with its slots, and the command, in one
 -- call; the same rows as conversation_exchange + context_open + command_submit.
 \set VERBOSITY terse

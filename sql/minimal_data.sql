@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- Minimal data (CSCP G4, XI.A): a context holds identifiers, never message text or card numbers.
 -- Policy slot_max_length (default 256 characters) caps the longest string anywhere in a slot's
 -- value and in a context's text fields; slot_refuse_card_numbers (default true) refuses a run of

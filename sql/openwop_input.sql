@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- What OpenWOP's published schemas forbid is refused on input (conversation-turn.schema.json,
 -- conversation-event.schema.json), so that every accepted conversation exports valid: a turn's
 -- ts is an integer from 0 (here at most 2^53 - 1, the largest a JSON reader holds exactly), its

@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- Policies: defaults in tenant '*', per-tenant keys merged over them, types checked.
 SELECT jsonb_pretty(cscp.policy_effective('nobody-yet'));
 

@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- Risk drives recovery (SMCL VIII.A): a cancel or compensate recovery of a command declared
 -- needs_approval or of risk high or critical needs the confirmation and approval a forward
 -- command of that class needs, whoever writes it; risk critical needs an approval going forward

@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- A refused direct-SQL step leaves evidence a rollback cannot erase (SMCL VI.B, XIII): the
 -- trigger that refuses a command's or a context's step writes one LOG line to the server log
 -- (shown here by client_min_messages) naming the role, the tenant, the row and the step, and

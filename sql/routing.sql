@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- Routing-ready ids: the first 32 bits of a context id are the keyed routing hash of its
 -- conversation id (HMAC-SHA256 under cscp.secret_key; setup.sql fixed the key).
 SET cscp.clock = '2026-03-01 09:00:00+00';

@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- Column rules of the guarded tables (context, command, conversation, turn, document): what CHECK
 -- constraints would say, held by the C guard triggers (rowguard.c).  Each rule refuses a direct
 -- INSERT or UPDATE with 23514 naming the column, and the refused statement changes nothing.

@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- The shard guard: a node holding some partitions refuses rows that hash to the others.
 -- Hashes used below (partition = hash & 1 with two partitions):
 --   conversations: routing_conversation_hash('s-b') & 1 = 0, ('s-a') & 1 = 1 (setup.sql's key)

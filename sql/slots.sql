@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- Slot rules: the minimum set, x_* names, registered extension slots, policy
 -- stored/derived/forbidden, size limits, the pending_confirmation shape.
 SET cscp.clock = '2026-03-01 10:00:00+00';

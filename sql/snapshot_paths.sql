@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- Snapshot on every path (CSCP VIII.A): a command row names a frame only of its own context,
 -- with the hash its context_ref gives, whoever writes it (the guard trigger), and any command,
 -- read-only too, goes on from canonicalized only with its frame (a cancel recovery, which only

@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- Snapshot-on-execute, recoveries and expiries held by the tables (issue 34, item 6), through
 -- the API and through direct SQL as a tenant-bound application role: a mutating command leaves
 -- canonicalized only with its context, a matching frame and its message ids; cscp.frame is

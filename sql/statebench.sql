@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- The StateBench harness (test/statebench/replay.sql) on four small timelines written for it:
 -- supersession by key and by id, environment updates, the text markers in both modes, and its
 -- classification of each resurrection by the data's own state ("needs reasoning" when every

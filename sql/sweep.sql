@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- cscp.sweep: expires live contexts past expires_at, deletes expired documents, working-set items and retired
 -- contexts past their tenant's retention, at most `batch` rows per action.
 SET timezone = 'UTC';

@@ -1,3 +1,4 @@
+\i sql/include/helpers.sql
 -- Operators' redacted view and its audited lookup: no idempotency keys, fingerprints or raw
 -- slot values at any detail level.
 SET timezone = 'UTC';

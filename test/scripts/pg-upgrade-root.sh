@@ -39,6 +39,29 @@ upg_snapshot cscp_upg "PostgreSQL 15"
 version=$(q -At -d cscp_upg -c "SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'cscp'")
 
 # 2. pg_upgrade.
+# PostgreSQL 15.20 (Debian 15.20-0+deb12u1, a security release) stamps every column of every table
+# and view with an attribute option pg_attver=N, any table alike, cscp's or not; its own pg_dump
+# knows the option and leaves it out.  A target server released before it does not: PostgreSQL
+# 18.6 (Debian forky and sid, 18.6-3) has a pg_dump that copies the option as it is into
+# pg_upgrade's schema dump, and a server that refuses it ('unrecognized parameter "pg_attver"'
+# at the first table), so pg_upgrade stops at "Restoring database schemas" whatever the
+# database holds.  Until the target has the release that knows the option (its pg_dump then
+# names it, as 17.12's in trixie does), the stamps of the user's columns are removed from the
+# old catalogs first (a superuser's UPDATE of pg_attribute; ALTER TABLE ... RESET ignores it):
+# the target never stores them anyway.  Not cscp's doing: cscp sets no column option.
+attver_note=
+if ! grep -qa 'pg_attver' "$new_bindir/pg_dump"; then
+	n=0
+	for db in $(q -At -d postgres -c "SELECT datname FROM pg_catalog.pg_database WHERE datallowconn ORDER BY 1"); do
+		m=$(q -At -d "$db" -c "WITH s AS (UPDATE pg_catalog.pg_attribute a
+		                                     SET attoptions = (SELECT pg_catalog.array_agg(o) FROM pg_catalog.unnest(a.attoptions) o
+		                                                        WHERE o NOT LIKE 'pg_attver=%')
+		                                   WHERE a.attrelid >= 16384 AND a.attoptions::text LIKE '%pg_attver=%' RETURNING 1)
+		                       SELECT pg_catalog.count(*) FROM s")
+		n=$((n + m))
+	done
+	attver_note=" (the pg_attver stamps of $n columns removed first: PostgreSQL $PGVERSION's pg_dump does not know them)"
+fi
 cluster_as_owner "$old_bindir/pg_ctl" -D "$CSCP_TMP/data" -m fast -w stop >/dev/null
 # (As the old cluster: PostgreSQL 18's initdb turns data checksums on by default, 15's did not.)
 checksums=()
@@ -52,7 +75,7 @@ if ! (cd "$CSCP_TMP" && cluster_as_owner "$new_bindir/pg_upgrade" -b "$old_bindi
 	grep -rh -B3 -A3 'error' "$CSCP_TMP/new/pg_upgrade_output.d" 2>/dev/null | head -n 60 || true
 	fail "pg_upgrade from 15 to $PGVERSION fails"
 fi
-say "pg_upgrade: $(grep -c '^Checking\|^Performing\|^Restoring\|^Copying\|^Setting' "$work/pg_upgrade.log") steps, no error"
+say "pg_upgrade: $(grep -c '^Checking\|^Performing\|^Restoring\|^Copying\|^Setting' "$work/pg_upgrade.log") steps, no error$attver_note"
 mv "$CSCP_TMP/data" "$CSCP_TMP/data-15"
 mv "$CSCP_TMP/new" "$CSCP_TMP/data"
 PG_BINDIR=$new_bindir

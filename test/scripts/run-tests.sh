@@ -4,11 +4,12 @@
 # of its log) is printed last, followed by "suites: N passed, N failed".  Exits non-zero on a failure.
 #   spi-qualified   no unqualified name in a SQL text of src/ (spi-qualified.py; always run)
 #   pg_regress      sql/, expected/: exact output (setup first, drop last)
+#   regress-alone   each suite of sql/ alone, on a fresh database of its own (regress-alone.sh)
 #   isolation       test/isolation/: concurrent behaviour
 #   pgtap           test/pgtap/ through pg_prove: assertions, roles and tenancy
 #   openwop         exported turns and events against OpenWOP's JSON Schemas (openwop-schemas.sh)
 #   backup-restore  pg_dump, pg_restore, same rows, working API (backup-restore.sh)
-#   readme          README's SQL examples run, its shell examples parsed (readme.sh)
+#   readme          README's SQL and shell examples run, on throwaway clusters (readme.sh)
 #   worker          the background sweep worker, on a cluster of its own (worker-test.sh)
 #   scale-out       two shards behind a PL/Proxy proxy, own clusters (scaleout.sh)
 #   crash           the crash test, short form (crash.sh, own cluster with fsync=on)
@@ -76,6 +77,8 @@ suite_isolation() {
 	regress_failures "$STEPS_DIR/isolation" output_iso/regression.diffs
 }
 
+suite_regress_alone() { bash test/scripts/regress-alone.sh; }
+
 suite_pgtap() {
 	psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "DROP DATABASE IF EXISTS cscp_tap" -c "CREATE DATABASE cscp_tap" &&
 		psql -X -q -v ON_ERROR_STOP=1 -d cscp_tap -c "CREATE EXTENSION pgtap" -c "CREATE EXTENSION cscp" \
@@ -101,7 +104,7 @@ suite_clients_python() { bash test/scripts/clients-python.sh; }
 
 # The suites on the shared cluster, one after the other; then those with clusters of their own,
 # TEST_JOBS (2) at a time: they mostly wait (for a worker, a crash, a TTL), not compute.
-shared="pg_regress isolation pgtap openwop backup-restore readme"
+shared="pg_regress regress-alone isolation pgtap openwop backup-restore readme"
 own="worker scale-out crash fuzz gateway gateway-proxy upgrade clients-js clients-python"
 if [ -n "${TEST_ONLY:-}" ]; then
 	shared=$(for s in $shared; do [[ " $TEST_ONLY " == *" $s "* ]] && echo "$s"; done)
