@@ -1839,6 +1839,67 @@ BEGIN
     END IF;
 END
 $$;
+-- ==== inv: shard_misplaced hashes each key once
+-- Issue 39 (inv): cscp.shard_misplaced counts each table's rows per key and hashes each distinct
+-- key once, and reads nothing on a node that holds every partition; no table changes.  (CREATE OR
+-- REPLACE drops the search_path the first section set: set again.)
+CREATE OR REPLACE FUNCTION cscp.shard_misplaced() RETURNS TABLE(table_name text, partition int, row_count bigint)
+LANGUAGE sql STABLE
+-- One large query, run rarely: compiling it would cost more than running it.
+SET jit = off
+AS $$
+    WITH cfg AS (SELECT s.partition_count AS n, s.partitions FROM cscp.shard s),
+    -- The rows of each table per conversation, then per tenant and subject or session key.
+    conv AS MATERIALIZED (
+        SELECT 'context' AS t, x.conversation_id AS k, count(*) AS c FROM cscp.context x GROUP BY 2
+        UNION ALL SELECT 'context_live', x.conversation_id, count(*) FROM cscp.context_live x GROUP BY 2
+        UNION ALL SELECT 'context_retired', x.conversation_id, count(*) FROM cscp.context_retired x GROUP BY 2
+        UNION ALL SELECT 'command', x.conversation_id, count(*) FROM cscp.command x GROUP BY 2
+        UNION ALL SELECT 'command_window', x.conversation_id, count(*) FROM cscp.command_window x GROUP BY 2
+        UNION ALL SELECT 'command_retired', x.conversation_id, count(*) FROM cscp.command_retired x GROUP BY 2
+        UNION ALL SELECT 'frame', x.conversation_id, count(*) FROM cscp.frame x GROUP BY 2
+        UNION ALL SELECT 'answer', x.conversation_id, count(*) FROM cscp.answer x GROUP BY 2
+        UNION ALL SELECT 'evidence', x.conversation_id, count(*) FROM cscp.evidence x GROUP BY 2
+        UNION ALL SELECT 'conversation', x.conversation_id, count(*) FROM cscp.conversation x GROUP BY 2
+        UNION ALL SELECT 'turn', x.conversation_id, count(*) FROM cscp.turn x GROUP BY 2
+        UNION ALL SELECT 'event', x.conversation_id, count(*) FROM cscp.event x GROUP BY 2
+        UNION ALL SELECT 'inspection_log', x.conversation_id, count(*) FROM cscp.inspection_log x GROUP BY 2
+    ),
+    keyed AS MATERIALIZED (
+        SELECT 'identity' AS t, x.tenant_id AS a, x.subject_id AS k, count(*) AS c FROM cscp.identity x GROUP BY 2, 3
+        UNION ALL SELECT 'fact', x.tenant_id, x.subject_id, count(*) FROM cscp.fact x GROUP BY 2, 3
+        UNION ALL SELECT 'document', x.tenant_id, x.session_id, count(*) FROM cscp.document x GROUP BY 2, 3
+        UNION ALL SELECT 'working_set', x.tenant_id, x.session_id, count(*) FROM cscp.working_set x GROUP BY 2, 3
+        UNION ALL SELECT 'environment', x.tenant_id, x.session_id, count(*) FROM cscp.environment x GROUP BY 2, 3
+    ),
+    -- Each distinct key hashed once (a keyed hash costs microseconds; a conversation has rows in
+    -- many tables), kept when its partition is not this node's.
+    conv_away AS MATERIALIZED (
+        SELECT d.k, p.p
+          FROM (SELECT DISTINCT v.k FROM conv v) d, cfg,
+               LATERAL (SELECT cscp.routing_conversation_hash(d.k) & (cfg.n - 1) AS p) p
+         WHERE NOT p.p = ANY (cfg.partitions)
+    ),
+    keyed_away AS MATERIALIZED (
+        SELECT d.a, d.k, p.p
+          FROM (SELECT DISTINCT v.a, v.k FROM keyed v) d, cfg,
+               LATERAL (SELECT cscp.routing_key_hash(d.a, d.k) & (cfg.n - 1) AS p) p
+         WHERE NOT p.p = ANY (cfg.partitions)
+    ),
+    h AS (
+        SELECT v.t, w.p, v.c FROM conv v JOIN conv_away w ON w.k = v.k
+        UNION ALL
+        SELECT v.t, w.p, v.c FROM keyed v JOIN keyed_away w ON w.a = v.a AND w.k = v.k
+    )
+    -- (Nothing is read when this node holds every partition, or is the only one.)
+    SELECT h.t, h.p, sum(h.c)::bigint
+      FROM h
+     WHERE EXISTS (SELECT FROM cfg WHERE cardinality(cfg.partitions) < cfg.n)
+     GROUP BY 1, 2
+     ORDER BY 1, 2
+$$;
+ALTER FUNCTION cscp.shard_misplaced() SET search_path = pg_catalog, pg_temp;
+
 -- ==== no migration logic in the install script
 -- No migration logic in the install script: cscp._grant_app_privileges no longer speaks of
 -- roles granted by earlier versions (it takes back what a role was granted by hand beyond the
