@@ -115,6 +115,7 @@ COMMENT ON FUNCTION cscp.shard_set(int, int[]) IS
 -- tables, a turn or evidence row per step); a node that holds every partition reads nothing.
 CREATE FUNCTION cscp.shard_misplaced() RETURNS TABLE(table_name text, partition int, row_count bigint)
 LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
 -- One large query, run rarely: compiling it would cost more than running it.
 SET jit = off
 AS $$

@@ -1841,10 +1841,11 @@ END
 $$;
 -- ==== inv: shard_misplaced hashes each key once
 -- Issue 39 (inv): cscp.shard_misplaced counts each table's rows per key and hashes each distinct
--- key once, and reads nothing on a node that holds every partition; no table changes.  (CREATE OR
--- REPLACE drops the search_path the first section set: set again.)
+-- key once, and reads nothing on a node that holds every partition; no table changes.  Its
+-- search_path is now in its definition, with jit off.
 CREATE OR REPLACE FUNCTION cscp.shard_misplaced() RETURNS TABLE(table_name text, partition int, row_count bigint)
 LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
 -- One large query, run rarely: compiling it would cost more than running it.
 SET jit = off
 AS $$
@@ -1898,7 +1899,6 @@ AS $$
      GROUP BY 1, 2
      ORDER BY 1, 2
 $$;
-ALTER FUNCTION cscp.shard_misplaced() SET search_path = pg_catalog, pg_temp;
 
 -- ==== no migration logic in the install script
 -- No migration logic in the install script: cscp._grant_app_privileges no longer speaks of
