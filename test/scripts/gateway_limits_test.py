@@ -436,10 +436,14 @@ def framing(gw):
     step("ambiguous framing: 400, and the connection closes before a smuggled request")
     smuggled = (b"GET /v1/context/calm/ns HTTP/1.1\r\nHost: localhost\r\n"
                 b"Authorization: Bearer " + KEY_B.encode() + b"\r\n\r\n")
+    # Read as chunked, the body is a valid document: were the two framings not refused, the POST
+    # would be served (201, the connection kept) and the smuggled GET after it answered too.
+    doc = b'{"ttlSeconds": 60, "payload": {"framing": true}}'
+    chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(doc), doc)
     cases = {
-        "CL and TE": (b"Content-Length: %d\r\nTransfer-Encoding: chunked\r\n" % (5 + len(smuggled)),
-                      b"0\r\n\r\n" + smuggled),
-        "TE and CL": (b"Transfer-Encoding: chunked\r\nContent-Length: 4\r\n", b"0\r\n\r\n" + smuggled),
+        "CL and TE": (b"Content-Length: %d\r\nTransfer-Encoding: chunked\r\n" % (len(chunked) + len(smuggled)),
+                      chunked + smuggled),
+        "TE and CL": (b"Transfer-Encoding: chunked\r\nContent-Length: 4\r\n", chunked + smuggled),
         "two CLs": (b"Content-Length: 2\r\nContent-Length: %d\r\n" % (2 + len(smuggled)), b"{}" + smuggled),
         "a CL list": (b"Content-Length: 2, %d\r\n" % (2 + len(smuggled)), b"{}" + smuggled),
         "TE not chunked": (b"Transfer-Encoding: gzip, chunked\r\n", b"0\r\n\r\n" + smuggled),
@@ -460,7 +464,9 @@ def framing(gw):
                    and statuses[0].startswith(b"HTTP/1.1 501 ") and b"Transfer-Encoding" in out)
         assert mhd_501 or (statuses and all(line.startswith(b"HTTP/1.1 400 ") for line in statuses)), \
             "%s: %r" % (name, out)
-        assert mhd_501 or (b'"bad_framing"' in out and b'"08P01"' in out) or b"Content-Length" in out, \
+        # (Both framings at once reach the gateway, which refuses them itself.)
+        own_page = name not in ("CL and TE", "TE and CL") and b"Content-Length" in out.split(b"\r\n\r\n", 1)[-1]
+        assert mhd_501 or (b'"bad_framing"' in out and b'"08P01"' in out) or own_page, \
             "%s: %r" % (name, out)
         assert b'"Alex"' not in out and b"calm" not in out.split(b"\r\n\r\n", 1)[-1], "%s: %r" % (name, out)
         assert closed, "%s: the connection stayed open" % name
