@@ -107,16 +107,25 @@ gw_connection_notify(void *cls, struct MHD_Connection *connection, void **socket
 	(void) cls;
 	if (code == MHD_CONNECTION_NOTIFY_STARTED)
 	{
+		/*
+		 * Each answer is read before the next call: libmicrohttpd 1.x answers
+		 * every kind of information in one union of the connection, which the
+		 * next call overwrites (the client address over the descriptor).
+		 */
 		const union MHD_ConnectionInfo *fd =
 			MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
-		const union MHD_ConnectionInfo *addr =
-			MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		const union MHD_ConnectionInfo *addr;
+		MHD_socket	sock;
 
 		*socket_context = NULL;
-		if (fd == NULL || (w = calloc(1, sizeof(Watched))) == NULL)
+		if (fd == NULL)
 			return;
-		w->fd = fd->connect_fd;
+		sock = fd->connect_fd;
+		if ((w = calloc(1, sizeof(Watched))) == NULL)
+			return;
+		w->fd = sock;
 		snprintf(w->addr, sizeof(w->addr), "-");
+		addr = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 		if (addr != NULL && addr->client_addr != NULL)
 		{
 			const struct sockaddr *sa = addr->client_addr;

@@ -83,6 +83,39 @@ SELECT m.table_name, m.partition, m.row_count - CASE m.table_name
                               AND cscp.routing_key_hash(x.tenant_id, x.subject_id) & 1 = m.partition)
        END AS row_count
   FROM cscp.shard_misplaced() m WHERE m.table_name IN ('context', 'fact', 'document', 'conversation');
+-- Every table and partition: the counts are those of hashing each row of the whole database
+-- (4 partitions, 2 held); holding every partition, nothing is misplaced.
+SELECT cscp.shard_set(4, '{1,2}');
+CREATE TEMP VIEW per_row AS
+WITH h AS (
+    SELECT 'context' AS t, cscp.routing_conversation_hash(x.conversation_id) AS hash FROM cscp.context x
+    UNION ALL SELECT 'context_live', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.context_live x
+    UNION ALL SELECT 'context_retired', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.context_retired x
+    UNION ALL SELECT 'command', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.command x
+    UNION ALL SELECT 'command_window', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.command_window x
+    UNION ALL SELECT 'command_retired', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.command_retired x
+    UNION ALL SELECT 'frame', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.frame x
+    UNION ALL SELECT 'answer', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.answer x
+    UNION ALL SELECT 'evidence', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.evidence x
+    UNION ALL SELECT 'conversation', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.conversation x
+    UNION ALL SELECT 'turn', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.turn x
+    UNION ALL SELECT 'event', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.event x
+    UNION ALL SELECT 'inspection_log', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.inspection_log x
+    UNION ALL SELECT 'identity', cscp.routing_key_hash(x.tenant_id, x.subject_id) FROM cscp.identity x
+    UNION ALL SELECT 'fact', cscp.routing_key_hash(x.tenant_id, x.subject_id) FROM cscp.fact x
+    UNION ALL SELECT 'document', cscp.routing_key_hash(x.tenant_id, x.session_id) FROM cscp.document x
+    UNION ALL SELECT 'working_set', cscp.routing_key_hash(x.tenant_id, x.session_id) FROM cscp.working_set x
+    UNION ALL SELECT 'environment', cscp.routing_key_hash(x.tenant_id, x.session_id) FROM cscp.environment x
+)
+SELECT h.t AS table_name, h.hash & 3 AS partition, count(*) AS row_count
+  FROM h WHERE NOT (h.hash & 3) = ANY ('{1,2}') GROUP BY 1, 2;
+SELECT NOT EXISTS (SELECT * FROM per_row EXCEPT ALL SELECT * FROM cscp.shard_misplaced())
+       AND NOT EXISTS (SELECT * FROM cscp.shard_misplaced() EXCEPT ALL SELECT * FROM per_row) AS same_as_per_row,
+       (SELECT count(DISTINCT table_name) FROM cscp.shard_misplaced()) >= 5 AS tables_seen;
+DROP VIEW per_row;
+SELECT cscp.shard_set(2, '{1,0}');
+SELECT count(*) AS all_held_misplaced FROM cscp.shard_misplaced();
+SELECT cscp.shard_set(2, '{1}');
 -- A change is seen by the next statement of the same session.
 SELECT try($$SELECT cscp.context_open('t', 's-a', 'b')$$) AS now_held;
 SELECT try($$SELECT cscp.context_open('t', 's-b', 'c')$$) AS now_other;

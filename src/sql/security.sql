@@ -360,7 +360,6 @@ BEGIN
                              'cscp.evidence_problems(text, uuid)'::regprocedure,
                              'cscp.conversation_export(text, text)'::regprocedure,
                              'cscp.retention_floor(text)'::regprocedure,
-                             'cscp.shard_misplaced()'::regprocedure,
                              'cscp.session_state(text, text)'::regprocedure))
     LOOP
         EXECUTE pg_catalog.format('ALTER FUNCTION %s SET search_path = pg_catalog, pg_temp', f);

@@ -110,34 +110,62 @@ COMMENT ON FUNCTION cscp.shard_set(int, int[]) IS
   'Administration: the partitions this node holds out of partition_count (a power of two); NULL count: a single node';
 
 -- Rows this node keeps that belong to partitions it does not hold (after partitions moved away),
--- per table and partition: what to delete once the new shard has them.
+-- per table and partition: what to delete once the new shard has them.  Each table's rows are
+-- counted per key first, and each distinct key hashed once (a conversation has rows in many
+-- tables, a turn or evidence row per step); a node that holds every partition reads nothing.
 CREATE FUNCTION cscp.shard_misplaced() RETURNS TABLE(table_name text, partition int, row_count bigint)
 LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+-- One large query, run rarely: compiling it would cost more than running it.
+SET jit = off
 AS $$
     WITH cfg AS (SELECT s.partition_count AS n, s.partitions FROM cscp.shard s),
+    -- The rows of each table per conversation, then per tenant and subject or session key.
+    conv AS MATERIALIZED (
+        SELECT 'context' AS t, x.conversation_id AS k, count(*) AS c FROM cscp.context x GROUP BY 2
+        UNION ALL SELECT 'context_live', x.conversation_id, count(*) FROM cscp.context_live x GROUP BY 2
+        UNION ALL SELECT 'context_retired', x.conversation_id, count(*) FROM cscp.context_retired x GROUP BY 2
+        UNION ALL SELECT 'command', x.conversation_id, count(*) FROM cscp.command x GROUP BY 2
+        UNION ALL SELECT 'command_window', x.conversation_id, count(*) FROM cscp.command_window x GROUP BY 2
+        UNION ALL SELECT 'command_retired', x.conversation_id, count(*) FROM cscp.command_retired x GROUP BY 2
+        UNION ALL SELECT 'frame', x.conversation_id, count(*) FROM cscp.frame x GROUP BY 2
+        UNION ALL SELECT 'answer', x.conversation_id, count(*) FROM cscp.answer x GROUP BY 2
+        UNION ALL SELECT 'evidence', x.conversation_id, count(*) FROM cscp.evidence x GROUP BY 2
+        UNION ALL SELECT 'conversation', x.conversation_id, count(*) FROM cscp.conversation x GROUP BY 2
+        UNION ALL SELECT 'turn', x.conversation_id, count(*) FROM cscp.turn x GROUP BY 2
+        UNION ALL SELECT 'event', x.conversation_id, count(*) FROM cscp.event x GROUP BY 2
+        UNION ALL SELECT 'inspection_log', x.conversation_id, count(*) FROM cscp.inspection_log x GROUP BY 2
+    ),
+    keyed AS MATERIALIZED (
+        SELECT 'identity' AS t, x.tenant_id AS a, x.subject_id AS k, count(*) AS c FROM cscp.identity x GROUP BY 2, 3
+        UNION ALL SELECT 'fact', x.tenant_id, x.subject_id, count(*) FROM cscp.fact x GROUP BY 2, 3
+        UNION ALL SELECT 'document', x.tenant_id, x.session_id, count(*) FROM cscp.document x GROUP BY 2, 3
+        UNION ALL SELECT 'working_set', x.tenant_id, x.session_id, count(*) FROM cscp.working_set x GROUP BY 2, 3
+        UNION ALL SELECT 'environment', x.tenant_id, x.session_id, count(*) FROM cscp.environment x GROUP BY 2, 3
+    ),
+    -- Each distinct key hashed once (a keyed hash costs microseconds; a conversation has rows in
+    -- many tables), kept when its partition is not this node's.
+    conv_away AS MATERIALIZED (
+        SELECT d.k, p.p
+          FROM (SELECT DISTINCT v.k FROM conv v) d, cfg,
+               LATERAL (SELECT cscp.routing_conversation_hash(d.k) & (cfg.n - 1) AS p) p
+         WHERE NOT p.p = ANY (cfg.partitions)
+    ),
+    keyed_away AS MATERIALIZED (
+        SELECT d.a, d.k, p.p
+          FROM (SELECT DISTINCT v.a, v.k FROM keyed v) d, cfg,
+               LATERAL (SELECT cscp.routing_key_hash(d.a, d.k) & (cfg.n - 1) AS p) p
+         WHERE NOT p.p = ANY (cfg.partitions)
+    ),
     h AS (
-        SELECT 'context' AS t, cscp.routing_conversation_hash(x.conversation_id) AS hash FROM cscp.context x
-        UNION ALL SELECT 'context_live', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.context_live x
-        UNION ALL SELECT 'context_retired', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.context_retired x
-        UNION ALL SELECT 'command', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.command x
-        UNION ALL SELECT 'command_window', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.command_window x
-        UNION ALL SELECT 'command_retired', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.command_retired x
-        UNION ALL SELECT 'frame', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.frame x
-        UNION ALL SELECT 'answer', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.answer x
-        UNION ALL SELECT 'evidence', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.evidence x
-        UNION ALL SELECT 'conversation', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.conversation x
-        UNION ALL SELECT 'turn', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.turn x
-        UNION ALL SELECT 'event', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.event x
-        UNION ALL SELECT 'inspection_log', cscp.routing_conversation_hash(x.conversation_id) FROM cscp.inspection_log x
-        UNION ALL SELECT 'identity', cscp.routing_key_hash(x.tenant_id, x.subject_id) FROM cscp.identity x
-        UNION ALL SELECT 'fact', cscp.routing_key_hash(x.tenant_id, x.subject_id) FROM cscp.fact x
-        UNION ALL SELECT 'document', cscp.routing_key_hash(x.tenant_id, x.session_id) FROM cscp.document x
-        UNION ALL SELECT 'working_set', cscp.routing_key_hash(x.tenant_id, x.session_id) FROM cscp.working_set x
-        UNION ALL SELECT 'environment', cscp.routing_key_hash(x.tenant_id, x.session_id) FROM cscp.environment x
+        SELECT v.t, w.p, v.c FROM conv v JOIN conv_away w ON w.k = v.k
+        UNION ALL
+        SELECT v.t, w.p, v.c FROM keyed v JOIN keyed_away w ON w.a = v.a AND w.k = v.k
     )
-    SELECT h.t, h.hash & (cfg.n - 1), count(*)
-      FROM h, cfg
-     WHERE NOT (h.hash & (cfg.n - 1)) = ANY (cfg.partitions)
+    -- (Nothing is read when this node holds every partition, or is the only one.)
+    SELECT h.t, h.p, sum(h.c)::bigint
+      FROM h
+     WHERE EXISTS (SELECT FROM cfg WHERE cardinality(cfg.partitions) < cfg.n)
      GROUP BY 1, 2
      ORDER BY 1, 2
 $$;

@@ -155,7 +155,7 @@ BEGIN
     END LOOP;
 
     -- Finished commands past their tenant's retention_evidence go with their evidence chain;
-    -- then answers, standalone evidence and frames no command needs any more.  Only a sweep run
+    -- then standalone evidence, and answers and frames no command needs any more.  Only a sweep run
     -- by a role that may delete evidence (the owner, a superuser) does this; application roles
     -- may neither delete commands nor evidence, and their sweep leaves them.
     IF pg_catalog.has_table_privilege('cscp.evidence', 'DELETE')
@@ -209,13 +209,20 @@ BEGIN
            AND e.command_id IS NULL;
         GET DIAGNOSTICS n_other = ROW_COUNT;
         n_evidence := n_evidence + n_other;
+        -- An answer for a command stays as long as the command: a confirmed command's yes is
+        -- the record that it was confirmed (cscp.check_invariants, confirmed_without_answer),
+        -- and the command may outlive its answer's retention, unfinished or finished later.
         DELETE FROM cscp.answer a
          WHERE a.ctid = ANY (ARRAY(
                    SELECT x.ctid FROM cscp.answer x
                     WHERE x.created_at <= v_retired_evidence
                       AND x.created_at + (cscp.policy_effective(x.tenant_id) ->> 'retention_evidence')::interval <= v_now
+                      AND NOT EXISTS (SELECT 1 FROM cscp.command y
+                                       WHERE y.tenant_id = x.tenant_id AND y.command_id = x.command_id)
                     ORDER BY x.created_at
-                    LIMIT batch));
+                    LIMIT batch))
+           AND NOT EXISTS (SELECT 1 FROM cscp.command y
+                            WHERE y.tenant_id = a.tenant_id AND y.command_id = a.command_id);
         GET DIAGNOSTICS n_answers = ROW_COUNT;
         DELETE FROM cscp.frame f
          WHERE f.ctid = ANY (ARRAY(

@@ -305,6 +305,14 @@ def mhd_version():
     return tuple(int(x) for x in lib.MHD_get_version().decode().split(".")[:2])
 
 
+def client_sockets(gw, sources):
+    """The gateway's open TCP sockets to the given client addresses: the connection slots they hold."""
+    out = subprocess.run(["ss", "-Htnp", "state", "all", "( sport = :%d )" % gw.port],
+                         check=True, capture_output=True, text=True).stdout
+    return [line for line in out.splitlines()
+            if "pid=%d," % gw.proc.pid in line and any(" %s:" % a in line for a in sources)]
+
+
 def slowloris_and_per_ip(gw):
     step("slowloris: connections without complete headers are cut at --header-timeout, others served")
     stop = threading.Event()
@@ -342,19 +350,6 @@ def slowloris_and_per_ip(gw):
     finally:
         stop.set()
         t.join()
-    if mhd_version() >= (1, 0) and len(cut_at) < len(slow):
-        # libmicrohttpd 1.x (Debian 13 and later) does not notice a socket the watchdog shut down
-        # until the client goes: the slot stays held though no byte more is read (README, "The
-        # HTTPS gateway").  What holds there: the watchdog cut them at the deadline, and others
-        # were served meanwhile (above).
-        stop.set()
-        for s in slow + raw:
-            s.close()
-        with open(gw.log) as f:
-            assert "without a complete request line and headers within 1500 ms" in f.read()
-        print("gateway-limits: libmicrohttpd %d.%d: the watchdog cut the slow connections at the"
-              " deadline; their slots are freed when the clients go" % mhd_version(), flush=True)
-        return per_ip(gw)
     assert len(cut_at) == len(slow), "slow connections still open after 10 s: %d of %d cut" % (len(cut_at), len(slow))
     assert all(1.0 <= v < 4.0 for v in cut_at.values()), "cut after %s s (deadline 1.5 s)" % sorted(cut_at.values())
     # A connection that never starts its TLS handshake is cut as well.
@@ -367,6 +362,15 @@ def slowloris_and_per_ip(gw):
         waited = time.monotonic() - raw_opened
         assert data == b"" and waited < 4.0, "raw connection: %r after %.1f s" % (data, waited)
         s.close()
+    # The gateway closed them: no socket of its own holds a slot for them, though their clients
+    # have not closed theirs (libmicrohttpd 0.9 and 1.x alike).
+    deadline = time.monotonic() + 3
+    while client_sockets(gw, ("127.0.0.2", "127.0.0.3")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    held = client_sockets(gw, ("127.0.0.2", "127.0.0.3"))
+    assert not held, "libmicrohttpd %d.%d: the gateway still holds cut connections:\n%s" % (
+        mhd_version() + ("\n".join(held),))
+    print("gateway-limits: libmicrohttpd %d.%d: the cut connections' slots are free" % mhd_version(), flush=True)
     for s in slow:
         s.close()
     # After an answer, a kept-alive connection has the same deadline for its next request.
@@ -432,10 +436,14 @@ def framing(gw):
     step("ambiguous framing: 400, and the connection closes before a smuggled request")
     smuggled = (b"GET /v1/context/calm/ns HTTP/1.1\r\nHost: localhost\r\n"
                 b"Authorization: Bearer " + KEY_B.encode() + b"\r\n\r\n")
+    # Read as chunked, the body is a valid document: were the two framings not refused, the POST
+    # would be served (201, the connection kept) and the smuggled GET after it answered too.
+    doc = b'{"ttlSeconds": 60, "payload": {"framing": true}}'
+    chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(doc), doc)
     cases = {
-        "CL and TE": (b"Content-Length: %d\r\nTransfer-Encoding: chunked\r\n" % (5 + len(smuggled)),
-                      b"0\r\n\r\n" + smuggled),
-        "TE and CL": (b"Transfer-Encoding: chunked\r\nContent-Length: 4\r\n", b"0\r\n\r\n" + smuggled),
+        "CL and TE": (b"Content-Length: %d\r\nTransfer-Encoding: chunked\r\n" % (len(chunked) + len(smuggled)),
+                      chunked + smuggled),
+        "TE and CL": (b"Transfer-Encoding: chunked\r\nContent-Length: 4\r\n", chunked + smuggled),
         "two CLs": (b"Content-Length: 2\r\nContent-Length: %d\r\n" % (2 + len(smuggled)), b"{}" + smuggled),
         "a CL list": (b"Content-Length: 2, %d\r\n" % (2 + len(smuggled)), b"{}" + smuggled),
         "TE not chunked": (b"Transfer-Encoding: gzip, chunked\r\n", b"0\r\n\r\n" + smuggled),
@@ -456,7 +464,9 @@ def framing(gw):
                    and statuses[0].startswith(b"HTTP/1.1 501 ") and b"Transfer-Encoding" in out)
         assert mhd_501 or (statuses and all(line.startswith(b"HTTP/1.1 400 ") for line in statuses)), \
             "%s: %r" % (name, out)
-        assert mhd_501 or (b'"bad_framing"' in out and b'"08P01"' in out) or b"Content-Length" in out, \
+        # (Both framings at once reach the gateway, which refuses them itself.)
+        own_page = name not in ("CL and TE", "TE and CL") and b"Content-Length" in out.split(b"\r\n\r\n", 1)[-1]
+        assert mhd_501 or (b'"bad_framing"' in out and b'"08P01"' in out) or own_page, \
             "%s: %r" % (name, out)
         assert b'"Alex"' not in out and b"calm" not in out.split(b"\r\n\r\n", 1)[-1], "%s: %r" % (name, out)
         assert closed, "%s: the connection stayed open" % name

@@ -1613,6 +1613,293 @@ COMMENT ON FUNCTION cscp.forget_conversation(text, text) IS
 REVOKE ALL ON ALL TABLES IN SCHEMA cscp FROM PUBLIC;
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA cscp FROM PUBLIC;
 
+-- ==== inv: the sweep keeps an answer while its command lives
+-- Issue 39 (inv): an answer for a command is purged only once the command is gone, so that the
+-- sweep never leaves a confirmed command without the yes that confirmed it (check_invariants,
+-- confirmed_without_answer); only the answers' DELETE changed.
+CREATE OR REPLACE FUNCTION cscp._sweep_purge(batch int, v_now timestamptz,
+                                  OUT n_docs bigint, OUT n_ws bigint, OUT n_purged bigint,
+                                  OUT n_commands bigint, OUT n_evidence bigint,
+                                  OUT n_conversations bigint, OUT n_turns bigint,
+                                  OUT n_events bigint, OUT n_answers bigint, OUT n_frames bigint)
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_retired_evidence timestamptz := v_now - cscp.retention_floor('retention_evidence');
+    v_retired_turns timestamptz := v_now - cscp.retention_floor('retention_turns');
+    n_other bigint;
+    r record;
+BEGIN
+    n_commands := 0;
+    n_evidence := 0;
+    n_conversations := 0;
+    n_turns := 0;
+    n_events := 0;
+    n_answers := 0;
+    n_frames := 0;
+    -- Rows naming a command that is gone or out of its window (written with the triggers off)
+    -- would hold the head of the queue for good: the owner's sweep drops those that are due.
+    IF pg_catalog.has_table_privilege('cscp.command_window', 'DELETE') THEN
+        DELETE FROM cscp.command_window w
+         WHERE w.ctid = ANY (ARRAY(
+                   SELECT d.ctid
+                     FROM (SELECT y.ctid,
+                                  EXISTS (SELECT FROM cscp.command z
+                                           WHERE z.tenant_id = y.tenant_id AND z.command_id = y.command_id
+                                             AND z.state IN ('confirmation_required', 'authz_pending')
+                                             AND z.window_expires_at = y.window_expires_at) AS present
+                             FROM cscp.command_window y
+                            WHERE y.window_expires_at <= v_now
+                            ORDER BY y.window_expires_at
+                            LIMIT batch
+                              FOR UPDATE SKIP LOCKED) d
+                    WHERE NOT d.present));
+    END IF;
+
+    -- Expired documents are deleted.
+    DELETE FROM cscp.document d
+     WHERE d.ctid = ANY (ARRAY(
+               SELECT x.ctid FROM cscp.document x
+                WHERE x.expires_at <= v_now
+                ORDER BY x.expires_at
+                LIMIT batch
+                  FOR UPDATE SKIP LOCKED))
+       AND d.expires_at <= v_now;
+    GET DIAGNOSTICS n_docs = ROW_COUNT;
+
+    -- Expired working-set items are deleted.
+    DELETE FROM cscp.working_set w
+     WHERE w.ctid = ANY (ARRAY(
+               SELECT x.ctid FROM cscp.working_set x
+                WHERE x.expires_at <= v_now
+                ORDER BY x.expires_at
+                LIMIT batch
+                  FOR UPDATE SKIP LOCKED))
+       AND w.expires_at <= v_now;
+    GET DIAGNOSTICS n_ws = ROW_COUNT;
+
+    -- Closed and expired contexts past their tenant's retention are deleted, found through
+    -- cscp.context_retired by status and the time they retired; the scan of each status stops at
+    -- the shortest retention any policy gives it (cscp.retention_floor), so it reads what is
+    -- due and, beyond, only what tenants with a longer retention keep.  The context_unlist
+    -- trigger takes each deleted context's row out of cscp.context_retired.
+    n_purged := 0;
+    FOR r IN
+        SELECT k.status, k.key, v_now - cscp.retention_floor(k.key) AS bound
+          FROM (VALUES ('expired'::cscp.context_status, 'retention_expired'),
+                       ('closed'::cscp.context_status, 'retention_closed')) k (status, key)
+    LOOP
+        CONTINUE WHEN r.bound IS NULL;
+        DELETE FROM cscp.context c
+         WHERE c.ctid = ANY (ARRAY(
+                   SELECT x.ctid
+                     FROM (SELECT y.tenant_id, y.context_id FROM cscp.context_retired y
+                            WHERE y.status = r.status AND y.retired_at <= r.bound
+                              AND y.retired_at + (cscp.policy_effective(y.tenant_id) ->> r.key)::interval <= v_now
+                            ORDER BY y.retired_at
+                            LIMIT batch) d
+                    CROSS JOIN LATERAL (
+                          SELECT z.ctid FROM cscp.context z
+                           WHERE z.tenant_id = d.tenant_id AND z.context_id = d.context_id
+                             AND z.status = r.status
+                             FOR UPDATE SKIP LOCKED) x))
+           AND c.status = r.status
+           AND c.updated_at + (cscp.policy_effective(c.tenant_id) ->> r.key)::interval <= v_now;
+        GET DIAGNOSTICS n_other = ROW_COUNT;
+        n_purged := n_purged + n_other;
+        -- Rows naming a context that is gone (deleted with the triggers off) would hold the head
+        -- of the queue for good: the owner's sweep drops those that are due.
+        IF pg_catalog.has_table_privilege('cscp.context_retired', 'DELETE') THEN
+            -- (The test for the context is in the select list of the limited scan: one lookup
+            -- by primary key per row, never a join the planner could make a scan of the table.)
+            DELETE FROM cscp.context_retired w
+             WHERE w.ctid = ANY (ARRAY(
+                       SELECT d.ctid
+                         FROM (SELECT y.ctid,
+                                      EXISTS (SELECT FROM cscp.context z
+                                               WHERE z.tenant_id = y.tenant_id
+                                                 AND z.context_id = y.context_id) AS present
+                                 FROM cscp.context_retired y
+                                WHERE y.status = r.status AND y.retired_at <= r.bound
+                                  AND y.retired_at + (cscp.policy_effective(y.tenant_id) ->> r.key)::interval <= v_now
+                                ORDER BY y.retired_at
+                                LIMIT batch) d
+                        WHERE NOT d.present));
+        END IF;
+    END LOOP;
+
+    -- Finished commands past their tenant's retention_evidence go with their evidence chain;
+    -- then standalone evidence, and answers and frames no command needs any more.  Only a sweep run
+    -- by a role that may delete evidence (the owner, a superuser) does this; application roles
+    -- may neither delete commands nor evidence, and their sweep leaves them.
+    IF pg_catalog.has_table_privilege('cscp.evidence', 'DELETE')
+       AND pg_catalog.has_table_privilege('cscp.command', 'DELETE') THEN
+        -- They are found through cscp.command_retired, by the time they finished; the
+        -- command_unlist trigger takes each deleted command's row out of it.
+        FOR r IN
+            SELECT d.tenant_id, d.command_id
+              FROM (SELECT y.tenant_id, y.command_id, y.retired_at FROM cscp.command_retired y
+                     WHERE y.retired_at <= v_retired_evidence
+                       AND y.retired_at + (cscp.policy_effective(y.tenant_id) ->> 'retention_evidence')::interval <= v_now
+                     ORDER BY y.retired_at
+                     LIMIT batch) d
+             CROSS JOIN LATERAL (
+                   SELECT FROM cscp.command x
+                    WHERE x.tenant_id = d.tenant_id AND x.command_id = d.command_id
+                      AND x.state IN ('rejected', 'executed', 'failed', 'canceled', 'compensated')
+                      AND x.last_transition_at = d.retired_at
+                      FOR UPDATE SKIP LOCKED) x
+        LOOP
+            DELETE FROM cscp.evidence e WHERE e.tenant_id = r.tenant_id AND e.command_id = r.command_id;
+            GET DIAGNOSTICS n_other = ROW_COUNT;
+            n_evidence := n_evidence + n_other;
+            DELETE FROM cscp.command x WHERE x.tenant_id = r.tenant_id AND x.command_id = r.command_id;
+            n_commands := n_commands + 1;
+        END LOOP;
+        -- Rows naming a command that is gone (deleted with the triggers off) are dropped once due.
+        IF pg_catalog.has_table_privilege('cscp.command_retired', 'DELETE') THEN
+            DELETE FROM cscp.command_retired w
+             WHERE w.ctid = ANY (ARRAY(
+                       SELECT d.ctid
+                         FROM (SELECT y.ctid,
+                                      EXISTS (SELECT FROM cscp.command z
+                                               WHERE z.tenant_id = y.tenant_id
+                                                 AND z.command_id = y.command_id) AS present
+                                 FROM cscp.command_retired y
+                                WHERE y.retired_at <= v_retired_evidence
+                                  AND y.retired_at + (cscp.policy_effective(y.tenant_id) ->> 'retention_evidence')::interval <= v_now
+                                ORDER BY y.retired_at
+                                LIMIT batch) d
+                        WHERE NOT d.present));
+        END IF;
+        DELETE FROM cscp.evidence e
+         WHERE e.ctid = ANY (ARRAY(
+                   SELECT x.ctid FROM cscp.evidence x
+                    WHERE x.command_id IS NULL
+                      AND x.created_at <= v_retired_evidence
+                      AND x.created_at + (cscp.policy_effective(x.tenant_id) ->> 'retention_evidence')::interval <= v_now
+                    ORDER BY x.created_at
+                    LIMIT batch))
+           AND e.command_id IS NULL;
+        GET DIAGNOSTICS n_other = ROW_COUNT;
+        n_evidence := n_evidence + n_other;
+        -- An answer for a command stays as long as the command: a confirmed command's yes is
+        -- the record that it was confirmed (cscp.check_invariants, confirmed_without_answer),
+        -- and the command may outlive its answer's retention, unfinished or finished later.
+        DELETE FROM cscp.answer a
+         WHERE a.ctid = ANY (ARRAY(
+                   SELECT x.ctid FROM cscp.answer x
+                    WHERE x.created_at <= v_retired_evidence
+                      AND x.created_at + (cscp.policy_effective(x.tenant_id) ->> 'retention_evidence')::interval <= v_now
+                      AND NOT EXISTS (SELECT 1 FROM cscp.command y
+                                       WHERE y.tenant_id = x.tenant_id AND y.command_id = x.command_id)
+                    ORDER BY x.created_at
+                    LIMIT batch))
+           AND NOT EXISTS (SELECT 1 FROM cscp.command y
+                            WHERE y.tenant_id = a.tenant_id AND y.command_id = a.command_id);
+        GET DIAGNOSTICS n_answers = ROW_COUNT;
+        DELETE FROM cscp.frame f
+         WHERE f.ctid = ANY (ARRAY(
+                   SELECT y.ctid FROM cscp.frame y
+                    WHERE y.created_at <= v_retired_evidence
+                      AND y.created_at + (cscp.policy_effective(y.tenant_id) ->> 'retention_evidence')::interval <= v_now
+                      AND NOT EXISTS (SELECT 1 FROM cscp.command x
+                                       WHERE x.tenant_id = y.tenant_id AND x.frame_id = y.frame_id)
+                    ORDER BY y.created_at
+                    LIMIT batch))
+           AND NOT EXISTS (SELECT 1 FROM cscp.command x
+                            WHERE x.tenant_id = f.tenant_id AND x.frame_id = f.frame_id);
+        GET DIAGNOSTICS n_frames = ROW_COUNT;
+    END IF;
+
+    -- Closed conversations past their tenant's retention_turns go with their turns and events
+    -- (by a role that may delete them: the owner, a superuser).
+    IF pg_catalog.has_table_privilege('cscp.turn', 'DELETE')
+       AND pg_catalog.has_table_privilege('cscp.event', 'DELETE')
+       AND pg_catalog.has_table_privilege('cscp.conversation', 'DELETE') THEN
+        FOR r IN
+            SELECT c.tenant_id, c.conversation_id FROM cscp.conversation c
+             WHERE c.state = 'closed'
+               AND c.closed_at <= v_retired_turns
+               AND c.closed_at + (cscp.policy_effective(c.tenant_id) ->> 'retention_turns')::interval <= v_now
+             ORDER BY c.closed_at
+             LIMIT batch
+               FOR UPDATE SKIP LOCKED
+        LOOP
+            DELETE FROM cscp.turn t WHERE t.tenant_id = r.tenant_id AND t.conversation_id = r.conversation_id;
+            GET DIAGNOSTICS n_other = ROW_COUNT;
+            n_turns := n_turns + n_other;
+            DELETE FROM cscp.event e WHERE e.tenant_id = r.tenant_id AND e.conversation_id = r.conversation_id;
+            GET DIAGNOSTICS n_other = ROW_COUNT;
+            n_events := n_events + n_other;
+            DELETE FROM cscp.conversation c
+             WHERE c.tenant_id = r.tenant_id AND c.conversation_id = r.conversation_id;
+            n_conversations := n_conversations + 1;
+        END LOOP;
+    END IF;
+END
+$$;
+-- ==== inv: shard_misplaced hashes each key once
+-- Issue 39 (inv): cscp.shard_misplaced counts each table's rows per key and hashes each distinct
+-- key once, and reads nothing on a node that holds every partition; no table changes.  Its
+-- search_path is now in its definition, with jit off.
+CREATE OR REPLACE FUNCTION cscp.shard_misplaced() RETURNS TABLE(table_name text, partition int, row_count bigint)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+-- One large query, run rarely: compiling it would cost more than running it.
+SET jit = off
+AS $$
+    WITH cfg AS (SELECT s.partition_count AS n, s.partitions FROM cscp.shard s),
+    -- The rows of each table per conversation, then per tenant and subject or session key.
+    conv AS MATERIALIZED (
+        SELECT 'context' AS t, x.conversation_id AS k, count(*) AS c FROM cscp.context x GROUP BY 2
+        UNION ALL SELECT 'context_live', x.conversation_id, count(*) FROM cscp.context_live x GROUP BY 2
+        UNION ALL SELECT 'context_retired', x.conversation_id, count(*) FROM cscp.context_retired x GROUP BY 2
+        UNION ALL SELECT 'command', x.conversation_id, count(*) FROM cscp.command x GROUP BY 2
+        UNION ALL SELECT 'command_window', x.conversation_id, count(*) FROM cscp.command_window x GROUP BY 2
+        UNION ALL SELECT 'command_retired', x.conversation_id, count(*) FROM cscp.command_retired x GROUP BY 2
+        UNION ALL SELECT 'frame', x.conversation_id, count(*) FROM cscp.frame x GROUP BY 2
+        UNION ALL SELECT 'answer', x.conversation_id, count(*) FROM cscp.answer x GROUP BY 2
+        UNION ALL SELECT 'evidence', x.conversation_id, count(*) FROM cscp.evidence x GROUP BY 2
+        UNION ALL SELECT 'conversation', x.conversation_id, count(*) FROM cscp.conversation x GROUP BY 2
+        UNION ALL SELECT 'turn', x.conversation_id, count(*) FROM cscp.turn x GROUP BY 2
+        UNION ALL SELECT 'event', x.conversation_id, count(*) FROM cscp.event x GROUP BY 2
+        UNION ALL SELECT 'inspection_log', x.conversation_id, count(*) FROM cscp.inspection_log x GROUP BY 2
+    ),
+    keyed AS MATERIALIZED (
+        SELECT 'identity' AS t, x.tenant_id AS a, x.subject_id AS k, count(*) AS c FROM cscp.identity x GROUP BY 2, 3
+        UNION ALL SELECT 'fact', x.tenant_id, x.subject_id, count(*) FROM cscp.fact x GROUP BY 2, 3
+        UNION ALL SELECT 'document', x.tenant_id, x.session_id, count(*) FROM cscp.document x GROUP BY 2, 3
+        UNION ALL SELECT 'working_set', x.tenant_id, x.session_id, count(*) FROM cscp.working_set x GROUP BY 2, 3
+        UNION ALL SELECT 'environment', x.tenant_id, x.session_id, count(*) FROM cscp.environment x GROUP BY 2, 3
+    ),
+    -- Each distinct key hashed once (a keyed hash costs microseconds; a conversation has rows in
+    -- many tables), kept when its partition is not this node's.
+    conv_away AS MATERIALIZED (
+        SELECT d.k, p.p
+          FROM (SELECT DISTINCT v.k FROM conv v) d, cfg,
+               LATERAL (SELECT cscp.routing_conversation_hash(d.k) & (cfg.n - 1) AS p) p
+         WHERE NOT p.p = ANY (cfg.partitions)
+    ),
+    keyed_away AS MATERIALIZED (
+        SELECT d.a, d.k, p.p
+          FROM (SELECT DISTINCT v.a, v.k FROM keyed v) d, cfg,
+               LATERAL (SELECT cscp.routing_key_hash(d.a, d.k) & (cfg.n - 1) AS p) p
+         WHERE NOT p.p = ANY (cfg.partitions)
+    ),
+    h AS (
+        SELECT v.t, w.p, v.c FROM conv v JOIN conv_away w ON w.k = v.k
+        UNION ALL
+        SELECT v.t, w.p, v.c FROM keyed v JOIN keyed_away w ON w.a = v.a AND w.k = v.k
+    )
+    -- (Nothing is read when this node holds every partition, or is the only one.)
+    SELECT h.t, h.p, sum(h.c)::bigint
+      FROM h
+     WHERE EXISTS (SELECT FROM cfg WHERE cardinality(cfg.partitions) < cfg.n)
+     GROUP BY 1, 2
+     ORDER BY 1, 2
+$$;
+
 -- ==== no migration logic in the install script
 -- No migration logic in the install script: cscp._grant_app_privileges no longer speaks of
 -- roles granted by earlier versions (it takes back what a role was granted by hand beyond the
