@@ -92,7 +92,7 @@ RESET ROLE;
 RESET cscp.tenant_id;
 
 -- The superuser is held to the same rule.
-SELECT try($$UPDATE cscp.command SET evidence_seq = 1, evidence_hash = 'x' WHERE tenant_id = 'eh'$$);
+SELECT try($$UPDATE cscp.command SET evidence_seq = 1, evidence_hash = 'x' WHERE tenant_id = 'eh' AND state = 'executed'$$);
 SELECT * FROM public.eh_heads();
 
 -- A command whose row carries no head (as after the upgrade from 0.1.0, or a head left behind by
