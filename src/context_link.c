@@ -43,8 +43,7 @@ cscp_context_note_message(const char *tenant_id, const char *conversation_id,
 				  "UPDATE cscp.context x SET last_message_id = $4"
 				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1"
 				  " AND x.context_id OPERATOR(pg_catalog.=) " CSCP_LIVE_CONTEXT_ID
-				  " AND x.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}')"
-				  " AND x.expires_at OPERATOR(pg_catalog.>) $5"
+				  " AND cscp.context_usable(x.status, x.expires_at, $5)"
 				  " AND coalesce(x.last_message_id OPERATOR(pg_catalog.<>) $4, (x.last_message_id IS NULL) OPERATOR(pg_catalog.<>) ($4 IS NULL))",
 				  5, argtypes);
 	values[0] = CStringGetTextDatum(tenant_id);

@@ -304,10 +304,11 @@ extern Jsonb *cscp_policy_get(const char *tenant_id);
 extern bool cscp_parse_interval(const char *str, Interval *result);
 extern int64 cscp_policy_int(Jsonb *policy, const char *key, int64 fallback);
 extern bool cscp_policy_lists(Jsonb *policy, const char *key, const char *name);
-
-/* lifetime.c: every expiry cscp computes or stores */
 #define CSCP_MAX_LIFETIME_YEARS 10		/* max_ttl and the lifetimes */
 #define CSCP_MAX_RETENTION_YEARS 100	/* retention_* */
+extern bool cscp_policy_interval_ok(const Interval *iv, bool retention);
+
+/* lifetime.c: every expiry cscp computes or stores (it reads policy.c; policy.c reads none of it) */
 typedef enum CscpExpiryStatus
 {
 	CSCP_EXPIRY_OK,
@@ -319,7 +320,6 @@ extern CscpExpiryStatus cscp_expiry_status(Jsonb *policy, TimestampTz start, con
 extern TimestampTz cscp_expiry(Jsonb *policy, TimestampTz start, const Interval *ttl,
 							   const char *policy_key, const char *argname);
 extern TimestampTz cscp_expiry_limit(Jsonb *policy, TimestampTz now);
-extern void cscp_check_policy_lifetimes(const char *tenant, Jsonb *policy);
 extern void cscp_check_stored_expiry(const char *tenant, const char *table, const char *column,
 									 TimestampTz expires_at, TimestampTz now);
 extern void cscp_check_not_expired(const char *table, HeapTuple oldtup, TupleDesc desc,
@@ -333,7 +333,6 @@ extern void cscp_check_expiring_row(CscpColumns *cols, Relation rel, HeapTuple o
 extern Interval *cscp_lifetime(Jsonb *policy, Interval *requested, const char *policy_key,
 							   const char *argname);
 extern TimestampTz cscp_window_end(const char *tenant, const char *policy_key);
-extern bool cscp_policy_interval_ok(const Interval *iv, bool retention);
 
 /* evidence.c: ids of evidence and inspection rows */
 extern int64 cscp_row_id(void);

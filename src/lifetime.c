@@ -15,10 +15,13 @@
  * interval whose parts could carry it out is refused before it is added),
  * so no stored time is one that pg_dump writes and pg_restore refuses.
  *
- * Policy values are bounded where they are set (policy.c): max_ttl and the
- * lifetimes at most CSCP_MAX_LIFETIME_YEARS, the retention periods at most
+ * Policy values are bounded where they are set (policy.c, which this file
+ * reads and which reads nothing of this one): max_ttl and the lifetimes at
+ * most CSCP_MAX_LIFETIME_YEARS, the retention periods at most
  * CSCP_MAX_RETENTION_YEARS, with no negative part, so that a policy value
- * means the same on every date.  API arguments are checked here, at the
+ * means the same on every date.  Whether a tenant's default lifetimes fit
+ * its max_ttl is decided here, by the trigger cscp.policy_lifetimes on
+ * cscp.policy.  API arguments are checked here, at the
  * moment they are used, by cscp_lifetime (cscp.check_lifetime in SQL);
  * direct writes of an expiry column are held to the same bound by the
  * tables' guard triggers
@@ -31,7 +34,9 @@
 #include "cscp.h"
 
 #include "access/htup_details.h"
+#include "catalog/pg_type.h"
 #include "commands/trigger.h"
+#include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/fmgrprotos.h"
@@ -144,8 +149,8 @@ cscp_expiry_status(Jsonb *policy, TimestampTz start, const Interval *ttl,
  * from now: a policy whose context_ttl exceeds its max_ttl would make every
  * context_open that takes the default fail.  tenant names the policy.
  */
-void
-cscp_check_policy_lifetimes(const char *tenant, Jsonb *policy)
+static void
+check_policy_lifetimes(const char *tenant, Jsonb *policy)
 {
 	static const char *const keys[] = {"context_ttl", "confirmation_ttl", "approval_ttl"};
 	TimestampTz now = cscp_now();
@@ -374,23 +379,58 @@ cscp_check_expiring_row(CscpColumns *cols, Relation rel, HeapTuple oldtup, HeapT
 								 DatumGetTimestampTz(d), now);
 }
 
-/*
- * Whether a policy interval is usable: no negative part (so that it means
- * the same on every date), greater than zero, and at most
- * CSCP_MAX_RETENTION_YEARS (retention) or CSCP_MAX_LIFETIME_YEARS.
- */
-bool
-cscp_policy_interval_ok(const Interval *iv, bool retention)
-{
-	Interval	bound = {0};
+PG_FUNCTION_INFO_V1(cscp_policy_lifetimes);
 
-	if (iv->month < 0 || iv->day < 0 || iv->time < 0 ||
-		(iv->month == 0 && iv->day == 0 && iv->time == 0))
-		return false;
-	bound.month = (retention ? CSCP_MAX_RETENTION_YEARS : CSCP_MAX_LIFETIME_YEARS) * MONTHS_PER_YEAR;
-	return interval_parts_sane(iv) &&
-		DatumGetInt32(DirectFunctionCall2(interval_cmp, IntervalPGetDatum((Interval *) iv),
-										  IntervalPGetDatum(&bound))) <= 0;
+/*
+ * Trigger cscp.policy_lifetimes(): AFTER INSERT OR UPDATE FOR EACH ROW on
+ * cscp.policy.  The effective policy of the row's tenant, or of every
+ * tenant when the row is the defaults '*', keeps its default lifetimes
+ * within its max_ttl (check_policy_lifetimes, 22023), whichever key
+ * was written last.  Read as the caller: a role row-level security binds
+ * writes only its own tenant's row, and sees it and the defaults.
+ */
+Datum
+cscp_policy_lifetimes(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[1] = {TEXTOID};
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	HeapTuple	row;
+	TupleDesc	desc;
+	Datum		tenant;
+	bool		isnull;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		!TRIGGER_FIRED_AFTER(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("cscp.policy_lifetimes() must be called as an AFTER ROW trigger")));
+	row = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ? trigdata->tg_newtuple : trigdata->tg_trigtuple;
+	desc = RelationGetDescr(trigdata->tg_relation);
+	tenant = heap_getattr(row, SPI_fnumber(desc, "tenant_id"), desc, &isnull);
+	if (isnull)
+		return PointerGetDatum(NULL);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "SELECT t.tenant_id, coalesce(d.settings, '{}'::pg_catalog.jsonb) OPERATOR(pg_catalog.||) t.settings"
+				  "  FROM cscp.policy t LEFT JOIN cscp.policy d ON d.tenant_id OPERATOR(pg_catalog.=) '*'"
+				  " WHERE $1 OPERATOR(pg_catalog.=) '*' OR t.tenant_id OPERATOR(pg_catalog.=) $1",
+				  1, argtypes);
+	/* not read-only: a fresh snapshot, which sees the row just written */
+	if (SPI_execute_plan(plan, &tenant, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the policies a policy change affects");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	t = SPI_tuptable->vals[i];
+		Datum		policy = SPI_getbinval(t, SPI_tuptable->tupdesc, 2, &isnull);
+
+		if (!isnull)
+			check_policy_lifetimes(SPI_getvalue(t, SPI_tuptable->tupdesc, 1),
+										DatumGetJsonbP(policy));
+	}
+	SPI_finish();
+	return PointerGetDatum(NULL);
 }
 
 static CscpColumns ws_columns = CSCP_EXPIRING_COLUMNS("cscp.working_set");

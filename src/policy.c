@@ -7,10 +7,14 @@
  * tenant's own keys merged over them (cscp.policy_effective).  Every key a
  * policy may hold is listed in policy_keys below with its type; anything
  * else is refused with 22023, so a typo never silently means "default".
- * Interval keys are bounded where they are set (lifetime.c decides how):
- * no negative part, greater than zero, at most 10 years (max_ttl and the
- * lifetimes) or 100 years (retention_*), so that no time computed from
- * them leaves PostgreSQL's timestamp range.
+ * Interval keys are bounded where they are set, here
+ * (cscp_policy_interval_ok): no negative part, greater than zero, at most
+ * 10 years (max_ttl and the lifetimes) or 100 years (retention_*), so that
+ * no time computed from them leaves PostgreSQL's timestamp range.
+ *
+ * This file reads no other part of cscp's rules: lifetime.c computes every
+ * expiry from the policy read here, and judges there whether a policy's
+ * default lifetimes fit its max_ttl (the trigger cscp.policy_lifetimes).
  *
  *-------------------------------------------------------------------------
  */
@@ -124,6 +128,27 @@ interval_is_positive(Interval *iv)
 	return DatumGetBool(DirectFunctionCall2(interval_gt,
 											IntervalPGetDatum(iv),
 											IntervalPGetDatum(&zero)));
+}
+
+/*
+ * Whether a policy interval is usable: no negative part (so that it means
+ * the same on every date), greater than zero, and at most
+ * CSCP_MAX_RETENTION_YEARS (retention) or CSCP_MAX_LIFETIME_YEARS.  With no
+ * negative part and a total within the bound (interval_cmp compares in
+ * 128-bit arithmetic), each part is within it too: far less than any time
+ * arithmetic of lifetime.c refuses to add.
+ */
+bool
+cscp_policy_interval_ok(const Interval *iv, bool retention)
+{
+	Interval	bound = {0};
+
+	if (iv->month < 0 || iv->day < 0 || iv->time < 0 ||
+		(iv->month == 0 && iv->day == 0 && iv->time == 0))
+		return false;
+	bound.month = (retention ? CSCP_MAX_RETENTION_YEARS : CSCP_MAX_LIFETIME_YEARS) * MONTHS_PER_YEAR;
+	return DatumGetInt32(DirectFunctionCall2(interval_cmp, IntervalPGetDatum((Interval *) iv),
+											 IntervalPGetDatum(&bound))) <= 0;
 }
 
 static const PolicyKey *
@@ -507,60 +532,6 @@ cscp_policy_changed(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("cscp.policy_changed() must be called as a trigger")));
 	CacheInvalidateRelcacheByRelid(RelationGetRelid(trigdata->tg_relation));
-	return PointerGetDatum(NULL);
-}
-
-PG_FUNCTION_INFO_V1(cscp_policy_lifetimes);
-
-/*
- * Trigger cscp.policy_lifetimes(): AFTER INSERT OR UPDATE FOR EACH ROW on
- * cscp.policy.  The effective policy of the row's tenant, or of every
- * tenant when the row is the defaults '*', keeps its default lifetimes
- * within its max_ttl (cscp_check_policy_lifetimes, 22023), whichever key
- * was written last.  Read as the caller: a role row-level security binds
- * writes only its own tenant's row, and sees it and the defaults.
- */
-Datum
-cscp_policy_lifetimes(PG_FUNCTION_ARGS)
-{
-	static SPIPlanPtr plan = NULL;
-	static const Oid argtypes[1] = {TEXTOID};
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	HeapTuple	row;
-	TupleDesc	desc;
-	Datum		tenant;
-	bool		isnull;
-
-	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
-		!TRIGGER_FIRED_AFTER(trigdata->tg_event))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("cscp.policy_lifetimes() must be called as an AFTER ROW trigger")));
-	row = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ? trigdata->tg_newtuple : trigdata->tg_trigtuple;
-	desc = RelationGetDescr(trigdata->tg_relation);
-	tenant = heap_getattr(row, SPI_fnumber(desc, "tenant_id"), desc, &isnull);
-	if (isnull)
-		return PointerGetDatum(NULL);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plan,
-				  "SELECT t.tenant_id, coalesce(d.settings, '{}'::pg_catalog.jsonb) OPERATOR(pg_catalog.||) t.settings"
-				  "  FROM cscp.policy t LEFT JOIN cscp.policy d ON d.tenant_id OPERATOR(pg_catalog.=) '*'"
-				  " WHERE $1 OPERATOR(pg_catalog.=) '*' OR t.tenant_id OPERATOR(pg_catalog.=) $1",
-				  1, argtypes);
-	/* not read-only: a fresh snapshot, which sees the row just written */
-	if (SPI_execute_plan(plan, &tenant, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the policies a policy change affects");
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		HeapTuple	t = SPI_tuptable->vals[i];
-		Datum		policy = SPI_getbinval(t, SPI_tuptable->tupdesc, 2, &isnull);
-
-		if (!isnull)
-			cscp_check_policy_lifetimes(SPI_getvalue(t, SPI_tuptable->tupdesc, 1),
-										DatumGetJsonbP(policy));
-	}
-	SPI_finish();
 	return PointerGetDatum(NULL);
 }
 

@@ -33,13 +33,11 @@
  * from its caller.
  *
  * The trigger locks and reads the conversation itself, also when the API
- * holds that lock already: nothing tells it what its caller read.  That
- * read and the event the conversation guard reads back cost about 140,000
- * instructions a turn (callgrind over 200 calls of conversation_exchange),
- * 4.4% of W1 in `make bench-instructions`; in `make bench` W1's cscp/floor
- * TPS ratio was 0.645 before and 0.669 after, while A/A pairs of identical
- * W1 runs on the same machine ranged from 0.72 to 2.49.  Handing the
- * caller's read to the trigger would save half of it, inside that noise.
+ * holds that lock already: nothing tells it what its caller read, and no
+ * channel may (a direct INSERT meets the same trigger).  Per turn of W1
+ * (`make bench-instructions`, callgrind), that read costs about 76,000
+ * instructions and the event the conversation guard reads back about
+ * 163,000: 3.3% of the 7.3 million of a W1 transaction.
  *
  *-------------------------------------------------------------------------
  */

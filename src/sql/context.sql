@@ -105,6 +105,19 @@ CREATE FUNCTION cscp.context_transition_allowed(from_status cscp.context_status,
 COMMENT ON FUNCTION cscp.context_transition_allowed(cscp.context_status, cscp.context_status) IS
   'Whether the context lifecycle allows from_status -> to_status';
 
+-- "Context usable" in SQL, beside cscp_context_usable in C (src/enums.c): a live status and an
+-- expiry still ahead of the clock given (cscp.now() for a statement of its own).  A SQL function
+-- of one expression, not STRICT, so that the planner inlines it into the statement that calls it
+-- (no call at run time; a partial index on the live statuses still matches); its body is parsed
+-- once, here, so it means the same whatever the caller's search_path.
+CREATE FUNCTION cscp.context_usable(status cscp.context_status, expires_at timestamptz,
+                                    as_of timestamptz) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}'::cscp.context_status[])
+   AND expires_at OPERATOR(pg_catalog.>) as_of;
+COMMENT ON FUNCTION cscp.context_usable(cscp.context_status, timestamptz, timestamptz) IS
+  'Whether a context of this status and expires_at is usable at the time given: a live status (active, pending, blocked) and expires_at later';
+
 CREATE FUNCTION cscp.slots_visible(tenant_id text, slots jsonb) RETURNS jsonb
     AS 'MODULE_PATHNAME', 'cscp_slots_visible_sql' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION cscp.slots_visible(text, jsonb) IS
@@ -145,7 +158,8 @@ BEGIN
      LIMIT 1;
     IF FOUND THEN
         -- As readers see it: the effective status (expired once past expires_at), visible slots.
-        IF c.status IN ('active', 'pending', 'blocked') AND c.expires_at <= cscp.now() THEN
+        IF c.status IN ('active', 'pending', 'blocked')
+           AND NOT cscp.context_usable(c.status, c.expires_at, cscp.now()) THEN
             c.status := 'expired';
         END IF;
         c.slots := cscp.slots_visible(c.tenant_id, c.slots);

@@ -723,7 +723,7 @@ DECLARE
 BEGIN
     BEGIN
         SELECT * INTO c FROM cscp.context_get(tenant_id, conversation_id, actor_id);
-        IF c.context_id IS NULL OR c.status NOT IN ('active', 'pending', 'blocked') THEN
+        IF c.context_id IS NULL OR NOT cscp.context_usable(c.status, c.expires_at, cscp.now()) THEN
             RETURN cscp._http_not_found('no live context', 'Open a context first: POST .../context.');
         END IF;
         c := cscp.slot_set(c.context_id, slot, value);

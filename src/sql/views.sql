@@ -68,8 +68,8 @@ SELECT c.tenant_id,
        c.context_id,
        c.conversation_id,
        cscp._redact_actor(c.actor_id, d.level) AS actor,
-       CASE WHEN c.expires_at <= cscp.now() THEN 'expired'::cscp.context_status ELSE c.status END
-           AS status,
+       CASE WHEN cscp.context_usable(c.status, c.expires_at, cscp.now()) THEN c.status
+            ELSE 'expired'::cscp.context_status END AS status,
        c.created_at,
        c.updated_at,
        c.expires_at,
@@ -87,9 +87,9 @@ SELECT c.tenant_id,
             WHEN d.level = 'full' THEN cscp._pseudonym((c.slots -> 'active_target')::text)
             ELSE '[redacted]' END AS target,
        coalesce(jsonb_typeof(c.slots -> 'pending_confirmation') = 'object', false)
-           AND c.expires_at > cscp.now() AS confirmation_pending,
+           AND cscp.context_usable(c.status, c.expires_at, cscp.now()) AS confirmation_pending,
        coalesce(jsonb_typeof(c.slots -> 'pending_approval') = 'object', false)
-           AND c.expires_at > cscp.now() AS approval_pending,
+           AND cscp.context_usable(c.status, c.expires_at, cscp.now()) AS approval_pending,
        m.state AS last_command_state
   FROM cscp.context_live l
   JOIN cscp.context c ON c.tenant_id = l.tenant_id AND c.context_id = l.context_id

@@ -36,6 +36,9 @@ chmod 777 "$CG"
 trap 'cluster_stop_cg; rm -rf "$CG"' EXIT
 psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<SQL
 CREATE EXTENSION cscp;
+-- W1's command reads only, as make bench declares it (an undeclared command is mutating, and
+-- W1's read-only steps would all be refused: a count of refusals, not of the turn).
+SELECT cscp.command_declare('$BENCH_TENANT', 'track_order', false);
 CREATE ROLE $BENCH_ROLE LOGIN;
 SELECT cscp.grant_app('$BENCH_ROLE');
 -- C: an application role bound to the one tenant it serves (cscp.tenant_binding)
@@ -135,4 +138,15 @@ if want C; then
 	f=$(per_tx C.floor test/bench/command_cycle_floor.sql) || exit 1
 	ROLE=$BENCH_ROLE
 	printf '%-28s %14d %14d %7.3f\n' "C confirmation path, bound" "$c" "$f" "$(awk -v c="$c" -v f="$f" 'BEGIN { print c / f }')"
+fi
+
+# Every command counted ran to executed, in cscp and in the floor: a count of refused steps
+# would measure another path.
+read -r nc ec nf ef <<<"$(psql -X -At -F ' ' -c "
+	SELECT (SELECT count(*) FROM cscp.command), (SELECT count(*) FILTER (WHERE state = 'executed') FROM cscp.command),
+	       (SELECT count(*) FROM bench_floor.command), (SELECT count(*) FILTER (WHERE state = 'executed') FROM bench_floor.command)")"
+echo "check: commands executed / formed: cscp $ec/$nc, floor $ef/$nf"
+if [ "$nc" != "$ec" ] || [ "$nf" != "$ef" ]; then
+	echo "cscp bench-instructions: a command did not run to executed" >&2
+	exit 1
 fi

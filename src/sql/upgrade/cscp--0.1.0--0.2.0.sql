@@ -1900,6 +1900,111 @@ AS $$
      ORDER BY 1, 2
 $$;
 
+
+-- ==== w1: context usable in SQL
+-- "Context usable" (a live status and expires_at ahead) is one SQL function, cscp.context_usable,
+-- inlined by the planner; context_get, the gateway's slot endpoint and the operators' view of
+-- live contexts use it instead of writing the rule inline.
+-- "Context usable" in SQL, beside cscp_context_usable in C (src/enums.c): a live status and an
+-- expiry still ahead of the clock given (cscp.now() for a statement of its own).  A SQL function
+-- of one expression, not STRICT, so that the planner inlines it into the statement that calls it
+-- (no call at run time; a partial index on the live statuses still matches); its body is parsed
+-- once, here, so it means the same whatever the caller's search_path.
+CREATE FUNCTION cscp.context_usable(status cscp.context_status, expires_at timestamptz,
+                                    as_of timestamptz) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}'::cscp.context_status[])
+   AND expires_at OPERATOR(pg_catalog.>) as_of;
+COMMENT ON FUNCTION cscp.context_usable(cscp.context_status, timestamptz, timestamptz) IS
+  'Whether a context of this status and expires_at is usable at the time given: a live status (active, pending, blocked) and expires_at later';
+
+CREATE OR REPLACE FUNCTION cscp.context_get(tenant_id text, conversation_id text, actor_id text)
+RETURNS SETOF cscp.context
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_column
+DECLARE
+    c cscp.context;
+BEGIN
+    PERFORM cscp.check_tenant(context_get.tenant_id);
+    PERFORM cscp.check_id('conversation_id', context_get.conversation_id);
+    PERFORM cscp.check_id('actor_id', context_get.actor_id);
+    SELECT * INTO c FROM cscp.context x
+     WHERE x.tenant_id = context_get.tenant_id
+       AND x.conversation_id = context_get.conversation_id
+       AND x.actor_id = context_get.actor_id
+     ORDER BY x.status IN ('active', 'pending', 'blocked') DESC, x.created_at DESC, x.version DESC
+     LIMIT 1;
+    IF FOUND THEN
+        -- As readers see it: the effective status (expired once past expires_at), visible slots.
+        IF c.status IN ('active', 'pending', 'blocked')
+           AND NOT cscp.context_usable(c.status, c.expires_at, cscp.now()) THEN
+            c.status := 'expired';
+        END IF;
+        c.slots := cscp.slots_visible(c.tenant_id, c.slots);
+        RETURN NEXT c;
+    END IF;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION cscp._http_slot(tenant_id text, conversation_id text, actor_id text, slot text, value jsonb)
+RETURNS cscp.http_response
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    c cscp.context;
+    e_detail text;
+    e_hint text;
+BEGIN
+    BEGIN
+        SELECT * INTO c FROM cscp.context_get(tenant_id, conversation_id, actor_id);
+        IF c.context_id IS NULL OR NOT cscp.context_usable(c.status, c.expires_at, cscp.now()) THEN
+            RETURN cscp._http_not_found('no live context', 'Open a context first: POST .../context.');
+        END IF;
+        c := cscp.slot_set(c.context_id, slot, value);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+        RETURN cscp._http_caught(SQLSTATE, SQLERRM, e_detail, e_hint);
+    END;
+    RETURN cscp._http_no_store(cscp._http_context(c));
+END
+$$;
+
+CREATE OR REPLACE VIEW cscp._active_context WITH (security_barrier) AS
+SELECT c.tenant_id,
+       c.context_id,
+       c.conversation_id,
+       cscp._redact_actor(c.actor_id, d.level) AS actor,
+       CASE WHEN cscp.context_usable(c.status, c.expires_at, cscp.now()) THEN c.status
+            ELSE 'expired'::cscp.context_status END AS status,
+       c.created_at,
+       c.updated_at,
+       c.expires_at,
+       c.version,
+       d.level AS detail_level,
+       cscp._redact_slots(c.slots, d.level) AS slots,
+       -- The intent is a name the application chose ("cancel_order"), shown from summary up;
+       -- a derived (hashed) intent shows as such.
+       CASE WHEN d.level = 'none' OR NOT c.slots ? 'active_intent' THEN NULL
+            WHEN jsonb_typeof(c.slots -> 'active_intent') = 'string' THEN c.slots ->> 'active_intent'
+            WHEN c.slots -> 'active_intent' ? 'derived' THEN '[derived]'
+            ELSE '[' || jsonb_typeof(c.slots -> 'active_intent') || ']' END AS intent,
+       -- The target never shows: at full, a short digest to tell two targets apart.
+       CASE WHEN d.level = 'none' OR NOT c.slots ? 'active_target' THEN NULL
+            WHEN d.level = 'full' THEN cscp._pseudonym((c.slots -> 'active_target')::text)
+            ELSE '[redacted]' END AS target,
+       coalesce(jsonb_typeof(c.slots -> 'pending_confirmation') = 'object', false)
+           AND cscp.context_usable(c.status, c.expires_at, cscp.now()) AS confirmation_pending,
+       coalesce(jsonb_typeof(c.slots -> 'pending_approval') = 'object', false)
+           AND cscp.context_usable(c.status, c.expires_at, cscp.now()) AS approval_pending,
+       m.state AS last_command_state
+  FROM cscp.context_live l
+  JOIN cscp.context c ON c.tenant_id = l.tenant_id AND c.context_id = l.context_id
+  CROSS JOIN LATERAL (
+       SELECT coalesce(cscp.policy_effective(c.tenant_id) ->> 'detail_level', 'summary') AS level) d
+  LEFT JOIN cscp.command m ON m.tenant_id = c.tenant_id AND m.command_id = c.last_command_id
+ WHERE c.status IN ('active', 'pending', 'blocked');
+
 -- ==== no migration logic in the install script
 -- No migration logic in the install script: cscp._grant_app_privileges no longer speaks of
 -- roles granted by earlier versions (it takes back what a role was granted by hand beyond the
