@@ -656,6 +656,21 @@ END
 $f$;
 COMMENT ON FUNCTION cscp.context_transition_allowed(from_status cscp.context_status, to_status cscp.context_status) IS 'Whether the context lifecycle allows from_status -> to_status (through the proxy: any)';
 
+-- context_usable: any
+CREATE FUNCTION cscp_proxy.context_usable(_tenant text, _clock text, status cscp.context_status, expires_at timestamp with time zone, as_of timestamp with time zone) RETURNS boolean
+LANGUAGE plproxy AS $f$
+    CLUSTER 'cscp';
+    RUN ON ANY;
+    SELECT * FROM cscp.context_usable(cscp.proxy_session(_tenant, _clock, status), expires_at, as_of);
+$f$;
+CREATE FUNCTION cscp.context_usable(status cscp.context_status, expires_at timestamp with time zone, as_of timestamp with time zone) RETURNS boolean
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+    RETURN cscp_proxy.context_usable(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3);
+END
+$f$;
+COMMENT ON FUNCTION cscp.context_usable(status cscp.context_status, expires_at timestamp with time zone, as_of timestamp with time zone) IS 'Whether a context of this status and expires_at is usable at the time given: a live status (active, pending, blocked) and expires_at later (through the proxy: any)';
+
 -- conversation_close: conversation on conversation_id
 CREATE FUNCTION cscp_proxy.conversation_close(_tenant text, _clock text, tenant_id text, conversation_id text, turn jsonb, outcome jsonb) RETURNS TABLE(event_id text, turn_index integer, message_id text, result text)
 LANGUAGE plproxy AS $f$
