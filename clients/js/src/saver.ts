@@ -35,16 +35,25 @@ interface TupleRow extends Record<string, unknown> {
   parent_id: string | null;
   checkpoint: Record<string, unknown>;
   metadata: Record<string, unknown>;
-  blob_channels: string[];
-  blob_types: string[];
-  blobs: (Buffer | null)[];
+  json_values: string | null;
+  blob_channels: string[] | null;
+  blob_types: string[] | null;
+  blobs: (Buffer | null)[] | null;
   write_task_ids: string[];
   write_channels: string[];
   write_types: string[];
   write_blobs: (Buffer | null)[];
 }
 
-const TUPLE_COLUMNS = "thread, ns, id, parent_id, checkpoint, metadata, blob_channels, blob_types, blobs, " +
+// The values of type json come as one JSON object of channel to value, parsed once (a list
+// of bytea would be parsed character by character by the driver); the others one by one.
+const UNNEST_BLOBS = "ROWS FROM (pg_catalog.unnest(blob_channels), pg_catalog.unnest(blob_types), pg_catalog.unnest(blobs)) u (c, t, b)";
+const TUPLE_COLUMNS = "thread, ns, id, parent_id, checkpoint, metadata, " +
+  "(SELECT '{' || pg_catalog.string_agg(pg_catalog.to_json(u.c)::text || ':' || pg_catalog.convert_from(u.b, 'UTF8'), ',') || '}'" +
+  ` FROM ${UNNEST_BLOBS} WHERE u.t = 'json') AS json_values, ` +
+  `(SELECT pg_catalog.array_agg(u.c) FROM ${UNNEST_BLOBS} WHERE u.t <> 'json') AS blob_channels, ` +
+  `(SELECT pg_catalog.array_agg(u.t) FROM ${UNNEST_BLOBS} WHERE u.t <> 'json') AS blob_types, ` +
+  `(SELECT pg_catalog.array_agg(u.b) FROM ${UNNEST_BLOBS} WHERE u.t <> 'json') AS blobs, ` +
   "write_task_ids, write_channels, write_types, write_blobs";
 
 const decoder = new TextDecoder();
@@ -144,9 +153,11 @@ export class CscpSaver extends BaseCheckpointSaver {
   }
 
   private async toTuple(row: TupleRow): Promise<CheckpointTuple> {
-    const channelValues: Record<string, unknown> = {};
-    for (let i = 0; i < row.blob_channels.length; i++) {
-      channelValues[row.blob_channels[i]] = await this.serde.loadsTyped(row.blob_types[i], row.blobs[i] ?? new Uint8Array());
+    const channelValues: Record<string, unknown> = row.json_values === null ? {}
+      : await this.serde.loadsTyped("json", row.json_values);
+    const blobChannels = row.blob_channels ?? [];
+    for (let i = 0; i < blobChannels.length; i++) {
+      channelValues[blobChannels[i]] = await this.serde.loadsTyped(row.blob_types![i], row.blobs![i] ?? new Uint8Array());
     }
     const stored = await this.loadJson(row.checkpoint);
     const checkpoint = { ...stored, channel_values: channelValues } as Checkpoint;
