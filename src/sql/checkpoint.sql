@@ -14,6 +14,10 @@
 --     a blob keyed by (thread, namespace, channel, version), written only for the channels whose
 --     version changed (LangGraph's newVersions), so a long thread's checkpoint does not rewrite
 --     its history.  A read joins the blobs named by the checkpoint's channel_versions.
+--   * A list that only grows (LangGraph's messages) may be stored as the elements it gained on a
+--     base version of the same channel, named by version and digest (checkpoint_put refuses a
+--     base not stored as named, so a client that extended another value sends the whole one);
+--     a read walks the bases (at most 256) and joins the elements into the whole JSON array.
 --   * Store items may carry a TTL (an interval), refreshed on read when asked; an item past
 --     expires_at is never returned.
 --   * A session's items are numbered by its head row (cscp.agent_session), taken with
