@@ -103,6 +103,10 @@ SELECT try($$SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-9', 'c-8', '{"v": 4
              '{messages}', '{6}', '{json}', ARRAY['\x5b315d'::bytea], '{5}', NULL)$$);
 SELECT try($$SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-9', 'c-8', '{"v": 4, "channel_versions": {"messages": 6}}', '{}',
              '{messages}', '{6}', '{json}', ARRAY['\x5b315d'::bytea], '{5}', '{}')$$);
+-- a value that is not a JSON array has no digest, so nothing extends it
+SELECT try($$SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-9', 'c-8', '{"v": 4, "channel_versions": {"n": 6}}', '{}',
+             '{n}', '{6}', '{json}', ARRAY['\x5b315d'::bytea], '{1}', ARRAY[sha256('\x31')])$$);
+SELECT channel, version, digest IS NOT NULL AS digest FROM cscp.checkpoint_blob WHERE thread_id = 'th-1' AND channel = 'n';
 -- and directly: an extension row without its digest or depth
 SELECT try($$INSERT INTO cscp.checkpoint_blob (tenant_id, thread_id, checkpoint_ns, channel, version, type, blob, base, depth)
              VALUES ('cp', 'th-1', '', 'messages', '6', 'json', '\x5b315d', '5', 3)$$);

@@ -80,7 +80,7 @@ COMMENT ON COLUMN cscp.checkpoint_blob.base IS
 COMMENT ON COLUMN cscp.checkpoint_blob.depth IS
   'How many rows reading the value joins beyond this one: 0 for a whole value, the base''s depth + 1 for an extension';
 COMMENT ON COLUMN cscp.checkpoint_blob.digest IS
-  'SHA-256 of the whole value of a type ''json'' row (blob), or of its base''s digest followed by blob for an extension: what a client names a base by';
+  'SHA-256 of the whole value of a type ''json'' row holding a JSON array (blob), or of its base''s digest followed by blob for an extension: what a client names a base by; NULL for other values, which no extension can follow';
 
 -- Writes of the tasks of a checkpoint's next step, not yet folded into a checkpoint.
 CREATE TABLE cscp.checkpoint_write (
@@ -253,7 +253,7 @@ BEGIN
     SELECT checkpoint_put.tenant_id, checkpoint_put.thread_id, checkpoint_put.checkpoint_ns, u.c, u.v, u.t, u.b,
            u.base, coalesce(p.depth + 1, 0),
            CASE WHEN u.base IS NOT NULL THEN sha256(p.digest || u.b)
-                WHEN u.t = 'json' THEN sha256(u.b) END
+                WHEN u.t = 'json' AND octet_length(u.b) >= 2 AND get_byte(u.b, 0) = 91 THEN sha256(u.b) END
       FROM unnest(channels, versions, types, blobs,
                   coalesce(bases, array_fill(NULL::text, ARRAY[cardinality(channels)]))) AS u (c, v, t, b, base)
       LEFT JOIN LATERAL (
