@@ -436,19 +436,19 @@ $f$;
 COMMENT ON FUNCTION cscp.checkpoint_list(tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text, before text, filter jsonb, row_limit integer) IS 'Checkpoints of live threads, newest id first, with the blobs of their channel_versions and their pending writes in (task_path, task_id, idx) order; NULL arguments do not filter (through the proxy: session_or_all)';
 
 -- checkpoint_put: session on tenant_id, thread_id
-CREATE FUNCTION cscp_proxy.checkpoint_put(_tenant text, _clock text, tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text, parent_checkpoint_id text, checkpoint jsonb, metadata jsonb, channels text[], versions text[], types text[], blobs bytea[]) RETURNS timestamp with time zone
+CREATE FUNCTION cscp_proxy.checkpoint_put(_tenant text, _clock text, tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text, parent_checkpoint_id text, checkpoint jsonb, metadata jsonb, channels text[], versions text[], types text[], blobs bytea[], bases text[], base_digests bytea[]) RETURNS timestamp with time zone
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(cscp.routing_key_hash(tenant_id, thread_id), 0);
-    SELECT * FROM cscp.checkpoint_put(cscp.proxy_session(_tenant, _clock, tenant_id), thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, channels, versions, types, blobs);
+    SELECT * FROM cscp.checkpoint_put(cscp.proxy_session(_tenant, _clock, tenant_id), thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, channels, versions, types, blobs, bases, base_digests);
 $f$;
-CREATE FUNCTION cscp.checkpoint_put(tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text, parent_checkpoint_id text, checkpoint jsonb, metadata jsonb, channels text[] DEFAULT '{}'::text[], versions text[] DEFAULT '{}'::text[], types text[] DEFAULT '{}'::text[], blobs bytea[] DEFAULT '{}'::bytea[]) RETURNS timestamp with time zone
+CREATE FUNCTION cscp.checkpoint_put(tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text, parent_checkpoint_id text, checkpoint jsonb, metadata jsonb, channels text[] DEFAULT '{}'::text[], versions text[] DEFAULT '{}'::text[], types text[] DEFAULT '{}'::text[], blobs bytea[] DEFAULT '{}'::bytea[], bases text[] DEFAULT NULL::text[], base_digests bytea[] DEFAULT NULL::bytea[]) RETURNS timestamp with time zone
 LANGUAGE plpgsql VOLATILE AS $f$
 BEGIN
-    RETURN cscp_proxy.checkpoint_put(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
+    RETURN cscp_proxy.checkpoint_put(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13);
 END
 $f$;
-COMMENT ON FUNCTION cscp.checkpoint_put(tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text, parent_checkpoint_id text, checkpoint jsonb, metadata jsonb, channels text[], versions text[], types text[], blobs bytea[]) IS 'Store a LangGraph checkpoint (without channel_values) and the values of the channels that changed (channels[i] at versions[i], serialised as types[i], blobs[i]); returns the thread''s new expires_at (through the proxy: session)';
+COMMENT ON FUNCTION cscp.checkpoint_put(tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text, parent_checkpoint_id text, checkpoint jsonb, metadata jsonb, channels text[], versions text[], types text[], blobs bytea[], bases text[], base_digests bytea[]) IS 'Store a LangGraph checkpoint (without channel_values) and the values of the channels that changed (channels[i] at versions[i], serialised as types[i], blobs[i]; with bases[i], blobs[i] is the JSON array of the elements that follow those of version bases[i], whose digest is base_digests[i]); returns the thread''s new expires_at (through the proxy: session)';
 
 -- checkpoint_put_writes: session on tenant_id, thread_id
 CREATE FUNCTION cscp_proxy.checkpoint_put_writes(_tenant text, _clock text, tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text, task_id text, task_path text, channels text[], types text[], blobs bytea[], idxs integer[]) RETURNS integer

@@ -72,6 +72,50 @@ SELECT try($$INSERT INTO cscp.store_item (tenant_id, namespace, key, value) VALU
 SELECT try($$INSERT INTO cscp.store_item (tenant_id, namespace, key, value, ttl) VALUES ('cp', '{a}', 'k', '{}', '1 hour')$$);
 SELECT count(*) AS visible_threads FROM cscp.checkpoint_thread;
 
+-- A list that only grows is stored as its new elements on a base, named by version and digest
+-- (SHA-256 of the base's whole value, or of its base's digest and its own elements), and read
+-- back whole.
+SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-6', 'c-3',
+       '{"v": 4, "id": "c-6", "channel_versions": {"messages": 3, "n": 2}}', '{}', '{messages}', '{3}', '{json}',
+       ARRAY[convert_to('["hi"]', 'UTF8')]) IS NOT NULL AS put;
+SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-7', 'c-6',
+       '{"v": 4, "id": "c-7", "channel_versions": {"messages": 4, "n": 2}}', '{}', '{messages}', '{4}', '{json}',
+       ARRAY[convert_to('["ok"]', 'UTF8')], '{3}', ARRAY[sha256(convert_to('["hi"]', 'UTF8'))]) IS NOT NULL AS put;
+SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-8', 'c-7',
+       '{"v": 4, "id": "c-8", "channel_versions": {"messages": 5, "n": 2}}', '{}', '{messages}', '{5}', '{json}',
+       ARRAY[convert_to('["a",{"b":[1]}]', 'UTF8')], '{4}',
+       ARRAY[sha256(sha256(convert_to('["hi"]', 'UTF8')) || convert_to('["ok"]', 'UTF8'))]) IS NOT NULL AS put;
+SELECT id, blob_channels, convert_from(blobs[1], 'UTF8') AS messages
+  FROM cscp.checkpoint_list('cp', 'th-1') WHERE id IN ('c-6', 'c-7', 'c-8');
+SELECT version, base, depth, digest IS NOT NULL AS digest
+  FROM cscp.checkpoint_blob WHERE thread_id = 'th-1' AND channel = 'messages' ORDER BY version;
+-- A base not stored as named (another digest, another version) is refused with 55000, so the
+-- client sends the whole value; a malformed extension with 22023; none writes anything.
+SELECT count(*) AS blobs_before FROM cscp.checkpoint_blob WHERE thread_id = 'th-1';
+SELECT try($$SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-9', 'c-8', '{"v": 4, "channel_versions": {"messages": 6}}', '{}',
+             '{messages}', '{6}', '{json}', ARRAY['\x5b315d'::bytea], '{5}', ARRAY['\x00'::bytea])$$);
+SELECT try($$SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-9', 'c-8', '{"v": 4, "channel_versions": {"messages": 6}}', '{}',
+             '{messages}', '{6}', '{json}', ARRAY['\x5b315d'::bytea], '{99}', ARRAY[sha256('\x5b315d')])$$);
+SELECT try($$SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-9', 'c-8', '{"v": 4, "channel_versions": {"messages": 6}}', '{}',
+             '{messages}', '{6}', '{json}', ARRAY['\x31'::bytea], '{5}', ARRAY[sha256('\x31')])$$);
+SELECT try($$SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-9', 'c-8', '{"v": 4, "channel_versions": {"messages": 6}}', '{}',
+             '{messages}', '{6}', '{bytes}', ARRAY['\x5b315d'::bytea], '{5}', ARRAY[sha256('\x31')])$$);
+SELECT try($$SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-9', 'c-8', '{"v": 4, "channel_versions": {"messages": 6}}', '{}',
+             '{messages}', '{6}', '{json}', ARRAY['\x5b315d'::bytea], '{5}', NULL)$$);
+SELECT try($$SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-9', 'c-8', '{"v": 4, "channel_versions": {"messages": 6}}', '{}',
+             '{messages}', '{6}', '{json}', ARRAY['\x5b315d'::bytea], '{5}', '{}')$$);
+-- a value that is not a JSON array has no digest, so nothing extends it
+SELECT try($$SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-9', 'c-8', '{"v": 4, "channel_versions": {"n": 6}}', '{}',
+             '{n}', '{6}', '{json}', ARRAY['\x5b315d'::bytea], '{1}', ARRAY[sha256('\x31')])$$);
+SELECT channel, version, digest IS NOT NULL AS digest FROM cscp.checkpoint_blob WHERE thread_id = 'th-1' AND channel = 'n';
+-- and directly: an extension row without its digest or depth
+SELECT try($$INSERT INTO cscp.checkpoint_blob (tenant_id, thread_id, checkpoint_ns, channel, version, type, blob, base, depth)
+             VALUES ('cp', 'th-1', '', 'messages', '6', 'json', '\x5b315d', '5', 3)$$);
+SELECT try($$INSERT INTO cscp.checkpoint_blob (tenant_id, thread_id, checkpoint_ns, channel, version, type, blob, base, digest)
+             VALUES ('cp', 'th-1', '', 'messages', '6', 'json', '\x5b315d', '5', '\x00')$$);
+SELECT count(*) AS blobs_after, (SELECT count(*) FROM cscp.checkpoint WHERE thread_id = 'th-1') AS checkpoints
+  FROM cscp.checkpoint_blob WHERE thread_id = 'th-1';
+
 -- deleteThread leaves nothing of the thread, in any namespace.
 SELECT cscp.checkpoint_delete_thread('cp', 'th-1') AS deleted, cscp.checkpoint_delete_thread('cp', 'th-1') AS again;
 SELECT (SELECT count(*) FROM cscp.checkpoint WHERE thread_id = 'th-1') AS checkpoints,

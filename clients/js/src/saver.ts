@@ -1,6 +1,7 @@
 // CscpSaver: LangGraph's checkpointer on cscp (cscp.checkpoint_* in src/sql/checkpoint.sql).
 // The rules (tenant, TTL, deletes, only changed channels kept) are the database's; this class
 // only serialises with LangGraph's serde and maps rows to tuples.
+import { createHash } from "node:crypto";
 import pg from "pg";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
@@ -34,25 +35,73 @@ interface TupleRow extends Record<string, unknown> {
   parent_id: string | null;
   checkpoint: Record<string, unknown>;
   metadata: Record<string, unknown>;
-  blob_channels: string[];
-  blob_types: string[];
-  blobs: (Buffer | null)[];
+  json_values: string | null;
+  blob_channels: string[] | null;
+  blob_types: string[] | null;
+  blobs: (Buffer | null)[] | null;
   write_task_ids: string[];
   write_channels: string[];
   write_types: string[];
   write_blobs: (Buffer | null)[];
 }
 
-const TUPLE_COLUMNS = "thread, ns, id, parent_id, checkpoint, metadata, blob_channels, blob_types, blobs, " +
+// The values of type json come as one JSON object of channel to value, parsed once (a list
+// of bytea would be parsed character by character by the driver); the others one by one.
+const UNNEST_BLOBS = "ROWS FROM (pg_catalog.unnest(blob_channels), pg_catalog.unnest(blob_types), pg_catalog.unnest(blobs)) u (c, t, b)";
+const TUPLE_COLUMNS = "thread, ns, id, parent_id, checkpoint, metadata, " +
+  "(SELECT '{' || pg_catalog.string_agg(pg_catalog.to_json(u.c)::text || ':' || pg_catalog.convert_from(u.b, 'UTF8'), ',') || '}'" +
+  ` FROM ${UNNEST_BLOBS} WHERE u.t = 'json') AS json_values, ` +
+  `(SELECT pg_catalog.array_agg(u.c) FROM ${UNNEST_BLOBS} WHERE u.t <> 'json') AS blob_channels, ` +
+  `(SELECT pg_catalog.array_agg(u.t) FROM ${UNNEST_BLOBS} WHERE u.t <> 'json') AS blob_types, ` +
+  `(SELECT pg_catalog.array_agg(u.b) FROM ${UNNEST_BLOBS} WHERE u.t <> 'json') AS blobs, ` +
   "write_task_ids, write_channels, write_types, write_blobs";
 
 const decoder = new TextDecoder();
+
+/** The whole serialised value of a channel this saver last wrote, the base of its next extension. */
+interface Written {
+  version: string;
+  bytes: Buffer;
+  digest: Buffer;
+  depth: number;
+}
+
+/** How many values the saver remembers (one per thread, namespace and channel, newest kept). */
+const WRITTEN_MAX = 1024;
+/** How many extensions a value may follow before the whole value is stored again. */
+const DEPTH_MAX = 32;
+const COMMA = 0x2c;
+const OPEN = 0x5b;
+const CLOSE = 0x5d;
+
+const sha256 = (...parts: Buffer[]) => {
+  const h = createHash("sha256");
+  for (const p of parts) h.update(p);
+  return h.digest();
+};
+
+/**
+ * The elements that bytes (a JSON array) adds to base's (a non-empty JSON array it starts
+ * with), as a JSON array; undefined unless bytes is base's array with elements appended.
+ */
+function appended(base: Buffer, bytes: Buffer): Buffer | undefined {
+  const n = base.length;
+  if (n <= 2 || bytes.length <= n || base[0] !== OPEN || base[n - 1] !== CLOSE ||
+    bytes[bytes.length - 1] !== CLOSE || bytes[n - 1] !== COMMA) return undefined;
+  if (base.compare(bytes, 0, n - 1, 0, n - 1) !== 0) return undefined;
+  const delta = Buffer.allocUnsafe(bytes.length - n + 1);
+  delta[0] = OPEN;
+  bytes.copy(delta, 1, n);
+  return delta;
+}
 
 /** A checkpointer whose threads live in cscp, bound to one tenant. */
 export class CscpSaver extends BaseCheckpointSaver {
   readonly pool: pg.Pool;
   readonly tenant: string;
   private readonly ownsPool: boolean;
+  /** Per thread, namespace and channel: the value last written, which a longer list extends. */
+  private readonly written = new Map<string, Written>();
 
   constructor(pool: pg.Pool, options: CscpSaverOptions, ownsPool = false) {
     super(options.serde);
@@ -73,7 +122,7 @@ export class CscpSaver extends BaseCheckpointSaver {
   async setup(): Promise<void> {
     const rows = await this.run((q) => q<{ version: string | null; ok: boolean }>(
       "SELECT (SELECT e.extversion FROM pg_catalog.pg_extension e WHERE e.extname = 'cscp') AS version," +
-      " pg_catalog.to_regprocedure('cscp.checkpoint_put(text,text,text,text,text,jsonb,jsonb,text[],text[],text[],bytea[])') IS NOT NULL AS ok"));
+      " pg_catalog.to_regprocedure('cscp.checkpoint_put(text,text,text,text,text,jsonb,jsonb,text[],text[],text[],bytea[],text[],bytea[])') IS NOT NULL AS ok"));
     if (!rows[0]?.version) {
       throw new CscpError("extension \"cscp\" is not installed", "42704", undefined,
         "Run CREATE EXTENSION cscp in this database (as a superuser), then grant the application role with cscp.grant_app.");
@@ -104,9 +153,11 @@ export class CscpSaver extends BaseCheckpointSaver {
   }
 
   private async toTuple(row: TupleRow): Promise<CheckpointTuple> {
-    const channelValues: Record<string, unknown> = {};
-    for (let i = 0; i < row.blob_channels.length; i++) {
-      channelValues[row.blob_channels[i]] = await this.serde.loadsTyped(row.blob_types[i], row.blobs[i] ?? new Uint8Array());
+    const channelValues: Record<string, unknown> = row.json_values === null ? {}
+      : await this.serde.loadsTyped("json", row.json_values);
+    const blobChannels = row.blob_channels ?? [];
+    for (let i = 0; i < blobChannels.length; i++) {
+      channelValues[blobChannels[i]] = await this.serde.loadsTyped(row.blob_types![i], row.blobs![i] ?? new Uint8Array());
     }
     const stored = await this.loadJson(row.checkpoint);
     const checkpoint = { ...stored, channel_values: channelValues } as Checkpoint;
@@ -183,23 +234,68 @@ export class CscpSaver extends BaseCheckpointSaver {
     const channels: string[] = [];
     const versions: string[] = [];
     const types: string[] = [];
-    const blobs: (Buffer | null)[] = [];
+    const whole: (Buffer | null)[] = [];
     for (const [channel, version] of Object.entries(newVersions)) {
       channels.push(channel);
       versions.push(String(version));
       if (values && Object.prototype.hasOwnProperty.call(values, channel)) {
         const [type, bytes] = await this.serde.dumpsTyped((values as Record<string, unknown>)[channel]);
         types.push(type);
-        blobs.push(Buffer.from(bytes));
+        whole.push(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
       } else {
         types.push("empty");
-        blobs.push(null);
+        whole.push(null);
+      }
+    }
+    // A JSON list that extends the value this saver last wrote for the channel (LangGraph's
+    // messages: a list that only grows) is sent as its new elements on that base.
+    const keys = channels.map((c) => `${String(threadId)}\u0000${ns}\u0000${c}`);
+    const blobs: (Buffer | null)[] = [];
+    const bases: (string | null)[] = [];
+    const baseDigests: (Buffer | null)[] = [];
+    const next: (Written | undefined)[] = [];
+    for (let i = 0; i < channels.length; i++) {
+      const bytes = whole[i];
+      const prev = this.written.get(keys[i]);
+      const delta = bytes && types[i] === "json" && prev && prev.version !== versions[i] && prev.depth < DEPTH_MAX
+        ? appended(prev.bytes, bytes) : undefined;
+      if (delta && prev) {
+        blobs.push(delta);
+        bases.push(prev.version);
+        baseDigests.push(prev.digest);
+        next.push({ version: versions[i], bytes: bytes!, digest: sha256(prev.digest, delta), depth: prev.depth + 1 });
+      } else {
+        blobs.push(bytes);
+        bases.push(null);
+        baseDigests.push(null);
+        next.push(bytes && types[i] === "json" && bytes[0] === OPEN
+          ? { version: versions[i], bytes, digest: sha256(bytes), depth: 0 } : undefined);
       }
     }
     const [cp, md] = await Promise.all([this.dumpJson(rest), this.dumpJson(metadata)]);
-    await tenantQuery(this.pool, this.tenant,
-      "SELECT cscp.checkpoint_put(s.t, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8::text[], $9::text[], $10::text[], $11::bytea[])",
-      [String(threadId), ns, checkpoint.id, parent, cp, md, channels, versions, types, blobs]);
+    const sql = "SELECT cscp.checkpoint_put(s.t, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8::text[], $9::text[], $10::text[], $11::bytea[], $12::text[], $13::bytea[])";
+    const head = [String(threadId), ns, checkpoint.id, parent, cp, md, channels, versions, types];
+    const extended = bases.some((b) => b !== null);
+    try {
+      await tenantQuery(this.pool, this.tenant, sql,
+        [...head, blobs, extended ? bases : null, extended ? baseDigests : null]);
+    } catch (err) {
+      // 55000: a base is not stored as this saver wrote it (the thread was deleted, expired,
+      // or written by another process); the whole values are.
+      if (!extended || !(err instanceof CscpError) || err.sqlstate !== "55000") throw err;
+      for (let i = 0; i < channels.length; i++) {
+        const bytes = whole[i];
+        next[i] = bytes && types[i] === "json" && bytes[0] === OPEN
+          ? { version: versions[i], bytes, digest: sha256(bytes), depth: 0 } : undefined;
+      }
+      await tenantQuery(this.pool, this.tenant, sql, [...head, whole, null, null]);
+    }
+    for (let i = 0; i < channels.length; i++) {
+      this.written.delete(keys[i]);
+      const w = next[i];
+      if (w) this.written.set(keys[i], w);
+    }
+    while (this.written.size > WRITTEN_MAX) this.written.delete(this.written.keys().next().value!);
     return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
   }
 
@@ -227,6 +323,8 @@ export class CscpSaver extends BaseCheckpointSaver {
   }
 
   async deleteThread(threadId: string): Promise<void> {
+    const prefix = `${String(threadId)}\u0000`;
+    for (const key of [...this.written.keys()]) if (key.startsWith(prefix)) this.written.delete(key);
     await tenantQuery(this.pool, this.tenant, "SELECT cscp.checkpoint_delete_thread(s.t, $2)", [String(threadId)]);
   }
 }

@@ -3,6 +3,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import type pg from "pg";
+import { Command } from "@langchain/langgraph";
 import { CscpSaver } from "../src/index.js";
 // @ts-expect-error: a plain ES module shared with the child process
 import { buildGraph } from "./graph-def.mjs";
@@ -64,6 +65,40 @@ describe("CscpSaver with a StateGraph", () => {
          FROM cscp.checkpoint WHERE tenant_id = $1`, [tenant]);
     // messages changed at the input and in draft; later checkpoints reuse those blobs
     expect(Number(rows[0].message_blobs)).toBeLessThan(Number(rows[0].checkpoints));
+  });
+
+  it("stores a growing messages list as its new messages, and reads it back whole", async () => {
+    const tenant = freshTenant("grow");
+    const saver = new CscpSaver(pool, { tenant });
+    const config = { configurable: { thread_id: "long" } };
+    await buildGraph(saver).invoke({ messages: ["user: cancel my order"] }, config);
+    await buildGraph(saver).invoke(new Command({ resume: "yes" }), config);
+    const { rows } = await admin.query(
+      `SELECT count(*) FILTER (WHERE base IS NULL) AS whole, count(*) FILTER (WHERE base IS NOT NULL) AS extensions
+         FROM cscp.checkpoint_blob WHERE tenant_id = $1 AND channel = 'messages'`, [tenant]);
+    expect(Number(rows[0].whole)).toBe(1);
+    expect(Number(rows[0].extensions)).toBeGreaterThan(1);
+    const expected = ["user: cancel my order", "draft: cancel order 42", "user said yes", "cancelled"];
+    // a saver that wrote nothing reads the whole list, at every checkpoint of the thread
+    const other = new CscpSaver(pool, { tenant });
+    expect((await other.getTuple(config))?.checkpoint.channel_values.messages).toEqual(expected);
+    for await (const t of other.list(config)) {
+      const messages = t.checkpoint.channel_values.messages as string[] | undefined;
+      if (messages) expect(expected.slice(0, messages.length)).toEqual(messages);
+    }
+    // and writes the whole list first, then extends its own
+    await buildGraph(other).invoke({ messages: ["user: thanks"] }, config);
+    const after = await admin.query(
+      `SELECT count(*) FILTER (WHERE base IS NULL) AS whole FROM cscp.checkpoint_blob
+        WHERE tenant_id = $1 AND channel = 'messages'`, [tenant]);
+    expect(Number(after.rows[0].whole)).toBe(2);
+    // the first saver's base is still stored as it wrote it: it extends it past the other's messages
+    await buildGraph(saver).invoke({ messages: ["user: bye"] }, config);
+    const last = (await new CscpSaver(pool, { tenant }).getTuple(config))?.checkpoint.channel_values.messages as string[];
+    expect(last.slice(0, 5)).toEqual([...expected, "user: thanks"]);
+    expect(last).toContain("user: bye");
+    await saver.deleteThread("long");
+    expect(await rowsOf(tenant, "long")).toBe(0);
   });
 
   it("never shows one tenant's thread to another", async () => {

@@ -783,11 +783,22 @@ CREATE TABLE cscp.checkpoint_blob (
     version        text  NOT NULL,
     type           text  NOT NULL,
     blob           bytea,
+    base           text,
+    depth          integer NOT NULL DEFAULT 0 CHECK (depth BETWEEN 0 AND 256),
+    digest         bytea,
     PRIMARY KEY (tenant_id, thread_id, checkpoint_ns, channel, version),
-    FOREIGN KEY (tenant_id, thread_id) REFERENCES cscp.checkpoint_thread ON DELETE CASCADE
+    FOREIGN KEY (tenant_id, thread_id) REFERENCES cscp.checkpoint_thread ON DELETE CASCADE,
+    CHECK ((base IS NULL) = (depth = 0)),
+    CHECK (base IS NULL OR (type = 'json' AND blob IS NOT NULL AND digest IS NOT NULL))
 );
 COMMENT ON TABLE cscp.checkpoint_blob IS
-  'Channel values of LangGraph checkpoints per (tenant, thread, namespace, channel, version), as the client serialised them (type ''empty'': no value)';
+  'Channel values of LangGraph checkpoints per (tenant, thread, namespace, channel, version), as the client serialised them (type ''empty'': no value); with a base, the JSON array of the elements that follow those of version base';
+COMMENT ON COLUMN cscp.checkpoint_blob.base IS
+  'NULL: blob is the whole value; else the version of the same channel whose JSON array this value extends by the elements of blob (a JSON array)';
+COMMENT ON COLUMN cscp.checkpoint_blob.depth IS
+  'How many rows reading the value joins beyond this one: 0 for a whole value, the base''s depth + 1 for an extension';
+COMMENT ON COLUMN cscp.checkpoint_blob.digest IS
+  'SHA-256 of the whole value of a type ''json'' row holding a JSON array (blob), or of its base''s digest followed by blob for an extension: what a client names a base by; NULL for other values, which no extension can follow';
 
 -- Writes of the tasks of a checkpoint's next step, not yet folded into a checkpoint.
 CREATE TABLE cscp.checkpoint_write (
@@ -873,7 +884,8 @@ CREATE OR REPLACE FUNCTION cscp.checkpoint_put(tenant_id text, thread_id text, c
                                     checkpoint_id text, parent_checkpoint_id text,
                                     checkpoint jsonb, metadata jsonb,
                                     channels text[] DEFAULT '{}', versions text[] DEFAULT '{}',
-                                    types text[] DEFAULT '{}', blobs bytea[] DEFAULT '{}')
+                                    types text[] DEFAULT '{}', blobs bytea[] DEFAULT '{}',
+                                    bases text[] DEFAULT NULL, base_digests bytea[] DEFAULT NULL)
 RETURNS timestamptz
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -881,6 +893,9 @@ AS $$
 #variable_conflict use_column
 DECLARE
     v_expires timestamptz;
+    v_channel text;
+    v_base text;
+    v_depth integer;
 BEGIN
     PERFORM cscp.check_tenant(checkpoint_put.tenant_id);
     PERFORM cscp.check_id('thread_id', checkpoint_put.thread_id);
@@ -907,12 +922,63 @@ BEGIN
                   DETAIL = 'Element i of each describes the value of one changed channel; only blobs may hold nulls.',
                   HINT = 'Pass empty arrays when no channel changed.';
     END IF;
+    IF (bases IS NULL) <> (base_digests IS NULL)
+       OR (bases IS NOT NULL AND (cardinality(bases) <> cardinality(channels)
+                                  OR cardinality(base_digests) <> cardinality(channels))) THEN
+        RAISE EXCEPTION 'bases and base_digests must both be NULL or arrays as long as channels'
+            USING ERRCODE = '22023',
+                  DETAIL = 'Element i of each, when not null, says that blobs[i] holds only the elements that follow those of version bases[i] of channels[i], whose digest is base_digests[i].';
+    END IF;
+    IF bases IS NOT NULL THEN
+        SELECT u.c INTO v_channel
+          FROM unnest(channels, types, blobs, bases, base_digests) AS u (c, t, b, base, d)
+         WHERE (u.base IS NULL) <> (u.d IS NULL)
+            OR (u.base IS NOT NULL AND (u.t <> 'json' OR u.b IS NULL OR octet_length(u.b) < 2
+                                        OR get_byte(u.b, 0) <> 91 OR get_byte(u.b, octet_length(u.b) - 1) <> 93))
+         LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'the extension of channel "%" must be a JSON array of type json with a base and its digest', v_channel
+                USING ERRCODE = '22023',
+                      DETAIL = 'A value stored as an extension of a base version holds, as a JSON array, the elements that follow the base''s.';
+        END IF;
+    END IF;
 
     v_expires := cscp.checkpoint_touch(checkpoint_put.tenant_id, checkpoint_put.thread_id);
+    IF bases IS NOT NULL THEN
+        -- An extension names its base by version and digest: a base stored under that version
+        -- with another value (a fork that reused the version number, a thread deleted and
+        -- written again) is not the value the client extended, and it must send the whole one.
+        SELECT u.c, u.base, p.depth INTO v_channel, v_base, v_depth
+          FROM unnest(channels, bases, base_digests) AS u (c, base, d)
+          LEFT JOIN LATERAL (
+               SELECT p.digest, p.depth FROM cscp.checkpoint_blob p
+                WHERE p.tenant_id = checkpoint_put.tenant_id AND p.thread_id = checkpoint_put.thread_id
+                  AND p.checkpoint_ns = checkpoint_put.checkpoint_ns AND p.channel = u.c
+                  AND p.version = u.base LIMIT 1) p ON true
+         WHERE u.base IS NOT NULL AND (p.digest IS DISTINCT FROM u.d OR p.depth >= 256)
+         LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'version "%" of channel "%" is not stored as the base named', v_base, v_channel
+                USING ERRCODE = '55000',
+                      DETAIL = CASE WHEN v_depth >= 256 THEN 'The base already extends 256 others.'
+                                    ELSE 'No value of that version with that digest is stored in the thread.' END,
+                      HINT = 'Send the whole value of the channel instead.';
+        END IF;
+    END IF;
     -- Only the channels that changed: a version already stored keeps its value.
-    INSERT INTO cscp.checkpoint_blob AS b (tenant_id, thread_id, checkpoint_ns, channel, version, type, blob)
-    SELECT checkpoint_put.tenant_id, checkpoint_put.thread_id, checkpoint_put.checkpoint_ns, u.c, u.v, u.t, u.b
-      FROM unnest(channels, versions, types, blobs) AS u (c, v, t, b)
+    INSERT INTO cscp.checkpoint_blob AS b (tenant_id, thread_id, checkpoint_ns, channel, version, type, blob,
+                                           base, depth, digest)
+    SELECT checkpoint_put.tenant_id, checkpoint_put.thread_id, checkpoint_put.checkpoint_ns, u.c, u.v, u.t, u.b,
+           u.base, coalesce(p.depth + 1, 0),
+           CASE WHEN u.base IS NOT NULL THEN sha256(p.digest || u.b)
+                WHEN u.t = 'json' AND octet_length(u.b) >= 2 AND get_byte(u.b, 0) = 91 THEN sha256(u.b) END
+      FROM unnest(channels, versions, types, blobs,
+                  coalesce(bases, array_fill(NULL::text, ARRAY[cardinality(channels)]))) AS u (c, v, t, b, base)
+      LEFT JOIN LATERAL (
+           SELECT p.digest, p.depth FROM cscp.checkpoint_blob p
+            WHERE p.tenant_id = checkpoint_put.tenant_id AND p.thread_id = checkpoint_put.thread_id
+              AND p.checkpoint_ns = checkpoint_put.checkpoint_ns AND p.channel = u.c
+              AND p.version = u.base LIMIT 1) p ON true
     ON CONFLICT (tenant_id, thread_id, checkpoint_ns, channel, version) DO NOTHING;
     INSERT INTO cscp.checkpoint AS c (tenant_id, thread_id, checkpoint_ns, checkpoint_id,
                                       parent_checkpoint_id, checkpoint, metadata)
@@ -931,8 +997,8 @@ BEGIN
     RETURN v_expires;
 END
 $$;
-COMMENT ON FUNCTION cscp.checkpoint_put(text, text, text, text, text, jsonb, jsonb, text[], text[], text[], bytea[]) IS
-  'Store a LangGraph checkpoint (without channel_values) and the values of the channels that changed (channels[i] at versions[i], serialised as types[i], blobs[i]); returns the thread''s new expires_at';
+COMMENT ON FUNCTION cscp.checkpoint_put(text, text, text, text, text, jsonb, jsonb, text[], text[], text[], bytea[], text[], bytea[]) IS
+  'Store a LangGraph checkpoint (without channel_values) and the values of the channels that changed (channels[i] at versions[i], serialised as types[i], blobs[i]; with bases[i], blobs[i] is the JSON array of the elements that follow those of version bases[i], whose digest is base_digests[i]); returns the thread''s new expires_at';
 
 CREATE FUNCTION cscp.checkpoint_put_writes(tenant_id text, thread_id text, checkpoint_ns text,
                                            checkpoint_id text, task_id text, task_path text,
@@ -1020,7 +1086,8 @@ BEGIN
     -- The query names only the filters given (fixed fragments; every value a parameter), so that
     -- each call is planned for them: a thread's newest checkpoint is one backward step of the
     -- primary key, whatever the length of the thread.  The blobs and writes are read for the
-    -- checkpoints returned only.
+    -- checkpoints returned only, each blob by its whole key (LIMIT 1 keeps the planner from
+    -- hashing all of a thread's blobs to find a few).
     RETURN QUERY EXECUTE
        'SELECT c.thread_id, c.checkpoint_ns::text, c.checkpoint_id::text, c.parent_checkpoint_id::text,'
     || '       c.checkpoint, c.metadata, b.channels, b.types, b.blobs, w.task_ids, w.channels, w.types, w.blobs'
@@ -1035,15 +1102,36 @@ BEGIN
     || '         ORDER BY x.checkpoint_id DESC, x.thread_id, x.checkpoint_ns'
     || CASE WHEN checkpoint_list.row_limit IS NULL THEN '' ELSE ' LIMIT $7' END
     || '       ) c'
+    -- A value stored as extensions of a base is the base's JSON array followed by the elements
+    -- of each extension, oldest first: its rows (depth 0 the one named) are found by walking
+    -- the bases, and joined into one array.
     || ' CROSS JOIN LATERAL ('
-    || '       SELECT coalesce(pg_catalog.array_agg(y.channel ORDER BY y.channel), ''{}'') AS channels,'
-    || '              coalesce(pg_catalog.array_agg(y.type ORDER BY y.channel), ''{}'') AS types,'
-    || '              coalesce(pg_catalog.array_agg(y.blob ORDER BY y.channel), ''{}'') AS blobs'
-    || '         FROM pg_catalog.jsonb_each_text(c.checkpoint -> ''channel_versions'') v (channel, version)'
-    || '         JOIN cscp.checkpoint_blob y'
-    || '           ON y.tenant_id = c.tenant_id AND y.thread_id = c.thread_id'
-    || '          AND y.checkpoint_ns = c.checkpoint_ns AND y.channel = v.channel AND y.version = v.version'
-    || '        WHERE y.type <> ''empty'') b'
+    || '       WITH RECURSIVE r (channel, type, blob, base, depth) AS ('
+    || '            SELECT v.channel, y.type, y.blob, y.base, 0'
+    || '              FROM pg_catalog.jsonb_each_text(c.checkpoint -> ''channel_versions'') v (channel, version)'
+    || '             CROSS JOIN LATERAL ('
+    || '                   SELECT y.type, y.blob, y.base FROM cscp.checkpoint_blob y'
+    || '                    WHERE y.tenant_id = c.tenant_id AND y.thread_id = c.thread_id'
+    || '                      AND y.checkpoint_ns = c.checkpoint_ns AND y.channel = v.channel'
+    || '                      AND y.version = v.version AND y.type <> ''empty'' LIMIT 1) y'
+    || '            UNION ALL'
+    || '            SELECT r.channel, y.type, y.blob, y.base, r.depth + 1'
+    || '              FROM r CROSS JOIN LATERAL ('
+    || '                   SELECT y.type, y.blob, y.base FROM cscp.checkpoint_blob y'
+    || '                    WHERE y.tenant_id = c.tenant_id AND y.thread_id = c.thread_id'
+    || '                      AND y.checkpoint_ns = c.checkpoint_ns AND y.channel = r.channel'
+    || '                      AND y.version = r.base LIMIT 1) y)'
+    || '       SELECT coalesce(pg_catalog.array_agg(j.channel ORDER BY j.channel), ''{}'') AS channels,'
+    || '              coalesce(pg_catalog.array_agg(j.type ORDER BY j.channel), ''{}'') AS types,'
+    || '              coalesce(pg_catalog.array_agg(j.blob ORDER BY j.channel), ''{}'') AS blobs'
+    || '         FROM (SELECT r.channel, (pg_catalog.array_agg(r.type ORDER BY r.depth))[1] AS type,'
+    || '                      CASE WHEN pg_catalog.count(*) = 1 THEN (pg_catalog.array_agg(r.blob))[1]'
+    || '                      ELSE ''\x5b''::bytea OPERATOR(pg_catalog.||) coalesce(pg_catalog.string_agg('
+    || '                               pg_catalog.substr(r.blob, 2, pg_catalog.octet_length(r.blob) - 2),'
+    || '                               ''\x2c''::bytea ORDER BY r.depth DESC)'
+    || '                               FILTER (WHERE pg_catalog.octet_length(r.blob) > 2), ''\x''::bytea)'
+    || '                           OPERATOR(pg_catalog.||) ''\x5d''::bytea END AS blob'
+    || '                 FROM r GROUP BY r.channel) j) b'
     || ' CROSS JOIN LATERAL ('
     || '       SELECT coalesce(pg_catalog.array_agg(z.task_id::text ORDER BY z.task_path, z.task_id, z.idx), ''{}'') AS task_ids,'
     || '              coalesce(pg_catalog.array_agg(z.channel ORDER BY z.task_path, z.task_id, z.idx), ''{}'') AS channels,'
