@@ -981,20 +981,21 @@ form_question(const CommandRequest *q, Formation *f)
 
 /*
  * The insert step: the command row, canonicalized, or confirmation_required
- * with its window when asking (the trigger records both steps, received ->
- * canonicalized -> confirmation_required, as an insert and an update
- * would).  Returns the row (COMMAND_RESULT_COLUMNS), its descriptor in
- * *desc.
+ * with its window when asking, or rejected with the reason it was refused
+ * for (the trigger records both steps, received -> canonicalized ->
+ * confirmation_required or rejected, as an insert and an update would), so
+ * that no row stands at canonicalized without its snapshot.  Returns the
+ * row (COMMAND_RESULT_COLUMNS), its descriptor in *desc.
  */
 static HeapTuple
 insert_command(const CommandRequest *q, const Formation *f, TupleDesc *desc)
 {
 	static SPIPlanPtr plan = NULL;
-	static const Oid types[18] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, UUIDOID, UUIDOID,
+	static const Oid types[19] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, UUIDOID, UUIDOID,
 		JSONBOID, TEXTARRAYOID, TEXTOID, BOOLOID, BOOLOID, JSONBOID, TEXTOID, UUIDOID,
-	TEXTOID, TEXTOID, TIMESTAMPTZOID, UUIDOID};
-	Datum		args[18];
-	char		nulls[18];
+	TEXTOID, TEXTOID, TIMESTAMPTZOID, UUIDOID, TEXTOID};
+	Datum		args[19];
+	char		nulls[19];
 	SPITupleTable *tt;
 
 	memset(nulls, ' ', sizeof(nulls));
@@ -1019,46 +1020,28 @@ insert_command(const CommandRequest *q, const Formation *f, TupleDesc *desc)
 	nulls[13] = q->has_target ? ' ' : 'n';
 	args[14] = PointerGetDatum(q->recovery_kind);
 	nulls[14] = q->recovery_kind ? ' ' : 'n';
-	args[15] = CStringGetTextDatum(f->asking ? "confirmation_required" : "canonicalized");
+	args[15] = CStringGetTextDatum(f->reason != NULL ? "rejected" :
+								   f->asking ? "confirmation_required" : "canonicalized");
 	args[16] = f->window;
 	nulls[16] = f->asking ? ' ' : 'n';
 	args[17] = f->command_id;
 	nulls[17] = f->asking ? ' ' : 'n';
+	args[18] = f->reason != NULL ? CStringGetTextDatum(f->reason) : (Datum) 0;
+	nulls[18] = f->reason != NULL ? ' ' : 'n';
 	cscp_spi_plan(&plan,
 				  "INSERT INTO cscp.command AS x (tenant_id, idempotency_key, conversation_id,"
 				  "    actor_id, context_id, frame_id, context_ref, message_ids, command_name,"
 				  "    mutating, auto_confirm, payload, target_fingerprint, state,"
-				  "    target_command_id, recovery_kind, window_expires_at, command_id)"
+				  "    target_command_id, recovery_kind, window_expires_at, command_id, reason_code)"
 				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
-				  "         $16::cscp.command_state, $14, $15, $17, $18)"
+				  "         $16::cscp.command_state, $14, $15, $17, $18, $19)"
 				  " RETURNING " COMMAND_RESULT_COLUMNS,
-				  18, types);
+				  19, types);
 	tt = run(plan, args, nulls, false, SPI_OK_INSERT_RETURNING);
 	if (SPI_processed == 0)
 		cscp_write_skipped("insert a command");
 	*desc = tt->tupdesc;
 	return tt->vals[0];
-}
-
-/* A command refused as it is formed: rejected with reason, so its key replays the refusal. */
-static void
-reject_command(const CommandRequest *q, Datum command_id, const char *reason, CommandResult *r,
-			   MemoryContext callerctx)
-{
-	static SPIPlanPtr plan = NULL;
-	static const Oid types[3] = {TEXTOID, UUIDOID, TEXTOID};
-	Datum		args[3] = {PointerGetDatum(q->tenant_id), command_id, CStringGetTextDatum(reason)};
-	SPITupleTable *tt;
-
-	cscp_spi_plan(&plan,
-				  "UPDATE cscp.command x SET state = 'rejected', reason_code = $3"
-				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2"
-				  " RETURNING " COMMAND_RESULT_COLUMNS,
-				  3, types);
-	tt = run(plan, args, NULL, false, SPI_OK_UPDATE_RETURNING);
-	if (SPI_processed == 0)
-		cscp_write_skipped("reject a command as it is formed");
-	command_result(tt->vals[0], tt->tupdesc, false, r, callerctx);
 }
 
 /*
@@ -1107,9 +1090,7 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	form_question(q, &f);
 	cmd = insert_command(q, &f, &cmddesc);
 	command_id = spi_col(cmd, cmddesc, "cscp.command", "command_id", &isnull);
-	if (f.reason != NULL)
-		reject_command(q, command_id, f.reason, r, callerctx);
-	else if (!f.usable)
+	if (f.reason != NULL || !f.usable)
 		command_result(cmd, cmddesc, false, r, callerctx);
 	else
 	{

@@ -258,18 +258,18 @@ snapshot_facts(CommandFacts *c)
 }
 
 /*
- * Why a command may not leave canonicalized for a state that goes on (not
- * rejected or canceled), as a reason code, or NULL: snapshot-on-execute
+ * Why a command may not reach canonicalized, or leave it for a state that
+ * goes on (not rejected or canceled: leaving), as a reason code, or NULL: snapshot-on-execute
  * needs a mutating command to carry its context, a frame that is its
  * context's as command_submit records it, and its message ids; a frame a
- * command names must match it, mutating or not; a recovery goes on only
- * while its kind applies to its target (retry: failed; reprocess: rejected,
+ * command names must match it, mutating or not; a recovery leaves
+ * canonicalized only while its kind applies to its target (retry: failed; reprocess: rejected,
  * failed or canceled; compensate: executed or failed; cancel: canceled by
  * this very recovery, or, for a mutating cancel that asks the user first
  * (of a gated command: registry.c), not finished yet).
  */
 static const char *
-snapshot_refusal(CommandFacts *c, char **detail)
+snapshot_refusal(CommandFacts *c, bool leaving, char **detail)
 {
 	SnapshotFacts f;
 	bool		ctxnull,
@@ -299,7 +299,7 @@ snapshot_refusal(CommandFacts *c, char **detail)
 						  "of that context's state it was formed from.");
 		return "snapshot_missing";
 	}
-	if (framenull && kindnull)
+	if (framenull && (kindnull || !leaving))
 		return NULL;
 	f = snapshot_facts(c);
 	if (!framenull && !f.frame_ok)
@@ -309,7 +309,7 @@ snapshot_refusal(CommandFacts *c, char **detail)
 						  "The frame the command names does not exist.");
 		return "snapshot_mismatch";
 	}
-	if (!kindnull && (!f.target_ok || !f.applies))
+	if (leaving && !kindnull && (!f.target_ok || !f.applies))
 	{
 		*detail = pstrdup(f.target_ok ?
 						  "The recovery's kind does not apply to its target's state." :
@@ -490,9 +490,10 @@ refusal(CommandFacts *c, CommandState to, char **detail)
 			return "not_approved";
 		}
 	}
-	if (from == CMD_CANONICALIZED && to != CMD_REJECTED && to != CMD_CANCELED)
+	if ((from == CMD_CANONICALIZED && to != CMD_REJECTED && to != CMD_CANCELED) ||
+		to == CMD_CANONICALIZED)
 	{
-		const char *why = snapshot_refusal(c, detail);
+		const char *why = snapshot_refusal(c, to != CMD_CANONICALIZED, detail);
 
 		if (why != NULL)
 			return why;
@@ -860,8 +861,9 @@ log_refused_insert(HeapTuple tuple, TupleDesc desc, CommandState state, const ch
  * The snapshot and recovery rules of a new command (tuple, born in state):
  * a recovery names a command of its conversation and actor, a compensate
  * recovery is mutating (it goes through confirmation), and a command born
- * in confirmation_required has left canonicalized, so snapshot_refusal
- * judges it.
+ * in canonicalized or confirmation_required is held to snapshot_refusal
+ * (a frame of its own context; a command reaches canonicalized only with
+ * the snapshot it was formed from).
  */
 static void
 insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
@@ -914,7 +916,8 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 	}
 	/* A frame named at birth is its own context's, as command_submit records it. */
 	(void) fact_col(&c, "frame_id", &framenull);
-	if (!framenull && state != CMD_CONFIRMATION_REQUIRED && !snapshot_facts(&c).frame_ok)
+	if (!framenull && state != CMD_CONFIRMATION_REQUIRED && state != CMD_CANONICALIZED &&
+		!snapshot_facts(&c).frame_ok)
 	{
 		log_refused_insert(tuple, desc, state, "snapshot_mismatch");
 		ereport(ERROR,
@@ -923,27 +926,33 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 				 errdetail("The frame a command names is its context's state as cscp.command_submit records it: same context, conversation, actor and message ids, and the hash its context_ref gives."),
 				 errhint("Submit it with cscp.command_submit, which records the frame.")));
 	}
-	if (state != CMD_CONFIRMATION_REQUIRED)
+	if (state != CMD_CONFIRMATION_REQUIRED && state != CMD_CANONICALIZED)
 		return;
-	why = snapshot_refusal(&c, &detail);
+	why = snapshot_refusal(&c, state == CMD_CONFIRMATION_REQUIRED, &detail);
 	if (why != NULL)
 		log_refused_insert(tuple, desc, state, why);
 	if (why != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 state == CMD_CANONICALIZED ?
+				 errmsg("a new command cannot be canonicalized (%s)", why) :
 				 errmsg("a new command cannot ask for confirmation (%s)", why),
 				 errdetail("%s", detail),
 				 errhint("Submit it with cscp.command_submit, then move it with cscp.command_transition.")));
 }
 
 /*
- * The state a new command may be born in: received or canonicalized, or
- * confirmation_required when it says all the two steps need (command_submit's
- * insert of a mutating command: mutating, not auto-confirmed, a window).
+ * The state a new command may be born in: received, canonicalized,
+ * rejected (a command refused as it is formed: command_submit records its
+ * refusals so), or confirmation_required when it says all the two steps
+ * need (command_submit's insert of a mutating command: mutating, not
+ * auto-confirmed, a window).
  */
 static void
 insert_state_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 {
+	if (state == CMD_REJECTED)
+		return;
 	if (state == CMD_CONFIRMATION_REQUIRED)
 	{
 		if (!cscp_column_true(tuple, desc, COL(CM_MUTATING)) ||
@@ -963,7 +972,7 @@ insert_state_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 		log_refused_insert(tuple, desc, state, "invalid_birth_state");
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("a new command must be received or canonicalized, not %s",
+				 errmsg("a new command must be received, canonicalized or rejected, not %s",
 						cscp_command_state_names[state]),
 				 errhint("Submit it with cscp.command_submit, then move it with cscp.command_transition.")));
 	}
@@ -1022,15 +1031,29 @@ insert_registry_check(HeapTuple tuple, TupleDesc desc)
 }
 
 /*
- * The columns a new command does not choose: no outcome, confirmation or
- * authorization yet, no window unless born asking, the times now, and one
- * version per step (2 when born asking, as if inserted canonicalized and
- * then asked).  Into edit.
+ * The columns a new command does not choose: no confirmation or
+ * authorization yet, no outcome (but a rejected one's), no window unless
+ * born asking, the times now, and one version per step (2 when born asking
+ * or rejected, as if inserted canonicalized and then moved).  Into edit.
  */
 static void
-insert_defaults(CommandState state, TimestampTz now, CscpRowEdit *edit)
+insert_defaults(HeapTuple tuple, TupleDesc desc, CommandState state, TimestampTz now,
+				CscpRowEdit *edit)
 {
-	cscp_row_edit_set(edit, COL(CM_OUTCOME), (Datum) 0, true);
+	if (state == CMD_REJECTED)
+	{
+		bool		rnull,
+					dnull;
+		Datum		reason = heap_getattr(tuple, COL(CM_REASON_CODE), desc, &rnull);
+		Datum		detail = heap_getattr(tuple, COL(CM_DETAIL), desc, &dnull);
+
+		cscp_row_edit_set(edit, COL(CM_OUTCOME),
+						  make_outcome(state, rnull ? NULL : TextDatumGetCString(reason),
+									   dnull ? NULL : DatumGetJsonbP(detail)),
+						  false);
+	}
+	else
+		cscp_row_edit_set(edit, COL(CM_OUTCOME), (Datum) 0, true);
 	cscp_row_edit_set(edit, COL(CM_CONFIRMED_AT), (Datum) 0, true);
 	cscp_row_edit_set(edit, COL(CM_AUTHORIZED_AT), (Datum) 0, true);
 	if (state != CMD_CONFIRMATION_REQUIRED)
@@ -1039,7 +1062,8 @@ insert_defaults(CommandState state, TimestampTz now, CscpRowEdit *edit)
 	cscp_row_edit_set(edit, COL(CM_UPDATED_AT), TimestampTzGetDatum(now), false);
 	cscp_row_edit_set(edit, COL(CM_LAST_TRANSITION_AT), TimestampTzGetDatum(now), false);
 	cscp_row_edit_set(edit, COL(CM_VERSION),
-					  Int64GetDatum(state == CMD_CONFIRMATION_REQUIRED ? 2 : 1), false);
+					  Int64GetDatum(state == CMD_CONFIRMATION_REQUIRED ||
+									state == CMD_REJECTED ? 2 : 1), false);
 	if (head_seq_att > 0)
 	{
 		cscp_row_edit_set(edit, head_seq_att, Int32GetDatum(0), false);
@@ -1063,15 +1087,17 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 						 "Leave command_id null to have one generated.", &edit);
 	insert_auto_confirm(tuple, desc, &decision, &reason);
 	insert_registry_check(tuple, desc);
-	insert_defaults(state, now, &edit);
+	insert_defaults(tuple, desc, state, now, &edit);
 	tuple = cscp_row_edit_apply(&edit, tuple);
 	insert_snapshot_check(tuple, desc, state);
 
 	/*
 	 * The steps it was born through, recorded as an insert and an update
-	 * would, in one INSERT of evidence.
+	 * would, in one INSERT of evidence: a rejected command was accepted
+	 * for the record (no reason, no detail) and then rejected.
 	 */
-	if (state == CMD_CANONICALIZED || state == CMD_CONFIRMATION_REQUIRED)
+	if (state == CMD_CANONICALIZED || state == CMD_CONFIRMATION_REQUIRED ||
+		state == CMD_REJECTED)
 	{
 		CmdRow		r = deform(tuple, desc);
 		CmdRow		none = {NULL, NULL};
@@ -1080,9 +1106,13 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 
 		transition_event(r, CMD_RECEIVED, CMD_CANONICALIZED, now,
 						 decision, ROW_N(r, COL(CM_REASON_CODE)) ? reason : NULL, &events[n++]);
-		if (state == CMD_CONFIRMATION_REQUIRED)
-			transition_event(r, CMD_CANONICALIZED, CMD_CONFIRMATION_REQUIRED, now, NULL, NULL,
-							 &events[n++]);
+		if (state == CMD_REJECTED)
+		{
+			events[0].reason_code = NULL;
+			events[0].detail = NULL;
+		}
+		if (state != CMD_CANONICALIZED)
+			transition_event(r, CMD_CANONICALIZED, state, now, NULL, NULL, &events[n++]);
 		record_transitions(none, r, events, n);
 		if (head_seq_att > 0)
 			tuple = form_like(tuple, desc, r);
