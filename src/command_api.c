@@ -7,11 +7,12 @@
  *	  against is found, locked and released by context_api.c.
  *
  * The rules themselves are not here: the transition table and the ordering
- * invariants are command_fsm.c's, enforced by its trigger on every write.
- * command_transition locks the command's row, asks the same rules
- * (cscp_command_step_refusal) whether the step is allowed, and records a
- * refused step as an invalid_transition_attempt and returns it with
- * accepted = false instead of running an UPDATE the trigger would refuse.
+ * invariants are command_fsm.c's, enforced by its trigger on every write,
+ * and decided once per write, there.  command_transition locks the
+ * command's row and tries the step's UPDATE in a subtransaction; a step
+ * the trigger refuses (its error names the rule's reason code as a
+ * constraint of cscp.command) is rolled back, recorded as an
+ * invalid_transition_attempt and returned with accepted = false.
  *
  * Every query runs with the caller's rights, so row-level security keeps a
  * caller to its own tenant.  Locks, in the order used everywhere: the
@@ -27,6 +28,7 @@
 #include "context.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -35,6 +37,7 @@
 #include "utils/datum.h"
 #include "utils/fmgrprotos.h"
 #include "utils/lsyscache.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
@@ -522,15 +525,15 @@ step_question(Step *st)
 static void cancel_target(Datum tenant, Datum target_id, Datum recovery_id);
 
 /*
- * An allowed step, written: the earlier question superseded first when
- * this one asks, the command moved by its UPDATE (judged again by the
- * trigger), then what the step does to its context (the question asked,
+ * A step, written: the earlier question superseded first when this one
+ * asks, the command moved by its UPDATE (judged by the trigger; *moving
+ * is true while it runs), then what the step does to its context (the question asked,
  * or the slot naming the command released) and, for an executed
  * compensation, to its target.  The command's reason code, if any, into
  * *reason.
  */
 static void
-step_write(Step *st, HeapTuple cmd, TupleDesc cmddesc, char **reason)
+step_write(Step *st, HeapTuple cmd, TupleDesc cmddesc, char **reason, volatile bool *moving)
 {
 	MovedCommand m;
 	bool		isnull;
@@ -538,11 +541,13 @@ step_write(Step *st, HeapTuple cmd, TupleDesc cmddesc, char **reason)
 
 	if (st->approval || st->asking)
 		supersede_question(st->ctx, st->ctxdesc, st->approval, st->command_id);
+	*moving = true;
 	if (!move_command(cmd, cmddesc, to, st->reason, st->detail, st->window,
 					  !st->approval && !st->asking, &m))
 		cscp_write_skipped(psprintf("move command %s to %s",
 									DatumGetCString(DirectFunctionCall1(uuid_out, st->command_id)),
 									cscp_command_state_names[to]));
+	*moving = false;
 	*reason = m.reason_code;
 	if (st->approval)
 		request_approval(st->ctx, st->ctxdesc, st->command_id, st->approver, st->window);
@@ -562,6 +567,53 @@ step_write(Step *st, HeapTuple cmd, TupleDesc cmddesc, char **reason)
 	if (to == CMD_STARTED && m.recovery_kind != NULL &&
 		strcmp(m.recovery_kind, "cancel") == 0 && !m.target_null)
 		cancel_target(m.tenant, m.target, st->command_id);
+}
+
+/*
+ * The step tried: step_write in a subtransaction, so that the command
+ * trigger is the one judge of the step.  A refusal of the command's UPDATE
+ * (55000 naming a constraint of cscp.command: the rule's reason code) is
+ * rolled back with everything the step wrote and returned, as a reason
+ * code in the caller's memory; NULL when the step was written (its reason
+ * code into *reason).  Any other error is raised again.
+ */
+static const char *
+step_try(Step *st, HeapTuple cmd, TupleDesc cmddesc, char **reason)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	volatile bool moving = false;
+	char	   *volatile why = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		step_write(st, cmd, cmddesc, reason, &moving);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		if (!moving || edata->sqlerrcode != ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE ||
+			edata->constraint_name == NULL || edata->schema_name == NULL ||
+			edata->table_name == NULL || strcmp(edata->schema_name, "cscp") != 0 ||
+			strcmp(edata->table_name, "command") != 0)
+			ReThrowError(edata);
+		why = pstrdup(edata->constraint_name);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	return why;
 }
 
 PG_FUNCTION_INFO_V1(cscp_command_transition);
@@ -608,18 +660,40 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 	step_question(&st);
 
 	/*
-	 * The command's row is locked and judged by the command trigger's own
-	 * rules (cscp_command_step_refusal), given the context step_context
-	 * has read and locked rather than reading it again; a refused step is
-	 * recorded as an invalid_transition_attempt and returned, and only an
-	 * allowed one is written, by an UPDATE that the trigger judges again
-	 * and that RLS, privileges and triggers apply to.
+	 * The command's row is locked, then the step is tried: its UPDATE is
+	 * judged by the command trigger alone, as any UPDATE is (RLS,
+	 * privileges and triggers apply), and a refusal comes back as its
+	 * reason code with nothing written.  Only a question the context
+	 * refuses (step_question) is judged without writing, by the trigger's
+	 * own rules (cscp_command_step_refusal) given the context step_context
+	 * has read and locked, so that the command's own reason comes first.
+	 * A refused step is recorded as an invalid_transition_attempt and
+	 * returned.
 	 */
 	cmd = lock_command(st.command_id, st.tenant, st.tenant_null, &cmddesc);
 	if (cmd == NULL)
 		no_command(st.command_id);
-	why = cscp_command_step_refusal(cmd, cmddesc, st.ctx_read, st.ctx, st.ctxdesc, st.to,
-									&result_state);
+	if (st.context_refusal != NULL)
+	{
+		why = cscp_command_step_refusal(cmd, cmddesc, st.ctx_read, st.ctx, st.ctxdesc, st.to,
+										&result_state);
+		if (why == NULL)
+			why = st.context_refusal;
+	}
+	else
+	{
+		bool		isnull;
+		int			statecol = cscp_column(cmddesc, "cscp.command", "state");
+
+		result_state = cscp_command_state_of(TupleDescAttr(cmddesc, statecol - 1)->atttypid,
+											 heap_getattr(cmd, statecol, cmddesc, &isnull));
+		why = step_try(&st, cmd, cmddesc, &reason);
+		if (why == NULL)
+		{
+			accepted = true;
+			result_state = st.to;
+		}
+	}
 	if (why != NULL && strcmp(why, "not_answered") == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -627,20 +701,12 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 						DatumGetCString(DirectFunctionCall1(uuid_out, st.command_id))),
 				 errdetail("A command is confirmed only by the user's answer to its question."),
 				 errhint("Record the user's answer with cscp.confirm.")));
-	if (why == NULL)
-		why = st.context_refusal;
 	if (why != NULL)
 	{
 		cscp_command_record_refusal(cmd, cmddesc, result_state, st.to, why,
 									refusal_detail(st.reason == (Datum) 0 ? NULL :
 												   TextDatumGetCString(st.reason), st.detail));
 		reason = (char *) why;
-	}
-	else
-	{
-		step_write(&st, cmd, cmddesc, &reason);
-		accepted = true;
-		result_state = st.to;
 	}
 	if (reason != NULL)
 		reason = MemoryContextStrdup(callerctx, reason);

@@ -29,9 +29,12 @@
  *	- compensated needs an executed compensate recovery aimed at it;
  *	- each transition appends one evidence row (evidence.c) and, with
  *	  cscp.notify on, one notification.
- * command_transition judges its step first with the same function
- * (cscp_command_step_refusal), on the row it has locked, so that a refused
- * transition is recorded and returned, not raised.
+ * Each step is judged once, here: command_transition's UPDATE is judged
+ * like any other, and the error of a refusal names the rule's reason code
+ * as its constraint, which command_transition returns (it tries the
+ * UPDATE in a subtransaction).  cscp_command_step_refusal judges a step
+ * by the same rules without writing it, for a question its context
+ * refuses and for command_next_allowed.
  *
  *-------------------------------------------------------------------------
  */
@@ -1147,12 +1150,16 @@ log_refused(CommandFacts *c, CommandState to, const char *id, const char *why)
 }
 
 /*
- * Judge the step from c's state to to (the new version nw, command id):
- * every rule of refusal(), a yes being the recorded answer whose message
- * id the step appends; raised, 55000, with the rule's reason and detail.
+ * Judge the step from c's state to to (the new version nw, command id, of
+ * rel): every rule of refusal(), a yes being the recorded answer whose
+ * message id the step appends; raised, 55000, with the rule's reason and
+ * detail, the reason code also as the error's constraint name (with the
+ * table's schema and name), which is how cscp.command_transition, whose
+ * UPDATE this judges like any other, learns why a step was refused.
  */
 static void
-update_step_check(CommandFacts *c, CmdRow o, CmdRow nw, CommandState to, const char *id)
+update_step_check(Relation rel, CommandFacts *c, CmdRow o, CmdRow nw, CommandState to,
+				  const char *id)
 {
 	const char *why;
 	char	   *detail = NULL;
@@ -1164,7 +1171,8 @@ update_step_check(CommandFacts *c, CmdRow o, CmdRow nw, CommandState to, const c
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("command %s is already %s", id, cscp_command_state_names[to]),
 				 errdetail("Every update of a command is a transition of its lifecycle."),
-				 errhint("Use cscp.command_transition.")));
+				 errhint("Use cscp.command_transition."),
+				 errtableconstraint(rel, "invalid_transition")));
 	}
 	if (to == CMD_CONFIRMED && !ROW_N(nw, COL(CM_MESSAGE_IDS)))
 	{
@@ -1186,7 +1194,8 @@ update_step_check(CommandFacts *c, CmdRow o, CmdRow nw, CommandState to, const c
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("command %s cannot be confirmed without the user's answer", id),
 				 errdetail("%s", detail),
-				 errhint("Record the user's answer with cscp.confirm.")));
+				 errhint("Record the user's answer with cscp.confirm."),
+				 errtableconstraint(rel, why)));
 	if (why != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -1196,7 +1205,8 @@ update_step_check(CommandFacts *c, CmdRow o, CmdRow nw, CommandState to, const c
 				 errmsg("command %s cannot move from \"%s\" to \"%s\" (%s)",
 						id, cscp_command_state_names[c->state], cscp_command_state_names[to], why),
 				 errdetail("%s", detail),
-				 errhint("Use cscp.command_transition, which returns a refusal instead of raising it.")));
+				 errhint("Use cscp.command_transition, which returns a refusal instead of raising it."),
+				 errtableconstraint(rel, why)));
 	if (ROW_N(nw, COL(CM_MESSAGE_IDS)) ||
 		(!ROW_N(o, COL(CM_MESSAGE_IDS)) &&
 		 !array_is_prefix(ROW_V(o, COL(CM_MESSAGE_IDS)), ROW_V(nw, COL(CM_MESSAGE_IDS)))))
@@ -1205,7 +1215,8 @@ update_step_check(CommandFacts *c, CmdRow o, CmdRow nw, CommandState to, const c
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("message_ids of command %s can only grow", id),
-				 errhint("Append the ids of new messages; never remove one.")));
+				 errhint("Append the ids of new messages; never remove one."),
+				 errtableconstraint(rel, "message_ids_shrunk")));
 	}
 }
 
@@ -1272,7 +1283,7 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 			TimestampTzGetDatum(cscp_window_end(row_text(o, COL(CM_TENANT_ID)), "confirmation_ttl"));
 		ROW_N(nw, COL(CM_WINDOW_EXPIRES_AT)) = false;
 	}
-	update_step_check(&c, o, nw, to, id);
+	update_step_check(rel, &c, o, nw, to, id);
 	update_bookkeeping(o, nw, to, updatedcols, now);
 	transition_event(nw, c.state, to, now, NULL, NULL, &e);
 	record_transitions(o, nw, &e, 1);

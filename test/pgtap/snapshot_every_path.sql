@@ -3,9 +3,10 @@
 -- The API records a command refused as it is formed by inserting it rejected (no row ever stands
 -- at canonicalized without its frame); the application role's own INSERT of a frameless
 -- canonicalized row, and its UPDATE of a received row to canonicalized, get 55000 and write
--- nothing.
+-- nothing.  And one judge per step (issue 41): command_transition's refusal is the trigger's,
+-- whose 55000 names the rule's reason code as its constraint for a direct UPDATE too.
 BEGIN;
-SELECT plan(19);
+SELECT plan(22);
 
 SET cscp.clock = '2026-08-01 10:00:00+00';
 CREATE ROLE tap_sep_app;
@@ -79,7 +80,7 @@ SELECT is(pg_temp.err($$INSERT INTO cscp.command (tenant_id, idempotency_key, co
                         VALUES ('sep', 'rcv', 'c1', 'ana', 'lookup', false, '{m1}', 'received')$$),
           'ok', 'a received row needs no frame yet');
 SELECT is(pg_temp.err($$UPDATE cscp.command SET state = 'canonicalized' WHERE idempotency_key = 'rcv'$$),
-          '55000', '... but its UPDATE to canonicalized without one is refused');
+          '55000 snapshot_missing', '... but its UPDATE to canonicalized without one is refused');
 SELECT is((SELECT state FROM cscp.command WHERE idempotency_key = 'rcv'), 'received'::cscp.command_state,
           '... and it stays received');
 SELECT is(pg_temp.err($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id,
@@ -92,6 +93,17 @@ SELECT is(pg_temp.err(format($$INSERT INTO cscp.command (tenant_id, idempotency_
                                SELECT 'sep', 'copy', 'c1', 'ana', 'lookup', false, '{m1}', context_id, frame_id,
                                       context_ref, 'canonicalized' FROM cscp.command WHERE idempotency_key = 'k1'$$)),
           'ok', 'a canonicalized row naming its own context''s matching frame is accepted');
+
+-- 3. One judge: the refusal command_transition returns is the trigger's, as a direct UPDATE meets it.
+SELECT is((SELECT r.accepted || ' ' || r.state || ' ' || r.reason_code
+             FROM cscp.command_transition((SELECT command_id FROM cscp.command WHERE idempotency_key = 'k1'),
+                                          'started') r),
+          'false canonicalized invalid_transition', 'command_transition returns the trigger''s refusal');
+SELECT is(pg_temp.err($$UPDATE cscp.command SET state = 'started' WHERE idempotency_key = 'k1'$$),
+          '55000 invalid_transition', '... which a direct UPDATE meets as 55000 naming the same reason');
+SELECT is((SELECT array_agg(e.reason_code ORDER BY e.seq) FROM cscp.evidence e JOIN cscp.command c USING (tenant_id, command_id)
+            WHERE c.idempotency_key = 'k1' AND e.event_type = 'invalid_transition_attempt'),
+          ARRAY['invalid_transition'], '... the API''s refusal recorded once, the direct one raised');
 
 RESET ROLE;
 SELECT * FROM finish();
