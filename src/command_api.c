@@ -309,6 +309,14 @@ typedef struct MovedCommand
  * together by a role row-level security does not bind, with no
  * cscp.tenant_id set) is an error.
  */
+/* The columns of a command row that a step reads (c_: cscp.command), LOCKED_COMMAND_NCOLS of them. */
+#define LOCKED_COMMAND_COLUMNS \
+	"c_.tenant_id, c_.command_id, c_.conversation_id, c_.state, c_.mutating," \
+	" c_.auto_confirm, c_.confirmed_at, c_.authorized_at, c_.window_expires_at," \
+	" c_.message_ids, c_.context_ref, c_.actor_id, c_.context_id, c_.frame_id," \
+	" c_.recovery_kind, c_.target_command_id, c_.idempotency_key, c_.target_fingerprint"
+#define LOCKED_COMMAND_NCOLS 18
+
 static HeapTuple
 lock_command(Datum command_id, Datum tenant, bool tenant_null, TupleDesc *desc)
 {
@@ -318,12 +326,9 @@ lock_command(Datum command_id, Datum tenant, bool tenant_null, TupleDesc *desc)
 	char		nulls[2] = {' ', ' '};
 
 	cscp_spi_plan(&plan,
-				  "SELECT x.tenant_id, x.command_id, x.conversation_id, x.state, x.mutating,"
-				  "       x.auto_confirm, x.confirmed_at, x.authorized_at, x.window_expires_at,"
-				  "       x.message_ids, x.context_ref, x.actor_id, x.context_id, x.frame_id,"
-				  "       x.recovery_kind, x.target_command_id, x.idempotency_key, x.target_fingerprint"
-				  "  FROM cscp.command x"
-				  " WHERE x.command_id OPERATOR(pg_catalog.=) $1 AND x.tenant_id OPERATOR(pg_catalog.=) coalesce($2, x.tenant_id)"
+				  "SELECT " LOCKED_COMMAND_COLUMNS
+				  "  FROM cscp.command c_"
+				  " WHERE c_.command_id OPERATOR(pg_catalog.=) $1 AND c_.tenant_id OPERATOR(pg_catalog.=) coalesce($2, c_.tenant_id)"
 				  "   FOR UPDATE",
 				  2, argtypes);
 	args[0] = command_id;
@@ -414,6 +419,8 @@ typedef struct Step
 	HeapTuple	ctx;			/* the command's context, locked, or NULL */
 	TupleDesc	ctxdesc;
 	bool		ctx_read;		/* step_context read it (ctx NULL: none) */
+	HeapTuple	cmd;			/* the command, locked with its context, or NULL */
+	TupleDesc	cmddesc;
 	Datum		window;			/* the question's window, when approval or asking */
 	const char *context_refusal;	/* the context refuses the question, or NULL */
 } Step;
@@ -455,6 +462,25 @@ step_args(FunctionCallInfo fcinfo, Oid state_type, Step *st)
  * the order every caller keeps (cscp.confirm and cscp.approve too); the
  * other steps (executed, failed, compensated) lock the command alone.
  */
+/*
+ * Columns from..from+n-1 (0-based) of row (of desc) as a tuple of their
+ * own, its descriptor in *out: one statement's row split into the rows of
+ * the tables it joined, each read by column name as if selected alone.
+ */
+static HeapTuple
+split_row(HeapTuple row, TupleDesc desc, int from, int n, TupleDesc *out)
+{
+	TupleDesc	d = CreateTemplateTupleDesc(n);
+	Datum	   *values = palloc(desc->natts * sizeof(Datum));
+	bool	   *nulls = palloc(desc->natts * sizeof(bool));
+
+	heap_deform_tuple(row, desc, values, nulls);
+	for (int i = 0; i < n; i++)
+		TupleDescCopyEntry(d, i + 1, desc, from + i + 1);
+	*out = d;
+	return heap_form_tuple(d, values + from, nulls + from);
+}
+
 static void
 step_context(Step *st)
 {
@@ -467,22 +493,36 @@ step_context(Step *st)
 	if (!(st->approval || st->asking || to == CMD_CONFIRMED || to == CMD_AUTHZ_PENDING ||
 		  to == CMD_AUTHORIZED || to == CMD_STARTED || to == CMD_REJECTED || to == CMD_CANCELED))
 		return;
+
+	/*
+	 * The context and the command in one statement, locked in that order
+	 * (PostgreSQL locks a row's marks in the order FOR UPDATE OF names
+	 * them); a command without a (visible) context is locked alone by
+	 * lock_command.
+	 */
 	cscp_spi_plan(&plan,
-				  "SELECT " CSCP_CONTEXT_COLUMNS " FROM cscp.command c JOIN cscp.context x"
-				  "    ON x.tenant_id OPERATOR(pg_catalog.=) c.tenant_id AND x.context_id OPERATOR(pg_catalog.=) c.context_id"
-				  " WHERE c.command_id OPERATOR(pg_catalog.=) $1 AND c.tenant_id OPERATOR(pg_catalog.=) coalesce($2, c.tenant_id)"
-				  "   FOR UPDATE OF x",
+				  "SELECT " LOCKED_COMMAND_COLUMNS ", " CSCP_CONTEXT_COLUMNS
+				  "  FROM cscp.command c_ JOIN cscp.context x"
+				  "    ON x.tenant_id OPERATOR(pg_catalog.=) c_.tenant_id AND x.context_id OPERATOR(pg_catalog.=) c_.context_id"
+				  " WHERE c_.command_id OPERATOR(pg_catalog.=) $1 AND c_.tenant_id OPERATOR(pg_catalog.=) coalesce($2, c_.tenant_id)"
+				  "   FOR UPDATE OF x, c_",
 				  2, types);
 	args[0] = st->command_id;
 	args[1] = st->tenant;
 	nulls[1] = st->tenant_null ? 'n' : ' ';
-	if (SPI_execute_plan(plan, args, nulls, false, 1) != SPI_OK_SELECT)
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not lock a context");
 	st->ctx_read = true;
+	if (SPI_processed > 1)
+		many_commands(st->command_id);
 	if (SPI_processed == 1)
 	{
-		st->ctx = SPI_tuptable->vals[0];
-		st->ctxdesc = SPI_tuptable->tupdesc;
+		HeapTuple	row = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+
+		st->cmd = split_row(row, desc, 0, LOCKED_COMMAND_NCOLS, &st->cmddesc);
+		st->ctx = split_row(row, desc, LOCKED_COMMAND_NCOLS, desc->natts - LOCKED_COMMAND_NCOLS,
+							&st->ctxdesc);
 	}
 }
 
@@ -670,7 +710,10 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 	 * A refused step is recorded as an invalid_transition_attempt and
 	 * returned.
 	 */
-	cmd = lock_command(st.command_id, st.tenant, st.tenant_null, &cmddesc);
+	cmd = st.cmd;
+	cmddesc = st.cmddesc;
+	if (cmd == NULL)
+		cmd = lock_command(st.command_id, st.tenant, st.tenant_null, &cmddesc);
 	if (cmd == NULL)
 		no_command(st.command_id);
 	if (st.context_refusal != NULL)
