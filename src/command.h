@@ -62,7 +62,7 @@ typedef enum CscpRegistryMode
 } CscpRegistryMode;
 
 extern bool cscp_registry_mutating(text *tenant, text *name, bool given, CscpRegistryMode mode);
-extern bool cscp_registry_unapproved(Datum tenant, Datum command_id);
+extern bool cscp_registry_unapproved(Datum tenant, Datum command_id, text *name, bool recovery);
 extern bool cscp_registry_recovery_gated(Datum tenant, Datum target_id);
 extern bool cscp_registry_cancel_unapproved(Datum tenant, Datum command_id);
 

@@ -147,6 +147,8 @@ typedef struct CommandFacts
 	bool		window_closed;	/* its confirmation or approval window has passed */
 	bool		answered;		/* a recorded answer confirms it (cscp.answer) */
 	bool		cancel_recovery;	/* a cancel recovery: it only records a cancellation */
+	bool		recovery_approval;	/* a cancel or compensate recovery, or not known:
+									 * its target's class may need an approval */
 	Datum		tenant_id;		/* text */
 	Datum		command_id;		/* uuid */
 	HeapTuple	row;			/* the row, for snapshot_refusal, or NULL */
@@ -179,6 +181,20 @@ static Datum
 fact_col(CommandFacts *c, const char *name, bool *isnull)
 {
 	return heap_getattr(c->row, cscp_column(c->desc, "cscp.command", name), c->desc, isnull);
+}
+
+/* The command's name, when its row is known and has the column, or NULL. */
+static text *
+fact_name(CommandFacts *c)
+{
+	bool		isnull;
+	int			attnum;
+	Datum		d;
+
+	if (c->row == NULL || (attnum = SPI_fnumber(c->desc, "command_name")) <= 0)
+		return NULL;
+	d = heap_getattr(c->row, attnum, c->desc, &isnull);
+	return isnull ? NULL : DatumGetTextPP(d);
 }
 
 /*
@@ -335,6 +351,22 @@ is_cancel(bool isnull, Datum kind)
 }
 
 /*
+ * Whether a recovery_kind value (text; isnull when none) is a cancel or a
+ * compensate: a recovery that needs an approval when its target does.
+ */
+static bool
+is_approval_recovery(bool isnull, Datum kind)
+{
+	text	   *t;
+
+	if (isnull)
+		return false;
+	t = DatumGetTextPP(kind);
+	return is_cancel(false, kind) ||
+		(VARSIZE_ANY_EXHDR(t) == 10 && memcmp(VARDATA_ANY(t), "compensate", 10) == 0);
+}
+
+/*
  * Whether the command's context has ended: "context_closed" when it is
  * closed, "context_expired" when it is expired (recorded or past its
  * expires_at at cscp.now()) or no longer exists; NULL while it is live or
@@ -486,7 +518,8 @@ refusal(CommandFacts *c, CommandState to, char **detail)
 			*detail = pstrdup("A command starts only after it was authorized.");
 			return "not_authorized";
 		}
-		if (cscp_registry_unapproved(c->tenant_id, c->command_id))
+		if (cscp_registry_unapproved(c->tenant_id, c->command_id, fact_name(c),
+									 c->recovery_approval))
 		{
 			*detail = pstrdup("The command registry says this command needs an approval; "
 							  "it starts only after cscp.approve approved it.");
@@ -702,6 +735,8 @@ row_facts(CmdRow r, TupleDesc desc)
 		DatumGetTimestampTz(ROW_V(r, COL(CM_WINDOW_EXPIRES_AT))) <= cscp_now();
 	c.answered = false;
 	c.cancel_recovery = is_cancel(ROW_N(r, COL(CM_RECOVERY_KIND)), ROW_V(r, COL(CM_RECOVERY_KIND)));
+	c.recovery_approval = is_approval_recovery(ROW_N(r, COL(CM_RECOVERY_KIND)),
+											   ROW_V(r, COL(CM_RECOVERY_KIND)));
 	c.tenant_id = ROW_V(r, COL(CM_TENANT_ID));
 	c.command_id = ROW_V(r, COL(CM_COMMAND_ID));
 	c.row = NULL;				/* the caller sets the tuple r came from */
@@ -889,6 +924,7 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 	kind = fact_col(&c, "recovery_kind", &kindnull);
 	(void) fact_col(&c, "target_command_id", &targetnull);
 	c.cancel_recovery = is_cancel(kindnull, kind);
+	c.recovery_approval = is_approval_recovery(kindnull, kind);
 	/* An unknown kind or a missing target is the column rules' to refuse (23514). */
 	if (!kindnull && !targetnull && is_recovery_kind(TextDatumGetCString(kind)))
 	{
@@ -1611,6 +1647,7 @@ facts_of_record(HeapTupleHeader rec, const char *argname, Oid *typoid)
 	c.has_context = !isnull;
 	d = GetAttributeByName(rec, "recovery_kind", &isnull);
 	c.cancel_recovery = is_cancel(isnull, d);
+	c.recovery_approval = is_approval_recovery(isnull, d);
 	/* What may come next: the answer, when it comes, is cscp.confirm's to record. */
 	c.answered = true;
 	c.lock_context = false;		/* a question asked, not a step written */
@@ -1659,6 +1696,7 @@ facts_of_row(HeapTuple row, TupleDesc desc)
 	c.has_context = !isnull;
 	d = heap_getattr(row, cscp_column(desc, "cscp.command", "recovery_kind"), desc, &isnull);
 	c.cancel_recovery = is_cancel(isnull, d);
+	c.recovery_approval = is_approval_recovery(isnull, d);
 	/* A step asked for by command_transition carries no answer. */
 	c.answered = false;
 	c.lock_context = false;		/* command_transition holds the context already */
