@@ -215,6 +215,59 @@ typedef struct SnapshotFacts
 	bool		canceled_by_it; /* a cancel recovery's target is canceled by it */
 } SnapshotFacts;
 
+/* Whether state's key is a JSON string equal to text value (not null). */
+static bool
+state_text_is(Jsonb *state, const char *key, Datum value, bool isnull)
+{
+	JsonbValue *v = cscp_jsonb_get(state, key);
+	text	   *t;
+
+	if (isnull || v == NULL || v->type != jbvString)
+		return false;
+	t = DatumGetTextPP(value);
+	return v->val.string.len == (int) VARSIZE_ANY_EXHDR(t) &&
+		memcmp(v->val.string.val, VARDATA_ANY(t), v->val.string.len) == 0;
+}
+
+/*
+ * Whether state's message_ids is a JSON array of strings that are the
+ * first elements of ids (text[]; not null), as command_submit records it.
+ */
+static bool
+state_ids_prefix(Jsonb *state, Datum ids, bool isnull)
+{
+	JsonbValue *v = cscp_jsonb_get(state, "message_ids");
+	Datum	   *elems;
+	bool	   *enulls;
+	int			n;
+	int			i = 0;
+	JsonbIterator *it;
+	JsonbValue	e;
+	JsonbIteratorToken tok;
+
+	if (isnull || v == NULL || v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data))
+		return false;
+	deconstruct_array(DatumGetArrayTypeP(ids), TEXTOID, -1, false, TYPALIGN_INT, &elems, &enulls, &n);
+	if ((int) JsonContainerSize(v->val.binary.data) > n)
+		return false;
+	it = JsonbIteratorInit(v->val.binary.data);
+	while ((tok = JsonbIteratorNext(&it, &e, true)) != WJB_DONE)
+	{
+		text	   *t;
+
+		if (tok != WJB_ELEM)
+			continue;
+		if (e.type != jbvString || enulls[i])
+			return false;
+		t = DatumGetTextPP(elems[i]);
+		if (e.val.string.len != (int) VARSIZE_ANY_EXHDR(t) ||
+			memcmp(e.val.string.val, VARDATA_ANY(t), e.val.string.len) != 0)
+			return false;
+		i++;
+	}
+	return true;
+}
+
 static SnapshotFacts
 snapshot_facts(CommandFacts *c)
 {
@@ -227,6 +280,7 @@ snapshot_facts(CommandFacts *c)
 	char		nulls[11];
 	SnapshotFacts f;
 	bool		isnull;
+	Datum		state;
 
 	args[0] = c->tenant_id;
 	args[1] = c->command_id;
@@ -240,18 +294,18 @@ snapshot_facts(CommandFacts *c)
 	nulls[10] = ' ';
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+
+	/*
+	 * The frame's columns are compared here, its state (read once: it may
+	 * be stored compressed) in C below.  Its context_hash is generated from
+	 * its state by the table (a generated column, never written), so it is
+	 * compared with the command's context_ref, not computed again.
+	 */
 	cscp_spi_plan(&plan,
 				  "SELECT f.frame_id IS NOT NULL,"
 				  "       coalesce(f.conversation_id OPERATOR(pg_catalog.=) $3 AND f.context_id OPERATOR(pg_catalog.=) $5"
-				  "                AND f.context_hash OPERATOR(pg_catalog.=) cscp.canonical_hash(f.state)"
 				  "                AND $7 OPERATOR(pg_catalog.->>) 'frame_id' OPERATOR(pg_catalog.=) $6::pg_catalog.text AND $7 OPERATOR(pg_catalog.->>) 'context_id' OPERATOR(pg_catalog.=) $5::pg_catalog.text"
-				  "                AND $7 OPERATOR(pg_catalog.->>) 'context_hash' OPERATOR(pg_catalog.=) f.context_hash"
-				  "                AND f.state OPERATOR(pg_catalog.->>) 'tenant_id' OPERATOR(pg_catalog.=) $1 AND f.state OPERATOR(pg_catalog.->>) 'conversation_id' OPERATOR(pg_catalog.=) $3"
-				  "                AND f.state OPERATOR(pg_catalog.->>) 'actor_id' OPERATOR(pg_catalog.=) $4"
-				  "                AND CASE WHEN pg_catalog.jsonb_typeof(f.state OPERATOR(pg_catalog.->) 'message_ids') OPERATOR(pg_catalog.=) 'array'"
-				  "                         THEN f.state OPERATOR(pg_catalog.->) 'message_ids' OPERATOR(pg_catalog.=)"
-				  "                              pg_catalog.to_jsonb($8[1:pg_catalog.jsonb_array_length(f.state OPERATOR(pg_catalog.->) 'message_ids')])"
-				  "                         ELSE false END, false),"
+				  "                AND $7 OPERATOR(pg_catalog.->>) 'context_hash' OPERATOR(pg_catalog.=) f.context_hash, false),"
 				  "       coalesce(t.conversation_id OPERATOR(pg_catalog.=) $3 AND t.actor_id OPERATOR(pg_catalog.=) $4, false),"
 				  "       coalesce(CASE WHEN $9 OPERATOR(pg_catalog.=) 'retry' THEN t.state OPERATOR(pg_catalog.=) 'failed'"
 				  "                WHEN $9 OPERATOR(pg_catalog.=) 'reprocess' THEN t.state OPERATOR(pg_catalog.=) ANY ('{rejected,failed,canceled}')"
@@ -260,7 +314,8 @@ snapshot_facts(CommandFacts *c)
 				  "                                    AND t.detail OPERATOR(pg_catalog.->>) 'recovery_command_id' OPERATOR(pg_catalog.=) $2::pg_catalog.text)"
 				  "                                   OR ($11 AND t.state OPERATOR(pg_catalog.<>) ALL ('{rejected,executed,failed,canceled,compensated}'))"
 				  "                END, false),"
-				  "       coalesce(t.state OPERATOR(pg_catalog.=) 'canceled' AND t.detail OPERATOR(pg_catalog.->>) 'recovery_command_id' OPERATOR(pg_catalog.=) $2::pg_catalog.text, false)"
+				  "       coalesce(t.state OPERATOR(pg_catalog.=) 'canceled' AND t.detail OPERATOR(pg_catalog.->>) 'recovery_command_id' OPERATOR(pg_catalog.=) $2::pg_catalog.text, false),"
+				  "       f.state"
 				  "  FROM (VALUES (1)) AS one (x)"
 				  "  LEFT JOIN cscp.frame f ON f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.frame_id OPERATOR(pg_catalog.=) $6"
 				  "  LEFT JOIN cscp.command t ON t.tenant_id OPERATOR(pg_catalog.=) $1 AND t.command_id OPERATOR(pg_catalog.=) $10",
@@ -272,6 +327,18 @@ snapshot_facts(CommandFacts *c)
 	f.target_ok = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
 	f.applies = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
 	f.canceled_by_it = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull));
+	state = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 6, &isnull);
+	/* the state is its command's: tenant, conversation, actor and message ids */
+	if (f.frame_ok)
+	{
+		Jsonb	   *st = isnull ? NULL : DatumGetJsonbP(state);
+
+		f.frame_ok = st != NULL && JB_ROOT_IS_OBJECT(st) &&
+			state_text_is(st, "tenant_id", args[0], nulls[0] == 'n') &&
+			state_text_is(st, "conversation_id", args[2], nulls[2] == 'n') &&
+			state_text_is(st, "actor_id", args[3], nulls[3] == 'n') &&
+			state_ids_prefix(st, args[7], nulls[7] == 'n');
+	}
 	SPI_finish();
 	return f;
 }
