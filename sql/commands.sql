@@ -6,8 +6,33 @@
 SET cscp.clock = '2026-03-01 10:00:00+00';
 \set SHOW_CONTEXT never
 
+-- A command of tenant 'tc' (key, name, mutating, auto_confirm) inserted directly in state st
+-- with the snapshot of a read-only command submitted to the context of conv first (its context,
+-- frame, context_ref and message ids): no row reaches canonicalized without the frame it was
+-- formed from (issue 39, item 10), so a direct INSERT names one of its own context.
+CREATE FUNCTION pg_temp.framed(conv text, key text, name text, mut boolean, auto boolean,
+                               st cscp.command_state) RETURNS uuid
+LANGUAGE plpgsql AS $$
+DECLARE
+    seed uuid;
+    id uuid;
+BEGIN
+    PERFORM cscp.context_open('tc', conv, 'actor');
+    seed := (cscp.command_submit('tc', conv, 'actor', key || ':seed', 'lookup', false,
+                                 ARRAY[conv || ':m1'])).command_id;
+    INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name,
+                              mutating, auto_confirm, state, context_id, frame_id, context_ref,
+                              message_ids)
+    SELECT 'tc', key, conv, 'actor', name, mut, auto, st, c.context_id, c.frame_id, c.context_ref,
+           c.message_ids
+      FROM cscp.command c WHERE c.tenant_id = 'tc' AND c.command_id = seed
+    RETURNING command_id INTO id;
+    RETURN id;
+END
+$$;
+
 -- A command of tenant 'tc' in conversation conv, driven along allowed edges into state st.
--- received is a direct INSERT (command_submit always canonicalizes); canonicalized is a
+-- received is a direct INSERT with its snapshot (command_submit always canonicalizes); canonicalized is a
 -- non-mutating submit; every other state starts from a mutating submit (confirmation_required)
 -- and goes on through confirmed, authz_pending, authorized, started; compensated is executed and
 -- then compensated by an executed compensate recovery.
@@ -22,11 +47,7 @@ DECLARE
 BEGIN
     PERFORM cscp.context_open('tc', conv, 'actor');
     IF st = 'received' THEN
-        INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id,
-                                  command_name, mutating)
-        VALUES ('tc', conv || ':k', conv, 'actor', 'lookup', false)
-        RETURNING command_id INTO id;
-        RETURN id;
+        RETURN pg_temp.framed(conv, conv || ':k', 'lookup', false, false, 'received');
     END IF;
     path := CASE st
         WHEN 'canonicalized' THEN '{}'
@@ -242,9 +263,7 @@ SELECT try($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_
 -- canonicalized -> authz_pending: allowed by the table, refused for a mutating command that the
 -- policy does not auto-confirm (it must go through confirmation), allowed for a read-only one.
 SELECT (cscp.context_open('tc', 'inv-1', 'actor')).status AS opened;
-INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name,
-                          mutating, state)
-VALUES ('tc', 'inv-1:k', 'inv-1', 'actor', 'transfer', true, 'canonicalized');
+SELECT pg_temp.framed('inv-1', 'inv-1:k', 'transfer', true, false, 'canonicalized') IS NOT NULL AS inserted;
 SELECT accepted, state, reason_code
   FROM cscp.command_transition((SELECT command_id FROM cscp.command WHERE idempotency_key = 'inv-1:k'),
                                'authz_pending');
@@ -308,9 +327,7 @@ SELECT try($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_
              VALUES ('tc-other', 'auto-2:k', 'auto-2', 'actor', 'refresh_cache', true, true, 'canonicalized')$$);
 SELECT count(*) AS written FROM cscp.command WHERE idempotency_key = 'auto-2:k';
 -- ... and one the policy lists is accepted, its evidence saying so.
-INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name,
-                          mutating, auto_confirm, state)
-VALUES ('tc', 'auto-3:k', 'auto-3', 'actor', 'refresh_cache', true, true, 'canonicalized');
+SELECT pg_temp.framed('auto-3', 'auto-3:k', 'refresh_cache', true, true, 'canonicalized') IS NOT NULL AS inserted;
 SELECT e.event_type, e.decision, e.reason_code
   FROM cscp.evidence e JOIN cscp.command c USING (tenant_id, command_id) WHERE c.idempotency_key = 'auto-3:k';
 -- auto_confirm, once recorded, cannot be changed.
@@ -597,10 +614,16 @@ SELECT r.s, st.state, st.terminal, st.reason_code, st.next_allowed, st.recovery_
 SET cscp.clock = '2026-03-01 15:00:00+00';
 SELECT r.s, st.next_allowed FROM reach r, cscp.command_status(r.id) st WHERE NOT st.terminal ORDER BY r.s;
 -- A mutating command in canonicalized may not go to authz_pending (not confirmed), nor, when it
--- was inserted directly with no context, frame or message ids, to confirmation_required
--- (snapshot_missing); an executed command may not be compensated until a compensation has
--- executed.
-SELECT next_allowed FROM cscp.command_status((SELECT command_id FROM cscp.command WHERE idempotency_key = 'inv-1:k'));
+-- has no context, frame or message ids, to confirmation_required (snapshot_missing): no write
+-- makes such a row (a 0.1.0 row or damage may be one), so it is put there with the triggers
+-- off; an executed command may not be compensated until a compensation has executed.
+SET session_replication_role = replica;
+INSERT INTO cscp.command (tenant_id, command_id, idempotency_key, conversation_id, actor_id,
+                          command_name, mutating, state, version)
+VALUES ('tc-forced', cscp.routing_id('inv-0'), 'inv-0:k', 'inv-0', 'actor', 'transfer', true,
+        'canonicalized', 1);
+RESET session_replication_role;
+SELECT next_allowed FROM cscp.command_status((SELECT command_id FROM cscp.command WHERE idempotency_key = 'inv-0:k'));
 SELECT next_allowed FROM cscp.command_status((SELECT target FROM comp2));
 SELECT try($$SELECT cscp.command_status(NULL)$$);
 SELECT try($$SELECT cscp.command_status('00000000-0000-4000-8000-000000000000')$$);

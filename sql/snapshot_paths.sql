@@ -1,8 +1,8 @@
 \i sql/include/helpers.sql
 -- Snapshot on every path (CSCP VIII.A): a command row names a frame only of its own context,
 -- with the hash its context_ref gives, whoever writes it (the guard trigger), and any command,
--- read-only too, goes on from canonicalized only with its frame (a cancel recovery, which only
--- records a cancellation, excepted).  Direct SQL as a tenant-bound application role; as the
+-- read-only too, reaches or goes on from canonicalized only with its frame (a cancel recovery,
+-- which only records a cancellation, excepted).  Direct SQL as a tenant-bound application role; as the
 -- owner with the guard trigger off, the forged row is reported by check_invariants.
 SET timezone = 'UTC';
 SET cscp.clock = '2026-09-01 09:00:00+00';
@@ -48,14 +48,19 @@ SELECT label, try(format($f$INSERT INTO cscp.command (tenant_id, idempotency_key
  ORDER BY 1;
 SELECT count(*) AS forged_rows FROM cscp.command WHERE idempotency_key LIKE 'x-%';
 
--- 2. With no context and no frame a command may be recorded canonicalized (the API records its
--- refusals so), but it goes on to nothing but rejected or canceled, read-only or not.
+-- 2. With no context and no frame no command is recorded canonicalized, read-only or not (the
+-- API records its refusals as rejected): 55000 at the INSERT, no row; a received one is refused
+-- its step to canonicalized.
+SELECT try($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name,
+                                      mutating, message_ids, state)
+             VALUES ('sp', 'bare', 'c1', 'ana', 'lookup', false, '{m1}', 'canonicalized')$$);
+SELECT count(*) AS bare_rows FROM cscp.command WHERE idempotency_key = 'bare';
 INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name, mutating,
                           message_ids, state)
-VALUES ('sp', 'bare', 'c1', 'ana', 'lookup', false, '{m1}', 'canonicalized');
+VALUES ('sp', 'bare', 'c1', 'ana', 'lookup', false, '{m1}', 'received');
 SELECT accepted, state, reason_code FROM cscp.command_transition(
-    (SELECT command_id FROM cscp.command WHERE idempotency_key = 'bare'), 'authz_pending');
-SELECT try($$UPDATE cscp.command SET state = 'authz_pending' WHERE idempotency_key = 'bare'$$);
+    (SELECT command_id FROM cscp.command WHERE idempotency_key = 'bare'), 'canonicalized');
+SELECT try($$UPDATE cscp.command SET state = 'canonicalized' WHERE idempotency_key = 'bare'$$);
 SELECT accepted, state FROM cscp.command_transition(
     (SELECT command_id FROM cscp.command WHERE idempotency_key = 'bare'), 'canceled');
 -- The API's read-only command goes on with its frame.

@@ -31,14 +31,24 @@ SELECT f.context_hash = c.context_ref ->> 'context_hash' AS frame_matches,
  WHERE c.command_id = pg_temp.cmd('k1');
 
 ---------------------------------------------------------------------------------------------------
--- 2. A mutating command inserted directly with no context, frame or message ids stays in
--- canonicalized: no confirmation request, no auto-confirmed run (55000 by UPDATE,
--- snapshot_missing from command_transition), nothing written.
+-- 2. A mutating command inserted directly with no context, frame or message ids never reaches
+-- canonicalized (55000 at the INSERT, no row), and one inserted received stays there: no
+-- confirmation request, no auto-confirmed run (55000 by UPDATE, snapshot_missing from
+-- command_transition), nothing written.
+SELECT try($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name,
+                                      mutating, state)
+             VALUES ('sr', 'bare', 'c1', 'ana', 'transfer', true, 'canonicalized')$$);
+SELECT try($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name,
+                                      mutating, auto_confirm, state)
+             VALUES ('sr', 'bare-ping', 'c1', 'ana', 'ping', true, true, 'canonicalized')$$);
+SELECT count(*) AS bare_rows FROM cscp.command WHERE idempotency_key IN ('bare', 'bare-ping');
 INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name, mutating, state)
-VALUES ('sr', 'bare', 'c1', 'ana', 'transfer', true, 'canonicalized');
+VALUES ('sr', 'bare', 'c1', 'ana', 'transfer', true, 'received');
 INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name, mutating,
                           auto_confirm, state)
-VALUES ('sr', 'bare-ping', 'c1', 'ana', 'ping', true, true, 'canonicalized');
+VALUES ('sr', 'bare-ping', 'c1', 'ana', 'ping', true, true, 'received');
+SELECT try($$UPDATE cscp.command SET state = 'canonicalized' WHERE command_id = pg_temp.cmd('bare')$$);
+SELECT accepted, state, reason_code FROM cscp.command_transition(pg_temp.cmd('bare'), 'canonicalized');
 SELECT try($$UPDATE cscp.command SET state = 'confirmation_required', window_expires_at = cscp.now() + interval '5 minutes'
               WHERE command_id = pg_temp.cmd('bare')$$);
 SELECT accepted, state, reason_code FROM cscp.command_transition(pg_temp.cmd('bare'), 'confirmation_required');
@@ -51,7 +61,7 @@ SELECT try($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_
              VALUES ('sr', 'bare-2', 'c1', 'ana', 'transfer', true, '{m1}', 'confirmation_required',
                      cscp.now() + interval '5 minutes')$$);
 SELECT count(*) AS bare_2_rows FROM cscp.command WHERE idempotency_key = 'bare-2';
--- Either may still be refused or canceled.
+-- Received, it is not even canceled: it goes nowhere.
 SELECT accepted, state FROM cscp.command_transition(pg_temp.cmd('bare'), 'canceled');
 
 ---------------------------------------------------------------------------------------------------
@@ -111,24 +121,25 @@ SELECT label, try(format($f$INSERT INTO cscp.command (tenant_id, idempotency_key
   FROM (VALUES ('not mutating', 'c1', 'ana', 'false'),
                ('other conversation', 'c2', 'ana', 'true'),
                ('other actor', 'c1', 'eve', 'true')) AS t(label, conv, actor, mutating);
--- A mutating compensation inserted directly has no frame: it cannot go on, so k1 cannot become
--- compensated by it.
-INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name, mutating,
-                          message_ids, recovery_kind, target_command_id, state)
-VALUES ('sr', 'undo-forged', 'c1', 'ana', 'transfer:compensate', true, '{m1}', 'compensate', pg_temp.cmd('k1'),
-        'canonicalized');
-SELECT accepted, state, reason_code FROM cscp.command_transition(pg_temp.cmd('undo-forged'), 'confirmation_required');
+-- A mutating compensation inserted directly has no frame: it is refused (snapshot_missing, no
+-- row), so k1 cannot become compensated by it.
+SELECT try($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name,
+                                      mutating, message_ids, recovery_kind, target_command_id, state)
+             SELECT 'sr', 'undo-forged', 'c1', 'ana', 'transfer:compensate', true, '{m1}', 'compensate',
+                    pg_temp.cmd('k1'), 'canonicalized'$$);
 SELECT accepted, state, reason_code FROM cscp.command_transition(pg_temp.cmd('k1'), 'compensated');
--- A retry of a command that did not fail, a cancel that canceled nothing: inserted, they cannot
--- go on (snapshot_missing: the retry has no frame; recovery_not_applicable), by command_transition
--- or by UPDATE.
+-- A retry of a command that did not fail, a cancel that canceled nothing: the retry, which has no
+-- frame, is refused as it is inserted (snapshot_missing); the cancel, inserted, cannot go on
+-- (recovery_not_applicable), by command_transition or by UPDATE.
 SELECT state FROM cscp.command_submit('sr', 'c1', 'ana', 'k2', 'transfer', true, '{m3}');
+SELECT try($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name,
+                                      mutating, recovery_kind, target_command_id, state)
+             SELECT 'sr', 'retry-forged', 'c1', 'ana', 'lookup', false, 'retry', pg_temp.cmd('k1'),
+                    'canonicalized'$$);
 INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name, mutating,
                           recovery_kind, target_command_id, state)
-VALUES ('sr', 'retry-forged', 'c1', 'ana', 'lookup', false, 'retry', pg_temp.cmd('k1'), 'canonicalized'),
-       ('sr', 'cancel-forged', 'c1', 'ana', 'transfer:cancel', false, 'cancel', pg_temp.cmd('k2'),
+VALUES ('sr', 'cancel-forged', 'c1', 'ana', 'transfer:cancel', false, 'cancel', pg_temp.cmd('k2'),
         'canonicalized');
-SELECT accepted, state, reason_code FROM cscp.command_transition(pg_temp.cmd('retry-forged'), 'authz_pending');
 SELECT accepted, state, reason_code FROM cscp.command_transition(pg_temp.cmd('cancel-forged'), 'authz_pending');
 SELECT try($$UPDATE cscp.command SET state = 'authz_pending' WHERE command_id = pg_temp.cmd('cancel-forged')$$);
 SELECT state FROM cscp.command WHERE command_id = pg_temp.cmd('k2');

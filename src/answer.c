@@ -14,6 +14,7 @@
  */
 #include "cscp.h"
 #include "command.h"
+#include "context.h"
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"

@@ -52,13 +52,6 @@ extern const char *cscp_command_step_refusal(HeapTuple row, TupleDesc desc, bool
 extern void cscp_command_record_refusal(HeapTuple row, TupleDesc desc, CommandState from,
 										CommandState to, const char *why, Jsonb *detail);
 
-/* command_api.c: the command functions on the hot path */
-extern void cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id,
-								 text *message_id, const char *why);
-extern void cscp_key_lock(text *tenant, const char *key, int keylen);
-extern bool cscp_context_for(text *tenant, text *conversation, text *actor,
-							 HeapTuple *ctx, TupleDesc *desc);
-
 /* registry.c: whether a command mutates, and the governance of a tenant */
 typedef enum CscpRegistryMode
 {
@@ -69,7 +62,7 @@ typedef enum CscpRegistryMode
 } CscpRegistryMode;
 
 extern bool cscp_registry_mutating(text *tenant, text *name, bool given, CscpRegistryMode mode);
-extern bool cscp_registry_unapproved(Datum tenant, Datum command_id);
+extern bool cscp_registry_unapproved(Datum tenant, Datum command_id, text *name, bool recovery);
 extern bool cscp_registry_recovery_gated(Datum tenant, Datum target_id);
 extern bool cscp_registry_cancel_unapproved(Datum tenant, Datum command_id);
 

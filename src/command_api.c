@@ -1,16 +1,18 @@
 /*-------------------------------------------------------------------------
  *
  * command_api.c
- *	  cscp.command_transition and the context release it shares with the
- *	  answers (confirm, approve): the calls a command makes most often once
- *	  it exists, in C with saved plans rather than in PL/pgSQL.
+ *	  cscp.command_submit, cscp.command_recover and cscp.command_transition:
+ *	  forming a command (or replaying it) and moving it along its lifecycle,
+ *	  in C with saved plans rather than in PL/pgSQL.  The context they work
+ *	  against is found, locked and released by context_api.c.
  *
  * The rules themselves are not here: the transition table and the ordering
- * invariants are command_fsm.c's, enforced by its trigger on every write.
- * command_transition locks the command's row, asks the same rules
- * (cscp_command_step_refusal) whether the step is allowed, and records a
- * refused step as an invalid_transition_attempt and returns it with
- * accepted = false instead of running an UPDATE the trigger would refuse.
+ * invariants are command_fsm.c's, enforced by its trigger on every write,
+ * and decided once per write, there.  command_transition locks the
+ * command's row and tries the step's UPDATE in a subtransaction; a step
+ * the trigger refuses (its error names the rule's reason code as a
+ * constraint of cscp.command) is rolled back, recorded as an
+ * invalid_transition_attempt and returned with accepted = false.
  *
  * Every query runs with the caller's rights, so row-level security keeps a
  * caller to its own tenant.  Locks, in the order used everywhere: the
@@ -23,8 +25,10 @@
  */
 #include "cscp.h"
 #include "command.h"
+#include "context.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -33,47 +37,16 @@
 #include "utils/datum.h"
 #include "utils/fmgrprotos.h"
 #include "utils/lsyscache.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
 static void check_object(const char *argname, Jsonb *value);
 
-/*
- * The columns of a context row that the functions here read (by name):
- * the select list of every query that hands a context row to them.
- */
-#define CONTEXT_COLUMNS \
-	"x.tenant_id, x.context_id, x.conversation_id, x.actor_id, x.status, x.expires_at," \
-	" x.slots, x.last_message_id, x.last_command_id, x.reason"
-
 /* The columns of a command row that a replay and an answer read. */
 #define COMMAND_RESULT_COLUMNS \
 	"x.command_id, x.state, x.outcome, x.last_transition_at"
 
-
-/* Whether slots holds a pending question under key (an object) naming command_id. */
-static bool
-slot_names_command(Jsonb *slots, const char *key, const char *command_id)
-{
-	JsonbValue *v = cscp_jsonb_get(slots, key);
-	JsonbValue *id;
-
-	if (v == NULL || v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
-		return false;
-	id = getKeyJsonValueFromContainer(v->val.binary.data, "command_id", strlen("command_id"), NULL);
-	return id != NULL && id->type == jbvString &&
-		id->val.string.len == (int) strlen(command_id) &&
-		memcmp(id->val.string.val, command_id, id->val.string.len) == 0;
-}
-
-/* Whether slots still holds a pending question under key (an object). */
-static bool
-slot_pending(Jsonb *slots, const char *key)
-{
-	JsonbValue *v = cscp_jsonb_get(slots, key);
-
-	return v != NULL && v->type == jbvBinary && JsonContainerIsObject(v->val.binary.data);
-}
 
 /*
  * Supersede the question (a confirmation, or an approval) that the context
@@ -111,79 +84,6 @@ supersede_question(HeapTuple ctx, TupleDesc ctxdesc, bool approval, Datum comman
 				  6, types);
 	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not supersede a question");
-}
-
-/*
- * Clear the pending_confirmation and pending_approval slots of the context
- * row ctx (a whole cscp.context row) that name command_id, and bring the
- * context back to active, with reason why when given, once nothing is
- * pending any more.  A use of the context: its TTL slides, the command
- * becomes its last one, and message_id (the actor's answer; NULL: none)
- * its last message.  Expired or closed contexts stay as they are.  The
- * caller is connected to SPI and holds the context's row lock.
- */
-void
-cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id, text *message_id,
-					 const char *why)
-{
-	static SPIPlanPtr plan = NULL;
-	static const Oid argtypes[7] = {TEXTOID, UUIDOID, JSONBOID, BOOLOID, TEXTOID, UUIDOID, TEXTOID};
-	bool		isnull;
-	char	   *status = SPI_getvalue(ctx, desc, cscp_column(desc, "cscp.context", "status"));
-	Datum		expires = heap_getattr(ctx, cscp_column(desc, "cscp.context", "expires_at"),
-									   desc, &isnull);
-	Jsonb	   *slots;
-	char	   *id;
-	bool		changed = false;
-	Datum		args[7];
-	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
-
-	if (!cscp_context_usable(status, isnull, DatumGetTimestampTz(expires), cscp_now()))
-		return;
-
-	slots = DatumGetJsonbP(heap_getattr(ctx, cscp_column(desc, "cscp.context", "slots"),
-										desc, &isnull));
-	id = DatumGetCString(DirectFunctionCall1(uuid_out, command_id));
-	if (slot_names_command(slots, "pending_confirmation", id))
-	{
-		slots = DatumGetJsonbP(DirectFunctionCall2(jsonb_delete, JsonbPGetDatum(slots),
-												   CStringGetTextDatum("pending_confirmation")));
-		changed = true;
-	}
-	if (slot_names_command(slots, "pending_approval", id))
-	{
-		slots = DatumGetJsonbP(DirectFunctionCall2(jsonb_delete, JsonbPGetDatum(slots),
-												   CStringGetTextDatum("pending_approval")));
-		changed = true;
-	}
-	if (!changed)
-		return;
-
-	args[0] = heap_getattr(ctx, cscp_column(desc, "cscp.context", "tenant_id"), desc, &isnull);
-	args[1] = heap_getattr(ctx, cscp_column(desc, "cscp.context", "context_id"), desc, &isnull);
-	args[2] = JsonbPGetDatum(slots);
-	args[3] = BoolGetDatum(slot_pending(slots, "pending_confirmation") ||
-						   slot_pending(slots, "pending_approval"));
-	if (why != NULL)
-		args[4] = CStringGetTextDatum(why);
-	else
-		nulls[4] = 'n';
-	args[5] = command_id;
-	args[6] = PointerGetDatum(message_id);
-	nulls[6] = message_id != NULL ? ' ' : 'n';
-	cscp_spi_plan(&plan,
-				  "UPDATE cscp.context x"
-				  "   SET slots = $3,"
-				  "       status = CASE WHEN x.status OPERATOR(pg_catalog.=) 'pending' AND NOT $4"
-				  "                     THEN 'active'::cscp.context_status ELSE x.status END,"
-				  "       reason = coalesce($5, x.reason),"
-				  "       last_command_id = $6,"
-				  "       last_message_id = coalesce($7, x.last_message_id),"
-				  "       expires_at = cscp.context_touch(x)"
-				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2",
-				  7, argtypes);
-	cscp_spi_write_one(plan, args, nulls, SPI_OK_UPDATE,
-					   psprintf("release the context slots of command %s", id));
 }
 
 /* The approver_id of an approval request's detail, checked; NULL when absent. */
@@ -409,6 +309,14 @@ typedef struct MovedCommand
  * together by a role row-level security does not bind, with no
  * cscp.tenant_id set) is an error.
  */
+/* The columns of a command row that a step reads (c_: cscp.command), LOCKED_COMMAND_NCOLS of them. */
+#define LOCKED_COMMAND_COLUMNS \
+	"c_.tenant_id, c_.command_id, c_.conversation_id, c_.state, c_.mutating," \
+	" c_.auto_confirm, c_.confirmed_at, c_.authorized_at, c_.window_expires_at," \
+	" c_.message_ids, c_.context_ref, c_.actor_id, c_.context_id, c_.frame_id," \
+	" c_.recovery_kind, c_.target_command_id, c_.idempotency_key, c_.target_fingerprint"
+#define LOCKED_COMMAND_NCOLS 18
+
 static HeapTuple
 lock_command(Datum command_id, Datum tenant, bool tenant_null, TupleDesc *desc)
 {
@@ -418,12 +326,9 @@ lock_command(Datum command_id, Datum tenant, bool tenant_null, TupleDesc *desc)
 	char		nulls[2] = {' ', ' '};
 
 	cscp_spi_plan(&plan,
-				  "SELECT x.tenant_id, x.command_id, x.conversation_id, x.state, x.mutating,"
-				  "       x.auto_confirm, x.confirmed_at, x.authorized_at, x.window_expires_at,"
-				  "       x.message_ids, x.context_ref, x.actor_id, x.context_id, x.frame_id,"
-				  "       x.recovery_kind, x.target_command_id, x.idempotency_key, x.target_fingerprint"
-				  "  FROM cscp.command x"
-				  " WHERE x.command_id OPERATOR(pg_catalog.=) $1 AND x.tenant_id OPERATOR(pg_catalog.=) coalesce($2, x.tenant_id)"
+				  "SELECT " LOCKED_COMMAND_COLUMNS
+				  "  FROM cscp.command c_"
+				  " WHERE c_.command_id OPERATOR(pg_catalog.=) $1 AND c_.tenant_id OPERATOR(pg_catalog.=) coalesce($2, c_.tenant_id)"
 				  "   FOR UPDATE",
 				  2, argtypes);
 	args[0] = command_id;
@@ -514,6 +419,8 @@ typedef struct Step
 	HeapTuple	ctx;			/* the command's context, locked, or NULL */
 	TupleDesc	ctxdesc;
 	bool		ctx_read;		/* step_context read it (ctx NULL: none) */
+	HeapTuple	cmd;			/* the command, locked with its context, or NULL */
+	TupleDesc	cmddesc;
 	Datum		window;			/* the question's window, when approval or asking */
 	const char *context_refusal;	/* the context refuses the question, or NULL */
 } Step;
@@ -555,6 +462,25 @@ step_args(FunctionCallInfo fcinfo, Oid state_type, Step *st)
  * the order every caller keeps (cscp.confirm and cscp.approve too); the
  * other steps (executed, failed, compensated) lock the command alone.
  */
+/*
+ * Columns from..from+n-1 (0-based) of row (of desc) as a tuple of their
+ * own, its descriptor in *out: one statement's row split into the rows of
+ * the tables it joined, each read by column name as if selected alone.
+ */
+static HeapTuple
+split_row(HeapTuple row, TupleDesc desc, int from, int n, TupleDesc *out)
+{
+	TupleDesc	d = CreateTemplateTupleDesc(n);
+	Datum	   *values = palloc(desc->natts * sizeof(Datum));
+	bool	   *nulls = palloc(desc->natts * sizeof(bool));
+
+	heap_deform_tuple(row, desc, values, nulls);
+	for (int i = 0; i < n; i++)
+		TupleDescCopyEntry(d, i + 1, desc, from + i + 1);
+	*out = d;
+	return heap_form_tuple(d, values + from, nulls + from);
+}
+
 static void
 step_context(Step *st)
 {
@@ -567,22 +493,36 @@ step_context(Step *st)
 	if (!(st->approval || st->asking || to == CMD_CONFIRMED || to == CMD_AUTHZ_PENDING ||
 		  to == CMD_AUTHORIZED || to == CMD_STARTED || to == CMD_REJECTED || to == CMD_CANCELED))
 		return;
+
+	/*
+	 * The context and the command in one statement, locked in that order
+	 * (PostgreSQL locks a row's marks in the order FOR UPDATE OF names
+	 * them); a command without a (visible) context is locked alone by
+	 * lock_command.
+	 */
 	cscp_spi_plan(&plan,
-				  "SELECT " CONTEXT_COLUMNS " FROM cscp.command c JOIN cscp.context x"
-				  "    ON x.tenant_id OPERATOR(pg_catalog.=) c.tenant_id AND x.context_id OPERATOR(pg_catalog.=) c.context_id"
-				  " WHERE c.command_id OPERATOR(pg_catalog.=) $1 AND c.tenant_id OPERATOR(pg_catalog.=) coalesce($2, c.tenant_id)"
-				  "   FOR UPDATE OF x",
+				  "SELECT " LOCKED_COMMAND_COLUMNS ", " CSCP_CONTEXT_COLUMNS
+				  "  FROM cscp.command c_ JOIN cscp.context x"
+				  "    ON x.tenant_id OPERATOR(pg_catalog.=) c_.tenant_id AND x.context_id OPERATOR(pg_catalog.=) c_.context_id"
+				  " WHERE c_.command_id OPERATOR(pg_catalog.=) $1 AND c_.tenant_id OPERATOR(pg_catalog.=) coalesce($2, c_.tenant_id)"
+				  "   FOR UPDATE OF x, c_",
 				  2, types);
 	args[0] = st->command_id;
 	args[1] = st->tenant;
 	nulls[1] = st->tenant_null ? 'n' : ' ';
-	if (SPI_execute_plan(plan, args, nulls, false, 1) != SPI_OK_SELECT)
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not lock a context");
 	st->ctx_read = true;
+	if (SPI_processed > 1)
+		many_commands(st->command_id);
 	if (SPI_processed == 1)
 	{
-		st->ctx = SPI_tuptable->vals[0];
-		st->ctxdesc = SPI_tuptable->tupdesc;
+		HeapTuple	row = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+
+		st->cmd = split_row(row, desc, 0, LOCKED_COMMAND_NCOLS, &st->cmddesc);
+		st->ctx = split_row(row, desc, LOCKED_COMMAND_NCOLS, desc->natts - LOCKED_COMMAND_NCOLS,
+							&st->ctxdesc);
 	}
 }
 
@@ -625,15 +565,15 @@ step_question(Step *st)
 static void cancel_target(Datum tenant, Datum target_id, Datum recovery_id);
 
 /*
- * An allowed step, written: the earlier question superseded first when
- * this one asks, the command moved by its UPDATE (judged again by the
- * trigger), then what the step does to its context (the question asked,
+ * A step, written: the earlier question superseded first when this one
+ * asks, the command moved by its UPDATE (judged by the trigger; *moving
+ * is true while it runs), then what the step does to its context (the question asked,
  * or the slot naming the command released) and, for an executed
  * compensation, to its target.  The command's reason code, if any, into
  * *reason.
  */
 static void
-step_write(Step *st, HeapTuple cmd, TupleDesc cmddesc, char **reason)
+step_write(Step *st, HeapTuple cmd, TupleDesc cmddesc, char **reason, volatile bool *moving)
 {
 	MovedCommand m;
 	bool		isnull;
@@ -641,11 +581,13 @@ step_write(Step *st, HeapTuple cmd, TupleDesc cmddesc, char **reason)
 
 	if (st->approval || st->asking)
 		supersede_question(st->ctx, st->ctxdesc, st->approval, st->command_id);
+	*moving = true;
 	if (!move_command(cmd, cmddesc, to, st->reason, st->detail, st->window,
 					  !st->approval && !st->asking, &m))
 		cscp_write_skipped(psprintf("move command %s to %s",
 									DatumGetCString(DirectFunctionCall1(uuid_out, st->command_id)),
 									cscp_command_state_names[to]));
+	*moving = false;
 	*reason = m.reason_code;
 	if (st->approval)
 		request_approval(st->ctx, st->ctxdesc, st->command_id, st->approver, st->window);
@@ -665,6 +607,53 @@ step_write(Step *st, HeapTuple cmd, TupleDesc cmddesc, char **reason)
 	if (to == CMD_STARTED && m.recovery_kind != NULL &&
 		strcmp(m.recovery_kind, "cancel") == 0 && !m.target_null)
 		cancel_target(m.tenant, m.target, st->command_id);
+}
+
+/*
+ * The step tried: step_write in a subtransaction, so that the command
+ * trigger is the one judge of the step.  A refusal of the command's UPDATE
+ * (55000 naming a constraint of cscp.command: the rule's reason code) is
+ * rolled back with everything the step wrote and returned, as a reason
+ * code in the caller's memory; NULL when the step was written (its reason
+ * code into *reason).  Any other error is raised again.
+ */
+static const char *
+step_try(Step *st, HeapTuple cmd, TupleDesc cmddesc, char **reason)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	volatile bool moving = false;
+	char	   *volatile why = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		step_write(st, cmd, cmddesc, reason, &moving);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		if (!moving || edata->sqlerrcode != ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE ||
+			edata->constraint_name == NULL || edata->schema_name == NULL ||
+			edata->table_name == NULL || strcmp(edata->schema_name, "cscp") != 0 ||
+			strcmp(edata->table_name, "command") != 0)
+			ReThrowError(edata);
+		why = pstrdup(edata->constraint_name);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	return why;
 }
 
 PG_FUNCTION_INFO_V1(cscp_command_transition);
@@ -711,18 +700,43 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 	step_question(&st);
 
 	/*
-	 * The command's row is locked and judged by the command trigger's own
-	 * rules (cscp_command_step_refusal), given the context step_context
-	 * has read and locked rather than reading it again; a refused step is
-	 * recorded as an invalid_transition_attempt and returned, and only an
-	 * allowed one is written, by an UPDATE that the trigger judges again
-	 * and that RLS, privileges and triggers apply to.
+	 * The command's row is locked, then the step is tried: its UPDATE is
+	 * judged by the command trigger alone, as any UPDATE is (RLS,
+	 * privileges and triggers apply), and a refusal comes back as its
+	 * reason code with nothing written.  Only a question the context
+	 * refuses (step_question) is judged without writing, by the trigger's
+	 * own rules (cscp_command_step_refusal) given the context step_context
+	 * has read and locked, so that the command's own reason comes first.
+	 * A refused step is recorded as an invalid_transition_attempt and
+	 * returned.
 	 */
-	cmd = lock_command(st.command_id, st.tenant, st.tenant_null, &cmddesc);
+	cmd = st.cmd;
+	cmddesc = st.cmddesc;
+	if (cmd == NULL)
+		cmd = lock_command(st.command_id, st.tenant, st.tenant_null, &cmddesc);
 	if (cmd == NULL)
 		no_command(st.command_id);
-	why = cscp_command_step_refusal(cmd, cmddesc, st.ctx_read, st.ctx, st.ctxdesc, st.to,
-									&result_state);
+	if (st.context_refusal != NULL)
+	{
+		why = cscp_command_step_refusal(cmd, cmddesc, st.ctx_read, st.ctx, st.ctxdesc, st.to,
+										&result_state);
+		if (why == NULL)
+			why = st.context_refusal;
+	}
+	else
+	{
+		bool		isnull;
+		int			statecol = cscp_column(cmddesc, "cscp.command", "state");
+
+		result_state = cscp_command_state_of(TupleDescAttr(cmddesc, statecol - 1)->atttypid,
+											 heap_getattr(cmd, statecol, cmddesc, &isnull));
+		why = step_try(&st, cmd, cmddesc, &reason);
+		if (why == NULL)
+		{
+			accepted = true;
+			result_state = st.to;
+		}
+	}
 	if (why != NULL && strcmp(why, "not_answered") == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -730,20 +744,12 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 						DatumGetCString(DirectFunctionCall1(uuid_out, st.command_id))),
 				 errdetail("A command is confirmed only by the user's answer to its question."),
 				 errhint("Record the user's answer with cscp.confirm.")));
-	if (why == NULL)
-		why = st.context_refusal;
 	if (why != NULL)
 	{
 		cscp_command_record_refusal(cmd, cmddesc, result_state, st.to, why,
 									refusal_detail(st.reason == (Datum) 0 ? NULL :
 												   TextDatumGetCString(st.reason), st.detail));
 		reason = (char *) why;
-	}
-	else
-	{
-		step_write(&st, cmd, cmddesc, &reason);
-		accepted = true;
-		result_state = st.to;
 	}
 	if (reason != NULL)
 		reason = MemoryContextStrdup(callerctx, reason);
@@ -890,82 +896,6 @@ run(SPIPlanPtr plan, Datum *args, const char *nulls, bool read_only, int expecte
 	return SPI_tuptable;
 }
 
-/* Lock tag class of idempotency keys and answered message ids (pg_locks.objsubid). */
-#define CSCP_LOCKTAG_KEY	0x636b	/* "ck" */
-
-/*
- * Take the transaction advisory lock that serialises every use of key in
- * tenant: class CSCP_LOCKTAG_KEY, its key the SHA-256 of tenant, NUL and
- * key (cscp_hash_lock), so that no tenant can choose keys whose lock
- * another tenant's submits or answers wait on.
- */
-void
-cscp_key_lock(text *tenant, const char *key, int keylen)
-{
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	appendBinaryStringInfo(&buf, VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant));
-	appendStringInfoChar(&buf, '\0');
-	appendBinaryStringInfo(&buf, key, keylen);
-	(void) cscp_hash_lock(CSCP_LOCKTAG_KEY, buf.data, buf.len, ExclusiveLock);
-	pfree(buf.data);
-}
-
-/*
- * The context of (tenant, conversation, actor) a command or an answer
- * works against -- the live one, else the latest -- locked FOR UPDATE, in
- * *ctx (its CONTEXT_COLUMNS) and *desc (valid until SPI_finish).  False when the triple never had
- * a context.  The caller is connected to SPI.
- */
-bool
-cscp_context_for(text *tenant, text *conversation, text *actor, HeapTuple *ctx, TupleDesc *desc)
-{
-	static SPIPlanPtr live_plan = NULL;
-	static SPIPlanPtr plan = NULL;
-	static const Oid argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
-	Datum		args[3] = {PointerGetDatum(tenant), PointerGetDatum(conversation),
-	PointerGetDatum(actor)};
-	SPITupleTable *tt;
-
-	/*
-	 * The live context first, through cscp.context_live, which holds at most
-	 * one per triple (its id found first, so that both reads are by key
-	 * whatever the plan).  A row that stopped being live while we waited for
-	 * its lock is not taken.  Only without one, the latest of all.
-	 */
-	cscp_spi_plan(&live_plan,
-				  "SELECT " CONTEXT_COLUMNS " FROM cscp.context x"
-				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1"
-				  "   AND x.context_id OPERATOR(pg_catalog.=) (SELECT l.context_id FROM cscp.context_live l"
-				  "                        WHERE l.tenant_id OPERATOR(pg_catalog.=) $1 AND l.conversation_id OPERATOR(pg_catalog.=) $2"
-				  "                          AND l.actor_id OPERATOR(pg_catalog.=) $3)"
-				  "   AND x.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}')"
-				  " FOR UPDATE",
-				  3, argtypes);
-	tt = run(live_plan, args, NULL, false, SPI_OK_SELECT);
-	if (SPI_processed != 1)
-	{
-		cscp_spi_plan(&plan,
-					  "SELECT " CONTEXT_COLUMNS " FROM cscp.context x"
-					  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.conversation_id OPERATOR(pg_catalog.=) $2 AND x.actor_id OPERATOR(pg_catalog.=) $3"
-					  " ORDER BY x.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}') DESC,"
-					  "          x.created_at DESC, x.version DESC"
-					  " LIMIT 1 FOR UPDATE",
-					  3, argtypes);
-		tt = run(plan, args, NULL, false, SPI_OK_SELECT);
-	}
-	if (SPI_processed != 1)
-	{
-		*ctx = NULL;
-		*desc = NULL;
-		return false;
-	}
-	*ctx = tt->vals[0];
-	*desc = tt->tupdesc;
-	return true;
-}
-
 /* Whether command row cmd is what request q asks for (a replay, not a conflict). */
 static bool
 same_request(HeapTuple cmd, TupleDesc desc, const CommandRequest *q)
@@ -1034,7 +964,7 @@ command_replay(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 /* A new command as it is being formed: its context, snapshot and first state. */
 typedef struct Formation
 {
-	HeapTuple	ctx;			/* the context row (CONTEXT_COLUMNS), locked, or NULL */
+	HeapTuple	ctx;			/* the context row (CSCP_CONTEXT_COLUMNS), locked, or NULL */
 	TupleDesc	ctxdesc;
 	Datum		context_id;		/* uuid, when ctx */
 	bool		usable;			/* ctx is live and not past expires_at */
@@ -1087,7 +1017,7 @@ form_context(const CommandRequest *q, Formation *f)
 			cscp_spi_plan(&expire_plan,
 						  "UPDATE cscp.context x SET status = 'expired', reason = 'ttl'"
 						  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2"
-						  " RETURNING " CONTEXT_COLUMNS,
+						  " RETURNING " CSCP_CONTEXT_COLUMNS,
 						  2, types);
 			tt = run(expire_plan, args, NULL, false, SPI_OK_UPDATE_RETURNING);
 			if (SPI_processed == 1)
@@ -1160,20 +1090,21 @@ form_question(const CommandRequest *q, Formation *f)
 
 /*
  * The insert step: the command row, canonicalized, or confirmation_required
- * with its window when asking (the trigger records both steps, received ->
- * canonicalized -> confirmation_required, as an insert and an update
- * would).  Returns the row (COMMAND_RESULT_COLUMNS), its descriptor in
- * *desc.
+ * with its window when asking, or rejected with the reason it was refused
+ * for (the trigger records both steps, received -> canonicalized ->
+ * confirmation_required or rejected, as an insert and an update would), so
+ * that no row stands at canonicalized without its snapshot.  Returns the
+ * row (COMMAND_RESULT_COLUMNS), its descriptor in *desc.
  */
 static HeapTuple
 insert_command(const CommandRequest *q, const Formation *f, TupleDesc *desc)
 {
 	static SPIPlanPtr plan = NULL;
-	static const Oid types[18] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, UUIDOID, UUIDOID,
+	static const Oid types[19] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, UUIDOID, UUIDOID,
 		JSONBOID, TEXTARRAYOID, TEXTOID, BOOLOID, BOOLOID, JSONBOID, TEXTOID, UUIDOID,
-	TEXTOID, TEXTOID, TIMESTAMPTZOID, UUIDOID};
-	Datum		args[18];
-	char		nulls[18];
+	TEXTOID, TEXTOID, TIMESTAMPTZOID, UUIDOID, TEXTOID};
+	Datum		args[19];
+	char		nulls[19];
 	SPITupleTable *tt;
 
 	memset(nulls, ' ', sizeof(nulls));
@@ -1198,46 +1129,28 @@ insert_command(const CommandRequest *q, const Formation *f, TupleDesc *desc)
 	nulls[13] = q->has_target ? ' ' : 'n';
 	args[14] = PointerGetDatum(q->recovery_kind);
 	nulls[14] = q->recovery_kind ? ' ' : 'n';
-	args[15] = CStringGetTextDatum(f->asking ? "confirmation_required" : "canonicalized");
+	args[15] = CStringGetTextDatum(f->reason != NULL ? "rejected" :
+								   f->asking ? "confirmation_required" : "canonicalized");
 	args[16] = f->window;
 	nulls[16] = f->asking ? ' ' : 'n';
 	args[17] = f->command_id;
 	nulls[17] = f->asking ? ' ' : 'n';
+	args[18] = f->reason != NULL ? CStringGetTextDatum(f->reason) : (Datum) 0;
+	nulls[18] = f->reason != NULL ? ' ' : 'n';
 	cscp_spi_plan(&plan,
 				  "INSERT INTO cscp.command AS x (tenant_id, idempotency_key, conversation_id,"
 				  "    actor_id, context_id, frame_id, context_ref, message_ids, command_name,"
 				  "    mutating, auto_confirm, payload, target_fingerprint, state,"
-				  "    target_command_id, recovery_kind, window_expires_at, command_id)"
+				  "    target_command_id, recovery_kind, window_expires_at, command_id, reason_code)"
 				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
-				  "         $16::cscp.command_state, $14, $15, $17, $18)"
+				  "         $16::cscp.command_state, $14, $15, $17, $18, $19)"
 				  " RETURNING " COMMAND_RESULT_COLUMNS,
-				  18, types);
+				  19, types);
 	tt = run(plan, args, nulls, false, SPI_OK_INSERT_RETURNING);
 	if (SPI_processed == 0)
 		cscp_write_skipped("insert a command");
 	*desc = tt->tupdesc;
 	return tt->vals[0];
-}
-
-/* A command refused as it is formed: rejected with reason, so its key replays the refusal. */
-static void
-reject_command(const CommandRequest *q, Datum command_id, const char *reason, CommandResult *r,
-			   MemoryContext callerctx)
-{
-	static SPIPlanPtr plan = NULL;
-	static const Oid types[3] = {TEXTOID, UUIDOID, TEXTOID};
-	Datum		args[3] = {PointerGetDatum(q->tenant_id), command_id, CStringGetTextDatum(reason)};
-	SPITupleTable *tt;
-
-	cscp_spi_plan(&plan,
-				  "UPDATE cscp.command x SET state = 'rejected', reason_code = $3"
-				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2"
-				  " RETURNING " COMMAND_RESULT_COLUMNS,
-				  3, types);
-	tt = run(plan, args, NULL, false, SPI_OK_UPDATE_RETURNING);
-	if (SPI_processed == 0)
-		cscp_write_skipped("reject a command as it is formed");
-	command_result(tt->vals[0], tt->tupdesc, false, r, callerctx);
 }
 
 /*
@@ -1286,9 +1199,7 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	form_question(q, &f);
 	cmd = insert_command(q, &f, &cmddesc);
 	command_id = spi_col(cmd, cmddesc, "cscp.command", "command_id", &isnull);
-	if (f.reason != NULL)
-		reject_command(q, command_id, f.reason, r, callerctx);
-	else if (!f.usable)
+	if (f.reason != NULL || !f.usable)
 		command_result(cmd, cmddesc, false, r, callerctx);
 	else
 	{

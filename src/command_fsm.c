@@ -29,9 +29,12 @@
  *	- compensated needs an executed compensate recovery aimed at it;
  *	- each transition appends one evidence row (evidence.c) and, with
  *	  cscp.notify on, one notification.
- * command_transition judges its step first with the same function
- * (cscp_command_step_refusal), on the row it has locked, so that a refused
- * transition is recorded and returned, not raised.
+ * Each step is judged once, here: command_transition's UPDATE is judged
+ * like any other, and the error of a refusal names the rule's reason code
+ * as its constraint, which command_transition returns (it tries the
+ * UPDATE in a subtransaction).  cscp_command_step_refusal judges a step
+ * by the same rules without writing it, for a question its context
+ * refuses and for command_next_allowed.
  *
  *-------------------------------------------------------------------------
  */
@@ -144,6 +147,8 @@ typedef struct CommandFacts
 	bool		window_closed;	/* its confirmation or approval window has passed */
 	bool		answered;		/* a recorded answer confirms it (cscp.answer) */
 	bool		cancel_recovery;	/* a cancel recovery: it only records a cancellation */
+	bool		recovery_approval;	/* a cancel or compensate recovery, or not known:
+									 * its target's class may need an approval */
 	Datum		tenant_id;		/* text */
 	Datum		command_id;		/* uuid */
 	HeapTuple	row;			/* the row, for snapshot_refusal, or NULL */
@@ -178,6 +183,20 @@ fact_col(CommandFacts *c, const char *name, bool *isnull)
 	return heap_getattr(c->row, cscp_column(c->desc, "cscp.command", name), c->desc, isnull);
 }
 
+/* The command's name, when its row is known and has the column, or NULL. */
+static text *
+fact_name(CommandFacts *c)
+{
+	bool		isnull;
+	int			attnum;
+	Datum		d;
+
+	if (c->row == NULL || (attnum = SPI_fnumber(c->desc, "command_name")) <= 0)
+		return NULL;
+	d = heap_getattr(c->row, attnum, c->desc, &isnull);
+	return isnull ? NULL : DatumGetTextPP(d);
+}
+
 /*
  * What snapshot_refusal learns of a command's frame and recovery target, by
  * one statement with the caller's rights: whether the frame it names
@@ -196,6 +215,59 @@ typedef struct SnapshotFacts
 	bool		canceled_by_it; /* a cancel recovery's target is canceled by it */
 } SnapshotFacts;
 
+/* Whether state's key is a JSON string equal to text value (not null). */
+static bool
+state_text_is(Jsonb *state, const char *key, Datum value, bool isnull)
+{
+	JsonbValue *v = cscp_jsonb_get(state, key);
+	text	   *t;
+
+	if (isnull || v == NULL || v->type != jbvString)
+		return false;
+	t = DatumGetTextPP(value);
+	return v->val.string.len == (int) VARSIZE_ANY_EXHDR(t) &&
+		memcmp(v->val.string.val, VARDATA_ANY(t), v->val.string.len) == 0;
+}
+
+/*
+ * Whether state's message_ids is a JSON array of strings that are the
+ * first elements of ids (text[]; not null), as command_submit records it.
+ */
+static bool
+state_ids_prefix(Jsonb *state, Datum ids, bool isnull)
+{
+	JsonbValue *v = cscp_jsonb_get(state, "message_ids");
+	Datum	   *elems;
+	bool	   *enulls;
+	int			n;
+	int			i = 0;
+	JsonbIterator *it;
+	JsonbValue	e;
+	JsonbIteratorToken tok;
+
+	if (isnull || v == NULL || v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data))
+		return false;
+	deconstruct_array(DatumGetArrayTypeP(ids), TEXTOID, -1, false, TYPALIGN_INT, &elems, &enulls, &n);
+	if ((int) JsonContainerSize(v->val.binary.data) > n)
+		return false;
+	it = JsonbIteratorInit(v->val.binary.data);
+	while ((tok = JsonbIteratorNext(&it, &e, true)) != WJB_DONE)
+	{
+		text	   *t;
+
+		if (tok != WJB_ELEM)
+			continue;
+		if (e.type != jbvString || enulls[i])
+			return false;
+		t = DatumGetTextPP(elems[i]);
+		if (e.val.string.len != (int) VARSIZE_ANY_EXHDR(t) ||
+			memcmp(e.val.string.val, VARDATA_ANY(t), e.val.string.len) != 0)
+			return false;
+		i++;
+	}
+	return true;
+}
+
 static SnapshotFacts
 snapshot_facts(CommandFacts *c)
 {
@@ -208,6 +280,7 @@ snapshot_facts(CommandFacts *c)
 	char		nulls[11];
 	SnapshotFacts f;
 	bool		isnull;
+	Datum		state;
 
 	args[0] = c->tenant_id;
 	args[1] = c->command_id;
@@ -221,18 +294,18 @@ snapshot_facts(CommandFacts *c)
 	nulls[10] = ' ';
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+
+	/*
+	 * The frame's columns are compared here, its state (read once: it may
+	 * be stored compressed) in C below.  Its context_hash is generated from
+	 * its state by the table (a generated column, never written), so it is
+	 * compared with the command's context_ref, not computed again.
+	 */
 	cscp_spi_plan(&plan,
 				  "SELECT f.frame_id IS NOT NULL,"
 				  "       coalesce(f.conversation_id OPERATOR(pg_catalog.=) $3 AND f.context_id OPERATOR(pg_catalog.=) $5"
-				  "                AND f.context_hash OPERATOR(pg_catalog.=) cscp.canonical_hash(f.state)"
 				  "                AND $7 OPERATOR(pg_catalog.->>) 'frame_id' OPERATOR(pg_catalog.=) $6::pg_catalog.text AND $7 OPERATOR(pg_catalog.->>) 'context_id' OPERATOR(pg_catalog.=) $5::pg_catalog.text"
-				  "                AND $7 OPERATOR(pg_catalog.->>) 'context_hash' OPERATOR(pg_catalog.=) f.context_hash"
-				  "                AND f.state OPERATOR(pg_catalog.->>) 'tenant_id' OPERATOR(pg_catalog.=) $1 AND f.state OPERATOR(pg_catalog.->>) 'conversation_id' OPERATOR(pg_catalog.=) $3"
-				  "                AND f.state OPERATOR(pg_catalog.->>) 'actor_id' OPERATOR(pg_catalog.=) $4"
-				  "                AND CASE WHEN pg_catalog.jsonb_typeof(f.state OPERATOR(pg_catalog.->) 'message_ids') OPERATOR(pg_catalog.=) 'array'"
-				  "                         THEN f.state OPERATOR(pg_catalog.->) 'message_ids' OPERATOR(pg_catalog.=)"
-				  "                              pg_catalog.to_jsonb($8[1:pg_catalog.jsonb_array_length(f.state OPERATOR(pg_catalog.->) 'message_ids')])"
-				  "                         ELSE false END, false),"
+				  "                AND $7 OPERATOR(pg_catalog.->>) 'context_hash' OPERATOR(pg_catalog.=) f.context_hash, false),"
 				  "       coalesce(t.conversation_id OPERATOR(pg_catalog.=) $3 AND t.actor_id OPERATOR(pg_catalog.=) $4, false),"
 				  "       coalesce(CASE WHEN $9 OPERATOR(pg_catalog.=) 'retry' THEN t.state OPERATOR(pg_catalog.=) 'failed'"
 				  "                WHEN $9 OPERATOR(pg_catalog.=) 'reprocess' THEN t.state OPERATOR(pg_catalog.=) ANY ('{rejected,failed,canceled}')"
@@ -241,7 +314,8 @@ snapshot_facts(CommandFacts *c)
 				  "                                    AND t.detail OPERATOR(pg_catalog.->>) 'recovery_command_id' OPERATOR(pg_catalog.=) $2::pg_catalog.text)"
 				  "                                   OR ($11 AND t.state OPERATOR(pg_catalog.<>) ALL ('{rejected,executed,failed,canceled,compensated}'))"
 				  "                END, false),"
-				  "       coalesce(t.state OPERATOR(pg_catalog.=) 'canceled' AND t.detail OPERATOR(pg_catalog.->>) 'recovery_command_id' OPERATOR(pg_catalog.=) $2::pg_catalog.text, false)"
+				  "       coalesce(t.state OPERATOR(pg_catalog.=) 'canceled' AND t.detail OPERATOR(pg_catalog.->>) 'recovery_command_id' OPERATOR(pg_catalog.=) $2::pg_catalog.text, false),"
+				  "       f.state"
 				  "  FROM (VALUES (1)) AS one (x)"
 				  "  LEFT JOIN cscp.frame f ON f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.frame_id OPERATOR(pg_catalog.=) $6"
 				  "  LEFT JOIN cscp.command t ON t.tenant_id OPERATOR(pg_catalog.=) $1 AND t.command_id OPERATOR(pg_catalog.=) $10",
@@ -253,23 +327,35 @@ snapshot_facts(CommandFacts *c)
 	f.target_ok = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
 	f.applies = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
 	f.canceled_by_it = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull));
+	state = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 6, &isnull);
+	/* the state is its command's: tenant, conversation, actor and message ids */
+	if (f.frame_ok)
+	{
+		Jsonb	   *st = isnull ? NULL : DatumGetJsonbP(state);
+
+		f.frame_ok = st != NULL && JB_ROOT_IS_OBJECT(st) &&
+			state_text_is(st, "tenant_id", args[0], nulls[0] == 'n') &&
+			state_text_is(st, "conversation_id", args[2], nulls[2] == 'n') &&
+			state_text_is(st, "actor_id", args[3], nulls[3] == 'n') &&
+			state_ids_prefix(st, args[7], nulls[7] == 'n');
+	}
 	SPI_finish();
 	return f;
 }
 
 /*
- * Why a command may not leave canonicalized for a state that goes on (not
- * rejected or canceled), as a reason code, or NULL: snapshot-on-execute
+ * Why a command may not reach canonicalized, or leave it for a state that
+ * goes on (not rejected or canceled: leaving), as a reason code, or NULL: snapshot-on-execute
  * needs a mutating command to carry its context, a frame that is its
  * context's as command_submit records it, and its message ids; a frame a
- * command names must match it, mutating or not; a recovery goes on only
- * while its kind applies to its target (retry: failed; reprocess: rejected,
+ * command names must match it, mutating or not; a recovery leaves
+ * canonicalized only while its kind applies to its target (retry: failed; reprocess: rejected,
  * failed or canceled; compensate: executed or failed; cancel: canceled by
  * this very recovery, or, for a mutating cancel that asks the user first
  * (of a gated command: registry.c), not finished yet).
  */
 static const char *
-snapshot_refusal(CommandFacts *c, char **detail)
+snapshot_refusal(CommandFacts *c, bool leaving, char **detail)
 {
 	SnapshotFacts f;
 	bool		ctxnull,
@@ -299,7 +385,7 @@ snapshot_refusal(CommandFacts *c, char **detail)
 						  "of that context's state it was formed from.");
 		return "snapshot_missing";
 	}
-	if (framenull && kindnull)
+	if (framenull && (kindnull || !leaving))
 		return NULL;
 	f = snapshot_facts(c);
 	if (!framenull && !f.frame_ok)
@@ -309,7 +395,7 @@ snapshot_refusal(CommandFacts *c, char **detail)
 						  "The frame the command names does not exist.");
 		return "snapshot_mismatch";
 	}
-	if (!kindnull && (!f.target_ok || !f.applies))
+	if (leaving && !kindnull && (!f.target_ok || !f.applies))
 	{
 		*detail = pstrdup(f.target_ok ?
 						  "The recovery's kind does not apply to its target's state." :
@@ -329,6 +415,22 @@ is_cancel(bool isnull, Datum kind)
 		return false;
 	t = DatumGetTextPP(kind);
 	return VARSIZE_ANY_EXHDR(t) == 6 && memcmp(VARDATA_ANY(t), "cancel", 6) == 0;
+}
+
+/*
+ * Whether a recovery_kind value (text; isnull when none) is a cancel or a
+ * compensate: a recovery that needs an approval when its target does.
+ */
+static bool
+is_approval_recovery(bool isnull, Datum kind)
+{
+	text	   *t;
+
+	if (isnull)
+		return false;
+	t = DatumGetTextPP(kind);
+	return is_cancel(false, kind) ||
+		(VARSIZE_ANY_EXHDR(t) == 10 && memcmp(VARDATA_ANY(t), "compensate", 10) == 0);
 }
 
 /*
@@ -483,16 +585,18 @@ refusal(CommandFacts *c, CommandState to, char **detail)
 			*detail = pstrdup("A command starts only after it was authorized.");
 			return "not_authorized";
 		}
-		if (cscp_registry_unapproved(c->tenant_id, c->command_id))
+		if (cscp_registry_unapproved(c->tenant_id, c->command_id, fact_name(c),
+									 c->recovery_approval))
 		{
 			*detail = pstrdup("The command registry says this command needs an approval; "
 							  "it starts only after cscp.approve approved it.");
 			return "not_approved";
 		}
 	}
-	if (from == CMD_CANONICALIZED && to != CMD_REJECTED && to != CMD_CANCELED)
+	if ((from == CMD_CANONICALIZED && to != CMD_REJECTED && to != CMD_CANCELED) ||
+		to == CMD_CANONICALIZED)
 	{
-		const char *why = snapshot_refusal(c, detail);
+		const char *why = snapshot_refusal(c, to != CMD_CANONICALIZED, detail);
 
 		if (why != NULL)
 			return why;
@@ -698,6 +802,8 @@ row_facts(CmdRow r, TupleDesc desc)
 		DatumGetTimestampTz(ROW_V(r, COL(CM_WINDOW_EXPIRES_AT))) <= cscp_now();
 	c.answered = false;
 	c.cancel_recovery = is_cancel(ROW_N(r, COL(CM_RECOVERY_KIND)), ROW_V(r, COL(CM_RECOVERY_KIND)));
+	c.recovery_approval = is_approval_recovery(ROW_N(r, COL(CM_RECOVERY_KIND)),
+											   ROW_V(r, COL(CM_RECOVERY_KIND)));
 	c.tenant_id = ROW_V(r, COL(CM_TENANT_ID));
 	c.command_id = ROW_V(r, COL(CM_COMMAND_ID));
 	c.row = NULL;				/* the caller sets the tuple r came from */
@@ -860,8 +966,9 @@ log_refused_insert(HeapTuple tuple, TupleDesc desc, CommandState state, const ch
  * The snapshot and recovery rules of a new command (tuple, born in state):
  * a recovery names a command of its conversation and actor, a compensate
  * recovery is mutating (it goes through confirmation), and a command born
- * in confirmation_required has left canonicalized, so snapshot_refusal
- * judges it.
+ * in canonicalized or confirmation_required is held to snapshot_refusal
+ * (a frame of its own context; a command reaches canonicalized only with
+ * the snapshot it was formed from).
  */
 static void
 insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
@@ -884,6 +991,7 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 	kind = fact_col(&c, "recovery_kind", &kindnull);
 	(void) fact_col(&c, "target_command_id", &targetnull);
 	c.cancel_recovery = is_cancel(kindnull, kind);
+	c.recovery_approval = is_approval_recovery(kindnull, kind);
 	/* An unknown kind or a missing target is the column rules' to refuse (23514). */
 	if (!kindnull && !targetnull && is_recovery_kind(TextDatumGetCString(kind)))
 	{
@@ -914,7 +1022,8 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 	}
 	/* A frame named at birth is its own context's, as command_submit records it. */
 	(void) fact_col(&c, "frame_id", &framenull);
-	if (!framenull && state != CMD_CONFIRMATION_REQUIRED && !snapshot_facts(&c).frame_ok)
+	if (!framenull && state != CMD_CONFIRMATION_REQUIRED && state != CMD_CANONICALIZED &&
+		!snapshot_facts(&c).frame_ok)
 	{
 		log_refused_insert(tuple, desc, state, "snapshot_mismatch");
 		ereport(ERROR,
@@ -923,27 +1032,33 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 				 errdetail("The frame a command names is its context's state as cscp.command_submit records it: same context, conversation, actor and message ids, and the hash its context_ref gives."),
 				 errhint("Submit it with cscp.command_submit, which records the frame.")));
 	}
-	if (state != CMD_CONFIRMATION_REQUIRED)
+	if (state != CMD_CONFIRMATION_REQUIRED && state != CMD_CANONICALIZED)
 		return;
-	why = snapshot_refusal(&c, &detail);
+	why = snapshot_refusal(&c, state == CMD_CONFIRMATION_REQUIRED, &detail);
 	if (why != NULL)
 		log_refused_insert(tuple, desc, state, why);
 	if (why != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 state == CMD_CANONICALIZED ?
+				 errmsg("a new command cannot be canonicalized (%s)", why) :
 				 errmsg("a new command cannot ask for confirmation (%s)", why),
 				 errdetail("%s", detail),
 				 errhint("Submit it with cscp.command_submit, then move it with cscp.command_transition.")));
 }
 
 /*
- * The state a new command may be born in: received or canonicalized, or
- * confirmation_required when it says all the two steps need (command_submit's
- * insert of a mutating command: mutating, not auto-confirmed, a window).
+ * The state a new command may be born in: received, canonicalized,
+ * rejected (a command refused as it is formed: command_submit records its
+ * refusals so), or confirmation_required when it says all the two steps
+ * need (command_submit's insert of a mutating command: mutating, not
+ * auto-confirmed, a window).
  */
 static void
 insert_state_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 {
+	if (state == CMD_REJECTED)
+		return;
 	if (state == CMD_CONFIRMATION_REQUIRED)
 	{
 		if (!cscp_column_true(tuple, desc, COL(CM_MUTATING)) ||
@@ -963,7 +1078,7 @@ insert_state_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 		log_refused_insert(tuple, desc, state, "invalid_birth_state");
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("a new command must be received or canonicalized, not %s",
+				 errmsg("a new command must be received, canonicalized or rejected, not %s",
 						cscp_command_state_names[state]),
 				 errhint("Submit it with cscp.command_submit, then move it with cscp.command_transition.")));
 	}
@@ -1022,15 +1137,29 @@ insert_registry_check(HeapTuple tuple, TupleDesc desc)
 }
 
 /*
- * The columns a new command does not choose: no outcome, confirmation or
- * authorization yet, no window unless born asking, the times now, and one
- * version per step (2 when born asking, as if inserted canonicalized and
- * then asked).  Into edit.
+ * The columns a new command does not choose: no confirmation or
+ * authorization yet, no outcome (but a rejected one's), no window unless
+ * born asking, the times now, and one version per step (2 when born asking
+ * or rejected, as if inserted canonicalized and then moved).  Into edit.
  */
 static void
-insert_defaults(CommandState state, TimestampTz now, CscpRowEdit *edit)
+insert_defaults(HeapTuple tuple, TupleDesc desc, CommandState state, TimestampTz now,
+				CscpRowEdit *edit)
 {
-	cscp_row_edit_set(edit, COL(CM_OUTCOME), (Datum) 0, true);
+	if (state == CMD_REJECTED)
+	{
+		bool		rnull,
+					dnull;
+		Datum		reason = heap_getattr(tuple, COL(CM_REASON_CODE), desc, &rnull);
+		Datum		detail = heap_getattr(tuple, COL(CM_DETAIL), desc, &dnull);
+
+		cscp_row_edit_set(edit, COL(CM_OUTCOME),
+						  make_outcome(state, rnull ? NULL : TextDatumGetCString(reason),
+									   dnull ? NULL : DatumGetJsonbP(detail)),
+						  false);
+	}
+	else
+		cscp_row_edit_set(edit, COL(CM_OUTCOME), (Datum) 0, true);
 	cscp_row_edit_set(edit, COL(CM_CONFIRMED_AT), (Datum) 0, true);
 	cscp_row_edit_set(edit, COL(CM_AUTHORIZED_AT), (Datum) 0, true);
 	if (state != CMD_CONFIRMATION_REQUIRED)
@@ -1039,7 +1168,8 @@ insert_defaults(CommandState state, TimestampTz now, CscpRowEdit *edit)
 	cscp_row_edit_set(edit, COL(CM_UPDATED_AT), TimestampTzGetDatum(now), false);
 	cscp_row_edit_set(edit, COL(CM_LAST_TRANSITION_AT), TimestampTzGetDatum(now), false);
 	cscp_row_edit_set(edit, COL(CM_VERSION),
-					  Int64GetDatum(state == CMD_CONFIRMATION_REQUIRED ? 2 : 1), false);
+					  Int64GetDatum(state == CMD_CONFIRMATION_REQUIRED ||
+									state == CMD_REJECTED ? 2 : 1), false);
 	if (head_seq_att > 0)
 	{
 		cscp_row_edit_set(edit, head_seq_att, Int32GetDatum(0), false);
@@ -1063,15 +1193,17 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 						 "Leave command_id null to have one generated.", &edit);
 	insert_auto_confirm(tuple, desc, &decision, &reason);
 	insert_registry_check(tuple, desc);
-	insert_defaults(state, now, &edit);
+	insert_defaults(tuple, desc, state, now, &edit);
 	tuple = cscp_row_edit_apply(&edit, tuple);
 	insert_snapshot_check(tuple, desc, state);
 
 	/*
 	 * The steps it was born through, recorded as an insert and an update
-	 * would, in one INSERT of evidence.
+	 * would, in one INSERT of evidence: a rejected command was accepted
+	 * for the record (no reason, no detail) and then rejected.
 	 */
-	if (state == CMD_CANONICALIZED || state == CMD_CONFIRMATION_REQUIRED)
+	if (state == CMD_CANONICALIZED || state == CMD_CONFIRMATION_REQUIRED ||
+		state == CMD_REJECTED)
 	{
 		CmdRow		r = deform(tuple, desc);
 		CmdRow		none = {NULL, NULL};
@@ -1080,9 +1212,13 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 
 		transition_event(r, CMD_RECEIVED, CMD_CANONICALIZED, now,
 						 decision, ROW_N(r, COL(CM_REASON_CODE)) ? reason : NULL, &events[n++]);
-		if (state == CMD_CONFIRMATION_REQUIRED)
-			transition_event(r, CMD_CANONICALIZED, CMD_CONFIRMATION_REQUIRED, now, NULL, NULL,
-							 &events[n++]);
+		if (state == CMD_REJECTED)
+		{
+			events[0].reason_code = NULL;
+			events[0].detail = NULL;
+		}
+		if (state != CMD_CANONICALIZED)
+			transition_event(r, CMD_CANONICALIZED, state, now, NULL, NULL, &events[n++]);
 		record_transitions(none, r, events, n);
 		if (head_seq_att > 0)
 			tuple = form_like(tuple, desc, r);
@@ -1117,12 +1253,16 @@ log_refused(CommandFacts *c, CommandState to, const char *id, const char *why)
 }
 
 /*
- * Judge the step from c's state to to (the new version nw, command id):
- * every rule of refusal(), a yes being the recorded answer whose message
- * id the step appends; raised, 55000, with the rule's reason and detail.
+ * Judge the step from c's state to to (the new version nw, command id, of
+ * rel): every rule of refusal(), a yes being the recorded answer whose
+ * message id the step appends; raised, 55000, with the rule's reason and
+ * detail, the reason code also as the error's constraint name (with the
+ * table's schema and name), which is how cscp.command_transition, whose
+ * UPDATE this judges like any other, learns why a step was refused.
  */
 static void
-update_step_check(CommandFacts *c, CmdRow o, CmdRow nw, CommandState to, const char *id)
+update_step_check(Relation rel, CommandFacts *c, CmdRow o, CmdRow nw, CommandState to,
+				  const char *id)
 {
 	const char *why;
 	char	   *detail = NULL;
@@ -1134,7 +1274,8 @@ update_step_check(CommandFacts *c, CmdRow o, CmdRow nw, CommandState to, const c
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("command %s is already %s", id, cscp_command_state_names[to]),
 				 errdetail("Every update of a command is a transition of its lifecycle."),
-				 errhint("Use cscp.command_transition.")));
+				 errhint("Use cscp.command_transition."),
+				 errtableconstraint(rel, "invalid_transition")));
 	}
 	if (to == CMD_CONFIRMED && !ROW_N(nw, COL(CM_MESSAGE_IDS)))
 	{
@@ -1156,7 +1297,8 @@ update_step_check(CommandFacts *c, CmdRow o, CmdRow nw, CommandState to, const c
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("command %s cannot be confirmed without the user's answer", id),
 				 errdetail("%s", detail),
-				 errhint("Record the user's answer with cscp.confirm.")));
+				 errhint("Record the user's answer with cscp.confirm."),
+				 errtableconstraint(rel, why)));
 	if (why != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -1166,7 +1308,8 @@ update_step_check(CommandFacts *c, CmdRow o, CmdRow nw, CommandState to, const c
 				 errmsg("command %s cannot move from \"%s\" to \"%s\" (%s)",
 						id, cscp_command_state_names[c->state], cscp_command_state_names[to], why),
 				 errdetail("%s", detail),
-				 errhint("Use cscp.command_transition, which returns a refusal instead of raising it.")));
+				 errhint("Use cscp.command_transition, which returns a refusal instead of raising it."),
+				 errtableconstraint(rel, why)));
 	if (ROW_N(nw, COL(CM_MESSAGE_IDS)) ||
 		(!ROW_N(o, COL(CM_MESSAGE_IDS)) &&
 		 !array_is_prefix(ROW_V(o, COL(CM_MESSAGE_IDS)), ROW_V(nw, COL(CM_MESSAGE_IDS)))))
@@ -1175,7 +1318,8 @@ update_step_check(CommandFacts *c, CmdRow o, CmdRow nw, CommandState to, const c
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("message_ids of command %s can only grow", id),
-				 errhint("Append the ids of new messages; never remove one.")));
+				 errhint("Append the ids of new messages; never remove one."),
+				 errtableconstraint(rel, "message_ids_shrunk")));
 	}
 }
 
@@ -1242,7 +1386,7 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 			TimestampTzGetDatum(cscp_window_end(row_text(o, COL(CM_TENANT_ID)), "confirmation_ttl"));
 		ROW_N(nw, COL(CM_WINDOW_EXPIRES_AT)) = false;
 	}
-	update_step_check(&c, o, nw, to, id);
+	update_step_check(rel, &c, o, nw, to, id);
 	update_bookkeeping(o, nw, to, updatedcols, now);
 	transition_event(nw, c.state, to, now, NULL, NULL, &e);
 	record_transitions(o, nw, &e, 1);
@@ -1570,6 +1714,7 @@ facts_of_record(HeapTupleHeader rec, const char *argname, Oid *typoid)
 	c.has_context = !isnull;
 	d = GetAttributeByName(rec, "recovery_kind", &isnull);
 	c.cancel_recovery = is_cancel(isnull, d);
+	c.recovery_approval = is_approval_recovery(isnull, d);
 	/* What may come next: the answer, when it comes, is cscp.confirm's to record. */
 	c.answered = true;
 	c.lock_context = false;		/* a question asked, not a step written */
@@ -1618,6 +1763,7 @@ facts_of_row(HeapTuple row, TupleDesc desc)
 	c.has_context = !isnull;
 	d = heap_getattr(row, cscp_column(desc, "cscp.command", "recovery_kind"), desc, &isnull);
 	c.cancel_recovery = is_cancel(isnull, d);
+	c.recovery_approval = is_approval_recovery(isnull, d);
 	/* A step asked for by command_transition carries no answer. */
 	c.answered = false;
 	c.lock_context = false;		/* command_transition holds the context already */

@@ -21,6 +21,22 @@ extern Datum cscp_context_view_datum(HeapTuple row, TupleDesc desc, TupleDesc ro
 extern void cscp_context_record_expiry(HeapTuple ctx, TupleDesc desc);
 extern TimestampTz cscp_context_touch(const char *tenant_id, TimestampTz expires_at, Interval *ttl);
 
+/*
+ * The columns of a context row that the command and answer functions read
+ * (by name): the select list of every query that hands a context row to
+ * them.
+ */
+#define CSCP_CONTEXT_COLUMNS \
+	"x.tenant_id, x.context_id, x.conversation_id, x.actor_id, x.status, x.expires_at," \
+	" x.slots, x.last_message_id, x.last_command_id, x.reason"
+
+/* context_api.c: the context a command or an answer works against */
+extern void cscp_key_lock(text *tenant, const char *key, int keylen);
+extern bool cscp_context_for(text *tenant, text *conversation, text *actor,
+							 HeapTuple *ctx, TupleDesc *desc);
+extern void cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id,
+								 text *message_id, const char *why);
+
 /* context_fsm.c: a new context's claim of its triple, taken before its INSERT */
 extern bool cscp_context_claim(text *tenant, text *conversation, text *actor,
 							   pg_uuid_t *context_id, TimestampTz expires_at);

@@ -21,6 +21,12 @@
  *	  having written nothing, and the loop finds that context.  The INSERT
  *	  that follows a claim is judged by the trigger like any other.
  *
+ *	  Beside them, the context as commands and answers use it: the
+ *	  advisory lock of an idempotency key (cscp_key_lock), the context a
+ *	  command or an answer works against, locked (cscp_context_for), and the
+ *	  release of the question slots that name a command
+ *	  (cscp_context_release).
+ *
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
@@ -28,6 +34,7 @@
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
+#include "executor/spi.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
@@ -601,4 +608,197 @@ cscp_context_transition(PG_FUNCTION_ARGS)
 		context_missing(id);
 	/* Live or just retired, never past its TTL and live: as readers see it. */
 	PG_RETURN_DATUM(context_result(row, desc, rowdesc, callerctx));
+}
+
+
+/*
+ * The context a command or an answer works against, and what they share
+ * about it: the advisory lock of an idempotency key or an answered
+ * message, the live (else latest) context of a triple locked FOR UPDATE,
+ * and the release of the question slots naming a command.  Used by
+ * command_api.c, confirm.c, approve.c and answer.c.
+ */
+
+/* Run a saved SELECT plan that must succeed; the rows it returns. */
+static SPITupleTable *
+run_select(SPIPlanPtr plan, Datum *args)
+{
+	int			rc = SPI_execute_plan(plan, args, NULL, false, 0);
+
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "cscp internal query failed: %s", SPI_result_code_string(rc));
+	return SPI_tuptable;
+}
+
+/* Lock tag class of idempotency keys and answered message ids (pg_locks.objsubid). */
+#define CSCP_LOCKTAG_KEY	0x636b	/* "ck" */
+
+/*
+ * Take the transaction advisory lock that serialises every use of key in
+ * tenant: class CSCP_LOCKTAG_KEY, its key the SHA-256 of tenant, NUL and
+ * key (cscp_hash_lock), so that no tenant can choose keys whose lock
+ * another tenant's submits or answers wait on.
+ */
+void
+cscp_key_lock(text *tenant, const char *key, int keylen)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendBinaryStringInfo(&buf, VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant));
+	appendStringInfoChar(&buf, '\0');
+	appendBinaryStringInfo(&buf, key, keylen);
+	(void) cscp_hash_lock(CSCP_LOCKTAG_KEY, buf.data, buf.len, ExclusiveLock);
+	pfree(buf.data);
+}
+
+/*
+ * The context of (tenant, conversation, actor) a command or an answer
+ * works against -- the live one, else the latest -- locked FOR UPDATE, in
+ * *ctx (its CSCP_CONTEXT_COLUMNS) and *desc (valid until SPI_finish).  False when the triple never had
+ * a context.  The caller is connected to SPI.
+ */
+bool
+cscp_context_for(text *tenant, text *conversation, text *actor, HeapTuple *ctx, TupleDesc *desc)
+{
+	static SPIPlanPtr live_plan = NULL;
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		args[3] = {PointerGetDatum(tenant), PointerGetDatum(conversation),
+	PointerGetDatum(actor)};
+	SPITupleTable *tt;
+
+	/*
+	 * The live context first, through cscp.context_live, which holds at most
+	 * one per triple (its id found first, so that both reads are by key
+	 * whatever the plan).  A row that stopped being live while we waited for
+	 * its lock is not taken.  Only without one, the latest of all.
+	 */
+	cscp_spi_plan(&live_plan,
+				  "SELECT " CSCP_CONTEXT_COLUMNS " FROM cscp.context x"
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1"
+				  "   AND x.context_id OPERATOR(pg_catalog.=) (SELECT l.context_id FROM cscp.context_live l"
+				  "                        WHERE l.tenant_id OPERATOR(pg_catalog.=) $1 AND l.conversation_id OPERATOR(pg_catalog.=) $2"
+				  "                          AND l.actor_id OPERATOR(pg_catalog.=) $3)"
+				  "   AND x.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}')"
+				  " FOR UPDATE",
+				  3, argtypes);
+	tt = run_select(live_plan, args);
+	if (SPI_processed != 1)
+	{
+		cscp_spi_plan(&plan,
+					  "SELECT " CSCP_CONTEXT_COLUMNS " FROM cscp.context x"
+					  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.conversation_id OPERATOR(pg_catalog.=) $2 AND x.actor_id OPERATOR(pg_catalog.=) $3"
+					  " ORDER BY x.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}') DESC,"
+					  "          x.created_at DESC, x.version DESC"
+					  " LIMIT 1 FOR UPDATE",
+					  3, argtypes);
+		tt = run_select(plan, args);
+	}
+	if (SPI_processed != 1)
+	{
+		*ctx = NULL;
+		*desc = NULL;
+		return false;
+	}
+	*ctx = tt->vals[0];
+	*desc = tt->tupdesc;
+	return true;
+}
+
+/* Whether slots holds a pending question under key (an object) naming command_id. */
+static bool
+slot_names_command(Jsonb *slots, const char *key, const char *command_id)
+{
+	JsonbValue *v = cscp_jsonb_get(slots, key);
+	JsonbValue *id;
+
+	if (v == NULL || v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+		return false;
+	id = getKeyJsonValueFromContainer(v->val.binary.data, "command_id", strlen("command_id"), NULL);
+	return id != NULL && id->type == jbvString &&
+		id->val.string.len == (int) strlen(command_id) &&
+		memcmp(id->val.string.val, command_id, id->val.string.len) == 0;
+}
+
+/* Whether slots still holds a pending question under key (an object). */
+static bool
+slot_pending(Jsonb *slots, const char *key)
+{
+	JsonbValue *v = cscp_jsonb_get(slots, key);
+
+	return v != NULL && v->type == jbvBinary && JsonContainerIsObject(v->val.binary.data);
+}
+
+/*
+ * Clear the pending_confirmation and pending_approval slots of the context
+ * row ctx (a whole cscp.context row) that name command_id, and bring the
+ * context back to active, with reason why when given, once nothing is
+ * pending any more.  A use of the context: its TTL slides, the command
+ * becomes its last one, and message_id (the actor's answer; NULL: none)
+ * its last message.  Expired or closed contexts stay as they are.  The
+ * caller is connected to SPI and holds the context's row lock.
+ */
+void
+cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id, text *message_id,
+					 const char *why)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[7] = {TEXTOID, UUIDOID, JSONBOID, BOOLOID, TEXTOID, UUIDOID, TEXTOID};
+	bool		isnull;
+	char	   *status = SPI_getvalue(ctx, desc, cscp_column(desc, "cscp.context", "status"));
+	Datum		expires = heap_getattr(ctx, cscp_column(desc, "cscp.context", "expires_at"),
+									   desc, &isnull);
+	Jsonb	   *slots;
+	char	   *id;
+	bool		changed = false;
+	Datum		args[7];
+	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+
+	if (!cscp_context_usable(status, isnull, DatumGetTimestampTz(expires), cscp_now()))
+		return;
+
+	slots = DatumGetJsonbP(heap_getattr(ctx, cscp_column(desc, "cscp.context", "slots"),
+										desc, &isnull));
+	id = DatumGetCString(DirectFunctionCall1(uuid_out, command_id));
+	if (slot_names_command(slots, "pending_confirmation", id))
+	{
+		slots = DatumGetJsonbP(DirectFunctionCall2(jsonb_delete, JsonbPGetDatum(slots),
+												   CStringGetTextDatum("pending_confirmation")));
+		changed = true;
+	}
+	if (slot_names_command(slots, "pending_approval", id))
+	{
+		slots = DatumGetJsonbP(DirectFunctionCall2(jsonb_delete, JsonbPGetDatum(slots),
+												   CStringGetTextDatum("pending_approval")));
+		changed = true;
+	}
+	if (!changed)
+		return;
+
+	args[0] = heap_getattr(ctx, cscp_column(desc, "cscp.context", "tenant_id"), desc, &isnull);
+	args[1] = heap_getattr(ctx, cscp_column(desc, "cscp.context", "context_id"), desc, &isnull);
+	args[2] = JsonbPGetDatum(slots);
+	args[3] = BoolGetDatum(slot_pending(slots, "pending_confirmation") ||
+						   slot_pending(slots, "pending_approval"));
+	if (why != NULL)
+		args[4] = CStringGetTextDatum(why);
+	else
+		nulls[4] = 'n';
+	args[5] = command_id;
+	args[6] = PointerGetDatum(message_id);
+	nulls[6] = message_id != NULL ? ' ' : 'n';
+	cscp_spi_plan(&plan,
+				  "UPDATE cscp.context x"
+				  "   SET slots = $3,"
+				  "       status = CASE WHEN x.status OPERATOR(pg_catalog.=) 'pending' AND NOT $4"
+				  "                     THEN 'active'::cscp.context_status ELSE x.status END,"
+				  "       reason = coalesce($5, x.reason),"
+				  "       last_command_id = $6,"
+				  "       last_message_id = coalesce($7, x.last_message_id),"
+				  "       expires_at = cscp.context_touch(x)"
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2",
+				  7, argtypes);
+	cscp_spi_write_one(plan, args, nulls, SPI_OK_UPDATE,
+					   psprintf("release the context slots of command %s", id));
 }

@@ -193,15 +193,29 @@ cscp_registry_mutating(text *tenant, text *name, bool given, CscpRegistryMode mo
  * none: no answer of cscp.approve approved it.  It needs one when its
  * declaration says so, or when it is a cancel or compensate recovery of a
  * command whose declaration says so.  Read with the caller's rights, as
- * the transition it judges.
+ * the transition it judges.  name, when given for a command that is no
+ * cancel or compensate recovery (recovery false), lets a command whose
+ * declaration needs no approval be answered by the one lookup of its
+ * declaration, without the statement that reads its answers.
  */
 bool
-cscp_registry_unapproved(Datum tenant, Datum command_id)
+cscp_registry_unapproved(Datum tenant, Datum command_id, text *name, bool recovery)
 {
 	static SPIPlanPtr plan = NULL;
+	static SPIPlanPtr class_plan = NULL;
 	static const Oid argtypes[2] = {TEXTOID, UUIDOID};
+	static const Oid class_types[2] = {TEXTOID, TEXTOID};
 	Datum		args[2] = {tenant, command_id};
 
+	if (name != NULL && !recovery)
+	{
+		Datum		class_args[2] = {tenant, PointerGetDatum(name)};
+
+		if (!cscp_spi_exists(&class_plan,
+							 "SELECT 1 WHERE " CLASS_OF(APPROVAL, "$1", "$2"),
+							 2, class_types, class_args, true, "read the command registry"))
+			return false;
+	}
 	return cscp_spi_exists(&plan,
 						   "SELECT 1 FROM cscp.command c"
 						   "  LEFT JOIN cscp.command t"
