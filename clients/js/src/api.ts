@@ -201,6 +201,11 @@ export class CscpApi {
     return this.caller.call("context_transition_allowed", [["from_status","cscp.context_status"],["to_status","cscp.context_status"]], args as Record<string, unknown>, "value") as Promise<boolean | null>;
   }
 
+  /** cscp.context_usable(cscp.context_status,timestamp with time zone,timestamp with time zone): Whether a context of this status and expires_at is usable at the time given: a live status (active, pending, blocked) and expires_at later */
+  contextUsable(args: { "status": string | null; "expires_at": Date | null; "as_of": Date | null }): Promise<boolean | null> {
+    return this.caller.call("context_usable", [["status","cscp.context_status"],["expires_at","timestamp with time zone"],["as_of","timestamp with time zone"]], args as Record<string, unknown>, "value") as Promise<boolean | null>;
+  }
+
   /** cscp.conversation_close(text,text,jsonb,jsonb): Close a conversation with its final turn and event conversation.closed; its live contexts are closed; result closed or timed_out */
   conversationClose(args: { "tenant_id"?: string | null; "conversation_id": string | null; "turn": Json | null; "outcome"?: Json | null }): Promise<{ "event_id": string | null; "turn_index": number | null; "message_id": string | null; "result": string | null }[]> {
     return this.caller.call("conversation_close", [["tenant_id","text"],["conversation_id","text"],["turn","jsonb"],["outcome","jsonb"]], args as Record<string, unknown>, "rows") as Promise<{ "event_id": string | null; "turn_index": number | null; "message_id": string | null; "result": string | null }[]>;

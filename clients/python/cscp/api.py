@@ -178,6 +178,10 @@ class CscpApi:
         """cscp.context_transition_allowed(cscp.context_status,cscp.context_status): Whether the context lifecycle allows from_status -> to_status"""
         return self._call('context_transition_allowed', [('from_status', 'cscp.context_status'), ('to_status', 'cscp.context_status')], {'from_status': from_status, 'to_status': to_status}, 'value')
 
+    def context_usable(self, *, status: str | None, expires_at: datetime | None, as_of: datetime | None) -> bool | None:
+        """cscp.context_usable(cscp.context_status,timestamp with time zone,timestamp with time zone): Whether a context of this status and expires_at is usable at the time given: a live status (active, pending, blocked) and expires_at later"""
+        return self._call('context_usable', [('status', 'cscp.context_status'), ('expires_at', 'timestamp with time zone'), ('as_of', 'timestamp with time zone')], {'status': status, 'expires_at': expires_at, 'as_of': as_of}, 'value')
+
     def conversation_close(self, *, tenant_id: str | None = UNSET, conversation_id: str | None, turn: Json | None, outcome: Json | None = UNSET) -> list[dict[str, Any]]:
         """cscp.conversation_close(text,text,jsonb,jsonb): Close a conversation with its final turn and event conversation.closed; its live contexts are closed; result closed or timed_out"""
         return self._call('conversation_close', [('tenant_id', 'text'), ('conversation_id', 'text'), ('turn', 'jsonb'), ('outcome', 'jsonb')], {'tenant_id': tenant_id, 'conversation_id': conversation_id, 'turn': turn, 'outcome': outcome}, 'rows')
@@ -628,6 +632,10 @@ class AsyncCscpApi:
     async def context_transition_allowed(self, *, from_status: str | None, to_status: str | None) -> bool | None:
         """cscp.context_transition_allowed(cscp.context_status,cscp.context_status): Whether the context lifecycle allows from_status -> to_status"""
         return await self._call('context_transition_allowed', [('from_status', 'cscp.context_status'), ('to_status', 'cscp.context_status')], {'from_status': from_status, 'to_status': to_status}, 'value')
+
+    async def context_usable(self, *, status: str | None, expires_at: datetime | None, as_of: datetime | None) -> bool | None:
+        """cscp.context_usable(cscp.context_status,timestamp with time zone,timestamp with time zone): Whether a context of this status and expires_at is usable at the time given: a live status (active, pending, blocked) and expires_at later"""
+        return await self._call('context_usable', [('status', 'cscp.context_status'), ('expires_at', 'timestamp with time zone'), ('as_of', 'timestamp with time zone')], {'status': status, 'expires_at': expires_at, 'as_of': as_of}, 'value')
 
     async def conversation_close(self, *, tenant_id: str | None = UNSET, conversation_id: str | None, turn: Json | None, outcome: Json | None = UNSET) -> list[dict[str, Any]]:
         """cscp.conversation_close(text,text,jsonb,jsonb): Close a conversation with its final turn and event conversation.closed; its live contexts are closed; result closed or timed_out"""
