@@ -4,7 +4,8 @@
 # must produce what package.json's exports name, then vitest runs LangGraph's checkpointer
 # validation (validate() and the delta channel history tests) against CscpSaver, the store's,
 # the session's and the typed API's tests; the suite fails unless every test ran and passed
-# (none skipped, none left as todo).
+# (none skipped, none left as todo), and src/api.ts must be what scripts/gen-api.mjs generates
+# from this build's catalog.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source test/scripts/cluster.sh
@@ -33,4 +34,11 @@ const r = require(process.argv[1]);
 const skipped = r.numPendingTests + r.numTodoTests;
 console.log(`clients-js: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${skipped} skipped of ${r.numTotalTests}`);
 if (r.numTotalTests === 0 || r.numFailedTests > 0 || skipped > 0 || !r.success) process.exit(1);' "$report" || exit 1
-exit $status
+[ "$status" -eq 0 ] || exit $status
+# src/api.ts is generated from the catalog (scripts/gen-api.mjs): it must match this build's API.
+(cd "$dir" && PGDATABASE=postgres CSCP_API_OUT="$CSCP_TMP/api.ts" node scripts/gen-api.mjs >/dev/null)
+cmp -s "$CSCP_TMP/api.ts" "$dir/src/api.ts" || {
+	diff -u "$dir/src/api.ts" "$CSCP_TMP/api.ts" | head -40 >&2 || true
+	echo "clients-js: src/api.ts is stale: run 'PGHOST=... node scripts/gen-api.mjs' in clients/js against this build" >&2
+	exit 1
+}

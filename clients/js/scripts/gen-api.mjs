@@ -1,6 +1,7 @@
 // Writes src/api.ts: one typed method per public function of cscp (schema cscp, not internal
 // (_), not the gateway's (http_), not a trigger function), read from a database where cscp is
 // installed.  Run after a change to cscp's SQL API:  PGHOST=... node scripts/gen-api.mjs
+// (CSCP_API_OUT=FILE writes FILE instead: the clients-js suite compares it with src/api.ts.)
 import pg from "pg";
 import { writeFileSync } from "node:fs";
 
@@ -93,5 +94,5 @@ for (const r of rows) {
 `;
 }
 out += "}\n";
-writeFileSync(new URL("../src/api.ts", import.meta.url), out);
+writeFileSync(process.env.CSCP_API_OUT || new URL("../src/api.ts", import.meta.url), out);
 console.log(`src/api.ts: ${rows.length} functions`);

@@ -5,6 +5,7 @@ cscp is installed.  Run after a change to cscp's SQL API:
     PGHOST=... /usr/bin/python3 scripts/gen_api.py
 """
 import keyword
+import os
 import pathlib
 
 import psycopg
@@ -117,7 +118,9 @@ _ = (datetime, timedelta, Decimal, Json)
             + "\n".join(sync_methods)
             + "\n\nclass AsyncCscpApi:\n    \"\"\"The asynchronous methods (see AsyncCscp).\"\"\"\n\n    async def _call(self, fn, params, args, kind):  # pragma: no cover\n        raise NotImplementedError\n\n"
             + "\n".join(async_methods))
-    out = pathlib.Path(__file__).resolve().parent.parent / "cscp" / "api.py"
+    # CSCP_API_OUT=FILE writes FILE instead: the clients-python suite compares it with cscp/api.py.
+    out = pathlib.Path(os.environ.get("CSCP_API_OUT")
+                       or pathlib.Path(__file__).resolve().parent.parent / "cscp" / "api.py")
     out.write_text(text)
     print(f"cscp/api.py: {len(rows)} functions")
 
