@@ -103,6 +103,25 @@ SELECT try($$INSERT INTO cscp.command_registry (tenant_id, command_name, mutatin
 SELECT command_name, mutating, risk FROM cscp.command_registry WHERE tenant_id = 'cr' AND command_name = 'report';
 -- 'report' is now mutating for 'cr': a read-only submit is refused.
 SELECT try($$SELECT cscp.command_submit('cr', 'c1', 'u', 'c1:10', 'report', false, '{m10}')$$);
+-- Each backend caches the declarations it reads (registry.c); a change is seen at once, by the
+-- API and by the trigger: 'report' made read-only, mutating again, then undeclared for 'cr' (the
+-- defaults of '*' declare it read-only).
+UPDATE cscp.command_registry SET mutating = false WHERE tenant_id = 'cr' AND command_name = 'report';
+SELECT state FROM cscp.command_submit('cr', 'c1', 'u', 'c1:11', 'report', false, '{m11}');
+UPDATE cscp.command_registry SET mutating = true WHERE tenant_id = 'cr' AND command_name = 'report';
+SELECT try($$SELECT cscp.command_submit('cr', 'c1', 'u', 'c1:12', 'report', false, '{m12}')$$);
+SELECT try($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name, mutating)
+             VALUES ('cr', 'd:6', 'd', 'u', 'report', false)$$);
+DELETE FROM cscp.command_registry WHERE tenant_id = 'cr' AND command_name = 'report';
+SELECT state FROM cscp.command_submit('cr', 'c1', 'u', 'c1:13', 'report', false, '{m13}');
+SELECT mutating FROM cscp.command WHERE tenant_id = 'cr' AND idempotency_key = 'c1:13';
+-- A declaration made and rolled back is not kept by the cache either.
+BEGIN;
+SELECT command_name, mutating FROM cscp.command_declare('cr', 'report', true);
+SELECT try($$SELECT cscp.command_submit('cr', 'c1', 'u', 'c1:14', 'report', false, '{m14}')$$);
+ROLLBACK;
+SELECT try($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id, command_name, mutating)
+             VALUES ('cr', 'd:7', 'd', 'u', 'report', false)$$);
 RESET ROLE;
 RESET cscp.tenant_id;
 SELECT count(*) AS star_rows_made_mutating FROM cscp.command_registry WHERE tenant_id = '*' AND mutating;

@@ -25,7 +25,14 @@
  * that has started is canceled only by such a recovery once it has
  * started itself.  The rules ask cscp_registry_unapproved,
  * cscp_registry_recovery_gated and cscp_registry_cancel_unapproved; the
- * class is decided in the SQL fragments below alone.
+ * class is decided in the SQL fragments below, and for a forward command's
+ * own declaration in cscp_registry_unapproved from registry_lookup's flags.
+ *
+ * Declarations are read once per backend (registry_lookup): a cache of
+ * what each (tenant, command name) read answered, dropped at once when
+ * cscp.command_registry changes (its trigger command_registry_changed
+ * sends a relcache invalidation), served only where row-level security
+ * would show the caller the same rows.
  *
  * cscp_governance_record is the AFTER ROW trigger on cscp.policy,
  * cscp.authority and cscp.command_registry.  When the tenant's policy names
@@ -50,9 +57,12 @@
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 #include "utils/timestamp.h"
 
 /* The policy's string under key, or NULL. */
@@ -68,11 +78,12 @@ policy_string(Jsonb *policy, const char *key)
 
 /*
  * The declaration of command name for tenant (its own, else tenant '*'s):
- * false when there is none.  Read with the caller's rights (row-level
+ * false when there is none; its mutating and needs_approval flags, and
+ * whether its risk is critical.  Read with the caller's rights (row-level
  * security shows a tenant its own rows and the defaults).
  */
 static bool
-registry_lookup(text *tenant, text *name, bool *mutating, bool *needs_approval)
+registry_read(text *tenant, text *name, bool *mutating, bool *needs_approval, bool *critical)
 {
 	static SPIPlanPtr plan = NULL;
 	static const Oid argtypes[2] = {TEXTOID, TEXTOID};
@@ -83,7 +94,8 @@ registry_lookup(text *tenant, text *name, bool *mutating, bool *needs_approval)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
-				  "SELECT r.mutating, r.needs_approval FROM cscp.command_registry r"
+				  "SELECT r.mutating, r.needs_approval, r.risk OPERATOR(pg_catalog.=) 'critical'"
+				  "  FROM cscp.command_registry r"
 				  " WHERE r.tenant_id OPERATOR(pg_catalog.=) ANY (ARRAY[$1, '*']) AND r.command_name OPERATOR(pg_catalog.=) $2"
 				  " ORDER BY r.tenant_id OPERATOR(pg_catalog.=) '*' LIMIT 1",
 				  2, argtypes);
@@ -94,8 +106,98 @@ registry_lookup(text *tenant, text *name, bool *mutating, bool *needs_approval)
 		found = true;
 		*mutating = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 		*needs_approval = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		*critical = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+		if (isnull)
+			*critical = false;
 	}
 	SPI_finish();
+	return found;
+}
+
+/*
+ * The declarations read, per backend: (tenant, command name) -> what
+ * registry_read answered, declared or not.  The whole cache is dropped when
+ * cscp.command_registry changes (its statement trigger
+ * command_registry_changed sends a relcache invalidation, as the policy's
+ * does: this backend's at its next command, the others' when the change
+ * commits), and, as the policy cache (policy.c), it is served only where
+ * row-level security would show the caller the rows it was read from: no
+ * row-level security, or the caller's own tenant.  Ids longer than an id
+ * may be are read from the table.
+ */
+#define REGISTRY_KEY_BYTES (2 * (CSCP_MAX_ID_BYTES + 1))
+#define REGISTRY_CACHE_MAX_ENTRIES 4096
+
+typedef struct RegistryCacheEntry
+{
+	char		key[REGISTRY_KEY_BYTES];	/* tenant, NUL, name, NULs */
+	bool		found;
+	bool		mutating;
+	bool		needs_approval;
+	bool		critical;
+} RegistryCacheEntry;
+
+static HTAB *registry_cache = NULL;
+static CscpTableCache registry_table_cache; /* dropped when cscp.command_registry changes */
+
+static bool
+registry_lookup(text *tenant, text *name, bool *mutating, bool *needs_approval, bool *critical)
+{
+	char		key[REGISTRY_KEY_BYTES];
+	int			tlen = VARSIZE_ANY_EXHDR(tenant);
+	int			nlen = VARSIZE_ANY_EXHDR(name);
+	RegistryCacheEntry *entry;
+	uint64		generation;
+	Oid			relid;
+	bool		found;
+
+	*mutating = *needs_approval = *critical = false;
+	relid = cscp_relation_oid("command_registry", true);
+	if (tlen > CSCP_MAX_ID_BYTES || nlen > CSCP_MAX_ID_BYTES || !OidIsValid(relid) ||
+		(check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED &&
+		 (cscp_tenant_setting == NULL || strlen(cscp_tenant_setting) != (size_t) tlen ||
+		  memcmp(cscp_tenant_setting, VARDATA_ANY(tenant), tlen) != 0)))
+		return registry_read(tenant, name, mutating, needs_approval, critical);
+
+	if (!registry_table_cache.valid || registry_cache == NULL ||
+		registry_table_cache.relid != relid ||
+		hash_get_num_entries(registry_cache) >= REGISTRY_CACHE_MAX_ENTRIES)
+	{
+		HASHCTL		ctl;
+
+		if (registry_cache != NULL)
+			hash_destroy(registry_cache);
+		ctl.keysize = REGISTRY_KEY_BYTES;
+		ctl.entrysize = sizeof(RegistryCacheEntry);
+		ctl.hcxt = CacheMemoryContext;
+		registry_cache = hash_create("cscp command registry cache", 64, &ctl,
+									 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		cscp_table_cache_done(&registry_table_cache,
+							  cscp_table_cache_begin(&registry_table_cache, relid));
+	}
+
+	memset(key, 0, sizeof(key));
+	memcpy(key, VARDATA_ANY(tenant), tlen);
+	memcpy(key + CSCP_MAX_ID_BYTES + 1, VARDATA_ANY(name), nlen);
+	entry = hash_search(registry_cache, key, HASH_FIND, NULL);
+	if (entry != NULL)
+	{
+		*mutating = entry->mutating;
+		*needs_approval = entry->needs_approval;
+		*critical = entry->critical;
+		return entry->found;
+	}
+
+	generation = registry_table_cache.generation;
+	found = registry_read(tenant, name, mutating, needs_approval, critical);
+	if (generation == registry_table_cache.generation && registry_table_cache.valid)
+	{
+		entry = hash_search(registry_cache, key, HASH_ENTER, NULL);
+		entry->found = found;
+		entry->mutating = *mutating;
+		entry->needs_approval = *needs_approval;
+		entry->critical = *critical;
+	}
 	return found;
 }
 
@@ -117,6 +219,7 @@ cscp_registry_mutating(text *tenant, text *name, bool given, CscpRegistryMode mo
 	bool		recovery = (mode == CSCP_REGISTRY_RECOVERY || mode == CSCP_REGISTRY_RECOVERY_ROW);
 	bool		declared_mutating = false;
 	bool		needs_approval = false;
+	bool		critical = false;
 	char	   *tenant_c = text_to_cstring(tenant);
 	char	   *name_c = text_to_cstring(name);
 	char	   *undeclared = policy_string(cscp_policy_get(tenant_c), "undeclared_commands");
@@ -129,7 +232,7 @@ cscp_registry_mutating(text *tenant, text *name, bool given, CscpRegistryMode mo
 	if (row && given && (recovery || undeclared == NULL || strcmp(undeclared, "refuse") != 0))
 		return true;
 
-	if (registry_lookup(tenant, name, &declared_mutating, &needs_approval))
+	if (registry_lookup(tenant, name, &declared_mutating, &needs_approval, &critical))
 	{
 		if (mode == CSCP_REGISTRY_ARGUMENT && given != declared_mutating)
 			ereport(ERROR,
@@ -195,25 +298,26 @@ cscp_registry_mutating(text *tenant, text *name, bool given, CscpRegistryMode mo
  * command whose declaration says so.  Read with the caller's rights, as
  * the transition it judges.  name, when given for a command that is no
  * cancel or compensate recovery (recovery false), lets a command whose
- * declaration needs no approval be answered by the one lookup of its
- * declaration, without the statement that reads its answers.
+ * declaration needs no approval be answered by the lookup of its
+ * declaration (registry_lookup, cached per backend), without the statement
+ * that reads its answers.
  */
 bool
 cscp_registry_unapproved(Datum tenant, Datum command_id, text *name, bool recovery)
 {
 	static SPIPlanPtr plan = NULL;
-	static SPIPlanPtr class_plan = NULL;
 	static const Oid argtypes[2] = {TEXTOID, UUIDOID};
-	static const Oid class_types[2] = {TEXTOID, TEXTOID};
 	Datum		args[2] = {tenant, command_id};
 
 	if (name != NULL && !recovery)
 	{
-		Datum		class_args[2] = {tenant, PointerGetDatum(name)};
+		bool		mutating,
+					needs_approval,
+					critical;
 
-		if (!cscp_spi_exists(&class_plan,
-							 "SELECT 1 WHERE " CLASS_OF(APPROVAL, "$1", "$2"),
-							 2, class_types, class_args, true, "read the command registry"))
+		/* APPROVAL of its declaration, read through the cache */
+		if (!registry_lookup(DatumGetTextPP(tenant), name, &mutating, &needs_approval, &critical) ||
+			!(needs_approval || critical))
 			return false;
 	}
 	return cscp_spi_exists(&plan,

@@ -93,6 +93,11 @@ CREATE TRIGGER governance_record AFTER INSERT OR UPDATE OR DELETE ON cscp.author
     FOR EACH ROW EXECUTE FUNCTION cscp.governance_record();
 CREATE TRIGGER governance_record AFTER INSERT OR UPDATE OR DELETE ON cscp.command_registry
     FOR EACH ROW EXECUTE FUNCTION cscp.governance_record();
+-- Every backend caches the declarations it reads (registry.c); a change drops the caches (as for
+-- cscp.policy), also during a restore, which runs with session_replication_role = replica.
+CREATE TRIGGER command_registry_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON cscp.command_registry
+    FOR EACH STATEMENT EXECUTE FUNCTION cscp.policy_changed();
+ALTER TABLE cscp.command_registry ENABLE ALWAYS TRIGGER command_registry_changed;
 
 CREATE FUNCTION cscp.operator_tenant_visible(tenant_id text) RETURNS boolean
     AS 'MODULE_PATHNAME', 'cscp_operator_tenant_visible' LANGUAGE C STABLE STRICT PARALLEL SAFE;

@@ -2093,6 +2093,13 @@ SELECT c.tenant_id,
   LEFT JOIN cscp.command m ON m.tenant_id = c.tenant_id AND m.command_id = c.last_command_id
  WHERE c.status IN ('active', 'pending', 'blocked');
 
+-- ==== cost2: the command registry's declarations cached per backend
+-- registry.c reads each (tenant, command name) once per backend; this trigger drops the caches
+-- when the registry changes.
+CREATE TRIGGER command_registry_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON cscp.command_registry
+    FOR EACH STATEMENT EXECUTE FUNCTION cscp.policy_changed();
+ALTER TABLE cscp.command_registry ENABLE ALWAYS TRIGGER command_registry_changed;
+
 -- ==== no migration logic in the install script
 -- No migration logic in the install script: cscp._grant_app_privileges no longer speaks of
 -- roles granted by earlier versions (it takes back what a role was granted by hand beyond the
