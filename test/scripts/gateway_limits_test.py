@@ -306,11 +306,44 @@ def mhd_version():
 
 
 def client_sockets(gw, sources):
-    """The gateway's open TCP sockets to the given client addresses: the connection slots they hold."""
-    out = subprocess.run(["ss", "-Htnp", "state", "all", "( sport = :%d )" % gw.port],
-                         check=True, capture_output=True, text=True).stdout
-    return [line for line in out.splitlines()
-            if "pid=%d," % gw.proc.pid in line and any(" %s:" % a in line for a in sources)]
+    """The gateway's open TCP sockets to the given client addresses: the connection slots they hold.
+    Read from /proc (the process's socket inodes, then /proc/net/tcp and tcp6), not from ss, which
+    a minimal Debian root lacks."""
+    pid = gw.proc.pid
+    inodes = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+
+    def address(hexaddr):
+        raw = bytes.fromhex(hexaddr)
+        # /proc/net/tcp* prints each 32-bit word of the address in host (little-endian) order
+        words = [raw[i:i + 4][::-1] for i in range(0, len(raw), 4)]
+        addr = b"".join(words)
+        if len(addr) == 16 and addr[:12] == b"\0" * 10 + b"\xff\xff":
+            addr = addr[12:]
+        return socket.inet_ntop(socket.AF_INET if len(addr) == 4 else socket.AF_INET6, addr)
+
+    held = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                lines = f.read().splitlines()[1:]
+        except FileNotFoundError:
+            continue
+        for line in lines:
+            fields = line.split()
+            local, remote, inode = fields[1], fields[2], fields[9]
+            if inode not in inodes or int(local.rsplit(":", 1)[1], 16) != gw.port:
+                continue
+            peer = address(remote.rsplit(":", 1)[0])
+            if peer in sources:
+                held.append("%s -> %s" % (line.strip(), peer))
+    return held
 
 
 def slowloris_and_per_ip(gw):
