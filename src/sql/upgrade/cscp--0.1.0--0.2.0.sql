@@ -127,14 +127,6 @@ AS $$
                     WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.command_id OPERATOR(pg_catalog.=) $2)
 $$;
 
-CREATE OR REPLACE FUNCTION cscp._http_turn_failure(sqlstate text, message text, detail text DEFAULT NULL)
-RETURNS cscp.http_response
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$
-    SELECT CASE WHEN $1 OPERATOR(pg_catalog.~~) '22%' THEN cscp._http_error(400, 'validation_error', $2, $1, $3)
-                ELSE cscp._http_failure($1, $2, $3) END
-$$;
-
 CREATE OR REPLACE FUNCTION cscp._http_conversation_of(tenant_id text, conversation_id text) RETURNS boolean
 LANGUAGE sql STABLE
 AS $$
