@@ -21,49 +21,49 @@ else
 
 MODULE_big = cscp
 OBJS = \
-	src/cscp.o \
-	src/clock.o \
-	src/args.o \
-	src/tenancy.o \
-	src/inspect.o \
-	src/jsonutil.o \
-	src/jsonschema.o \
-	src/policy.o \
-	src/registry.o \
-	src/lifetime.o \
-	src/routing.o \
-	src/slots.o \
-	src/enums.o \
-	src/rowguard.o \
-	src/canonical.o \
-	src/evidence.o \
-	src/context_fsm.o \
-	src/context_api.o \
-	src/document.o \
-	src/command_fsm.o \
-	src/frame.o \
-	src/command_api.o \
-	src/confirm.o \
-	src/answer.o \
-	src/approve.o \
-	src/spiplan.o \
-	src/events.o \
-	src/context_link.o \
-	src/turns.o \
-	src/turn_guard.o \
-	src/conversation_fsm.o \
-	src/conversation_api.o \
-	src/message_turn.o \
-	src/identity.o \
-	src/facts.o \
-	src/assemble.o \
-	src/owner.o \
-	src/forget.o \
-	src/sweep.o \
-	src/worker.o \
-	src/shard.o \
-	src/keys.o \
-	src/http_api.o
+	src/shared/args.o \
+	src/shared/canonical.o \
+	src/shared/clock.o \
+	src/shared/cscp.o \
+	src/shared/enums.o \
+	src/shared/jsonschema.o \
+	src/shared/jsonutil.o \
+	src/shared/keys.o \
+	src/shared/lifetime.o \
+	src/shared/owner.o \
+	src/shared/policy.o \
+	src/shared/routing.o \
+	src/shared/rowguard.o \
+	src/shared/spiplan.o \
+	src/shared/tenancy.o \
+	src/context/context_api.o \
+	src/context/context_fsm.o \
+	src/context/context_link.o \
+	src/context/slots.o \
+	src/command/answer.o \
+	src/command/approve.o \
+	src/command/command_api.o \
+	src/command/command_fsm.o \
+	src/command/confirm.o \
+	src/command/evidence.o \
+	src/command/frame.o \
+	src/command/registry.o \
+	src/conversation/conversation_api.o \
+	src/conversation/conversation_fsm.o \
+	src/conversation/events.o \
+	src/conversation/message_turn.o \
+	src/conversation/turn_guard.o \
+	src/conversation/turns.o \
+	src/facts/assemble.o \
+	src/facts/facts.o \
+	src/facts/identity.o \
+	src/document/document.o \
+	src/document/http_api.o \
+	src/operations/forget.o \
+	src/operations/inspect.o \
+	src/operations/shard.o \
+	src/operations/sweep.o \
+	src/operations/worker.o
 
 # The install script is concatenated from one file per concern, in this order.
 SQL_PARTS = \
@@ -140,7 +140,7 @@ bench-proxy: build
 	@bash test/scripts/bench_proxy.sh
 
 # PGXS tracks no header dependencies: every object depends on the one shared header.
-$(OBJS): src/cscp.h
+$(OBJS): src/cscp.h src/pgcompat.h $(wildcard src/*/*.h)
 
 $(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS) cscp.control
 	cat $(SQL_PARTS) > $@

@@ -18,7 +18,7 @@ suites=${CHECK_ASSERT_SUITES:-pg_regress isolation}
 ALOG=log/check-assert
 
 # The module's objects only: the gateway and the test drivers are not rebuilt.
-clean_module() { rm -f src/*.o src/*.bc cscp.so; }
+clean_module() { rm -f src/*/*.o src/*/*.bc cscp.so; }
 build_assert() {
 	clean_module
 	$MAKE --no-print-directory deps &&

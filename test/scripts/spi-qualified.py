@@ -8,7 +8,7 @@ keyword type: int, bigint, boolean, interval, ...), collations pg_catalog."C", a
 constructs that look up an operator by name on the search_path (IN (...), IS DISTINCT FROM,
 NULLIF, LIKE, BETWEEN, CASE x WHEN).  A SQL text is a run of adjacent C string literals (with
 macros between them) that starts like a statement, or holds a parameter ($1) or an
-OPERATOR(pg_catalog.x).  Usage: spi-qualified.py [FILE.c ...] (default src/*.c src/*.h); prints
+OPERATOR(pg_catalog.x).  Usage: spi-qualified.py [FILE.c ...] (default every .c and .h under src/); prints
 each finding as file:line: problem, and exits 1 when there is one.
 """
 import glob
@@ -120,9 +120,9 @@ def main(files):
                 print('%s:%d: %s' % (f, line, p))
                 bad += 1
     if bad:
-        print('%d unqualified name(s) in SQL texts; see the rule in src/spiplan.c' % bad)
+        print('%d unqualified name(s) in SQL texts; see the rule in src/shared/spiplan.c' % bad)
     return 1 if bad else 0
 
 
 if __name__ == '__main__':
-    sys.exit(main(sys.argv[1:] or sorted(glob.glob('src/*.c') + glob.glob('src/*.h'))))
+    sys.exit(main(sys.argv[1:] or sorted(glob.glob('src/**/*.[ch]', recursive=True))))

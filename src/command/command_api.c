@@ -24,8 +24,8 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
-#include "command.h"
-#include "context.h"
+#include "command/command.h"
+#include "context/context.h"
 
 #include "access/htup_details.h"
 #include "access/xact.h"

@@ -30,7 +30,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
-#include "context.h"
+#include "context/context.h"
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"

@@ -19,7 +19,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "conversation.h"
+#include "conversation/conversation.h"
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"

@@ -15,9 +15,9 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "command.h"
-#include "context.h"
-#include "conversation.h"
+#include "command/command.h"
+#include "context/context.h"
+#include "conversation/conversation.h"
 
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"

@@ -22,7 +22,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "conversation.h"
+#include "conversation/conversation.h"
 
 #include "access/htup_details.h"
 #include "catalog/namespace.h"

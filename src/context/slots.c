@@ -25,7 +25,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
-#include "context.h"
+#include "context/context.h"
 #include "pgcompat.h"
 
 #include "catalog/pg_type.h"

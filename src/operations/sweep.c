@@ -28,9 +28,9 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
-#include "command.h"
-#include "context.h"
-#include "conversation.h"
+#include "command/command.h"
+#include "context/context.h"
+#include "conversation/conversation.h"
 
 #include "catalog/pg_type.h"
 #include "executor/executor.h"

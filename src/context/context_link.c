@@ -20,7 +20,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
-#include "context.h"
+#include "context/context.h"
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"

@@ -41,8 +41,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "context.h"
-#include "conversation.h"
+#include "context/context.h"
+#include "conversation/conversation.h"
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"

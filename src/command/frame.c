@@ -28,7 +28,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
-#include "command.h"
+#include "command/command.h"
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"

@@ -29,8 +29,8 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
-#include "command.h"
-#include "context.h"
+#include "command/command.h"
+#include "context/context.h"
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"

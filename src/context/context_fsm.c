@@ -39,7 +39,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
-#include "context.h"
+#include "context/context.h"
 
 #include "access/htup_details.h"
 #include "access/relation.h"
