@@ -37,10 +37,6 @@ extern bool cscp_context_for(text *tenant, text *conversation, text *actor,
 extern void cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id,
 								 text *message_id, const char *why);
 
-/* context_fsm.c: a new context's claim of its triple, taken before its INSERT */
-extern bool cscp_context_claim(text *tenant, text *conversation, text *actor,
-							   pg_uuid_t *context_id, TimestampTz expires_at);
-
 /*
  * SQL: the id of the live context of ($1 tenant, $2 conversation, $3 actor),
  * through cscp.context_live (NULL when none), for "x.context_id = " in the

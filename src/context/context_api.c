@@ -15,11 +15,12 @@
  *	  read and write is a saved SPI statement, so row-level security,
  *	  privileges, triggers, rules and ALTER TABLE apply as to any statement.
  *	  The live context is found through cscp.context_live, whose primary key
- *	  allows one per triple.  A new context first claims its triple there
- *	  (cscp_context_claim, context_fsm.c); a concurrent open may have made
- *	  the live context between the look and the claim: the claim then fails,
- *	  having written nothing, and the loop finds that context.  The INSERT
- *	  that follows a claim is judged by the trigger like any other.
+ *	  allows one per triple.  A new context's INSERT claims its triple there
+ *	  in the context trigger (context_fsm.c), the one place that decides the
+ *	  rule for cscp's functions and direct SQL alike; a concurrent open may
+ *	  have made the live context between the look and the INSERT: the claim
+ *	  then refuses it (23505), the INSERT's subtransaction is rolled back,
+ *	  having written nothing, and the loop finds that context.
  *
  *	  Beside them, the context as commands and answers use it: the
  *	  advisory lock of an idempotency key (cscp_key_lock), the context a
@@ -33,12 +34,14 @@
 #include "context/context.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/jsonb.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 /* The attempts an open makes before it gives up (40001). */
@@ -157,10 +160,14 @@ open_expire_stale(const OpenArgs *o)
 }
 
 /*
- * A new context: the triple claimed in cscp.context_live (cscp_context_claim),
- * then the row inserted with the claimed id, which the trigger judges like
- * any other.  NULL, having written nothing, when the claim finds a live
- * context (a concurrent open made it): look again.
+ * A new context: the row inserted, which the trigger judges like any other;
+ * its claim of the triple in cscp.context_live (context_fsm.c, the one
+ * place that decides it) refuses it, 23505 on context_live_key, when the
+ * triple has a live context: a concurrent open committed one since open_use
+ * looked, or the live one is past its TTL and not yet recorded expired.
+ * The open reacts to that refusal rather than looking first: the INSERT
+ * runs in a subtransaction, and a refused claim returns NULL, having
+ * written nothing.  Any other error is raised.
  */
 static HeapTuple
 open_insert(const OpenArgs *o, TupleDesc *desc)
@@ -168,17 +175,18 @@ open_insert(const OpenArgs *o, TupleDesc *desc)
 	static SPIPlanPtr plan = NULL;
 	static const Oid types[8] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID,
 	INTERVALOID, TEXTOID, UUIDOID};
+	MemoryContext oldctx = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
 	TimestampTz expires_at;
 	pg_uuid_t	id;
 	Datum		args[8];
 	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	HeapTuple	row = NULL;
 
 	expires_at = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
 														 TimestampTzGetDatum(o->now),
 														 IntervalPGetDatum(o->ttl)));
 	cscp_routing_uuid(cscp_routing_hash_text(o->conversation), &id);
-	if (!cscp_context_claim(o->tenant, o->conversation, o->actor, &id, expires_at))
-		return NULL;
 	args[0] = PointerGetDatum(o->tenant);
 	args[1] = PointerGetDatum(o->conversation);
 	args[2] = PointerGetDatum(o->actor);
@@ -194,9 +202,36 @@ open_insert(const OpenArgs *o, TupleDesc *desc)
 				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
 				  " RETURNING *",
 				  8, types);
-	cscp_spi_write_one(plan, args, nulls, SPI_OK_INSERT_RETURNING, "insert a context");
-	*desc = SPI_tuptable->tupdesc;
-	return SPI_tuptable->vals[0];
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldctx);
+	PG_TRY();
+	{
+		cscp_spi_write_one(plan, args, nulls, SPI_OK_INSERT_RETURNING, "insert a context");
+		*desc = SPI_tuptable->tupdesc;
+		row = SPI_tuptable->vals[0];
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldctx);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldctx);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldctx);
+		CurrentResourceOwner = oldowner;
+		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION || edata->constraint_name == NULL ||
+			strcmp(edata->constraint_name, "context_live_key") != 0)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		row = NULL;
+	}
+	PG_END_TRY();
+	return row;
 }
 
 /*

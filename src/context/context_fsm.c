@@ -451,77 +451,42 @@ live_exec(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes,
  * Take the row of a triple in cscp.context_live for a new context (args as
  * live_key's, and its expires_at in args[4]): a free key, or a row that
  * names a context no longer live, left by writes made with the triggers off
- * (session_replication_role = replica).  With mine, a row that already
- * names this context (claimed by cscp_context_claim) is taken as well.
+ * (session_replication_role = replica).  A row that names this very id is
+ * taken too: the context's primary key then refuses the duplicate id.
  * Waits for a concurrent claim of the triple to commit or roll back;
- * returns false when the triple has a live context.
+ * returns false when the triple has another live context.
  */
 static bool
-live_take(Datum *args, bool mine)
+live_take(Datum *args)
 {
 	static SPIPlanPtr plan = NULL;
-	static SPIPlanPtr mine_plan = NULL;
 	static SPIPlanPtr stale_plan = NULL;
 	static const Oid types[5] = {TEXTOID, TEXTOID, TEXTOID, UUIDOID, TIMESTAMPTZOID};
 
-	if (mine)
-	{
-		if (live_exec(&mine_plan,
-					  "WITH mine AS (SELECT FROM cscp.context_live y"
-					  "               WHERE y.tenant_id OPERATOR(pg_catalog.=) $1 AND y.conversation_id OPERATOR(pg_catalog.=) $2"
-					  "                 AND y.actor_id OPERATOR(pg_catalog.=) $3 AND y.context_id OPERATOR(pg_catalog.=) $4),"
-					  "     ins AS (INSERT INTO cscp.context_live"
-					  "              (tenant_id, conversation_id, actor_id, context_id, expires_at)"
-					  "             SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (SELECT FROM mine)"
-					  "             ON CONFLICT DO NOTHING RETURNING 1)"
-					  " SELECT WHERE EXISTS (SELECT FROM mine) OR EXISTS (SELECT FROM ins)",
-					  5, types, args, SPI_OK_SELECT) == 1)
-			return true;
-	}
-	else if (live_exec(&plan,
-					   "INSERT INTO cscp.context_live"
-					   " (tenant_id, conversation_id, actor_id, context_id, expires_at)"
-					   " VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
-					   5, types, args, SPI_OK_INSERT) == 1)
+	if (live_exec(&plan,
+				  "INSERT INTO cscp.context_live"
+				  " (tenant_id, conversation_id, actor_id, context_id, expires_at)"
+				  " VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+				  5, types, args, SPI_OK_INSERT) == 1)
 		return true;
 
 	return live_exec(&stale_plan,
 					 "UPDATE cscp.context_live l SET context_id = $4, expires_at = $5"
 					 " WHERE l.tenant_id OPERATOR(pg_catalog.=) $1 AND l.conversation_id OPERATOR(pg_catalog.=) $2 AND l.actor_id OPERATOR(pg_catalog.=) $3"
-					 "   AND NOT EXISTS (SELECT FROM cscp.context x"
-					 "                    WHERE x.tenant_id OPERATOR(pg_catalog.=) l.tenant_id"
-					 "                      AND x.context_id OPERATOR(pg_catalog.=) l.context_id"
-					 "                      AND x.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}'))",
+					 "   AND (l.context_id OPERATOR(pg_catalog.=) $4"
+					 "        OR NOT EXISTS (SELECT FROM cscp.context x"
+					 "                        WHERE x.tenant_id OPERATOR(pg_catalog.=) l.tenant_id"
+					 "                          AND x.context_id OPERATOR(pg_catalog.=) l.context_id"
+					 "                          AND x.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}')))",
 					 5, types, args, SPI_OK_UPDATE) == 1;
 }
 
 /*
- * Claim (tenant, conversation, actor) in cscp.context_live for the context
- * id that is about to be inserted, expiring at expires_at: the step a new
- * context takes first.  Returns false, having written nothing, when the
- * triple has a live context (committed, or another transaction's that
- * committed while this one waited).  The claim is this transaction's: the
- * context's INSERT, in the same transaction, finds it (live_claim).
- */
-bool
-cscp_context_claim(text *tenant, text *conversation, text *actor, pg_uuid_t *context_id,
-				   TimestampTz expires_at)
-{
-	Datum		args[5];
-
-	args[0] = PointerGetDatum(tenant);
-	args[1] = PointerGetDatum(conversation);
-	args[2] = PointerGetDatum(actor);
-	args[3] = UUIDPGetDatum(context_id);
-	args[4] = TimestampTzGetDatum(expires_at);
-	return live_take(args, false);
-}
-
-/*
- * A new context holds its triple's row in cscp.context_live: it takes the
- * row (live_take), or finds it claimed for this very context by
- * cscp_context_claim.  Raises 23505 when the triple has a live context,
- * whoever inserts.
+ * The one claim of "one live context per (tenant, conversation, actor)": a
+ * new context takes its triple's row in cscp.context_live (live_take),
+ * whoever inserts it, cscp.context_open included.  Raises 23505 (the
+ * constraint context_live_key) when the triple has a live context, which
+ * cscp.context_open takes as "a concurrent open made it".
  */
 static void
 live_claim(HeapTuple row, TupleDesc desc)
@@ -535,7 +500,7 @@ live_claim(HeapTuple row, TupleDesc desc)
 	for (int i = 0; i < 5; i++)
 		if (isnull[i])
 			return;				/* the NOT NULL constraint refuses the row */
-	if (live_take(args, true))
+	if (live_take(args))
 		return;
 	/* Released by the abort, like any relation an error leaves open. */
 	live = relation_open(cscp_relation_oid("context_live", false), AccessShareLock);

@@ -128,12 +128,19 @@ typedef struct RecordedTurn
  * Look up the turn with message_id in the conversation; false when there is
  * none.  A statement that is not read-only, so a turn committed while we
  * waited for the conversation's lock is seen.
+ *
+ * The look-up, which every exchange makes and which almost always finds
+ * nothing, reads three plain columns: the ConversationTurn a replay answers
+ * with (cscp.turn_json, an expression of some twenty nodes that the
+ * executor would build for every look-up, found or not) is read by a second
+ * statement, only when there is a turn to replay.
  */
 static bool
 find_turn(const char *tenant_id, const char *conversation_id, const char *message_id,
 		  RecordedTurn *found)
 {
 	static SPIPlanPtr plan = NULL;
+	static SPIPlanPtr json_plan = NULL;
 	static const Oid types[3] = {TEXTOID, TEXTOID, TEXTOID};
 	MemoryContext callerctx = CurrentMemoryContext;
 	Datum		args[3];
@@ -145,7 +152,7 @@ find_turn(const char *tenant_id, const char *conversation_id, const char *messag
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
-				  "SELECT t.turn_index, t.content_hash, t.event_id, cscp.turn_json(t) FROM cscp.turn t"
+				  "SELECT t.turn_index, t.content_hash, t.event_id FROM cscp.turn t"
 				  " WHERE t.tenant_id OPERATOR(pg_catalog.=) $1 AND t.conversation_id OPERATOR(pg_catalog.=) $2 AND t.message_id OPERATOR(pg_catalog.=) $3",
 				  3, types);
 	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
@@ -162,8 +169,26 @@ find_turn(const char *tenant_id, const char *conversation_id, const char *messag
 		spictx = MemoryContextSwitchTo(callerctx);
 		found->content_hash = SPI_getvalue(tup, desc, 2);
 		found->event_id = SPI_getvalue(tup, desc, 3);
-		found->turn = DatumGetJsonbPCopy(SPI_getbinval(tup, desc, 4, &isnull));
 		MemoryContextSwitchTo(spictx);
+
+		/*
+		 * Turns never change: the row found is the row read again (unless the
+		 * sweep's retention purged it in between: no turn to show then).
+		 */
+		cscp_spi_plan(&json_plan,
+					  "SELECT cscp.turn_json(t) FROM cscp.turn t"
+					  " WHERE t.tenant_id OPERATOR(pg_catalog.=) $1 AND t.conversation_id OPERATOR(pg_catalog.=) $2 AND t.message_id OPERATOR(pg_catalog.=) $3",
+					  3, types);
+		if (SPI_execute_plan(json_plan, args, NULL, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read a turn");
+		found->turn = NULL;
+		if (SPI_processed == 1)
+		{
+			spictx = MemoryContextSwitchTo(callerctx);
+			found->turn = DatumGetJsonbPCopy(SPI_getbinval(SPI_tuptable->vals[0],
+														   SPI_tuptable->tupdesc, 1, &isnull));
+			MemoryContextSwitchTo(spictx);
+		}
 	}
 	SPI_finish();
 	return exists;

@@ -72,6 +72,8 @@ script() {
 		step 17 "command_transition (authorized)" "SELECT accepted FROM cscp.command_transition(:'cid'::uuid, 'authorized', 'read_only');"
 		step 18 "command_transition (started)" "SELECT accepted FROM cscp.command_transition(:'cid'::uuid, 'started');"
 		step 19 "command_transition (executed)" "SELECT accepted FROM cscp.command_transition(:'cid'::uuid, 'executed', 'order_found', '{\"status\": \"shipped\"}');"
+		# a context opened for a conversation and actor with none live
+		step 20 "context_open (new context)" "SELECT status FROM cscp.context_open('bench', 'new-' || :n, 'customer');"
 		# W2: the confirmation path, seven calls
 		step 21 "context_open (reused)" "SELECT status FROM cscp.context_open('bench', 'w2', 'customer');"
 		step 22 "command_submit (confirmation)" "SELECT command_id AS cid FROM cscp.command_submit('bench', 'w2', 'customer', 'ckey-' || :n, 'cancel_order', true, ARRAY['ask-' || :n], '{\"order_id\": \"123\"}', 'order:' || :n) \\gset"

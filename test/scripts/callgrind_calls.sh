@@ -14,6 +14,7 @@
 #          the gateway runs for GET /v1/context/...), as a role of cscp.grant_gateway
 #   turn   one message turn of W1 (test/bench/message_turn_cscp.sql's nine calls, in a
 #          PL/pgSQL function), on a conversation of 300 turns
+#   open   cscp.context_open of a conversation and actor with no live context (a new context)
 #   chain  cscp.fact_current from the start of a chain of 101 facts, among 10,000 others
 #   head   cscp.fact_current of the head of that chain
 # Prints "KIND Ir/call N" per kind.
@@ -21,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 source test/scripts/cluster.sh
 KINDS=("$@")
-[ ${#KINDS[@]} -gt 0 ] || KINDS=(put get httpget turn chain head)
+[ ${#KINDS[@]} -gt 0 ] || KINDS=(put get httpget turn open chain head)
 
 cluster_start
 psql -X -q -v ON_ERROR_STOP=1 <<'SQL'
@@ -89,6 +90,7 @@ calls() {
 			get) echo "SELECT cscp.doc_get('bench', 's-$(( (i * 7 % 1000) + 1 ))', 'profile')" ;;
 			httpget) echo "SELECT cscp.http_doc_get('Bearer bench-key', 's-$(( (i * 7 % 1000) + 1 ))', 'profile')" ;;
 			turn) echo "SELECT public.turn($i)" ;;
+			open) echo "SELECT (cscp.context_open('bench', 'open-$3-$i', 'customer')).status" ;;
 			chain) echo "SELECT (cscp.fact_current('bench', 'walker', 'w-0')).fact_id" ;;
 			head) echo "SELECT (cscp.fact_current('bench', 'walker', 'w-100')).fact_id" ;;
 			*) echo "callgrind_calls: unknown kind \"$1\"" >&2; exit 2 ;;
@@ -97,7 +99,7 @@ calls() {
 }
 
 W=20
-declare -A N=([put]=400 [get]=400 [httpget]=400 [turn]=100 [chain]=50 [head]=400)
+declare -A N=([put]=400 [get]=400 [httpget]=400 [turn]=100 [open]=200 [chain]=50 [head]=400)
 for k in "${KINDS[@]}"; do
 	declare -A ir=()
 	for n in $W $((W + ${N[$k]:-100})); do
