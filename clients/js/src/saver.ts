@@ -1,7 +1,7 @@
 // CscpSaver: LangGraph's checkpointer on cscp (cscp.checkpoint_* in src/sql/checkpoint.sql).
 // The rules (tenant, TTL, deletes, only changed channels kept) are the database's; this class
 // only serialises with LangGraph's serde and maps rows to tuples.
-import { createHash } from "node:crypto";
+import { createHash, randomInt } from "node:crypto";
 import pg from "pg";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
@@ -95,6 +95,9 @@ function appended(base: Buffer, bytes: Buffer): Buffer | undefined {
   return delta;
 }
 
+/** Digits of a version's counter, zero-padded so that versions compare as strings. */
+const COUNTER_DIGITS = 32;
+
 /** A checkpointer whose threads live in cscp, bound to one tenant. */
 export class CscpSaver extends BaseCheckpointSaver {
   readonly pool: pg.Pool;
@@ -136,6 +139,28 @@ export class CscpSaver extends BaseCheckpointSaver {
   /** Close the pool when this saver made it. */
   async end(): Promise<void> {
     if (this.ownsPool) await this.pool.end();
+  }
+
+  /**
+   * The version a changed channel gets: the counter after current's, zero-padded, then a
+   * random part ("<counter>.<random>", as LangGraph's Python PostgresSaver makes them).  Two
+   * checkpoints forked from one parent (updateState on an older checkpoint, a replay, two
+   * writers) give a channel the same counter; the random part keeps their values apart, since
+   * a channel's value is stored once per version.  A number (an older saver's counter) is
+   * continued from.  The versions are strings, which LangGraph's runtime compares as it does
+   * numbers; the signature stays BaseCheckpointSaver<number>'s, the type StateGraph.compile
+   * takes.
+   */
+  override getNextVersion(current: number | undefined): number {
+    const given: unknown = current;
+    const counter = given === undefined ? 0
+      : typeof given === "number" ? given
+      : typeof given === "string" ? Number(given.split(".")[0]) : Number.NaN;
+    if (!Number.isSafeInteger(counter) || counter < 0) {
+      throw new TypeError(`cannot continue channel version ${JSON.stringify(given)}: it is not a counter`);
+    }
+    const random = String(randomInt(0, 2 ** 48 - 1)).padStart(15, "0");
+    return `${String(counter + 1).padStart(COUNTER_DIGITS, "0")}.${random}` as unknown as number;
   }
 
   private run<T>(fn: (q: Query) => Promise<T>): Promise<T> {
