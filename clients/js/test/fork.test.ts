@@ -90,6 +90,27 @@ describe("CscpSaver with forked checkpoints", () => {
     await saver.deleteThread("forked");
   });
 
+  it("refuses, not drops, another value for a version stored (versions that only count)", async () => {
+    // LangGraph's default versions (previous + 1), as a saver that does not override them makes
+    class CountingSaver extends CscpSaver {
+      override getNextVersion(current: number | undefined): number {
+        return (typeof current === "number" ? current : 0) + 1;
+      }
+    }
+    const tenant = freshTenant("count");
+    const graph = buildGraph(new CountingSaver(pool, { tenant }));
+    const thread: Config = { configurable: { thread_id: "counted" } };
+    await graph.invoke({ messages: ["one"] }, thread);
+    const afterOne = (await graph.getState(thread)).config as Config;
+    await graph.invoke({ messages: ["two"] }, thread);
+    const before = await admin.query("SELECT count(*) AS n FROM cscp.checkpoint WHERE tenant_id = $1", [tenant]);
+    await expect(graph.invoke({ messages: ["other two"] }, afterOne))
+      .rejects.toMatchObject({ name: "CscpError", sqlstate: "23505" });
+    const after = await admin.query("SELECT count(*) AS n FROM cscp.checkpoint WHERE tenant_id = $1", [tenant]);
+    expect(after.rows[0].n).toBe(before.rows[0].n);
+    expect((await graph.getState(thread)).values.messages).toEqual(["one", "reply to one", "two", "reply to two"]);
+  });
+
   it("gives every new version a counter and a random part, in order", async () => {
     const saver = new CscpSaver(pool, { tenant: freshTenant("ver") });
     const first = saver.getNextVersion(undefined);
