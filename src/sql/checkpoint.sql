@@ -104,6 +104,17 @@ COMMENT ON TABLE cscp.checkpoint_write IS
 CREATE TRIGGER forgotten_guard BEFORE INSERT OR UPDATE OF tenant_id, thread_id ON cscp.checkpoint_thread
     FOR EACH ROW EXECUTE FUNCTION cscp.forgotten_guard('conversation', 'thread_id');
 
+-- Scale-out (shard.sql): a thread and all it holds live on the node of (tenant, thread id), where
+-- the proxy sends its calls; the shard guard refuses (55000) a row of it written on another.
+CREATE TRIGGER shard_guard BEFORE INSERT OR UPDATE OF tenant_id, thread_id ON cscp.checkpoint_thread
+    FOR EACH ROW EXECUTE FUNCTION cscp.shard_guard('tenant_id', 'thread_id');
+CREATE TRIGGER shard_guard BEFORE INSERT OR UPDATE OF tenant_id, thread_id ON cscp.checkpoint
+    FOR EACH ROW EXECUTE FUNCTION cscp.shard_guard('tenant_id', 'thread_id');
+CREATE TRIGGER shard_guard BEFORE INSERT OR UPDATE OF tenant_id, thread_id ON cscp.checkpoint_blob
+    FOR EACH ROW EXECUTE FUNCTION cscp.shard_guard('tenant_id', 'thread_id');
+CREATE TRIGGER shard_guard BEFORE INSERT OR UPDATE OF tenant_id, thread_id ON cscp.checkpoint_write
+    FOR EACH ROW EXECUTE FUNCTION cscp.shard_guard('tenant_id', 'thread_id');
+
 -- Raise 22023 with the argument's name unless value is a usable id ('' allowed when empty_ok).
 CREATE FUNCTION cscp.checkpoint_check_ns(checkpoint_ns text) RETURNS text
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -545,6 +556,10 @@ COMMENT ON TABLE cscp.store_item IS
   'LangGraph store items per (tenant, namespace, key); with a ttl, gone once expires_at has passed (reads may push it back by ttl)';
 CREATE INDEX store_item_expiry_idx ON cscp.store_item (expires_at) WHERE expires_at IS NOT NULL;
 
+-- Scale-out: a tenant's store lives whole on the node of (tenant, '') (its searches span it).
+CREATE TRIGGER shard_guard BEFORE INSERT OR UPDATE OF tenant_id ON cscp.store_item
+    FOR EACH ROW EXECUTE FUNCTION cscp.shard_guard('tenant_id', '');
+
 -- Whether a value passes a store filter: per top-level key, equal to the filter's value, or
 -- meeting every operator of it ($eq, $ne, $gt, $gte, $lt, $lte, $in, $nin).
 CREATE FUNCTION cscp.store_filter_match(value jsonb, filter jsonb) RETURNS boolean
@@ -851,6 +866,12 @@ COMMENT ON TABLE cscp.session_item IS
 
 CREATE TRIGGER forgotten_guard BEFORE INSERT OR UPDATE OF tenant_id, session_id ON cscp.agent_session
     FOR EACH ROW EXECUTE FUNCTION cscp.forgotten_guard('conversation', 'session_id');
+
+-- Scale-out: a session and its items live on the node of (tenant, session id).
+CREATE TRIGGER shard_guard BEFORE INSERT OR UPDATE OF tenant_id, session_id ON cscp.agent_session
+    FOR EACH ROW EXECUTE FUNCTION cscp.shard_guard('tenant_id', 'session_id');
+CREATE TRIGGER shard_guard BEFORE INSERT OR UPDATE OF tenant_id, session_id ON cscp.session_item
+    FOR EACH ROW EXECUTE FUNCTION cscp.shard_guard('tenant_id', 'session_id');
 
 CREATE FUNCTION cscp.session_add_items(tenant_id text, session_id text, items jsonb) RETURNS integer
 LANGUAGE plpgsql VOLATILE

@@ -814,6 +814,17 @@ COMMENT ON TABLE cscp.checkpoint_write IS
 CREATE TRIGGER forgotten_guard BEFORE INSERT OR UPDATE OF tenant_id, thread_id ON cscp.checkpoint_thread
     FOR EACH ROW EXECUTE FUNCTION cscp.forgotten_guard('conversation', 'thread_id');
 
+-- Scale-out (shard.sql): a thread and all it holds live on the node of (tenant, thread id), where
+-- the proxy sends its calls; the shard guard refuses (55000) a row of it written on another.
+CREATE TRIGGER shard_guard BEFORE INSERT OR UPDATE OF tenant_id, thread_id ON cscp.checkpoint_thread
+    FOR EACH ROW EXECUTE FUNCTION cscp.shard_guard('tenant_id', 'thread_id');
+CREATE TRIGGER shard_guard BEFORE INSERT OR UPDATE OF tenant_id, thread_id ON cscp.checkpoint
+    FOR EACH ROW EXECUTE FUNCTION cscp.shard_guard('tenant_id', 'thread_id');
+CREATE TRIGGER shard_guard BEFORE INSERT OR UPDATE OF tenant_id, thread_id ON cscp.checkpoint_blob
+    FOR EACH ROW EXECUTE FUNCTION cscp.shard_guard('tenant_id', 'thread_id');
+CREATE TRIGGER shard_guard BEFORE INSERT OR UPDATE OF tenant_id, thread_id ON cscp.checkpoint_write
+    FOR EACH ROW EXECUTE FUNCTION cscp.shard_guard('tenant_id', 'thread_id');
+
 -- Raise 22023 with the argument's name unless value is a usable id ('' allowed when empty_ok).
 CREATE FUNCTION cscp.checkpoint_check_ns(checkpoint_ns text) RETURNS text
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -1255,6 +1266,10 @@ COMMENT ON TABLE cscp.store_item IS
   'LangGraph store items per (tenant, namespace, key); with a ttl, gone once expires_at has passed (reads may push it back by ttl)';
 CREATE INDEX store_item_expiry_idx ON cscp.store_item (expires_at) WHERE expires_at IS NOT NULL;
 
+-- Scale-out: a tenant's store lives whole on the node of (tenant, '') (its searches span it).
+CREATE TRIGGER shard_guard BEFORE INSERT OR UPDATE OF tenant_id ON cscp.store_item
+    FOR EACH ROW EXECUTE FUNCTION cscp.shard_guard('tenant_id', '');
+
 -- Whether a value passes a store filter: per top-level key, equal to the filter's value, or
 -- meeting every operator of it ($eq, $ne, $gt, $gte, $lt, $lte, $in, $nin).
 CREATE FUNCTION cscp.store_filter_match(value jsonb, filter jsonb) RETURNS boolean
@@ -1561,6 +1576,12 @@ COMMENT ON TABLE cscp.session_item IS
 
 CREATE TRIGGER forgotten_guard BEFORE INSERT OR UPDATE OF tenant_id, session_id ON cscp.agent_session
     FOR EACH ROW EXECUTE FUNCTION cscp.forgotten_guard('conversation', 'session_id');
+
+-- Scale-out: a session and its items live on the node of (tenant, session id).
+CREATE TRIGGER shard_guard BEFORE INSERT OR UPDATE OF tenant_id, session_id ON cscp.agent_session
+    FOR EACH ROW EXECUTE FUNCTION cscp.shard_guard('tenant_id', 'session_id');
+CREATE TRIGGER shard_guard BEFORE INSERT OR UPDATE OF tenant_id, session_id ON cscp.session_item
+    FOR EACH ROW EXECUTE FUNCTION cscp.shard_guard('tenant_id', 'session_id');
 
 CREATE OR REPLACE FUNCTION cscp.session_add_items(tenant_id text, session_id text, items jsonb) RETURNS integer
 LANGUAGE plpgsql VOLATILE
@@ -1987,7 +2008,7 @@ SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
     WITH cfg AS (SELECT s.partition_count AS n, s.partitions FROM cscp.shard s),
-    -- The rows of each table per conversation, then per tenant and subject or session key.
+    -- The rows of each table per conversation, then per tenant and subject, session or thread key.
     conv AS MATERIALIZED (
         SELECT 'context' AS t, x.conversation_id AS k, count(*) AS c FROM cscp.context x GROUP BY 2
         UNION ALL SELECT 'context_live', x.conversation_id, count(*) FROM cscp.context_live x GROUP BY 2
@@ -2009,6 +2030,14 @@ AS $$
         UNION ALL SELECT 'document', x.tenant_id, x.session_id, count(*) FROM cscp.document x GROUP BY 2, 3
         UNION ALL SELECT 'working_set', x.tenant_id, x.session_id, count(*) FROM cscp.working_set x GROUP BY 2, 3
         UNION ALL SELECT 'environment', x.tenant_id, x.session_id, count(*) FROM cscp.environment x GROUP BY 2, 3
+        UNION ALL SELECT 'checkpoint_thread', x.tenant_id, x.thread_id, count(*) FROM cscp.checkpoint_thread x GROUP BY 2, 3
+        UNION ALL SELECT 'checkpoint', x.tenant_id, x.thread_id, count(*) FROM cscp.checkpoint x GROUP BY 2, 3
+        UNION ALL SELECT 'checkpoint_blob', x.tenant_id, x.thread_id, count(*) FROM cscp.checkpoint_blob x GROUP BY 2, 3
+        UNION ALL SELECT 'checkpoint_write', x.tenant_id, x.thread_id, count(*) FROM cscp.checkpoint_write x GROUP BY 2, 3
+        UNION ALL SELECT 'agent_session', x.tenant_id, x.session_id, count(*) FROM cscp.agent_session x GROUP BY 2, 3
+        UNION ALL SELECT 'session_item', x.tenant_id, x.session_id, count(*) FROM cscp.session_item x GROUP BY 2, 3
+        -- a tenant's store lives on the node of (tenant, '')
+        UNION ALL SELECT 'store_item', x.tenant_id, '', count(*) FROM cscp.store_item x GROUP BY 2
     ),
     -- Each distinct key hashed once (a keyed hash costs microseconds; a conversation has rows in
     -- many tables), kept when its partition is not this node's.
