@@ -6,8 +6,12 @@
 --   conversation-scoped rows and calls   cscp.routing_conversation_hash(conversation_id)
 --                                        (= cscp.routing_hash of their ids)
 --   subject-scoped (identity, fact)      cscp.routing_key_hash(tenant_id, subject_id)
---   session-scoped (document, working set, environment)
+--   session-scoped (document, working set, environment, agent session and its items)
 --                                        cscp.routing_key_hash(tenant_id, session_id)
+--   LangGraph threads (checkpoints, blobs, writes)
+--                                        cscp.routing_key_hash(tenant_id, thread_id)
+--   LangGraph store items                cscp.routing_key_hash(tenant_id, '')
+--   (the triggers of the last three are in checkpoint.sql, beside their tables)
 -- cscp.shard names the partitions this node holds; with no row (one node) it holds them all.
 -- The C trigger shard_guard (shard.c) refuses, 55000, any row the node does not hold, so a write
 -- that bypasses the proxy cannot land on the wrong shard.  Policies and authority ranks are
