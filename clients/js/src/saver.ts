@@ -95,8 +95,17 @@ function appended(base: Buffer, bytes: Buffer): Buffer | undefined {
   return delta;
 }
 
-/** Digits of a version's counter, zero-padded so that versions compare as strings. */
-const COUNTER_DIGITS = 32;
+/** The counter of a channel version: 0 for none; a number, or the digits before a string's ".". */
+function versionCounter(current: unknown): number {
+  const counter = current === undefined ? 0
+    : typeof current === "number" ? current
+    : typeof current === "string" ? Number(/^[a-p]?(\d+)(\.|$)/.exec(current)?.[1] ?? Number.NaN)
+    : Number.NaN;
+  if (!Number.isSafeInteger(counter) || counter < 0 || counter >= Number.MAX_SAFE_INTEGER) {
+    throw new TypeError(`cannot continue channel version ${JSON.stringify(current)}: it is not a counter`);
+  }
+  return counter;
+}
 
 /** A checkpointer whose threads live in cscp, bound to one tenant. */
 export class CscpSaver extends BaseCheckpointSaver {
@@ -142,25 +151,23 @@ export class CscpSaver extends BaseCheckpointSaver {
   }
 
   /**
-   * The version a changed channel gets: the counter after current's, zero-padded, then a
-   * random part ("<counter>.<random>", as LangGraph's Python PostgresSaver makes them).  Two
-   * checkpoints forked from one parent (updateState on an older checkpoint, a replay, two
-   * writers) give a channel the same counter; the random part keeps their values apart, since
-   * a channel's value is stored once per version.  A number (an older saver's counter) is
-   * continued from.  The versions are strings, which LangGraph's runtime compares as it does
-   * numbers; the signature stays BaseCheckpointSaver<number>'s, the type StateGraph.compile
-   * takes.
+   * The version a changed channel gets: "<counter>.<random>", as LangGraph's Python
+   * PostgresSaver makes them.  Two checkpoints forked from one parent (updateState on an older
+   * checkpoint, a replay, two writers) give a channel the same counter; the random part (32
+   * bits) keeps their values apart, since a channel's value is stored once per version (and the
+   * database refuses another value for a version it holds).  The counter is written as its
+   * number of digits (a letter, a for 1 to p for 16) and its digits, so that versions compare
+   * as strings in the order of their counters (LangGraph compares them with < and
+   * localeCompare) and stay short: they are stored in every checkpoint's channel_versions and
+   * versions_seen.  A number (an older saver's counter) or a zero-padded counter (the Python
+   * saver's) is continued from.  The signature stays BaseCheckpointSaver<number>'s, the type
+   * StateGraph.compile takes; LangGraph's runtime handles string versions.
    */
   override getNextVersion(current: number | undefined): number {
-    const given: unknown = current;
-    const counter = given === undefined ? 0
-      : typeof given === "number" ? given
-      : typeof given === "string" ? Number(given.split(".")[0]) : Number.NaN;
-    if (!Number.isSafeInteger(counter) || counter < 0) {
-      throw new TypeError(`cannot continue channel version ${JSON.stringify(given)}: it is not a counter`);
-    }
-    const random = String(randomInt(0, 2 ** 48 - 1)).padStart(15, "0");
-    return `${String(counter + 1).padStart(COUNTER_DIGITS, "0")}.${random}` as unknown as number;
+    const counter = versionCounter(current);
+    const digits = String(counter + 1);
+    const random = randomInt(0, 2 ** 32).toString(16).padStart(8, "0");
+    return `${String.fromCharCode(0x60 + digits.length)}${digits}.${random}` as unknown as number;
   }
 
   private run<T>(fn: (q: Query) => Promise<T>): Promise<T> {

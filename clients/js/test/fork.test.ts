@@ -111,17 +111,28 @@ describe("CscpSaver with forked checkpoints", () => {
     expect((await graph.getState(thread)).values.messages).toEqual(["one", "reply to one", "two", "reply to two"]);
   });
 
-  it("gives every new version a counter and a random part, in order", async () => {
+  it("gives every new version a counter and a random part, in the counters' order", async () => {
     const saver = new CscpSaver(pool, { tenant: freshTenant("ver") });
     const first = saver.getNextVersion(undefined);
     const second = saver.getNextVersion(first);
     const sibling = saver.getNextVersion(first);
-    expect(String(first)).toMatch(/^0{31}1\.\d+$/);
+    expect(String(first)).toMatch(/^a1\.[0-9a-f]{8}$/);
+    expect(String(second)).toMatch(/^a2\./);
     expect(second > first).toBe(true);
     expect(sibling > first).toBe(true);
     expect(sibling).not.toBe(second);
-    // a version an older saver gave as a number is continued from its counter
-    expect(String(saver.getNextVersion(7))).toMatch(/^0{31}8\./);
-    expect(saver.getNextVersion(saver.getNextVersion(9 as never)) > saver.getNextVersion(9 as never)).toBe(true);
+    // counters of more digits still compare greater, as strings and by localeCompare
+    let v = saver.getNextVersion(8);
+    const seen = [v];
+    for (let i = 0; i < 1000; i++) seen.push(v = saver.getNextVersion(v));
+    expect(String(v)).toMatch(/^d1009\./);
+    for (let i = 1; i < seen.length; i++) {
+      expect(seen[i] > seen[i - 1]).toBe(true);
+      expect(String(seen[i]).localeCompare(String(seen[i - 1]))).toBe(1);
+    }
+    // a number (an older saver's counter) or the Python saver's padded counter is continued from
+    expect(String(saver.getNextVersion(7))).toMatch(/^a8\./);
+    expect(String(saver.getNextVersion("00000000000000000000000000000041.0.5" as never))).toMatch(/^b42\./);
+    expect(() => saver.getNextVersion("x" as never)).toThrow(TypeError);
   });
 });
