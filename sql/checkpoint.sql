@@ -116,6 +116,34 @@ SELECT try($$INSERT INTO cscp.checkpoint_blob (tenant_id, thread_id, checkpoint_
 SELECT count(*) AS blobs_after, (SELECT count(*) FROM cscp.checkpoint WHERE thread_id = 'th-1') AS checkpoints
   FROM cscp.checkpoint_blob WHERE thread_id = 'th-1';
 
+-- A version names one value: a version stored again with the same value (a retry; the same list
+-- whole rather than as an extension) is accepted, one with another value (a fork whose versions
+-- only count) refused with 23505, writing nothing.
+SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-8', 'c-7',
+       '{"v": 4, "id": "c-8", "channel_versions": {"messages": 5, "n": 2}}', '{}', '{messages}', '{5}', '{json}',
+       ARRAY[convert_to('["hi","ok","a",{"b":[1]}]', 'UTF8')]) IS NOT NULL AS same_value_whole;
+SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-7', 'c-6',
+       '{"v": 4, "id": "c-7", "channel_versions": {"messages": 4, "n": 2}}', '{}', '{messages}', '{4}', '{json}',
+       ARRAY[convert_to('["ok"]', 'UTF8')], '{3}', ARRAY[sha256(convert_to('["hi"]', 'UTF8'))]) IS NOT NULL AS same_extension;
+SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-6b', 'c-6',
+       '{"v": 4, "id": "c-6b", "channel_versions": {"messages": 4, "n": 2}}', '{}', '{messages}', '{4}', '{json}',
+       ARRAY[convert_to('["hi","ok"]', 'UTF8')]) IS NOT NULL AS fork_same_value;
+SELECT count(*) AS blobs_before FROM cscp.checkpoint_blob WHERE thread_id = 'th-1';
+SELECT try($$SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-f', 'c-7', '{"v": 4, "channel_versions": {"messages": 5}}', '{}',
+             '{messages}', '{5}', '{json}', ARRAY[convert_to('["hi","ok","other"]', 'UTF8')])$$) AS fork_whole;
+SELECT try($$SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-f', 'c-6', '{"v": 4, "channel_versions": {"messages": 4}}', '{}',
+             '{messages}', '{4}', '{json}', ARRAY[convert_to('["other"]', 'UTF8')], '{3}',
+             ARRAY[sha256(convert_to('["hi"]', 'UTF8'))])$$) AS fork_extension;
+SELECT try($$SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-f', 'c-8', '{"v": 4, "channel_versions": {"n": 1}}', '{}',
+             '{n}', '{1}', '{json}', ARRAY['\x32'::bytea])$$) AS fork_scalar;
+SELECT try($$SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-f', 'c-8', '{"v": 4, "channel_versions": {"n": 2}}', '{}',
+             '{n}', '{2}', '{json}', ARRAY['\x31'::bytea])$$) AS fork_empty_to_value;
+SELECT try($$SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-f', 'c-8', '{"v": 4, "channel_versions": {"n": 9}}', '{}',
+             '{n,n}', '{9,9}', '{json,json}', ARRAY['\x31'::bytea, '\x32'])$$) AS two_values_in_one_put;
+SELECT count(*) AS blobs_after, (SELECT count(*) FROM cscp.checkpoint WHERE checkpoint_id = 'c-f') AS fork_checkpoints
+  FROM cscp.checkpoint_blob WHERE thread_id = 'th-1';
+SELECT id, convert_from(blobs[1], 'UTF8') AS messages FROM cscp.checkpoint_list('cp', 'th-1') WHERE id IN ('c-6b', 'c-7', 'c-8');
+
 -- deleteThread leaves nothing of the thread, in any namespace.
 SELECT cscp.checkpoint_delete_thread('cp', 'th-1') AS deleted, cscp.checkpoint_delete_thread('cp', 'th-1') AS again;
 SELECT (SELECT count(*) FROM cscp.checkpoint WHERE thread_id = 'th-1') AS checkpoints,

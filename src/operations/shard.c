@@ -12,8 +12,13 @@
  *	  conversations, turns, events, inspections), the hash its ids carry;
  *	- cscp.routing_key_hash(tenant_id, subject_id) for identities and facts;
  *	- cscp.routing_key_hash(tenant_id, session_id) for documents, the
- *	  working set and environments;
- * the trigger's arguments name the column or the (tenant, key) pair.  The
+ *	  working set and environments, and for agent sessions and their items;
+ *	- cscp.routing_key_hash(tenant_id, thread_id) for LangGraph threads, their
+ *	  checkpoints, blobs and pending writes;
+ *	- cscp.routing_key_hash(tenant_id, '') for LangGraph store items: all of a
+ *	  tenant's store on one node, where its searches run;
+ * the trigger's arguments name the column or the (tenant, key) pair, an
+ * empty second argument standing for the empty key.  The
  * single row of cscp.shard says how many partitions there are and which this
  * node holds; with no row (one node, the default) every row is accepted.
  *
@@ -130,7 +135,8 @@ PG_FUNCTION_INFO_V1(cscp_shard_guard);
  * Trigger cscp.shard_guard(column [, column]): BEFORE INSERT OR UPDATE OF the
  * key columns, FOR EACH ROW.  One argument: the row's hash is the routing
  * hash of the conversation that column names; two: that of the key the
- * second names for the tenant the first names.
+ * second names for the tenant the first names, or of the empty key (the
+ * tenant's own partition) when the second is ''.
  */
 Datum
 cscp_shard_guard(PG_FUNCTION_ARGS)
@@ -165,7 +171,9 @@ cscp_shard_guard(PG_FUNCTION_ARGS)
 	if (isnull)
 		return PointerGetDatum(tuple);	/* NOT NULL says what is wrong */
 	a = DatumGetTextPP(d);
-	if (trigger->tgnargs == 2)
+	if (trigger->tgnargs == 2 && trigger->tgargs[1][0] == '\0')
+		b = cstring_to_text("");
+	else if (trigger->tgnargs == 2)
 	{
 		d = heap_getattr(tuple, cscp_column(desc, RelationGetRelationName(trigdata->tg_relation),
 											trigger->tgargs[1]), desc, &isnull);
@@ -182,6 +190,9 @@ cscp_shard_guard(PG_FUNCTION_ARGS)
 
 		if (b == NULL)
 			key = psprintf("%s \"%s\"", trigger->tgargs[0], text_to_cstring(a));
+		else if (trigger->tgargs[1][0] == '\0')
+			key = psprintf("%s \"%s\" (the tenant's own partition)", trigger->tgargs[0],
+						   text_to_cstring(a));
 		else
 			key = psprintf("%s \"%s\" and %s \"%s\"", trigger->tgargs[0], text_to_cstring(a),
 						   trigger->tgargs[1], text_to_cstring(b));

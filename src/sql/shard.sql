@@ -6,8 +6,12 @@
 --   conversation-scoped rows and calls   cscp.routing_conversation_hash(conversation_id)
 --                                        (= cscp.routing_hash of their ids)
 --   subject-scoped (identity, fact)      cscp.routing_key_hash(tenant_id, subject_id)
---   session-scoped (document, working set, environment)
+--   session-scoped (document, working set, environment, agent session and its items)
 --                                        cscp.routing_key_hash(tenant_id, session_id)
+--   LangGraph threads (checkpoints, blobs, writes)
+--                                        cscp.routing_key_hash(tenant_id, thread_id)
+--   LangGraph store items                cscp.routing_key_hash(tenant_id, '')
+--   (the triggers of the last three are in checkpoint.sql, beside their tables)
 -- cscp.shard names the partitions this node holds; with no row (one node) it holds them all.
 -- The C trigger shard_guard (shard.c) refuses, 55000, any row the node does not hold, so a write
 -- that bypasses the proxy cannot land on the wrong shard.  Policies and authority ranks are
@@ -120,7 +124,7 @@ SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
     WITH cfg AS (SELECT s.partition_count AS n, s.partitions FROM cscp.shard s),
-    -- The rows of each table per conversation, then per tenant and subject or session key.
+    -- The rows of each table per conversation, then per tenant and subject, session or thread key.
     conv AS MATERIALIZED (
         SELECT 'context' AS t, x.conversation_id AS k, count(*) AS c FROM cscp.context x GROUP BY 2
         UNION ALL SELECT 'context_live', x.conversation_id, count(*) FROM cscp.context_live x GROUP BY 2
@@ -142,6 +146,14 @@ AS $$
         UNION ALL SELECT 'document', x.tenant_id, x.session_id, count(*) FROM cscp.document x GROUP BY 2, 3
         UNION ALL SELECT 'working_set', x.tenant_id, x.session_id, count(*) FROM cscp.working_set x GROUP BY 2, 3
         UNION ALL SELECT 'environment', x.tenant_id, x.session_id, count(*) FROM cscp.environment x GROUP BY 2, 3
+        UNION ALL SELECT 'checkpoint_thread', x.tenant_id, x.thread_id, count(*) FROM cscp.checkpoint_thread x GROUP BY 2, 3
+        UNION ALL SELECT 'checkpoint', x.tenant_id, x.thread_id, count(*) FROM cscp.checkpoint x GROUP BY 2, 3
+        UNION ALL SELECT 'checkpoint_blob', x.tenant_id, x.thread_id, count(*) FROM cscp.checkpoint_blob x GROUP BY 2, 3
+        UNION ALL SELECT 'checkpoint_write', x.tenant_id, x.thread_id, count(*) FROM cscp.checkpoint_write x GROUP BY 2, 3
+        UNION ALL SELECT 'agent_session', x.tenant_id, x.session_id, count(*) FROM cscp.agent_session x GROUP BY 2, 3
+        UNION ALL SELECT 'session_item', x.tenant_id, x.session_id, count(*) FROM cscp.session_item x GROUP BY 2, 3
+        -- a tenant's store lives on the node of (tenant, '')
+        UNION ALL SELECT 'store_item', x.tenant_id, '', count(*) FROM cscp.store_item x GROUP BY 2
     ),
     -- Each distinct key hashed once (a keyed hash costs microseconds; a conversation has rows in
     -- many tables), kept when its partition is not this node's.

@@ -238,6 +238,45 @@ else
 	fail "the shard guard let a misrouted write through"
 fi
 
+# LangGraph threads and agent sessions by (tenant, id), a tenant's store by (tenant, ''): a write
+# that bypasses the proxy is refused on the other shard too, and taken on its own.
+thread=$(so_psql proxy proxy -At -c "SELECT t FROM generate_series(1, 50) i, LATERAL (SELECT 'direct-' || i AS t) s WHERE cscp.routing_key_hash('gamma', t) & 1 = 1 LIMIT 1")
+store_tenant=$(so_psql proxy proxy -At -c "SELECT t FROM generate_series(1, 50) i, LATERAL (SELECT 'direct-' || i AS t) s WHERE cscp.routing_key_hash(t, '') & 1 = 1 LIMIT 1")
+fw_direct_sql="SELECT cscp.checkpoint_put('gamma', '$thread', '', 'c-1', NULL, '{\"v\": 4, \"channel_versions\": {\"m\": \"1\"}}', '{}',
+                                          '{m}', '{1}', '{json}', ARRAY['\\x5b315d'::bytea]) IS NOT NULL;
+SELECT cscp.session_add_items('gamma', '$thread', '[{\"role\": \"user\"}]');
+SELECT count(*) FROM cscp.store_put('$store_tenant', '{notes}', 'k', '{}');"
+fw_direct=$(so_psql shard0 cscp -At -v ON_ERROR_STOP=0 <<<"$fw_direct_sql" 2>&1)
+fw_held=$(so_psql shard1 cscp -At <<<"$fw_direct_sql" 2>&1)
+if [ "$(grep -c 'this shard does not hold partition 1 of 2' <<<"$fw_direct")" -eq 3 ] &&
+	[ "$(tr '\n' ' ' <<<"$fw_held")" = "t 1 1 " ] &&
+	[ "$(so_psql shard0 cscp -At -c "SELECT (SELECT count(*) FROM cscp.checkpoint_thread WHERE thread_id = '$thread')
+	                                       + (SELECT count(*) FROM cscp.agent_session WHERE session_id = '$thread')
+	                                       + (SELECT count(*) FROM cscp.store_item WHERE tenant_id = '$store_tenant')")" = 0 ]; then
+	pass "shard0 refuses a LangGraph thread, an agent session and a tenant's store of partition 1 (55000); shard1 takes them"
+else
+	echo "$fw_direct"; echo "$fw_held"
+	fail "the shard guard let a misrouted thread, session or store item through"
+fi
+# Once partition 1 moves away from shard1, shard_misplaced reports those tables' rows there.
+fw_misplaced=$(so_psql shard1 cscp -At <<-'SQL' 2>&1
+	BEGIN;
+	SELECT count(*) FROM cscp.shard_set(2, '{0}');
+	SELECT DISTINCT m.table_name FROM cscp.shard_misplaced() m ORDER BY 1;
+	ROLLBACK;
+SQL
+)
+misplaced_ok=1
+for t in checkpoint_thread checkpoint checkpoint_blob agent_session session_item store_item; do
+	grep -qx "$t" <<<"$fw_misplaced" || misplaced_ok=0
+done
+if [ $misplaced_ok -eq 1 ] && [ "$(so_psql shard1 cscp -At -c "SELECT count(*) FROM cscp.shard_misplaced()")" = 0 ]; then
+	pass "shard_misplaced counts the rows of threads, sessions and stores of a partition a shard no longer holds"
+else
+	echo "$fw_misplaced"
+	fail "shard_misplaced does not report threads, sessions or stores left on a shard"
+fi
+
 # 6. shard1 down: only its conversations fail.
 so_stop shard1
 down=$(so_psql proxy proxy -At 2>&1 <<-'SQL'

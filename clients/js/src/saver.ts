@@ -1,7 +1,7 @@
 // CscpSaver: LangGraph's checkpointer on cscp (cscp.checkpoint_* in src/sql/checkpoint.sql).
 // The rules (tenant, TTL, deletes, only changed channels kept) are the database's; this class
 // only serialises with LangGraph's serde and maps rows to tuples.
-import { createHash } from "node:crypto";
+import { createHash, randomInt } from "node:crypto";
 import pg from "pg";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
@@ -95,6 +95,18 @@ function appended(base: Buffer, bytes: Buffer): Buffer | undefined {
   return delta;
 }
 
+/** The counter of a channel version: 0 for none; a number, or the digits before a string's ".". */
+function versionCounter(current: unknown): number {
+  const counter = current === undefined ? 0
+    : typeof current === "number" ? current
+    : typeof current === "string" ? Number(/^[a-p]?(\d+)(\.|$)/.exec(current)?.[1] ?? Number.NaN)
+    : Number.NaN;
+  if (!Number.isSafeInteger(counter) || counter < 0 || counter >= Number.MAX_SAFE_INTEGER) {
+    throw new TypeError(`cannot continue channel version ${JSON.stringify(current)}: it is not a counter`);
+  }
+  return counter;
+}
+
 /** A checkpointer whose threads live in cscp, bound to one tenant. */
 export class CscpSaver extends BaseCheckpointSaver {
   readonly pool: pg.Pool;
@@ -136,6 +148,26 @@ export class CscpSaver extends BaseCheckpointSaver {
   /** Close the pool when this saver made it. */
   async end(): Promise<void> {
     if (this.ownsPool) await this.pool.end();
+  }
+
+  /**
+   * The version a changed channel gets: "<counter>.<random>", as LangGraph's Python
+   * PostgresSaver makes them.  Two checkpoints forked from one parent (updateState on an older
+   * checkpoint, a replay, two writers) give a channel the same counter; the random part (32
+   * bits) keeps their values apart, since a channel's value is stored once per version (and the
+   * database refuses another value for a version it holds).  The counter is written as its
+   * number of digits (a letter, a for 1 to p for 16) and its digits, so that versions compare
+   * as strings in the order of their counters (LangGraph compares them with < and
+   * localeCompare) and stay short: they are stored in every checkpoint's channel_versions and
+   * versions_seen.  A number (an older saver's counter) or a zero-padded counter (the Python
+   * saver's) is continued from.  The signature stays BaseCheckpointSaver<number>'s, the type
+   * StateGraph.compile takes; LangGraph's runtime handles string versions.
+   */
+  override getNextVersion(current: number | undefined): number {
+    const counter = versionCounter(current);
+    const digits = String(counter + 1);
+    const random = randomInt(0, 2 ** 32).toString(16).padStart(8, "0");
+    return `${String.fromCharCode(0x60 + digits.length)}${digits}.${random}` as unknown as number;
   }
 
   private run<T>(fn: (q: Query) => Promise<T>): Promise<T> {

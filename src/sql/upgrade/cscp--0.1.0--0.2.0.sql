@@ -814,6 +814,17 @@ COMMENT ON TABLE cscp.checkpoint_write IS
 CREATE TRIGGER forgotten_guard BEFORE INSERT OR UPDATE OF tenant_id, thread_id ON cscp.checkpoint_thread
     FOR EACH ROW EXECUTE FUNCTION cscp.forgotten_guard('conversation', 'thread_id');
 
+-- Scale-out (shard.sql): a thread and all it holds live on the node of (tenant, thread id), where
+-- the proxy sends its calls; the shard guard refuses (55000) a row of it written on another.
+CREATE TRIGGER shard_guard BEFORE INSERT OR UPDATE OF tenant_id, thread_id ON cscp.checkpoint_thread
+    FOR EACH ROW EXECUTE FUNCTION cscp.shard_guard('tenant_id', 'thread_id');
+CREATE TRIGGER shard_guard BEFORE INSERT OR UPDATE OF tenant_id, thread_id ON cscp.checkpoint
+    FOR EACH ROW EXECUTE FUNCTION cscp.shard_guard('tenant_id', 'thread_id');
+CREATE TRIGGER shard_guard BEFORE INSERT OR UPDATE OF tenant_id, thread_id ON cscp.checkpoint_blob
+    FOR EACH ROW EXECUTE FUNCTION cscp.shard_guard('tenant_id', 'thread_id');
+CREATE TRIGGER shard_guard BEFORE INSERT OR UPDATE OF tenant_id, thread_id ON cscp.checkpoint_write
+    FOR EACH ROW EXECUTE FUNCTION cscp.shard_guard('tenant_id', 'thread_id');
+
 -- Raise 22023 with the argument's name unless value is a usable id ('' allowed when empty_ok).
 CREATE FUNCTION cscp.checkpoint_check_ns(checkpoint_ns text) RETURNS text
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -888,6 +899,9 @@ DECLARE
     v_channel text;
     v_base text;
     v_depth integer;
+    v_written bigint;
+    v_same boolean;
+    r record;
 BEGIN
     PERFORM cscp.check_tenant(checkpoint_put.tenant_id);
     PERFORM cscp.check_id('thread_id', checkpoint_put.thread_id);
@@ -972,6 +986,60 @@ BEGIN
               AND p.checkpoint_ns = checkpoint_put.checkpoint_ns AND p.channel = u.c
               AND p.version = u.base LIMIT 1) p ON true
     ON CONFLICT (tenant_id, thread_id, checkpoint_ns, channel, version) DO NOTHING;
+    GET DIAGNOSTICS v_written = ROW_COUNT;
+    -- A version names one value.  A version already stored (a retry, another writer of the same
+    -- checkpoint) must hold the value given: two checkpoints that gave a channel the same version
+    -- with different values (forks whose versions only count, previous + 1) would otherwise read
+    -- one value, the first stored.  The same list may be stored whole on one side and as an
+    -- extension on the other: then the whole values are compared.
+    IF v_written < cardinality(channels) THEN
+        FOR r IN
+            SELECT u.c, u.v, u.t, u.b, u.base, p.type AS p_type
+              FROM unnest(channels, versions, types, blobs,
+                          coalesce(bases, array_fill(NULL::text, ARRAY[cardinality(channels)]))) AS u (c, v, t, b, base)
+              JOIN cscp.checkpoint_blob p
+                ON p.tenant_id = checkpoint_put.tenant_id AND p.thread_id = checkpoint_put.thread_id
+               AND p.checkpoint_ns = checkpoint_put.checkpoint_ns AND p.channel = u.c AND p.version = u.v
+             WHERE p.type IS DISTINCT FROM u.t OR p.base IS DISTINCT FROM u.base OR p.blob IS DISTINCT FROM u.b
+        LOOP
+            IF r.p_type = r.t AND r.t = 'json' THEN
+                -- The whole values of the version stored and of the base given.
+                WITH RECURSIVE w (start, blob, base, depth) AS (
+                    SELECT y.version, y.blob, y.base, 0 FROM cscp.checkpoint_blob y
+                     WHERE y.tenant_id = checkpoint_put.tenant_id AND y.thread_id = checkpoint_put.thread_id
+                       AND y.checkpoint_ns = checkpoint_put.checkpoint_ns AND y.channel = r.c
+                       AND (y.version = r.v OR y.version = r.base)
+                    UNION ALL
+                    SELECT w.start, y.blob, y.base, w.depth + 1
+                      FROM w JOIN cscp.checkpoint_blob y
+                        ON y.tenant_id = checkpoint_put.tenant_id AND y.thread_id = checkpoint_put.thread_id
+                       AND y.checkpoint_ns = checkpoint_put.checkpoint_ns AND y.channel = r.c AND y.version = w.base),
+                whole (start, value) AS (
+                    SELECT w.start,
+                           CASE WHEN pg_catalog.count(*) = 1 THEN (pg_catalog.array_agg(w.blob))[1]
+                           ELSE '\x5b'::bytea || coalesce(pg_catalog.string_agg(
+                                    pg_catalog.substr(w.blob, 2, pg_catalog.octet_length(w.blob) - 2),
+                                    '\x2c'::bytea ORDER BY w.depth DESC)
+                                    FILTER (WHERE pg_catalog.octet_length(w.blob) > 2), '\x'::bytea)
+                                || '\x5d'::bytea END
+                      FROM w GROUP BY w.start)
+                SELECT true INTO v_same
+                  FROM whole s
+                  LEFT JOIN whole g ON g.start = r.base
+                 WHERE s.start = r.v
+                   AND s.value = CASE WHEN r.base IS NULL THEN r.b
+                                      WHEN pg_catalog.octet_length(r.b) <= 2 THEN g.value
+                                      ELSE pg_catalog.substr(g.value, 1, pg_catalog.octet_length(g.value) - 1)
+                                           || '\x2c'::bytea || pg_catalog.substr(r.b, 2) END;
+                CONTINUE WHEN FOUND;
+            END IF;
+            RAISE EXCEPTION 'version "%" of channel "%" is already stored with another value', r.v, r.c
+                USING ERRCODE = '23505',
+                      DETAIL = format('Two checkpoints of thread "%s" gave the channel the same version with different values: versions that only count (previous + 1) repeat when checkpoints fork from one parent.',
+                                      checkpoint_put.thread_id),
+                      HINT = 'Give each new version a part of its own, as CscpSaver does ("<counter>.<random>"); a version stored keeps its value.';
+        END LOOP;
+    END IF;
     INSERT INTO cscp.checkpoint AS c (tenant_id, thread_id, checkpoint_ns, checkpoint_id,
                                       parent_checkpoint_id, checkpoint, metadata)
     VALUES (checkpoint_put.tenant_id, checkpoint_put.thread_id, checkpoint_put.checkpoint_ns,
@@ -1197,6 +1265,10 @@ CREATE TABLE cscp.store_item (
 COMMENT ON TABLE cscp.store_item IS
   'LangGraph store items per (tenant, namespace, key); with a ttl, gone once expires_at has passed (reads may push it back by ttl)';
 CREATE INDEX store_item_expiry_idx ON cscp.store_item (expires_at) WHERE expires_at IS NOT NULL;
+
+-- Scale-out: a tenant's store lives whole on the node of (tenant, '') (its searches span it).
+CREATE TRIGGER shard_guard BEFORE INSERT OR UPDATE OF tenant_id ON cscp.store_item
+    FOR EACH ROW EXECUTE FUNCTION cscp.shard_guard('tenant_id', '');
 
 -- Whether a value passes a store filter: per top-level key, equal to the filter's value, or
 -- meeting every operator of it ($eq, $ne, $gt, $gte, $lt, $lte, $in, $nin).
@@ -1504,6 +1576,12 @@ COMMENT ON TABLE cscp.session_item IS
 
 CREATE TRIGGER forgotten_guard BEFORE INSERT OR UPDATE OF tenant_id, session_id ON cscp.agent_session
     FOR EACH ROW EXECUTE FUNCTION cscp.forgotten_guard('conversation', 'session_id');
+
+-- Scale-out: a session and its items live on the node of (tenant, session id).
+CREATE TRIGGER shard_guard BEFORE INSERT OR UPDATE OF tenant_id, session_id ON cscp.agent_session
+    FOR EACH ROW EXECUTE FUNCTION cscp.shard_guard('tenant_id', 'session_id');
+CREATE TRIGGER shard_guard BEFORE INSERT OR UPDATE OF tenant_id, session_id ON cscp.session_item
+    FOR EACH ROW EXECUTE FUNCTION cscp.shard_guard('tenant_id', 'session_id');
 
 CREATE OR REPLACE FUNCTION cscp.session_add_items(tenant_id text, session_id text, items jsonb) RETURNS integer
 LANGUAGE plpgsql VOLATILE
@@ -1930,7 +2008,7 @@ SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
     WITH cfg AS (SELECT s.partition_count AS n, s.partitions FROM cscp.shard s),
-    -- The rows of each table per conversation, then per tenant and subject or session key.
+    -- The rows of each table per conversation, then per tenant and subject, session or thread key.
     conv AS MATERIALIZED (
         SELECT 'context' AS t, x.conversation_id AS k, count(*) AS c FROM cscp.context x GROUP BY 2
         UNION ALL SELECT 'context_live', x.conversation_id, count(*) FROM cscp.context_live x GROUP BY 2
@@ -1952,6 +2030,14 @@ AS $$
         UNION ALL SELECT 'document', x.tenant_id, x.session_id, count(*) FROM cscp.document x GROUP BY 2, 3
         UNION ALL SELECT 'working_set', x.tenant_id, x.session_id, count(*) FROM cscp.working_set x GROUP BY 2, 3
         UNION ALL SELECT 'environment', x.tenant_id, x.session_id, count(*) FROM cscp.environment x GROUP BY 2, 3
+        UNION ALL SELECT 'checkpoint_thread', x.tenant_id, x.thread_id, count(*) FROM cscp.checkpoint_thread x GROUP BY 2, 3
+        UNION ALL SELECT 'checkpoint', x.tenant_id, x.thread_id, count(*) FROM cscp.checkpoint x GROUP BY 2, 3
+        UNION ALL SELECT 'checkpoint_blob', x.tenant_id, x.thread_id, count(*) FROM cscp.checkpoint_blob x GROUP BY 2, 3
+        UNION ALL SELECT 'checkpoint_write', x.tenant_id, x.thread_id, count(*) FROM cscp.checkpoint_write x GROUP BY 2, 3
+        UNION ALL SELECT 'agent_session', x.tenant_id, x.session_id, count(*) FROM cscp.agent_session x GROUP BY 2, 3
+        UNION ALL SELECT 'session_item', x.tenant_id, x.session_id, count(*) FROM cscp.session_item x GROUP BY 2, 3
+        -- a tenant's store lives on the node of (tenant, '')
+        UNION ALL SELECT 'store_item', x.tenant_id, '', count(*) FROM cscp.store_item x GROUP BY 2
     ),
     -- Each distinct key hashed once (a keyed hash costs microseconds; a conversation has rows in
     -- many tables), kept when its partition is not this node's.
