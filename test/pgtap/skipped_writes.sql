@@ -5,7 +5,7 @@
 -- advance, a document, a recovery's cancel and an evidence row; through the API as the
 -- application role and as the owner.
 BEGIN;
-SELECT plan(21);
+SELECT plan(22);
 
 SET cscp.clock = '2026-08-01 10:00:00+00';
 CREATE FUNCTION public.tap_skip_row() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
@@ -33,6 +33,8 @@ SELECT is((SELECT slots ? 'pending_confirmation' FROM cscp.context WHERE context
 SELECT is((SELECT count(*) FROM cscp.answer WHERE tenant_id = 'sk'), 0::bigint, '... and no answer is recorded');
 SELECT throws_ok(format('SELECT * FROM cscp.command_transition(%L, %L)', :'ro', 'canceled'), '27000', NULL,
                  'app role: a transition whose UPDATE is skipped raises, not accepted');
+SELECT throws_ok(format('SELECT * FROM cscp.command_transition(%L, %L)', :'ro', 'authz_pending'), '27000', NULL,
+                 'app role: a step that writes the command alone, its UPDATE skipped, raises too');
 SELECT throws_ok(format('SELECT * FROM cscp.command_recover(%L, %L, %L)', :'ro', 'cancel', 'r1'), '27000', NULL,
                  'app role: a cancel whose target''s UPDATE is skipped raises');
 RESET ROLE;
