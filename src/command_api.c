@@ -459,11 +459,15 @@ step_args(FunctionCallInfo fcinfo, Oid state_type, Step *st)
 /*
  * Lock the command's context first when this step may change it (an
  * approval request, a question, or a step that answers or releases the
- * question the context holds): context before command is the order every
- * caller that writes both keeps (cscp.confirm and cscp.approve too).  The
- * other steps write the command alone: its UPDATE takes the command's
- * lock, and its trigger reads the context (FOR SHARE for a step forward,
- * so that the context cannot end under it), as for a direct UPDATE.
+ * question the context holds) or must not outlive it (a step forward:
+ * the command trigger holds the context FOR SHARE until the step commits,
+ * so that the context cannot end under it).  Context before command is
+ * the order every caller keeps (cscp.confirm and cscp.approve too): a step
+ * forward that locked the command first and then waited for the context
+ * could deadlock with a step of the same command that holds the context
+ * and waits for the command.  The other steps (executed, failed,
+ * compensated) write the command alone, and their trigger reads no
+ * context: their UPDATE takes the command's lock itself.
  */
 /*
  * Columns from..from+n-1 (0-based) of row (of desc) as a tuple of their
@@ -493,8 +497,8 @@ step_context(Step *st)
 	Datum		args[2];
 	char		nulls[2] = {' ', ' '};
 
-	if (!(st->approval || st->asking || to == CMD_CONFIRMED || to == CMD_AUTHORIZED ||
-		  to == CMD_REJECTED || to == CMD_CANCELED))
+	if (!(st->approval || st->asking || to == CMD_CONFIRMED || to == CMD_AUTHZ_PENDING ||
+		  to == CMD_AUTHORIZED || to == CMD_STARTED || to == CMD_REJECTED || to == CMD_CANCELED))
 		return;
 
 	/*
@@ -719,10 +723,10 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 	 * The step is tried: its UPDATE is judged by the command trigger alone,
 	 * as any UPDATE is (RLS, privileges and triggers apply), and a refusal
 	 * comes back as its reason code with nothing written.  A step that
-	 * writes the command alone, for a session bound to a tenant, is that
-	 * UPDATE and what its trigger writes: the command's row is read again
-	 * only when the step is refused or finds no row.  Otherwise (the
-	 * context read first, or no tenant set: an id may then be several
+	 * touches no context (step_context), for a session bound to a tenant,
+	 * is that UPDATE and what its trigger writes: the command's row is read
+	 * again only when the step is refused or finds no row.  Otherwise (the
+	 * context locked first, or no tenant set: an id may then be several
 	 * tenants') the command's row is locked first.  Only a question the
 	 * context refuses (step_question) is judged without writing, by the
 	 * trigger's own rules (cscp_command_step_refusal) given the context
