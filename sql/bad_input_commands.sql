@@ -55,6 +55,7 @@ SELECT label, try(sql) AS result FROM (VALUES
     ('submit: key reused, target',     $$SELECT cscp.command_submit('t', 'bic', 'actor', 'bic-1', 'pay', true, '{m1}', '{"amount": 1}', 'fp-2')$$),
     ('transition: null id',            $$SELECT cscp.command_transition(NULL, 'canceled')$$),
     ('transition: unknown id',         format('SELECT cscp.command_transition(%L, %L)', :'unknown', 'canceled')),
+    ('transition: unknown, failed', format('SELECT cscp.command_transition(%L, %L)', :'unknown', 'failed')),
     ('transition: null state',         format('SELECT cscp.command_transition(%L, NULL)', :'cmd')),
     ('transition: unknown state',      format('SELECT cscp.command_transition(%L, %L)', :'cmd', 'nope')),
     ('transition: state by case',      format('SELECT cscp.command_transition(%L, %L)', :'cmd', 'Canceled')),
@@ -156,6 +157,7 @@ SET cscp.tenant_id = 'other';
 SELECT label, try(sql) AS result FROM (VALUES
     ('status of t''s command',         format('SELECT cscp.command_status(%L)', :'cmd')),
     ('transition of t''s command',     format('SELECT cscp.command_transition(%L, %L)', :'cmd', 'canceled')),
+    ('failed: t''s command',          format('SELECT cscp.command_transition(%L, %L)', :'cmd', 'failed')),
     ('recover t''s command',           format('SELECT cscp.command_recover(%L, %L, %L)', :'cmd', 'cancel', 'k-other')),
     ('approve t''s command',           format('SELECT cscp.approve(%L, %L, %L, %L, true, %L)', 'other', 'bic', 'mgr-1', 'a1', :'cmd')),
     ('verify t''s command',            format('SELECT cscp.evidence_verify(%L, %L)', 'other', :'cmd')),

@@ -346,21 +346,23 @@ lock_command(Datum command_id, Datum tenant, bool tenant_null, TupleDesc *desc)
 }
 
 /*
- * Move command cmd (its row as lock_command returned it) to state to by
+ * Move command command_id of tenant to state to by
  *
  *	 UPDATE cscp.command x
  *		SET state = to, reason_code = reason, detail = detail,
  *			window_expires_at = window
- *	  WHERE x.tenant_id = <cmd's> AND x.command_id = <cmd's>
+ *	  WHERE x.tenant_id = tenant AND x.command_id = command_id
  *	 RETURNING x.reason_code, x.recovery_kind, x.target_command_id, x.tenant_id
  *
  * and fill in *m from the row written.  reason and detail: (Datum) 0 or
- * NULL for null.  Returns false when no row was written: a BEFORE trigger
- * skipped it.  The statement runs with the caller's rights: row-level
- * security, privileges, rules and every trigger apply as to any UPDATE.
+ * NULL for null.  Returns false when no row was written: there is none
+ * the caller may update, or a BEFORE trigger skipped it.  The statement
+ * runs with the caller's rights: row-level security, privileges, rules and
+ * every trigger apply as to any UPDATE.  It takes the row's lock itself;
+ * its trigger, the one judge of the step, reads the row's latest version.
  */
 static bool
-move_command(HeapTuple cmd, TupleDesc cmddesc, CommandState to, Datum reason, Jsonb *detail,
+move_command(Datum tenant, Datum command_id, CommandState to, Datum reason, Jsonb *detail,
 			 Datum window, bool window_null, MovedCommand *m)
 {
 	static SPIPlanPtr plan = NULL;
@@ -372,8 +374,8 @@ move_command(HeapTuple cmd, TupleDesc cmddesc, CommandState to, Datum reason, Js
 	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 
 	memset(m, 0, sizeof(*m));
-	args[0] = heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "tenant_id"), cmddesc, &isnull);
-	args[1] = heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "command_id"), cmddesc, &isnull);
+	args[0] = tenant;
+	args[1] = command_id;
 	args[2] = CStringGetTextDatum(cscp_command_state_names[to]);
 	args[3] = reason;
 	nulls[3] = reason == (Datum) 0 ? 'n' : ' ';
@@ -423,6 +425,7 @@ typedef struct Step
 	TupleDesc	cmddesc;
 	Datum		window;			/* the question's window, when approval or asking */
 	const char *context_refusal;	/* the context refuses the question, or NULL */
+	bool		unseen;			/* the UPDATE found no row (the command was not locked first) */
 } Step;
 
 /* Read and check command_transition's arguments into *st (22023). */
@@ -459,8 +462,12 @@ step_args(FunctionCallInfo fcinfo, Oid state_type, Step *st)
  * question the context holds) or must not outlive it (a step forward:
  * the command trigger holds the context FOR SHARE until the step commits,
  * so that the context cannot end under it).  Context before command is
- * the order every caller keeps (cscp.confirm and cscp.approve too); the
- * other steps (executed, failed, compensated) lock the command alone.
+ * the order every caller keeps (cscp.confirm and cscp.approve too): a step
+ * forward that locked the command first and then waited for the context
+ * could deadlock with a step of the same command that holds the context
+ * and waits for the command.  The other steps (executed, failed,
+ * compensated) write the command alone, and their trigger reads no
+ * context: their UPDATE takes the command's lock itself.
  */
 /*
  * Columns from..from+n-1 (0-based) of row (of desc) as a tuple of their
@@ -570,7 +577,9 @@ static void cancel_target(Datum tenant, Datum target_id, Datum recovery_id);
  * is true while it runs), then what the step does to its context (the question asked,
  * or the slot naming the command released) and, for an executed
  * compensation, to its target.  The command's reason code, if any, into
- * *reason.
+ * *reason.  cmd is the command's row when it was locked first, or NULL:
+ * then the UPDATE names it by the session's tenant, and one that finds no
+ * row sets st->unseen for the caller to tell why.
  */
 static void
 step_write(Step *st, HeapTuple cmd, TupleDesc cmddesc, char **reason, volatile bool *moving)
@@ -578,15 +587,26 @@ step_write(Step *st, HeapTuple cmd, TupleDesc cmddesc, char **reason, volatile b
 	MovedCommand m;
 	bool		isnull;
 	CommandState to = st->to;
+	Datum		tenant = cmd != NULL ?
+		heap_getattr(cmd, cscp_column(cmddesc, "cscp.command", "tenant_id"), cmddesc, &isnull) :
+		st->tenant;
 
 	if (st->approval || st->asking)
 		supersede_question(st->ctx, st->ctxdesc, st->approval, st->command_id);
 	*moving = true;
-	if (!move_command(cmd, cmddesc, to, st->reason, st->detail, st->window,
+	if (!move_command(tenant, st->command_id, to, st->reason, st->detail, st->window,
 					  !st->approval && !st->asking, &m))
+	{
+		*moving = false;
+		if (cmd == NULL)
+		{
+			st->unseen = true;
+			return;
+		}
 		cscp_write_skipped(psprintf("move command %s to %s",
 									DatumGetCString(DirectFunctionCall1(uuid_out, st->command_id)),
 									cscp_command_state_names[to]));
+	}
 	*moving = false;
 	*reason = m.reason_code;
 	if (st->approval)
@@ -700,22 +720,28 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 	step_question(&st);
 
 	/*
-	 * The command's row is locked, then the step is tried: its UPDATE is
-	 * judged by the command trigger alone, as any UPDATE is (RLS,
-	 * privileges and triggers apply), and a refusal comes back as its
-	 * reason code with nothing written.  Only a question the context
-	 * refuses (step_question) is judged without writing, by the trigger's
-	 * own rules (cscp_command_step_refusal) given the context step_context
-	 * has read and locked, so that the command's own reason comes first.
-	 * A refused step is recorded as an invalid_transition_attempt and
-	 * returned.
+	 * The step is tried: its UPDATE is judged by the command trigger alone,
+	 * as any UPDATE is (RLS, privileges and triggers apply), and a refusal
+	 * comes back as its reason code with nothing written.  A step that
+	 * touches no context (step_context), for a session bound to a tenant,
+	 * is that UPDATE and what its trigger writes: the command's row is read
+	 * again only when the step is refused or finds no row.  Otherwise (the
+	 * context locked first, or no tenant set: an id may then be several
+	 * tenants') the command's row is locked first.  Only a question the
+	 * context refuses (step_question) is judged without writing, by the
+	 * trigger's own rules (cscp_command_step_refusal) given the context
+	 * step_context has read and locked, so that the command's own reason
+	 * comes first.  A refused step is recorded as an
+	 * invalid_transition_attempt and returned.
 	 */
 	cmd = st.cmd;
 	cmddesc = st.cmddesc;
-	if (cmd == NULL)
+	if (cmd == NULL && (st.ctx_read || st.tenant_null))
+	{
 		cmd = lock_command(st.command_id, st.tenant, st.tenant_null, &cmddesc);
-	if (cmd == NULL)
-		no_command(st.command_id);
+		if (cmd == NULL)
+			no_command(st.command_id);
+	}
 	if (st.context_refusal != NULL)
 	{
 		why = cscp_command_step_refusal(cmd, cmddesc, st.ctx_read, st.ctx, st.ctxdesc, st.to,
@@ -726,15 +752,30 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 	else
 	{
 		bool		isnull;
-		int			statecol = cscp_column(cmddesc, "cscp.command", "state");
+		int			statecol;
 
-		result_state = cscp_command_state_of(TupleDescAttr(cmddesc, statecol - 1)->atttypid,
-											 heap_getattr(cmd, statecol, cmddesc, &isnull));
 		why = step_try(&st, cmd, cmddesc, &reason);
+		if (cmd == NULL && (why != NULL || st.unseen))
+		{
+			/* the row as it is now, for the refusal's record, or why none was written */
+			cmd = lock_command(st.command_id, st.tenant, st.tenant_null, &cmddesc);
+			if (cmd == NULL)
+				no_command(st.command_id);
+		}
+		if (why == NULL && st.unseen)
+			cscp_write_skipped(psprintf("move command %s to %s",
+										DatumGetCString(DirectFunctionCall1(uuid_out, st.command_id)),
+										cscp_command_state_names[st.to]));
 		if (why == NULL)
 		{
 			accepted = true;
 			result_state = st.to;
+		}
+		else
+		{
+			statecol = cscp_column(cmddesc, "cscp.command", "state");
+			result_state = cscp_command_state_of(TupleDescAttr(cmddesc, statecol - 1)->atttypid,
+												 heap_getattr(cmd, statecol, cmddesc, &isnull));
 		}
 	}
 	if (why != NULL && strcmp(why, "not_answered") == 0)

@@ -159,6 +159,8 @@ typedef struct CommandFacts
 	bool		ctx_given;		/* the caller has read and locked the context: */
 	HeapTuple	ctx;			/* its row (NULL: none), */
 	TupleDesc	ctxdesc;		/* with its descriptor */
+	bool		stored;			/* a stored row: its frame was checked when it was
+								 * inserted (insert_snapshot_check) */
 } CommandFacts;
 
 /* Whether an executed compensate recovery aims at the command. */
@@ -385,7 +387,16 @@ snapshot_refusal(CommandFacts *c, bool leaving, char **detail)
 						  "of that context's state it was formed from.");
 		return "snapshot_missing";
 	}
-	if (framenull && (kindnull || !leaving))
+	/*
+	 * A stored row's frame was found its context's when the row was
+	 * inserted, and stays so: the columns that name it never change
+	 * (update_fixed_check), message_ids only grow, a frame is append-only
+	 * and only the owner deletes one, never while a command names it (the
+	 * sweep) or without its commands (erasure).  So a step of a stored row
+	 * reads the frame no more; only a recovery leaving canonicalized reads
+	 * its target.
+	 */
+	if ((framenull || c->stored) && (kindnull || !leaving))
 		return NULL;
 	f = snapshot_facts(c);
 	if (!framenull && !f.frame_ok)
@@ -814,6 +825,7 @@ row_facts(CmdRow r, TupleDesc desc)
 	c.ctx_given = false;
 	c.ctx = NULL;
 	c.ctxdesc = NULL;
+	c.stored = true;			/* the old version of an UPDATE */
 	return c;
 }
 
@@ -1721,6 +1733,7 @@ facts_of_record(HeapTupleHeader rec, const char *argname, Oid *typoid)
 	c.ctx_given = false;
 	c.ctx = NULL;
 	c.ctxdesc = NULL;
+	c.stored = false;			/* any record: its frame is read */
 	return c;
 }
 
@@ -1770,6 +1783,7 @@ facts_of_row(HeapTuple row, TupleDesc desc)
 	c.ctx_given = false;
 	c.ctx = NULL;
 	c.ctxdesc = NULL;
+	c.stored = true;			/* a row command_transition read from the table */
 	return c;
 }
 

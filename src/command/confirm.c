@@ -103,19 +103,23 @@ waiting(HeapTuple cmd, TupleDesc cmddesc)
  * and context.  A slot that names anything else (written around the
  * triggers) names nothing, so that no answer here moves another
  * conversation's command.  NULL when there is none; *cmddesc its
- * descriptor.
+ * descriptor.  The same statement says whether message message_id has an
+ * answer recorded already (*answered): a replay, which the caller then
+ * reads; with no command found, *answered is not known (false).
  */
 static HeapTuple
 bound_command(HeapTuple ctx, TupleDesc ctxdesc, text *conversation, text *actor,
-			  TupleDesc *cmddesc)
+			  text *message_id, TupleDesc *cmddesc, bool *answered)
 {
 	static SPIPlanPtr plan = NULL;
-	static const Oid types[5] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, UUIDOID};
+	static const Oid types[6] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, UUIDOID, TEXTOID};
 	bool		isnull;
 	JsonbValue *pc;
 	char	   *id;
-	Datum		args[5];
+	Datum		args[6];
+	HeapTuple	row;
 
+	*answered = false;
 	pc = cscp_answer_slot(ctx, ctxdesc, "pending_confirmation");
 	if (pc == NULL)
 		return NULL;
@@ -127,15 +131,22 @@ bound_command(HeapTuple ctx, TupleDesc ctxdesc, text *conversation, text *actor,
 	args[2] = PointerGetDatum(conversation);
 	args[3] = PointerGetDatum(actor);
 	args[4] = cscp_column_value(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
+	args[5] = PointerGetDatum(message_id);
 	cscp_spi_plan(&plan,
 				  "SELECT x.tenant_id, x.command_id, x.state, x.window_expires_at,"
-				  "       x.target_fingerprint"
+				  "       x.target_fingerprint,"
+				  "       EXISTS (SELECT 1 FROM cscp.answer a"
+				  "                WHERE a.tenant_id OPERATOR(pg_catalog.=) $1 AND a.conversation_id OPERATOR(pg_catalog.=) $3"
+				  "                  AND a.kind OPERATOR(pg_catalog.=) 'confirm' AND a.message_id OPERATOR(pg_catalog.=) $6) AS answered"
 				  "  FROM cscp.command x"
 				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2"
 				  "   AND x.conversation_id OPERATOR(pg_catalog.=) $3 AND x.actor_id OPERATOR(pg_catalog.=) $4 AND x.context_id OPERATOR(pg_catalog.=) $5"
 				  "   FOR UPDATE",
-				  5, types);
-	return cscp_spi_row(plan, args, NULL, SPI_OK_SELECT, cmddesc);
+				  6, types);
+	row = cscp_spi_row(plan, args, NULL, SPI_OK_SELECT, cmddesc);
+	if (row != NULL)
+		*answered = DatumGetBool(heap_getattr(row, 6, *cmddesc, &isnull)) && !isnull;
+	return row;
 }
 
 /* What an answer comes to, before anything is written. */
@@ -259,6 +270,7 @@ cscp_confirm(PG_FUNCTION_ARGS)
 	TupleDesc	ctxdesc = NULL;
 	Verdict		v = {0};
 	bool		isnull;
+	bool		replayed = false;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	check_args(fcinfo);
@@ -274,14 +286,22 @@ cscp_confirm(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	cscp_answer_lock(a.tenant_id, a.kind, a.conversation_id, a.message_id);
 	cscp_context_for(a.tenant_id, a.conversation_id, a.answered_by, &ctx, &ctxdesc);
-	if (cscp_answer_replay(a.tenant_id, a.conversation_id, a.kind, a.message_id, rsinfo))
+
+	/*
+	 * An answer already recorded for the message (committed while we
+	 * waited for its lock, too) is replayed; the statement that finds the
+	 * command bound to the slot says whether there is one, so that a first
+	 * answer to a pending question reads the answers no more.
+	 */
+	if (ctx != NULL)
+		v.cmd = bound_command(ctx, ctxdesc, a.conversation_id, a.answered_by, a.message_id,
+							  &v.cmddesc, &replayed);
+	if ((v.cmd == NULL || replayed) &&
+		cscp_answer_replay(a.tenant_id, a.conversation_id, a.kind, a.message_id, rsinfo))
 	{
 		SPI_finish();
 		return (Datum) 0;
 	}
-
-	if (ctx != NULL)
-		v.cmd = bound_command(ctx, ctxdesc, a.conversation_id, a.answered_by, &v.cmddesc);
 	judge(ctx, ctxdesc, answer, fingerprint, &v);
 	a.outcome = v.outcome;
 	if (v.cmd != NULL)

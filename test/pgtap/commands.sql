@@ -9,7 +9,7 @@
 -- off, or call the administration and operator functions. Without cscp.tenant_id it sees
 -- nothing. An operator role (cscp.grant_operator) cannot read the tables behind the views.
 BEGIN;
-SELECT plan(71);
+SELECT plan(73);
 
 CREATE ROLE tap_cmd_app;
 SELECT cscp.grant_app('tap_cmd_app');
@@ -53,6 +53,18 @@ SELECT is((SELECT outcome FROM cscp.confirm('acme', 'a-conv', 'a-user', 'a-yes',
           'confirmed', 'confirm: the same message again replays its first outcome');
 SELECT is((SELECT count(*) FROM cscp.answer WHERE message_id = 'a-yes'), 1::bigint,
           'one answer row for the message answered twice');
+-- A message answered while its question stays pending (another target) is replayed too.
+SELECT cscp.context_open('acme', 'a-conv2', 'a-user') IS NOT NULL AS opened;
+SELECT command_id AS acme_cmd2
+  FROM cscp.command_submit('acme', 'a-conv2', 'a-user', 'a-key2', 'refund', true, ARRAY['b-m1'],
+                           '{"amount": 6}', 'b-fp') \gset
+SELECT is((SELECT outcome FROM cscp.confirm('acme', 'a-conv2', 'a-user', 'b-wrong', true, 'other-fp')),
+          'target_mismatch', 'confirm: a yes for another target confirms nothing; the question stays');
+SELECT is((SELECT row(r.outcome, c.state)::text
+             FROM cscp.confirm('acme', 'a-conv2', 'a-user', 'b-wrong', true, 'b-fp') r,
+                  cscp.command c WHERE c.command_id = :'acme_cmd2'),
+          '(target_mismatch,confirmation_required)',
+          'confirm: that message again, while its question is pending, replays its first outcome');
 SELECT is((SELECT row(accepted, state)::text FROM cscp.command_transition(:'acme_cmd', 'authz_pending')),
           '(t,authz_pending)', 'command_transition to authz_pending');
 SELECT is((SELECT row(accepted, state)::text FROM cscp.command_transition(:'acme_cmd', 'authorized')),

@@ -5,7 +5,7 @@
 -- advance, a document, a recovery's cancel and an evidence row; through the API as the
 -- application role and as the owner.
 BEGIN;
-SELECT plan(21);
+SELECT plan(23);
 
 SET cscp.clock = '2026-08-01 10:00:00+00';
 CREATE FUNCTION public.tap_skip_row() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
@@ -16,6 +16,10 @@ SELECT context_id AS ctx FROM cscp.context_open('sk', 'conv', 'user', '{"active_
 SELECT command_id AS cmd FROM cscp.command_submit('sk', 'conv', 'user', 'k1', 'pay', true, ARRAY['m1']) \gset
 SELECT cscp.context_open('sk', 'conv', 'other') IS NOT NULL AS opened;
 SELECT command_id AS ro FROM cscp.command_submit('sk', 'conv', 'other', 'k2', 'lookup', false, ARRAY['m2']) \gset
+SELECT cscp.context_open('sk', 'conv', 'third') IS NOT NULL AS opened;
+SELECT command_id AS run FROM cscp.command_submit('sk', 'conv', 'third', 'k4', 'lookup', false, ARRAY['m4']) \gset
+SELECT bool_and(accepted) AS started FROM (VALUES ('authz_pending'), ('authorized'), ('started')) AS s(to_state),
+       cscp.command_transition(:'run', s.to_state::cscp.command_state);
 SELECT count(*) AS evidence_before FROM cscp.evidence WHERE tenant_id = 'sk' \gset
 SELECT cscp.fact_write('sk', 'ana', 'f1', 'city', '"Lisbon"') IS NOT NULL AS written;
 SELECT (cscp.conversation_start('sk', 'cv', 'agent', '{"from": "agent", "role": "agent", "content": "hi", "ts": 1}')).turn_index;
@@ -33,6 +37,8 @@ SELECT is((SELECT slots ? 'pending_confirmation' FROM cscp.context WHERE context
 SELECT is((SELECT count(*) FROM cscp.answer WHERE tenant_id = 'sk'), 0::bigint, '... and no answer is recorded');
 SELECT throws_ok(format('SELECT * FROM cscp.command_transition(%L, %L)', :'ro', 'canceled'), '27000', NULL,
                  'app role: a transition whose UPDATE is skipped raises, not accepted');
+SELECT throws_ok(format('SELECT * FROM cscp.command_transition(%L, %L)', :'run', 'executed'), '27000', NULL,
+                 'app role: a step that writes the command alone, its UPDATE skipped, raises too');
 SELECT throws_ok(format('SELECT * FROM cscp.command_recover(%L, %L, %L)', :'ro', 'cancel', 'r1'), '27000', NULL,
                  'app role: a cancel whose target''s UPDATE is skipped raises');
 RESET ROLE;
@@ -41,6 +47,8 @@ SELECT throws_ok($$SELECT * FROM cscp.confirm('sk', 'conv', 'user', 'm3', true)$
 DROP TRIGGER zz_tap_skip ON cscp.command;
 SELECT is((SELECT state FROM cscp.command WHERE command_id = :'ro'), 'canonicalized'::cscp.command_state,
           'the skipped transitions changed nothing');
+SELECT is((SELECT state FROM cscp.command WHERE command_id = :'run'), 'started'::cscp.command_state,
+          '... nor the step that writes the command alone');
 
 -- The context: context_transition and slot_set.
 CREATE TRIGGER zz_tap_skip BEFORE UPDATE ON cscp.context FOR EACH ROW EXECUTE FUNCTION public.tap_skip_row();

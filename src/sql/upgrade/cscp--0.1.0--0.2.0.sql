@@ -2178,6 +2178,31 @@ CREATE TRIGGER command_registry_changed AFTER INSERT OR UPDATE OR DELETE OR TRUN
     FOR EACH STATEMENT EXECUTE FUNCTION cscp.policy_changed();
 ALTER TABLE cscp.command_registry ENABLE ALWAYS TRIGGER command_registry_changed;
 
+-- ==== cmdstep: a command's frame is checked once, when the command is inserted
+-- 0.2.0 checks the frame a command names when the command is inserted, in every state, and a
+-- step of a stored command no longer reads the frame again (its columns never change, a frame
+-- never does).  0.1.0 checked it at the insert only for a command born confirmation_required: a
+-- command it let in received or canonicalized (by direct SQL) naming a frame that is not its
+-- context's as command_submit records it could never go forward; it is rejected here, through
+-- the command trigger (its evidence records the step), with reason snapshot_mismatch.
+UPDATE cscp.command m
+   SET state = 'rejected', reason_code = 'snapshot_mismatch'
+ WHERE m.state IN ('received', 'canonicalized') AND m.frame_id IS NOT NULL
+   AND NOT EXISTS (
+       SELECT 1 FROM cscp.frame f
+        WHERE f.tenant_id = m.tenant_id AND f.frame_id = m.frame_id
+          AND f.conversation_id = m.conversation_id AND f.context_id = m.context_id
+          AND m.context_ref ->> 'frame_id' = m.frame_id::text
+          AND m.context_ref ->> 'context_id' = m.context_id::text
+          AND m.context_ref ->> 'context_hash' = f.context_hash
+          AND f.state ->> 'tenant_id' = m.tenant_id
+          AND f.state ->> 'conversation_id' = m.conversation_id
+          AND f.state ->> 'actor_id' = m.actor_id
+          AND CASE WHEN pg_catalog.jsonb_typeof(f.state -> 'message_ids') = 'array'
+                   THEN f.state -> 'message_ids'
+                        = pg_catalog.to_jsonb(m.message_ids[1:pg_catalog.jsonb_array_length(f.state -> 'message_ids')])
+                   ELSE false END);
+
 -- ==== no migration logic in the install script
 -- No migration logic in the install script: cscp._grant_app_privileges no longer speaks of
 -- roles granted by earlier versions (it takes back what a role was granted by hand beyond the
