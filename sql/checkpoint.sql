@@ -59,6 +59,12 @@ SELECT try($$SELECT cscp.checkpoint_put_writes('cp', 'th-1', '', 'c-3', '', '', 
 SELECT try($$SELECT * FROM cscp.checkpoint_list('cp', filter => '[1]')$$);
 SELECT try($$SELECT * FROM cscp.checkpoint_list('cp', row_limit => -1)$$);
 SELECT try($$SELECT * FROM cscp.checkpoint_list('other')$$);
+SELECT try($$SELECT * FROM cscp.checkpoint_get_tuple('other', 'th-1')$$);
+SELECT try($$SELECT * FROM cscp.checkpoint_get_tuple('cp', 'th-1', NULL)$$);
+SELECT try($$SELECT * FROM cscp.checkpoint_get_tuple('cp', '')$$);
+-- A namespace without checkpoints, an id not stored: no row.
+SELECT count(*) AS none_in_ns FROM cscp.checkpoint_get_tuple('cp', 'th-1', 'nope');
+SELECT count(*) AS none_of_id FROM cscp.checkpoint_get_tuple('cp', 'th-1', '', 'c-404');
 SELECT try($$SELECT cscp.checkpoint_put('other', 'th-9', '', 'c-9', NULL, '{}', '{}')$$);
 SELECT count(*) AS checkpoints, (SELECT count(*) FROM cscp.checkpoint_thread) AS threads FROM cscp.checkpoint;
 
@@ -156,6 +162,7 @@ SET cscp.clock = '2026-05-01 11:00:01+00';
 SET ROLE cp_app;
 SELECT count(*) AS listed FROM cscp.checkpoint_list('cp');
 SELECT count(*) AS got FROM cscp.checkpoint_get_tuple('cp', 'th-2');
+SELECT count(*) AS got_named FROM cscp.checkpoint_get_tuple('cp', 'th-2', '', 'c-5');
 SELECT count(*) AS rows_still_stored FROM cscp.checkpoint WHERE thread_id = 'th-2';
 SELECT cscp.checkpoint_put('cp', 'th-2', '', 'c-6', NULL, '{"v": 4, "channel_versions": {}}', '{}') AS expires_at;
 SELECT id FROM cscp.checkpoint_list('cp', 'th-2');
@@ -255,3 +262,10 @@ DELETE FROM cscp.store_item;
 DELETE FROM cscp.agent_session;
 DELETE FROM cscp.policy WHERE tenant_id = 'cp';
 DELETE FROM cscp.tombstone WHERE tenant_id = 'cp';
+
+-- The tuple read and the put keep their plans (no planning per LangGraph call): static statements
+-- under plan_cache_mode = force_generic_plan.
+SELECT p.proname, 'plan_cache_mode=force_generic_plan' = ANY (p.proconfig) AS generic_plans,
+       p.prosrc !~* 'EXECUTE' AS static
+  FROM pg_proc p WHERE p.pronamespace = 'cscp'::regnamespace
+   AND p.proname IN ('checkpoint_get_tuple', 'checkpoint_put') ORDER BY 1;

@@ -83,14 +83,16 @@ export async function inTransaction<T>(pool: pg.Pool, tenant: string | undefined
  * Run one statement for tenant in a single round trip: the statement is its own transaction, and
  * the tenant is set for it with set_config(..., true) (SET LOCAL) in a subquery whose value,
  * `s.t`, the statement passes as its tenant_id: the data dependency makes the setting come first.
- * `body` is a SELECT naming the tenant as s.t and its parameters from $2.
+ * `body` is a SELECT naming the tenant as s.t and its parameters from $2.  With a name, the
+ * statement is prepared once per connection under that name (one name, one body), so that a
+ * call on the hot path is neither parsed nor planned again.
  */
 export async function tenantQuery<R extends Record<string, unknown> = Record<string, unknown>>(
-  pool: pg.Pool, tenant: string, body: string, params: unknown[] = []): Promise<R[]> {
+  pool: pg.Pool, tenant: string, body: string, params: unknown[] = [], name?: string): Promise<R[]> {
   try {
-    const res = await pool.query(
-      `SELECT r.* FROM (SELECT pg_catalog.set_config('cscp.tenant_id', $1, true) AS t) s CROSS JOIN LATERAL (${body}) r`,
-      [tenant, ...params]);
+    const text = `SELECT r.* FROM (SELECT pg_catalog.set_config('cscp.tenant_id', $1, true) AS t) s CROSS JOIN LATERAL (${body}) r`;
+    const values = [tenant, ...params];
+    const res = await (name === undefined ? pool.query(text, values) : pool.query({ name, text, values }));
     return res.rows as R[];
   } catch (err) {
     throw CscpError.from(err);

@@ -239,7 +239,8 @@ export class CscpSaver extends BaseCheckpointSaver {
     const ns = config.configurable?.checkpoint_ns ?? "";
     const id = getCheckpointId(config) || null;
     const rows = await tenantQuery<TupleRow>(this.pool, this.tenant,
-      `SELECT ${TUPLE_COLUMNS} FROM cscp.checkpoint_get_tuple(s.t, $2, $3, $4)`, [String(threadId), ns, id]);
+      `SELECT ${TUPLE_COLUMNS} FROM cscp.checkpoint_get_tuple(s.t, $2, $3, $4)`, [String(threadId), ns, id],
+      "cscp_checkpoint_get_tuple");
     return rows.length ? this.toTuple(rows[0]) : undefined;
   }
 
@@ -310,7 +311,7 @@ export class CscpSaver extends BaseCheckpointSaver {
     const extended = bases.some((b) => b !== null);
     try {
       await tenantQuery(this.pool, this.tenant, sql,
-        [...head, blobs, extended ? bases : null, extended ? baseDigests : null]);
+        [...head, blobs, extended ? bases : null, extended ? baseDigests : null], "cscp_checkpoint_put");
     } catch (err) {
       // 55000: a base is not stored as this saver wrote it (the thread was deleted, expired,
       // or written by another process); the whole values are.
@@ -320,7 +321,7 @@ export class CscpSaver extends BaseCheckpointSaver {
         next[i] = bytes && types[i] === "json" && bytes[0] === OPEN
           ? { version: versions[i], bytes, digest: sha256(bytes), depth: 0 } : undefined;
       }
-      await tenantQuery(this.pool, this.tenant, sql, [...head, whole, null, null]);
+      await tenantQuery(this.pool, this.tenant, sql, [...head, whole, null, null], "cscp_checkpoint_put");
     }
     for (let i = 0; i < channels.length; i++) {
       this.written.delete(keys[i]);
@@ -351,7 +352,7 @@ export class CscpSaver extends BaseCheckpointSaver {
     await tenantQuery(this.pool, this.tenant,
       "SELECT cscp.checkpoint_put_writes(s.t, $2, $3, $4, $5, $6, $7::text[], $8::text[], $9::bytea[], $10::int[])",
       [String(threadId), config.configurable?.checkpoint_ns ?? "", id, taskId, taskPath ?? "",
-        channels, types, blobs, idxs]);
+        channels, types, blobs, idxs], "cscp_checkpoint_put_writes");
   }
 
   async deleteThread(threadId: string): Promise<void> {

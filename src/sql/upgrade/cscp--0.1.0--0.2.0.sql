@@ -883,6 +883,8 @@ $$;
 COMMENT ON FUNCTION cscp.checkpoint_touch(text, text) IS
   'Start a thread, or extend it to the tenant''s checkpoint_ttl from now unless it was within the last 1% of it (an expired one starts empty); returns its expires_at';
 
+-- Its statements keep one generic plan each (plan_cache_mode): a custom plan per call, fitted to
+-- the arrays' lengths, cost more to make than the statement took to run.
 CREATE OR REPLACE FUNCTION cscp.checkpoint_put(tenant_id text, thread_id text, checkpoint_ns text,
                                     checkpoint_id text, parent_checkpoint_id text,
                                     checkpoint jsonb, metadata jsonb,
@@ -892,6 +894,7 @@ CREATE OR REPLACE FUNCTION cscp.checkpoint_put(tenant_id text, thread_id text, c
 RETURNS timestamptz
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -1145,13 +1148,10 @@ BEGIN
     END IF;
     -- The query names only the filters given (fixed fragments; every value a parameter), so that
     -- each call is planned for them: a thread's newest checkpoint is one backward step of the
-    -- primary key, whatever the length of the thread.  The blobs and writes are read for the
-    -- checkpoints returned only, each blob by its whole key (LIMIT 1 keeps the planner from
-    -- hashing all of a thread's blobs to find a few).
+    -- primary key, whatever the length of the thread.  Each checkpoint found is read, with its
+    -- channel values and pending writes, by cscp.checkpoint_get_tuple.
     RETURN QUERY EXECUTE
-       'SELECT c.thread_id, c.checkpoint_ns::text, c.checkpoint_id::text, c.parent_checkpoint_id::text,'
-    || '       c.checkpoint, c.metadata, b.channels, b.types, b.blobs, w.task_ids, w.channels, w.types, w.blobs'
-    || '  FROM (SELECT x.* FROM cscp.checkpoint x'
+       'SELECT g.* FROM (SELECT x.tenant_id, x.thread_id, x.checkpoint_ns, x.checkpoint_id FROM cscp.checkpoint x'
     || '          JOIN cscp.checkpoint_thread t ON t.tenant_id = x.tenant_id AND t.thread_id = x.thread_id'
     || '         WHERE x.tenant_id = $1 AND t.expires_at > cscp.now()'
     || CASE WHEN checkpoint_list.thread_id IS NULL THEN '' ELSE ' AND x.thread_id = $2' END
@@ -1162,44 +1162,7 @@ BEGIN
     || '         ORDER BY x.checkpoint_id DESC, x.thread_id, x.checkpoint_ns'
     || CASE WHEN checkpoint_list.row_limit IS NULL THEN '' ELSE ' LIMIT $7' END
     || '       ) c'
-    -- A value stored as extensions of a base is the base's JSON array followed by the elements
-    -- of each extension, oldest first: its rows (depth 0 the one named) are found by walking
-    -- the bases, and joined into one array.
-    || ' CROSS JOIN LATERAL ('
-    || '       WITH RECURSIVE r (channel, type, blob, base, depth) AS ('
-    || '            SELECT v.channel, y.type, y.blob, y.base, 0'
-    || '              FROM pg_catalog.jsonb_each_text(c.checkpoint -> ''channel_versions'') v (channel, version)'
-    || '             CROSS JOIN LATERAL ('
-    || '                   SELECT y.type, y.blob, y.base FROM cscp.checkpoint_blob y'
-    || '                    WHERE y.tenant_id = c.tenant_id AND y.thread_id = c.thread_id'
-    || '                      AND y.checkpoint_ns = c.checkpoint_ns AND y.channel = v.channel'
-    || '                      AND y.version = v.version AND y.type <> ''empty'' LIMIT 1) y'
-    || '            UNION ALL'
-    || '            SELECT r.channel, y.type, y.blob, y.base, r.depth + 1'
-    || '              FROM r CROSS JOIN LATERAL ('
-    || '                   SELECT y.type, y.blob, y.base FROM cscp.checkpoint_blob y'
-    || '                    WHERE y.tenant_id = c.tenant_id AND y.thread_id = c.thread_id'
-    || '                      AND y.checkpoint_ns = c.checkpoint_ns AND y.channel = r.channel'
-    || '                      AND y.version = r.base LIMIT 1) y)'
-    || '       SELECT coalesce(pg_catalog.array_agg(j.channel ORDER BY j.channel), ''{}'') AS channels,'
-    || '              coalesce(pg_catalog.array_agg(j.type ORDER BY j.channel), ''{}'') AS types,'
-    || '              coalesce(pg_catalog.array_agg(j.blob ORDER BY j.channel), ''{}'') AS blobs'
-    || '         FROM (SELECT r.channel, (pg_catalog.array_agg(r.type ORDER BY r.depth))[1] AS type,'
-    || '                      CASE WHEN pg_catalog.count(*) = 1 THEN (pg_catalog.array_agg(r.blob))[1]'
-    || '                      ELSE ''\x5b''::bytea OPERATOR(pg_catalog.||) coalesce(pg_catalog.string_agg('
-    || '                               pg_catalog.substr(r.blob, 2, pg_catalog.octet_length(r.blob) - 2),'
-    || '                               ''\x2c''::bytea ORDER BY r.depth DESC)'
-    || '                               FILTER (WHERE pg_catalog.octet_length(r.blob) > 2), ''\x''::bytea)'
-    || '                           OPERATOR(pg_catalog.||) ''\x5d''::bytea END AS blob'
-    || '                 FROM r GROUP BY r.channel) j) b'
-    || ' CROSS JOIN LATERAL ('
-    || '       SELECT coalesce(pg_catalog.array_agg(z.task_id::text ORDER BY z.task_path, z.task_id, z.idx), ''{}'') AS task_ids,'
-    || '              coalesce(pg_catalog.array_agg(z.channel ORDER BY z.task_path, z.task_id, z.idx), ''{}'') AS channels,'
-    || '              coalesce(pg_catalog.array_agg(z.type ORDER BY z.task_path, z.task_id, z.idx), ''{}'') AS types,'
-    || '              coalesce(pg_catalog.array_agg(z.blob ORDER BY z.task_path, z.task_id, z.idx), ''{}'') AS blobs'
-    || '         FROM cscp.checkpoint_write z'
-    || '        WHERE z.tenant_id = c.tenant_id AND z.thread_id = c.thread_id'
-    || '          AND z.checkpoint_ns = c.checkpoint_ns AND z.checkpoint_id = c.checkpoint_id) w'
+    || ' CROSS JOIN LATERAL cscp.checkpoint_get_tuple(c.tenant_id, c.thread_id, c.checkpoint_ns, c.checkpoint_id) g'
     || ' ORDER BY c.checkpoint_id DESC, c.thread_id, c.checkpoint_ns'
     USING checkpoint_list.tenant_id, checkpoint_list.thread_id, checkpoint_list.checkpoint_ns,
           checkpoint_list.checkpoint_id, checkpoint_list.before, checkpoint_list.filter,
@@ -1216,13 +1179,71 @@ RETURNS TABLE (thread text, ns text, id text, parent_id text, checkpoint jsonb, 
                write_task_ids text[], write_channels text[], write_types text[], write_blobs bytea[])
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
 AS $$
+#variable_conflict use_column
+DECLARE
+    v_id text COLLATE "C" := checkpoint_get_tuple.checkpoint_id;
 BEGIN
+    PERFORM cscp.check_tenant(checkpoint_get_tuple.tenant_id);
     PERFORM cscp.check_id('thread_id', checkpoint_get_tuple.thread_id);
+    PERFORM cscp.checkpoint_check_ns(checkpoint_get_tuple.checkpoint_ns);
+    IF v_id IS NULL THEN
+        SELECT x.checkpoint_id INTO v_id FROM cscp.checkpoint x
+         WHERE x.tenant_id = checkpoint_get_tuple.tenant_id AND x.thread_id = checkpoint_get_tuple.thread_id
+           AND x.checkpoint_ns = checkpoint_get_tuple.checkpoint_ns
+         ORDER BY x.checkpoint_id DESC
+         LIMIT 1;
+    END IF;
+    -- Static statements, their plans kept for the session: the checkpoint named, or the newest
+    -- of the namespace (one backward step of the primary key, whatever the length of the
+    -- thread), of a live thread.  A value stored as extensions of a base is the base's JSON
+    -- array followed by the elements of each extension, oldest first: its rows (depth 0 the one
+    -- named) are found by walking the bases, and joined into one array; each blob is read by its
+    -- whole key (LIMIT 1 keeps the planner from hashing all of a thread's blobs to find a few).
     RETURN QUERY
-    SELECT * FROM cscp.checkpoint_list(checkpoint_get_tuple.tenant_id, checkpoint_get_tuple.thread_id,
-                                       cscp.checkpoint_check_ns(checkpoint_get_tuple.checkpoint_ns),
-                                       checkpoint_get_tuple.checkpoint_id, NULL, NULL, 1);
+    SELECT c.thread_id, c.checkpoint_ns::text, c.checkpoint_id::text, c.parent_checkpoint_id::text,
+           c.checkpoint, c.metadata, b.channels, b.types, b.blobs, w.task_ids, w.channels, w.types, w.blobs
+      FROM cscp.checkpoint c
+      JOIN cscp.checkpoint_thread t ON t.tenant_id = c.tenant_id AND t.thread_id = c.thread_id
+     CROSS JOIN LATERAL (
+           WITH RECURSIVE r (channel, type, blob, base, depth) AS (
+                SELECT v.channel, y.type, y.blob, y.base, 0
+                  FROM jsonb_each_text(c.checkpoint -> 'channel_versions') v (channel, version)
+                 CROSS JOIN LATERAL (
+                       SELECT y.type, y.blob, y.base FROM cscp.checkpoint_blob y
+                        WHERE y.tenant_id = c.tenant_id AND y.thread_id = c.thread_id
+                          AND y.checkpoint_ns = c.checkpoint_ns AND y.channel = v.channel
+                          AND y.version = v.version AND y.type <> 'empty' LIMIT 1) y
+                UNION ALL
+                SELECT r.channel, y.type, y.blob, y.base, r.depth + 1
+                  FROM r CROSS JOIN LATERAL (
+                       SELECT y.type, y.blob, y.base FROM cscp.checkpoint_blob y
+                        WHERE y.tenant_id = c.tenant_id AND y.thread_id = c.thread_id
+                          AND y.checkpoint_ns = c.checkpoint_ns AND y.channel = r.channel
+                          AND y.version = r.base LIMIT 1) y)
+           SELECT coalesce(array_agg(j.channel ORDER BY j.channel), '{}') AS channels,
+                  coalesce(array_agg(j.type ORDER BY j.channel), '{}') AS types,
+                  coalesce(array_agg(j.blob ORDER BY j.channel), '{}') AS blobs
+             FROM (SELECT r.channel, (array_agg(r.type ORDER BY r.depth))[1] AS type,
+                          CASE WHEN count(*) = 1 THEN (array_agg(r.blob))[1]
+                          ELSE '\x5b'::bytea || coalesce(string_agg(
+                                   substr(r.blob, 2, octet_length(r.blob) - 2),
+                                   '\x2c'::bytea ORDER BY r.depth DESC)
+                                   FILTER (WHERE octet_length(r.blob) > 2), '\x'::bytea)
+                               || '\x5d'::bytea END AS blob
+                     FROM r GROUP BY r.channel) j) b
+     CROSS JOIN LATERAL (
+           SELECT coalesce(array_agg(z.task_id::text ORDER BY z.task_path, z.task_id, z.idx), '{}') AS task_ids,
+                  coalesce(array_agg(z.channel ORDER BY z.task_path, z.task_id, z.idx), '{}') AS channels,
+                  coalesce(array_agg(z.type ORDER BY z.task_path, z.task_id, z.idx), '{}') AS types,
+                  coalesce(array_agg(z.blob ORDER BY z.task_path, z.task_id, z.idx), '{}') AS blobs
+             FROM cscp.checkpoint_write z
+            WHERE z.tenant_id = c.tenant_id AND z.thread_id = c.thread_id
+              AND z.checkpoint_ns = c.checkpoint_ns AND z.checkpoint_id = c.checkpoint_id) w
+     WHERE c.tenant_id = checkpoint_get_tuple.tenant_id AND c.thread_id = checkpoint_get_tuple.thread_id
+       AND c.checkpoint_ns = checkpoint_get_tuple.checkpoint_ns
+       AND c.checkpoint_id = v_id AND t.expires_at > cscp.now();
 END
 $$;
 COMMENT ON FUNCTION cscp.checkpoint_get_tuple(text, text, text, text) IS
