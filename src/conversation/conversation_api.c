@@ -6,14 +6,25 @@
  *	  timeout the sweep records, and capabilities.
  *
  * The API does what a row trigger cannot: replay and divergence by
- * messageId, and recording the timeout before answering a late turn.  Each
- * call locks the conversation row first (SELECT ... FOR UPDATE), so
- * concurrent calls on one conversation queue: a re-delivery waiting behind
- * its first delivery finds it recorded and replays it, also after close (a
- * new turn for a closed conversation is 22023, RFC 0005 §E).  Business
- * outcomes (replayed, diverged, aborted, timed_out) are returned, never
- * raised, so what they record (a replay.diverged event under either
- * divergence policy, the timeout's close) is kept.
+ * messageId, and recording the timeout before answering a late turn.
+ *
+ * An exchange first tries the turn's INSERT alone, in a subtransaction: the
+ * turn trigger locks the conversation row, judges the turn and records it,
+ * so a new turn (almost every call) takes one conversation lock and no
+ * look-up of its message id.  When the turn is not new or the conversation
+ * does not take it, the trigger or the unique index on message ids refuses
+ * it (23505: the message id or the turn index is taken; 55000: closed,
+ * timed out, forgotten), the attempt is rolled back whole (its event, its
+ * counters, its context's last message) and the call takes the locked
+ * path, which decides nothing the trigger decides: it locks the
+ * conversation row (SELECT ... FOR UPDATE) and looks the message id up, so
+ * a re-delivery, also one that waited behind its first delivery, finds it
+ * recorded and replays it, also after close (a new turn for a closed
+ * conversation is 22023, RFC 0005 §E), and a late turn records the
+ * timeout.  conversation_close and the sweep's timeout take the locked path
+ * directly.  Business outcomes (replayed, diverged, aborted, timed_out) are
+ * returned, never raised, so what they record (a replay.diverged event
+ * under either divergence policy, the timeout's close) is kept.
  *
  * Every row is written by an ordinary statement, held by the triggers
  * (conversation_fsm.c, turn_guard.c) as direct SQL is; where the API
@@ -24,6 +35,7 @@
 #include "conversation/conversation.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -31,6 +43,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/numeric.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 /* What a call answers: the event, turn index and message id, and its outcome. */
@@ -380,29 +393,38 @@ cscp_conversation_start(PG_FUNCTION_ARGS)
 }
 
 /*
- * What exchange and close do first: check the arguments, parse the turn,
- * validate its content (before the lock: cscp_turn_validate_early), lock
- * the conversation and refuse a closed one (55000).  Past its deadline
- * the conversation is closed by timeout and the timed_out row returned:
- * the caller then returns at once (true).
+ * What exchange and close do first: check the arguments, parse the turn
+ * and read the clock.
  */
-static bool
-lock_for_turn(text *tenant, text *convid, Jsonb *turn, char **tenant_s, char **conv_s,
-			  CscpTurn *t, CscpConversation *conv, TurnResult *res, TimestampTz *now)
+static void
+read_turn_args(text *tenant, text *convid, Jsonb *turn, char **tenant_s, char **conv_s,
+			   CscpTurn *t, TimestampTz *now)
 {
-	RecordedTurn found;
-	char	   *msg;
-
 	cscp_check_tenant(tenant);
 	cscp_check_id("conversation_id", convid);
 	cscp_turn_parse(turn, "turn", t);
 	*tenant_s = text_to_cstring(tenant);
 	*conv_s = text_to_cstring(convid);
 	*now = cscp_now();
+}
 
-	cscp_turn_validate_early(*tenant_s, *conv_s, t->content, *now);
-	if (!cscp_conversation_lock(*tenant_s, *conv_s, conv))
-		cscp_conversation_missing(*tenant_s, *conv_s);
+/*
+ * The locked path of exchange and close: validate the turn's content
+ * (before the lock: cscp_turn_validate_early), lock the conversation and
+ * refuse a closed one (22023) unless the turn replays one of its turns.
+ * Past its deadline the conversation is closed by timeout and the timed_out
+ * row returned: the caller then returns at once (true).
+ */
+static bool
+lock_for_turn(const char *tenant_s, const char *conv_s, CscpTurn *t, CscpConversation *conv,
+			  TurnResult *res, TimestampTz now)
+{
+	RecordedTurn found;
+	char	   *msg;
+
+	cscp_turn_validate_early(tenant_s, conv_s, t->content, now);
+	if (!cscp_conversation_lock(tenant_s, conv_s, conv))
+		cscp_conversation_missing(tenant_s, conv_s);
 	cscp_turn_note_schema(conv);
 	if (conv->closed)
 	{
@@ -412,8 +434,8 @@ lock_for_turn(text *tenant, text *convid, Jsonb *turn, char **tenant_s, char **c
 		 */
 		int32		size;
 
-		msg = candidate_message_id(*conv_s, t);
-		if (msg != NULL && find_turn(*tenant_s, *conv_s, msg, &found) &&
+		msg = candidate_message_id(conv_s, t);
+		if (msg != NULL && find_turn(tenant_s, conv_s, msg, &found) &&
 			strcmp(found.content_hash, cscp_turn_content_hash(t->content, &size)) == 0)
 		{
 			res->event_id = found.event_id;
@@ -425,10 +447,54 @@ lock_for_turn(text *tenant, text *convid, Jsonb *turn, char **tenant_s, char **c
 		}
 		cscp_conversation_closed_error(conv, ERRCODE_INVALID_PARAMETER_VALUE);
 	}
-	if (!cscp_conversation_past_deadline(conv, *now))
+	if (!cscp_conversation_past_deadline(conv, now))
 		return false;
-	record_timeout(conv, *now, res);
+	record_timeout(conv, now, res);
 	return true;
+}
+
+/*
+ * INSERT the turn t as a new turn, in a subtransaction (insert_turn; the
+ * turn trigger locks, judges and records it) and fill res: true.  False,
+ * with nothing of the attempt kept, when the turn is refused as one the
+ * locked path answers: 23505 (its message id or turn index is taken: a
+ * replay, a divergence, or a taken index) or 55000 (the conversation is
+ * closed, timed out or forgotten).  Any other error is raised.
+ */
+static bool
+try_new_turn(const char *tenant_s, const char *conv_s, CscpTurn *t, TurnResult *res)
+{
+	MemoryContext oldctx = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	volatile bool inserted = false;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldctx);
+	PG_TRY();
+	{
+		insert_turn(tenant_s, conv_s, t, res);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldctx);
+		CurrentResourceOwner = oldowner;
+		inserted = true;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldctx);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldctx);
+		CurrentResourceOwner = oldowner;
+		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION &&
+			edata->sqlerrcode != ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	return inserted;
 }
 
 /*
@@ -447,7 +513,13 @@ cscp_exchange_turn(text *tenant, text *convid, Jsonb *turn, CscpTurnResult *res)
 	RecordedTurn found;
 	TimestampTz now;
 
-	if (lock_for_turn(tenant, convid, turn, &tenant_s, &conv_s, &t, &conv, res, &now))
+	read_turn_args(tenant, convid, turn, &tenant_s, &conv_s, &t, &now);
+	if (try_new_turn(tenant_s, conv_s, &t, res))
+	{
+		res->outcome = "exchanged";
+		return;
+	}
+	if (lock_for_turn(tenant_s, conv_s, &t, &conv, res, now))
 		return;
 
 	msg = candidate_message_id(conv_s, &t);
@@ -538,9 +610,9 @@ cscp_conversation_close(PG_FUNCTION_ARGS)
 	TimestampTz now;
 
 	InitMaterializedSRF(fcinfo, 0);
-	if (lock_for_turn(text_arg(fcinfo, 0), text_arg(fcinfo, 1),
-					  PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2),
-					  &tenant_s, &conv_s, &t, &conv, &res, &now))
+	read_turn_args(text_arg(fcinfo, 0), text_arg(fcinfo, 1),
+				   PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2), &tenant_s, &conv_s, &t, &now);
+	if (lock_for_turn(tenant_s, conv_s, &t, &conv, &res, now))
 	{
 		return_row(fcinfo, &res, true);
 		return (Datum) 0;

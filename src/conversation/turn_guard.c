@@ -32,12 +32,14 @@
  * conversation, and the trigger learns of a close from the event log, not
  * from its caller.
  *
- * The trigger locks and reads the conversation itself, also when the API
- * holds that lock already: nothing tells it what its caller read, and no
- * channel may (a direct INSERT meets the same trigger).  Per turn of W1
- * (`make bench-instructions`, callgrind), that read costs about 76,000
- * instructions and the event the conversation guard reads back about
- * 163,000: 3.3% of the 7.3 million of a W1 transaction.
+ * The trigger locks and reads the conversation itself: nothing tells it
+ * what its caller read, and no channel may (a direct INSERT meets the same
+ * trigger).  cscp.conversation_exchange therefore inserts a new turn
+ * without locking the conversation first (conversation_api.c), so that this
+ * lock is the only one a new turn takes; only a turn the trigger refuses as
+ * taken, closed or timed out goes on to the API's locked path.  The locked
+ * read also tells turns.c whether the conversation has a schema
+ * (cscp_turn_note_schema), so the next turn needs no read before the lock.
  *
  *-------------------------------------------------------------------------
  */
@@ -306,6 +308,7 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("conversation \"%s\" does not exist", row.convid),
 				 errhint("Start it with cscp.conversation_start, and check that cscp.tenant_id names its tenant.")));
+	cscp_turn_note_schema(&conv);
 
 	if (!row.has_index)
 		row.facts.turn_index = conv.next_turn_index;
