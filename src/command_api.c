@@ -994,6 +994,7 @@ typedef struct Formation
 	bool		asking;			/* it waits in confirmation_required at once */
 	Datum		window;			/* its window's end, when asking */
 	Datum		command_id;		/* uuid chosen before the insert, when asking */
+	int32		routing;		/* the routing hash of its conversation */
 } Formation;
 
 /*
@@ -1062,7 +1063,7 @@ form_snapshot(const CommandRequest *q, Formation *f)
 	if (f->usable && f->reason == NULL)
 	{
 		f->frame_id = cscp_frame_record(PointerGetDatum(q->tenant_id), q->conversation_id,
-										f->context_id,
+										f->routing, f->context_id,
 										cscp_frame_state(f->ctx, f->ctxdesc, q->message_ids),
 										&f->hash);
 		f->has_frame = true;
@@ -1098,7 +1099,7 @@ form_question(const CommandRequest *q, Formation *f)
 	{
 		pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
 
-		cscp_routing_uuid(cscp_routing_hash_text(q->conversation_id), uuid);
+		cscp_routing_uuid(f->routing, uuid);
 		f->command_id = UUIDPGetDatum(uuid);
 		f->window = policy_window(PointerGetDatum(q->tenant_id), "confirmation_ttl");
 		supersede_question(f->ctx, f->ctxdesc, false, f->command_id);
@@ -1211,6 +1212,7 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 
 	if (command_replay(q, r, callerctx))
 		return;
+	f.routing = cscp_routing_hash_text(q->conversation_id);
 	form_context(q, &f);
 	form_snapshot(q, &f);
 	form_question(q, &f);

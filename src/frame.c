@@ -233,15 +233,16 @@ cscp_frame_state_sql(PG_FUNCTION_ARGS)
 
 /*
  * Record the frame of state (cscp_frame_state of context context_id, of
- * tenant and conversation), as command_submit does before it forms a
- * command: a new frame, or the one that records the same state already
- * (frames are unique by context and hash).  Returns its frame_id; *hash
- * gets the SHA-256 of the state.  By an ordinary INSERT with the caller's
+ * tenant and conversation, whose routing hash is routing), as
+ * command_submit does before it forms a command: a new frame, or the one
+ * that records the same state already (frames are unique by context and
+ * hash).  Returns its frame_id; *hash gets the SHA-256 of the state.  By an ordinary INSERT with the caller's
  * rights, so the guard below and any policy on cscp.frame apply.  The
  * caller is connected to SPI.
  */
 Datum
-cscp_frame_record(Datum tenant, text *conversation, Datum context_id, Jsonb *state, char **hash)
+cscp_frame_record(Datum tenant, text *conversation, int32 routing, Datum context_id,
+				  Jsonb *state, char **hash)
 {
 	static SPIPlanPtr insert_plan = NULL;
 	static SPIPlanPtr find_plan = NULL;
@@ -258,7 +259,7 @@ cscp_frame_record(Datum tenant, text *conversation, Datum context_id, Jsonb *sta
 	 * hash is the table's (context_hash, generated from the state), read
 	 * back, not computed a second time here.
 	 */
-	cscp_routing_uuid(cscp_routing_hash_text(conversation), uuid);
+	cscp_routing_uuid(routing, uuid);
 	args[0] = tenant;
 	args[1] = UUIDPGetDatum(uuid);
 	args[2] = PointerGetDatum(conversation);
