@@ -79,9 +79,22 @@ SELECT label, try(format($f$INSERT INTO cscp.command (tenant_id, idempotency_key
                ('other message', 'ana', 'k.context_ref', '{m9}')) AS t(label, actor, ref, ids);
 
 ---------------------------------------------------------------------------------------------------
--- 4. Frames: a forged state, a context that does not exist, a closed context: 55000, no row.
+-- 4. Frames: a forged state, a context that does not exist or is of another conversation, a
+-- state without message ids (none, not an array, not strings), a closed context: 55000, no row.
 -- No UPDATE or DELETE for the application role (42501); UPDATE refused for the owner too.
 SELECT label, try(sql) FROM (VALUES
+    ('other conversation', format($$INSERT INTO cscp.frame (tenant_id, frame_id, conversation_id, context_id, state)
+                                    VALUES ('sr', cscp.routing_id('c2'), 'c2', %L, '{"message_ids": []}')$$,
+                                  pg_temp.ctx('c1'))),
+    ('no message ids', format($$INSERT INTO cscp.frame (tenant_id, frame_id, conversation_id, context_id, state)
+                                VALUES ('sr', cscp.routing_id('c1'), 'c1', %L, '{"status": "active"}')$$,
+                              pg_temp.ctx('c1'))),
+    ('ids not an array', format($$INSERT INTO cscp.frame (tenant_id, frame_id, conversation_id, context_id, state)
+                                  VALUES ('sr', cscp.routing_id('c1'), 'c1', %L, '{"message_ids": "m1"}')$$,
+                                pg_temp.ctx('c1'))),
+    ('a number as id', format($$INSERT INTO cscp.frame (tenant_id, frame_id, conversation_id, context_id, state)
+                                VALUES ('sr', cscp.routing_id('c1'), 'c1', %L, '{"message_ids": [1]}')$$,
+                              pg_temp.ctx('c1'))),
     ('forged state', format($$INSERT INTO cscp.frame (tenant_id, frame_id, conversation_id, context_id, state)
                               VALUES ('sr', cscp.routing_id('c1'), 'c1', %L, '{"status": "active", "slots": {}, "message_ids": ["m1"]}')$$,
                             pg_temp.ctx('c1'))),

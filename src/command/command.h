@@ -68,8 +68,8 @@ extern bool cscp_registry_cancel_unapproved(Datum tenant, Datum command_id);
 
 /* frame.c: the context state a command is formed from */
 extern Jsonb *cscp_frame_state(HeapTuple ctx, TupleDesc desc, ArrayType *message_ids);
-extern Datum cscp_frame_record(Datum tenant, text *conversation, Datum context_id, Jsonb *state,
-							   char **hash);
+extern Datum cscp_frame_record(Datum tenant, text *conversation, int32 routing, Datum context_id,
+							   Jsonb *state, char **hash);
 
 /* confirm.c: a confirmation or approval question that lapsed */
 extern void cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc,

@@ -57,19 +57,36 @@ static void check_object(const char *argname, Jsonb *value);
  * approval_superseded, superseded_by command_id).  A context asks one
  * question of each kind at a time (the command trigger holds it), so this
  * is the one its slot names, or one a direct write left without a slot.
+ * Usually none waits: the window is looked up by its unique key first, and
+ * the UPDATE runs only when there is one.
  */
 static void
 supersede_question(HeapTuple ctx, TupleDesc ctxdesc, bool approval, Datum command_id)
 {
+	static SPIPlanPtr find_plan = NULL;
 	static SPIPlanPtr plan = NULL;
 	static const Oid types[6] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID, TEXTOID};
+	static const Oid find_types[3] = {TEXTOID, UUIDOID, TEXTOID};
 	bool		isnull;
 	Datum		args[6];
+	Datum		find_args[3];
 
 	args[0] = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"), ctxdesc, &isnull);
 	args[1] = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "context_id"), ctxdesc, &isnull);
 	args[2] = command_id;
 	args[3] = CStringGetTextDatum(approval ? "approval" : "confirmation");
+	find_args[0] = args[0];
+	find_args[1] = args[1];
+	find_args[2] = args[3];
+	cscp_spi_plan(&find_plan,
+				  "SELECT w.command_id FROM cscp.command_window w"
+				  " WHERE w.tenant_id OPERATOR(pg_catalog.=) $1 AND w.context_id OPERATOR(pg_catalog.=) $2"
+				  "   AND w.question OPERATOR(pg_catalog.=) $3",
+				  3, find_types);
+	if (SPI_execute_plan(find_plan, find_args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up the question of a context");
+	if (SPI_processed == 0)
+		return;
 	args[4] = CStringGetTextDatum(approval ? "approval_superseded" : "confirmation_superseded");
 	args[5] = CStringGetTextDatum(approval ? "authz_pending" : "confirmation_required");
 	cscp_spi_plan(&plan,
@@ -1018,6 +1035,7 @@ typedef struct Formation
 	bool		asking;			/* it waits in confirmation_required at once */
 	Datum		window;			/* its window's end, when asking */
 	Datum		command_id;		/* uuid chosen before the insert, when asking */
+	int32		routing;		/* the routing hash of its conversation */
 } Formation;
 
 /*
@@ -1086,7 +1104,7 @@ form_snapshot(const CommandRequest *q, Formation *f)
 	if (f->usable && f->reason == NULL)
 	{
 		f->frame_id = cscp_frame_record(PointerGetDatum(q->tenant_id), q->conversation_id,
-										f->context_id,
+										f->routing, f->context_id,
 										cscp_frame_state(f->ctx, f->ctxdesc, q->message_ids),
 										&f->hash);
 		f->has_frame = true;
@@ -1122,7 +1140,7 @@ form_question(const CommandRequest *q, Formation *f)
 	{
 		pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
 
-		cscp_routing_uuid(cscp_routing_hash_text(q->conversation_id), uuid);
+		cscp_routing_uuid(f->routing, uuid);
 		f->command_id = UUIDPGetDatum(uuid);
 		f->window = policy_window(PointerGetDatum(q->tenant_id), "confirmation_ttl");
 		supersede_question(f->ctx, f->ctxdesc, false, f->command_id);
@@ -1235,6 +1253,7 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 
 	if (command_replay(q, r, callerctx))
 		return;
+	f.routing = cscp_routing_hash_text(q->conversation_id);
 	form_context(q, &f);
 	form_snapshot(q, &f);
 	form_question(q, &f);

@@ -31,6 +31,7 @@
 #include "command/command.h"
 
 #include "access/htup_details.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
@@ -232,15 +233,16 @@ cscp_frame_state_sql(PG_FUNCTION_ARGS)
 
 /*
  * Record the frame of state (cscp_frame_state of context context_id, of
- * tenant and conversation), as command_submit does before it forms a
- * command: a new frame, or the one that records the same state already
- * (frames are unique by context and hash).  Returns its frame_id; *hash
- * gets the SHA-256 of the state.  By an ordinary INSERT with the caller's
+ * tenant and conversation, whose routing hash is routing), as
+ * command_submit does before it forms a command: a new frame, or the one
+ * that records the same state already (frames are unique by context and
+ * hash).  Returns its frame_id; *hash gets the SHA-256 of the state.  By an ordinary INSERT with the caller's
  * rights, so the guard below and any policy on cscp.frame apply.  The
  * caller is connected to SPI.
  */
 Datum
-cscp_frame_record(Datum tenant, text *conversation, Datum context_id, Jsonb *state, char **hash)
+cscp_frame_record(Datum tenant, text *conversation, int32 routing, Datum context_id,
+				  Jsonb *state, char **hash)
 {
 	static SPIPlanPtr insert_plan = NULL;
 	static SPIPlanPtr find_plan = NULL;
@@ -252,12 +254,12 @@ cscp_frame_record(Datum tenant, text *conversation, Datum context_id, Jsonb *sta
 	Datum		args[6];
 	bool		isnull;
 
-	initStringInfo(&buf);
-	cscp_canonical_append(&buf, state);
-	*hash = cscp_sha256_hex(buf.data, buf.len);
-
-	/* Usually a new state: insert first, look up only when it is known. */
-	cscp_routing_uuid(cscp_routing_hash_text(conversation), uuid);
+	/*
+	 * Usually a new state: insert first, look up only when it is known.  The
+	 * hash is the table's (context_hash, generated from the state), read
+	 * back, not computed a second time here.
+	 */
+	cscp_routing_uuid(routing, uuid);
 	args[0] = tenant;
 	args[1] = UUIDPGetDatum(uuid);
 	args[2] = PointerGetDatum(conversation);
@@ -269,12 +271,17 @@ cscp_frame_record(Datum tenant, text *conversation, Datum context_id, Jsonb *sta
 				  "                        state, created_at)"
 				  " VALUES ($1, $2, $3, $4, $5, $6)"
 				  " ON CONFLICT (tenant_id, context_id, context_hash) DO NOTHING"
-				  " RETURNING frame_id",
+				  " RETURNING frame_id, context_hash",
 				  6, insert_types);
 	if (SPI_execute_plan(insert_plan, args, NULL, false, 0) != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "could not record a frame");
-	if (SPI_processed == 0)
+	if (SPI_processed == 1)
+		*hash = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	else
 	{
+		initStringInfo(&buf);
+		cscp_canonical_append(&buf, state);
+		*hash = cscp_sha256_hex(buf.data, buf.len);
 		args[1] = context_id;
 		args[2] = CStringGetTextDatum(*hash);
 		cscp_spi_plan(&find_plan,
@@ -313,45 +320,85 @@ static CscpColumns frame_columns = {
 /* The column number of c in cscp.frame. */
 #define FRAME_COL(c) (frame_columns.attnum[c])
 
-/* A new frame: its context's state as command_submit records it, or 55000. */
+/*
+ * The message ids of a frame's state (its "message_ids", a JSON array of
+ * strings and nulls) as text[], or NULL with *problem set when it has none
+ * or holds anything else (no context's state has).
+ */
+static ArrayType *
+state_message_ids(Jsonb *state, const char **problem)
+{
+	JsonbValue *v = cscp_jsonb_get(state, "message_ids");
+	JsonbIterator *it;
+	JsonbValue	e;
+	JsonbIteratorToken tok;
+	Datum	   *elems;
+	bool	   *enulls;
+	int			n = 0;
+	int			dims[1];
+	int			lbs[1] = {1};
+
+	if (v == NULL || v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data))
+	{
+		*problem = "its state has no message ids";
+		return NULL;
+	}
+	dims[0] = JsonContainerSize(v->val.binary.data);
+	elems = palloc0(sizeof(Datum) * (dims[0] + 1));
+	enulls = palloc0(sizeof(bool) * (dims[0] + 1));
+	it = JsonbIteratorInit(v->val.binary.data);
+	while ((tok = JsonbIteratorNext(&it, &e, true)) != WJB_DONE)
+	{
+		if (tok != WJB_ELEM)
+			continue;
+		if (e.type == jbvNull)
+			enulls[n] = true;
+		else if (e.type == jbvString)
+			elems[n] = PointerGetDatum(cstring_to_text_with_len(e.val.string.val,
+																e.val.string.len));
+		else
+		{
+			*problem = "its state is not the context's";
+			return NULL;
+		}
+		n++;
+	}
+	dims[0] = n;
+	return construct_md_array(elems, enulls, 1, dims, lbs, TEXTOID, -1, false, TYPALIGN_INT);
+}
+
+/*
+ * A new frame: its context's state as command_submit records it, or 55000.
+ * The context is read by key; what the frame must say of it is compared
+ * here, the state as frame_state computes it.
+ */
 static HeapTuple
 frame_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 {
 	static SPIPlanPtr plan = NULL;
-	static const Oid types[4] = {TEXTOID, UUIDOID, TEXTOID, JSONBOID};
+	static const Oid types[2] = {TEXTOID, UUIDOID};
 	TupleDesc	desc = RelationGetDescr(rel);
-	Datum		args[4];
-	char		nulls[4];
+	Datum		args[2];
+	Datum		conversation;
+	Datum		state;
 	const char *problem = NULL;
-	bool		isnull;
+	bool		isnull[4];
 
-	args[0] = heap_getattr(tuple, FRAME_COL(FR_TENANT_ID), desc, &isnull);
-	nulls[0] = isnull ? 'n' : ' ';
-	args[1] = heap_getattr(tuple, FRAME_COL(FR_CONTEXT_ID), desc, &isnull);
-	nulls[1] = isnull ? 'n' : ' ';
-	args[2] = heap_getattr(tuple, FRAME_COL(FR_CONVERSATION_ID), desc, &isnull);
-	nulls[2] = isnull ? 'n' : ' ';
-	args[3] = heap_getattr(tuple, FRAME_COL(FR_STATE), desc, &isnull);
-	nulls[3] = isnull ? 'n' : ' ';
-	if (nulls[0] == 'n' || nulls[1] == 'n' || nulls[2] == 'n' || nulls[3] == 'n')
+	args[0] = heap_getattr(tuple, FRAME_COL(FR_TENANT_ID), desc, &isnull[0]);
+	args[1] = heap_getattr(tuple, FRAME_COL(FR_CONTEXT_ID), desc, &isnull[1]);
+	conversation = heap_getattr(tuple, FRAME_COL(FR_CONVERSATION_ID), desc, &isnull[2]);
+	state = heap_getattr(tuple, FRAME_COL(FR_STATE), desc, &isnull[3]);
+	if (isnull[0] || isnull[1] || isnull[2] || isnull[3])
 		return tuple;			/* the NOT NULL constraints refuse it */
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plan,
-				  "SELECT CASE WHEN c.conversation_id OPERATOR(pg_catalog.<>) $3"
-				  "            THEN 'its context is of another conversation'"
-				  "            WHEN c.status OPERATOR(pg_catalog.<>) ALL ('{active,pending,blocked}')"
-				  "                 OR c.expires_at OPERATOR(pg_catalog.<=) cscp.now()"
-				  "            THEN 'its context is expired or closed'"
-				  "            WHEN coalesce(pg_catalog.jsonb_typeof($4 OPERATOR(pg_catalog.->) 'message_ids') OPERATOR(pg_catalog.<>) 'array', true)"
-				  "            THEN 'its state has no message ids' END AS problem,"
-				  "       ARRAY(SELECT pg_catalog.jsonb_array_elements_text($4 OPERATOR(pg_catalog.->) 'message_ids')) AS ids,"
-				  "       c.tenant_id, c.conversation_id, c.actor_id, c.status, c.expires_at,"
+				  "SELECT c.tenant_id, c.conversation_id, c.actor_id, c.status, c.expires_at,"
 				  "       c.last_message_id, c.slots"
 				  "  FROM cscp.context c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.context_id OPERATOR(pg_catalog.=) $2",
-				  4, types);
-	if (SPI_execute_plan(plan, args, nulls, false, 1) != SPI_OK_SELECT)
+				  2, types);
+	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up the context of a frame");
 	if (SPI_processed == 0)
 		problem = "its context does not exist";
@@ -359,18 +406,19 @@ frame_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	{
 		HeapTuple	r = SPI_tuptable->vals[0];
 		TupleDesc	rdesc = SPI_tuptable->tupdesc;
-		char	   *p = SPI_getvalue(r, rdesc, 1);
+		bool		cnull;
+		Datum		c = SPI_getbinval(r, rdesc, 2, &cnull);
+		ArrayType  *ids;
 
-		if (p != NULL)
-			problem = pstrdup(p);
-		else
-		{
-			Datum		ids = SPI_getbinval(r, rdesc, 2, &isnull);
-			Jsonb	   *state = cscp_frame_state(r, rdesc, DatumGetArrayTypeP(ids));
-
-			if (!DatumGetBool(DirectFunctionCall2(jsonb_eq, JsonbPGetDatum(state), args[3])))
-				problem = "its state is not the context's";
-		}
+		if (!DatumGetBool(DirectFunctionCall2Coll(texteq, DEFAULT_COLLATION_OID, c, conversation)))
+			problem = "its context is of another conversation";
+		else if (!cscp_context_row_usable(r, rdesc, cscp_now()))
+			problem = "its context is expired or closed";
+		else if ((ids = state_message_ids(DatumGetJsonbP(state), &problem)) != NULL &&
+				 !DatumGetBool(DirectFunctionCall2(jsonb_eq,
+												   JsonbPGetDatum(cscp_frame_state(r, rdesc, ids)),
+												   state)))
+			problem = "its state is not the context's";
 	}
 	SPI_finish();
 	if (problem != NULL)
