@@ -1,5 +1,5 @@
 \i sql/include/helpers.sql
--- JSON Schema validation (src/jsonschema.c): every keyword with a passing and a failing
+-- JSON Schema validation (src/shared/jsonschema.c): every keyword with a passing and a failing
 -- instance, the path of the first violation, and the refusal of unusable schemas with 22023.
 
 -- A usable schema comes back as given.

@@ -1,5 +1,5 @@
 \i sql/include/helpers.sql
--- Validation cost is bounded by the size of the value (src/jsonschema.c): each pattern is compiled
+-- Validation cost is bounded by the size of the value (src/shared/jsonschema.c): each pattern is compiled
 -- once per validation whatever their number, an enum is searched by bisection, and every
 -- validation has a work budget that grows with the value's size; a validation that would spend
 -- more is refused with 54000 instead of holding the conversation for minutes.  Each case below is

@@ -1,5 +1,5 @@
 \i sql/include/helpers.sql
--- Bounded work for hostile input (src/jsonschema.c): a turn's content, sent by an end user, is
+-- Bounded work for hostile input (src/shared/jsonschema.c): a turn's content, sent by an end user, is
 -- validated in time about linear in its size whatever it holds.  uniqueItems sorts instead of
 -- comparing pair by pair (no hash that crafted elements could make collide); patterns that make
 -- the regex engine backtrack are refused when the schema is declared, with 22023 and the path

@@ -1,5 +1,5 @@
 \i sql/include/helpers.sql
--- Lifetimes, deadlines and policy intervals (src/lifetime.c): every expiry cscp stores is finite,
+-- Lifetimes, deadlines and policy intervals (src/shared/lifetime.c): every expiry cscp stores is finite,
 -- later than the time it was computed at, and within the tenant's max_ttl, whoever writes it;
 -- intervals are judged by where they land, not by the signs of their fields; policy values are
 -- bounded (max_ttl and lifetimes at most 10 years, retention at most 100 years).

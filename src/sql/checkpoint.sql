@@ -1014,7 +1014,7 @@ $$;
 COMMENT ON FUNCTION cscp.session_clear(text, text) IS
   'Delete a session and all its items; true when there was one';
 
--- The sweep's part (called by cscp.sweep, src/sweep.c): expired threads (with everything they
+-- The sweep's part (called by cscp.sweep, src/operations/sweep.c): expired threads (with everything they
 -- hold, by cascade) and expired store items, up to batch of each, rows others hold skipped.
 CREATE FUNCTION cscp._sweep_checkpoints(batch int, v_now timestamptz,
                                         OUT n_threads bigint, OUT n_store_items bigint)

@@ -1,7 +1,7 @@
 -- command.sql: commands (RFC-WF-0018), their context frames, and their functions.
 --
 -- The lifecycle, its ordering invariants and the evidence of every transition are the C trigger
--- command_guard's (src/command_fsm.c); the functions below add idempotency, snapshot-on-execute
+-- command_guard's (src/command/command_fsm.c); the functions below add idempotency, snapshot-on-execute
 -- frames, the pending-confirmation and pending-approval slots of the context, and recovery.
 --
 -- Lock order, everywhere: the idempotency key (advisory), then the context row, then command rows.
@@ -23,7 +23,7 @@ COMMENT ON TABLE cscp.frame IS
 CREATE UNIQUE INDEX frame_context_hash_key ON cscp.frame (tenant_id, context_id, context_hash);
 
 -- Append-only, and each new frame is its context's state as command_submit records it, whoever
--- writes it (src/frame.c): a forged frame is refused, not only kept from the application role.
+-- writes it (src/command/frame.c): a forged frame is refused, not only kept from the application role.
 CREATE FUNCTION cscp.frame_guard() RETURNS trigger
     AS 'MODULE_PATHNAME', 'cscp_frame_guard' LANGUAGE C;
 COMMENT ON FUNCTION cscp.frame_guard() IS
@@ -62,7 +62,7 @@ CREATE TABLE cscp.command (
     last_transition_at  timestamptz        NOT NULL DEFAULT cscp.now(),
     version             bigint             NOT NULL DEFAULT 1,
     -- The evidence row of the command's last transition (0 and NULL: none yet), kept by the
-    -- trigger, so that its next transition appends its evidence without a read (src/evidence.c).
+    -- trigger, so that its next transition appends its evidence without a read (src/command/evidence.c).
     evidence_seq        int                NOT NULL DEFAULT 0,
     evidence_hash       text,
     PRIMARY KEY (tenant_id, command_id),
@@ -184,7 +184,7 @@ RETURNS TABLE(command_id uuid, state cscp.command_state, replayed boolean, outco
 COMMENT ON FUNCTION cscp.command_submit(text, text, text, text, text, boolean, text[], jsonb, text) IS
   'Form a command against the live context (frame, confirmation request when mutating), or replay the one its idempotency key names';
 
--- C (src/command_api.c): the refusal checks of the trigger asked first, so that a refused
+-- C (src/command/command_api.c): the refusal checks of the trigger asked first, so that a refused
 -- transition is returned and recorded rather than raised; then the update, the context's slot
 -- released or (approval_required) set.
 CREATE FUNCTION cscp.command_transition(command_id uuid, to_state cscp.command_state,
@@ -194,7 +194,7 @@ RETURNS TABLE(accepted boolean, state cscp.command_state, reason_code text)
 COMMENT ON FUNCTION cscp.command_transition(uuid, cscp.command_state, text, jsonb) IS
   'Move a command along its lifecycle; a refused transition returns accepted = false and leaves invalid_transition_attempt evidence';
 
--- C (src/command_api.c): the target read and checked, the recovery formed as command_submit
+-- C (src/command/command_api.c): the target read and checked, the recovery formed as command_submit
 -- forms a command, a cancel that applies carried out.
 CREATE FUNCTION cscp.command_recover(target_command_id uuid, kind text, idempotency_key text,
                                      payload jsonb DEFAULT '{}')

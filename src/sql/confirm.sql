@@ -19,7 +19,7 @@ CREATE TABLE cscp.answer (
 COMMENT ON TABLE cscp.answer IS
   'The first outcome of each confirmation or approval message, replayed when the message comes again';
 
--- C (src/confirm.c): the rules of a yes, the evidence of every outcome, the answer kept.
+-- C (src/command/confirm.c): the rules of a yes, the evidence of every outcome, the answer kept.
 CREATE FUNCTION cscp.confirm(tenant_id text, conversation_id text, actor_id text, message_id text,
                              answer boolean, target_fingerprint text DEFAULT NULL)
 RETURNS TABLE(outcome text, command_id uuid, context_id uuid)
@@ -27,7 +27,7 @@ RETURNS TABLE(outcome text, command_id uuid, context_id uuid)
 COMMENT ON FUNCTION cscp.confirm(text, text, text, text, boolean, text) IS
   'Answer the pending confirmation of a conversation''s actor: confirmed, declined, no_context, expired, nothing_pending, confirmation_expired or target_mismatch';
 
--- C (src/approve.c): which approval the answer is for, its outcome, what it changes, its evidence.
+-- C (src/command/approve.c): which approval the answer is for, its outcome, what it changes, its evidence.
 CREATE FUNCTION cscp.approve(tenant_id text, conversation_id text, approver_id text, message_id text,
                              decision boolean, command_id uuid DEFAULT NULL)
 RETURNS TABLE(outcome text, command_id uuid, context_id uuid)

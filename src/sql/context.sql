@@ -105,7 +105,7 @@ CREATE FUNCTION cscp.context_transition_allowed(from_status cscp.context_status,
 COMMENT ON FUNCTION cscp.context_transition_allowed(cscp.context_status, cscp.context_status) IS
   'Whether the context lifecycle allows from_status -> to_status';
 
--- "Context usable" in SQL, beside cscp_context_usable in C (src/enums.c): a live status and an
+-- "Context usable" in SQL, beside cscp_context_usable in C (src/shared/enums.c): a live status and an
 -- expiry still ahead of the clock given (cscp.now() for a statement of its own).  A SQL function
 -- of one expression, not STRICT, so that the planner inlines it into the statement that calls it
 -- (no call at run time; a partial index on the live statuses still matches); its body is parsed

@@ -1,7 +1,7 @@
 -- conversation.sql: multi-turn conversations (OpenWOP RFC 0005): conversations, turns, events.
 --
--- The rules live in C, on the tables: conversation_guard (src/conversation_fsm.c) holds every
--- write to cscp.conversation, turn_guard (src/turn_guard.c) every turn, so a direct INSERT is held
+-- The rules live in C, on the tables: conversation_guard (src/conversation/conversation_fsm.c) holds every
+-- write to cscp.conversation, turn_guard (src/conversation/turn_guard.c) every turn, so a direct INSERT is held
 -- to what the API functions do: the ConversationTurn shape, a gapless turn index kept on the
 -- conversation row (O(1) per append), the schema given at start, the closed state, the timeout.
 -- The turn trigger also records the turn's event, moves the conversation's counters, and links
@@ -248,7 +248,7 @@ CREATE FUNCTION cscp.capabilities() RETURNS jsonb
 COMMENT ON FUNCTION cscp.capabilities() IS
   'What this cscp implements, for capability advertisement: conversationPrimitive, interrupts, schema keywords, turn roles';
 
--- The hot loop in one call (src/message_turn.c): conversation_exchange, context_open with the
+-- The hot loop in one call (src/conversation/message_turn.c): conversation_exchange, context_open with the
 -- slots, command_submit bound to the turn's message id -- the same rules, one round trip.
 CREATE FUNCTION cscp.message_turn(tenant_id text, conversation_id text, actor_id text, turn jsonb,
                                   slots jsonb DEFAULT '{}', command jsonb DEFAULT NULL)

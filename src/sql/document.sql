@@ -27,7 +27,7 @@ COMMENT ON FUNCTION cscp.document_guard() IS
 CREATE TRIGGER document_guard BEFORE INSERT OR UPDATE ON cscp.document
     FOR EACH ROW EXECUTE FUNCTION cscp.document_guard();
 
--- doc_put, doc_get and doc_delete are C (src/document.c): one saved statement each.
+-- doc_put, doc_get and doc_delete are C (src/document/document.c): one saved statement each.
 
 CREATE FUNCTION cscp.doc_put(tenant_id text, session_id text, namespace text, payload jsonb,
                              ttl_seconds int)

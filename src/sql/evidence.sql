@@ -1,12 +1,12 @@
 -- evidence.sql: the evidence trail of commands (RFC-WF-0018 section IX).
 --
--- Append-only and hash chained per command (src/evidence.c).  Rows are written by the command
+-- Append-only and hash chained per command (src/command/evidence.c).  Rows are written by the command
 -- trigger, one per transition, and by cscp._evidence_refusal for refused attempts, both with the
 -- table owner's rights: application roles may read their tenant's rows and nothing else.
 
 -- A time-ordered id for evidence and inspections, not a counter shared by every tenant (whose
 -- gaps would show each tenant how many rows the others write): microseconds since 2020 in the
--- upper 51 bits, the writing backend's slot in the lower 12 (src/evidence.c).
+-- upper 51 bits, the writing backend's slot in the lower 12 (src/command/evidence.c).
 CREATE FUNCTION cscp._row_id() RETURNS bigint
     AS 'MODULE_PATHNAME', 'cscp_row_id_sql' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION cscp._row_id() IS

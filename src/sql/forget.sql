@@ -1,6 +1,6 @@
 -- forget.sql: erasure of a conversation or a subject, and the tombstones that keep it erased.
 --
--- cscp.forget_conversation and cscp.forget_subject (src/forget.c) delete every row about the
+-- cscp.forget_conversation and cscp.forget_subject (src/operations/forget.c) delete every row about the
 -- id in every table, as the tables' owner, once the caller's tenant is checked; each leaves a
 -- tombstone keyed by tenant and a SHA-256 of (kind, tenant, id), which records the erasure
 -- (when, by which role, how many rows per table) without the id itself.  The trigger

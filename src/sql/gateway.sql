@@ -61,7 +61,7 @@ CREATE POLICY tenant_isolation ON cscp.api_key
     USING (tenant_id = current_setting('cscp.tenant_id', true))
     WITH CHECK (tenant_id = current_setting('cscp.tenant_id', true));
 SELECT pg_catalog.pg_extension_config_dump('cscp.api_key', '');
--- Each backend keeps the keys it has checked (src/http_api.c) until a relcache invalidation of
+-- Each backend keeps the keys it has checked (src/document/http_api.c) until a relcache invalidation of
 -- the table, which this trigger sends on every change but a key's last use: a revocation holds
 -- from the next request on, in every backend.
 CREATE TRIGGER api_key_changed
@@ -353,7 +353,7 @@ COMMENT ON FUNCTION cscp.http_document_key(text, text) IS
 
 -- The tenant of the bearer key in auth (the Authorization header) when it is live and has the scope; else
 -- tenant_id is NULL and failure the response (401 or 403).  Records the key's use at most once
--- a minute, so that a busy key costs no write per request.  In C (src/http_api.c): every request makes it.
+-- a minute, so that a busy key costs no write per request.  In C (src/document/http_api.c): every request makes it.
 CREATE FUNCTION cscp._http_auth(auth text, scope text,
                                 OUT tenant_id text, OUT failure cscp.http_response)
     AS 'MODULE_PATHNAME', 'cscp_http_auth' LANGUAGE C VOLATILE;
@@ -539,7 +539,7 @@ $$;
 COMMENT ON FUNCTION cscp._http_caught(text, text, text, text, boolean) IS
   'Internal: the HTTP response to an error an API function raised, or the error raised again when it has none';
 
--- In C (src/http_api.c), as the gateway's most frequent write: the body checked in C, and by
+-- In C (src/document/http_api.c), as the gateway's most frequent write: the body checked in C, and by
 -- cscp._http_body and cscp._http_field (as the other endpoints check theirs) when those checks
 -- do not pass it, so that every refusal is theirs; the answer made before the write, so that
 -- concurrent POSTs to one document hold its row lock for less.
@@ -553,7 +553,7 @@ AS 'MODULE_PATHNAME', 'cscp_http_doc_put';
 COMMENT ON FUNCTION cscp.http_doc_put(text, text, text, text, text) IS
   'POST /v1/context/{session_id}/{namespace}: merge-upsert {"ttlSeconds", "payload"} for the bearer key''s tenant; 201 with documentKey';
 
--- In C (src/http_api.c), as the gateway's most frequent call: the same key check, tenant
+-- In C (src/document/http_api.c), as the gateway's most frequent call: the same key check, tenant
 -- binding and answers as the PL/pgSQL of the endpoints beside it.
 CREATE FUNCTION cscp.http_doc_get(auth text, session_id text, namespace text)
 RETURNS cscp.http_response

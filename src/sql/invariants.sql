@@ -369,7 +369,7 @@ AS $$
     -- A step to confirmed, authz_pending, authorized or started taken when the command's context
     -- had ended: at or past its expires_at, or after it was recorded expired or closed (at its
     -- updated_at; a step at that very time, under a pinned clock, may have come first).  A
-    -- cancel recovery is not judged by its context (context_ended in src/command_fsm.c): a
+    -- cancel recovery is not judged by its context (context_ended in src/command/command_fsm.c): a
     -- command is canceled after its context ended too.
     late AS (
         SELECT 'moved_after_context_ended'::text AS kind, m.tenant_id, m.command_id::text AS object_id,

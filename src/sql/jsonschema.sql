@@ -1,4 +1,4 @@
--- jsonschema.sql: JSON Schema validation of jsonb values, for the subset src/jsonschema.c documents.
+-- jsonschema.sql: JSON Schema validation of jsonb values, for the subset src/shared/jsonschema.c documents.
 
 CREATE FUNCTION cscp.jsonschema_check(schema jsonb) RETURNS jsonb
     AS 'MODULE_PATHNAME', 'cscp_jsonschema_check_sql' LANGUAGE C IMMUTABLE PARALLEL SAFE;

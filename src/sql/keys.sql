@@ -1,5 +1,5 @@
 -- keys.sql: the database's secret key, which keys routing hashes and notification tags
--- (src/keys.c).
+-- (src/shared/keys.c).
 --
 -- One row: 32 to 64 random bytes, made here at CREATE EXTENSION.  Routing hashes (the first 32
 -- bits of every context and command id, the partition of every row) are HMAC-SHA256 under it,

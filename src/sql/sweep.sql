@@ -36,7 +36,7 @@ CREATE FUNCTION cscp._expire_contexts(batch int) RETURNS bigint
 COMMENT ON FUNCTION cscp._expire_contexts(int) IS
   'Internal: the sweep''s expiry of up to batch contexts past their TTL';
 
--- The part of cscp.sweep that deletes (C, src/sweep.c, calls it directly after the steps it
+-- The part of cscp.sweep that deletes (C, src/operations/sweep.c, calls it directly after the steps it
 -- takes itself: the windows, the conversations' timeouts, the contexts' expiry).
 -- Each action reaches its rows by the row ids its ordered, locked scan returned (a TID scan),
 -- never by a join the planner could turn into a scan of the whole table; the rows are locked, so
@@ -268,7 +268,7 @@ $$;
 COMMENT ON FUNCTION cscp._sweep_purge(int, timestamptz) IS
   'Internal: the deletions of cscp.sweep, called by its C half';
 
--- C (src/sweep.c), with its caller's rights: after a call of this session that left work behind,
+-- C (src/operations/sweep.c), with its caller's rights: after a call of this session that left work behind,
 -- the pause first (worker.c); then, batch rows per action, FOR UPDATE SKIP LOCKED: confirmation
 -- and approval windows that have passed are lapsed (the command rejected, the slot cleared, the
 -- context back to active; context first, as everywhere), open conversations past their deadline

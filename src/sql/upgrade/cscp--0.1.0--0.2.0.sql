@@ -713,8 +713,8 @@ COMMENT ON FUNCTION cscp.http_fact_current(text, text, text) IS
   'GET /v1/subjects/{subject_id}/facts/{fact_id}: the head of the fact''s supersession chain (fact_id an id, else a key, as cscp.fact_current takes it), or 404';
 
 -- ==== evidence head, API key cache
--- judge: the head of each command's evidence chain kept in the command's row (src/evidence.c,
--- src/command_fsm.c), so that a transition appends its evidence without reading the chain.
+-- judge: the head of each command's evidence chain kept in the command's row (src/command/evidence.c,
+-- src/command/command_fsm.c), so that a transition appends its evidence without reading the chain.
 ALTER TABLE cscp.command
     ADD COLUMN evidence_seq int NOT NULL DEFAULT 0,
     ADD COLUMN evidence_hash text;
@@ -725,7 +725,7 @@ COMMENT ON COLUMN cscp.command.evidence_hash IS
 -- Existing chains stay as they are.  A command written before carries the head 0 until its next
 -- transition, which finds its chain past that head, reads the chain's last row once and stores it.
 
--- judge: each backend keeps the API keys it has checked (src/http_api.c) until this trigger's
+-- judge: each backend keeps the API keys it has checked (src/document/http_api.c) until this trigger's
 -- relcache invalidation, sent on every change of cscp.api_key but a key's last use.
 CREATE TRIGGER api_key_changed
     AFTER INSERT OR UPDATE OF tenant_id, label, key_hash, scopes, created_at, expires_at, revoked_at
@@ -1724,7 +1724,7 @@ $$;
 COMMENT ON FUNCTION cscp.session_clear(text, text) IS
   'Delete a session and all its items; true when there was one';
 
--- The sweep's part (called by cscp.sweep, src/sweep.c): expired threads (with everything they
+-- The sweep's part (called by cscp.sweep, src/operations/sweep.c): expired threads (with everything they
 -- hold, by cascade) and expired store items, up to batch of each, rows others hold skipped.
 CREATE FUNCTION cscp._sweep_checkpoints(batch int, v_now timestamptz,
                                         OUT n_threads bigint, OUT n_store_items bigint)
@@ -2092,7 +2092,7 @@ $$;
 -- "Context usable" (a live status and expires_at ahead) is one SQL function, cscp.context_usable,
 -- inlined by the planner; context_get, the gateway's slot endpoint and the operators' view of
 -- live contexts use it instead of writing the rule inline.
--- "Context usable" in SQL, beside cscp_context_usable in C (src/enums.c): a live status and an
+-- "Context usable" in SQL, beside cscp_context_usable in C (src/shared/enums.c): a live status and an
 -- expiry still ahead of the clock given (cscp.now() for a statement of its own).  A SQL function
 -- of one expression, not STRICT, so that the planner inlines it into the statement that calls it
 -- (no call at run time; a partial index on the live statuses still matches); its body is parsed
@@ -2289,7 +2289,7 @@ $$;
 
 -- ==== fuzz findings
 -- fuzz: check_invariants does not judge a cancel recovery by its context (moved_after_context_ended),
--- as the state machine does not (context_ended in src/command_fsm.c).
+-- as the state machine does not (context_ended in src/command/command_fsm.c).
 CREATE OR REPLACE FUNCTION cscp._check_invariants(tenant_id text DEFAULT NULL)
 RETURNS TABLE(kind text, tenant_id text, object_id text, detail text)
 LANGUAGE sql STABLE SECURITY DEFINER
@@ -2648,7 +2648,7 @@ AS $$
     -- A step to confirmed, authz_pending, authorized or started taken when the command's context
     -- had ended: at or past its expires_at, or after it was recorded expired or closed (at its
     -- updated_at; a step at that very time, under a pinned clock, may have come first).  A
-    -- cancel recovery is not judged by its context (context_ended in src/command_fsm.c): a
+    -- cancel recovery is not judged by its context (context_ended in src/command/command_fsm.c): a
     -- command is canceled after its context ended too.
     late AS (
         SELECT 'moved_after_context_ended'::text AS kind, m.tenant_id, m.command_id::text AS object_id,
