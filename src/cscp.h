@@ -287,6 +287,8 @@ extern HeapTuple cscp_spi_row(SPIPlanPtr plan, Datum *args, const char *nulls, i
 							  TupleDesc *desc);
 extern bool cscp_spi_exists(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtypes,
 							Datum *args, bool read_only, const char *what);
+extern int	cscp_spi_execute_keyed(SPIPlanPtr plan, Datum *args, const char *nulls, bool read_only,
+								   long count);
 extern HeapTuple cscp_spi_update_one(SPIPlanPtr plan, Datum *args, const char *nulls,
 									 TupleDesc *desc, const char *what);
 extern void cscp_write_skipped(const char *what);

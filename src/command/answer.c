@@ -96,8 +96,9 @@ cscp_answer_lock(text *tenant, const char *kind, text *conversation, text *messa
 /*
  * The answer of kind already recorded for the message (committed while we
  * waited for its lock, too): true with its row (outcome, command_id,
- * context_id) put in rsinfo's result; false when there is none.  The
- * caller is connected to SPI.
+ * context_id) put in rsinfo's result; false when there is none.  Found
+ * by the table's primary key (cscp_spi_execute_keyed).  The caller is
+ * connected to SPI.
  */
 bool
 cscp_answer_replay(text *tenant, text *conversation, const char *kind, text *message_id,
@@ -115,7 +116,7 @@ cscp_answer_replay(text *tenant, text *conversation, const char *kind, text *mes
 				  " WHERE a.tenant_id OPERATOR(pg_catalog.=) $1 AND a.conversation_id OPERATOR(pg_catalog.=) $2 AND a.kind OPERATOR(pg_catalog.=) $3"
 				  "   AND a.message_id OPERATOR(pg_catalog.=) $4",
 				  4, types);
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_SELECT)
+	if (cscp_spi_execute_keyed(plan, args, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up the answer of a message");
 	if (SPI_processed != 1)
 		return false;

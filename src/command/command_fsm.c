@@ -586,6 +586,8 @@ context_ended(CommandFacts *c)
  * Whether cscp.answer records the user's "yes" to the command (tenant,
  * conversation, command_id) given by message message_id: the answer
  * cscp.confirm writes, as the owner, before it confirms the command.
+ * Found by the table's primary key, whatever its statistics say
+ * (cscp_spi_execute_keyed).
  */
 static bool
 answer_recorded(Datum tenant, Datum conversation, Datum command_id, Datum message_id)
@@ -593,12 +595,20 @@ answer_recorded(Datum tenant, Datum conversation, Datum command_id, Datum messag
 	static SPIPlanPtr plan = NULL;
 	static const Oid argtypes[4] = {TEXTOID, TEXTOID, UUIDOID, TEXTOID};
 	Datum		args[4] = {tenant, conversation, command_id, message_id};
+	bool		found;
 
-	return cscp_spi_exists(&plan,
-						   "SELECT 1 FROM cscp.answer a"
-						   " WHERE a.tenant_id OPERATOR(pg_catalog.=) $1 AND a.conversation_id OPERATOR(pg_catalog.=) $2 AND a.kind OPERATOR(pg_catalog.=) 'confirm'"
-						   "   AND a.message_id OPERATOR(pg_catalog.=) $4 AND a.command_id OPERATOR(pg_catalog.=) $3 AND a.outcome OPERATOR(pg_catalog.=) 'confirmed'",
-						   4, argtypes, args, false, "look up the answer of a command");
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "SELECT 1 FROM cscp.answer a"
+				  " WHERE a.tenant_id OPERATOR(pg_catalog.=) $1 AND a.conversation_id OPERATOR(pg_catalog.=) $2 AND a.kind OPERATOR(pg_catalog.=) 'confirm'"
+				  "   AND a.message_id OPERATOR(pg_catalog.=) $4 AND a.command_id OPERATOR(pg_catalog.=) $3 AND a.outcome OPERATOR(pg_catalog.=) 'confirmed'",
+				  4, argtypes);
+	if (cscp_spi_execute_keyed(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up the answer of a command");
+	found = SPI_processed > 0;
+	SPI_finish();
+	return found;
 }
 
 /*

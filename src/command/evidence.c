@@ -325,7 +325,9 @@ evidence_link(CscpEvidence *events, int n, int32 seq, const char *hash, MemoryCo
  * The last row of command_id's chain, read from cscp.evidence: *seq (0:
  * none) and *hash (NULL: none), in cxt.  Not read-only: after a command
  * counter increment and with a fresh snapshot, so rows appended earlier in
- * the same statement are seen.  The caller is connected to SPI.
+ * the same statement are seen.  Read through the chain's unique index,
+ * whatever the table's statistics say (cscp_spi_execute_keyed).  The
+ * caller is connected to SPI.
  */
 static void
 evidence_head(const char *tenant_id, const char *command_id, int32 *seq, char **hash,
@@ -343,7 +345,7 @@ evidence_head(const char *tenant_id, const char *command_id, int32 *seq, char **
 				  "   AND e.command_id OPERATOR(pg_catalog.=) $2"
 				  " ORDER BY e.seq DESC LIMIT 1",
 				  2, types);
-	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+	if (cscp_spi_execute_keyed(plan, args, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the evidence chain of command %s", command_id);
 	*seq = 0;
 	*hash = NULL;

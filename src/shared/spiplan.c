@@ -41,6 +41,7 @@
 
 #include "catalog/namespace.h"
 #include "executor/spi.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 
@@ -205,6 +206,30 @@ cscp_spi_exists(SPIPlanPtr *plan, const char *sql, int nargs, const Oid *argtype
 	found = SPI_processed > 0;
 	SPI_finish();
 	return found;
+}
+
+/*
+ * Run plan, a look-up by a unique key, as SPI_execute_plan does, with
+ * enable_seqscan off while it runs, so that a plan made (or made again)
+ * now takes the key's index whatever the statistics say.  Planned from
+ * statistics, a table that was small when last analyzed is read by a
+ * sequential scan, every row of every tenant on each call, and it grows
+ * until the next ANALYZE; through the index a call reads one row.  The
+ * setting is the statement's alone: restored when this returns, and by
+ * the (sub)transaction's abort when the statement raises.
+ */
+int
+cscp_spi_execute_keyed(SPIPlanPtr plan, Datum *args, const char *nulls, bool read_only,
+					   long count)
+{
+	int			nestlevel = NewGUCNestLevel();
+	int			rc;
+
+	(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	rc = SPI_execute_plan(plan, args, nulls, read_only, count);
+	AtEOXact_GUC(true, nestlevel);
+	return rc;
 }
 
 /* Drop the cache arg when an invalidation names its table (or all relations). */
