@@ -150,6 +150,14 @@ SELECT count(*) AS blobs_after, (SELECT count(*) FROM cscp.checkpoint WHERE chec
   FROM cscp.checkpoint_blob WHERE thread_id = 'th-1';
 SELECT id, convert_from(blobs[1], 'UTF8') AS messages FROM cscp.checkpoint_list('cp', 'th-1') WHERE id IN ('c-6b', 'c-7', 'c-8');
 
+-- A channel changed to no value at a version with a part of its own ("<counter>.<random>") is
+-- not stored, and reads as empty; one at a version that only counts is (fork_empty_to_value).
+SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-9', 'c-8',
+       '{"v": 4, "id": "c-9", "channel_versions": {"messages": 5, "n": "a3.x7Qz0b"}}', '{}',
+       '{n}', '{a3.x7Qz0b}', '{empty}', ARRAY[NULL::bytea]) IS NOT NULL AS put_empty_random;
+SELECT count(*) AS empty_rows FROM cscp.checkpoint_blob WHERE thread_id = 'th-1' AND channel = 'n' AND version = 'a3.x7Qz0b';
+SELECT blob_channels FROM cscp.checkpoint_get_tuple('cp', 'th-1', '', 'c-9');
+
 -- deleteThread leaves nothing of the thread, in any namespace.
 SELECT cscp.checkpoint_delete_thread('cp', 'th-1') AS deleted, cscp.checkpoint_delete_thread('cp', 'th-1') AS again;
 SELECT (SELECT count(*) FROM cscp.checkpoint WHERE thread_id = 'th-1') AS checkpoints,

@@ -49,7 +49,6 @@ CREATE TABLE cscp.checkpoint (
     checkpoint            jsonb       NOT NULL CHECK (pg_catalog.jsonb_typeof(checkpoint) = 'object'
                                                       AND NOT checkpoint ? 'channel_values'),
     metadata              jsonb       NOT NULL DEFAULT '{}' CHECK (pg_catalog.jsonb_typeof(metadata) = 'object'),
-    created_at            timestamptz NOT NULL DEFAULT cscp.now(),
     PRIMARY KEY (tenant_id, thread_id, checkpoint_ns, checkpoint_id),
     FOREIGN KEY (tenant_id, thread_id) REFERENCES cscp.checkpoint_thread ON DELETE CASCADE
 );
@@ -264,7 +263,12 @@ BEGIN
                       HINT = 'Send the whole value of the channel instead.';
         END IF;
     END IF;
-    -- Only the channels that changed: a version already stored keeps its value.
+    -- Only the channels that changed: a version already stored keeps its value.  A channel
+    -- changed to no value ('empty', never read) at a version with a part of its own (a '.' in
+    -- it, as CscpSaver and LangGraph's Python savers make them) is not stored: no other value
+    -- can come under that version, and a checkpoint naming a version no row holds reads the
+    -- channel as empty.  At a version that only counts it is stored, so that a fork giving the
+    -- channel a value at the same version is refused (below).
     INSERT INTO cscp.checkpoint_blob AS b (tenant_id, thread_id, checkpoint_ns, channel, version, type, blob,
                                            base, depth, digest)
     SELECT checkpoint_put.tenant_id, checkpoint_put.thread_id, checkpoint_put.checkpoint_ns, u.c, u.v, u.t, u.b,
@@ -278,8 +282,11 @@ BEGIN
             WHERE p.tenant_id = checkpoint_put.tenant_id AND p.thread_id = checkpoint_put.thread_id
               AND p.checkpoint_ns = checkpoint_put.checkpoint_ns AND p.channel = u.c
               AND p.version = u.base LIMIT 1) p ON true
+     WHERE u.t <> 'empty' OR strpos(u.v, '.') = 0
     ON CONFLICT (tenant_id, thread_id, checkpoint_ns, channel, version) DO NOTHING;
     GET DIAGNOSTICS v_written = ROW_COUNT;
+    v_written := v_written + (SELECT count(*) FROM unnest(types, versions) AS u (t, v)
+                               WHERE u.t = 'empty' AND strpos(u.v, '.') > 0);
     -- A version names one value.  A version already stored (a retry, another writer of the same
     -- checkpoint) must hold the value given: two checkpoints that gave a channel the same version
     -- with different values (forks whose versions only count, previous + 1) would otherwise read
