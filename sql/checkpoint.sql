@@ -17,6 +17,14 @@ SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-1', NULL,
        '{"source": "input", "step": -1}', '{messages,n}', '{1,1}', '{json,json}',
        ARRAY['\x5b2268695d'::bytea, '\x31']) AS expires_at;
 SELECT checkpoint ? 'channel_values' AS values_in_row FROM cscp.checkpoint WHERE checkpoint_id = 'c-1';
+-- Its id, when it is checkpoint_id, is kept once (the column) and read back in the JSON; another
+-- id is kept as given.
+SELECT checkpoint ? 'id' AS id_in_row FROM cscp.checkpoint WHERE checkpoint_id = 'c-1';
+SELECT checkpoint ->> 'id' AS id FROM cscp.checkpoint_get_tuple('cp', 'th-1', '', 'c-1');
+SELECT cscp.checkpoint_put('cp', 'th-id', '', 'c-1', NULL, '{"v": 4, "id": "other", "channel_versions": {}}', '{}') IS NOT NULL AS put;
+SELECT (SELECT checkpoint ->> 'id' FROM cscp.checkpoint WHERE thread_id = 'th-id') AS id_in_row,
+       (SELECT checkpoint ->> 'id' FROM cscp.checkpoint_get_tuple('cp', 'th-id')) AS id_read;
+SELECT cscp.checkpoint_delete_thread('cp', 'th-id') AS deleted;
 -- The next one changes messages only: one new blob, n read at its old version.
 SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-2', 'c-1',
        '{"v": 4, "id": "c-2", "channel_versions": {"messages": 2, "n": 1}}',
