@@ -17,6 +17,14 @@ SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-1', NULL,
        '{"source": "input", "step": -1}', '{messages,n}', '{1,1}', '{json,json}',
        ARRAY['\x5b2268695d'::bytea, '\x31']) AS expires_at;
 SELECT checkpoint ? 'channel_values' AS values_in_row FROM cscp.checkpoint WHERE checkpoint_id = 'c-1';
+-- Its id, when it is checkpoint_id, is kept once (the column) and read back in the JSON; another
+-- id is kept as given.
+SELECT checkpoint ? 'id' AS id_in_row FROM cscp.checkpoint WHERE checkpoint_id = 'c-1';
+SELECT checkpoint ->> 'id' AS id FROM cscp.checkpoint_get_tuple('cp', 'th-1', '', 'c-1');
+SELECT cscp.checkpoint_put('cp', 'th-id', '', 'c-1', NULL, '{"v": 4, "id": "other", "channel_versions": {}}', '{}') IS NOT NULL AS put;
+SELECT (SELECT checkpoint ->> 'id' FROM cscp.checkpoint WHERE thread_id = 'th-id') AS id_in_row,
+       (SELECT checkpoint ->> 'id' FROM cscp.checkpoint_get_tuple('cp', 'th-id')) AS id_read;
+SELECT cscp.checkpoint_delete_thread('cp', 'th-id') AS deleted;
 -- The next one changes messages only: one new blob, n read at its old version.
 SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-2', 'c-1',
        '{"v": 4, "id": "c-2", "channel_versions": {"messages": 2, "n": 1}}',
@@ -149,6 +157,14 @@ SELECT try($$SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-f', 'c-8', '{"v": 4
 SELECT count(*) AS blobs_after, (SELECT count(*) FROM cscp.checkpoint WHERE checkpoint_id = 'c-f') AS fork_checkpoints
   FROM cscp.checkpoint_blob WHERE thread_id = 'th-1';
 SELECT id, convert_from(blobs[1], 'UTF8') AS messages FROM cscp.checkpoint_list('cp', 'th-1') WHERE id IN ('c-6b', 'c-7', 'c-8');
+
+-- A channel changed to no value at a version with a part of its own ("<counter>.<random>") is
+-- not stored, and reads as empty; one at a version that only counts is (fork_empty_to_value).
+SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-9', 'c-8',
+       '{"v": 4, "id": "c-9", "channel_versions": {"messages": 5, "n": "a3.x7Qz0b"}}', '{}',
+       '{n}', '{a3.x7Qz0b}', '{empty}', ARRAY[NULL::bytea]) IS NOT NULL AS put_empty_random;
+SELECT count(*) AS empty_rows FROM cscp.checkpoint_blob WHERE thread_id = 'th-1' AND channel = 'n' AND version = 'a3.x7Qz0b';
+SELECT blob_channels FROM cscp.checkpoint_get_tuple('cp', 'th-1', '', 'c-9');
 
 -- deleteThread leaves nothing of the thread, in any namespace.
 SELECT cscp.checkpoint_delete_thread('cp', 'th-1') AS deleted, cscp.checkpoint_delete_thread('cp', 'th-1') AS again;

@@ -70,6 +70,10 @@ interface Written {
 const WRITTEN_MAX = 1024;
 /** How many extensions a value may follow before the whole value is stored again. */
 const DEPTH_MAX = 32;
+/** The random part of a channel version: RANDOM_CHARS base-62 digits. */
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+const RANDOM_CHARS = 6;
+const RANDOM_RANGE = 62 ** RANDOM_CHARS;
 const COMMA = 0x2c;
 const OPEN = 0x5b;
 const CLOSE = 0x5d;
@@ -153,8 +157,8 @@ export class CscpSaver extends BaseCheckpointSaver {
   /**
    * The version a changed channel gets: "<counter>.<random>", as LangGraph's Python
    * PostgresSaver makes them.  Two checkpoints forked from one parent (updateState on an older
-   * checkpoint, a replay, two writers) give a channel the same counter; the random part (32
-   * bits) keeps their values apart, since a channel's value is stored once per version (and the
+   * checkpoint, a replay, two writers) give a channel the same counter; the random part (six
+   * letters or digits: 35.7 bits, more than 8 hex digits' 32 in 2 bytes less) keeps their values apart, since a channel's value is stored once per version (and the
    * database refuses another value for a version it holds).  The counter is written as its
    * number of digits (a letter, a for 1 to p for 16) and its digits, so that versions compare
    * as strings in the order of their counters (LangGraph compares them with < and
@@ -166,7 +170,9 @@ export class CscpSaver extends BaseCheckpointSaver {
   override getNextVersion(current: number | undefined): number {
     const counter = versionCounter(current);
     const digits = String(counter + 1);
-    const random = randomInt(0, 2 ** 32).toString(16).padStart(8, "0");
+    let n = randomInt(0, RANDOM_RANGE);
+    let random = "";
+    for (let i = 0; i < RANDOM_CHARS; i++, n = Math.floor(n / 62)) random += BASE62[n % 62];
     return `${String.fromCharCode(0x60 + digits.length)}${digits}.${random}` as unknown as number;
   }
 

@@ -759,7 +759,6 @@ CREATE TABLE cscp.checkpoint (
     checkpoint            jsonb       NOT NULL CHECK (pg_catalog.jsonb_typeof(checkpoint) = 'object'
                                                       AND NOT checkpoint ? 'channel_values'),
     metadata              jsonb       NOT NULL DEFAULT '{}' CHECK (pg_catalog.jsonb_typeof(metadata) = 'object'),
-    created_at            timestamptz NOT NULL DEFAULT cscp.now(),
     PRIMARY KEY (tenant_id, thread_id, checkpoint_ns, checkpoint_id),
     FOREIGN KEY (tenant_id, thread_id) REFERENCES cscp.checkpoint_thread ON DELETE CASCADE
 );
@@ -904,6 +903,12 @@ DECLARE
     v_depth integer;
     v_written bigint;
     v_same boolean;
+    v_new boolean;
+    -- Stored without channel_values, and without its id when that is checkpoint_id (a read puts
+    -- it back from the column).
+    v_checkpoint jsonb := checkpoint_put.checkpoint - 'channel_values'
+                          - CASE WHEN checkpoint_put.checkpoint ->> 'id' = checkpoint_put.checkpoint_id
+                                 THEN 'id' ELSE '' END;
     r record;
 BEGIN
     PERFORM cscp.check_tenant(checkpoint_put.tenant_id);
@@ -974,22 +979,61 @@ BEGIN
                       HINT = 'Send the whole value of the channel instead.';
         END IF;
     END IF;
-    -- Only the channels that changed: a version already stored keeps its value.
-    INSERT INTO cscp.checkpoint_blob AS b (tenant_id, thread_id, checkpoint_ns, channel, version, type, blob,
-                                           base, depth, digest)
-    SELECT checkpoint_put.tenant_id, checkpoint_put.thread_id, checkpoint_put.checkpoint_ns, u.c, u.v, u.t, u.b,
-           u.base, coalesce(p.depth + 1, 0),
-           CASE WHEN u.base IS NOT NULL THEN sha256(p.digest || u.b)
-                WHEN u.t = 'json' AND octet_length(u.b) >= 2 AND get_byte(u.b, 0) = 91 THEN sha256(u.b) END
-      FROM unnest(channels, versions, types, blobs,
-                  coalesce(bases, array_fill(NULL::text, ARRAY[cardinality(channels)]))) AS u (c, v, t, b, base)
-      LEFT JOIN LATERAL (
-           SELECT p.digest, p.depth FROM cscp.checkpoint_blob p
-            WHERE p.tenant_id = checkpoint_put.tenant_id AND p.thread_id = checkpoint_put.thread_id
-              AND p.checkpoint_ns = checkpoint_put.checkpoint_ns AND p.channel = u.c
-              AND p.version = u.base LIMIT 1) p ON true
-    ON CONFLICT (tenant_id, thread_id, checkpoint_ns, channel, version) DO NOTHING;
-    GET DIAGNOSTICS v_written = ROW_COUNT;
+    -- Only the channels that changed: a version already stored keeps its value.  A channel
+    -- changed to no value ('empty', never read) at a version with a part of its own (a '.' in
+    -- it, as CscpSaver and LangGraph's Python savers make them) is not stored: no other value
+    -- can come under that version, and a checkpoint naming a version no row holds reads the
+    -- channel as empty.  At a version that only counts it is stored, so that a fork giving the
+    -- channel a value at the same version is refused (below).
+    -- A new checkpoint and new versions (every write but a retry) are inserted plainly: an
+    -- INSERT ... ON CONFLICT logs a confirmation record per row (48 bytes of WAL).  Should any
+    -- row exist (a retry, another writer of the same checkpoint), the block is undone and the
+    -- rows are written again with ON CONFLICT, then checked.
+    BEGIN
+        INSERT INTO cscp.checkpoint_blob AS b (tenant_id, thread_id, checkpoint_ns, channel, version, type, blob,
+                                               base, depth, digest)
+        SELECT checkpoint_put.tenant_id, checkpoint_put.thread_id, checkpoint_put.checkpoint_ns, u.c, u.v, u.t, u.b,
+               u.base, coalesce(p.depth + 1, 0),
+               CASE WHEN u.base IS NOT NULL THEN sha256(p.digest || u.b)
+                    WHEN u.t = 'json' AND octet_length(u.b) >= 2 AND get_byte(u.b, 0) = 91 THEN sha256(u.b) END
+          FROM unnest(channels, versions, types, blobs,
+                      coalesce(bases, array_fill(NULL::text, ARRAY[cardinality(channels)]))) AS u (c, v, t, b, base)
+          LEFT JOIN LATERAL (
+               SELECT p.digest, p.depth FROM cscp.checkpoint_blob p
+                WHERE p.tenant_id = checkpoint_put.tenant_id AND p.thread_id = checkpoint_put.thread_id
+                  AND p.checkpoint_ns = checkpoint_put.checkpoint_ns AND p.channel = u.c
+                  AND p.version = u.base LIMIT 1) p ON true
+         WHERE u.t <> 'empty' OR strpos(u.v, '.') = 0;
+        GET DIAGNOSTICS v_written = ROW_COUNT;
+        INSERT INTO cscp.checkpoint AS c (tenant_id, thread_id, checkpoint_ns, checkpoint_id,
+                                          parent_checkpoint_id, checkpoint, metadata)
+        VALUES (checkpoint_put.tenant_id, checkpoint_put.thread_id, checkpoint_put.checkpoint_ns,
+                checkpoint_put.checkpoint_id, checkpoint_put.parent_checkpoint_id,
+                v_checkpoint, coalesce(checkpoint_put.metadata, '{}'));
+        v_new := FOUND;
+    EXCEPTION WHEN unique_violation THEN
+        v_new := NULL;
+    END;
+    IF v_new IS NULL THEN
+        INSERT INTO cscp.checkpoint_blob AS b (tenant_id, thread_id, checkpoint_ns, channel, version, type, blob,
+                                               base, depth, digest)
+        SELECT checkpoint_put.tenant_id, checkpoint_put.thread_id, checkpoint_put.checkpoint_ns, u.c, u.v, u.t, u.b,
+               u.base, coalesce(p.depth + 1, 0),
+               CASE WHEN u.base IS NOT NULL THEN sha256(p.digest || u.b)
+                    WHEN u.t = 'json' AND octet_length(u.b) >= 2 AND get_byte(u.b, 0) = 91 THEN sha256(u.b) END
+          FROM unnest(channels, versions, types, blobs,
+                      coalesce(bases, array_fill(NULL::text, ARRAY[cardinality(channels)]))) AS u (c, v, t, b, base)
+          LEFT JOIN LATERAL (
+               SELECT p.digest, p.depth FROM cscp.checkpoint_blob p
+                WHERE p.tenant_id = checkpoint_put.tenant_id AND p.thread_id = checkpoint_put.thread_id
+                  AND p.checkpoint_ns = checkpoint_put.checkpoint_ns AND p.channel = u.c
+                  AND p.version = u.base LIMIT 1) p ON true
+         WHERE u.t <> 'empty' OR strpos(u.v, '.') = 0
+        ON CONFLICT (tenant_id, thread_id, checkpoint_ns, channel, version) DO NOTHING;
+        GET DIAGNOSTICS v_written = ROW_COUNT;
+    END IF;
+    v_written := v_written + (SELECT count(*) FROM unnest(types, versions) AS u (t, v)
+                               WHERE u.t = 'empty' AND strpos(u.v, '.') > 0);
     -- A version names one value.  A version already stored (a retry, another writer of the same
     -- checkpoint) must hold the value given: two checkpoints that gave a channel the same version
     -- with different values (forks whose versions only count, previous + 1) would otherwise read
@@ -1043,15 +1087,18 @@ BEGIN
                       HINT = 'Give each new version a part of its own, as CscpSaver does ("<counter>.<random>"); a version stored keeps its value.';
         END LOOP;
     END IF;
-    INSERT INTO cscp.checkpoint AS c (tenant_id, thread_id, checkpoint_ns, checkpoint_id,
-                                      parent_checkpoint_id, checkpoint, metadata)
-    VALUES (checkpoint_put.tenant_id, checkpoint_put.thread_id, checkpoint_put.checkpoint_ns,
-            checkpoint_put.checkpoint_id, checkpoint_put.parent_checkpoint_id,
-            checkpoint_put.checkpoint - 'channel_values', coalesce(checkpoint_put.metadata, '{}'))
-    ON CONFLICT (tenant_id, thread_id, checkpoint_ns, checkpoint_id) DO UPDATE
-        SET parent_checkpoint_id = excluded.parent_checkpoint_id,
-            checkpoint = excluded.checkpoint, metadata = excluded.metadata;
-    IF NOT FOUND THEN
+    IF v_new IS NULL THEN
+        INSERT INTO cscp.checkpoint AS c (tenant_id, thread_id, checkpoint_ns, checkpoint_id,
+                                          parent_checkpoint_id, checkpoint, metadata)
+        VALUES (checkpoint_put.tenant_id, checkpoint_put.thread_id, checkpoint_put.checkpoint_ns,
+                checkpoint_put.checkpoint_id, checkpoint_put.parent_checkpoint_id,
+                v_checkpoint, coalesce(checkpoint_put.metadata, '{}'))
+        ON CONFLICT (tenant_id, thread_id, checkpoint_ns, checkpoint_id) DO UPDATE
+            SET parent_checkpoint_id = excluded.parent_checkpoint_id,
+                checkpoint = excluded.checkpoint, metadata = excluded.metadata;
+        v_new := FOUND;
+    END IF;
+    IF NOT v_new THEN
         RAISE EXCEPTION 'could not write checkpoint "%": the write was skipped', checkpoint_put.checkpoint_id
             USING ERRCODE = '27000',
                   DETAIL = 'The statement wrote no row: a trigger, a rule or a row-level security policy on the table suppressed it.',
@@ -1092,16 +1139,29 @@ BEGIN
 
     PERFORM cscp.checkpoint_touch(checkpoint_put_writes.tenant_id, checkpoint_put_writes.thread_id);
     -- A regular write (idx >= 0) is written once; a special one (an error, an interrupt:
-    -- negative idx) replaces the one before it.
-    INSERT INTO cscp.checkpoint_write AS w (tenant_id, thread_id, checkpoint_ns, checkpoint_id,
-                                            task_id, idx, channel, type, blob, task_path)
-    SELECT checkpoint_put_writes.tenant_id, checkpoint_put_writes.thread_id,
-           checkpoint_put_writes.checkpoint_ns, checkpoint_put_writes.checkpoint_id,
-           checkpoint_put_writes.task_id, u.i, u.c, u.t, u.b, coalesce(checkpoint_put_writes.task_path, '')
-      FROM unnest(channels, types, blobs, idxs) AS u (c, t, b, i)
-     WHERE u.i >= 0
-    ON CONFLICT (tenant_id, thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING;
-    GET DIAGNOSTICS n = ROW_COUNT;
+    -- negative idx) replaces the one before it.  New regular writes (every call but a retry) are
+    -- inserted plainly, without ON CONFLICT's confirmation record per row; should one exist, the
+    -- block is undone and they are written again with ON CONFLICT.
+    BEGIN
+        INSERT INTO cscp.checkpoint_write AS w (tenant_id, thread_id, checkpoint_ns, checkpoint_id,
+                                                task_id, idx, channel, type, blob, task_path)
+        SELECT checkpoint_put_writes.tenant_id, checkpoint_put_writes.thread_id,
+               checkpoint_put_writes.checkpoint_ns, checkpoint_put_writes.checkpoint_id,
+               checkpoint_put_writes.task_id, u.i, u.c, u.t, u.b, coalesce(checkpoint_put_writes.task_path, '')
+          FROM unnest(channels, types, blobs, idxs) AS u (c, t, b, i)
+         WHERE u.i >= 0;
+        GET DIAGNOSTICS n = ROW_COUNT;
+    EXCEPTION WHEN unique_violation THEN
+        INSERT INTO cscp.checkpoint_write AS w (tenant_id, thread_id, checkpoint_ns, checkpoint_id,
+                                                task_id, idx, channel, type, blob, task_path)
+        SELECT checkpoint_put_writes.tenant_id, checkpoint_put_writes.thread_id,
+               checkpoint_put_writes.checkpoint_ns, checkpoint_put_writes.checkpoint_id,
+               checkpoint_put_writes.task_id, u.i, u.c, u.t, u.b, coalesce(checkpoint_put_writes.task_path, '')
+          FROM unnest(channels, types, blobs, idxs) AS u (c, t, b, i)
+         WHERE u.i >= 0
+        ON CONFLICT (tenant_id, thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING;
+        GET DIAGNOSTICS n = ROW_COUNT;
+    END;
     INSERT INTO cscp.checkpoint_write AS w (tenant_id, thread_id, checkpoint_ns, checkpoint_id,
                                             task_id, idx, channel, type, blob, task_path)
     SELECT checkpoint_put_writes.tenant_id, checkpoint_put_writes.thread_id,
@@ -1203,7 +1263,8 @@ BEGIN
     -- whole key (LIMIT 1 keeps the planner from hashing all of a thread's blobs to find a few).
     RETURN QUERY
     SELECT c.thread_id, c.checkpoint_ns::text, c.checkpoint_id::text, c.parent_checkpoint_id::text,
-           c.checkpoint, c.metadata, b.channels, b.types, b.blobs, w.task_ids, w.channels, w.types, w.blobs
+           jsonb_build_object('id', c.checkpoint_id::text) || c.checkpoint, c.metadata,
+           b.channels, b.types, b.blobs, w.task_ids, w.channels, w.types, w.blobs
       FROM cscp.checkpoint c
       JOIN cscp.checkpoint_thread t ON t.tenant_id = c.tenant_id AND t.thread_id = c.thread_id
      CROSS JOIN LATERAL (
