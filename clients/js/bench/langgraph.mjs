@@ -11,7 +11,7 @@
 import os from "node:os";
 import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
 import pg from "pg";
-import { Annotation, StateGraph, START, END } from "@langchain/langgraph";
+import { buildGraph } from "./graph.mjs";
 import { MemorySaver } from "@langchain/langgraph-checkpoint";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { CscpSaver } from "../dist/index.js";
@@ -21,19 +21,6 @@ const LABEL = { cscp: "cscp", peer: "PostgresSaver", memory: "MemorySaver" };
 
 if (isMainThread) await main();
 else await worker();
-
-function buildGraph(checkpointer) {
-  const State = Annotation.Root({
-    messages: Annotation({ reducer: (a, b) => a.concat(b), default: () => [] }),
-    step: Annotation(),
-    mood: Annotation(),
-  });
-  return new StateGraph(State)
-    .addNode("agent", (s) => ({ messages: [{ role: "ai", content: `reply ${s.messages.length}: noted, thank you` }],
-      step: s.messages.length, mood: s.messages.length % 2 ? "calm" : "busy" }))
-    .addEdge(START, "agent").addEdge("agent", END)
-    .compile({ checkpointer });
-}
 
 /** A worker: its own pools, savers and graphs; runs the turns it is sent and returns latencies. */
 async function worker() {

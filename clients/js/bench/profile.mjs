@@ -4,7 +4,7 @@
 // server's execution and planning time per statement.  Environment as for langgraph.mjs, with
 // pg_stat_statements loaded (test/scripts/bench_langgraph.sh starts the cluster so).
 import pg from "pg";
-import { Annotation, StateGraph, START, END } from "@langchain/langgraph";
+import { buildGraph } from "./graph.mjs";
 import { MemorySaver } from "@langchain/langgraph-checkpoint";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { CscpSaver } from "../dist/index.js";
@@ -20,12 +20,6 @@ await admin.query("SELECT cscp.grant_app('bench_cscp', '{bench}')");
 await admin.query(`DO $$ BEGIN CREATE ROLE bench_peer LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$`);
 await admin.query("CREATE SCHEMA IF NOT EXISTS peer AUTHORIZATION bench_peer");
 await admin.query("DO $$ BEGIN EXECUTE format('GRANT CREATE ON DATABASE %I TO bench_peer', current_database()); END $$");
-
-const State = Annotation.Root({
-  messages: Annotation({ reducer: (a, b) => a.concat(b), default: () => [] }),
-  step: Annotation(),
-  mood: Annotation(),
-});
 
 // Statements and transactions of the savers' connections (the admin pool's are not counted): a
 // statement outside BEGIN ... COMMIT is a transaction of its own.
@@ -58,11 +52,7 @@ for (const name of ["memory", "cscp", "peer"]) {
     const f = saver[m].bind(saver);
     saver[m] = (...args) => { calls[m] = (calls[m] ?? 0) + 1; return f(...args); };
   }
-  const graph = new StateGraph(State)
-    .addNode("agent", (s) => ({ messages: [{ role: "ai", content: `reply ${s.messages.length}: noted, thank you` }],
-      step: s.messages.length, mood: s.messages.length % 2 ? "calm" : "busy" }))
-    .addEdge(START, "agent").addEdge("agent", END)
-    .compile({ checkpointer: saver });
+  const graph = buildGraph(saver);
   const thread = `profile-${name}`;
   const turn = (t) => graph.invoke({ messages: [{ role: "user", content: `message ${t} about order 42` }] },
     { configurable: { thread_id: thread } });

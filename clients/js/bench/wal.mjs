@@ -6,22 +6,9 @@
 // the setup's DDL) are left out.
 import { execFileSync } from "node:child_process";
 import pg from "pg";
-import { Annotation, StateGraph, START, END } from "@langchain/langgraph";
+import { buildGraph } from "./graph.mjs";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { CscpSaver } from "../dist/index.js";
-
-function buildGraph(checkpointer) {
-  const State = Annotation.Root({
-    messages: Annotation({ reducer: (a, b) => a.concat(b), default: () => [] }),
-    step: Annotation(),
-    mood: Annotation(),
-  });
-  return new StateGraph(State)
-    .addNode("agent", (s) => ({ messages: [{ role: "ai", content: `reply ${s.messages.length}: noted, thank you` }],
-      step: s.messages.length, mood: s.messages.length % 2 ? "calm" : "busy" }))
-    .addEdge(START, "agent").addEdge("agent", END)
-    .compile({ checkpointer });
-}
 
 const FILL = Number(process.env.BENCH_FILL ?? 0);
 const WINDOW = Number(process.env.BENCH_WINDOW ?? 50);
