@@ -377,18 +377,32 @@ lock_command(Datum command_id, Datum tenant, bool tenant_null, TupleDesc *desc)
  * runs with the caller's rights: row-level security, privileges, rules and
  * every trigger apply as to any UPDATE.  It takes the row's lock itself;
  * its trigger, the one judge of the step, reads the row's latest version.
+ *
+ * With lock_context (a step forward that the caller has not locked
+ * anything for: step_fast), the statement also locks the command's
+ * context, FOR UPDATE, before the command's row: the lock is taken by a
+ * sub-select of the scan's filter, evaluated on the row the scan finds
+ * before the UPDATE (its BEFORE trigger) locks that row, and evaluated
+ * again, with the lock already held, when a concurrent write makes the
+ * UPDATE recheck the row's latest version.  So the order is the one every
+ * caller keeps, context then command, in one statement.  When
+ * pending_question, a context that holds a pending question (that the step
+ * may have to release) is not the fast path's: the filter skips the row,
+ * and the function returns false.
  */
 static bool
 move_command(Datum tenant, Datum command_id, CommandState to, Datum reason, Jsonb *detail,
-			 Datum window, bool window_null, MovedCommand *m)
+			 Datum window, bool window_null, bool lock_context, bool pending_question,
+			 MovedCommand *m)
 {
-	static SPIPlanPtr plan = NULL;
-	static const Oid types[6] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID};
+	static SPIPlanPtr plans[2] = {NULL, NULL};
+	static const Oid types[7] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID,
+	BOOLOID};
 	TupleDesc	desc = NULL;
 	HeapTuple	row;
 	bool		isnull;
-	Datum		args[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		args[7];
+	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
 	memset(m, 0, sizeof(*m));
 	args[0] = tenant;
@@ -400,14 +414,30 @@ move_command(Datum tenant, Datum command_id, CommandState to, Datum reason, Json
 	nulls[4] = detail == NULL ? 'n' : ' ';
 	args[5] = window;
 	nulls[5] = window_null ? 'n' : ' ';
-	cscp_spi_plan(&plan,
-				  "UPDATE cscp.command x"
-				  "   SET state = $3::cscp.command_state, reason_code = $4, detail = $5,"
-				  "       window_expires_at = $6"
-				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2"
-				  " RETURNING x.reason_code, x.recovery_kind, x.target_command_id, x.tenant_id",
-				  6, types);
-	row = cscp_spi_update_one(plan, args, nulls, &desc, "move a command");
+	args[6] = BoolGetDatum(pending_question);
+	if (lock_context)
+		cscp_spi_plan(&plans[1],
+					  "UPDATE cscp.command x"
+					  "   SET state = $3::cscp.command_state, reason_code = $4, detail = $5,"
+					  "       window_expires_at = $6"
+					  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2"
+					  "   AND (SELECT $7 AND c.slots OPERATOR(pg_catalog.?|)"
+					  "                      '{pending_confirmation,pending_approval}'::pg_catalog.text[]"
+					  "          FROM cscp.context c"
+					  "         WHERE c.tenant_id OPERATOR(pg_catalog.=) x.tenant_id"
+					  "           AND c.context_id OPERATOR(pg_catalog.=) x.context_id"
+					  "           FOR UPDATE) IS NOT TRUE"
+					  " RETURNING x.reason_code, x.recovery_kind, x.target_command_id, x.tenant_id",
+					  7, types);
+	else
+		cscp_spi_plan(&plans[0],
+					  "UPDATE cscp.command x"
+					  "   SET state = $3::cscp.command_state, reason_code = $4, detail = $5,"
+					  "       window_expires_at = $6"
+					  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2"
+					  " RETURNING x.reason_code, x.recovery_kind, x.target_command_id, x.tenant_id",
+					  6, types);
+	row = cscp_spi_update_one(plans[lock_context], args, nulls, &desc, "move a command");
 	if (row == NULL)
 		return false;
 	{
@@ -443,6 +473,7 @@ typedef struct Step
 	Datum		window;			/* the question's window, when approval or asking */
 	const char *context_refusal;	/* the context refuses the question, or NULL */
 	bool		unseen;			/* the UPDATE found no row (the command was not locked first) */
+	bool		fast;			/* a step forward tried by its UPDATE alone (step_fast) */
 } Step;
 
 /* Read and check command_transition's arguments into *st (22023). */
@@ -482,9 +513,10 @@ step_args(FunctionCallInfo fcinfo, Oid state_type, Step *st)
  * the order every caller keeps (cscp.confirm and cscp.approve too): a step
  * forward that locked the command first and then waited for the context
  * could deadlock with a step of the same command that holds the context
- * and waits for the command.  The other steps (executed, failed,
- * compensated) write the command alone, and their trigger reads no
- * context: their UPDATE takes the command's lock itself.
+ * and waits for the command.  A step forward tried by its UPDATE alone
+ * (step_fast) comes here only when that UPDATE wrote nothing.  The other
+ * steps (executed, failed, compensated) write the command alone, and their
+ * trigger reads no context: their UPDATE takes the command's lock itself.
  */
 /*
  * Columns from..from+n-1 (0-based) of row (of desc) as a tuple of their
@@ -612,7 +644,8 @@ step_write(Step *st, HeapTuple cmd, TupleDesc cmddesc, char **reason, volatile b
 		supersede_question(st->ctx, st->ctxdesc, st->approval, st->command_id);
 	*moving = true;
 	if (!move_command(tenant, st->command_id, to, st->reason, st->detail, st->window,
-					  !st->approval && !st->asking, &m))
+					  !st->approval && !st->asking, st->fast, st->fast && to == CMD_AUTHORIZED,
+					  &m))
 	{
 		*moving = false;
 		if (cmd == NULL)
@@ -693,6 +726,24 @@ step_try(Step *st, HeapTuple cmd, TupleDesc cmddesc, char **reason)
 	return why;
 }
 
+/*
+ * Whether the step is tried by its UPDATE alone first, with no statement
+ * before it: a step forward that asks no question (authz_pending other
+ * than an approval request, authorized, started), for a session bound to a
+ * tenant.  Its UPDATE locks the command's context and then the command
+ * (move_command's lock_context), so that the context cannot end under the
+ * step, in the order every caller keeps; its trigger judges it as any
+ * UPDATE.  An authorized whose context holds a pending question, which
+ * the step may have to release, finds no row there and takes the full
+ * path (step_context), as does a command the UPDATE does not find.
+ */
+static bool
+step_fast(const Step *st)
+{
+	return !st->tenant_null && !st->approval &&
+		(st->to == CMD_AUTHZ_PENDING || st->to == CMD_AUTHORIZED || st->to == CMD_STARTED);
+}
+
 PG_FUNCTION_INFO_V1(cscp_command_transition);
 
 /*
@@ -733,18 +784,27 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	step_context(&st);
-	step_question(&st);
+	st.fast = step_fast(&st);
+	why = st.fast ? step_try(&st, NULL, NULL, &reason) : NULL;
+	if (!st.fast || st.unseen)
+	{
+		/* the full path: nothing was written */
+		st.fast = false;
+		st.unseen = false;
+		step_context(&st);
+		step_question(&st);
+	}
 
 	/*
 	 * The step is tried: its UPDATE is judged by the command trigger alone,
 	 * as any UPDATE is (RLS, privileges and triggers apply), and a refusal
 	 * comes back as its reason code with nothing written.  A step that
-	 * touches no context (step_context), for a session bound to a tenant,
-	 * is that UPDATE and what its trigger writes: the command's row is read
-	 * again only when the step is refused or finds no row.  Otherwise (the
-	 * context locked first, or no tenant set: an id may then be several
-	 * tenants') the command's row is locked first.  Only a question the
+	 * touches no context (step_context) or only locks it (step_fast), for a
+	 * session bound to a tenant, is that UPDATE and what its trigger
+	 * writes: the command's row is read again only when the step is refused
+	 * or finds no row.  Otherwise (the context locked first, or no tenant
+	 * set: an id may then be several tenants') the command's row is locked
+	 * first.  Only a question the
 	 * context refuses (step_question) is judged without writing, by the
 	 * trigger's own rules (cscp_command_step_refusal) given the context
 	 * step_context has read and locked, so that the command's own reason
@@ -771,7 +831,8 @@ cscp_command_transition(PG_FUNCTION_ARGS)
 		bool		isnull;
 		int			statecol;
 
-		why = step_try(&st, cmd, cmddesc, &reason);
+		if (!st.fast)
+			why = step_try(&st, cmd, cmddesc, &reason);
 		if (cmd == NULL && (why != NULL || st.unseen))
 		{
 			/* the row as it is now, for the refusal's record, or why none was written */
