@@ -396,8 +396,9 @@ move_command(Datum tenant, Datum command_id, CommandState to, Datum reason, Json
 			 MovedCommand *m)
 {
 	static SPIPlanPtr plans[2] = {NULL, NULL};
-	static const Oid types[7] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID,
-	BOOLOID};
+	static const Oid types[7] = {
+		TEXTOID, UUIDOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, BOOLOID
+	};
 	TupleDesc	desc = NULL;
 	HeapTuple	row;
 	bool		isnull;
@@ -729,11 +730,11 @@ step_try(Step *st, HeapTuple cmd, TupleDesc cmddesc, char **reason)
 /*
  * Whether the step is tried by its UPDATE alone first, with no statement
  * before it: a step forward that asks no question (authz_pending other
- * than an approval request, authorized, started), for a session bound to a
- * tenant.  Its UPDATE locks the command's context and then the command
- * (move_command's lock_context), so that the context cannot end under the
- * step, in the order every caller keeps; its trigger judges it as any
- * UPDATE.  An authorized whose context holds a pending question, which
+ * than an approval request, authorized, started), for a session that names
+ * its tenant (cscp_lookup_tenant).  Its UPDATE locks the command's context
+ * and then the command (move_command's lock_context), so that the context
+ * cannot end under the step, in the order every caller keeps; its trigger
+ * judges it as any UPDATE.  An authorized whose context holds a pending question, which
  * the step may have to release, finds no row there and takes the full
  * path (step_context), as does a command the UPDATE does not find.
  */
