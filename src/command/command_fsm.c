@@ -11,6 +11,11 @@
  *	  32 bits are the routing hash of its conversation; auto_confirm only
  *	  when the tenant's policy lists the command (the policy is recorded in
  *	  the command.accepted evidence);
+ *	- a new command that leaves its birth to cscp (auto_confirm and state
+ *	  null, as command_submit inserts it) has it decided here, once: the
+ *	  policy's auto_confirm, and rejected, canonicalized or
+ *	  confirmation_required with its window, superseding the question its
+ *	  context asks (insert_birth, insert_supersede);
  *	- every UPDATE is a transition of the table below; the columns that say
  *	  what the command is never change; message_ids only grow;
  *	- started needs authorized, and a mutating command needs confirmed too
@@ -741,6 +746,7 @@ typedef enum
 	CM_UPDATED_AT,
 	CM_LAST_TRANSITION_AT,
 	CM_VERSION,
+	CM_FRAME_ID,
 	CM_NUM_COLUMNS
 } CommandColumn;
 
@@ -766,6 +772,7 @@ static const char *const column_names[CM_NUM_COLUMNS] = {
 	"updated_at",
 	"last_transition_at",
 	"version",
+	"frame_id",
 };
 
 static CscpColumns columns = {.table = "cscp.command", .n = CM_NUM_COLUMNS, .names = column_names};
@@ -1142,11 +1149,142 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 }
 
 /*
- * The state a new command may be born in: received, canonicalized,
- * rejected (a command refused as it is formed: command_submit records its
- * refusals so), or confirmation_required when it says all the two steps
- * need (command_submit's insert of a mutating command: mutating, not
- * auto-confirmed, a window).
+ * The birth a new command leaves to cscp, into edit: how command_submit and
+ * command_recover insert one (auto_confirm and state null), and a direct
+ * INSERT that does the same.  A null auto_confirm is the tenant's policy
+ * (auto_confirm) for a mutating command not refused as it was formed (no
+ * reason_code); a null state is rejected when the row carries a
+ * reason_code (refused as it was formed), else confirmation_required for a
+ * mutating command not auto-confirmed that names the frame it was formed
+ * from (its context was usable), with the policy's confirmation_ttl as its
+ * window unless it gives one, else canonicalized.  Returns the state it is
+ * born in; *auto_confirm as it is stored, *decided when the state was
+ * decided here (the row then needs no insert_state_check, and when it asks
+ * it supersedes its context's question: insert_supersede).
+ */
+static CommandState
+insert_birth(HeapTuple tuple, TupleDesc desc, CscpRowEdit *edit, bool *auto_confirm,
+			 bool *decided)
+{
+	bool		refused = !is_null(tuple, desc, COL(CM_REASON_CODE));
+	bool		mutating = cscp_column_true(tuple, desc, COL(CM_MUTATING));
+	CommandState state;
+
+	if (is_null(tuple, desc, COL(CM_AUTO_CONFIRM)))
+	{
+		char	   *tenant = SPI_getvalue(tuple, desc, COL(CM_TENANT_ID));
+		char	   *name = SPI_getvalue(tuple, desc, COL(CM_COMMAND_NAME));
+
+		*auto_confirm = mutating && !refused && tenant != NULL && name != NULL &&
+			cscp_policy_lists(cscp_policy_get(tenant), "auto_confirm", name);
+		cscp_row_edit_set(edit, COL(CM_AUTO_CONFIRM), BoolGetDatum(*auto_confirm), false);
+	}
+	else
+		*auto_confirm = cscp_column_true(tuple, desc, COL(CM_AUTO_CONFIRM));
+	*decided = is_null(tuple, desc, COL(CM_STATE));
+	if (!*decided)
+		return get_state(tuple, desc);
+	if (refused)
+		state = CMD_REJECTED;
+	else if (mutating && !*auto_confirm && !is_null(tuple, desc, COL(CM_FRAME_ID)))
+		state = CMD_CONFIRMATION_REQUIRED;
+	else
+		state = CMD_CANONICALIZED;
+	cscp_row_edit_set(edit, COL(CM_STATE),
+					  cscp_command_state_datum(TupleDescAttr(desc, COL(CM_STATE) - 1)->atttypid,
+											   state), false);
+	if (state == CMD_CONFIRMATION_REQUIRED && is_null(tuple, desc, COL(CM_WINDOW_EXPIRES_AT)))
+		cscp_row_edit_set(edit, COL(CM_WINDOW_EXPIRES_AT),
+						  TimestampTzGetDatum(cscp_window_end(SPI_getvalue(tuple, desc,
+																		   COL(CM_TENANT_ID)),
+															  "confirmation_ttl")),
+						  false);
+	return state;
+}
+
+/*
+ * Supersede the question (a confirmation, or an approval) that context
+ * context_id of tenant asks now, before command_id starts to wait on a new
+ * one: every other command of the context that cscp.command_window lists
+ * as waiting on that question, and that is still in its waiting state, is
+ * rejected (confirmation_superseded or approval_superseded, superseded_by
+ * command_id), by an UPDATE its own trigger judges, with the caller's
+ * rights.  A context asks one question of each kind at a time (the unique
+ * index command_window_question_key holds it), so this is the one its slot
+ * names, or one a direct write left without a slot.  Usually none waits:
+ * the window is looked up by its unique key first, and the UPDATE runs only
+ * when there is one.  The caller is connected to SPI and has locked the
+ * context row when it has one in hand (command_submit, a step).
+ */
+void
+cscp_command_supersede(Datum tenant, Datum context_id, bool approval, Datum command_id)
+{
+	static SPIPlanPtr find_plan = NULL;
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[6] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID, TEXTOID};
+	static const Oid find_types[3] = {TEXTOID, UUIDOID, TEXTOID};
+	Datum		args[6];
+	Datum		find_args[3];
+
+	args[0] = tenant;
+	args[1] = context_id;
+	args[2] = command_id;
+	args[3] = CStringGetTextDatum(approval ? "approval" : "confirmation");
+	find_args[0] = args[0];
+	find_args[1] = args[1];
+	find_args[2] = args[3];
+	cscp_spi_plan(&find_plan,
+				  "SELECT w.command_id FROM cscp.command_window w"
+				  " WHERE w.tenant_id OPERATOR(pg_catalog.=) $1 AND w.context_id OPERATOR(pg_catalog.=) $2"
+				  "   AND w.question OPERATOR(pg_catalog.=) $3",
+				  3, find_types);
+	if (SPI_execute_plan(find_plan, find_args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up the question of a context");
+	if (SPI_processed == 0)
+		return;
+	args[4] = CStringGetTextDatum(approval ? "approval_superseded" : "confirmation_superseded");
+	args[5] = CStringGetTextDatum(approval ? "authz_pending" : "confirmation_required");
+	cscp_spi_plan(&plan,
+				  "UPDATE cscp.command x"
+				  "   SET state = 'rejected', reason_code = $5,"
+				  "       detail = pg_catalog.jsonb_build_object('superseded_by', $3)"
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2 AND x.command_id OPERATOR(pg_catalog.<>) $3"
+				  "   AND x.state OPERATOR(pg_catalog.=) $6::cscp.command_state"
+				  "   AND x.command_id OPERATOR(pg_catalog.=) ANY (SELECT w.command_id FROM cscp.command_window w"
+				  "                         WHERE w.tenant_id OPERATOR(pg_catalog.=) $1 AND w.context_id OPERATOR(pg_catalog.=) $2"
+				  "                           AND w.question OPERATOR(pg_catalog.=) $4)",
+				  6, types);
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not supersede a question");
+}
+
+/*
+ * A new command whose birth insert_birth decided to ask (tuple, as it will
+ * be stored) supersedes the confirmation its context asks, before its own
+ * row in cscp.command_window is taken: as command_submit's question does,
+ * whoever inserts it.
+ */
+static void
+insert_supersede(HeapTuple tuple, TupleDesc desc)
+{
+	bool		isnull;
+	Datum		context_id = heap_getattr(tuple, COL(CM_CONTEXT_ID), desc, &isnull);
+
+	if (isnull)
+		return;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_command_supersede(heap_getattr(tuple, COL(CM_TENANT_ID), desc, &isnull), context_id,
+						   false, heap_getattr(tuple, COL(CM_COMMAND_ID), desc, &isnull));
+	SPI_finish();
+}
+
+/*
+ * The state a new command may be born in when its writer names one:
+ * received, canonicalized, rejected (a command refused as it is formed), or
+ * confirmation_required when it says all the two steps need (mutating, not
+ * auto-confirmed, a window); a context that already asks is not superseded
+ * then, its question stays and the row is refused (due_take).
  */
 static void
 insert_state_check(HeapTuple tuple, TupleDesc desc, CommandState state)
@@ -1180,17 +1318,23 @@ insert_state_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 
 /*
  * An auto-confirmed command must be listed in its tenant's auto_confirm
- * policy (22023); the policy that skipped confirmation is recorded with
- * the acceptance: *decision and *reason for its evidence, else NULL.
+ * policy (22023; listed already when insert_birth decided it, checked);
+ * the policy that skipped confirmation is recorded with the acceptance:
+ * *decision and *reason for its evidence, else NULL.
  */
 static void
-insert_auto_confirm(HeapTuple tuple, TupleDesc desc, const char **decision, const char **reason)
+insert_auto_confirm(HeapTuple tuple, TupleDesc desc, bool auto_confirm, bool checked,
+					const char **decision, const char **reason)
 {
 	char	   *tenant;
 	char	   *name;
 
 	*decision = *reason = NULL;
-	if (!cscp_column_true(tuple, desc, COL(CM_AUTO_CONFIRM)))
+	if (!auto_confirm)
+		return;
+	*decision = "auto_confirm";
+	*reason = "policy.auto_confirm";
+	if (checked)
 		return;
 	tenant = SPI_getvalue(tuple, desc, COL(CM_TENANT_ID));
 	name = SPI_getvalue(tuple, desc, COL(CM_COMMAND_NAME));
@@ -1202,8 +1346,6 @@ insert_auto_confirm(HeapTuple tuple, TupleDesc desc, const char **decision, cons
 						name ? name : "", tenant ? tenant : ""),
 				 errhint("List the command in the policy key auto_confirm with cscp.policy_set, "
 						 "or let it go through confirmation.")));
-	*decision = "auto_confirm";
-	*reason = "policy.auto_confirm";
 }
 
 /*
@@ -1277,19 +1419,26 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	CscpRowEdit edit;
-	CommandState state = get_state(tuple, desc);
+	CommandState state;
+	bool		auto_confirm;
+	bool		decided;
+	bool		auto_null = is_null(tuple, desc, COL(CM_AUTO_CONFIRM));
 	const char *reason;
 	const char *decision;
 
-	insert_state_check(tuple, desc, state);
 	cscp_row_edit_init(&edit, desc);
+	state = insert_birth(tuple, desc, &edit, &auto_confirm, &decided);
+	if (!decided)
+		insert_state_check(tuple, desc, state);
 	cscp_routing_id_fill(tuple, desc, COL(CM_CONVERSATION_ID), COL(CM_COMMAND_ID), "command",
 						 "Leave command_id null to have one generated.", &edit);
-	insert_auto_confirm(tuple, desc, &decision, &reason);
+	insert_auto_confirm(tuple, desc, auto_confirm, auto_null, &decision, &reason);
 	insert_registry_check(tuple, desc);
 	insert_defaults(tuple, desc, state, now, &edit);
 	tuple = cscp_row_edit_apply(&edit, tuple);
 	insert_snapshot_check(tuple, desc, state);
+	if (decided && state == CMD_CONFIRMATION_REQUIRED)
+		insert_supersede(tuple, desc);
 
 	/*
 	 * The steps it was born through, recorded as an insert and an update
