@@ -15,7 +15,7 @@
  *	  null, as command_submit inserts it) has it decided here, once: the
  *	  policy's auto_confirm, and rejected, canonicalized or
  *	  confirmation_required with its window, superseding the question its
- *	  context asks (insert_birth, insert_supersede);
+ *	  context asks (insert_birth, guard_insert, due_take);
  *	- every UPDATE is a transition of the table below; the columns that say
  *	  what the command is never change; message_ids only grow;
  *	- started needs authorized, and a mutating command needs confirmed too
@@ -1148,6 +1148,10 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 				 errhint("Submit it with cscp.command_submit, then move it with cscp.command_transition.")));
 }
 
+static bool due_row(HeapTuple row, TupleDesc desc, CommandState s, bool window, Datum *args,
+					bool *ctxnull);
+static void due_take(bool window, Datum *args, bool ctxnull, bool supersede);
+
 /*
  * The birth a new command leaves to cscp, into edit: how command_submit and
  * command_recover insert one (auto_confirm and state null), and a direct
@@ -1160,7 +1164,7 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
  * window unless it gives one, else canonicalized.  Returns the state it is
  * born in; *auto_confirm as it is stored, *decided when the state was
  * decided here (the row then needs no insert_state_check, and when it asks
- * it supersedes its context's question: insert_supersede).
+ * it supersedes its context's question: guard_insert, due_take).
  */
 static CommandState
 insert_birth(HeapTuple tuple, TupleDesc desc, CscpRowEdit *edit, bool *auto_confirm,
@@ -1203,47 +1207,18 @@ insert_birth(HeapTuple tuple, TupleDesc desc, CscpRowEdit *edit, bool *auto_conf
 }
 
 /*
- * Supersede the question (a confirmation, or an approval) that context
- * context_id of tenant asks now, before command_id starts to wait on a new
- * one: every other command of the context that cscp.command_window lists
- * as waiting on that question, and that is still in its waiting state, is
- * rejected (confirmation_superseded or approval_superseded, superseded_by
- * command_id), by an UPDATE its own trigger judges, with the caller's
- * rights.  A context asks one question of each kind at a time (the unique
- * index command_window_question_key holds it), so this is the one its slot
- * names, or one a direct write left without a slot.  Usually none waits:
- * the window is looked up by its unique key first, and the UPDATE runs only
- * when there is one.  The caller is connected to SPI and has locked the
- * context row when it has one in hand (command_submit, a step).
+ * Reject the command of context args[1] of tenant args[0] that waits on
+ * question args[3] (confirmation or approval) in state args[5], superseded
+ * by command args[2] with reason args[4]: an UPDATE its own trigger judges
+ * (its row in cscp.command_window goes with it), with the caller's rights.
+ * The caller is connected to SPI.
  */
-void
-cscp_command_supersede(Datum tenant, Datum context_id, bool approval, Datum command_id)
+static void
+supersede_waiting(Datum *args)
 {
-	static SPIPlanPtr find_plan = NULL;
 	static SPIPlanPtr plan = NULL;
 	static const Oid types[6] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID, TEXTOID};
-	static const Oid find_types[3] = {TEXTOID, UUIDOID, TEXTOID};
-	Datum		args[6];
-	Datum		find_args[3];
 
-	args[0] = tenant;
-	args[1] = context_id;
-	args[2] = command_id;
-	args[3] = CStringGetTextDatum(approval ? "approval" : "confirmation");
-	find_args[0] = args[0];
-	find_args[1] = args[1];
-	find_args[2] = args[3];
-	cscp_spi_plan(&find_plan,
-				  "SELECT w.command_id FROM cscp.command_window w"
-				  " WHERE w.tenant_id OPERATOR(pg_catalog.=) $1 AND w.context_id OPERATOR(pg_catalog.=) $2"
-				  "   AND w.question OPERATOR(pg_catalog.=) $3",
-				  3, find_types);
-	if (SPI_execute_plan(find_plan, find_args, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up the question of a context");
-	if (SPI_processed == 0)
-		return;
-	args[4] = CStringGetTextDatum(approval ? "approval_superseded" : "confirmation_superseded");
-	args[5] = CStringGetTextDatum(approval ? "authz_pending" : "confirmation_required");
 	cscp_spi_plan(&plan,
 				  "UPDATE cscp.command x"
 				  "   SET state = 'rejected', reason_code = $5,"
@@ -1258,25 +1233,55 @@ cscp_command_supersede(Datum tenant, Datum context_id, bool approval, Datum comm
 		elog(ERROR, "could not supersede a question");
 }
 
-/*
- * A new command whose birth insert_birth decided to ask (tuple, as it will
- * be stored) supersedes the confirmation its context asks, before its own
- * row in cscp.command_window is taken: as command_submit's question does,
- * whoever inserts it.
- */
+/* supersede_waiting's arguments for a question of a context. */
 static void
-insert_supersede(HeapTuple tuple, TupleDesc desc)
+supersede_args(Datum tenant, Datum context_id, bool approval, Datum command_id, Datum *args)
 {
-	bool		isnull;
-	Datum		context_id = heap_getattr(tuple, COL(CM_CONTEXT_ID), desc, &isnull);
+	args[0] = tenant;
+	args[1] = context_id;
+	args[2] = command_id;
+	args[3] = CStringGetTextDatum(approval ? "approval" : "confirmation");
+	args[4] = CStringGetTextDatum(approval ? "approval_superseded" : "confirmation_superseded");
+	args[5] = CStringGetTextDatum(approval ? "authz_pending" : "confirmation_required");
+}
 
-	if (isnull)
+/*
+ * Supersede the question (a confirmation, or an approval) that context
+ * context_id of tenant asks now, before command_id starts to wait on a new
+ * one: every other command of the context that cscp.command_window lists
+ * as waiting on that question, and that is still in its waiting state, is
+ * rejected (confirmation_superseded or approval_superseded, superseded_by
+ * command_id).  A context asks one question of each kind at a time (the
+ * unique index command_window_question_key holds it), so this is the one
+ * its slot names, or one a direct write left without a slot.  Usually none
+ * waits: the window is looked up by its unique key first, and the UPDATE
+ * runs only when there is one.  For a step (command_transition); a new
+ * command born asking supersedes from its trigger, where the unique index
+ * finds the question that waits without a lookup (due_take).  The caller
+ * is connected to SPI and has locked the context row.
+ */
+void
+cscp_command_supersede(Datum tenant, Datum context_id, bool approval, Datum command_id)
+{
+	static SPIPlanPtr find_plan = NULL;
+	static const Oid find_types[3] = {TEXTOID, UUIDOID, TEXTOID};
+	Datum		args[6];
+	Datum		find_args[3];
+
+	supersede_args(tenant, context_id, approval, command_id, args);
+	find_args[0] = args[0];
+	find_args[1] = args[1];
+	find_args[2] = args[3];
+	cscp_spi_plan(&find_plan,
+				  "SELECT w.command_id FROM cscp.command_window w"
+				  " WHERE w.tenant_id OPERATOR(pg_catalog.=) $1 AND w.context_id OPERATOR(pg_catalog.=) $2"
+				  "   AND w.question OPERATOR(pg_catalog.=) $3",
+				  3, find_types);
+	if (SPI_execute_plan(find_plan, find_args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up the question of a context");
+	if (SPI_processed == 0)
 		return;
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	cscp_command_supersede(heap_getattr(tuple, COL(CM_TENANT_ID), desc, &isnull), context_id,
-						   false, heap_getattr(tuple, COL(CM_COMMAND_ID), desc, &isnull));
-	SPI_finish();
+	supersede_waiting(args);
 }
 
 /*
@@ -1284,7 +1289,7 @@ insert_supersede(HeapTuple tuple, TupleDesc desc)
  * received, canonicalized, rejected (a command refused as it is formed), or
  * confirmation_required when it says all the two steps need (mutating, not
  * auto-confirmed, a window); a context that already asks is not superseded
- * then, its question stays and the row is refused (due_take).
+ * then: its question stays and the row is refused (due_take).
  */
 static void
 insert_state_check(HeapTuple tuple, TupleDesc desc, CommandState state)
@@ -1437,8 +1442,20 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	insert_defaults(tuple, desc, state, now, &edit);
 	tuple = cscp_row_edit_apply(&edit, tuple);
 	insert_snapshot_check(tuple, desc, state);
+
+	/*
+	 * A command born asking takes its context's question now, superseding
+	 * the one that waits, so that the evidence shows that one rejected
+	 * before this one asks; cscp_command_guard's lists skip it then.
+	 */
 	if (decided && state == CMD_CONFIRMATION_REQUIRED)
-		insert_supersede(tuple, desc);
+	{
+		Datum		args[6];
+		bool		ctxnull = true;
+
+		if (due_row(tuple, desc, state, true, args, &ctxnull))
+			due_take(true, args, ctxnull, true);
+	}
 
 	/*
 	 * The steps it was born through, recorded as an insert and an update
@@ -1782,10 +1799,14 @@ due_other_question(Datum *args)
  * asks one question of each kind at a time: a window row that the unique
  * index command_window_question_key finds taken already (another command
  * of the context waits on the same question, committed before or while we
- * waited for it) is refused, 55000.
+ * waited for it) is refused, 55000; unless supersede (a new command whose
+ * birth the trigger decided to ask): then the command that waits is
+ * superseded by it, with the caller's rights, and the row taken again (a
+ * few times, as writers that raced it commit).  So the common case, no
+ * question waiting, costs no lookup.
  */
 static void
-due_take(bool window, Datum *args, bool ctxnull)
+due_take(bool window, Datum *args, bool ctxnull, bool supersede)
 {
 	static SPIPlanPtr plans[2] = {NULL, NULL};
 	char		nulls[6] = {' ', ' ', ' ', ' ', ctxnull ? 'n' : ' ', ' '};
@@ -1794,6 +1815,20 @@ due_take(bool window, Datum *args, bool ctxnull)
 	if (due_exec(&plans[window], due_insert_sql[window], due_nargs[window], due_types, args, nulls,
 				 SPI_OK_INSERT) == 1)
 		return;
+	for (int attempt = 0; window && supersede && !ctxnull && attempt < 3; attempt++)
+	{
+		Datum		sargs[6];
+
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		supersede_args(args[0], args[4], strcmp(TextDatumGetCString(args[5]), "approval") == 0,
+					   args[2], sargs);
+		supersede_waiting(sargs);
+		SPI_finish();
+		if (due_exec(&plans[window], due_insert_sql[window], due_nargs[window], due_types, args,
+					 nulls, SPI_OK_INSERT) == 1)
+			return;
+	}
 	other = due_other_question(args);
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -1811,10 +1846,12 @@ due_take(bool window, Datum *args, bool ctxnull)
  * each list, a row that no longer matches goes, one the new version needs
  * comes.  No index of cscp.command names the state or these times, so its
  * transitions stay HOT updates; these short rows carry what the sweep
- * finds commands by, and the one question a context waits on.
+ * finds commands by, and the one question a context waits on.  born_asking:
+ * a new command whose state the trigger decided, whose window guard_insert
+ * took already (superseding the question its context asked).
  */
 static void
-due_follow(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc)
+due_follow(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc, bool born_asking)
 {
 	CommandState from = oldtup != NULL ? due_state(oldtup, desc) : CMD_RECEIVED;
 	CommandState to = due_state(newtup, desc);
@@ -1833,8 +1870,8 @@ due_follow(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc)
 			continue;			/* same time (and key, which never changes) */
 		if (had)
 			due_release(window, oldargs);
-		if (has)
-			due_take(window, newargs, newctxnull);
+		if (has && !(window && born_asking))
+			due_take(window, newargs, newctxnull, false);
 	}
 }
 
@@ -1848,13 +1885,19 @@ Datum
 cscp_command_guard(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TupleDesc	desc;
 	HeapTuple	row;
+	bool		update;
 
 	cscp_tenancy_check_trigger(fcinfo);
 	row = (HeapTuple) DatumGetPointer(cscp_row_guard(fcinfo, &guard));
-	if (row != NULL)
-		due_follow(TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ? trigdata->tg_trigtuple : NULL,
-				   row, RelationGetDescr(trigdata->tg_relation));
+	if (row == NULL)
+		return PointerGetDatum(NULL);
+	desc = RelationGetDescr(trigdata->tg_relation);
+	update = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event);
+	/* a new row inserted with a null state was born as insert_birth decided */
+	due_follow(update ? trigdata->tg_trigtuple : NULL, row, desc,
+			   !update && is_null(trigdata->tg_trigtuple, desc, COL(CM_STATE)));
 	return PointerGetDatum(row);
 }
 
