@@ -1176,11 +1176,15 @@ insert_birth(HeapTuple tuple, TupleDesc desc, CscpRowEdit *edit, bool *auto_conf
 
 	if (is_null(tuple, desc, COL(CM_AUTO_CONFIRM)))
 	{
-		char	   *tenant = SPI_getvalue(tuple, desc, COL(CM_TENANT_ID));
-		char	   *name = SPI_getvalue(tuple, desc, COL(CM_COMMAND_NAME));
+		*auto_confirm = false;
+		if (mutating && !refused)
+		{
+			char	   *tenant = SPI_getvalue(tuple, desc, COL(CM_TENANT_ID));
+			char	   *name = SPI_getvalue(tuple, desc, COL(CM_COMMAND_NAME));
 
-		*auto_confirm = mutating && !refused && tenant != NULL && name != NULL &&
-			cscp_policy_lists(cscp_policy_get(tenant), "auto_confirm", name);
+			*auto_confirm = tenant != NULL && name != NULL &&
+				cscp_policy_lists(cscp_policy_get(tenant), "auto_confirm", name);
+		}
 		cscp_row_edit_set(edit, COL(CM_AUTO_CONFIRM), BoolGetDatum(*auto_confirm), false);
 	}
 	else
