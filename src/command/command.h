@@ -49,6 +49,8 @@ extern Datum cscp_command_state_datum(Oid typoid, CommandState state);
 extern const char *cscp_command_step_refusal(HeapTuple row, TupleDesc desc, bool ctx_read,
 											 HeapTuple ctx, TupleDesc ctxdesc, CommandState to,
 											 CommandState *from);
+extern void cscp_command_supersede(Datum tenant, Datum context_id, bool approval,
+								  Datum command_id);
 extern void cscp_command_record_refusal(HeapTuple row, TupleDesc desc, CommandState from,
 										CommandState to, const char *why, Jsonb *detail);
 

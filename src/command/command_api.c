@@ -8,7 +8,10 @@
  *
  * The rules themselves are not here: the transition table and the ordering
  * invariants are command_fsm.c's, enforced by its trigger on every write,
- * and decided once per write, there.  command_transition locks the
+ * and decided once per write, there.  A new command is inserted as it was
+ * asked for, and the trigger decides its birth (auto_confirm, the state,
+ * the window, the question it supersedes); command_submit reads the row it
+ * returns and asks the context's question when it was born asking.  command_transition locks the
  * command's row and tries the step's UPDATE in a subtransaction; a step
  * the trigger refuses (its error names the rule's reason code as a
  * constraint of cscp.command) is rolled back, recorded as an
@@ -49,58 +52,20 @@ static void check_object(const char *argname, Jsonb *value);
 
 
 /*
- * Supersede the question (a confirmation, or an approval) that the context
- * ctx (its row, locked by the caller) asks now, before command_id starts to
- * wait on a new one: every other command of the context that
- * cscp.command_window lists as waiting on that question, and that is still
- * in its waiting state, is rejected (confirmation_superseded or
- * approval_superseded, superseded_by command_id).  A context asks one
- * question of each kind at a time (the command trigger holds it), so this
- * is the one its slot names, or one a direct write left without a slot.
- * Usually none waits: the window is looked up by its unique key first, and
- * the UPDATE runs only when there is one.
+ * Supersede the question the context ctx (its row, locked by the caller)
+ * asks now, before command_id starts to wait on a new one
+ * (cscp_command_supersede).
  */
 static void
 supersede_question(HeapTuple ctx, TupleDesc ctxdesc, bool approval, Datum command_id)
 {
-	static SPIPlanPtr find_plan = NULL;
-	static SPIPlanPtr plan = NULL;
-	static const Oid types[6] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID, TEXTOID};
-	static const Oid find_types[3] = {TEXTOID, UUIDOID, TEXTOID};
 	bool		isnull;
-	Datum		args[6];
-	Datum		find_args[3];
 
-	args[0] = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"), ctxdesc, &isnull);
-	args[1] = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "context_id"), ctxdesc, &isnull);
-	args[2] = command_id;
-	args[3] = CStringGetTextDatum(approval ? "approval" : "confirmation");
-	find_args[0] = args[0];
-	find_args[1] = args[1];
-	find_args[2] = args[3];
-	cscp_spi_plan(&find_plan,
-				  "SELECT w.command_id FROM cscp.command_window w"
-				  " WHERE w.tenant_id OPERATOR(pg_catalog.=) $1 AND w.context_id OPERATOR(pg_catalog.=) $2"
-				  "   AND w.question OPERATOR(pg_catalog.=) $3",
-				  3, find_types);
-	if (SPI_execute_plan(find_plan, find_args, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up the question of a context");
-	if (SPI_processed == 0)
-		return;
-	args[4] = CStringGetTextDatum(approval ? "approval_superseded" : "confirmation_superseded");
-	args[5] = CStringGetTextDatum(approval ? "authz_pending" : "confirmation_required");
-	cscp_spi_plan(&plan,
-				  "UPDATE cscp.command x"
-				  "   SET state = 'rejected', reason_code = $5,"
-				  "       detail = pg_catalog.jsonb_build_object('superseded_by', $3)"
-				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2 AND x.command_id OPERATOR(pg_catalog.<>) $3"
-				  "   AND x.state OPERATOR(pg_catalog.=) $6::cscp.command_state"
-				  "   AND x.command_id OPERATOR(pg_catalog.=) ANY (SELECT w.command_id FROM cscp.command_window w"
-				  "                         WHERE w.tenant_id OPERATOR(pg_catalog.=) $1 AND w.context_id OPERATOR(pg_catalog.=) $2"
-				  "                           AND w.question OPERATOR(pg_catalog.=) $4)",
-				  6, types);
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not supersede a question");
+	cscp_command_supersede(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"),
+										ctxdesc, &isnull),
+						   heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "context_id"),
+										ctxdesc, &isnull),
+						   approval, command_id);
 }
 
 /* The approver_id of an approval request's detail, checked; NULL when absent. */
@@ -162,8 +127,9 @@ policy_window(Datum tenant, const char *key)
 
 /*
  * What a confirmation request does beside the command's own transition
- * (command_submit's mutating command, or a step to confirmation_required),
- * once supersede_question has made way for it: the context becomes pending
+ * (command_submit's command born asking, or a step to
+ * confirmation_required), once the question it replaces was superseded
+ * (by the command trigger, or supersede_question): the context becomes pending
  * with its pending_confirmation slot naming command_id (key, fingerprint
  * and the window, the command's own); the command becomes the context's
  * last, and last_message, when given, its last message.  ctx is the
@@ -1093,10 +1059,6 @@ typedef struct Formation
 	bool		has_frame;
 	char	   *hash;			/* the frame's SHA-256, or NULL */
 	Jsonb	   *context_ref;	/* {context_id, frame_id, context_hash, expires_at}, or NULL */
-	bool		auto_confirm;
-	bool		asking;			/* it waits in confirmation_required at once */
-	Datum		window;			/* its window's end, when asking */
-	Datum		command_id;		/* uuid chosen before the insert, when asking */
 	int32		routing;		/* the routing hash of its conversation */
 } Formation;
 
@@ -1186,46 +1148,26 @@ form_snapshot(const CommandRequest *q, Formation *f)
 }
 
 /*
- * The question step: a mutating command that the tenant's policy does not
- * auto-confirm asks for confirmation at once.  Its id and window are chosen
- * now, and the question its context asks is superseded by it before it
- * starts to wait (a context asks one question at a time).
- */
-static void
-form_question(const CommandRequest *q, Formation *f)
-{
-	f->auto_confirm = q->mutating && f->reason == NULL &&
-		cscp_policy_lists(cscp_policy_get(text_to_cstring(q->tenant_id)), "auto_confirm",
-						  text_to_cstring(q->command_name));
-	f->asking = f->usable && f->reason == NULL && q->mutating && !f->auto_confirm;
-	if (f->asking)
-	{
-		pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
-
-		cscp_routing_uuid(f->routing, uuid);
-		f->command_id = UUIDPGetDatum(uuid);
-		f->window = policy_window(PointerGetDatum(q->tenant_id), "confirmation_ttl");
-		supersede_question(f->ctx, f->ctxdesc, false, f->command_id);
-	}
-}
-
-/*
- * The insert step: the command row, canonicalized, or confirmation_required
- * with its window when asking, or rejected with the reason it was refused
- * for (the trigger records both steps, received -> canonicalized ->
- * confirmation_required or rejected, as an insert and an update would), so
- * that no row stands at canonicalized without its snapshot.  Returns the
- * row (COMMAND_RESULT_COLUMNS), its descriptor in *desc.
+ * The insert step: the command row as it was asked for, with its context,
+ * frame and refusal.  Its birth is the command trigger's to decide
+ * (insert_birth in command_fsm.c): auto_confirm and state are inserted
+ * null, and it is born canonicalized, or confirmation_required with its
+ * window (superseding the question its context asks) when it is mutating,
+ * not auto-confirmed and formed against a usable context, or rejected with
+ * the reason it was refused for; the trigger records the steps it was born
+ * through, so that no row stands at canonicalized without its snapshot.
+ * Returns the row (COMMAND_RESULT_COLUMNS and its window), its descriptor
+ * in *desc.
  */
 static HeapTuple
 insert_command(const CommandRequest *q, const Formation *f, TupleDesc *desc)
 {
 	static SPIPlanPtr plan = NULL;
-	static const Oid types[19] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, UUIDOID, UUIDOID,
-		JSONBOID, TEXTARRAYOID, TEXTOID, BOOLOID, BOOLOID, JSONBOID, TEXTOID, UUIDOID,
-	TEXTOID, TEXTOID, TIMESTAMPTZOID, UUIDOID, TEXTOID};
-	Datum		args[19];
-	char		nulls[19];
+	static const Oid types[15] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, UUIDOID, UUIDOID,
+		JSONBOID, TEXTARRAYOID, TEXTOID, BOOLOID, JSONBOID, TEXTOID, UUIDOID, TEXTOID,
+	TEXTOID};
+	Datum		args[15];
+	char		nulls[15];
 	SPITupleTable *tt;
 
 	memset(nulls, ' ', sizeof(nulls));
@@ -1242,31 +1184,24 @@ insert_command(const CommandRequest *q, const Formation *f, TupleDesc *desc)
 	args[7] = PointerGetDatum(q->message_ids);
 	args[8] = PointerGetDatum(q->command_name);
 	args[9] = BoolGetDatum(q->mutating);
-	args[10] = BoolGetDatum(f->auto_confirm);
-	args[11] = JsonbPGetDatum(q->payload);
-	args[12] = PointerGetDatum(q->target_fingerprint);
-	nulls[12] = q->target_fingerprint ? ' ' : 'n';
-	args[13] = q->target_command_id;
-	nulls[13] = q->has_target ? ' ' : 'n';
-	args[14] = PointerGetDatum(q->recovery_kind);
-	nulls[14] = q->recovery_kind ? ' ' : 'n';
-	args[15] = CStringGetTextDatum(f->reason != NULL ? "rejected" :
-								   f->asking ? "confirmation_required" : "canonicalized");
-	args[16] = f->window;
-	nulls[16] = f->asking ? ' ' : 'n';
-	args[17] = f->command_id;
-	nulls[17] = f->asking ? ' ' : 'n';
-	args[18] = f->reason != NULL ? CStringGetTextDatum(f->reason) : (Datum) 0;
-	nulls[18] = f->reason != NULL ? ' ' : 'n';
+	args[10] = JsonbPGetDatum(q->payload);
+	args[11] = PointerGetDatum(q->target_fingerprint);
+	nulls[11] = q->target_fingerprint ? ' ' : 'n';
+	args[12] = q->target_command_id;
+	nulls[12] = q->has_target ? ' ' : 'n';
+	args[13] = PointerGetDatum(q->recovery_kind);
+	nulls[13] = q->recovery_kind ? ' ' : 'n';
+	args[14] = f->reason != NULL ? CStringGetTextDatum(f->reason) : (Datum) 0;
+	nulls[14] = f->reason != NULL ? ' ' : 'n';
 	cscp_spi_plan(&plan,
 				  "INSERT INTO cscp.command AS x (tenant_id, idempotency_key, conversation_id,"
 				  "    actor_id, context_id, frame_id, context_ref, message_ids, command_name,"
-				  "    mutating, auto_confirm, payload, target_fingerprint, state,"
-				  "    target_command_id, recovery_kind, window_expires_at, command_id, reason_code)"
-				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
-				  "         $16::cscp.command_state, $14, $15, $17, $18, $19)"
-				  " RETURNING " COMMAND_RESULT_COLUMNS,
-				  19, types);
+				  "    mutating, payload, target_fingerprint, target_command_id, recovery_kind,"
+				  "    reason_code, auto_confirm, state)"
+				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,"
+				  "         NULL, NULL)"
+				  " RETURNING " COMMAND_RESULT_COLUMNS ", x.window_expires_at",
+				  15, types);
 	tt = run(plan, args, nulls, false, SPI_OK_INSERT_RETURNING);
 	if (SPI_processed == 0)
 		cscp_write_skipped("insert a command");
@@ -1299,8 +1234,9 @@ use_context(const CommandRequest *q, const Formation *f, Datum command_id, text 
 
 /*
  * Form a command, or replay the one its idempotency key already names, in
- * named steps: replay, context, snapshot, question, insert, then the
- * refusal or the context's use.  Locks, in order: the advisory lock of
+ * named steps: replay, context, snapshot, insert (the trigger decides its
+ * birth), then the refusal, or the context's question when it was born
+ * asking, or the context's use.  Locks, in order: the advisory lock of
  * (tenant, key), the context of (tenant, conversation, actor), then the
  * command rows.  The caller is connected to SPI.
  */
@@ -1310,7 +1246,6 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	Formation	f = {0};
 	HeapTuple	cmd;
 	TupleDesc	cmddesc;
-	Datum		command_id;
 	bool		isnull;
 
 	if (command_replay(q, r, callerctx))
@@ -1318,20 +1253,17 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	f.routing = cscp_routing_hash_text(q->conversation_id);
 	form_context(q, &f);
 	form_snapshot(q, &f);
-	form_question(q, &f);
 	cmd = insert_command(q, &f, &cmddesc);
-	command_id = spi_col(cmd, cmddesc, "cscp.command", "command_id", &isnull);
+	command_result(cmd, cmddesc, false, r, callerctx);
 	if (f.reason != NULL || !f.usable)
-		command_result(cmd, cmddesc, false, r, callerctx);
+		return;
+	if (r->state == CMD_CONFIRMATION_REQUIRED)
+		ask_confirmation(f.ctx, f.ctxdesc, r->command_id, q->idempotency_key,
+						 q->target_fingerprint,
+						 spi_col(cmd, cmddesc, "cscp.command", "window_expires_at", &isnull),
+						 last_message_id(q->message_ids));
 	else
-	{
-		if (f.asking)
-			ask_confirmation(f.ctx, f.ctxdesc, command_id, q->idempotency_key,
-							 q->target_fingerprint, f.window, last_message_id(q->message_ids));
-		else
-			use_context(q, &f, command_id, last_message_id(q->message_ids));
-		command_result(cmd, cmddesc, false, r, callerctx);
-	}
+		use_context(q, &f, r->command_id, last_message_id(q->message_ids));
 }
 
 /* Return r as the one row of a command_submit or command_recover call. */

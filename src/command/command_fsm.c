@@ -11,6 +11,11 @@
  *	  32 bits are the routing hash of its conversation; auto_confirm only
  *	  when the tenant's policy lists the command (the policy is recorded in
  *	  the command.accepted evidence);
+ *	- a new command that leaves its birth to cscp (auto_confirm and state
+ *	  null, as command_submit inserts it) has it decided here, once: the
+ *	  policy's auto_confirm, and rejected, canonicalized or
+ *	  confirmation_required with its window, superseding the question its
+ *	  context asks (insert_birth, guard_insert, due_take);
  *	- every UPDATE is a transition of the table below; the columns that say
  *	  what the command is never change; message_ids only grow;
  *	- started needs authorized, and a mutating command needs confirmed too
@@ -741,6 +746,7 @@ typedef enum
 	CM_UPDATED_AT,
 	CM_LAST_TRANSITION_AT,
 	CM_VERSION,
+	CM_FRAME_ID,
 	CM_NUM_COLUMNS
 } CommandColumn;
 
@@ -766,6 +772,7 @@ static const char *const column_names[CM_NUM_COLUMNS] = {
 	"updated_at",
 	"last_transition_at",
 	"version",
+	"frame_id",
 };
 
 static CscpColumns columns = {.table = "cscp.command", .n = CM_NUM_COLUMNS, .names = column_names};
@@ -1141,12 +1148,152 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 				 errhint("Submit it with cscp.command_submit, then move it with cscp.command_transition.")));
 }
 
+static bool due_row(HeapTuple row, TupleDesc desc, CommandState s, bool window, Datum *args,
+					bool *ctxnull);
+static void due_take(bool window, Datum *args, bool ctxnull, bool supersede);
+
 /*
- * The state a new command may be born in: received, canonicalized,
- * rejected (a command refused as it is formed: command_submit records its
- * refusals so), or confirmation_required when it says all the two steps
- * need (command_submit's insert of a mutating command: mutating, not
- * auto-confirmed, a window).
+ * The birth a new command leaves to cscp, into edit: how command_submit and
+ * command_recover insert one (auto_confirm and state null), and a direct
+ * INSERT that does the same.  A null auto_confirm is the tenant's policy
+ * (auto_confirm) for a mutating command not refused as it was formed (no
+ * reason_code); a null state is rejected when the row carries a
+ * reason_code (refused as it was formed), else confirmation_required for a
+ * mutating command not auto-confirmed that names the frame it was formed
+ * from (its context was usable), with the policy's confirmation_ttl as its
+ * window unless it gives one, else canonicalized.  Returns the state it is
+ * born in; *auto_confirm as it is stored, *decided when the state was
+ * decided here (the row then needs no insert_state_check, and when it asks
+ * it supersedes its context's question: guard_insert, due_take).
+ */
+static CommandState
+insert_birth(HeapTuple tuple, TupleDesc desc, CscpRowEdit *edit, bool *auto_confirm,
+			 bool *decided)
+{
+	bool		refused = !is_null(tuple, desc, COL(CM_REASON_CODE));
+	bool		mutating = cscp_column_true(tuple, desc, COL(CM_MUTATING));
+	CommandState state;
+
+	if (is_null(tuple, desc, COL(CM_AUTO_CONFIRM)))
+	{
+		*auto_confirm = false;
+		if (mutating && !refused)
+		{
+			char	   *tenant = SPI_getvalue(tuple, desc, COL(CM_TENANT_ID));
+			char	   *name = SPI_getvalue(tuple, desc, COL(CM_COMMAND_NAME));
+
+			*auto_confirm = tenant != NULL && name != NULL &&
+				cscp_policy_lists(cscp_policy_get(tenant), "auto_confirm", name);
+		}
+		cscp_row_edit_set(edit, COL(CM_AUTO_CONFIRM), BoolGetDatum(*auto_confirm), false);
+	}
+	else
+		*auto_confirm = cscp_column_true(tuple, desc, COL(CM_AUTO_CONFIRM));
+	*decided = is_null(tuple, desc, COL(CM_STATE));
+	if (!*decided)
+		return get_state(tuple, desc);
+	if (refused)
+		state = CMD_REJECTED;
+	else if (mutating && !*auto_confirm && !is_null(tuple, desc, COL(CM_FRAME_ID)))
+		state = CMD_CONFIRMATION_REQUIRED;
+	else
+		state = CMD_CANONICALIZED;
+	cscp_row_edit_set(edit, COL(CM_STATE),
+					  cscp_command_state_datum(TupleDescAttr(desc, COL(CM_STATE) - 1)->atttypid,
+											   state), false);
+	if (state == CMD_CONFIRMATION_REQUIRED && is_null(tuple, desc, COL(CM_WINDOW_EXPIRES_AT)))
+		cscp_row_edit_set(edit, COL(CM_WINDOW_EXPIRES_AT),
+						  TimestampTzGetDatum(cscp_window_end(SPI_getvalue(tuple, desc,
+																		   COL(CM_TENANT_ID)),
+															  "confirmation_ttl")),
+						  false);
+	return state;
+}
+
+/*
+ * Reject the command of context args[1] of tenant args[0] that waits on
+ * question args[3] (confirmation or approval) in state args[5], superseded
+ * by command args[2] with reason args[4]: an UPDATE its own trigger judges
+ * (its row in cscp.command_window goes with it), with the caller's rights.
+ * The caller is connected to SPI.
+ */
+static void
+supersede_waiting(Datum *args)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[6] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID, TEXTOID};
+
+	cscp_spi_plan(&plan,
+				  "UPDATE cscp.command x"
+				  "   SET state = 'rejected', reason_code = $5,"
+				  "       detail = pg_catalog.jsonb_build_object('superseded_by', $3)"
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2 AND x.command_id OPERATOR(pg_catalog.<>) $3"
+				  "   AND x.state OPERATOR(pg_catalog.=) $6::cscp.command_state"
+				  "   AND x.command_id OPERATOR(pg_catalog.=) ANY (SELECT w.command_id FROM cscp.command_window w"
+				  "                         WHERE w.tenant_id OPERATOR(pg_catalog.=) $1 AND w.context_id OPERATOR(pg_catalog.=) $2"
+				  "                           AND w.question OPERATOR(pg_catalog.=) $4)",
+				  6, types);
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not supersede a question");
+}
+
+/* supersede_waiting's arguments for a question of a context. */
+static void
+supersede_args(Datum tenant, Datum context_id, bool approval, Datum command_id, Datum *args)
+{
+	args[0] = tenant;
+	args[1] = context_id;
+	args[2] = command_id;
+	args[3] = CStringGetTextDatum(approval ? "approval" : "confirmation");
+	args[4] = CStringGetTextDatum(approval ? "approval_superseded" : "confirmation_superseded");
+	args[5] = CStringGetTextDatum(approval ? "authz_pending" : "confirmation_required");
+}
+
+/*
+ * Supersede the question (a confirmation, or an approval) that context
+ * context_id of tenant asks now, before command_id starts to wait on a new
+ * one: every other command of the context that cscp.command_window lists
+ * as waiting on that question, and that is still in its waiting state, is
+ * rejected (confirmation_superseded or approval_superseded, superseded_by
+ * command_id).  A context asks one question of each kind at a time (the
+ * unique index command_window_question_key holds it), so this is the one
+ * its slot names, or one a direct write left without a slot.  Usually none
+ * waits: the window is looked up by its unique key first, and the UPDATE
+ * runs only when there is one.  For a step (command_transition); a new
+ * command born asking supersedes from its trigger, where the unique index
+ * finds the question that waits without a lookup (due_take).  The caller
+ * is connected to SPI and has locked the context row.
+ */
+void
+cscp_command_supersede(Datum tenant, Datum context_id, bool approval, Datum command_id)
+{
+	static SPIPlanPtr find_plan = NULL;
+	static const Oid find_types[3] = {TEXTOID, UUIDOID, TEXTOID};
+	Datum		args[6];
+	Datum		find_args[3];
+
+	supersede_args(tenant, context_id, approval, command_id, args);
+	find_args[0] = args[0];
+	find_args[1] = args[1];
+	find_args[2] = args[3];
+	cscp_spi_plan(&find_plan,
+				  "SELECT w.command_id FROM cscp.command_window w"
+				  " WHERE w.tenant_id OPERATOR(pg_catalog.=) $1 AND w.context_id OPERATOR(pg_catalog.=) $2"
+				  "   AND w.question OPERATOR(pg_catalog.=) $3",
+				  3, find_types);
+	if (SPI_execute_plan(find_plan, find_args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up the question of a context");
+	if (SPI_processed == 0)
+		return;
+	supersede_waiting(args);
+}
+
+/*
+ * The state a new command may be born in when its writer names one:
+ * received, canonicalized, rejected (a command refused as it is formed), or
+ * confirmation_required when it says all the two steps need (mutating, not
+ * auto-confirmed, a window); a context that already asks is not superseded
+ * then: its question stays and the row is refused (due_take).
  */
 static void
 insert_state_check(HeapTuple tuple, TupleDesc desc, CommandState state)
@@ -1180,17 +1327,23 @@ insert_state_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 
 /*
  * An auto-confirmed command must be listed in its tenant's auto_confirm
- * policy (22023); the policy that skipped confirmation is recorded with
- * the acceptance: *decision and *reason for its evidence, else NULL.
+ * policy (22023; listed already when insert_birth decided it, checked);
+ * the policy that skipped confirmation is recorded with the acceptance:
+ * *decision and *reason for its evidence, else NULL.
  */
 static void
-insert_auto_confirm(HeapTuple tuple, TupleDesc desc, const char **decision, const char **reason)
+insert_auto_confirm(HeapTuple tuple, TupleDesc desc, bool auto_confirm, bool checked,
+					const char **decision, const char **reason)
 {
 	char	   *tenant;
 	char	   *name;
 
 	*decision = *reason = NULL;
-	if (!cscp_column_true(tuple, desc, COL(CM_AUTO_CONFIRM)))
+	if (!auto_confirm)
+		return;
+	*decision = "auto_confirm";
+	*reason = "policy.auto_confirm";
+	if (checked)
 		return;
 	tenant = SPI_getvalue(tuple, desc, COL(CM_TENANT_ID));
 	name = SPI_getvalue(tuple, desc, COL(CM_COMMAND_NAME));
@@ -1202,8 +1355,6 @@ insert_auto_confirm(HeapTuple tuple, TupleDesc desc, const char **decision, cons
 						name ? name : "", tenant ? tenant : ""),
 				 errhint("List the command in the policy key auto_confirm with cscp.policy_set, "
 						 "or let it go through confirmation.")));
-	*decision = "auto_confirm";
-	*reason = "policy.auto_confirm";
 }
 
 /*
@@ -1277,19 +1428,38 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	CscpRowEdit edit;
-	CommandState state = get_state(tuple, desc);
+	CommandState state;
+	bool		auto_confirm;
+	bool		decided;
+	bool		auto_null = is_null(tuple, desc, COL(CM_AUTO_CONFIRM));
 	const char *reason;
 	const char *decision;
 
-	insert_state_check(tuple, desc, state);
 	cscp_row_edit_init(&edit, desc);
+	state = insert_birth(tuple, desc, &edit, &auto_confirm, &decided);
+	if (!decided)
+		insert_state_check(tuple, desc, state);
 	cscp_routing_id_fill(tuple, desc, COL(CM_CONVERSATION_ID), COL(CM_COMMAND_ID), "command",
 						 "Leave command_id null to have one generated.", &edit);
-	insert_auto_confirm(tuple, desc, &decision, &reason);
+	insert_auto_confirm(tuple, desc, auto_confirm, auto_null, &decision, &reason);
 	insert_registry_check(tuple, desc);
 	insert_defaults(tuple, desc, state, now, &edit);
 	tuple = cscp_row_edit_apply(&edit, tuple);
 	insert_snapshot_check(tuple, desc, state);
+
+	/*
+	 * A command born asking takes its context's question now, superseding
+	 * the one that waits, so that the evidence shows that one rejected
+	 * before this one asks; cscp_command_guard's lists skip it then.
+	 */
+	if (decided && state == CMD_CONFIRMATION_REQUIRED)
+	{
+		Datum		args[6];
+		bool		ctxnull = true;
+
+		if (due_row(tuple, desc, state, true, args, &ctxnull))
+			due_take(true, args, ctxnull, true);
+	}
 
 	/*
 	 * The steps it was born through, recorded as an insert and an update
@@ -1633,10 +1803,14 @@ due_other_question(Datum *args)
  * asks one question of each kind at a time: a window row that the unique
  * index command_window_question_key finds taken already (another command
  * of the context waits on the same question, committed before or while we
- * waited for it) is refused, 55000.
+ * waited for it) is refused, 55000; unless supersede (a new command whose
+ * birth the trigger decided to ask): then the command that waits is
+ * superseded by it, with the caller's rights, and the row taken again (a
+ * few times, as writers that raced it commit).  So the common case, no
+ * question waiting, costs no lookup.
  */
 static void
-due_take(bool window, Datum *args, bool ctxnull)
+due_take(bool window, Datum *args, bool ctxnull, bool supersede)
 {
 	static SPIPlanPtr plans[2] = {NULL, NULL};
 	char		nulls[6] = {' ', ' ', ' ', ' ', ctxnull ? 'n' : ' ', ' '};
@@ -1645,6 +1819,20 @@ due_take(bool window, Datum *args, bool ctxnull)
 	if (due_exec(&plans[window], due_insert_sql[window], due_nargs[window], due_types, args, nulls,
 				 SPI_OK_INSERT) == 1)
 		return;
+	for (int attempt = 0; window && supersede && !ctxnull && attempt < 3; attempt++)
+	{
+		Datum		sargs[6];
+
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		supersede_args(args[0], args[4], strcmp(TextDatumGetCString(args[5]), "approval") == 0,
+					   args[2], sargs);
+		supersede_waiting(sargs);
+		SPI_finish();
+		if (due_exec(&plans[window], due_insert_sql[window], due_nargs[window], due_types, args,
+					 nulls, SPI_OK_INSERT) == 1)
+			return;
+	}
 	other = due_other_question(args);
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -1662,10 +1850,12 @@ due_take(bool window, Datum *args, bool ctxnull)
  * each list, a row that no longer matches goes, one the new version needs
  * comes.  No index of cscp.command names the state or these times, so its
  * transitions stay HOT updates; these short rows carry what the sweep
- * finds commands by, and the one question a context waits on.
+ * finds commands by, and the one question a context waits on.  born_asking:
+ * a new command whose state the trigger decided, whose window guard_insert
+ * took already (superseding the question its context asked).
  */
 static void
-due_follow(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc)
+due_follow(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc, bool born_asking)
 {
 	CommandState from = oldtup != NULL ? due_state(oldtup, desc) : CMD_RECEIVED;
 	CommandState to = due_state(newtup, desc);
@@ -1684,8 +1874,8 @@ due_follow(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc)
 			continue;			/* same time (and key, which never changes) */
 		if (had)
 			due_release(window, oldargs);
-		if (has)
-			due_take(window, newargs, newctxnull);
+		if (has && !(window && born_asking))
+			due_take(window, newargs, newctxnull, false);
 	}
 }
 
@@ -1699,13 +1889,19 @@ Datum
 cscp_command_guard(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TupleDesc	desc;
 	HeapTuple	row;
+	bool		update;
 
 	cscp_tenancy_check_trigger(fcinfo);
 	row = (HeapTuple) DatumGetPointer(cscp_row_guard(fcinfo, &guard));
-	if (row != NULL)
-		due_follow(TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ? trigdata->tg_trigtuple : NULL,
-				   row, RelationGetDescr(trigdata->tg_relation));
+	if (row == NULL)
+		return PointerGetDatum(NULL);
+	desc = RelationGetDescr(trigdata->tg_relation);
+	update = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event);
+	/* a new row inserted with a null state was born as insert_birth decided */
+	due_follow(update ? trigdata->tg_trigtuple : NULL, row, desc,
+			   !update && is_null(trigdata->tg_trigtuple, desc, COL(CM_STATE)));
 	return PointerGetDatum(row);
 }
 
