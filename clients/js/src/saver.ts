@@ -126,7 +126,11 @@ interface HeldSet {
   values: Map<string, Held>;
 }
 
-/** Per thread, namespace and channel, the newest versions a read names as held. */
+/**
+ * Per thread, namespace and channel, how many versions the cache keeps (the newest set): a read
+ * of the thread's head names the last ones written, and older versions (of a list that grows a
+ * version per turn) would only crowd other threads out.
+ */
 const HELD_PER_CHANNEL = 4;
 /** What a value costs the cache beyond its bytes (its key, its entry). */
 const ENTRY_COST = 256;
@@ -173,18 +177,21 @@ class ValueCache {
     let channels = this.byThread.get(thread);
     if (!channels) this.byThread.set(thread, channels = new Map());
     const versions = channels.get(channel);
-    if (versions) versions.push(version);
-    else channels.set(channel, [version]);
+    if (!versions) channels.set(channel, [version]);
+    else {
+      versions.push(version);
+      if (versions.length > HELD_PER_CHANNEL) this.evict(thread + NUL + channel + NUL + versions[0]);
+    }
     while (this.size > this.maxBytes) this.evict(this.entries.keys().next().value!);
   }
 
-  /** The newest values held of a thread's namespace (thread: thread id NUL namespace). */
+  /** The values held of a thread's namespace (thread: thread id NUL namespace). */
   held(thread: string): HeldSet | undefined {
     const channels = this.byThread.get(thread);
     if (!channels) return undefined;
     const set: HeldSet = { channels: [], versions: [], values: new Map() };
     for (const [channel, versions] of channels) {
-      for (let i = Math.max(0, versions.length - HELD_PER_CHANNEL); i < versions.length; i++) {
+      for (let i = 0; i < versions.length; i++) {
         const key = thread + NUL + channel + NUL + versions[i];
         const value = this.entries.get(key)!;
         this.entries.delete(key);

@@ -11,7 +11,7 @@ let pool: pg.Pool;
 let admin: pg.Pool;
 
 /** What the database sent for each tuple read through the pool: the held channels, the JSON values. */
-const reads: { held: string[] | null; json: string | null }[] = [];
+const reads: { held: string[] | null; json: string | null; named: string[] | null }[] = [];
 
 beforeAll(async () => {
   await prepare();
@@ -21,7 +21,10 @@ beforeAll(async () => {
   (pool as unknown as { query: unknown }).query = async (...args: unknown[]) => {
     const res = await query(...args);
     const row = res.rows?.[0];
-    if (row && "held" in row && "json_values" in row) reads.push({ held: row.held, json: row.json_values });
+    const values = (args[0] as { values?: unknown[] })?.values;
+    if (row && "held" in row && "json_values" in row) {
+      reads.push({ held: row.held, json: row.json_values, named: (values?.[5] as string[] | null) ?? null });
+    }
     return res;
   };
 });
@@ -53,6 +56,12 @@ describe("CscpSaver's value cache", () => {
     const saver = new CscpSaver(pool, { tenant });
     const graph = buildGraph(saver);
     for (let t = 0; t < 3; t++) await turn(graph, "th", `m${t}`);
+    // (what a read names is bounded: the newest four versions of each channel)
+    for (let t = 3; t < 11; t++) await turn(graph, "bounded", `m${t}`);
+    reads.length = 0;
+    await saver.getTuple(config("bounded"));
+    expect(reads[0].named!.length).toBeGreaterThan(0);
+    expect(reads[0].named!.length).toBeLessThanOrEqual(4 * 5);
 
     reads.length = 0;
     const first = await saver.getTuple(config("th"));
