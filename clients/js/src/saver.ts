@@ -41,6 +41,7 @@ interface TupleRow extends Record<string, unknown> {
   checkpoint: Record<string, unknown>;
   metadata: Record<string, unknown>;
   json_values: string | null;
+  json_key_sizes: number[] | null;
   json_sizes: number[] | null;
   held: string[] | null;
   blob_channels: string[] | null;
@@ -54,21 +55,24 @@ interface TupleRow extends Record<string, unknown> {
 
 // The values of type json come as one JSON object of channel to value, parsed once (a list
 // of bytea would be parsed character by character by the driver), with the byte sizes of each
-// key and value in it (json_sizes, two per channel) to cut it into values for the cache; the
+// key and value in it (json_key_sizes, json_sizes) to cut it into values for the cache; the
 // others one by one.  held: the channels whose value the database did not send (NULL blobs: a
-// value the saver said it holds).
-const UNNEST_BLOBS = "ROWS FROM (pg_catalog.unnest(blob_channels), pg_catalog.unnest(blob_types), pg_catalog.unnest(blobs)) WITH ORDINALITY u (c, t, b, n)";
+// value the saver said it holds).  One scan of the blobs makes them all, in the arrays' order.
 const JSON_KEY = "pg_catalog.to_json(u.c)::text";
-const TUPLE_COLUMNS = "thread, ns, id, parent_id, checkpoint, metadata, " +
-  `(SELECT '{' || pg_catalog.string_agg(${JSON_KEY} || ':' || pg_catalog.convert_from(u.b, 'UTF8'), ',' ORDER BY u.n) || '}'` +
-  ` FROM ${UNNEST_BLOBS} WHERE u.t = 'json' AND u.b IS NOT NULL) AS json_values, ` +
-  `(SELECT pg_catalog.array_agg(s.x ORDER BY u.n, s.k) FROM ${UNNEST_BLOBS} CROSS JOIN LATERAL (VALUES (1, pg_catalog.octet_length(${JSON_KEY})), (2, pg_catalog.octet_length(u.b))) s (k, x)` +
-  " WHERE u.t = 'json' AND u.b IS NOT NULL) AS json_sizes, " +
-  `(SELECT pg_catalog.array_agg(u.c ORDER BY u.n) FROM ${UNNEST_BLOBS} WHERE u.b IS NULL) AS held, ` +
-  `(SELECT pg_catalog.array_agg(u.c ORDER BY u.n) FROM ${UNNEST_BLOBS} WHERE u.t <> 'json' AND u.b IS NOT NULL) AS blob_channels, ` +
-  `(SELECT pg_catalog.array_agg(u.t ORDER BY u.n) FROM ${UNNEST_BLOBS} WHERE u.t <> 'json' AND u.b IS NOT NULL) AS blob_types, ` +
-  `(SELECT pg_catalog.array_agg(u.b ORDER BY u.n) FROM ${UNNEST_BLOBS} WHERE u.t <> 'json' AND u.b IS NOT NULL) AS blobs, ` +
-  "write_task_ids, write_channels, write_types, write_blobs";
+const JSON_SENT = "FILTER (WHERE u.t = 'json' AND u.b IS NOT NULL)";
+const OTHER_SENT = "FILTER (WHERE u.t <> 'json' AND u.b IS NOT NULL)";
+/** The SELECT of tuple rows from `from`, a call of a function returning checkpoint_list's rows. */
+const tupleSql = (from: string) =>
+  "SELECT g.thread, g.ns, g.id, g.parent_id, g.checkpoint, g.metadata, '{' || a.json_values || '}' AS json_values, " +
+  "a.json_key_sizes, a.json_sizes, a.held, a.blob_channels, a.blob_types, a.blobs, " +
+  `g.write_task_ids, g.write_channels, g.write_types, g.write_blobs FROM ${from} g CROSS JOIN LATERAL (SELECT ` +
+  `pg_catalog.string_agg(${JSON_KEY} || ':' || pg_catalog.convert_from(u.b, 'UTF8'), ',') ${JSON_SENT} AS json_values, ` +
+  `pg_catalog.array_agg(pg_catalog.octet_length(${JSON_KEY})) ${JSON_SENT} AS json_key_sizes, ` +
+  `pg_catalog.array_agg(pg_catalog.octet_length(u.b)) ${JSON_SENT} AS json_sizes, ` +
+  "pg_catalog.array_agg(u.c) FILTER (WHERE u.b IS NULL) AS held, " +
+  `pg_catalog.array_agg(u.c) ${OTHER_SENT} AS blob_channels, pg_catalog.array_agg(u.t) ${OTHER_SENT} AS blob_types, ` +
+  `pg_catalog.array_agg(u.b) ${OTHER_SENT} AS blobs ` +
+  "FROM ROWS FROM (pg_catalog.unnest(g.blob_channels), pg_catalog.unnest(g.blob_types), pg_catalog.unnest(g.blobs)) u (c, t, b)) a";
 
 const decoder = new TextDecoder();
 
@@ -336,15 +340,15 @@ export class CscpSaver extends BaseCheckpointSaver {
       : await this.serde.loadsTyped("json", row.json_values);
     const versions = (row.checkpoint.channel_versions ?? {}) as Record<string, unknown>;
     const thread = row.thread + NUL + row.ns;
-    if (this.cache && row.json_values !== null && row.json_sizes !== null) {
+    if (this.cache && row.json_values !== null && row.json_sizes !== null && row.json_key_sizes !== null) {
       // The JSON object is {key:value,...}: each value's bytes, kept for the next read.
       const bytes = Buffer.from(row.json_values);
       let pos = 1;
-      for (let i = 0; i * 2 < row.json_sizes.length; i++) {
-        pos += row.json_sizes[2 * i];
-        const key = JSON.parse(bytes.toString("utf8", pos - row.json_sizes[2 * i], pos)) as string;
+      for (let i = 0; i < row.json_sizes.length; i++) {
+        pos += row.json_key_sizes[i];
+        const key = JSON.parse(bytes.toString("utf8", pos - row.json_key_sizes[i], pos)) as string;
         pos += 1;
-        const end = pos + row.json_sizes[2 * i + 1];
+        const end = pos + row.json_sizes[i];
         this.cache.set(thread, key, String(versions[key]), { type: "json", bytes: Buffer.from(bytes.subarray(pos, end)) });
         pos = end + 1;
       }
@@ -385,7 +389,7 @@ export class CscpSaver extends BaseCheckpointSaver {
    */
   private async migratePendingSends(checkpoint: Checkpoint, row: TupleRow): Promise<void> {
     const parents = await tenantQuery<TupleRow>(this.pool, this.tenant,
-      `SELECT ${TUPLE_COLUMNS} FROM cscp.checkpoint_get_tuple(s.t, $2, $3, $4)`, [row.thread, row.ns, row.parent_id]);
+      tupleSql("cscp.checkpoint_get_tuple(s.t, $2, $3, $4)"), [row.thread, row.ns, row.parent_id]);
     const sends: unknown[] = [];
     const parent = parents[0];
     if (parent) {
@@ -408,7 +412,7 @@ export class CscpSaver extends BaseCheckpointSaver {
     const id = getCheckpointId(config) || null;
     const held = this.cache?.held(String(threadId) + NUL + ns);
     const rows = await tenantQuery<TupleRow>(this.pool, this.tenant,
-      `SELECT ${TUPLE_COLUMNS} FROM cscp.checkpoint_get_tuple(s.t, $2, $3, $4, $5::text[], $6::text[])`,
+      tupleSql("cscp.checkpoint_get_tuple(s.t, $2, $3, $4, $5::text[], $6::text[])"),
       [String(threadId), ns, id, held?.channels ?? null, held?.versions ?? null], "cscp_checkpoint_get_tuple");
     return rows.length ? this.toTuple(rows[0], held) : undefined;
   }
@@ -419,7 +423,7 @@ export class CscpSaver extends BaseCheckpointSaver {
     const ns = config.configurable?.checkpoint_ns;
     const id = config.configurable?.checkpoint_id;
     const rows = await tenantQuery<TupleRow>(this.pool, this.tenant,
-      `SELECT ${TUPLE_COLUMNS} FROM cscp.checkpoint_list(s.t, $2, $3, $4, $5, $6::jsonb, $7)`,
+      tupleSql("cscp.checkpoint_list(s.t, $2, $3, $4, $5, $6::jsonb, $7)"),
       [threadId ?? null, ns ?? null, id ?? null, before?.configurable?.checkpoint_id ?? null,
         filter && Object.keys(filter).length ? JSON.stringify(filter) : null, limit ?? null]);
     for (const row of rows) yield await this.toTuple(row);

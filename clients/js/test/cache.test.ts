@@ -55,7 +55,8 @@ describe("CscpSaver's value cache", () => {
     const tenant = freshTenant("cache");
     const saver = new CscpSaver(pool, { tenant });
     const graph = buildGraph(saver);
-    for (let t = 0; t < 3; t++) await turn(graph, "th", `m${t}`);
+    // (non-ASCII text: values are cut from the JSON the database sends by their byte sizes)
+    for (let t = 0; t < 3; t++) await turn(graph, "th", `m${t} café ☕ 😀 "q"`);
     // (what a read names is bounded: the newest four versions of each channel)
     for (let t = 3; t < 11; t++) await turn(graph, "bounded", `m${t}`);
     reads.length = 0;
@@ -78,7 +79,7 @@ describe("CscpSaver's value cache", () => {
     const again = second!.checkpoint.channel_values.messages as { role: string; content: string }[];
     expect(again).not.toBe(messages);
     expect(again).toHaveLength(6);
-    expect(again[0]).toEqual({ role: "user", content: "m0" });
+    expect(again[0]).toEqual({ role: "user", content: "m0 café ☕ 😀 \"q\"" });
 
     // The same as a saver without a cache reads, which is sent every value.
     const plain = new CscpSaver(pool, { tenant, cacheBytes: 0 });
