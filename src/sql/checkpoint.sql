@@ -452,17 +452,22 @@ BEGIN
         ON CONFLICT (tenant_id, thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING;
         GET DIAGNOSTICS n = ROW_COUNT;
     END;
-    INSERT INTO cscp.checkpoint_write AS w (tenant_id, thread_id, checkpoint_ns, checkpoint_id,
-                                            task_id, idx, channel, type, blob, task_path)
-    SELECT checkpoint_put_writes.tenant_id, checkpoint_put_writes.thread_id,
-           checkpoint_put_writes.checkpoint_ns, checkpoint_put_writes.checkpoint_id,
-           checkpoint_put_writes.task_id, u.i, u.c, u.t, u.b, coalesce(checkpoint_put_writes.task_path, '')
-      FROM unnest(channels, types, blobs, idxs) AS u (c, t, b, i)
-     WHERE u.i < 0
-    ON CONFLICT (tenant_id, thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE
-        SET channel = excluded.channel, type = excluded.type, blob = excluded.blob,
-            task_path = excluded.task_path;
-    GET DIAGNOSTICS n_special = ROW_COUNT;
+    -- Special writes are the rare ones: the statement runs only when one is given (with none,
+    -- its ON CONFLICT set-up cost a quarter of the call).
+    n_special := 0;
+    IF 0 > ANY (idxs) THEN
+        INSERT INTO cscp.checkpoint_write AS w (tenant_id, thread_id, checkpoint_ns, checkpoint_id,
+                                                task_id, idx, channel, type, blob, task_path)
+        SELECT checkpoint_put_writes.tenant_id, checkpoint_put_writes.thread_id,
+               checkpoint_put_writes.checkpoint_ns, checkpoint_put_writes.checkpoint_id,
+               checkpoint_put_writes.task_id, u.i, u.c, u.t, u.b, coalesce(checkpoint_put_writes.task_path, '')
+          FROM unnest(channels, types, blobs, idxs) AS u (c, t, b, i)
+         WHERE u.i < 0
+        ON CONFLICT (tenant_id, thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE
+            SET channel = excluded.channel, type = excluded.type, blob = excluded.blob,
+                task_path = excluded.task_path;
+        GET DIAGNOSTICS n_special = ROW_COUNT;
+    END IF;
     RETURN n + n_special;
 END
 $$;
