@@ -399,19 +399,19 @@ $f$;
 COMMENT ON FUNCTION cscp.checkpoint_delete_thread(tenant_id text, thread_id text) IS 'Delete a thread with every checkpoint, blob and pending write of it; true when a live thread was deleted (through the proxy: session)';
 
 -- checkpoint_get_tuple: session on tenant_id, thread_id
-CREATE FUNCTION cscp_proxy.checkpoint_get_tuple(_tenant text, _clock text, tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text) RETURNS TABLE(thread text, ns text, id text, parent_id text, checkpoint jsonb, metadata jsonb, blob_channels text[], blob_types text[], blobs bytea[], write_task_ids text[], write_channels text[], write_types text[], write_blobs bytea[])
+CREATE FUNCTION cscp_proxy.checkpoint_get_tuple(_tenant text, _clock text, tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text, held_channels text[], held_versions text[]) RETURNS TABLE(thread text, ns text, id text, parent_id text, checkpoint jsonb, metadata jsonb, blob_channels text[], blob_types text[], blobs bytea[], write_task_ids text[], write_channels text[], write_types text[], write_blobs bytea[])
 LANGUAGE plproxy AS $f$
     CLUSTER 'cscp';
     RUN ON coalesce(cscp.routing_key_hash(tenant_id, thread_id), 0);
-    SELECT * FROM cscp.checkpoint_get_tuple(cscp.proxy_session(_tenant, _clock, tenant_id), thread_id, checkpoint_ns, checkpoint_id);
+    SELECT * FROM cscp.checkpoint_get_tuple(cscp.proxy_session(_tenant, _clock, tenant_id), thread_id, checkpoint_ns, checkpoint_id, held_channels, held_versions);
 $f$;
-CREATE FUNCTION cscp.checkpoint_get_tuple(tenant_id text, thread_id text, checkpoint_ns text DEFAULT ''::text, checkpoint_id text DEFAULT NULL::text) RETURNS TABLE(thread text, ns text, id text, parent_id text, checkpoint jsonb, metadata jsonb, blob_channels text[], blob_types text[], blobs bytea[], write_task_ids text[], write_channels text[], write_types text[], write_blobs bytea[])
+CREATE FUNCTION cscp.checkpoint_get_tuple(tenant_id text, thread_id text, checkpoint_ns text DEFAULT ''::text, checkpoint_id text DEFAULT NULL::text, held_channels text[] DEFAULT NULL::text[], held_versions text[] DEFAULT NULL::text[]) RETURNS TABLE(thread text, ns text, id text, parent_id text, checkpoint jsonb, metadata jsonb, blob_channels text[], blob_types text[], blobs bytea[], write_task_ids text[], write_channels text[], write_types text[], write_blobs bytea[])
 LANGUAGE plpgsql VOLATILE AS $f$
 BEGIN
-    RETURN QUERY SELECT * FROM cscp_proxy.checkpoint_get_tuple(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4);
+    RETURN QUERY SELECT * FROM cscp_proxy.checkpoint_get_tuple(cscp_proxy.tenant(), cscp_proxy.clock(), $1, $2, $3, $4, $5, $6);
 END
 $f$;
-COMMENT ON FUNCTION cscp.checkpoint_get_tuple(tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text) IS 'One checkpoint of a live thread as cscp.checkpoint_list returns it: the one named, or the newest of the namespace (through the proxy: session)';
+COMMENT ON FUNCTION cscp.checkpoint_get_tuple(tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text, held_channels text[], held_versions text[]) IS 'One checkpoint of a live thread as cscp.checkpoint_list returns it: the one named, or the newest of the namespace; a channel at a version the caller holds (held_channels, held_versions) comes with a NULL blob (through the proxy: session)';
 
 -- checkpoint_list: session_or_all on tenant_id, thread_id
 CREATE FUNCTION cscp_proxy.checkpoint_list(_tenant text, _clock text, tenant_id text, thread_id text, checkpoint_ns text, checkpoint_id text, before text, filter jsonb, row_limit integer) RETURNS TABLE(thread text, ns text, id text, parent_id text, checkpoint jsonb, metadata jsonb, blob_channels text[], blob_types text[], blobs bytea[], write_task_ids text[], write_channels text[], write_types text[], write_blobs bytea[])

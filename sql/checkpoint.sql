@@ -37,6 +37,12 @@ SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-3', 'c-2',
        '{"v": 4, "id": "c-3", "channel_versions": {"messages": 2, "n": 2}}',
        '{"source": "loop", "step": 1}', '{n}', '{2}', '{empty}', ARRAY[NULL::bytea]) IS NOT NULL AS put;
 SELECT id, blob_channels FROM cscp.checkpoint_get_tuple('cp', 'th-1');
+-- A value the caller holds (held_channels, held_versions: a client's cache) comes with its type
+-- and no blob; a pair the checkpoint does not name (another version, another channel) does not
+-- hide the value stored.
+SELECT id, blob_channels, blob_types, blobs
+  FROM cscp.checkpoint_get_tuple('cp', 'th-1', '', 'c-2', '{messages,n,x}', '{2,9,1}');
+SELECT id, blob_channels, blobs FROM cscp.checkpoint_get_tuple('cp', 'th-1', '', 'c-2', '{n}', '{2}');
 
 -- Pending writes: in (task_path, task_id, idx) order; a regular one written once, a special one
 -- (negative idx) replaced.
@@ -70,6 +76,9 @@ SELECT try($$SELECT * FROM cscp.checkpoint_list('other')$$);
 SELECT try($$SELECT * FROM cscp.checkpoint_get_tuple('other', 'th-1')$$);
 SELECT try($$SELECT * FROM cscp.checkpoint_get_tuple('cp', 'th-1', NULL)$$);
 SELECT try($$SELECT * FROM cscp.checkpoint_get_tuple('cp', '')$$);
+SELECT try($$SELECT * FROM cscp.checkpoint_get_tuple('cp', 'th-1', '', NULL, '{messages}', NULL)$$);
+SELECT try($$SELECT * FROM cscp.checkpoint_get_tuple('cp', 'th-1', '', NULL, '{messages}', '{1,2}')$$);
+SELECT try($$SELECT * FROM cscp.checkpoint_get_tuple('other', 'th-1', '', NULL, '{}', '{}')$$);
 -- A namespace without checkpoints, an id not stored: no row.
 SELECT count(*) AS none_in_ns FROM cscp.checkpoint_get_tuple('cp', 'th-1', 'nope');
 SELECT count(*) AS none_of_id FROM cscp.checkpoint_get_tuple('cp', 'th-1', '', 'c-404');
@@ -101,6 +110,8 @@ SELECT cscp.checkpoint_put('cp', 'th-1', '', 'c-8', 'c-7',
        ARRAY[sha256(sha256(convert_to('["hi"]', 'UTF8')) || convert_to('["ok"]', 'UTF8'))]) IS NOT NULL AS put;
 SELECT id, blob_channels, convert_from(blobs[1], 'UTF8') AS messages
   FROM cscp.checkpoint_list('cp', 'th-1') WHERE id IN ('c-6', 'c-7', 'c-8');
+-- held, a value stored as extensions is neither walked nor sent
+SELECT id, blob_channels, blobs FROM cscp.checkpoint_get_tuple('cp', 'th-1', '', 'c-8', '{messages}', '{5}');
 SELECT version, base, depth, digest IS NOT NULL AS digest
   FROM cscp.checkpoint_blob WHERE thread_id = 'th-1' AND channel = 'messages' ORDER BY version;
 -- A base not stored as named (another digest, another version) is refused with 55000, so the
@@ -171,6 +182,8 @@ SELECT cscp.checkpoint_delete_thread('cp', 'th-1') AS deleted, cscp.checkpoint_d
 SELECT (SELECT count(*) FROM cscp.checkpoint WHERE thread_id = 'th-1') AS checkpoints,
        (SELECT count(*) FROM cscp.checkpoint_blob WHERE thread_id = 'th-1') AS blobs,
        (SELECT count(*) FROM cscp.checkpoint_write WHERE thread_id = 'th-1') AS writes;
+-- and a read naming the values it held gets nothing of it
+SELECT count(*) AS held_after_delete FROM cscp.checkpoint_get_tuple('cp', 'th-1', '', NULL, '{messages}', '{5}');
 
 -- A thread past its TTL is gone for every read at once, before any sweep; a put starts it afresh.
 RESET ROLE;
@@ -179,6 +192,7 @@ SET ROLE cp_app;
 SELECT count(*) AS listed FROM cscp.checkpoint_list('cp');
 SELECT count(*) AS got FROM cscp.checkpoint_get_tuple('cp', 'th-2');
 SELECT count(*) AS got_named FROM cscp.checkpoint_get_tuple('cp', 'th-2', '', 'c-5');
+SELECT count(*) AS got_held FROM cscp.checkpoint_get_tuple('cp', 'th-2', '', 'c-5', '{messages}', '{1}');
 SELECT count(*) AS rows_still_stored FROM cscp.checkpoint WHERE thread_id = 'th-2';
 SELECT cscp.checkpoint_put('cp', 'th-2', '', 'c-6', NULL, '{"v": 4, "channel_versions": {}}', '{}') AS expires_at;
 SELECT id FROM cscp.checkpoint_list('cp', 'th-2');

@@ -26,6 +26,11 @@ export interface CscpSaverOptions {
   tenant: string;
   /** LangGraph's serializer (default: its JsonPlusSerializer). */
   serde?: SerializerProtocol;
+  /**
+   * Bytes of serialised channel values the saver keeps to read them without the database
+   * sending them again (default 64 MiB; 0: none).  See ValueCache.
+   */
+  cacheBytes?: number;
 }
 
 interface TupleRow extends Record<string, unknown> {
@@ -36,6 +41,9 @@ interface TupleRow extends Record<string, unknown> {
   checkpoint: Record<string, unknown>;
   metadata: Record<string, unknown>;
   json_values: string | null;
+  json_key_sizes: number[] | null;
+  json_sizes: number[] | null;
+  held: string[] | null;
   blob_channels: string[] | null;
   blob_types: string[] | null;
   blobs: (Buffer | null)[] | null;
@@ -46,15 +54,25 @@ interface TupleRow extends Record<string, unknown> {
 }
 
 // The values of type json come as one JSON object of channel to value, parsed once (a list
-// of bytea would be parsed character by character by the driver); the others one by one.
-const UNNEST_BLOBS = "ROWS FROM (pg_catalog.unnest(blob_channels), pg_catalog.unnest(blob_types), pg_catalog.unnest(blobs)) u (c, t, b)";
-const TUPLE_COLUMNS = "thread, ns, id, parent_id, checkpoint, metadata, " +
-  "(SELECT '{' || pg_catalog.string_agg(pg_catalog.to_json(u.c)::text || ':' || pg_catalog.convert_from(u.b, 'UTF8'), ',') || '}'" +
-  ` FROM ${UNNEST_BLOBS} WHERE u.t = 'json') AS json_values, ` +
-  `(SELECT pg_catalog.array_agg(u.c) FROM ${UNNEST_BLOBS} WHERE u.t <> 'json') AS blob_channels, ` +
-  `(SELECT pg_catalog.array_agg(u.t) FROM ${UNNEST_BLOBS} WHERE u.t <> 'json') AS blob_types, ` +
-  `(SELECT pg_catalog.array_agg(u.b) FROM ${UNNEST_BLOBS} WHERE u.t <> 'json') AS blobs, ` +
-  "write_task_ids, write_channels, write_types, write_blobs";
+// of bytea would be parsed character by character by the driver), with the byte sizes of each
+// key and value in it (json_key_sizes, json_sizes) to cut it into values for the cache; the
+// others one by one.  held: the channels whose value the database did not send (NULL blobs: a
+// value the saver said it holds).  One scan of the blobs makes them all, in the arrays' order.
+const JSON_KEY = "pg_catalog.to_json(u.c)::text";
+const JSON_SENT = "FILTER (WHERE u.t = 'json' AND u.b IS NOT NULL)";
+const OTHER_SENT = "FILTER (WHERE u.t <> 'json' AND u.b IS NOT NULL)";
+/** The SELECT of tuple rows from `from`, a call of a function returning checkpoint_list's rows. */
+const tupleSql = (from: string) =>
+  "SELECT g.thread, g.ns, g.id, g.parent_id, g.checkpoint, g.metadata, '{' || a.json_values || '}' AS json_values, " +
+  "a.json_key_sizes, a.json_sizes, a.held, a.blob_channels, a.blob_types, a.blobs, " +
+  `g.write_task_ids, g.write_channels, g.write_types, g.write_blobs FROM ${from} g CROSS JOIN LATERAL (SELECT ` +
+  `pg_catalog.string_agg(${JSON_KEY} || ':' || pg_catalog.convert_from(u.b, 'UTF8'), ',') ${JSON_SENT} AS json_values, ` +
+  `pg_catalog.array_agg(pg_catalog.octet_length(${JSON_KEY})) ${JSON_SENT} AS json_key_sizes, ` +
+  `pg_catalog.array_agg(pg_catalog.octet_length(u.b)) ${JSON_SENT} AS json_sizes, ` +
+  "pg_catalog.array_agg(u.c) FILTER (WHERE u.b IS NULL) AS held, " +
+  `pg_catalog.array_agg(u.c) ${OTHER_SENT} AS blob_channels, pg_catalog.array_agg(u.t) ${OTHER_SENT} AS blob_types, ` +
+  `pg_catalog.array_agg(u.b) ${OTHER_SENT} AS blobs ` +
+  "FROM ROWS FROM (pg_catalog.unnest(g.blob_channels), pg_catalog.unnest(g.blob_types), pg_catalog.unnest(g.blobs)) u (c, t, b)) a";
 
 const decoder = new TextDecoder();
 
@@ -99,6 +117,121 @@ function appended(base: Buffer, bytes: Buffer): Buffer | undefined {
   return delta;
 }
 
+/** A serialised channel value as LangGraph's serde made it. */
+interface Held {
+  type: string;
+  bytes: Uint8Array;
+}
+
+/** What a read names of the values the saver holds: the pairs for the database, the values. */
+interface HeldSet {
+  channels: string[];
+  versions: string[];
+  values: Map<string, Held>;
+}
+
+/**
+ * Per thread, namespace and channel, how many versions the cache keeps (the newest set): a read
+ * of the thread's head names the last ones written, and older versions (of a list that grows a
+ * version per turn) would only crowd other threads out.
+ */
+const HELD_PER_CHANNEL = 4;
+/** What a value costs the cache beyond its bytes (its key, its entry). */
+const ENTRY_COST = 256;
+const NUL = "\u0000";
+
+/**
+ * A bounded cache (least recently used out first, by bytes) of the serialised channel values a
+ * saver wrote or read, keyed by thread, namespace, channel and version.  A version names one
+ * value for as long as the thread lives (cscp.checkpoint_put refuses another value for a stored
+ * version), and only versions with a random part ("<counter>.<random>", a new one per fork and
+ * per write) are kept, so that a thread deleted and written again under versions that only
+ * count is never read from here.  The database stays the judge: a read names the versions held,
+ * and a value is taken from here only for a channel the database returns for this tenant's live
+ * thread at that version.  Values are kept serialised and loaded on each read, so every tuple
+ * holds fresh objects, whatever a graph does to the ones it was given.
+ */
+class ValueCache {
+  private readonly entries = new Map<string, Held & { thread: string; channel: string; version: string }>();
+  private readonly byThread = new Map<string, Map<string, string[]>>();
+  private size = 0;
+
+  constructor(private readonly maxBytes: number) {}
+
+  static cacheable(version: string): boolean {
+    return version.includes(".");
+  }
+
+  get(thread: string, channel: string, version: string): Held | undefined {
+    return this.entries.get(thread + NUL + channel + NUL + version);
+  }
+
+  set(thread: string, channel: string, version: string, value: Held): void {
+    const cost = value.bytes.byteLength + ENTRY_COST;
+    if (cost > this.maxBytes || !ValueCache.cacheable(version)) return;
+    const key = thread + NUL + channel + NUL + version;
+    const old = this.entries.get(key);
+    if (old) {
+      this.entries.delete(key);
+      this.entries.set(key, old);
+      return;
+    }
+    this.entries.set(key, { ...value, thread, channel, version });
+    this.size += cost;
+    let channels = this.byThread.get(thread);
+    if (!channels) this.byThread.set(thread, channels = new Map());
+    const versions = channels.get(channel);
+    if (!versions) channels.set(channel, [version]);
+    else {
+      versions.push(version);
+      if (versions.length > HELD_PER_CHANNEL) this.evict(thread + NUL + channel + NUL + versions[0]);
+    }
+    while (this.size > this.maxBytes) this.evict(this.entries.keys().next().value!);
+  }
+
+  /** The values held of a thread's namespace (thread: thread id NUL namespace). */
+  held(thread: string): HeldSet | undefined {
+    const channels = this.byThread.get(thread);
+    if (!channels) return undefined;
+    const set: HeldSet = { channels: [], versions: [], values: new Map() };
+    for (const [channel, versions] of channels) {
+      for (let i = 0; i < versions.length; i++) {
+        const key = thread + NUL + channel + NUL + versions[i];
+        const value = this.entries.get(key)!;
+        this.entries.delete(key);
+        this.entries.set(key, value);
+        set.channels.push(channel);
+        set.versions.push(versions[i]);
+        set.values.set(channel + NUL + versions[i], value);
+      }
+    }
+    return set;
+  }
+
+  /** Forget every value of a thread, in every namespace. */
+  deleteThread(threadId: string): void {
+    const prefix = threadId + NUL;
+    for (const [thread, channels] of [...this.byThread]) {
+      if (!thread.startsWith(prefix)) continue;
+      for (const [channel, versions] of [...channels]) {
+        for (const version of [...versions]) this.evict(thread + NUL + channel + NUL + version);
+      }
+    }
+  }
+
+  private evict(key: string): void {
+    const e = this.entries.get(key);
+    if (!e) return;
+    this.entries.delete(key);
+    this.size -= e.bytes.byteLength + ENTRY_COST;
+    const channels = this.byThread.get(e.thread)!;
+    const versions = channels.get(e.channel)!;
+    versions.splice(versions.indexOf(e.version), 1);
+    if (versions.length === 0) channels.delete(e.channel);
+    if (channels.size === 0) this.byThread.delete(e.thread);
+  }
+}
+
 /** The counter of a channel version: 0 for none; a number, or the digits before a string's ".". */
 function versionCounter(current: unknown): number {
   const counter = current === undefined ? 0
@@ -118,6 +251,8 @@ export class CscpSaver extends BaseCheckpointSaver {
   private readonly ownsPool: boolean;
   /** Per thread, namespace and channel: the value last written, which a longer list extends. */
   private readonly written = new Map<string, Written>();
+  /** Serialised values written or read, which reads name so as not to be sent them again. */
+  private readonly cache: ValueCache | undefined;
 
   constructor(pool: pg.Pool, options: CscpSaverOptions, ownsPool = false) {
     super(options.serde);
@@ -127,6 +262,11 @@ export class CscpSaver extends BaseCheckpointSaver {
     this.pool = pool;
     this.tenant = options.tenant;
     this.ownsPool = ownsPool;
+    const cacheBytes = options.cacheBytes ?? 64 * 1024 * 1024;
+    if (typeof cacheBytes !== "number" || !(cacheBytes >= 0)) {
+      throw new TypeError("CscpSaver's cacheBytes must be a number of bytes, 0 for no cache");
+    }
+    this.cache = cacheBytes > 0 ? new ValueCache(cacheBytes) : undefined;
   }
 
   /** A saver on a pool of its own, which end() closes. */
@@ -190,12 +330,38 @@ export class CscpSaver extends BaseCheckpointSaver {
     return this.serde.loadsTyped("json", JSON.stringify(value));
   }
 
-  private async toTuple(row: TupleRow): Promise<CheckpointTuple> {
+  /**
+   * A row as a tuple.  held: what the read named as held, whose values fill the channels the
+   * database returned without a blob; without it (or for a value not there) such a channel is
+   * read as a stored NULL was before: a json one is absent, another loaded from no bytes.
+   */
+  private async toTuple(row: TupleRow, held?: HeldSet): Promise<CheckpointTuple> {
     const channelValues: Record<string, unknown> = row.json_values === null ? {}
       : await this.serde.loadsTyped("json", row.json_values);
+    const versions = (row.checkpoint.channel_versions ?? {}) as Record<string, unknown>;
+    const thread = row.thread + NUL + row.ns;
+    if (this.cache && row.json_values !== null && row.json_sizes !== null && row.json_key_sizes !== null) {
+      // The JSON object is {key:value,...}: each value's bytes, kept for the next read.
+      const bytes = Buffer.from(row.json_values);
+      let pos = 1;
+      for (let i = 0; i < row.json_sizes.length; i++) {
+        pos += row.json_key_sizes[i];
+        const key = JSON.parse(bytes.toString("utf8", pos - row.json_key_sizes[i], pos)) as string;
+        pos += 1;
+        const end = pos + row.json_sizes[i];
+        this.cache.set(thread, key, String(versions[key]), { type: "json", bytes: Buffer.from(bytes.subarray(pos, end)) });
+        pos = end + 1;
+      }
+    }
     const blobChannels = row.blob_channels ?? [];
     for (let i = 0; i < blobChannels.length; i++) {
-      channelValues[blobChannels[i]] = await this.serde.loadsTyped(row.blob_types![i], row.blobs![i] ?? new Uint8Array());
+      const bytes = row.blobs![i] ?? new Uint8Array();
+      channelValues[blobChannels[i]] = await this.serde.loadsTyped(row.blob_types![i], bytes);
+      this.cache?.set(thread, blobChannels[i], String(versions[blobChannels[i]]), { type: row.blob_types![i], bytes });
+    }
+    for (const channel of row.held ?? []) {
+      const value = held?.values.get(channel + NUL + String(versions[channel]));
+      if (value) channelValues[channel] = await this.serde.loadsTyped(value.type, value.bytes);
     }
     const stored = await this.loadJson(row.checkpoint);
     const checkpoint = { ...stored, channel_values: channelValues } as Checkpoint;
@@ -223,7 +389,7 @@ export class CscpSaver extends BaseCheckpointSaver {
    */
   private async migratePendingSends(checkpoint: Checkpoint, row: TupleRow): Promise<void> {
     const parents = await tenantQuery<TupleRow>(this.pool, this.tenant,
-      `SELECT ${TUPLE_COLUMNS} FROM cscp.checkpoint_get_tuple(s.t, $2, $3, $4)`, [row.thread, row.ns, row.parent_id]);
+      tupleSql("cscp.checkpoint_get_tuple(s.t, $2, $3, $4)"), [row.thread, row.ns, row.parent_id]);
     const sends: unknown[] = [];
     const parent = parents[0];
     if (parent) {
@@ -244,10 +410,11 @@ export class CscpSaver extends BaseCheckpointSaver {
     if (threadId === undefined) return undefined;
     const ns = config.configurable?.checkpoint_ns ?? "";
     const id = getCheckpointId(config) || null;
+    const held = this.cache?.held(String(threadId) + NUL + ns);
     const rows = await tenantQuery<TupleRow>(this.pool, this.tenant,
-      `SELECT ${TUPLE_COLUMNS} FROM cscp.checkpoint_get_tuple(s.t, $2, $3, $4)`, [String(threadId), ns, id],
-      "cscp_checkpoint_get_tuple");
-    return rows.length ? this.toTuple(rows[0]) : undefined;
+      tupleSql("cscp.checkpoint_get_tuple(s.t, $2, $3, $4, $5::text[], $6::text[])"),
+      [String(threadId), ns, id, held?.channels ?? null, held?.versions ?? null], "cscp_checkpoint_get_tuple");
+    return rows.length ? this.toTuple(rows[0], held) : undefined;
   }
 
   async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
@@ -256,7 +423,7 @@ export class CscpSaver extends BaseCheckpointSaver {
     const ns = config.configurable?.checkpoint_ns;
     const id = config.configurable?.checkpoint_id;
     const rows = await tenantQuery<TupleRow>(this.pool, this.tenant,
-      `SELECT ${TUPLE_COLUMNS} FROM cscp.checkpoint_list(s.t, $2, $3, $4, $5, $6::jsonb, $7)`,
+      tupleSql("cscp.checkpoint_list(s.t, $2, $3, $4, $5, $6::jsonb, $7)"),
       [threadId ?? null, ns ?? null, id ?? null, before?.configurable?.checkpoint_id ?? null,
         filter && Object.keys(filter).length ? JSON.stringify(filter) : null, limit ?? null]);
     for (const row of rows) yield await this.toTuple(row);
@@ -333,6 +500,8 @@ export class CscpSaver extends BaseCheckpointSaver {
       this.written.delete(keys[i]);
       const w = next[i];
       if (w) this.written.set(keys[i], w);
+      const bytes = whole[i];
+      if (bytes) this.cache?.set(String(threadId) + NUL + ns, channels[i], versions[i], { type: types[i], bytes });
     }
     while (this.written.size > WRITTEN_MAX) this.written.delete(this.written.keys().next().value!);
     return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
@@ -364,6 +533,7 @@ export class CscpSaver extends BaseCheckpointSaver {
   async deleteThread(threadId: string): Promise<void> {
     const prefix = `${String(threadId)}\u0000`;
     for (const key of [...this.written.keys()]) if (key.startsWith(prefix)) this.written.delete(key);
+    this.cache?.deleteThread(String(threadId));
     await tenantQuery(this.pool, this.tenant, "SELECT cscp.checkpoint_delete_thread(s.t, $2)", [String(threadId)]);
   }
 }

@@ -102,9 +102,9 @@ class CscpApi:
         """cscp.checkpoint_delete_thread(text,text): Delete a thread with every checkpoint, blob and pending write of it; true when a live thread was deleted"""
         return self._call('checkpoint_delete_thread', [('tenant_id', 'text'), ('thread_id', 'text')], {'tenant_id': tenant_id, 'thread_id': thread_id}, 'value')
 
-    def checkpoint_get_tuple(self, *, tenant_id: str | None = UNSET, thread_id: str | None, checkpoint_ns: str | None = UNSET, checkpoint_id: str | None = UNSET) -> list[dict[str, Any]]:
-        """cscp.checkpoint_get_tuple(text,text,text,text): One checkpoint of a live thread as cscp.checkpoint_list returns it: the one named, or the newest of the namespace"""
-        return self._call('checkpoint_get_tuple', [('tenant_id', 'text'), ('thread_id', 'text'), ('checkpoint_ns', 'text'), ('checkpoint_id', 'text')], {'tenant_id': tenant_id, 'thread_id': thread_id, 'checkpoint_ns': checkpoint_ns, 'checkpoint_id': checkpoint_id}, 'rows')
+    def checkpoint_get_tuple(self, *, tenant_id: str | None = UNSET, thread_id: str | None, checkpoint_ns: str | None = UNSET, checkpoint_id: str | None = UNSET, held_channels: list[str] | None = UNSET, held_versions: list[str] | None = UNSET) -> list[dict[str, Any]]:
+        """cscp.checkpoint_get_tuple(text,text,text,text,text[],text[]): One checkpoint of a live thread as cscp.checkpoint_list returns it: the one named, or the newest of the namespace; a channel at a version the caller holds (held_channels, held_versions) comes with a NULL blob"""
+        return self._call('checkpoint_get_tuple', [('tenant_id', 'text'), ('thread_id', 'text'), ('checkpoint_ns', 'text'), ('checkpoint_id', 'text'), ('held_channels', 'text[]'), ('held_versions', 'text[]')], {'tenant_id': tenant_id, 'thread_id': thread_id, 'checkpoint_ns': checkpoint_ns, 'checkpoint_id': checkpoint_id, 'held_channels': held_channels, 'held_versions': held_versions}, 'rows')
 
     def checkpoint_list(self, *, tenant_id: str | None = UNSET, thread_id: str | None = UNSET, checkpoint_ns: str | None = UNSET, checkpoint_id: str | None = UNSET, before: str | None = UNSET, filter: Json | None = UNSET, row_limit: int | None = UNSET) -> list[dict[str, Any]]:
         """cscp.checkpoint_list(text,text,text,text,text,jsonb,integer): Checkpoints of live threads, newest id first, with the blobs of their channel_versions and their pending writes in (task_path, task_id, idx) order; NULL arguments do not filter"""
@@ -557,9 +557,9 @@ class AsyncCscpApi:
         """cscp.checkpoint_delete_thread(text,text): Delete a thread with every checkpoint, blob and pending write of it; true when a live thread was deleted"""
         return await self._call('checkpoint_delete_thread', [('tenant_id', 'text'), ('thread_id', 'text')], {'tenant_id': tenant_id, 'thread_id': thread_id}, 'value')
 
-    async def checkpoint_get_tuple(self, *, tenant_id: str | None = UNSET, thread_id: str | None, checkpoint_ns: str | None = UNSET, checkpoint_id: str | None = UNSET) -> list[dict[str, Any]]:
-        """cscp.checkpoint_get_tuple(text,text,text,text): One checkpoint of a live thread as cscp.checkpoint_list returns it: the one named, or the newest of the namespace"""
-        return await self._call('checkpoint_get_tuple', [('tenant_id', 'text'), ('thread_id', 'text'), ('checkpoint_ns', 'text'), ('checkpoint_id', 'text')], {'tenant_id': tenant_id, 'thread_id': thread_id, 'checkpoint_ns': checkpoint_ns, 'checkpoint_id': checkpoint_id}, 'rows')
+    async def checkpoint_get_tuple(self, *, tenant_id: str | None = UNSET, thread_id: str | None, checkpoint_ns: str | None = UNSET, checkpoint_id: str | None = UNSET, held_channels: list[str] | None = UNSET, held_versions: list[str] | None = UNSET) -> list[dict[str, Any]]:
+        """cscp.checkpoint_get_tuple(text,text,text,text,text[],text[]): One checkpoint of a live thread as cscp.checkpoint_list returns it: the one named, or the newest of the namespace; a channel at a version the caller holds (held_channels, held_versions) comes with a NULL blob"""
+        return await self._call('checkpoint_get_tuple', [('tenant_id', 'text'), ('thread_id', 'text'), ('checkpoint_ns', 'text'), ('checkpoint_id', 'text'), ('held_channels', 'text[]'), ('held_versions', 'text[]')], {'tenant_id': tenant_id, 'thread_id': thread_id, 'checkpoint_ns': checkpoint_ns, 'checkpoint_id': checkpoint_id, 'held_channels': held_channels, 'held_versions': held_versions}, 'rows')
 
     async def checkpoint_list(self, *, tenant_id: str | None = UNSET, thread_id: str | None = UNSET, checkpoint_ns: str | None = UNSET, checkpoint_id: str | None = UNSET, before: str | None = UNSET, filter: Json | None = UNSET, row_limit: int | None = UNSET) -> list[dict[str, Any]]:
         """cscp.checkpoint_list(text,text,text,text,text,jsonb,integer): Checkpoints of live threads, newest id first, with the blobs of their channel_versions and their pending writes in (task_path, task_id, idx) order; NULL arguments do not filter"""
