@@ -22,6 +22,8 @@
 # kind, baseline, now and now / baseline, marking with "!" every kind above 1.05 (and "new" a kind
 # the baseline lacks); BENCH_CALLS_CHECK=1 then exits 1 when one is marked, BENCH_CALLS_UPDATE=1
 # writes the counts of this run into FILE (the kinds run; those not run keep their line).
+# BENCH_CALLS_PROFILE=DIR keeps there each kind's callgrind file of its N calls (KIND.callgrind;
+# callgrind_annotate --inclusive=yes reads it).
 #
 # Kinds:
 #   context_open.new        a conversation and actor with no live context (a new context)
@@ -67,8 +69,8 @@ BASELINE=${BENCH_CALLS_BASELINE:-}
 W=20
 # calls counted per kind (400 unless said): about 150M instructions or more each, so that a page
 # split or a cache rebuild weighs little
-declare -A N=([turn]=40 [message_turn]=60 [conversation_exchange]=200 [context_open.new]=200
-	[command_submit.read_only]=100 [command_submit.asking]=80 [confirm]=100
+declare -A N=([turn]=40 [message_turn]=80 [conversation_exchange]=200 [context_open.new]=300
+	[command_submit.read_only]=250 [command_submit.asking]=150 [confirm]=150
 	[command_transition.authz_pending]=200 [command_transition.authorized]=200
 	[command_transition.started]=200 [command_transition.executed]=200 [fact_write]=100
 	[fact_current.chain]=50 [build_context]=120 [checkpoint_put]=100 [checkpoint_put_writes]=200
@@ -121,7 +123,17 @@ END
 $f$;
 GRANT EXECUTE ON FUNCTION public.turn(bigint) TO bench_app;
 SQL
-PGOPTIONS="-c cscp.tenant_id=bench" psql -X -q -v ON_ERROR_STOP=1 -U bench_app >/dev/null <<'SQL'
+# as_app: psql as the application role, on a clock pinned an hour back: a kind's first use of a
+# prepared context is then always in a later minute (it always writes the context's live row,
+# whenever the kind runs after the preparation)
+PAST=$(date -u -d '-1 hour' '+%Y-%m-%d %H:%M:00+00')
+as_app() {
+	{
+		echo "SET cscp.clock = '$PAST'; SET cscp.tenant_id = 'bench'; SET ROLE bench_app;"
+		cat
+	} | psql -X -q -v ON_ERROR_STOP=1 "$@"
+}
+as_app >/dev/null <<'SQL'
 SELECT * FROM cscp.conversation_start('bench', 'cg-conv', 'agent',
     '{"from": "agent", "role": "agent", "content": {"text": "hi"}, "ts": 1795269500000}');
 SELECT * FROM cscp.conversation_start('bench', 'mt-conv', 'agent',
@@ -204,9 +216,8 @@ prepare() {
 # every kind's, also when some run: the same rows (and statistics) whichever run
 for k in "${ALL[@]}"; do
 	prepare "$k" $((W + ${N[$k]:-400}))
-done | PGOPTIONS="-c cscp.tenant_id=bench" psql -X -q -v ON_ERROR_STOP=1 -U bench_app >/dev/null
-CTX=$(PGOPTIONS="-c cscp.tenant_id=bench" psql -X -q -A -t -v ON_ERROR_STOP=1 -U bench_app \
-	-c "SELECT context_id FROM cscp.context_get('bench', 'slot-conv', 'customer')")
+done | as_app >/dev/null
+CTX=$(echo "SELECT context_id FROM cscp.context_get('bench', 'slot-conv', 'customer')" | as_app -A -t)
 for k in "${KINDS[@]}"; do
 	psql -X -q -A -t -v ON_ERROR_STOP=1 -c "SELECT id FROM public.prep WHERE kind = '$k' ORDER BY i" >"$CSCP_TMP/ids.$k"
 done
@@ -275,6 +286,10 @@ for k in "${KINDS[@]}"; do
 		echo "callgrind_calls: $k: $oks of $((W + n)) calls did what the kind measures" >&2
 		grep -m3 -B2 'ERROR\|ok = "f"' "$CSCP_TMP/$k.log" >&2 || true
 		exit 1
+	fi
+	if [ -n "${BENCH_CALLS_PROFILE:-}" ]; then
+		mkdir -p "$BENCH_CALLS_PROFILE"
+		cp "$CSCP_TMP/cg.$k.2" "$BENCH_CALLS_PROFILE/$k.callgrind"
 	fi
 	part() { awk '/^summary:/ { print $2; exit }' "$CSCP_TMP/cg.$k.$1"; }
 	NOW[$k]=$(( ($(part 2) - $(part 3)) / n ))
