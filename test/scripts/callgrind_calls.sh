@@ -13,7 +13,7 @@
 # and one marker alone between the last two: one call costs the difference over N.  Every call
 # returns whether it did what its kind measures (a transition accepted, a "yes" confirmed, a
 # command not replayed, a document found): anything else fails the run.  Not part of `make test`;
-# needs valgrind.  About 6 minutes for every kind on 2 idle cores.
+# needs valgrind.  About 5 minutes for every kind on 2 cores.
 #
 #   bash test/scripts/callgrind_calls.sh [KIND...]
 #
@@ -69,7 +69,7 @@ BASELINE=${BENCH_CALLS_BASELINE:-}
 W=20
 # calls counted per kind (400 unless said): about 150M instructions or more each, so that a page
 # split or a cache rebuild weighs little
-declare -A N=([turn]=40 [message_turn]=80 [conversation_exchange]=200 [context_open.new]=300
+declare -A N=([turn]=40 [message_turn]=120 [conversation_exchange]=200 [context_open.new]=300
 	[command_submit.read_only]=250 [command_submit.asking]=150 [confirm]=150
 	[command_transition.authz_pending]=200 [command_transition.authorized]=200
 	[command_transition.started]=200 [command_transition.executed]=200 [fact_write]=100
