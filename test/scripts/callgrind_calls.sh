@@ -67,8 +67,9 @@ KINDS=("$@")
 [ ${#KINDS[@]} -gt 0 ] || KINDS=("${ALL[@]}")
 BASELINE=${BENCH_CALLS_BASELINE:-}
 W=20
-# calls counted per kind (400 unless said): about 150M instructions or more each, so that a page
-# split or a cache rebuild weighs little
+# calls counted per kind (400 unless said), so that a page split or a cache rebuild weighs little;
+# a kind's count depends on its N (command_submit.asking's grows with the questions its calls
+# leave open), so a change of N rewrites the kind's baseline
 declare -A N=([turn]=40 [message_turn]=120 [conversation_exchange]=200 [context_open.new]=300
 	[command_submit.read_only]=250 [command_submit.asking]=150 [confirm]=150
 	[command_transition.authz_pending]=200 [command_transition.authorized]=200
