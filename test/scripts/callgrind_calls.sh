@@ -136,7 +136,6 @@ SELECT * FROM cscp.conversation_start('bench', 'cg-conv', 'agent',
     '{"from": "agent", "role": "agent", "content": {"text": "hi"}, "ts": 1795269500000}');
 SELECT * FROM cscp.conversation_start('bench', 'mt-conv', 'agent',
     '{"from": "agent", "role": "agent", "content": {"text": "hi"}, "ts": 1795269500000}');
-SELECT public.turn(-i) FROM generate_series(1, 300) i;
 SELECT * FROM cscp.context_open('bench', 'slot-conv', 'customer');
 DO $$
 BEGIN
@@ -149,17 +148,6 @@ BEGIN
     FOR i IN 0..100 LOOP
         PERFORM cscp.fact_write('bench', 'walker', 'w-' || i, 'step', to_jsonb(i),
                                 supersedes => CASE WHEN i > 0 THEN 'w-' || (i - 1) END);
-    END LOOP;
-END
-$$;
--- 1,000 questions waiting for their answer: cscp.command_window is no longer a table whose
--- sequential scan the planner prefers to its index
-DO $$
-BEGIN
-    FOR i IN 1..1000 LOOP
-        PERFORM cscp.context_open('bench', 'open-q-' || i, 'customer');
-        PERFORM cscp.command_submit('bench', 'open-q-' || i, 'customer', 'open-q-' || i, 'cancel_order', true,
-                                    ARRAY['ask-' || i], '{"order_id": "123"}', 'order:' || i);
     END LOOP;
 END
 $$;
@@ -189,43 +177,46 @@ END
 $$;
 SQL
 
-# prepare KIND COUNT: the rows calls 1..COUNT of KIND need, before the copy
+# prepare KIND COUNT: the rows calls 1..COUNT of KIND need, before the copy, one statement each
+# (a statement's rows share its timestamp, which indexes by time could not tell apart)
 prepare() {
-	local step
+	local i step=0
 	case $1 in
-		command_submit.read_only | command_submit.asking)
-			echo "SELECT count(*) FROM generate_series(1, $2) i, cscp.context_open('bench', '$1-' || i, 'customer');" ;;
-		confirm)
-			echo "DO \$\$ BEGIN FOR i IN 1..$2 LOOP
-			    PERFORM cscp.context_open('bench', 'cf-' || i, 'customer');
-			    PERFORM cscp.command_submit('bench', 'cf-' || i, 'customer', 'cf-key-' || i, 'cancel_order', true,
-			                                ARRAY['ask-' || i], '{\"order_id\": \"123\"}', 'order:' || i);
-			END LOOP; END \$\$;" ;;
-		command_transition.*)
-			case $1 in
-				*.authz_pending) step=0 ;;
-				*.authorized) step=1 ;;
-				*.started) step=2 ;;
-				*.executed) step=3 ;;
-			esac
-			echo "DO \$\$ DECLARE cid uuid; BEGIN FOR i IN 1..$2 LOOP
-			    PERFORM cscp.context_open('bench', '$1-' || i, 'customer');
-			    SELECT command_id INTO cid FROM cscp.command_submit('bench', '$1-' || i, 'customer', '$1-' || i,
-			        'track_order', false, ARRAY['m-' || i], '{\"order_id\": \"123\"}', 'order:' || i);
-			    IF $step >= 1 THEN PERFORM cscp.command_transition(cid, 'authz_pending', 'policy_check'); END IF;
-			    IF $step >= 2 THEN PERFORM cscp.command_transition(cid, 'authorized', 'read_only'); END IF;
-			    IF $step >= 3 THEN PERFORM cscp.command_transition(cid, 'started'); END IF;
-			    INSERT INTO public.prep VALUES ('$1', i, cid);
-			END LOOP; END \$\$;" ;;
-		checkpoint_put_writes)
-			echo "SELECT count(*) FROM generate_series(1, $2) i, cscp.checkpoint_put('bench', 'lg-w', '', 'cpw-' || i, NULL,
-			    jsonb_build_object('v', 4, 'id', 'cpw-' || i), '{}');" ;;
+		*.authorized) step=1 ;;
+		*.started) step=2 ;;
+		*.executed) step=3 ;;
 	esac
+	for i in $(seq 1 "$2"); do
+		case $1 in
+			command_submit.read_only | command_submit.asking)
+				echo "SELECT FROM cscp.context_open('bench', '$1-$i', 'customer');" ;;
+			confirm | questions)
+				echo "SELECT FROM cscp.context_open('bench', '$1-$i', 'customer');"
+				echo "SELECT FROM cscp.command_submit('bench', '$1-$i', 'customer', '$1-key-$i', 'cancel_order', true, ARRAY['ask-$i'], '{\"order_id\": \"123\"}', 'order:$i');" ;;
+			command_transition.*)
+				echo "SELECT FROM cscp.context_open('bench', '$1-$i', 'customer');"
+				echo "INSERT INTO public.prep SELECT '$1', $i, command_id FROM cscp.command_submit('bench', '$1-$i', 'customer', '$1-$i', 'track_order', false, ARRAY['m-$i'], '{\"order_id\": \"123\"}', 'order:$i');"
+				if [ "$step" -ge 1 ]; then echo "SELECT FROM cscp.command_transition((SELECT id FROM public.prep WHERE kind = '$1' AND i = $i), 'authz_pending', 'policy_check');"; fi
+				if [ "$step" -ge 2 ]; then echo "SELECT FROM cscp.command_transition((SELECT id FROM public.prep WHERE kind = '$1' AND i = $i), 'authorized', 'read_only');"; fi
+				if [ "$step" -ge 3 ]; then echo "SELECT FROM cscp.command_transition((SELECT id FROM public.prep WHERE kind = '$1' AND i = $i), 'started');"; fi ;;
+			checkpoint_put_writes)
+				echo "SELECT FROM cscp.checkpoint_put('bench', 'lg-w', '', 'cpw-$i', NULL, '{\"v\": 4, \"id\": \"cpw-$i\"}', '{}');" ;;
+			turns)
+				echo "SELECT public.turn(-$i);" ;;
+			*) return 0 ;;
+		esac
+	done
 }
-# every kind's, also when some run: the same rows (and statistics) whichever run
-for k in "${ALL[@]}"; do
-	prepare "$k" $((W + ${N[$k]:-400}))
-done | as_app >/dev/null
+# the 300 turns of cg-conv; 1,000 questions waiting for their answer (cscp.command_window of a
+# realistic size); then every kind's rows, also when some kinds run: the same rows (and
+# statistics) whichever run
+{
+	prepare turns 300
+	prepare questions 1000
+	for k in "${ALL[@]}"; do
+		prepare "$k" $((W + ${N[$k]:-400}))
+	done
+} | as_app >/dev/null
 CTX=$(echo "SELECT context_id FROM cscp.context_get('bench', 'slot-conv', 'customer')" | as_app -A -t)
 for k in "${KINDS[@]}"; do
 	psql -X -q -A -t -v ON_ERROR_STOP=1 -c "SELECT id FROM public.prep WHERE kind = '$k' ORDER BY i" >"$CSCP_TMP/ids.$k"
@@ -250,7 +241,7 @@ call() {
 		conversation_exchange) echo "SELECT outcome = 'exchanged' AS ok FROM cscp.conversation_exchange('bench', 'cg-conv', jsonb_build_object('messageId', 'x-$i', 'from', 'customer', 'role', 'user', 'content', '{\"text\": \"where is my order 123?\"}'::jsonb, 'ts', 1795269600000))" ;;
 		command_submit.read_only) echo "SELECT NOT replayed AND state <> 'rejected' AS ok FROM cscp.command_submit('bench', '$1-$i', 'customer', 'rkey-$i', 'track_order', false, ARRAY['m-$i'], '{\"order_id\": \"123\"}', 'order:$i')" ;;
 		command_submit.asking) echo "SELECT state = 'confirmation_required' AS ok FROM cscp.command_submit('bench', '$1-$i', 'customer', 'akey-$i', 'cancel_order', true, ARRAY['ask-$i'], '{\"order_id\": \"123\"}', 'order:$i')" ;;
-		confirm) echo "SELECT outcome = 'confirmed' AS ok FROM cscp.confirm('bench', 'cf-$i', 'customer', 'yes-$i', true, 'order:$i')" ;;
+		confirm) echo "SELECT outcome = 'confirmed' AS ok FROM cscp.confirm('bench', 'confirm-$i', 'customer', 'yes-$i', true, 'order:$i')" ;;
 		command_transition.authz_pending) echo "SELECT accepted AS ok FROM cscp.command_transition('${IDS[i - 1]}', 'authz_pending', 'policy_check')" ;;
 		command_transition.authorized) echo "SELECT accepted AS ok FROM cscp.command_transition('${IDS[i - 1]}', 'authorized', 'read_only')" ;;
 		command_transition.started) echo "SELECT accepted AS ok FROM cscp.command_transition('${IDS[i - 1]}', 'started')" ;;
