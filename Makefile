@@ -199,7 +199,7 @@ bench-instructions: build
 
 # Instructions per call of each hot public call (callgrind, a single-user backend, the application
 # role bound to its tenant) against the baseline test/bench/calls.tsv: kind, baseline, now, ratio,
-# "!" above 1.05 (test/scripts/callgrind_calls.sh, about 6 minutes).  BENCH_CALLS_CHECK=1 exits 1
+# "!" above 1.05 (test/scripts/callgrind_calls.sh, about 5 minutes).  BENCH_CALLS_CHECK=1 exits 1
 # when a kind is marked, BENCH_CALLS_UPDATE=1 rewrites the baseline; BENCH_CALLS="KIND ..." runs
 # some kinds.
 .PHONY: bench-calls

@@ -13,7 +13,7 @@
 # and one marker alone between the last two: one call costs the difference over N.  Every call
 # returns whether it did what its kind measures (a transition accepted, a "yes" confirmed, a
 # command not replayed, a document found): anything else fails the run.  Not part of `make test`;
-# needs valgrind.  About 6 minutes for every kind on 2 cores.
+# needs valgrind.  About 5 minutes for every kind on 2 cores.
 #
 #   bash test/scripts/callgrind_calls.sh [KIND...]
 #
