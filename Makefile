@@ -197,6 +197,15 @@ bench-aa: build
 bench-instructions: build
 	@bash test/scripts/bench_instructions.sh
 
+# Instructions per call of each hot public call (callgrind, a single-user backend, the application
+# role bound to its tenant) against the baseline test/bench/calls.tsv: kind, baseline, now, ratio,
+# "!" above 1.05 (test/scripts/callgrind_calls.sh, about 5 minutes).  BENCH_CALLS_CHECK=1 exits 1
+# when a kind is marked, BENCH_CALLS_UPDATE=1 rewrites the baseline; BENCH_CALLS="KIND ..." runs
+# some kinds.
+.PHONY: bench-calls
+bench-calls: build
+	@BENCH_CALLS_BASELINE=test/bench/calls.tsv bash test/scripts/callgrind_calls.sh $(BENCH_CALLS)
+
 # The nested statements (pg_stat_statements, track = all, warm) each public call of the hot paths
 # runs, as a Markdown table (test/scripts/bench_statements.sh, about a minute); STATEMENTS_DETAIL=1
 # lists the statements too.
