@@ -121,7 +121,10 @@ COMMENT ON TABLE cscp.command_window IS
   'Commands with an open confirmation or approval window, by its end; kept by the command triggers for the sweep';
 COMMENT ON COLUMN cscp.command_window.question IS
   'What the command waits for: confirmation (confirmation_required) or approval (authz_pending)';
-CREATE INDEX command_window_idx ON cscp.command_window (window_expires_at);
+-- By time for the sweep, and by command for the trigger that takes a command's row out: the
+-- commands a statement asks all share one window end, and an index on the time alone would have
+-- that DELETE read every one of them (or the whole table).
+CREATE INDEX command_window_idx ON cscp.command_window (window_expires_at, tenant_id, command_id);
 CREATE UNIQUE INDEX command_window_question_key ON cscp.command_window (tenant_id, context_id, question)
     WHERE context_id IS NOT NULL;
 
@@ -138,7 +141,9 @@ CREATE TABLE cscp.command_retired (
 ALTER TABLE cscp.command_retired REPLICA IDENTITY FULL;
 COMMENT ON TABLE cscp.command_retired IS
   'Finished commands by the time of their last transition; kept by the command triggers for the sweep''s purge';
-CREATE INDEX command_retired_idx ON cscp.command_retired (retired_at);
+-- By time and command, as cscp.command_window's: the commands one transaction finishes share their
+-- retired_at.
+CREATE INDEX command_retired_idx ON cscp.command_retired (retired_at, tenant_id, command_id);
 
 CREATE FUNCTION cscp.command_guard() RETURNS trigger
     AS 'MODULE_PATHNAME', 'cscp_command_guard' LANGUAGE C;

@@ -2307,6 +2307,16 @@ UPDATE cscp.command m
                         = pg_catalog.to_jsonb(m.message_ids[1:pg_catalog.jsonb_array_length(f.state -> 'message_ids')])
                    ELSE false END);
 
+-- ==== window and retired lists found by command
+-- The trigger takes a command's row out of cscp.command_window (a window answered or closed) or
+-- cscp.command_retired (a finished command compensated) by time, tenant and command; indexed by
+-- the time alone, the rows of every command asked or finished at that same time (one statement,
+-- one transaction) were read for each, or the whole table.
+DROP INDEX cscp.command_window_idx;
+CREATE INDEX command_window_idx ON cscp.command_window (window_expires_at, tenant_id, command_id);
+DROP INDEX cscp.command_retired_idx;
+CREATE INDEX command_retired_idx ON cscp.command_retired (retired_at, tenant_id, command_id);
+
 -- ==== no migration logic in the install script
 -- No migration logic in the install script: cscp._grant_app_privileges no longer speaks of
 -- roles granted by earlier versions (it takes back what a role was granted by hand beyond the
