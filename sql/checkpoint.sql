@@ -52,6 +52,27 @@ SELECT cscp.checkpoint_put_writes('cp', 'th-1', '', 'c-3', 'task-a', '~1', '{mes
 SELECT cscp.checkpoint_put_writes('cp', 'th-1', '', 'c-3', 'task-c', '', '{__error__}', '{json}', ARRAY['\x04'::bytea], '{-1}') AS n;
 SELECT cscp.checkpoint_put_writes('cp', 'th-1', '', 'c-3', 'task-c', '', '{__error__}', '{json}', ARRAY['\x05'::bytea], '{-1}') AS n_replaced;
 SELECT write_task_ids, write_channels, write_blobs FROM cscp.checkpoint_get_tuple('cp', 'th-1');
+-- One call with regular and special writes, some already stored (a retry): the regular ones
+-- stored keep their value, the new ones are written, the special one replaces its predecessor.
+SELECT cscp.checkpoint_put_writes('cp', 'th-w', '', 'c-1', 't', '', '{a,b}', '{json,json}', ARRAY['\x01'::bytea, '\x02'], '{0,1}') AS n;
+SELECT cscp.checkpoint_put_writes('cp', 'th-w', '', 'c-1', 't', '', '{a,c,__interrupt__}', '{json,json,json}',
+       ARRAY['\x09'::bytea, '\x03', '\x04'], '{0,2,-3}') AS n_retry_mixed;
+SELECT cscp.checkpoint_put_writes('cp', 'th-w', '', 'c-1', 't', '', '{b,__interrupt__}', '{json,json}',
+       ARRAY['\x09'::bytea, '\x05'], '{1,-3}') AS n_special_replaced;
+-- Two values for one index in one call: refused (21000), nothing written.
+SELECT try($$SELECT cscp.checkpoint_put_writes('cp', 'th-w', '', 'c-1', 't', '', '{d,e}', '{json,json}',
+             ARRAY['\x06'::bytea, '\x07'], '{3,3}')$$) AS same_idx_twice;
+SELECT try($$SELECT cscp.checkpoint_put_writes('cp', 'th-w', '', 'c-1', 't', '', '{d,__error__,__error__}', '{json,json,json}',
+             ARRAY['\x06'::bytea, '\x07', '\x08'], '{3,-1,-1}')$$) AS same_special_twice;
+SELECT idx, channel, blob FROM cscp.checkpoint_write WHERE thread_id = 'th-w' ORDER BY idx;
+-- A checkpoint written again (a retry) keeps one row, with the metadata and parent last given.
+SELECT cscp.checkpoint_put('cp', 'th-w', '', 'c-1', NULL, '{"v": 4, "channel_versions": {"a": 1}}', '{"step": 0}',
+       '{a}', '{1}', '{json}', ARRAY['\x31'::bytea]) IS NOT NULL AS put;
+SELECT cscp.checkpoint_put('cp', 'th-w', '', 'c-1', 'c-0', '{"v": 4, "channel_versions": {"a": 1}}', '{"step": 1}',
+       '{a}', '{1}', '{json}', ARRAY['\x31'::bytea]) IS NOT NULL AS put_again;
+SELECT parent_checkpoint_id, metadata, (SELECT count(*) FROM cscp.checkpoint_blob WHERE thread_id = 'th-w') AS blobs
+  FROM cscp.checkpoint WHERE thread_id = 'th-w';
+SELECT cscp.checkpoint_delete_thread('cp', 'th-w') AS deleted;
 
 -- list: newest first, filtered by namespace, metadata, before, limit.
 SELECT cscp.checkpoint_put('cp', 'th-1', 'child:1', 'c-4', NULL, '{"v": 4, "channel_versions": {}}', '{"source": "loop"}') IS NOT NULL AS put;
