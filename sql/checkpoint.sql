@@ -257,6 +257,32 @@ SELECT try($$SELECT * FROM cscp.store_list_namespaces('cp', max_depth => 0)$$);
 SELECT try($$SELECT * FROM cscp.store_get('other', '{a}', 'k')$$);
 SELECT count(*) AS items FROM cscp.store_item;
 
+-- An item is found by its key, not by scanning the tenant's items, under row-level security
+-- (the namespace's hash, a leakproof comparison, leads store_item_lookup_idx): through the API
+-- and as the application role's own SQL; a row the role inserted directly is found too.
+SELECT count(*) AS put FROM generate_series(0, 399) i, cscp.store_put('cp', ARRAY['bulk', 'n-' || i / 10], 'k-' || i % 10, '{}');
+INSERT INTO cscp.store_item (tenant_id, namespace, key, value) VALUES ('cp', '{bulk,direct}', 'k-1', '{"direct": true}');
+RESET ROLE;
+ANALYZE cscp.store_item;
+SET ROLE cp_app;
+BEGIN;
+SELECT item_key FROM cscp.store_get('cp', '{bulk,n-7}', 'k-3');
+SELECT item_value FROM cscp.store_get('cp', '{bulk,direct}', 'k-1');
+SELECT cscp.store_delete('cp', '{bulk,n-8}', 'k-4') AS deleted;
+SELECT t.seq_scan AS store_seq_scans, t.idx_scan >= 3 AS found_by_key
+  FROM pg_catalog.pg_stat_xact_user_tables t WHERE t.relid = 'cscp.store_item'::regclass;
+COMMIT;
+SET plan_cache_mode = force_generic_plan;
+PREPARE store_lookup(text[], text) AS SELECT s.key FROM cscp.store_item s
+ WHERE s.tenant_id = 'cp' AND s.namespace_hash = pg_catalog.hash_array_extended($1, 0)
+   AND s.namespace = $1 AND s.key = $2;
+EXPLAIN (COSTS OFF) EXECUTE store_lookup('{bulk,n-7}', 'k-3');
+EXECUTE store_lookup('{bulk,n-7}', 'k-3');
+DEALLOCATE store_lookup;
+RESET plan_cache_mode;
+SELECT try($$INSERT INTO cscp.store_item (tenant_id, namespace, key, value, namespace_hash) VALUES ('cp', '{x}', 'k', '{}', 1)$$);
+DELETE FROM cscp.store_item WHERE namespace[1] = 'bulk';
+
 -- Store TTL: a read refreshes it (unless asked not to); an expired item is never returned.
 SELECT cscp.store_put('cp', '{ttl}', 'k', '{"v": 1}', '10 minutes');
 RESET ROLE;

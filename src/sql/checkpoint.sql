@@ -608,12 +608,21 @@ CREATE TABLE cscp.store_item (
     updated_at  timestamptz NOT NULL DEFAULT cscp.now(),
     ttl         interval,
     expires_at  timestamptz,
+    namespace_hash bigint   NOT NULL GENERATED ALWAYS AS (pg_catalog.hash_array_extended(namespace, 0)) STORED,
     PRIMARY KEY (tenant_id, namespace, key),
     CHECK ((ttl IS NULL) = (expires_at IS NULL))
 );
 COMMENT ON TABLE cscp.store_item IS
   'LangGraph store items per (tenant, namespace, key); with a ttl, gone once expires_at has passed (reads may push it back by ttl)';
 CREATE INDEX store_item_expiry_idx ON cscp.store_item (expires_at) WHERE expires_at IS NOT NULL;
+-- An item found by its key under row-level security: the policy's tenant test is evaluated
+-- before any condition that is not leakproof, and text[] equality is not, so the primary key
+-- cannot find (namespace, key) for an application role (every read scanned the tenant's
+-- items).  The namespace's hash compared as a bigint is leakproof; the namespace itself is
+-- then compared on the one row found.
+COMMENT ON COLUMN cscp.store_item.namespace_hash IS
+  'hash_array_extended(namespace, 0): how a read finds an item under row-level security (store_item_lookup_idx)';
+CREATE INDEX store_item_lookup_idx ON cscp.store_item (tenant_id, namespace_hash, key);
 
 -- Scale-out: a tenant's store lives whole on the node of (tenant, '') (its searches span it).
 CREATE TRIGGER shard_guard BEFORE INSERT OR UPDATE OF tenant_id ON cscp.store_item
@@ -769,19 +778,23 @@ AS $$
 #variable_conflict use_column
 DECLARE
     v_now timestamptz := cscp.now();
+    v_hash bigint;
 BEGIN
     PERFORM cscp.check_tenant(store_get.tenant_id);
     PERFORM cscp.store_check_namespace(store_get.namespace);
     PERFORM cscp.check_id('key', store_get.key);
+    v_hash := hash_array_extended(store_get.namespace, 0);
     IF coalesce(store_get.refresh_ttl, true) THEN
         UPDATE cscp.store_item s SET expires_at = v_now + s.ttl
-         WHERE s.tenant_id = store_get.tenant_id AND s.namespace = store_get.namespace
+         WHERE s.tenant_id = store_get.tenant_id AND s.namespace_hash = v_hash
+           AND s.namespace = store_get.namespace
            AND s.key = store_get.key AND s.ttl IS NOT NULL AND s.expires_at > v_now;
     END IF;
     RETURN QUERY
     SELECT s.namespace, s.key, s.value, s.created_at, s.updated_at, s.expires_at
       FROM cscp.store_item s
-     WHERE s.tenant_id = store_get.tenant_id AND s.namespace = store_get.namespace
+     WHERE s.tenant_id = store_get.tenant_id AND s.namespace_hash = v_hash
+       AND s.namespace = store_get.namespace
        AND s.key = store_get.key AND (s.expires_at IS NULL OR s.expires_at > v_now);
 END
 $$;
@@ -818,7 +831,8 @@ BEGIN
         SELECT s.tenant_id, s.namespace, s.key,
                CASE WHEN v_query IS NULL THEN NULL
                     ELSE ts_rank(jsonb_to_tsvector('simple', s.value, '["string", "numeric"]'), v_query)::double precision
-               END AS score
+               END AS score,
+               s.namespace_hash
           FROM cscp.store_item s
          WHERE s.tenant_id = store_search.tenant_id
            AND (s.expires_at IS NULL OR s.expires_at > v_now)
@@ -832,12 +846,14 @@ BEGIN
         UPDATE cscp.store_item s SET expires_at = v_now + s.ttl
           FROM hit h
          WHERE coalesce(store_search.refresh_ttl, true) AND s.ttl IS NOT NULL
-           AND s.tenant_id = h.tenant_id AND s.namespace = h.namespace AND s.key = h.key
+           AND s.tenant_id = h.tenant_id AND s.namespace_hash = h.namespace_hash
+           AND s.namespace = h.namespace AND s.key = h.key
         RETURNING s.namespace, s.key, s.expires_at)
     SELECT s.namespace, s.key, s.value, s.created_at, s.updated_at,
            coalesce(r.expires_at, s.expires_at), h.score
       FROM hit h
-      JOIN cscp.store_item s ON s.tenant_id = h.tenant_id AND s.namespace = h.namespace AND s.key = h.key
+      JOIN cscp.store_item s ON s.tenant_id = h.tenant_id AND s.namespace_hash = h.namespace_hash
+                            AND s.namespace = h.namespace AND s.key = h.key
       LEFT JOIN refreshed r ON r.namespace = h.namespace AND r.key = h.key
      ORDER BY h.score DESC NULLS LAST, s.updated_at DESC, s.namespace, s.key;
 END
@@ -857,8 +873,9 @@ BEGIN
     PERFORM cscp.store_check_namespace(store_delete.namespace);
     PERFORM cscp.check_id('key', store_delete.key);
     DELETE FROM cscp.store_item s
-     WHERE s.tenant_id = store_delete.tenant_id AND s.namespace = store_delete.namespace
-       AND s.key = store_delete.key
+     WHERE s.tenant_id = store_delete.tenant_id
+       AND s.namespace_hash = hash_array_extended(store_delete.namespace, 0)
+       AND s.namespace = store_delete.namespace AND s.key = store_delete.key
     RETURNING s.expires_at IS NULL OR s.expires_at > cscp.now() INTO v_live;
     RETURN coalesce(v_live, false);
 END
