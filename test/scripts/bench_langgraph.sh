@@ -4,7 +4,8 @@
 # throwaway cluster, alternated, threads at turns 1-50 and 201-250, 1, 4 and 16 concurrent
 # threads driven from min(threads, cores) worker threads (clients/js/bench/langgraph.mjs): turns
 # per second, p99 latency, WAL bytes and Node CPU per turn.  BENCH_CONCURRENCY (1,4,16),
-# BENCH_FILL (200), BENCH_WINDOW (50), BENCH_WORKERS (the cores).
+# BENCH_FILL (200), BENCH_WINDOW (50), BENCH_WORKERS (the cores), BENCH_WARMUP (turns per saver
+# before anything is measured: BENCH_FILL + BENCH_WINDOW).
 # BENCH_PROFILE=1: instead, one thread per saver after BENCH_FILL turns, per turn: Node CPU, the
 # saver's calls, statements, commits and the server's time per statement (pg_stat_statements;
 # clients/js/bench/profile.mjs).

@@ -133,9 +133,13 @@ async function main() {
   }
 
   // Warm every saver up (Node's JIT in each worker, the connections, the plans) before anything
-  // is measured, so that the saver measured first does not pay for it.
+  // is measured, so that the saver measured first does not pay for it: as many turns as a
+  // measured thread runs (BENCH_WARMUP, FILL + WINDOW), a young thread's paths and an old one's.
+  // With 20 turns, V8 was still compiling in the first window measured (one thread, turns 1-50,
+  // cscp first): 15.5 ms of Node CPU per cscp turn there, 5.9-6.6 ms in the same window run again.
+  const WARMUP = Number(process.env.BENCH_WARMUP ?? FILL + WINDOW);
   for (const saver of SAVERS) {
-    await Promise.all(workers.map((w, i) => ask(w, { cmd: "run", saver, threads: [`warm-up-${i}`], turns: 20 })));
+    await Promise.all(workers.map((w, i) => ask(w, { cmd: "run", saver, threads: [`warm-up-${i}`], turns: WARMUP })));
   }
 
   const load = () => os.loadavg()[0].toFixed(1);
