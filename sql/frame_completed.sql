@@ -3,8 +3,8 @@
 -- (issue 41: command_submit forms its frame without reading the context first), through direct
 -- SQL as a tenant-bound application role and through the API: the state completed is the one
 -- command_submit records; a context that is not usable, or of another conversation, takes no
--- frame (55000, no row); a submit refused for its context's sake writes no frame and leaves the
--- context as it was.
+-- frame (55000, no row); a submit refused for its context's sake, replayed or refused for its
+-- key writes no frame and leaves the context as it was.
 SET timezone = 'UTC';
 SET cscp.clock = '2026-09-01 09:00:00+00';
 \set SHOW_CONTEXT never
@@ -72,6 +72,17 @@ SELECT f.state ->> 'status' AS framed_status, x.last_command_id = c.command_id A
  WHERE c.idempotency_key = 'k4';
 SELECT state, outcome ->> 'reason_code' AS reason FROM cscp.command_submit('fc', 'c2', 'ana', 'k5', 'lookup', false, '{d6}', '{}');
 SELECT pg_temp.frames('c2') AS frames;
+
+---------------------------------------------------------------------------------------------------
+-- 4. A replay (the same request under a key already used) and a conflict (another request under
+-- it: 23505) write no frame and leave the context as it was: the key is looked up before the
+-- context is locked or framed.
+CREATE TEMP TABLE before4 AS SELECT version, expires_at FROM cscp.context WHERE context_id = pg_temp.ctx('c1');
+SELECT state, replayed FROM cscp.command_submit('fc', 'c1', 'ana', 'k2', 'lookup', false, '{d2}', '{}');
+SELECT try($$SELECT state FROM cscp.command_submit('fc', 'c1', 'ana', 'k2', 'lookup', false, '{d9}', '{"x": 1}')$$) AS conflict;
+SELECT c.version = b.version AS untouched, c.expires_at = b.expires_at AS same_expiry
+  FROM cscp.context c, before4 b WHERE c.context_id = pg_temp.ctx('c1');
+SELECT pg_temp.frames('c1') AS frames;
 
 RESET ROLE;
 SELECT kind, count(*) FROM cscp.check_invariants('fc') GROUP BY kind ORDER BY kind;

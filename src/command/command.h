@@ -82,8 +82,9 @@ typedef struct CscpFrameRecord
 	char	   *expires_at;		/* the context's expires_at as the state says it (UTC) */
 } CscpFrameRecord;
 
-extern bool cscp_frame_record_live(text *tenant, text *conversation, text *actor, int32 routing,
-								   ArrayType *message_ids, bool mutating, CscpFrameRecord *rec);
+extern bool cscp_frame_record_live(text *tenant, text *conversation, text *actor, text *key,
+								   int32 routing, ArrayType *message_ids, bool mutating,
+								   CscpFrameRecord *rec);
 
 /* confirm.c: a confirmation or approval question that lapsed */
 extern void cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc,

@@ -1017,11 +1017,11 @@ same_request(HeapTuple cmd, TupleDesc desc, const CommandRequest *q)
 }
 
 /*
- * The replay step of forming a command: every submit of one key is
- * serialised (an advisory lock of tenant and key), and a command already
- * under the key (committed while we waited for the lock, too) is answered
- * as a replay when it is the same request (true, *r filled in), or refused
- * (23505) when it is not.  False when the key is new.
+ * The replay step of forming a command (its caller holds the advisory lock
+ * of tenant and key that serialises every submit of one key): a command
+ * already under the key (committed while we waited for the lock, too) is
+ * answered as a replay when it is the same request (true, *r filled in),
+ * or refused (23505) when it is not.  False when the key is new.
  */
 static bool
 command_replay(const CommandRequest *q, CommandResult *r, MemoryContext callerctx)
@@ -1032,8 +1032,6 @@ command_replay(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	SPITupleTable *tt;
 	HeapTuple	cmd;
 
-	cscp_key_lock(q->tenant_id, VARDATA_ANY(q->idempotency_key),
-				  VARSIZE_ANY_EXHDR(q->idempotency_key));
 	cscp_spi_plan(&plan,
 				  "SELECT " COMMAND_RESULT_COLUMNS ", x.conversation_id, x.actor_id, x.command_name,"
 				  "       x.mutating, x.payload, x.target_fingerprint, x.recovery_kind,"
@@ -1140,11 +1138,12 @@ form_snapshot(const CommandRequest *q, Formation *f, HeapTuple ctx, TupleDesc ct
 }
 
 /*
- * The context and snapshot steps in one statement, the usual way: the frame
- * of the live context, which the frame's INSERT finds, locks and reads
- * (cscp_frame_record_live), when the request carries no refusal and the
- * context is usable and, for a mutating command, not blocked.  False when
- * it wrote no frame: form_context and form_snapshot then tell why.
+ * The replay, context and snapshot steps in one statement, the usual way:
+ * the frame of the live context, which the frame's INSERT finds, locks and
+ * reads (cscp_frame_record_live), when the key is new, the request carries
+ * no refusal and the context is usable and, for a mutating command, not
+ * blocked.  False when it wrote no frame: command_replay, form_context and
+ * form_snapshot then tell why.
  */
 static bool
 form_live(const CommandRequest *q, Formation *f)
@@ -1152,8 +1151,9 @@ form_live(const CommandRequest *q, Formation *f)
 	CscpFrameRecord rec;
 
 	if (q->refuse_reason != NULL ||
-		!cscp_frame_record_live(q->tenant_id, q->conversation_id, q->actor_id, f->routing,
-								q->message_ids, q->mutating, &rec))
+		!cscp_frame_record_live(q->tenant_id, q->conversation_id, q->actor_id,
+								q->idempotency_key, f->routing, q->message_ids, q->mutating,
+								&rec))
 		return false;
 	f->has_ctx = true;
 	f->context_id = rec.context_id;
@@ -1270,11 +1270,12 @@ use_context(const CommandRequest *q, const Formation *f, Datum command_id, text 
 
 /*
  * Form a command, or replay the one its idempotency key already names, in
- * named steps: replay, context, snapshot, insert (the trigger decides its
- * birth), then the refusal, or the context's question when it was born
- * asking, or the context's use.  Locks, in order: the advisory lock of
- * (tenant, key), the context of (tenant, conversation, actor), then the
- * command rows.  The caller is connected to SPI.
+ * named steps: replay, context, snapshot (the three in one statement when
+ * the key is new and the context usable: form_live), insert (the trigger
+ * decides its birth), then the refusal, or the context's question when it
+ * was born asking, or the context's use.  Locks, in order: the advisory
+ * lock of (tenant, key), the context of (tenant, conversation, actor), then
+ * the command rows.  The caller is connected to SPI.
  */
 static void
 command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerctx)
@@ -1284,14 +1285,16 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	TupleDesc	cmddesc;
 	bool		isnull;
 
-	if (command_replay(q, r, callerctx))
-		return;
+	cscp_key_lock(q->tenant_id, VARDATA_ANY(q->idempotency_key),
+				  VARSIZE_ANY_EXHDR(q->idempotency_key));
 	f.routing = cscp_routing_hash_text(q->conversation_id);
 	if (!form_live(q, &f))
 	{
 		HeapTuple	ctx;
 		TupleDesc	ctxdesc;
 
+		if (command_replay(q, r, callerctx))
+			return;
 		form_context(q, &f, &ctx, &ctxdesc);
 		form_snapshot(q, &f, ctx, ctxdesc);
 	}

@@ -301,30 +301,33 @@ cscp_frame_record(Datum tenant, text *conversation, int32 routing, Datum context
 
 /*
  * Record the frame of the live context of (tenant, conversation, actor),
- * whose routing hash is routing, for a command formed from message_ids, in
- * one statement that finds the context, locks it (FOR UPDATE, as
- * cscp_context_for would) and inserts a frame of it with its message ids
- * alone, which the guard below completes from the context it reads: only
- * when the context is usable at now and, for a mutating command, not
- * blocked.  Returns true and fills in *rec when it wrote a new frame;
- * false when it wrote none (no such context, or a frame that records the
- * same state already), and the caller then takes the long way
- * (cscp_context_for, cscp_frame_record), which tells these apart.  By an
+ * whose routing hash is routing, for a new command of idempotency key key
+ * formed from message_ids, in one statement that finds the context, locks
+ * it (FOR UPDATE, as cscp_context_for would) and inserts a frame of it
+ * with its message ids alone, which the guard below completes from the
+ * context it reads: only when no command of the tenant has that key yet
+ * (looked up first: the context is not even locked for a replay), and the
+ * context is usable at now and, for a mutating command, not blocked.
+ * Returns true and fills in *rec when it wrote a new frame; false when it
+ * wrote none (the key is taken, there is no such context, or a frame
+ * records the same state already), and the caller then takes the long way
+ * (its replay, cscp_context_for, cscp_frame_record), which tells these
+ * apart.  By an
  * ordinary INSERT with the caller's rights, so the guard below and any
  * policy on cscp.context and cscp.frame apply.  The caller is connected to
  * SPI.
  */
 bool
-cscp_frame_record_live(text *tenant, text *conversation, text *actor, int32 routing,
+cscp_frame_record_live(text *tenant, text *conversation, text *actor, text *key, int32 routing,
 					   ArrayType *message_ids, bool mutating, CscpFrameRecord *rec)
 {
 	static SPIPlanPtr plan = NULL;
-	static const Oid types[7] = {TEXTOID, TEXTOID, TEXTOID, UUIDOID, JSONBOID,
-	TIMESTAMPTZOID, BOOLOID};
+	static const Oid types[8] = {TEXTOID, TEXTOID, TEXTOID, UUIDOID, JSONBOID,
+	TIMESTAMPTZOID, BOOLOID, TEXTOID};
 	pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
 	JsonbParseState *st = NULL;
 	JsonbValue	k;
-	Datum		args[7];
+	Datum		args[8];
 	HeapTuple	row;
 	TupleDesc	desc;
 	bool		isnull;
@@ -344,6 +347,7 @@ cscp_frame_record_live(text *tenant, text *conversation, text *actor, int32 rout
 	args[4] = JsonbPGetDatum(JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL)));
 	args[5] = TimestampTzGetDatum(cscp_now());
 	args[6] = BoolGetDatum(mutating);
+	args[7] = PointerGetDatum(key);
 	cscp_spi_plan(&plan,
 				  "INSERT INTO cscp.frame (tenant_id, frame_id, conversation_id, context_id,"
 				  "                        state, created_at)"
@@ -353,11 +357,13 @@ cscp_frame_record_live(text *tenant, text *conversation, text *actor, int32 rout
 				  "    AND x.context_id OPERATOR(pg_catalog.=) " CSCP_LIVE_CONTEXT_ID
 				  "    AND cscp.context_usable(x.status, x.expires_at, $6)"
 				  "    AND NOT ($7 AND x.status OPERATOR(pg_catalog.=) 'blocked'::cscp.context_status)"
+				  "    AND NOT EXISTS (SELECT FROM cscp.command k WHERE k.tenant_id OPERATOR(pg_catalog.=) $1"
+				  "                       AND k.idempotency_key OPERATOR(pg_catalog.=) $8)"
 				  "    FOR UPDATE OF x"
 				  " ON CONFLICT (tenant_id, context_id, context_hash) DO NOTHING"
 				  " RETURNING frame_id, context_id, context_hash,"
 				  "           state OPERATOR(pg_catalog.->>) 'expires_at'",
-				  7, types);
+				  8, types);
 	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "could not record a frame");
 	if (SPI_processed != 1)
