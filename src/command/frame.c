@@ -305,17 +305,15 @@ cscp_frame_record(Datum tenant, text *conversation, int32 routing, Datum context
  * formed from message_ids, in one statement that finds the context, locks
  * it (FOR UPDATE, as cscp_context_for would) and inserts a frame of it
  * with its message ids alone, which the guard below completes from the
- * context it reads: only when no command of the tenant has that key yet
- * (looked up first: the context is not even locked for a replay), and the
- * context is usable at now and, for a mutating command, not blocked.
- * Returns true and fills in *rec when it wrote a new frame; false when it
- * wrote none (the key is taken, there is no such context, or a frame
- * records the same state already), and the caller then takes the long way
- * (its replay, cscp_context_for, cscp_frame_record), which tells these
- * apart.  By an
- * ordinary INSERT with the caller's rights, so the guard below and any
- * policy on cscp.context and cscp.frame apply.  The caller is connected to
- * SPI.
+ * context it reads: only when no command of the tenant has that key yet,
+ * and the context is usable at now and, for a mutating command, not
+ * blocked.  Returns true and fills in *rec when it wrote a new frame; false
+ * when it wrote none (the key is taken, there is no such context, or a
+ * frame records the same state already), and the caller then takes the
+ * long way (its replay, cscp_context_for, cscp_frame_record), which tells
+ * these apart.  By an ordinary INSERT with the caller's rights, so the
+ * guard below and any policy on cscp.context and cscp.frame apply.  The
+ * caller is connected to SPI.
  */
 bool
 cscp_frame_record_live(text *tenant, text *conversation, text *actor, text *key, int32 routing,
