@@ -4,7 +4,9 @@
  *	  cscp.command_submit, cscp.command_recover and cscp.command_transition:
  *	  forming a command (or replaying it) and moving it along its lifecycle,
  *	  in C with saved plans rather than in PL/pgSQL.  The context they work
- *	  against is found, locked and released by context_api.c.
+ *	  against is found, locked and released by context_api.c, or, for a
+ *	  command formed against a usable context, found and locked by the
+ *	  INSERT of its frame (frame.c).
  *
  * The rules themselves are not here: the transition table and the ordering
  * invariants are command_fsm.c's, enforced by its trigger on every write,
@@ -132,21 +134,16 @@ policy_window(Datum tenant, const char *key)
  * (by the command trigger, or supersede_question): the context becomes pending
  * with its pending_confirmation slot naming command_id (key, fingerprint
  * and the window, the command's own); the command becomes the context's
- * last, and last_message, when given, its last message.  ctx is the
- * context's row, locked by the caller.
+ * last, and last_message, when given, its last message.  The context is
+ * context_id of tenant, locked by the caller.
  */
 static void
-ask_confirmation(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, text *key, text *fingerprint,
-				 Datum window, text *last_message)
+ask_confirmation_of(Datum tenant, Datum context_id, Datum command_id, text *key,
+					text *fingerprint, Datum window, text *last_message)
 {
 	static SPIPlanPtr pending_plan = NULL;
 	static const Oid pending_types[7] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID,
 	TEXTOID, TEXTOID};
-	bool		isnull;
-	Datum		tenant = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"),
-									  ctxdesc, &isnull);
-	Datum		context_id = heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "context_id"),
-										  ctxdesc, &isnull);
 	Datum		args[7];
 	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
@@ -174,6 +171,20 @@ ask_confirmation(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, text *key, 
 				  7, pending_types);
 	cscp_spi_write_one(pending_plan, args, nulls, SPI_OK_UPDATE,
 					   "record a confirmation request on its context");
+}
+
+/* ask_confirmation_of the context row ctx (its tenant_id and context_id). */
+static void
+ask_confirmation(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, text *key, text *fingerprint,
+				 Datum window, text *last_message)
+{
+	bool		isnull;
+
+	ask_confirmation_of(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"),
+									 ctxdesc, &isnull),
+						heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "context_id"),
+									 ctxdesc, &isnull),
+						command_id, key, fingerprint, window, last_message);
 }
 
 /*
@@ -1006,11 +1017,11 @@ same_request(HeapTuple cmd, TupleDesc desc, const CommandRequest *q)
 }
 
 /*
- * The replay step of forming a command: every submit of one key is
- * serialised (an advisory lock of tenant and key), and a command already
- * under the key (committed while we waited for the lock, too) is answered
- * as a replay when it is the same request (true, *r filled in), or refused
- * (23505) when it is not.  False when the key is new.
+ * The replay step of forming a command (its caller holds the advisory lock
+ * of tenant and key that serialises every submit of one key): a command
+ * already under the key (committed while we waited for the lock, too) is
+ * answered as a replay when it is the same request (true, *r filled in),
+ * or refused (23505) when it is not.  False when the key is new.
  */
 static bool
 command_replay(const CommandRequest *q, CommandResult *r, MemoryContext callerctx)
@@ -1021,8 +1032,6 @@ command_replay(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	SPITupleTable *tt;
 	HeapTuple	cmd;
 
-	cscp_key_lock(q->tenant_id, VARDATA_ANY(q->idempotency_key),
-				  VARSIZE_ANY_EXHDR(q->idempotency_key));
 	cscp_spi_plan(&plan,
 				  "SELECT " COMMAND_RESULT_COLUMNS ", x.conversation_id, x.actor_id, x.command_name,"
 				  "       x.mutating, x.payload, x.target_fingerprint, x.recovery_kind,"
@@ -1050,10 +1059,10 @@ command_replay(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 /* A new command as it is being formed: its context, snapshot and first state. */
 typedef struct Formation
 {
-	HeapTuple	ctx;			/* the context row (CSCP_CONTEXT_COLUMNS), locked, or NULL */
-	TupleDesc	ctxdesc;
-	Datum		context_id;		/* uuid, when ctx */
-	bool		usable;			/* ctx is live and not past expires_at */
+	bool		has_ctx;		/* a context was found (and locked) */
+	Datum		context_id;		/* uuid, when has_ctx */
+	char	   *expires_at;		/* its expires_at, UTC, when has_ctx */
+	bool		usable;			/* it is live and not past expires_at */
 	const char *reason;			/* refused at once with this reason, or NULL */
 	Datum		frame_id;		/* uuid, when has_frame */
 	bool		has_frame;
@@ -1064,13 +1073,14 @@ typedef struct Formation
 
 /*
  * The context step: the context of (tenant, conversation, actor) -- the
- * live one, else the latest -- locked, and whether the command is refused
- * for its sake: no_context, context_expired (a context past its
- * expires_at is recorded expired, by TTL, on the way), or context_blocked
- * for a mutating command.  A refusal the request carries comes first.
+ * live one, else the latest -- locked (*ctx, its descriptor in *ctxdesc;
+ * NULL when there is none), and whether the command is refused for its
+ * sake: no_context, context_expired (a context past its expires_at is
+ * recorded expired, by TTL, on the way), or context_blocked for a mutating
+ * command.  A refusal the request carries comes first.
  */
 static void
-form_context(const CommandRequest *q, Formation *f)
+form_context(const CommandRequest *q, Formation *f, HeapTuple *ctx, TupleDesc *ctxdesc)
 {
 	static SPIPlanPtr expire_plan = NULL;
 	static const Oid types[2] = {TEXTOID, UUIDOID};
@@ -1078,15 +1088,18 @@ form_context(const CommandRequest *q, Formation *f)
 	bool		isnull;
 
 	f->reason = q->refuse_reason;
-	if (cscp_context_for(q->tenant_id, q->conversation_id, q->actor_id, &f->ctx, &f->ctxdesc))
+	f->has_ctx = cscp_context_for(q->tenant_id, q->conversation_id, q->actor_id, ctx, ctxdesc);
+	if (f->has_ctx)
 	{
-		status = spi_text(f->ctx, f->ctxdesc, "cscp.context", "status");
-		f->context_id = spi_col(f->ctx, f->ctxdesc, "cscp.context", "context_id", &isnull);
-		f->usable = cscp_context_row_usable(f->ctx, f->ctxdesc, cscp_now());
+		status = spi_text(*ctx, *ctxdesc, "cscp.context", "status");
+		f->context_id = spi_col(*ctx, *ctxdesc, "cscp.context", "context_id", &isnull);
+		f->expires_at = cscp_utc_iso(DatumGetTimestampTz(spi_col(*ctx, *ctxdesc, "cscp.context",
+																 "expires_at", &isnull)));
+		f->usable = cscp_context_row_usable(*ctx, *ctxdesc, cscp_now());
 	}
 	if (f->reason != NULL || !q->context_required)
 		return;
-	if (f->ctx == NULL)
+	if (!f->has_ctx)
 		f->reason = "no_context";
 	else if (!f->usable)
 	{
@@ -1095,19 +1108,12 @@ form_context(const CommandRequest *q, Formation *f)
 		if (cscp_status_live(status))
 		{
 			Datum		args[2] = {PointerGetDatum(q->tenant_id), f->context_id};
-			SPITupleTable *tt;
 
 			cscp_spi_plan(&expire_plan,
 						  "UPDATE cscp.context x SET status = 'expired', reason = 'ttl'"
-						  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2"
-						  " RETURNING " CSCP_CONTEXT_COLUMNS,
+						  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2",
 						  2, types);
-			tt = run(expire_plan, args, NULL, false, SPI_OK_UPDATE_RETURNING);
-			if (SPI_processed == 1)
-			{
-				f->ctx = tt->vals[0];
-				f->ctxdesc = tt->tupdesc;
-			}
+			run(expire_plan, args, NULL, false, SPI_OK_UPDATE);
 		}
 	}
 	else if (q->mutating && strcmp(status, "blocked") == 0)
@@ -1116,24 +1122,56 @@ form_context(const CommandRequest *q, Formation *f)
 
 /*
  * The snapshot step (snapshot-on-execute): a command formed against a
- * usable context records the frame of the state it was formed from; every
- * command with a context carries its context_ref.
+ * usable context (ctx, form_context's) records the frame of the state it
+ * was formed from.
  */
 static void
-form_snapshot(const CommandRequest *q, Formation *f)
+form_snapshot(const CommandRequest *q, Formation *f, HeapTuple ctx, TupleDesc ctxdesc)
+{
+	if (!f->usable || f->reason != NULL)
+		return;
+	f->frame_id = cscp_frame_record(PointerGetDatum(q->tenant_id), q->conversation_id,
+									f->routing, f->context_id,
+									cscp_frame_state(ctx, ctxdesc, q->message_ids),
+									&f->hash);
+	f->has_frame = true;
+}
+
+/*
+ * The replay, context and snapshot steps in one statement, the usual way:
+ * the frame of the live context, which the frame's INSERT finds, locks and
+ * reads (cscp_frame_record_live), when the key is new, the request carries
+ * no refusal and the context is usable and, for a mutating command, not
+ * blocked.  False when it wrote no frame: command_replay, form_context and
+ * form_snapshot then tell why.
+ */
+static bool
+form_live(const CommandRequest *q, Formation *f)
+{
+	CscpFrameRecord rec;
+
+	if (q->refuse_reason != NULL ||
+		!cscp_frame_record_live(q->tenant_id, q->conversation_id, q->actor_id,
+								q->idempotency_key, f->routing, q->message_ids, q->mutating,
+								&rec))
+		return false;
+	f->has_ctx = true;
+	f->context_id = rec.context_id;
+	f->expires_at = rec.expires_at;
+	f->usable = true;
+	f->frame_id = rec.frame_id;
+	f->has_frame = true;
+	f->hash = rec.hash;
+	return true;
+}
+
+/* Every command with a context carries its context_ref. */
+static void
+form_context_ref(Formation *f)
 {
 	JsonbParseState *st = NULL;
-	bool		isnull;
 
-	if (f->usable && f->reason == NULL)
-	{
-		f->frame_id = cscp_frame_record(PointerGetDatum(q->tenant_id), q->conversation_id,
-										f->routing, f->context_id,
-										cscp_frame_state(f->ctx, f->ctxdesc, q->message_ids),
-										&f->hash);
-		f->has_frame = true;
-	}
-	if (f->ctx == NULL)
+	if (!f->has_ctx)
 		return;
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
 	cscp_jsonb_push_text(&st, "context_id",
@@ -1141,9 +1179,7 @@ form_snapshot(const CommandRequest *q, Formation *f)
 	cscp_jsonb_push_text(&st, "frame_id", f->has_frame ?
 						 DatumGetCString(DirectFunctionCall1(uuid_out, f->frame_id)) : NULL);
 	cscp_jsonb_push_text(&st, "context_hash", f->hash);
-	cscp_jsonb_push_text(&st, "expires_at",
-						 cscp_utc_iso(DatumGetTimestampTz(spi_col(f->ctx, f->ctxdesc, "cscp.context",
-																  "expires_at", &isnull))));
+	cscp_jsonb_push_text(&st, "expires_at", f->expires_at);
 	f->context_ref = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
 }
 
@@ -1176,7 +1212,7 @@ insert_command(const CommandRequest *q, const Formation *f, TupleDesc *desc)
 	args[2] = PointerGetDatum(q->conversation_id);
 	args[3] = PointerGetDatum(q->actor_id);
 	args[4] = f->context_id;
-	nulls[4] = f->ctx ? ' ' : 'n';
+	nulls[4] = f->has_ctx ? ' ' : 'n';
 	args[5] = f->frame_id;
 	nulls[5] = f->has_frame ? ' ' : 'n';
 	args[6] = PointerGetDatum(f->context_ref);
@@ -1234,11 +1270,12 @@ use_context(const CommandRequest *q, const Formation *f, Datum command_id, text 
 
 /*
  * Form a command, or replay the one its idempotency key already names, in
- * named steps: replay, context, snapshot, insert (the trigger decides its
- * birth), then the refusal, or the context's question when it was born
- * asking, or the context's use.  Locks, in order: the advisory lock of
- * (tenant, key), the context of (tenant, conversation, actor), then the
- * command rows.  The caller is connected to SPI.
+ * named steps: replay, context, snapshot (the three in one statement when
+ * the key is new and the context usable: form_live), insert (the trigger
+ * decides its birth), then the refusal, or the context's question when it
+ * was born asking, or the context's use.  Locks, in order: the advisory
+ * lock of (tenant, key), the context of (tenant, conversation, actor), then
+ * the command rows.  The caller is connected to SPI.
  */
 static void
 command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerctx)
@@ -1248,20 +1285,29 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	TupleDesc	cmddesc;
 	bool		isnull;
 
-	if (command_replay(q, r, callerctx))
-		return;
+	cscp_key_lock(q->tenant_id, VARDATA_ANY(q->idempotency_key),
+				  VARSIZE_ANY_EXHDR(q->idempotency_key));
 	f.routing = cscp_routing_hash_text(q->conversation_id);
-	form_context(q, &f);
-	form_snapshot(q, &f);
+	if (!form_live(q, &f))
+	{
+		HeapTuple	ctx;
+		TupleDesc	ctxdesc;
+
+		if (command_replay(q, r, callerctx))
+			return;
+		form_context(q, &f, &ctx, &ctxdesc);
+		form_snapshot(q, &f, ctx, ctxdesc);
+	}
+	form_context_ref(&f);
 	cmd = insert_command(q, &f, &cmddesc);
 	command_result(cmd, cmddesc, false, r, callerctx);
 	if (f.reason != NULL || !f.usable)
 		return;
 	if (r->state == CMD_CONFIRMATION_REQUIRED)
-		ask_confirmation(f.ctx, f.ctxdesc, r->command_id, q->idempotency_key,
-						 q->target_fingerprint,
-						 spi_col(cmd, cmddesc, "cscp.command", "window_expires_at", &isnull),
-						 last_message_id(q->message_ids));
+		ask_confirmation_of(PointerGetDatum(q->tenant_id), f.context_id, r->command_id,
+							q->idempotency_key, q->target_fingerprint,
+							spi_col(cmd, cmddesc, "cscp.command", "window_expires_at", &isnull),
+							last_message_id(q->message_ids));
 	else
 		use_context(q, &f, r->command_id, last_message_id(q->message_ids));
 }

@@ -3,8 +3,8 @@
  * frame.c
  *	  Frames: the snapshot-on-execute record of the context state a command
  *	  was formed from.  The canonical state of a context (cscp_frame_state),
- *	  the frame command_submit records (cscp_frame_record), and the guard
- *	  of cscp.frame.
+ *	  the frame command_submit records (cscp_frame_record_live, else
+ *	  cscp_frame_record), and the guard of cscp.frame.
  *
  * Invariants kept here, whoever writes (the API, an application role by
  * direct SQL, the owner):
@@ -14,7 +14,8 @@
  *	  context it names is of its tenant and conversation, usable (live and
  *	  not past expires_at), and its state equals what command_submit
  *	  computes from that context and the frame's message ids
- *	  (cscp._frame_state); context_hash is generated from the state.
+ *	  (cscp._frame_state), or, given as the message ids alone, is
+ *	  completed to it here; context_hash is generated from the state.
  * So a frame can be written by anyone who may form a command in the
  * conversation, but never one that says something else than the context
  * said at that moment: a forged frame is refused rather than kept from the
@@ -23,12 +24,14 @@
  * cscp.frame unapplied to it.
  *
  * The context is read by a saved statement with the caller's rights (its
- * row-level security applies); command_submit has it locked already.
+ * row-level security applies); command_submit has it locked already (by
+ * the frame's own INSERT, usually).
  *
  *-------------------------------------------------------------------------
  */
 #include "cscp.h"
 #include "command/command.h"
+#include "context/context.h"
 
 #include "access/htup_details.h"
 #include "catalog/pg_collation.h"
@@ -296,6 +299,82 @@ cscp_frame_record(Datum tenant, text *conversation, int32 routing, Datum context
 	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 }
 
+/*
+ * Record the frame of the live context of (tenant, conversation, actor),
+ * whose routing hash is routing, for a new command of idempotency key key
+ * formed from message_ids, in one statement that finds the context, locks
+ * it (FOR UPDATE, as cscp_context_for would) and inserts a frame of it
+ * with its message ids alone, which the guard below completes from the
+ * context it reads: only when no command of the tenant has that key yet,
+ * and the context is usable at now and, for a mutating command, not
+ * blocked.  Returns true and fills in *rec when it wrote a new frame; false
+ * when it wrote none (the key is taken, there is no such context, or a
+ * frame records the same state already), and the caller then takes the
+ * long way (its replay, cscp_context_for, cscp_frame_record), which tells
+ * these apart.  By an ordinary INSERT with the caller's rights, so the
+ * guard below and any policy on cscp.context and cscp.frame apply.  The
+ * caller is connected to SPI.
+ */
+bool
+cscp_frame_record_live(text *tenant, text *conversation, text *actor, text *key, int32 routing,
+					   ArrayType *message_ids, bool mutating, CscpFrameRecord *rec)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[8] = {TEXTOID, TEXTOID, TEXTOID, UUIDOID, JSONBOID,
+	TIMESTAMPTZOID, BOOLOID, TEXTOID};
+	pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
+	JsonbParseState *st = NULL;
+	JsonbValue	k;
+	Datum		args[8];
+	HeapTuple	row;
+	TupleDesc	desc;
+	bool		isnull;
+
+	/* The state as the guard completes it: the message ids alone. */
+	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+	k.type = jbvString;
+	k.val.string.val = "message_ids";
+	k.val.string.len = strlen("message_ids");
+	pushJsonbValue(&st, WJB_KEY, &k);
+	push_message_ids(&st, message_ids);
+	cscp_routing_uuid(routing, uuid);
+	args[0] = PointerGetDatum(tenant);
+	args[1] = PointerGetDatum(conversation);
+	args[2] = PointerGetDatum(actor);
+	args[3] = UUIDPGetDatum(uuid);
+	args[4] = JsonbPGetDatum(JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL)));
+	args[5] = TimestampTzGetDatum(cscp_now());
+	args[6] = BoolGetDatum(mutating);
+	args[7] = PointerGetDatum(key);
+	cscp_spi_plan(&plan,
+				  "INSERT INTO cscp.frame (tenant_id, frame_id, conversation_id, context_id,"
+				  "                        state, created_at)"
+				  " SELECT x.tenant_id, $4, x.conversation_id, x.context_id, $5, $6"
+				  "   FROM cscp.context x"
+				  "  WHERE x.tenant_id OPERATOR(pg_catalog.=) $1"
+				  "    AND x.context_id OPERATOR(pg_catalog.=) " CSCP_LIVE_CONTEXT_ID
+				  "    AND cscp.context_usable(x.status, x.expires_at, $6)"
+				  "    AND NOT ($7 AND x.status OPERATOR(pg_catalog.=) 'blocked'::cscp.context_status)"
+				  "    AND NOT EXISTS (SELECT FROM cscp.command k WHERE k.tenant_id OPERATOR(pg_catalog.=) $1"
+				  "                       AND k.idempotency_key OPERATOR(pg_catalog.=) $8)"
+				  "    FOR UPDATE OF x"
+				  " ON CONFLICT (tenant_id, context_id, context_hash) DO NOTHING"
+				  " RETURNING frame_id, context_id, context_hash,"
+				  "           state OPERATOR(pg_catalog.->>) 'expires_at'",
+				  8, types);
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_INSERT_RETURNING)
+		elog(ERROR, "could not record a frame");
+	if (SPI_processed != 1)
+		return false;
+	row = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	rec->frame_id = SPI_getbinval(row, desc, 1, &isnull);
+	rec->context_id = SPI_getbinval(row, desc, 2, &isnull);
+	rec->hash = SPI_getvalue(row, desc, 3);
+	rec->expires_at = SPI_getvalue(row, desc, 4);
+	return true;
+}
+
 /* The columns of cscp.frame the guard reads. */
 typedef enum
 {
@@ -370,7 +449,10 @@ state_message_ids(Jsonb *state, const char **problem)
 /*
  * A new frame: its context's state as command_submit records it, or 55000.
  * The context is read by key; what the frame must say of it is compared
- * here, the state as frame_state computes it.
+ * here, the state as frame_state computes it.  A state of the message ids
+ * alone ({"message_ids": [...]}) is completed here instead, from the
+ * context read, so that its writer need not read the context to compute it
+ * (cscp_frame_record_live).
  */
 static HeapTuple
 frame_insert(Relation rel, HeapTuple tuple, TimestampTz now)
@@ -378,9 +460,12 @@ frame_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	static SPIPlanPtr plan = NULL;
 	static const Oid types[2] = {TEXTOID, UUIDOID};
 	TupleDesc	desc = RelationGetDescr(rel);
+	MemoryContext rowctx = CurrentMemoryContext;
 	Datum		args[2];
 	Datum		conversation;
 	Datum		state;
+	Jsonb	   *given;
+	Jsonb	   *completed = NULL;
 	const char *problem = NULL;
 	bool		isnull[4];
 
@@ -390,6 +475,7 @@ frame_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	state = heap_getattr(tuple, FRAME_COL(FR_STATE), desc, &isnull[3]);
 	if (isnull[0] || isnull[1] || isnull[2] || isnull[3])
 		return tuple;			/* the NOT NULL constraints refuse it */
+	given = DatumGetJsonbP(state);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -414,11 +500,21 @@ frame_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 			problem = "its context is of another conversation";
 		else if (!cscp_context_row_usable(r, rdesc, cscp_now()))
 			problem = "its context is expired or closed";
-		else if ((ids = state_message_ids(DatumGetJsonbP(state), &problem)) != NULL &&
-				 !DatumGetBool(DirectFunctionCall2(jsonb_eq,
-												   JsonbPGetDatum(cscp_frame_state(r, rdesc, ids)),
-												   state)))
-			problem = "its state is not the context's";
+		else if ((ids = state_message_ids(given, &problem)) != NULL)
+		{
+			Jsonb	   *computed = cscp_frame_state(r, rdesc, ids);
+
+			/* The message ids alone: the state is the context's, completed here. */
+			if (JB_ROOT_IS_OBJECT(given) && JB_ROOT_COUNT(given) == 1)
+			{
+				MemoryContext old = MemoryContextSwitchTo(rowctx);
+
+				completed = DatumGetJsonbPCopy(JsonbPGetDatum(computed));
+				MemoryContextSwitchTo(old);
+			}
+			else if (!DatumGetBool(DirectFunctionCall2(jsonb_eq, JsonbPGetDatum(computed), state)))
+				problem = "its state is not the context's";
+		}
 	}
 	SPI_finish();
 	if (problem != NULL)
@@ -429,6 +525,14 @@ frame_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 						   SPI_getvalue(tuple, desc, FRAME_COL(FR_CONTEXT_ID)),
 						   SPI_getvalue(tuple, desc, FRAME_COL(FR_TENANT_ID)), problem),
 				 errhint("Frames are written by cscp.command_submit; form commands with it.")));
+	if (completed != NULL)
+	{
+		int			col = FRAME_COL(FR_STATE);
+		Datum		value = JsonbPGetDatum(completed);
+		bool		valnull = false;
+
+		tuple = heap_modify_tuple_by_cols(tuple, desc, 1, &col, &value, &valnull);
+	}
 	return tuple;
 }
 
