@@ -46,6 +46,22 @@ extern void cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id
 	" (SELECT l.context_id FROM cscp.context_live l" \
 	"   WHERE l.tenant_id OPERATOR(pg_catalog.=) $1 AND l.conversation_id OPERATOR(pg_catalog.=) $2 AND l.actor_id OPERATOR(pg_catalog.=) $3)"
 
+/*
+ * SQL: a turn's message ($4) becomes the last message of the live, unexpired
+ * context of ($1 tenant, $2 conversation, $3 actor) at $5, when it is not
+ * already (context_link.c): a statement of its own, or a data-modifying WITH
+ * of the conversation's UPDATE that records the turn (conversation_fsm.c).
+ * The live context is found by joining cscp.context_live rather than by
+ * CSCP_LIVE_CONTEXT_ID's sub-select, whose initplan cost some 5,000
+ * instructions more per turn.
+ */
+#define CSCP_NOTE_MESSAGE_SQL \
+	"UPDATE cscp.context x SET last_message_id = $4 FROM cscp.context_live l" \
+	" WHERE l.tenant_id OPERATOR(pg_catalog.=) $1 AND l.conversation_id OPERATOR(pg_catalog.=) $2 AND l.actor_id OPERATOR(pg_catalog.=) $3" \
+	" AND x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) l.context_id" \
+	" AND cscp.context_usable(x.status, x.expires_at, $5)" \
+	" AND coalesce(x.last_message_id OPERATOR(pg_catalog.<>) $4, (x.last_message_id IS NULL) OPERATOR(pg_catalog.<>) ($4 IS NULL))"
+
 /* context_fsm.c: the sweep's expiry of contexts, called by sweep.c */
 extern PGDLLEXPORT Datum cscp_expire_contexts(PG_FUNCTION_ARGS);
 

@@ -5,7 +5,9 @@
  *	  a recorded turn becomes the last message of its sender's live context,
  *	  and closing the conversation closes its live contexts.
  *
- * Both run inside the turn trigger, under the conversation's row lock, and
+ * Both run inside the turn trigger, under the conversation's row lock (an
+ * ordinary turn's note as a data-modifying WITH of the conversation's UPDATE,
+ * conversation_fsm.c, a final turn's as a statement of its own), and
  * write cscp.context with the caller's rights, so context_guard holds them
  * to the context lifecycle and row-level security to the caller's tenant:
  *	- a context past expires_at is never touched by a turn (it is expired
@@ -28,7 +30,12 @@
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
-/* Set last_message_id of the live, unexpired context of (conversation, actor), if any. */
+/*
+ * Set last_message_id of the live, unexpired context of (conversation, actor),
+ * if any: for a final turn, before the close closes the contexts.  An
+ * ordinary turn's note rides on the conversation's UPDATE instead
+ * (cscp_conversation_advance), the same SQL (CSCP_NOTE_MESSAGE_SQL).
+ */
 void
 cscp_context_note_message(const char *tenant_id, const char *conversation_id,
 						  const char *actor_id, const char *message_id, TimestampTz now)
@@ -39,13 +46,7 @@ cscp_context_note_message(const char *tenant_id, const char *conversation_id,
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plan,
-				  "UPDATE cscp.context x SET last_message_id = $4"
-				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1"
-				  " AND x.context_id OPERATOR(pg_catalog.=) " CSCP_LIVE_CONTEXT_ID
-				  " AND cscp.context_usable(x.status, x.expires_at, $5)"
-				  " AND coalesce(x.last_message_id OPERATOR(pg_catalog.<>) $4, (x.last_message_id IS NULL) OPERATOR(pg_catalog.<>) ($4 IS NULL))",
-				  5, argtypes);
+	cscp_spi_plan(&plan, CSCP_NOTE_MESSAGE_SQL, 5, argtypes);
 	values[0] = CStringGetTextDatum(tenant_id);
 	values[1] = CStringGetTextDatum(conversation_id);
 	values[2] = CStringGetTextDatum(actor_id);

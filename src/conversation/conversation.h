@@ -124,7 +124,7 @@ extern bool cscp_conversation_lock(const char *tenant_id, const char *conversati
 extern void cscp_conversation_advance(const CscpConversation *conv,
 									  int32 next_turn_index, int32 next_event_seq,
 									  const char *close_reason, Jsonb *outcome,
-									  TimestampTz now);
+									  const CscpTurnFacts *noted, TimestampTz now);
 extern void cscp_conversation_missing(const char *tenant_id, const char *conversation_id);
 
 /* turns.c: the ConversationTurn, its checks and its content */

@@ -563,7 +563,7 @@ cscp_exchange_turn(text *tenant, text *convid, Jsonb *turn, CscpTurnResult *res)
 			res->event_id = cscp_event_append(tenant_s, conv_s, seq, "replay.diverged",
 											  seq > 0 ? cscp_event_id(conv_s, seq - 1) : NULL,
 											  found.turn_index, payload.data, now);
-			cscp_conversation_advance(&conv, conv.next_turn_index, seq + 1, NULL, NULL, now);
+			cscp_conversation_advance(&conv, conv.next_turn_index, seq + 1, NULL, NULL, NULL, now);
 			res->outcome = abort_replay ? "aborted" : "diverged";
 			return;
 		}

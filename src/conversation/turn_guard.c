@@ -99,9 +99,10 @@ cscp_turn_record(const CscpConversation *conv, const CscpTurnFacts *turn, CscpCl
 	append_member(&payload, "from", turn->sender);
 	append_member(&payload, "contentHash", turn->content_hash);
 
-	cscp_context_note_message(conv->tenant_id, convid, turn->sender, turn->message_id, now);
 	if (close != CSCP_CLOSE_NONE)
 	{
+		/* the final turn is its sender's last message before the close */
+		cscp_context_note_message(conv->tenant_id, convid, turn->sender, turn->message_id, now);
 		append_member(&payload, "reason", close == CSCP_CLOSE_BY_TIMEOUT ? "timeout" : "closed");
 		appendStringInfoString(&payload, ",\"outcome\":");
 		if (outcome != NULL)
@@ -115,10 +116,11 @@ cscp_turn_record(const CscpConversation *conv, const CscpTurnFacts *turn, CscpCl
 	appendStringInfoChar(&payload, '}');
 	cscp_event_append(conv->tenant_id, convid, seq, type, causation, turn->turn_index,
 					  payload.data, now);
+	/* an ordinary turn's note rides on the conversation's UPDATE */
 	cscp_conversation_advance(conv, turn->turn_index + 1, seq + 1,
 							  close == CSCP_CLOSE_NONE ? NULL :
 							  close == CSCP_CLOSE_BY_TIMEOUT ? "timeout" : "closed",
-							  outcome, now);
+							  outcome, close == CSCP_CLOSE_NONE ? turn : NULL, now);
 	return event_id;
 }
 

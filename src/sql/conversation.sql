@@ -105,11 +105,15 @@ COMMENT ON FUNCTION cscp.turn_guard() IS
 CREATE TRIGGER turn_guard BEFORE INSERT OR UPDATE ON cscp.turn
     FOR EACH ROW EXECUTE FUNCTION cscp.turn_guard();
 
+-- Written only by cscp's C code (events.c), as the table's owner: the id it computes
+-- (conversation_id:e<seq>) and the seq it takes from the conversation's next_event_seq (never
+-- negative: conversation_guard).  Neither is a generated column nor a CHECK constraint, which
+-- PostgreSQL re-reads and re-plans in every INSERT for rules no other writer can break.
 CREATE TABLE cscp.event (
     tenant_id        text        NOT NULL,
     conversation_id  text        NOT NULL,
-    event_id         text        NOT NULL GENERATED ALWAYS AS (conversation_id || ':e' || seq) STORED,
-    seq              int         NOT NULL CHECK (seq >= 0),
+    event_id         text        NOT NULL,
+    seq              int         NOT NULL,
     type             text        NOT NULL,
     causation_id     text,
     turn_index       int,

@@ -3,7 +3,7 @@
 -- neither read nor written, through the API or direct SQL, and direct SQL cannot get around the
 -- rules the C triggers keep.
 BEGIN;
-SELECT plan(57);
+SELECT plan(61);
 
 CREATE ROLE tap_conv;
 SELECT cscp.grant_app('tap_conv');
@@ -127,6 +127,25 @@ SELECT throws_ok($$INSERT INTO cscp.turn (tenant_id, conversation_id, turn_index
                  '55000', 'conversation "s2" is closed', 'nor a second final turn to a conversation closed by its timeout');
 SELECT results_eq($$SELECT next_turn_index, next_event_seq, state::text FROM cscp.conversation WHERE conversation_id IN ('s1', 's3') ORDER BY conversation_id$$,
                   $$VALUES (5, 5, 'closed'), (3, 4, 'open')$$, 'the refused writes left the counters where the turns put them');
+-- An event's id is written by cscp (no generated column): conversation_id:e<seq>, its seq the
+-- conversation's counter, numbered from 0 without gaps; the application cannot rename one.
+SELECT is((SELECT count(*) FROM cscp.event e
+            WHERE e.event_id IS DISTINCT FROM e.conversation_id || ':e' || e.seq
+               OR e.seq <> (SELECT count(*) FROM cscp.event p
+                             WHERE p.tenant_id = e.tenant_id AND p.conversation_id = e.conversation_id AND p.seq < e.seq)),
+          0::bigint, 'every event''s id is conversation_id:e<seq>, its seq numbered from 0 without gaps');
+SELECT throws_ok($$UPDATE cscp.event SET event_id = 's3:e99' WHERE conversation_id = 's3' AND seq = 0$$,
+                 '42501', NULL, 'direct UPDATE of an event''s id is refused');
+-- A turn written by direct SQL becomes the last message of its sender's live context, as an
+-- exchange's does (the note rides on the conversation's UPDATE), and only of the sender's.
+SELECT cscp.context_open('acme', 's3', 'maria');
+SELECT cscp.context_open('acme', 's3', 'bob');
+INSERT INTO cscp.turn (tenant_id, conversation_id, role, sender, content, ts) VALUES ('acme', 's3', 'user', 'maria', '"20"', 4);
+SELECT results_eq($$SELECT actor_id, last_message_id FROM cscp.context WHERE conversation_id = 's3' ORDER BY actor_id$$,
+                  $$VALUES ('bob', NULL::text), ('maria', 's3:3:user')$$,
+                  'a direct INSERT of a turn notes it on its sender''s live context only');
+SELECT results_eq($$SELECT next_turn_index, next_event_seq FROM cscp.conversation WHERE conversation_id = 's3'$$,
+                  $$VALUES (4, 5)$$, 'and advances the conversation by one turn and one event');
 
 -- Another tenant, through the API.
 SELECT throws_ok($$SELECT cscp.conversation_exchange('globex', 'g-conv', '{"from": "x", "role": "user", "content": 1, "ts": 1}')$$,

@@ -2289,6 +2289,14 @@ COMMENT ON COLUMN cscp.store_item.namespace_hash IS
   'hash_array_extended(namespace, 0): how a read finds an item under row-level security (store_item_lookup_idx)';
 CREATE INDEX store_item_lookup_idx ON cscp.store_item (tenant_id, namespace_hash, key);
 
+-- ==== exchange: an event's id written by cscp, not computed in every INSERT
+-- cscp.event is written only by cscp's C code, as its owner: the id (conversation_id:e<seq>) is
+-- written by the INSERT, and the seq is the conversation's counter, which conversation_guard keeps
+-- non-negative.  The generated column and the CHECK constraint were re-planned in every INSERT of
+-- an event.  The ids stored stay as they are (the expression dropped keeps the values).
+ALTER TABLE cscp.event ALTER COLUMN event_id DROP EXPRESSION;
+ALTER TABLE cscp.event DROP CONSTRAINT event_seq_check;
+
 -- ==== no migration logic in the install script
 -- No migration logic in the install script: cscp._grant_app_privileges no longer speaks of
 -- roles granted by earlier versions (it takes back what a role was granted by hand beyond the
