@@ -17,11 +17,13 @@
 #include "context/context.h"
 
 #include "access/htup_details.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
+#include "utils/syscache.h"
 #include "utils/tuplestore.h"
 
 /*
@@ -93,15 +95,30 @@ cscp_answer_lock(text *tenant, const char *kind, text *conversation, text *messa
 	cscp_key_lock(tenant, key.data, key.len);
 }
 
+/* Put answer a's row (outcome, command_id, context_id) in rsinfo's result. */
+void
+cscp_answer_put(ReturnSetInfo *rsinfo, const CscpAnswer *a)
+{
+	Datum		values[3];
+	bool		nulls[3];
+
+	values[0] = CStringGetTextDatum(a->outcome);
+	nulls[0] = false;
+	values[1] = a->command_id;
+	nulls[1] = !a->has_command;
+	values[2] = a->context_id;
+	nulls[2] = !a->has_context;
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
 /*
- * The answer of kind already recorded for the message (committed while we
- * waited for its lock, too): true with its row (outcome, command_id,
- * context_id) put in rsinfo's result; false when there is none.  Found
- * by the table's primary key (cscp_spi_execute_keyed).  The caller is
- * connected to SPI.
+ * The answer of kind already recorded for the message: true with its row
+ * (outcome, command_id, context_id) put in rsinfo's result; false when
+ * there is none.  Found by the table's primary key
+ * (cscp_spi_execute_keyed).  The caller is connected to SPI.
  */
-bool
-cscp_answer_replay(text *tenant, text *conversation, const char *kind, text *message_id,
+static bool
+answer_replay(text *tenant, text *conversation, const char *kind, text *message_id,
 				   ReturnSetInfo *rsinfo)
 {
 	static SPIPlanPtr plan = NULL;
@@ -127,36 +144,59 @@ cscp_answer_replay(text *tenant, text *conversation, const char *kind, text *mes
 	return true;
 }
 
-/* Put answer a's row (outcome, command_id, context_id) in rsinfo's result. */
-void
-cscp_answer_put(ReturnSetInfo *rsinfo, const CscpAnswer *a)
+/*
+ * Whether cscp.answer has rules (a DBA's ON INSERT rule): an INSERT with
+ * ON CONFLICT is then refused by PostgreSQL (0A000), and cscp_answer_keep
+ * looks for the answer first instead.
+ */
+static bool
+answer_has_rules(void)
 {
-	Datum		values[3];
-	bool		nulls[3];
+	Oid			relid = cscp_relation_oid("answer", false);
+	HeapTuple	tp = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	bool		rules;
 
-	values[0] = CStringGetTextDatum(a->outcome);
-	nulls[0] = false;
-	values[1] = a->command_id;
-	nulls[1] = !a->has_command;
-	values[2] = a->context_id;
-	nulls[2] = !a->has_context;
-	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	if (!HeapTupleIsValid(tp))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	rules = ((Form_pg_class) GETSTRUCT(tp))->relhasrules;
+	ReleaseSysCache(tp);
+	return rules;
 }
 
 /*
  * Keep answer a, replayed for its message from now on, by an INSERT as
- * the owner.  The caller is connected to SPI.
+ * the owner; true when kept.  A message that has an answer already
+ * (committed before, or while we waited for its lock) is a replay: false,
+ * with the answer recorded first put in rsinfo's result, and the caller
+ * writes nothing more.  The INSERT finds that answer itself (ON CONFLICT
+ * DO NOTHING), so that a first answer reads the answers no more; only
+ * while cscp.answer has rules, which such an INSERT cannot have, is the
+ * answer looked for first.  The caller holds the message's lock
+ * (cscp_answer_lock) and is connected to SPI.
  */
-void
-cscp_answer_record(const CscpAnswer *a)
+bool
+cscp_answer_keep(const CscpAnswer *a, ReturnSetInfo *rsinfo)
 {
-	static SPIPlanPtr plan = NULL;
+	static SPIPlanPtr plans[2] = {NULL, NULL};
+	static const char *const sql[2] = {
+		"INSERT INTO cscp.answer (tenant_id, conversation_id, kind, message_id,"
+		"                         answered_by, outcome, command_id, context_id, created_at)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+		" ON CONFLICT (tenant_id, conversation_id, kind, message_id) DO NOTHING",
+		"INSERT INTO cscp.answer (tenant_id, conversation_id, kind, message_id,"
+		"                         answered_by, outcome, command_id, context_id, created_at)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+	};
 	static const Oid types[9] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 	UUIDOID, UUIDOID, TIMESTAMPTZOID};
 	Datum		args[9];
 	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	CscpOwnerScope owner;
+	bool		rules = answer_has_rules();
+	bool		kept;
 
+	if (rules && answer_replay(a->tenant_id, a->conversation_id, a->kind, a->message_id, rsinfo))
+		return false;
 	args[0] = PointerGetDatum(a->tenant_id);
 	args[1] = PointerGetDatum(a->conversation_id);
 	args[2] = CStringGetTextDatum(a->kind);
@@ -169,13 +209,16 @@ cscp_answer_record(const CscpAnswer *a)
 	nulls[7] = a->has_context ? ' ' : 'n';
 	args[8] = TimestampTzGetDatum(cscp_now());
 	cscp_owner_enter("answer", &owner);
-	cscp_spi_plan(&plan,
-				  "INSERT INTO cscp.answer (tenant_id, conversation_id, kind, message_id,"
-				  "                         answered_by, outcome, command_id, context_id, created_at)"
-				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-				  9, types);
-	cscp_spi_write_one(plan, args, nulls, SPI_OK_INSERT, "keep the answer of a message");
+	cscp_spi_plan(&plans[rules], sql[rules], 9, types);
+	cscp_spi_run(plans[rules], args, nulls, SPI_OK_INSERT);
+	kept = SPI_processed == 1;
 	cscp_owner_leave(&owner);
+	if (kept)
+		return true;
+	/* no row written and none to replay: a trigger, rule or policy suppressed it */
+	if (rules || !answer_replay(a->tenant_id, a->conversation_id, a->kind, a->message_id, rsinfo))
+		cscp_write_skipped("keep the answer of a message");
+	return false;
 }
 
 /*

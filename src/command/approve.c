@@ -378,8 +378,9 @@ PG_FUNCTION_INFO_V1(cscp_approve);
  *
  * Outcomes: approved, denied, no_context, expired, nothing_pending,
  * approval_expired, approver_mismatch, command_mismatch, ambiguous.  In
- * steps: the message's lock, the context, the replay, the command, the
- * verdict, the answer recorded, then what it does.
+ * steps: the message's lock, the context, the command, the verdict, the
+ * answer recorded (or the first one replayed, and nothing more), then what
+ * it does.
  */
 Datum
 cscp_approve(PG_FUNCTION_ARGS)
@@ -400,11 +401,6 @@ cscp_approve(PG_FUNCTION_ARGS)
 	context_id = answered_context(&call, &a, &found);
 	if (found)
 		lock_context(&call, context_id, false, &a);
-	if (cscp_answer_replay(call.tenant, call.conversation, "approve", call.message_id, rsinfo))
-	{
-		SPI_finish();
-		return (Datum) 0;
-	}
 
 	if (a.pa && (!call.has_command_id ||
 				 (a.pa_is_uuid && DatumGetBool(DirectFunctionCall2(uuid_eq, a.pa_uuid,
@@ -434,7 +430,12 @@ cscp_approve(PG_FUNCTION_ARGS)
 		ans.context_id = cscp_column_value(a.ctx, a.ctxdesc, "cscp.context", "context_id", &isnull);
 		ans.has_context = true;
 	}
-	cscp_answer_record(&ans);
+	/* A message answered already is replayed instead, and nothing is written. */
+	if (!cscp_answer_keep(&ans, rsinfo))
+	{
+		SPI_finish();
+		return (Datum) 0;
+	}
 
 	if (a.lapse_why != NULL)
 		cscp_lapse(a.ctx, a.ctxdesc, a.lapse_cmd ? a.cmd : NULL, a.cmddesc, a.lapse_why);

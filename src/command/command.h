@@ -110,10 +110,9 @@ extern JsonbValue *cscp_answer_slot(HeapTuple ctx, TupleDesc ctxdesc, const char
 extern void cscp_answer_lock(text *tenant, const char *kind, text *conversation, text *message_id);
 extern void cscp_answer_check_args(FunctionCallInfo fcinfo, const char *answerer,
 								   const char *decision);
-extern bool cscp_answer_replay(text *tenant, text *conversation, const char *kind,
-							   text *message_id, ReturnSetInfo *rsinfo);
+
 extern void cscp_answer_put(ReturnSetInfo *rsinfo, const CscpAnswer *a);
-extern void cscp_answer_record(const CscpAnswer *a);
+extern bool cscp_answer_keep(const CscpAnswer *a, ReturnSetInfo *rsinfo);
 extern void cscp_answer_move(const CscpAnswer *a, HeapTuple ctx, TupleDesc ctxdesc,
 							 HeapTuple cmd, TupleDesc cmddesc, CommandState to_state,
 							 const char *why, Jsonb *detail);

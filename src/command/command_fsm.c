@@ -162,6 +162,8 @@ typedef struct CommandFacts
 	Datum		context_id;		/* uuid, when has_context */
 	bool		has_context;
 	bool		lock_context;	/* read the context FOR SHARE (a step being written) */
+	bool		ended_read;		/* answer_recorded has read the context (locked): */
+	const char *ended;			/* why it has ended, or NULL (context_ended) */
 	bool		ctx_given;		/* the caller has read and locked the context: */
 	HeapTuple	ctx;			/* its row (NULL: none), */
 	TupleDesc	ctxdesc;		/* with its descriptor */
@@ -522,13 +524,31 @@ is_approval_recovery(bool isnull, Datum kind)
 }
 
 /*
- * Whether the command's context has ended: "context_closed" when it is
- * closed, "context_expired" when it is expired (recorded or past its
- * expires_at at cscp.now()) or no longer exists; NULL while it is live or
- * when the command has no context.  Read as the caller (row-level
+ * Why a context with status (NULL: no row) and expires_at (expires_null:
+ * none) has ended, at cscp.now(): "context_closed" when it is closed,
+ * "context_expired" when it is expired (recorded or past its expires_at)
+ * or there is no row; NULL while it is live.
+ */
+static const char *
+ended_of(const char *status, bool expires_null, Datum expires)
+{
+	if (status == NULL)
+		return "context_expired";
+	if (strcmp(status, "closed") == 0)
+		return "context_closed";
+	if (!cscp_context_usable(status, expires_null,
+							 expires_null ? 0 : DatumGetTimestampTz(expires), cscp_now()))
+		return "context_expired";
+	return NULL;
+}
+
+/*
+ * Whether the command's context has ended (ended_of): NULL while it is
+ * live or when the command has no context.  Read as the caller (row-level
  * security applies as to any statement); for a step being written
  * (c->lock_context), FOR SHARE, so that the context cannot end until the
- * step commits, and a step that waited for its end sees it.
+ * step commits, and a step that waited for its end sees it.  A step to
+ * confirmed has read it already, with its answer (answer_recorded).
  */
 static const char *
 context_ended(CommandFacts *c)
@@ -541,17 +561,20 @@ context_ended(CommandFacts *c)
 
 	if (!c->has_context || c->cancel_recovery)
 		return NULL;
+	if (c->ended_read)
+		return c->ended;
 	if (c->ctx_given)
 	{
 		/* The row the caller read and locked: judged the same, not read again. */
-		char	   *status;
+		bool		isnull;
+		Datum		expires;
 
 		if (c->ctx == NULL)
-			return "context_expired";
-		status = SPI_getvalue(c->ctx, c->ctxdesc, cscp_column(c->ctxdesc, "cscp.context", "status"));
-		if (status != NULL && strcmp(status, "closed") == 0)
-			return "context_closed";
-		return cscp_context_row_usable(c->ctx, c->ctxdesc, cscp_now()) ? NULL : "context_expired";
+			return ended_of(NULL, true, (Datum) 0);
+		expires = cscp_column_value(c->ctx, c->ctxdesc, "cscp.context", "expires_at", &isnull);
+		return ended_of(SPI_getvalue(c->ctx, c->ctxdesc,
+									 cscp_column(c->ctxdesc, "cscp.context", "status")),
+						isnull, expires);
 	}
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -568,50 +591,72 @@ context_ended(CommandFacts *c)
 	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the context of a command");
 	if (SPI_processed == 0)
-		why = "context_expired";
+		why = ended_of(NULL, true, (Datum) 0);
 	else
 	{
 		HeapTuple	row = SPI_tuptable->vals[0];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		char	   *status = SPI_getvalue(row, desc, 1);
 		bool		isnull;
-		Datum		expires = SPI_getbinval(row, desc, 2, &isnull);
+		Datum		expires = SPI_getbinval(row, SPI_tuptable->tupdesc, 2, &isnull);
 
-		if (status != NULL && strcmp(status, "closed") == 0)
-			why = "context_closed";
-		else if (!cscp_context_usable(status, isnull, isnull ? 0 : DatumGetTimestampTz(expires),
-									  cscp_now()))
-			why = "context_expired";
+		why = ended_of(SPI_getvalue(row, SPI_tuptable->tupdesc, 1), isnull, expires);
 	}
 	SPI_finish();
 	return why;
 }
 
 /*
- * Whether cscp.answer records the user's "yes" to the command (tenant,
- * conversation, command_id) given by message message_id: the answer
- * cscp.confirm writes, as the owner, before it confirms the command.
- * Found by the table's primary key, whatever its statistics say
- * (cscp_spi_execute_keyed).
+ * Whether cscp.answer records the user's "yes" to the command c (of
+ * conversation) given by message message_id: the answer cscp.confirm
+ * writes, as the owner, before it confirms the command.  Found by the
+ * table's primary key, whatever its statistics say
+ * (cscp_spi_execute_keyed).  A step being written whose context
+ * context_ended reads (FOR SHARE) reads it in the same statement, into
+ * c->ended: one statement proves both.  With no context row, no answer
+ * is read: context_ended's refusal comes first.
  */
 static bool
-answer_recorded(Datum tenant, Datum conversation, Datum command_id, Datum message_id)
+answer_recorded(CommandFacts *c, Datum conversation, Datum message_id)
 {
-	static SPIPlanPtr plan = NULL;
-	static const Oid argtypes[4] = {TEXTOID, TEXTOID, UUIDOID, TEXTOID};
-	Datum		args[4] = {tenant, conversation, command_id, message_id};
+	static SPIPlanPtr plans[2] = {NULL, NULL};
+	static const Oid argtypes[5] = {TEXTOID, TEXTOID, UUIDOID, TEXTOID, UUIDOID};
+	Datum		args[5] = {c->tenant_id, conversation, c->command_id, message_id, c->context_id};
+	bool		with_context = c->has_context && !c->cancel_recovery && c->lock_context &&
+		!c->ctx_given && !c->ended_read;
 	bool		found;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plan,
+	cscp_spi_plan(&plans[with_context],
+				  with_context ?
+				  "SELECT x.status::pg_catalog.text, x.expires_at,"
+				  "       EXISTS (SELECT 1 FROM cscp.answer a"
+				  "                WHERE a.tenant_id OPERATOR(pg_catalog.=) $1 AND a.conversation_id OPERATOR(pg_catalog.=) $2"
+				  "                  AND a.kind OPERATOR(pg_catalog.=) 'confirm' AND a.message_id OPERATOR(pg_catalog.=) $4"
+				  "                  AND a.command_id OPERATOR(pg_catalog.=) $3 AND a.outcome OPERATOR(pg_catalog.=) 'confirmed')"
+				  "  FROM cscp.context x"
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $5 FOR SHARE" :
 				  "SELECT 1 FROM cscp.answer a"
 				  " WHERE a.tenant_id OPERATOR(pg_catalog.=) $1 AND a.conversation_id OPERATOR(pg_catalog.=) $2 AND a.kind OPERATOR(pg_catalog.=) 'confirm'"
 				  "   AND a.message_id OPERATOR(pg_catalog.=) $4 AND a.command_id OPERATOR(pg_catalog.=) $3 AND a.outcome OPERATOR(pg_catalog.=) 'confirmed'",
-				  4, argtypes);
-	if (cscp_spi_execute_keyed(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+				  with_context ? 5 : 4, argtypes);
+	if (cscp_spi_execute_keyed(plans[with_context], args, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up the answer of a command");
 	found = SPI_processed > 0;
+	if (with_context)
+	{
+		c->ended_read = true;
+		c->ended = ended_of(NULL, true, (Datum) 0);
+		if (found)
+		{
+			HeapTuple	row = SPI_tuptable->vals[0];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+			Datum		expires = SPI_getbinval(row, desc, 2, &isnull);
+
+			c->ended = ended_of(SPI_getvalue(row, desc, 1), isnull, expires);
+			found = DatumGetBool(SPI_getbinval(row, desc, 3, &isnull)) && !isnull;
+		}
+	}
 	SPI_finish();
 	return found;
 }
@@ -911,6 +956,8 @@ row_facts(CmdRow r, TupleDesc desc)
 	c.has_context = !ROW_N(r, COL(CM_CONTEXT_ID));
 	c.context_id = ROW_V(r, COL(CM_CONTEXT_ID));
 	c.lock_context = true;		/* the trigger judges a step being written */
+	c.ended_read = false;
+	c.ended = NULL;
 	c.ctx_given = false;
 	c.ctx = NULL;
 	c.ctxdesc = NULL;
@@ -1550,8 +1597,7 @@ update_step_check(Relation rel, CommandFacts *c, CmdRow o, CmdRow nw, CommandSta
 		deconstruct_array(DatumGetArrayTypeP(ROW_V(nw, COL(CM_MESSAGE_IDS))), TEXTOID, -1, false,
 						  TYPALIGN_INT, &elems, &enulls, &n);
 		c->answered = n > 0 && !enulls[n - 1] &&
-			answer_recorded(c->tenant_id, ROW_V(o, COL(CM_CONVERSATION_ID)), c->command_id,
-							elems[n - 1]);
+			answer_recorded(c, ROW_V(o, COL(CM_CONVERSATION_ID)), elems[n - 1]);
 	}
 	why = refusal(c, to, &detail);
 	if (why != NULL)
@@ -2008,6 +2054,8 @@ facts_of_record(HeapTupleHeader rec, const char *argname, Oid *typoid)
 	/* What may come next: the answer, when it comes, is cscp.confirm's to record. */
 	c.answered = true;
 	c.lock_context = false;		/* a question asked, not a step written */
+	c.ended_read = false;
+	c.ended = NULL;
 	c.ctx_given = false;
 	c.ctx = NULL;
 	c.ctxdesc = NULL;
@@ -2058,6 +2106,8 @@ facts_of_row(HeapTuple row, TupleDesc desc)
 	/* A step asked for by command_transition carries no answer. */
 	c.answered = false;
 	c.lock_context = false;		/* command_transition holds the context already */
+	c.ended_read = false;
+	c.ended = NULL;
 	c.ctx_given = false;
 	c.ctx = NULL;
 	c.ctxdesc = NULL;
@@ -2078,6 +2128,8 @@ cscp_command_step_refusal(HeapTuple row, TupleDesc desc, bool ctx_read, HeapTupl
 	CommandFacts c = facts_of_row(row, desc);
 	char	   *detail;
 
+	c.ended_read = false;
+	c.ended = NULL;
 	c.ctx_given = ctx_read;
 	c.ctx = ctx;
 	c.ctxdesc = ctxdesc;

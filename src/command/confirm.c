@@ -21,7 +21,7 @@
  *	  caused none; the first outcome of each message is kept in cscp.answer
  *	  (written here as the owner, before the command moves: the command
  *	  trigger confirms a command only with its answer recorded) and replayed
- *	  when the message comes again.
+ *	  when the message comes again (its INSERT finds it: answer.c).
  *
  * Locks, in order: the advisory lock of (tenant, 'confirm', conversation,
  * message; answer.c), the context row, then the pending command's row.
@@ -103,23 +103,19 @@ waiting(HeapTuple cmd, TupleDesc cmddesc)
  * and context.  A slot that names anything else (written around the
  * triggers) names nothing, so that no answer here moves another
  * conversation's command.  NULL when there is none; *cmddesc its
- * descriptor.  The same statement says whether message message_id has an
- * answer recorded already (*answered): a replay, which the caller then
- * reads; with no command found, *answered is not known (false).
+ * descriptor.
  */
 static HeapTuple
 bound_command(HeapTuple ctx, TupleDesc ctxdesc, text *conversation, text *actor,
-			  text *message_id, TupleDesc *cmddesc, bool *answered)
+			  TupleDesc *cmddesc)
 {
 	static SPIPlanPtr plan = NULL;
-	static const Oid types[6] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, UUIDOID, TEXTOID};
+	static const Oid types[5] = {TEXTOID, UUIDOID, TEXTOID, TEXTOID, UUIDOID};
 	bool		isnull;
 	JsonbValue *pc;
 	char	   *id;
-	Datum		args[6];
-	HeapTuple	row;
+	Datum		args[5];
 
-	*answered = false;
 	pc = cscp_answer_slot(ctx, ctxdesc, "pending_confirmation");
 	if (pc == NULL)
 		return NULL;
@@ -131,30 +127,21 @@ bound_command(HeapTuple ctx, TupleDesc ctxdesc, text *conversation, text *actor,
 	args[2] = PointerGetDatum(conversation);
 	args[3] = PointerGetDatum(actor);
 	args[4] = cscp_column_value(ctx, ctxdesc, "cscp.context", "context_id", &isnull);
-	args[5] = PointerGetDatum(message_id);
 	cscp_spi_plan(&plan,
 				  "SELECT x.tenant_id, x.command_id, x.state, x.window_expires_at,"
-				  "       x.target_fingerprint,"
-				  "       EXISTS (SELECT 1 FROM cscp.answer a"
-				  "                WHERE a.tenant_id OPERATOR(pg_catalog.=) $1 AND a.conversation_id OPERATOR(pg_catalog.=) $3"
-				  "                  AND a.kind OPERATOR(pg_catalog.=) 'confirm' AND a.message_id OPERATOR(pg_catalog.=) $6) AS answered"
+				  "       x.target_fingerprint"
 				  "  FROM cscp.command x"
 				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2"
 				  "   AND x.conversation_id OPERATOR(pg_catalog.=) $3 AND x.actor_id OPERATOR(pg_catalog.=) $4 AND x.context_id OPERATOR(pg_catalog.=) $5"
 				  "   FOR UPDATE",
-				  6, types);
-	/* the command by its key, the answer by its primary key: whatever the statistics say */
+				  5, types);
+	/* the command by its key, whatever the statistics say */
 	if (cscp_spi_execute_keyed(plan, args, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up the command a yes or no answers");
-	row = NULL;
-	if (SPI_processed == 1)
-	{
-		row = SPI_tuptable->vals[0];
-		*cmddesc = SPI_tuptable->tupdesc;
-	}
-	if (row != NULL)
-		*answered = DatumGetBool(heap_getattr(row, 6, *cmddesc, &isnull)) && !isnull;
-	return row;
+	if (SPI_processed != 1)
+		return NULL;
+	*cmddesc = SPI_tuptable->tupdesc;
+	return SPI_tuptable->vals[0];
 }
 
 /* What an answer comes to, before anything is written. */
@@ -262,10 +249,11 @@ PG_FUNCTION_INFO_V1(cscp_confirm);
  * RETURNS TABLE(outcome text, command_id uuid, context_id uuid)
  *
  * Outcomes: confirmed, declined, no_context, expired, nothing_pending,
- * confirmation_expired, target_mismatch.  In steps: the message's lock and
- * replay, the context and the command bound to its slot, the verdict, the
- * answer recorded, then what it does (the question lapses, the command
- * moves, or the evidence says why nothing moved).
+ * confirmation_expired, target_mismatch.  In steps: the message's lock,
+ * the context and the command bound to its slot, the verdict, the answer
+ * recorded (or the first one replayed, and nothing more), then what it
+ * does (the question lapses, the command moves, or the evidence says why
+ * nothing moved).
  */
 Datum
 cscp_confirm(PG_FUNCTION_ARGS)
@@ -278,7 +266,6 @@ cscp_confirm(PG_FUNCTION_ARGS)
 	TupleDesc	ctxdesc = NULL;
 	Verdict		v = {0};
 	bool		isnull;
-	bool		replayed = false;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	check_args(fcinfo);
@@ -294,22 +281,8 @@ cscp_confirm(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	cscp_answer_lock(a.tenant_id, a.kind, a.conversation_id, a.message_id);
 	cscp_context_for(a.tenant_id, a.conversation_id, a.answered_by, &ctx, &ctxdesc);
-
-	/*
-	 * An answer already recorded for the message (committed while we
-	 * waited for its lock, too) is replayed; the statement that finds the
-	 * command bound to the slot says whether there is one, so that a first
-	 * answer to a pending question reads the answers no more.
-	 */
 	if (ctx != NULL)
-		v.cmd = bound_command(ctx, ctxdesc, a.conversation_id, a.answered_by, a.message_id,
-							  &v.cmddesc, &replayed);
-	if ((v.cmd == NULL || replayed) &&
-		cscp_answer_replay(a.tenant_id, a.conversation_id, a.kind, a.message_id, rsinfo))
-	{
-		SPI_finish();
-		return (Datum) 0;
-	}
+		v.cmd = bound_command(ctx, ctxdesc, a.conversation_id, a.answered_by, &v.cmddesc);
 	judge(ctx, ctxdesc, answer, fingerprint, &v);
 	a.outcome = v.outcome;
 	if (v.cmd != NULL)
@@ -323,8 +296,16 @@ cscp_confirm(PG_FUNCTION_ARGS)
 		a.has_context = true;
 	}
 
-	/* Recorded first: a yes is confirmed only with its answer recorded. */
-	cscp_answer_record(&a);
+	/*
+	 * Recorded first: a yes is confirmed only with its answer recorded.  A
+	 * message answered already (committed while we waited for its lock,
+	 * too) is replayed instead, and nothing is written.
+	 */
+	if (!cscp_answer_keep(&a, rsinfo))
+	{
+		SPI_finish();
+		return (Datum) 0;
+	}
 	if (v.lapse_why != NULL)
 		cscp_lapse(ctx, ctxdesc, v.cmd, v.cmddesc, v.lapse_why);
 	if (v.why != NULL)
