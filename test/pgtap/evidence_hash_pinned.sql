@@ -4,7 +4,7 @@
 -- fields, then sha256); and every row the API writes, as an application role, against that SQL
 -- definition and cscp.evidence_verify.  A change of what is hashed, or of how, fails here.
 BEGIN;
-SELECT plan(8);
+SELECT plan(9);
 
 -- The definition, in SQL: the canonical JSON object of the hashed fields, then its SHA-256.
 CREATE FUNCTION pg_temp.defined_hash(e cscp.evidence) RETURNS text LANGUAGE sql STABLE AS $$
@@ -49,6 +49,20 @@ SELECT is((SELECT cscp.evidence_hash(e) FROM pinned_null),
           'a row of nulls: its hash is the pinned value');
 SELECT is((SELECT cscp.evidence_hash(e) FROM pinned_null), (SELECT pg_temp.defined_hash(e) FROM pinned_null),
           'a row of nulls: its hash is the SHA-256 of the canonical JSON of its fields');
+
+-- created_at as hashed: UTC, microseconds, whatever the session's TimeZone; years of four digits
+-- and the rest (before year 1, after 9999) alike.
+SET TimeZone = 'America/St_Johns';
+SELECT is((SELECT pg_catalog.string_agg(cscp._utc(t), ' ' ORDER BY t) FROM pg_catalog.unnest(ARRAY[
+               '0001-01-01 00:00:00+00', '1969-12-31 23:59:59.999999+00', '1999-12-31 23:59:59.5+00',
+               '2000-01-01 00:00:00+00', '2026-05-01 09:00:00.123456+02', '9999-12-31 23:59:59.000001+00',
+               '10000-01-01 00:00:00+00', '0002-03-04 05:06:07.000008+00 BC', 'infinity',
+               '-infinity']::timestamptz[]) t),
+          '-infinity -001-03-04T05:06:07.000008Z 0001-01-01T00:00:00.000000Z '
+          '1969-12-31T23:59:59.999999Z 1999-12-31T23:59:59.500000Z 2000-01-01T00:00:00.000000Z '
+          '2026-05-01T07:00:00.123456Z 9999-12-31T23:59:59.000001Z 10000-01-01T00:00:00.000000Z infinity',
+          'timestamps are hashed as UTC text with microseconds');
+RESET TimeZone;
 
 -- Rows the API writes, as an application role: chains of several events per call, a refused
 -- attempt, an answer to nothing (a chain of one).
