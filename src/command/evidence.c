@@ -99,6 +99,50 @@ append_jsonb(StringInfo out, Jsonb *j)
 		cscp_canonical_append(out, j);
 }
 
+/*
+ * Append a command's context_ref as canonical JSON: the text of the last
+ * one is kept (in TopMemoryContext) with its bytes, since every
+ * transition of a command hashes the same context_ref again.  The
+ * canonical text is a function of the jsonb's bytes alone, so equal bytes
+ * give it back unchanged.
+ */
+static void
+append_context_ref(StringInfo out, Jsonb *j)
+{
+	static char *last_raw = NULL;
+	static Size last_rawlen = 0;
+	static char *last_text = NULL;
+	static int	last_textlen = 0;
+	Size		rawlen;
+	int			start;
+
+	if (j == NULL)
+	{
+		appendStringInfoString(out, "null");
+		return;
+	}
+	rawlen = VARSIZE(j);
+	if (last_raw != NULL && rawlen == last_rawlen && memcmp(last_raw, j, rawlen) == 0)
+	{
+		appendBinaryStringInfo(out, last_text, last_textlen);
+		return;
+	}
+	start = out->len;
+	cscp_canonical_append(out, j);
+	if (last_raw != NULL)
+	{
+		pfree(last_raw);
+		pfree(last_text);
+		last_raw = NULL;
+	}
+	last_text = MemoryContextAlloc(TopMemoryContext, out->len - start);
+	memcpy(last_text, out->data + start, out->len - start);
+	last_textlen = out->len - start;
+	last_raw = MemoryContextAlloc(TopMemoryContext, rawlen);
+	memcpy(last_raw, j, rawlen);
+	last_rawlen = rawlen;
+}
+
 static void
 append_text_array(StringInfo out, ArrayType *arr)
 {
@@ -122,6 +166,9 @@ append_text_array(StringInfo out, ArrayType *arr)
 	appendStringInfoChar(out, ']');
 }
 
+/* Append a string literal (its length known at compile time). */
+#define append_literal(out, lit) appendBinaryStringInfo((out), (lit), sizeof(lit) - 1)
+
 /*
  * The hash of an evidence row: sha256 of the canonical JSON object of its
  * fields (keys in bytewise order, as canonical.c sorts them).
@@ -132,34 +179,36 @@ cscp_evidence_hash(const CscpEvidence *e)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfoString(&buf, "{\"command_id\":");
+	append_literal(&buf, "{\"command_id\":");
 	append_text(&buf, e->command_id);
-	appendStringInfoString(&buf, ",\"context_ref\":");
-	append_jsonb(&buf, e->context_ref);
-	appendStringInfoString(&buf, ",\"conversation_id\":");
+	append_literal(&buf, ",\"context_ref\":");
+	append_context_ref(&buf, e->context_ref);
+	append_literal(&buf, ",\"conversation_id\":");
 	append_text(&buf, e->conversation_id);
-	appendStringInfoString(&buf, ",\"created_at\":");
+	append_literal(&buf, ",\"created_at\":");
 	append_text(&buf, cscp_utc_iso(e->created_at));
-	appendStringInfoString(&buf, ",\"decision\":");
+	append_literal(&buf, ",\"decision\":");
 	append_text(&buf, e->decision);
-	appendStringInfoString(&buf, ",\"detail\":");
+	append_literal(&buf, ",\"detail\":");
 	append_jsonb(&buf, e->detail);
-	appendStringInfoString(&buf, ",\"event_type\":");
+	append_literal(&buf, ",\"event_type\":");
 	append_text(&buf, e->event_type);
-	appendStringInfoString(&buf, ",\"from_state\":");
+	append_literal(&buf, ",\"from_state\":");
 	append_text(&buf, e->from_state);
-	appendStringInfoString(&buf, ",\"message_ids\":");
+	append_literal(&buf, ",\"message_ids\":");
 	append_text_array(&buf, e->message_ids);
-	appendStringInfoString(&buf, ",\"prev_hash\":");
+	append_literal(&buf, ",\"prev_hash\":");
 	append_text(&buf, e->prev_hash);
-	appendStringInfoString(&buf, ",\"reason_code\":");
+	append_literal(&buf, ",\"reason_code\":");
 	append_text(&buf, e->reason_code);
-	appendStringInfo(&buf, ",\"seq\":%d", e->seq);
-	appendStringInfoString(&buf, ",\"stage\":");
+	append_literal(&buf, ",\"seq\":");
+	enlargeStringInfo(&buf, 12);
+	buf.len += pg_ltoa(e->seq, buf.data + buf.len);
+	append_literal(&buf, ",\"stage\":");
 	append_text(&buf, e->stage);
-	appendStringInfoString(&buf, ",\"tenant_id\":");
+	append_literal(&buf, ",\"tenant_id\":");
 	append_text(&buf, e->tenant_id);
-	appendStringInfoString(&buf, ",\"to_state\":");
+	append_literal(&buf, ",\"to_state\":");
 	append_text(&buf, e->to_state);
 	appendStringInfoChar(&buf, '}');
 	return cscp_sha256_hex(buf.data, buf.len);
@@ -200,6 +249,50 @@ cscp_row_id_sql(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(cscp_row_id());
 }
 
+/* The value of a lower case hex digit c (canonical_uuid has checked it). */
+static inline int
+hex_nibble(char c)
+{
+	return c <= '9' ? c - '0' : c - 'a' + 10;
+}
+
+/* Whether s is a uuid as uuid_out writes it (36 characters, lower case). */
+static bool
+canonical_uuid(const char *s)
+{
+	if (s == NULL || strlen(s) != 36)
+		return false;
+	for (int i = 0; i < 36; i++)
+		if (i == 8 || i == 13 || i == 18 || i == 23 ? s[i] != '-' :
+			!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+/*
+ * A command id as a uuid datum: uuid_out's form (what the command trigger
+ * hands over) read directly, anything else through uuid_in, which accepts
+ * and refuses what it always did.
+ */
+static Datum
+command_uuid(const char *s)
+{
+	pg_uuid_t  *u;
+	int			j = 0;
+
+	if (!canonical_uuid(s))
+		return DirectFunctionCall1(uuid_in, CStringGetDatum(s));
+	u = palloc(sizeof(pg_uuid_t));
+	for (int i = 0; i < 36; i += 2)
+	{
+		if (s[i] == '-')
+			i++;
+		u->data[j++] = (unsigned char) ((hex_nibble(s[i]) << 4) | hex_nibble(s[i + 1]));
+	}
+	Assert(j == UUID_LEN);
+	return UUIDPGetDatum(u);
+}
+
 /* A nullable C string as a text datum, with its SPI null flag. */
 static Datum
 text_or_null(const char *s, char *nullflag)
@@ -215,14 +308,16 @@ text_or_null(const char *s, char *nullflag)
 
 /* The most rows one cscp_evidence_append_chain call inserts (one INSERT). */
 #define EVIDENCE_MAX_BATCH 4
-#define EVIDENCE_NCOLS 16
+#define EVIDENCE_NCOLS 17
 
 /*
  * Insert events[0..n-1], numbered, linked and hashed already, in one
  * INSERT of n rows: a saved statement per n, run as the owner of
  * cscp.evidence (owner.c): application roles may read their tenant's
  * evidence but not write it.  The INSERT names its columns, so a column
- * added to the table takes its default, and the table's triggers, rules,
+ * added to the table takes its default; evidence_id is cscp_row_id(), the
+ * column's default, given as a parameter (no function call for the
+ * executor to set up per statement).  The table's triggers, rules,
  * constraints and the owner's privileges apply as to any INSERT.  With
  * optimistic, a row whose seq its chain holds already is skipped (ON
  * CONFLICT DO NOTHING on the chain's unique index) instead of refused.
@@ -234,7 +329,7 @@ evidence_insert(CscpEvidence *events, int n, bool optimistic)
 	static SPIPlanPtr plans[2][EVIDENCE_MAX_BATCH];
 	static const Oid row_types[EVIDENCE_NCOLS] = {TEXTOID, TEXTOID, UUIDOID, INT4OID, TEXTOID,
 		TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, JSONBOID, TEXTOID, TEXTOID, JSONBOID,
-	TIMESTAMPTZOID, TEXTOID, TEXTOID};
+	TIMESTAMPTZOID, TEXTOID, TEXTOID, INT8OID};
 	Oid			types[EVIDENCE_NCOLS * EVIDENCE_MAX_BATCH];
 	Datum		values[EVIDENCE_NCOLS * EVIDENCE_MAX_BATCH];
 	char		nulls[EVIDENCE_NCOLS * EVIDENCE_MAX_BATCH];
@@ -251,7 +346,7 @@ evidence_insert(CscpEvidence *events, int n, bool optimistic)
 		v[1] = text_or_null(e->conversation_id, &nl[1]);
 		if (e->command_id != NULL)
 		{
-			v[2] = DirectFunctionCall1(uuid_in, CStringGetDatum(e->command_id));
+			v[2] = command_uuid(e->command_id);
 			nl[2] = ' ';
 		}
 		else
@@ -277,6 +372,8 @@ evidence_insert(CscpEvidence *events, int n, bool optimistic)
 		nl[13] = ' ';
 		v[14] = text_or_null(e->prev_hash, &nl[14]);
 		v[15] = text_or_null(e->hash, &nl[15]);
+		v[16] = Int64GetDatum(cscp_row_id());
+		nl[16] = ' ';
 	}
 
 	if (plans[optimistic][n - 1] == NULL)
@@ -287,7 +384,7 @@ evidence_insert(CscpEvidence *events, int n, bool optimistic)
 		appendStringInfoString(&sql,
 							   "INSERT INTO cscp.evidence (tenant_id, conversation_id, command_id, seq, stage,"
 							   "    event_type, from_state, to_state, message_ids, context_ref, decision,"
-							   "    reason_code, detail, created_at, prev_hash, hash) VALUES ");
+							   "    reason_code, detail, created_at, prev_hash, hash, evidence_id) VALUES ");
 		for (int i = 0; i < n; i++)
 		{
 			appendStringInfo(&sql, "%s(", i > 0 ? ", " : "");
@@ -338,7 +435,7 @@ evidence_head(const char *tenant_id, const char *command_id, int32 *seq, char **
 	Datum		args[2];
 
 	args[0] = CStringGetTextDatum(tenant_id);
-	args[1] = DirectFunctionCall1(uuid_in, CStringGetDatum(command_id));
+	args[1] = command_uuid(command_id);
 	cscp_spi_plan(&plan,
 				  "SELECT e.seq, e.hash FROM cscp.evidence e"
 				  " WHERE e.tenant_id OPERATOR(pg_catalog.=) $1"
@@ -483,19 +580,6 @@ cscp_evidence_hash_sql(PG_FUNCTION_ARGS)
 	e.created_at = DatumGetTimestampTz(d);
 	e.prev_hash = record_text(rec, "prev_hash");
 	PG_RETURN_TEXT_P(cstring_to_text(cscp_evidence_hash(&e)));
-}
-
-/* Whether s is a uuid as uuid_out writes it (36 characters, lower case). */
-static bool
-canonical_uuid(const char *s)
-{
-	if (s == NULL || strlen(s) != 36)
-		return false;
-	for (int i = 0; i < 36; i++)
-		if (i == 8 || i == 13 || i == 18 || i == 23 ? s[i] != '-' :
-			!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return false;
-	return true;
 }
 
 /*

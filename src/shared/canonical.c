@@ -230,6 +230,18 @@ cscp_sha256_hex(const char *data, size_t len)
 	return result;
 }
 
+/* Write v (0 <= v < 10^width) as width decimal digits, zero padded, at p. */
+static char *
+put_digits(char *p, int v, int width)
+{
+	for (int i = width - 1; i >= 0; i--)
+	{
+		p[i] = (char) ('0' + v % 10);
+		v /= 10;
+	}
+	return p + width;
+}
+
 /*
  * A timestamp with time zone as "YYYY-MM-DDTHH:MI:SS.ffffffZ" in UTC,
  * whatever the session's TimeZone, for hashing.
@@ -246,9 +258,33 @@ cscp_utc_iso(TimestampTz ts)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("timestamp out of range")));
-	return psprintf("%04d-%02d-%02dT%02d:%02d:%02d.%06dZ",
-					tm.tm_year, tm.tm_mon, tm.tm_mday,
-					tm.tm_hour, tm.tm_min, tm.tm_sec, (int) fsec);
+	if (tm.tm_year < 1 || tm.tm_year > 9999)
+		return psprintf("%04d-%02d-%02dT%02d:%02d:%02d.%06dZ",
+						tm.tm_year, tm.tm_mon, tm.tm_mday,
+						tm.tm_hour, tm.tm_min, tm.tm_sec, (int) fsec);
+	else
+	{
+		/* the same text, without psprintf's format parsing (hashed per row) */
+		char	   *result = palloc(28);
+		char	   *p = result;
+
+		p = put_digits(p, tm.tm_year, 4);
+		*p++ = '-';
+		p = put_digits(p, tm.tm_mon, 2);
+		*p++ = '-';
+		p = put_digits(p, tm.tm_mday, 2);
+		*p++ = 'T';
+		p = put_digits(p, tm.tm_hour, 2);
+		*p++ = ':';
+		p = put_digits(p, tm.tm_min, 2);
+		*p++ = ':';
+		p = put_digits(p, tm.tm_sec, 2);
+		*p++ = '.';
+		p = put_digits(p, (int) fsec, 6);
+		*p++ = 'Z';
+		*p = '\0';
+		return result;
+	}
 }
 
 PG_FUNCTION_INFO_V1(cscp_canonical_json);
