@@ -1308,9 +1308,13 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	bool		used = q->prepared != NULL && q->prepared->context_used;
 
 	if (q->prepared == NULL)
+	{
 		cscp_key_lock(q->tenant_id, VARDATA_ANY(q->idempotency_key),
 					  VARSIZE_ANY_EXHDR(q->idempotency_key));
-	f.routing = cscp_routing_hash_text(q->conversation_id);
+		f.routing = cscp_routing_hash_text(q->conversation_id);
+	}
+	else						/* the id chosen carries it */
+		f.routing = cscp_routing_hash_uuid(DatumGetUUIDP(q->prepared->command_id));
 	if (!form_live(q, &f))
 	{
 		HeapTuple	ctx;
