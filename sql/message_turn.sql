@@ -67,6 +67,71 @@ SELECT r - 'event_id' AS timed_out
 SELECT count(*) AS contexts, (SELECT count(*) FROM cscp.command WHERE conversation_id = 'mt-3') AS commands
   FROM cscp.context WHERE conversation_id = 'mt-3';
 
+-- A reused context is written once for the turn and its command: as the application role, a
+-- message_turn leaves the same context and frame as the three calls (but one write fewer: version),
+-- the context naming its command and message; a replayed command leaves last_command_id alone; on a
+-- blocked context a refused mutating command leaves it alone and a read-only one is its last.
+SET cscp.clock = '2026-11-01 10:00:00+00';
+CREATE ROLE mt_app;
+SELECT cscp.grant_app('mt_app', ARRAY['mt']) IS NOT NULL AS granted;
+SET cscp.tenant_id = 'mt';
+SET ROLE mt_app;
+SELECT turn_index FROM cscp.conversation_start('mt', 'mt-4', 'bot',
+    '{"from": "bot", "role": "agent", "content": {"text": "Hi"}, "ts": 1}');
+SELECT turn_index FROM cscp.conversation_start('mt', 'mt-5', 'bot',
+    '{"from": "bot", "role": "agent", "content": {"text": "Hi"}, "ts": 1}');
+SELECT r ->> 'state' AS state FROM cscp.message_turn('mt', 'mt-4', 'ana',
+    '{"messageId": "m1", "from": "ana", "role": "user", "content": {"text": "order 1?"}, "ts": 2}',
+    '{"active_intent": "track_order", "active_target": "order:1"}',
+    '{"idempotency_key": "mt-4:k1", "name": "track_order", "payload": {"order_id": "1"}}') r;
+SELECT outcome FROM cscp.conversation_exchange('mt', 'mt-5',
+    '{"messageId": "m1", "from": "ana", "role": "user", "content": {"text": "order 1?"}, "ts": 2}');
+SELECT status FROM cscp.context_open('mt', 'mt-5', 'ana', '{"active_intent": "track_order", "active_target": "order:1"}');
+SELECT state FROM cscp.command_submit('mt', 'mt-5', 'ana', 'mt-5:k1', 'track_order', false, '{m1}', '{"order_id": "1"}');
+RESET ROLE;
+SET cscp.clock = '2026-11-01 10:01:00+00';
+SET ROLE mt_app;
+SELECT r ->> 'state' AS state, r -> 'replayed' AS replayed FROM cscp.message_turn('mt', 'mt-4', 'ana',
+    '{"messageId": "m2", "from": "ana", "role": "user", "content": {"text": "and order 2?"}, "ts": 3}',
+    '{"active_target": "order:2"}',
+    '{"idempotency_key": "mt-4:k2", "name": "track_order", "payload": {"order_id": "2"}}') r;
+SELECT outcome FROM cscp.conversation_exchange('mt', 'mt-5',
+    '{"messageId": "m2", "from": "ana", "role": "user", "content": {"text": "and order 2?"}, "ts": 3}');
+SELECT status FROM cscp.context_open('mt', 'mt-5', 'ana', '{"active_target": "order:2"}');
+SELECT state FROM cscp.command_submit('mt', 'mt-5', 'ana', 'mt-5:k2', 'track_order', false, '{m2}', '{"order_id": "2"}');
+CREATE TEMP VIEW mt_last AS
+  SELECT x.conversation_id, x.status, x.slots, x.last_message_id, x.expires_at, x.version,
+         (SELECT c.idempotency_key FROM cscp.command c
+           WHERE c.tenant_id = x.tenant_id AND c.command_id = x.last_command_id) AS last_command
+    FROM cscp.context x WHERE x.tenant_id = 'mt' AND x.conversation_id IN ('mt-4', 'mt-5')
+   ORDER BY x.conversation_id;
+SELECT * FROM mt_last;
+SELECT (SELECT f.state - 'conversation_id' FROM cscp.frame f JOIN cscp.command c
+          ON c.tenant_id = f.tenant_id AND c.frame_id = f.frame_id WHERE c.idempotency_key = 'mt-4:k2')
+     = (SELECT f.state - 'conversation_id' FROM cscp.frame f JOIN cscp.command c
+          ON c.tenant_id = f.tenant_id AND c.frame_id = f.frame_id WHERE c.idempotency_key = 'mt-5:k2')
+       AS same_frame;
+-- the command mt-4:k1 replayed by a new message: not the context's last again
+SELECT r ->> 'state' AS state, r -> 'replayed' AS replayed FROM cscp.message_turn('mt', 'mt-4', 'ana',
+    '{"messageId": "m3", "from": "ana", "role": "user", "content": {"text": "order 1 again?"}, "ts": 4}',
+    '{}', '{"idempotency_key": "mt-4:k1", "name": "track_order", "payload": {"order_id": "1"}}') r;
+SELECT conversation_id, last_message_id, last_command FROM mt_last WHERE conversation_id = 'mt-4';
+-- blocked: a mutating command is refused and leaves it alone; a read-only one becomes its last
+SELECT status FROM cscp.context_transition((SELECT context_id FROM cscp.context
+    WHERE tenant_id = 'mt' AND conversation_id = 'mt-4' AND status = 'active'), 'blocked');
+SELECT r ->> 'state' AS state FROM cscp.message_turn('mt', 'mt-4', 'ana',
+    '{"messageId": "m4", "from": "ana", "role": "user", "content": {"text": "cancel it"}, "ts": 5}',
+    '{}', '{"idempotency_key": "mt-4:k4", "name": "cancel_order", "mutating": true}') r;
+SELECT conversation_id, status, last_message_id, last_command FROM mt_last WHERE conversation_id = 'mt-4';
+SELECT r ->> 'state' AS state FROM cscp.message_turn('mt', 'mt-4', 'ana',
+    '{"messageId": "m5", "from": "ana", "role": "user", "content": {"text": "where is it?"}, "ts": 6}',
+    '{}', '{"idempotency_key": "mt-4:k5", "name": "track_order", "payload": {"order_id": "2"}}') r;
+SELECT conversation_id, status, last_message_id, last_command FROM mt_last WHERE conversation_id = 'mt-4';
+RESET ROLE;
+DROP VIEW mt_last;
+RESET cscp.tenant_id;
+SET cscp.clock = '2026-11-01 09:05:00+00';
+
 -- Bad input: 22023, and nothing is written (the turn m9 never appears).
 CREATE TEMP TABLE before AS
   SELECT (SELECT count(*) FROM cscp.turn) AS turns, (SELECT count(*) FROM cscp.command) AS commands,
@@ -88,3 +153,5 @@ SELECT b.turns = (SELECT count(*) FROM cscp.turn) AND b.commands = (SELECT count
        AND b.ctx_versions = (SELECT sum(version) FROM cscp.context) AS nothing_changed
   FROM before b;
 RESET cscp.clock;
+SELECT cscp.revoke_app('mt_app') IS NOT NULL AS revoked;
+DROP ROLE mt_app;

@@ -38,10 +38,22 @@ typedef struct CscpSubmitted
 	Jsonb	   *outcome;		/* or NULL */
 } CscpSubmitted;
 
+/*
+ * What cscp.message_turn did for the command it submits before submitting
+ * it: the key's lock taken, its id chosen, and, when context_used, its
+ * context made to name it as its last already (cscp_context_open_row).
+ */
+typedef struct CscpSubmitPrepared
+{
+	Datum		command_id;		/* uuid, routed by the conversation */
+	bool		context_used;
+} CscpSubmitPrepared;
+
 extern void cscp_submit_command(text *tenant_id, text *conversation_id, text *actor_id,
 								text *idempotency_key, text *command_name, bool mutating,
 								ArrayType *message_ids, Jsonb *payload,
-								text *target_fingerprint, CscpSubmitted *result);
+								text *target_fingerprint, const CscpSubmitPrepared *prepared,
+								CscpSubmitted *result);
 
 extern const char *const cscp_command_state_names[CMD_NUM_STATES];
 extern CommandState cscp_command_state_of(Oid typoid, Datum value);

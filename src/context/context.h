@@ -11,10 +11,22 @@
 
 #include "cscp.h"
 
+/*
+ * The use of a context by the command a caller forms right after opening it
+ * (cscp.message_turn): written by the open's UPDATE when it reuses a live
+ * context, so that forming the command need not write the context again.
+ */
+typedef struct CscpContextUse
+{
+	Datum		command_id;		/* uuid the command is to be inserted with */
+	text	   *key;			/* its idempotency key; the caller holds its lock */
+	text	   *message_id;		/* the message it is formed from */
+} CscpContextUse;
+
 /* context_api.c: opening a context, and the context as readers see it */
 extern HeapTuple cscp_context_open_row(text *tenant, text *conversation, text *actor,
 									   Jsonb *slots, Interval *ttl, text *correlation,
-									   TupleDesc *desc);
+									   const CscpContextUse *use, TupleDesc *desc);
 extern void cscp_context_check_open_args(text *tenant, text *conversation, text *actor,
 										 Jsonb *slots);
 extern Datum cscp_context_view_datum(HeapTuple row, TupleDesc desc, TupleDesc rowdesc);

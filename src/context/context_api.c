@@ -57,19 +57,32 @@ typedef struct OpenArgs
 	Interval   *ttl;
 	text	   *correlation;
 	TimestampTz now;
+	const CscpContextUse *use;	/* or NULL */
 } OpenArgs;
 
 /*
  * The live context of the triple in use (unexpired): found, locked,
  * extended and given the slots by one UPDATE.  NULL when there is none.
+ *
+ * With a use (o->use), the same UPDATE makes the command about to be formed
+ * the context's last, as forming it would (use_context, or the question of
+ * a mutating one, in command_api.c): when its key is new (the caller holds
+ * the key's lock), the context is not blocked (a mutating command is then
+ * refused and leaves the context alone) and its last message is already the
+ * command's (which the turn just noted; so the frame records what it would
+ * have).  The caller sees whether it did from the row returned
+ * (last_command_id).
  */
 static HeapTuple
 open_use(const OpenArgs *o, TupleDesc *desc)
 {
 	static SPIPlanPtr plan = NULL;
-	static const Oid types[6] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, TIMESTAMPTZOID};
-	Datum		args[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	static SPIPlanPtr use_plan = NULL;
+	static const Oid types[9] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, TIMESTAMPTZOID,
+	UUIDOID, TEXTOID, TEXTOID};
+	Datum		args[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	SPIPlanPtr	chosen;
 
 	args[0] = PointerGetDatum(o->tenant);
 	args[1] = PointerGetDatum(o->conversation);
@@ -78,17 +91,44 @@ open_use(const OpenArgs *o, TupleDesc *desc)
 	args[4] = PointerGetDatum(o->correlation);
 	nulls[4] = o->correlation ? ' ' : 'n';
 	args[5] = TimestampTzGetDatum(o->now);
-	cscp_spi_plan(&plan,
-				  "UPDATE cscp.context x"
-				  "   SET slots = x.slots OPERATOR(pg_catalog.||) $4,"
-				  "       expires_at = cscp.context_touch(x),"
-				  "       correlation_id = coalesce($5, x.correlation_id)"
-				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1"
-				  "   AND x.context_id OPERATOR(pg_catalog.=) " CSCP_LIVE_CONTEXT_ID
-				  "   AND x.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}') AND x.expires_at OPERATOR(pg_catalog.>) $6"
-				  " RETURNING *",
-				  6, types);
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+	if (o->use == NULL)
+	{
+		cscp_spi_plan(&plan,
+					  "UPDATE cscp.context x"
+					  "   SET slots = x.slots OPERATOR(pg_catalog.||) $4,"
+					  "       expires_at = cscp.context_touch(x),"
+					  "       correlation_id = coalesce($5, x.correlation_id)"
+					  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1"
+					  "   AND x.context_id OPERATOR(pg_catalog.=) " CSCP_LIVE_CONTEXT_ID
+					  "   AND x.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}') AND x.expires_at OPERATOR(pg_catalog.>) $6"
+					  " RETURNING *",
+					  6, types);
+		chosen = plan;
+	}
+	else
+	{
+		args[6] = o->use->command_id;
+		args[7] = PointerGetDatum(o->use->key);
+		args[8] = PointerGetDatum(o->use->message_id);
+		cscp_spi_plan(&use_plan,
+					  "UPDATE cscp.context x"
+					  "   SET slots = x.slots OPERATOR(pg_catalog.||) $4,"
+					  "       expires_at = cscp.context_touch(x),"
+					  "       correlation_id = coalesce($5, x.correlation_id),"
+					  "       last_command_id = CASE WHEN x.status OPERATOR(pg_catalog.<>) 'blocked'"
+					  "             AND coalesce(x.last_message_id OPERATOR(pg_catalog.=) $9, false)"
+					  "             AND NOT EXISTS (SELECT FROM cscp.command k"
+					  "                              WHERE k.tenant_id OPERATOR(pg_catalog.=) $1"
+					  "                                AND k.idempotency_key OPERATOR(pg_catalog.=) $8)"
+					  "           THEN $7 ELSE x.last_command_id END"
+					  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1"
+					  "   AND x.context_id OPERATOR(pg_catalog.=) " CSCP_LIVE_CONTEXT_ID
+					  "   AND x.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}') AND x.expires_at OPERATOR(pg_catalog.>) $6"
+					  " RETURNING *",
+					  9, types);
+		chosen = use_plan;
+	}
+	if (SPI_execute_plan(chosen, args, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not extend a context");
 	if (SPI_processed != 1)
 		return NULL;
@@ -236,14 +276,18 @@ open_insert(const OpenArgs *o, TupleDesc *desc)
 
 /*
  * Open (or reuse) the context of (tenant, conversation, actor) with slots
- * merged in; see the file header.  Connected to SPI by the caller; returns
- * the row as stored (in SPI memory), with its descriptor in *desc.
+ * merged in; see the file header.  use, when not NULL, is the command the
+ * caller forms next, which a reused context is made to name as its last
+ * when that is what forming it would do (open_use).  Connected to SPI by
+ * the caller; returns the row as stored (in SPI memory), with its
+ * descriptor in *desc.
  */
 HeapTuple
 cscp_context_open_row(text *tenant, text *conversation, text *actor, Jsonb *slots,
-					  Interval *ttl, text *correlation, TupleDesc *desc)
+					  Interval *ttl, text *correlation, const CscpContextUse *use,
+					  TupleDesc *desc)
 {
-	OpenArgs	o = {tenant, conversation, actor, slots, ttl, correlation, cscp_now()};
+	OpenArgs	o = {tenant, conversation, actor, slots, ttl, correlation, cscp_now(), use};
 
 	if (o.slots == NULL)
 	{
@@ -420,7 +464,7 @@ cscp_context_open(PG_FUNCTION_ARGS)
 	cscp_context_check_open_args(tenant, conversation, actor, slots);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	row = cscp_context_open_row(tenant, conversation, actor, slots, ttl, correlation, &desc);
+	row = cscp_context_open_row(tenant, conversation, actor, slots, ttl, correlation, NULL, &desc);
 	PG_RETURN_DATUM(context_result(row, desc, rowdesc, callerctx));
 }
 

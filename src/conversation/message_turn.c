@@ -120,9 +120,14 @@ read_command(Jsonb *command, CommandArgs *out)
 		cscp_check_id("command.target_fingerprint", out->fingerprint);
 }
 
-/* Open (or reuse) the sender's context with slots; returns its id as text. */
+/*
+ * Open (or reuse) the sender's context with slots; returns its id as text.
+ * With use (the command formed next), *used says whether the context was
+ * made to name it as its last already (cscp_context_open_row).
+ */
 static char *
-open_context(text *tenant, text *conversation, text *actor, Jsonb *slots)
+open_context(text *tenant, text *conversation, text *actor, Jsonb *slots,
+			 const CscpContextUse *use, bool *used)
 {
 	MemoryContext callerctx = CurrentMemoryContext;
 	TupleDesc	desc;
@@ -131,10 +136,18 @@ open_context(text *tenant, text *conversation, text *actor, Jsonb *slots)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	row = cscp_context_open_row(tenant, conversation, actor, slots, NULL, NULL, &desc);
+	row = cscp_context_open_row(tenant, conversation, actor, slots, NULL, NULL, use, &desc);
 	context_id = MemoryContextStrdup(callerctx,
 									 SPI_getvalue(row, desc,
 												  cscp_column(desc, "cscp.context", "context_id")));
+	if (use != NULL)
+	{
+		bool		isnull;
+		Datum		last = heap_getattr(row, cscp_column(desc, "cscp.context", "last_command_id"),
+										desc, &isnull);
+
+		*used = !isnull && DatumGetBool(DirectFunctionCall2(uuid_eq, last, use->command_id));
+	}
 	SPI_finish();
 	return context_id;
 }
@@ -187,6 +200,9 @@ cscp_message_turn(PG_FUNCTION_ARGS)
 	CommandArgs cmd = {0};
 	CscpTurnResult tr = {0};
 	CscpSubmitted sub = {0};
+	CscpSubmitPrepared prep = {0};
+	CscpContextUse use = {0};
+	pg_uuid_t	command_id;
 	char	   *context_id;
 	Datum		msg;
 
@@ -201,14 +217,30 @@ cscp_message_turn(PG_FUNCTION_ARGS)
 		PG_RETURN_JSONB_P(answer(&tr, NULL, NULL));
 
 	/* 2. the sender's context, with the slots */
-	context_id = open_context(tenant, conversation, actor, slots);
 	if (command == NULL)
+	{
+		context_id = open_context(tenant, conversation, actor, slots, NULL, NULL);
 		PG_RETURN_JSONB_P(answer(&tr, context_id, NULL));
+	}
+
+	/*
+	 * With a command, the key's lock comes first (the order every submit
+	 * takes), and the open's UPDATE makes the command its context's last
+	 * when forming it would (open_use in context_api.c), so that forming it
+	 * does not write the context again.
+	 */
+	msg = CStringGetTextDatum(tr.message_id);
+	cscp_key_lock(tenant, VARDATA_ANY(cmd.key), VARSIZE_ANY_EXHDR(cmd.key));
+	cscp_routing_uuid(cscp_routing_hash_text(conversation), &command_id);
+	prep.command_id = UUIDPGetDatum(&command_id);
+	use.command_id = prep.command_id;
+	use.key = cmd.key;
+	use.message_id = DatumGetTextPP(msg);
+	context_id = open_context(tenant, conversation, actor, slots, &use, &prep.context_used);
 
 	/* 3. the command the message asks for, bound to its message id */
-	msg = CStringGetTextDatum(tr.message_id);
 	cscp_submit_command(tenant, conversation, actor, cmd.key, cmd.name, cmd.mutating,
 						construct_array(&msg, 1, TEXTOID, -1, false, TYPALIGN_INT),
-						cmd.payload, cmd.fingerprint, &sub);
+						cmd.payload, cmd.fingerprint, &prep, &sub);
 	PG_RETURN_JSONB_P(answer(&tr, context_id, &sub));
 }
