@@ -11,7 +11,7 @@ SELECT count(*) AS commands_before FROM cscp.command \gset
 SELECT try($$SELECT cscp.command_next_allowed(jsonb_populate_record(NULL::cscp.command, '{"state": "executed"}'))$$);
 SELECT try($$SELECT cscp.command_next_allowed(row(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
               NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-              NULL, NULL)::cscp.command)$$);
+              NULL, NULL, NULL)::cscp.command)$$);
 SELECT cscp.command_next_allowed(jsonb_populate_record(NULL::cscp.command,
          '{"state": "executed", "tenant_id": "t", "command_id": "00000000-0000-0000-0000-000000000001"}'));
 

@@ -256,6 +256,9 @@ extern void cscp_owner_leave(CscpOwnerScope *scope);
 extern uint64 cscp_owner_exec(const char *relname, SPIPlanPtr *plan, const char *sql,
 							  int nargs, const Oid *argtypes, Datum *args, const char *nulls,
 							  int expect, const char *what);
+extern uint64 cscp_owner_exec_latest(const char *relname, SPIPlanPtr *plan, const char *sql,
+									 int nargs, const Oid *argtypes, Datum *args,
+									 const char *nulls, int expect, const char *what);
 
 /* forget.c: erasure and its tombstones */
 extern bool cscp_forgotten(const char *tenant_id, const char *kind, const char *id);

@@ -356,23 +356,29 @@ lock_command(Datum command_id, Datum tenant, bool tenant_null, TupleDesc *desc)
  * its trigger, the one judge of the step, reads the row's latest version.
  *
  * With lock_context (a step that the caller has not locked anything
- * for: step_fast), the statement also locks the command's
- * context, FOR UPDATE, before the command's row: the lock is taken by a
- * sub-select of the scan's filter, evaluated on the row the scan finds
- * before the UPDATE (its BEFORE trigger) locks that row, and evaluated
- * again, with the lock already held, when a concurrent write makes the
- * UPDATE recheck the row's latest version.  So the order is the one every
- * caller keeps, context then command, in one statement.  When
- * pending_question, a context that holds a pending question (that the step
- * may have to release) is not the fast path's: the filter skips the row,
- * and the function returns false.
+ * for: step_fast) and a step that may write the command's context (to
+ * authorized, rejected or canceled, which release a question naming the
+ * command, or a cancel recovery's start, which cancels its target), the
+ * statement also locks the command's context, FOR UPDATE, before the
+ * command's row: the lock is taken by a sub-select of the scan's filter,
+ * evaluated on the row the scan finds before the UPDATE (its BEFORE
+ * trigger) locks that row, and evaluated again, with the lock already
+ * held, when a concurrent write makes the UPDATE recheck the row's latest
+ * version.  So the order is the one every caller keeps, context then
+ * command, in one statement.  Other steps (authz_pending, started) lock
+ * the command alone: an end of the context writes the command
+ * (commands_follow in context_fsm.c), so it waits for the step or the step
+ * for it, without the context's lock.  When pending_question, a context
+ * that holds a pending question (that the step may have to release) is
+ * not the fast path's: the filter skips the row, and the function returns
+ * false.
  */
 static bool
 move_command(Datum tenant, Datum command_id, CommandState to, Datum reason, Jsonb *detail,
 			 Datum window, bool window_null, bool lock_context, bool pending_question,
 			 MovedCommand *m)
 {
-	static SPIPlanPtr plans[2] = {NULL, NULL};
+	static SPIPlanPtr plans[3] = {NULL, NULL, NULL};
 	static const Oid types[7] = {
 		TEXTOID, UUIDOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, BOOLOID
 	};
@@ -393,7 +399,20 @@ move_command(Datum tenant, Datum command_id, CommandState to, Datum reason, Json
 	args[5] = window;
 	nulls[5] = window_null ? 'n' : ' ';
 	args[6] = BoolGetDatum(pending_question);
-	if (lock_context)
+	if (lock_context && to == CMD_STARTED)
+		cscp_spi_plan(&plans[2],
+					  "UPDATE cscp.command x"
+					  "   SET state = $3::cscp.command_state, reason_code = $4, detail = $5,"
+					  "       window_expires_at = $6"
+					  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2"
+					  "   AND (x.recovery_kind IS NULL OR x.recovery_kind OPERATOR(pg_catalog.<>) 'cancel'"
+					  "        OR (SELECT $7 FROM cscp.context c"
+					  "             WHERE c.tenant_id OPERATOR(pg_catalog.=) x.tenant_id"
+					  "               AND c.context_id OPERATOR(pg_catalog.=) x.context_id"
+					  "               FOR UPDATE) IS NOT TRUE)"
+					  " RETURNING x.reason_code, x.recovery_kind, x.target_command_id, x.tenant_id",
+					  7, types);
+	else if (lock_context && to != CMD_AUTHZ_PENDING)
 		cscp_spi_plan(&plans[1],
 					  "UPDATE cscp.command x"
 					  "   SET state = $3::cscp.command_state, reason_code = $4, detail = $5,"
@@ -415,7 +434,9 @@ move_command(Datum tenant, Datum command_id, CommandState to, Datum reason, Json
 					  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.command_id OPERATOR(pg_catalog.=) $2"
 					  " RETURNING x.reason_code, x.recovery_kind, x.target_command_id, x.tenant_id",
 					  6, types);
-	row = cscp_spi_update_one(plans[lock_context], args, nulls, &desc, "move a command");
+	row = cscp_spi_update_one(plans[!lock_context ? 0 : to == CMD_STARTED ? 2 :
+									to == CMD_AUTHZ_PENDING ? 0 : 1],
+							  args, nulls, &desc, "move a command");
 	if (row == NULL)
 		return false;
 	{
@@ -710,16 +731,16 @@ step_try(Step *st, HeapTuple cmd, TupleDesc cmddesc, char **reason)
  * Whether the step is tried by its UPDATE alone first, with no statement
  * before it: a step that asks no question (authz_pending other than an
  * approval request, authorized, started, rejected, canceled), for a
- * session that names its tenant (cscp_lookup_tenant).  Its UPDATE locks
- * the command's context and then the command (move_command's
- * lock_context), so that the context cannot end under a step forward, in
- * the order every caller keeps; its trigger judges it as any UPDATE.  An
- * authorized, rejected or canceled whose context holds a pending question,
- * which the step may have to release, finds no row there and takes the
- * full path (step_context), as does a command the UPDATE does not find;
- * the UPDATE tried first then costs about 120,000 instructions more than
- * the full path alone (a cancel or reject of a command whose context asks
- * a question), and saves as many wherever no question waits.
+ * session that names its tenant (cscp_lookup_tenant).  A step that may
+ * write the command's context locks it in the same UPDATE before the
+ * command (move_command's lock_context), in the order every caller keeps;
+ * the others lock the command alone; its trigger judges it as any UPDATE.
+ * An authorized, rejected or canceled whose context holds a pending
+ * question, which the step may have to release, finds no row there and
+ * takes the full path (step_context), as does a command the UPDATE does
+ * not find; the UPDATE tried first then costs about 120,000 instructions
+ * more than the full path alone (a cancel or reject of a command whose
+ * context asks a question), and saves as many wherever no question waits.
  */
 static bool
 step_fast(const Step *st)

@@ -161,9 +161,12 @@ typedef struct CommandFacts
 	TupleDesc	desc;			/* its descriptor */
 	Datum		context_id;		/* uuid, when has_context */
 	bool		has_context;
-	bool		lock_context;	/* read the context FOR SHARE (a step being written) */
-	bool		ended_read;		/* answer_recorded has read the context (locked): */
+	bool		promised;		/* the row's context_live_until is set: */
+	TimestampTz live_until;		/* its context is live at least until then */
+	bool		ended_read;		/* answer_recorded has read the context: */
 	const char *ended;			/* why it has ended, or NULL (context_ended) */
+	bool		read_live;		/* the context was read, live, */
+	TimestampTz read_until;		/* until its expires_at */
 	bool		ctx_given;		/* the caller has read and locked the context: */
 	HeapTuple	ctx;			/* its row (NULL: none), */
 	TupleDesc	ctxdesc;		/* with its descriptor */
@@ -543,19 +546,52 @@ ended_of(const char *status, bool expires_null, Datum expires)
 }
 
 /*
+ * Whether c's context_live_until promises a live context at cscp.now().
+ * The promise is a lower bound of the context's life that every write
+ * ending the context, or bringing its end nearer, lowers on each command
+ * of it that could still take a step forward (commands_follow in
+ * context_fsm.c): so while it lies ahead the context is live, without a
+ * read.
+ */
+static bool
+promise_holds(CommandFacts *c)
+{
+	return c->promised && c->live_until > cscp_now();
+}
+
+/*
+ * Remember that c's context was read live (status, expires_at), so that
+ * the step stores its expires_at as the command's new promise.
+ */
+static const char *
+context_read(CommandFacts *c, const char *status, bool expires_null, Datum expires)
+{
+	const char *why = ended_of(status, expires_null, expires);
+
+	if (why == NULL && !expires_null)
+	{
+		c->read_live = true;
+		c->read_until = DatumGetTimestampTz(expires);
+	}
+	return why;
+}
+
+/*
  * Whether the command's context has ended (ended_of): NULL while it is
- * live or when the command has no context.  Read as the caller (row-level
- * security applies as to any statement); for a step being written
- * (c->lock_context), FOR SHARE, so that the context cannot end until the
- * step commits, and a step that waited for its end sees it.  A step to
+ * live or when the command has no context.  The row's promise
+ * (promise_holds) answers without a read while it lies ahead; otherwise
+ * the context is read as the caller (row-level security applies as to any
+ * statement), without a lock: a context's end writes every command of it
+ * that could still step forward, so it waits for a step that has written
+ * its command and a step written after it finds the promise gone; under
+ * REPEATABLE READ the later of the two fails to serialize.  A step to
  * confirmed has read it already, with its answer (answer_recorded).
  */
 static const char *
 context_ended(CommandFacts *c)
 {
-	static SPIPlanPtr plans[2] = {NULL, NULL};
+	static SPIPlanPtr plan = NULL;
 	static const Oid argtypes[2] = {TEXTOID, UUIDOID};
-	SPIPlanPtr	plan;
 	Datum		args[2];
 	const char *why = NULL;
 
@@ -563,6 +599,8 @@ context_ended(CommandFacts *c)
 		return NULL;
 	if (c->ended_read)
 		return c->ended;
+	if (promise_holds(c))
+		return NULL;
 	if (c->ctx_given)
 	{
 		/* The row the caller read and locked: judged the same, not read again. */
@@ -572,20 +610,16 @@ context_ended(CommandFacts *c)
 		if (c->ctx == NULL)
 			return ended_of(NULL, true, (Datum) 0);
 		expires = cscp_column_value(c->ctx, c->ctxdesc, "cscp.context", "expires_at", &isnull);
-		return ended_of(SPI_getvalue(c->ctx, c->ctxdesc,
-									 cscp_column(c->ctxdesc, "cscp.context", "status")),
-						isnull, expires);
+		return context_read(c, SPI_getvalue(c->ctx, c->ctxdesc,
+											cscp_column(c->ctxdesc, "cscp.context", "status")),
+							isnull, expires);
 	}
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plans[c->lock_context],
-				  c->lock_context ?
-				  "SELECT x.status::pg_catalog.text, x.expires_at FROM cscp.context x"
-				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2 FOR SHARE" :
+	cscp_spi_plan(&plan,
 				  "SELECT x.status::pg_catalog.text, x.expires_at FROM cscp.context x"
 				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2",
 				  2, argtypes);
-	plan = plans[c->lock_context];
 	args[0] = c->tenant_id;
 	args[1] = c->context_id;
 	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
@@ -598,7 +632,7 @@ context_ended(CommandFacts *c)
 		bool		isnull;
 		Datum		expires = SPI_getbinval(row, SPI_tuptable->tupdesc, 2, &isnull);
 
-		why = ended_of(SPI_getvalue(row, SPI_tuptable->tupdesc, 1), isnull, expires);
+		why = context_read(c, SPI_getvalue(row, SPI_tuptable->tupdesc, 1), isnull, expires);
 	}
 	SPI_finish();
 	return why;
@@ -609,10 +643,10 @@ context_ended(CommandFacts *c)
  * conversation) given by message message_id: the answer cscp.confirm
  * writes, as the owner, before it confirms the command.  Found by the
  * table's primary key, whatever its statistics say
- * (cscp_spi_execute_keyed).  A step being written whose context
- * context_ended reads (FOR SHARE) reads it in the same statement, into
- * c->ended: one statement proves both.  With no context row, no answer
- * is read: context_ended's refusal comes first.
+ * (cscp_spi_execute_keyed).  A step whose context context_ended would read
+ * reads it in the same statement, into c->ended: one statement proves
+ * both.  With no context row, no answer is read: context_ended's refusal
+ * comes first.
  */
 static bool
 answer_recorded(CommandFacts *c, Datum conversation, Datum message_id)
@@ -620,8 +654,8 @@ answer_recorded(CommandFacts *c, Datum conversation, Datum message_id)
 	static SPIPlanPtr plans[2] = {NULL, NULL};
 	static const Oid argtypes[5] = {TEXTOID, TEXTOID, UUIDOID, TEXTOID, UUIDOID};
 	Datum		args[5] = {c->tenant_id, conversation, c->command_id, message_id, c->context_id};
-	bool		with_context = c->has_context && !c->cancel_recovery && c->lock_context &&
-		!c->ctx_given && !c->ended_read;
+	bool		with_context = c->has_context && !c->cancel_recovery &&
+		!c->ctx_given && !c->ended_read && !promise_holds(c);
 	bool		found;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -634,7 +668,7 @@ answer_recorded(CommandFacts *c, Datum conversation, Datum message_id)
 				  "                  AND a.kind OPERATOR(pg_catalog.=) 'confirm' AND a.message_id OPERATOR(pg_catalog.=) $4"
 				  "                  AND a.command_id OPERATOR(pg_catalog.=) $3 AND a.outcome OPERATOR(pg_catalog.=) 'confirmed')"
 				  "  FROM cscp.context x"
-				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $5 FOR SHARE" :
+				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $5" :
 				  "SELECT 1 FROM cscp.answer a"
 				  " WHERE a.tenant_id OPERATOR(pg_catalog.=) $1 AND a.conversation_id OPERATOR(pg_catalog.=) $2 AND a.kind OPERATOR(pg_catalog.=) 'confirm'"
 				  "   AND a.message_id OPERATOR(pg_catalog.=) $4 AND a.command_id OPERATOR(pg_catalog.=) $3 AND a.outcome OPERATOR(pg_catalog.=) 'confirmed'",
@@ -653,7 +687,7 @@ answer_recorded(CommandFacts *c, Datum conversation, Datum message_id)
 			bool		isnull;
 			Datum		expires = SPI_getbinval(row, desc, 2, &isnull);
 
-			c->ended = ended_of(SPI_getvalue(row, desc, 1), isnull, expires);
+			c->ended = context_read(c, SPI_getvalue(row, desc, 1), isnull, expires);
 			found = DatumGetBool(SPI_getbinval(row, desc, 3, &isnull)) && !isnull;
 		}
 	}
@@ -847,6 +881,13 @@ static int	head_natts = 0;
 static int	head_seq_att = 0;
 static int	head_hash_att = 0;
 
+/*
+ * The command's promise that its context is live (context_live_until): 0
+ * when the table has no such column (before ALTER EXTENSION UPDATE), and
+ * then every step that needs the context reads it.
+ */
+static int	promise_att = 0;
+
 /* Look up the columns of rel the guards read, unless they were looked up already. */
 static void
 load_columns(Relation rel)
@@ -858,8 +899,11 @@ load_columns(Relation rel)
 		int			seq = SPI_fnumber(RelationGetDescr(rel), "evidence_seq");
 		int			hash = SPI_fnumber(RelationGetDescr(rel), "evidence_hash");
 
+		int			until = SPI_fnumber(RelationGetDescr(rel), "context_live_until");
+
 		head_seq_att = seq > 0 && hash > 0 ? seq : 0;
 		head_hash_att = seq > 0 && hash > 0 ? hash : 0;
+		promise_att = until > 0 ? until : 0;
 		head_relid = RelationGetRelid(rel);
 		head_natts = RelationGetDescr(rel)->natts;
 	}
@@ -955,9 +999,12 @@ row_facts(CmdRow r, TupleDesc desc)
 	c.desc = desc;
 	c.has_context = !ROW_N(r, COL(CM_CONTEXT_ID));
 	c.context_id = ROW_V(r, COL(CM_CONTEXT_ID));
-	c.lock_context = true;		/* the trigger judges a step being written */
+	c.promised = promise_att > 0 && !ROW_N(r, promise_att);
+	c.live_until = c.promised ? DatumGetTimestampTz(ROW_V(r, promise_att)) : 0;
 	c.ended_read = false;
 	c.ended = NULL;
+	c.read_live = false;
+	c.read_until = 0;
 	c.ctx_given = false;
 	c.ctx = NULL;
 	c.ctxdesc = NULL;
@@ -1467,6 +1514,9 @@ insert_defaults(HeapTuple tuple, TupleDesc desc, CommandState state, TimestampTz
 		cscp_row_edit_set(edit, head_seq_att, Int32GetDatum(0), false);
 		cscp_row_edit_set(edit, head_hash_att, (Datum) 0, true);
 	}
+	/* no promise yet: the first step that needs the context reads it */
+	if (promise_att > 0)
+		cscp_row_edit_set(edit, promise_att, (Datum) 0, true);
 }
 
 /* The checks and defaults of INSERT, in steps; returns the tuple to store. */
@@ -1670,6 +1720,63 @@ update_bookkeeping(CmdRow o, CmdRow nw, CommandState to, const Bitmapset *update
 	}
 }
 
+/*
+ * Whether the update from o to nw is about context_live_until alone: it
+ * changes no other column, and it changes that one or its SET names that
+ * one alone (updatedcols).  Such an update is no step of the command.
+ */
+static bool
+promise_only(CmdRow o, CmdRow nw, TupleDesc desc, const Bitmapset *updatedcols)
+{
+	bool		changed = false;
+
+	for (int a = 1; a <= desc->natts; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, a - 1);
+
+		if (att->attisdropped)
+			continue;
+		if (ROW_N(o, a) == ROW_N(nw, a) &&
+			(ROW_N(o, a) || datum_image_eq(ROW_V(o, a), ROW_V(nw, a), att->attbyval, att->attlen)))
+			continue;
+		if (a != promise_att)
+			return false;
+		changed = true;
+	}
+	return changed ||
+		(bms_num_members(updatedcols) == 1 && cscp_column_updated(updatedcols, promise_att));
+}
+
+/*
+ * The promise an update leaves in c (context_live_until, o to nw): an
+ * update may lower it or take it away, never raise it; only the guard
+ * raises it, from a read of the context (context_ended).  An update that
+ * changes nothing else (no step: a context's end, commands_follow in
+ * context_fsm.c) and raises it is refused (55000).
+ */
+static void
+update_promise(CommandFacts *c, CmdRow o, CmdRow nw, const Bitmapset *updatedcols,
+			   const char *id)
+{
+	bool		given = !ROW_N(nw, promise_att);
+	TimestampTz value = given ? DatumGetTimestampTz(ROW_V(nw, promise_att)) : 0;
+
+	if (!given)
+		c->promised = false;
+	else if (c->promised && value < c->live_until)
+		c->live_until = value;
+	else if (!c->promised || value > c->live_until)
+	{
+		if (c->state == row_state(nw, c->desc) && promise_only(o, nw, c->desc, updatedcols))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("context_live_until of command %s can only be lowered", id),
+					 errdetail("It is a lower bound of the life of the command's context, kept by cscp: "
+							   "raised only when a step reads the context."),
+					 errhint("Set it to null, or earlier, to have the next step read the context.")));
+	}
+}
+
 /* The checks and bookkeeping of UPDATE, in steps; returns the tuple to store. */
 static HeapTuple
 guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *updatedcols,
@@ -1684,6 +1791,13 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	CscpEvidence e;
 
 	c.row = oldtup;
+	if (promise_att > 0)
+	{
+		update_promise(&c, o, nw, updatedcols, id);
+		/* The promise lowered or taken away, nothing else: not a step. */
+		if (to == c.state && promise_only(o, nw, desc, updatedcols))
+			return newtup;
+	}
 	update_fixed_check(o, nw, desc);
 
 	/*
@@ -1698,6 +1812,12 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 	}
 	update_step_check(rel, &c, o, nw, to, id);
 	update_bookkeeping(o, nw, to, updatedcols, now);
+	if (promise_att > 0)
+	{
+		/* the promise kept, or the context's expires_at when the step read it live */
+		ROW_N(nw, promise_att) = !c.read_live && !c.promised;
+		ROW_V(nw, promise_att) = TimestampTzGetDatum(c.read_live ? c.read_until : c.live_until);
+	}
 	transition_event(nw, c.state, to, now, NULL, NULL, &e);
 	record_transitions(o, nw, &e, 1);
 	return form_like(newtup, desc, nw);
@@ -2053,7 +2173,10 @@ facts_of_record(HeapTupleHeader rec, const char *argname, Oid *typoid)
 	c.recovery_approval = is_approval_recovery(isnull, d);
 	/* What may come next: the answer, when it comes, is cscp.confirm's to record. */
 	c.answered = true;
-	c.lock_context = false;		/* a question asked, not a step written */
+	c.promised = false;			/* the context is read */
+	c.live_until = 0;
+	c.read_live = false;
+	c.read_until = 0;
 	c.ended_read = false;
 	c.ended = NULL;
 	c.ctx_given = false;
@@ -2105,7 +2228,10 @@ facts_of_row(HeapTuple row, TupleDesc desc)
 	c.recovery_approval = is_approval_recovery(isnull, d);
 	/* A step asked for by command_transition carries no answer. */
 	c.answered = false;
-	c.lock_context = false;		/* command_transition holds the context already */
+	c.promised = false;			/* the context is read */
+	c.live_until = 0;
+	c.read_live = false;
+	c.read_until = 0;
 	c.ended_read = false;
 	c.ended = NULL;
 	c.ctx_given = false;

@@ -32,6 +32,13 @@
  * names, and both are HOT updates (given room on the page).  The trigger takes no locks of its own: the UPDATE holds the
  * row lock.
  *
+ * A write that ends a context, or moves its expires_at earlier, first
+ * lowers the promise each of its commands that could still step forward
+ * holds that it is live (cscp.command.context_live_until, which a step
+ * believes instead of reading the context: command_fsm.c), by writing
+ * those commands (commands_before, commands_follow); so a step and the end
+ * wait for each other on the command's row.
+ *
  * The sweep expires contexts through cscp._expire_contexts: one UPDATE,
  * whose trigger moves each context retired from cscp.context_live to
  * cscp.context_retired as any other retirement (live_retire).
@@ -48,6 +55,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
@@ -586,6 +594,70 @@ retired_release(HeapTuple row, TupleDesc desc, ContextStatus status)
 					 4, types, args, SPI_OK_DELETE);
 }
 
+/*
+ * Whether cscp.command has context_live_until (not before ALTER EXTENSION
+ * UPDATE to 0.2.0: then no command holds a promise).
+ */
+static bool
+commands_promised(void)
+{
+	Oid			relid = cscp_relation_oid("command", true);
+
+	return OidIsValid(relid) && get_attnum(relid, "context_live_until") != InvalidAttrNumber;
+}
+
+/*
+ * A context of tenant args[0] and id args[1] ended (args[2] null) or its
+ * end brought nearer (args[2] its new expires_at): every command of it that
+ * could still take a step forward (canonicalized to authorized) has its
+ * promise that the context is live (cscp.command.context_live_until)
+ * taken away or lowered, by an UPDATE that names that column alone, which
+ * the command trigger lets through as no step.  So a step that needs the
+ * context believes the promise only while nothing has ended the context,
+ * and a step and an end wait for each other on the command's row.  Its
+ * commands are found through the context's frames: a command takes such a
+ * step only with a frame of its own context (the snapshot rules of
+ * command_fsm.c), but for a cancel recovery, which needs no live context.
+ * Every such command is written, whatever its promise: the write is what
+ * a concurrent step meets.  Run as the owner of cscp.command, with the
+ * latest snapshot (cscp_owner_exec_latest): a command formed by a
+ * transaction that held the context until it committed is found.
+ */
+static void
+commands_follow(Datum *args, bool *isnull)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[3] = {TEXTOID, UUIDOID, TIMESTAMPTZOID};
+	char		nulls[3] = {' ', ' ', isnull[2] ? 'n' : ' '};
+
+	if (isnull[0] || isnull[1] || !commands_promised())
+		return;					/* the NOT NULL constraints refuse the row */
+	(void) cscp_owner_exec_latest("command", &plan,
+								  "UPDATE cscp.command m"
+								  "   SET context_live_until = CASE WHEN $3 IS NULL OR m.context_live_until IS NULL THEN NULL"
+								  "                                 WHEN m.context_live_until OPERATOR(pg_catalog.<) $3"
+								  "                                 THEN m.context_live_until ELSE $3 END"
+								  "  FROM cscp.frame f"
+								  " WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.context_id OPERATOR(pg_catalog.=) $2"
+								  "   AND m.tenant_id OPERATOR(pg_catalog.=) $1 AND m.frame_id OPERATOR(pg_catalog.=) f.frame_id"
+								  "   AND m.state OPERATOR(pg_catalog.=) ANY ('{canonicalized,confirmation_required,confirmed,authz_pending,authorized}')",
+								  3, types, args, nulls, SPI_OK_UPDATE,
+								  "take back the promises of a context's commands");
+}
+
+/* A context ended: its commands' promises go (commands_follow). */
+static void
+commands_end(HeapTuple row, TupleDesc desc)
+{
+	Datum		args[3];
+	bool		isnull[3] = {false, false, true};
+
+	args[0] = heap_getattr(row, COL(CX_TENANT_ID), desc, &isnull[0]);
+	args[1] = heap_getattr(row, COL(CX_CONTEXT_ID), desc, &isnull[1]);
+	args[2] = (Datum) 0;
+	commands_follow(args, isnull);
+}
+
 /* cscp.context_live's expires_at is kept within this of the context's. */
 #define LIVE_QUANTUM	(60 * USECS_PER_SEC)
 
@@ -633,6 +705,46 @@ live_follow(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc)
 					 5, types, args, SPI_OK_UPDATE);
 }
 
+/*
+ * Before an UPDATE of a live context (oldtup to newtup, as written) is
+ * judged: when it ends the context its commands' promises go, and when it
+ * moves expires_at earlier they are lowered to it (commands_follow).  This
+ * comes first, so that the time the guard records as the end
+ * (cscp_now_exact) is later than every step the end waited for; a write
+ * the guard then refuses rolls this back with it.
+ */
+static void
+commands_before(Relation rel, HeapTuple oldtup, HeapTuple newtup)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	Oid			typoid;
+	bool		isnull;
+	Datum		d;
+	Datum		args[3];
+	bool		nulls[3] = {false, false, false};
+
+	cscp_columns_load(&columns, rel);
+	typoid = TupleDescAttr(desc, COL(CX_STATUS) - 1)->atttypid;
+	d = heap_getattr(oldtup, COL(CX_STATUS), desc, &isnull);
+	if (isnull || !IS_LIVE(status_of(typoid, d)))
+		return;
+	d = heap_getattr(newtup, COL(CX_STATUS), desc, &isnull);
+	if (isnull)
+		return;					/* the NOT NULL constraint refuses the row */
+	if (!IS_LIVE(status_of(typoid, d)))
+	{
+		commands_end(oldtup, desc);
+		return;
+	}
+	args[2] = heap_getattr(newtup, COL(CX_EXPIRES_AT), desc, &nulls[2]);
+	d = heap_getattr(oldtup, COL(CX_EXPIRES_AT), desc, &isnull);
+	if (nulls[2] || isnull || DatumGetTimestampTz(args[2]) >= DatumGetTimestampTz(d))
+		return;
+	args[0] = heap_getattr(oldtup, COL(CX_TENANT_ID), desc, &nulls[0]);
+	args[1] = heap_getattr(oldtup, COL(CX_CONTEXT_ID), desc, &nulls[1]);
+	commands_follow(args, nulls);
+}
+
 PG_FUNCTION_INFO_V1(cscp_context_guard);
 
 /* Trigger cscp.context_guard(): BEFORE INSERT OR UPDATE FOR EACH ROW. */
@@ -644,6 +756,9 @@ cscp_context_guard(PG_FUNCTION_ARGS)
 	TupleDesc	desc;
 
 	cscp_tenancy_check_trigger(fcinfo);
+	if (CALLED_AS_TRIGGER(fcinfo) && TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) &&
+		TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) && TRIGGER_FIRED_BEFORE(trigdata->tg_event))
+		commands_before(trigdata->tg_relation, trigdata->tg_trigtuple, trigdata->tg_newtuple);
 	row = (HeapTuple) DatumGetPointer(cscp_row_guard(fcinfo, &guard));
 	desc = RelationGetDescr(trigdata->tg_relation);
 	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
@@ -673,11 +788,19 @@ cscp_context_unlist(PG_FUNCTION_ARGS)
 	if (TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
 	{
 		static SPIPlanPtr plan = NULL;
+		static SPIPlanPtr commands_plan = NULL;
 
 		(void) live_exec(&plan,
 						 "WITH gone AS (DELETE FROM cscp.context_live)"
 						 " DELETE FROM cscp.context_retired",
 						 0, NULL, NULL, SPI_OK_DELETE);
+		/* every context gone: every promise too (commands_follow) */
+		if (commands_promised())
+			(void) cscp_owner_exec_latest("command", &commands_plan,
+										  "UPDATE cscp.command m SET context_live_until = NULL"
+										  " WHERE m.context_live_until IS NOT NULL",
+										  0, NULL, NULL, NULL, SPI_OK_UPDATE,
+										  "take back the promises of the commands");
 		return PointerGetDatum(NULL);
 	}
 	if (!TRIGGER_FIRED_BY_DELETE(trigdata->tg_event) || !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
@@ -696,7 +819,10 @@ cscp_context_unlist(PG_FUNCTION_ARGS)
 			return PointerGetDatum(row);
 		status = status_of(TupleDescAttr(desc, COL(CX_STATUS) - 1)->atttypid, d);
 		if (IS_LIVE(status))
+		{
 			live_release(row, desc);
+			commands_end(row, desc);
+		}
 		else
 			retired_release(row, desc, status);
 		return PointerGetDatum(row);

@@ -21,11 +21,13 @@
 #include "cscp.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 /* Become the owner of cscp.relname, with a search_path of pg_catalog only. */
@@ -75,6 +77,43 @@ cscp_owner_exec(const char *relname, SPIPlanPtr *plan, const char *sql, int narg
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(plan, sql, nargs, argtypes);
 	if (SPI_execute_plan(*plan, args, nulls, false, 0) != expect)
+		elog(ERROR, "could not %s", what);
+	processed = SPI_processed;
+	SPI_finish();
+	cscp_owner_leave(&owner);
+	return processed;
+}
+
+/*
+ * cscp_owner_exec for a write that must reach every row committed so far,
+ * as PostgreSQL's foreign keys run their cascades (ri_triggers.c): with the
+ * latest snapshot, and, under REPEATABLE READ or SERIALIZABLE, the
+ * transaction's snapshot as the cross-check, so that writing a row this
+ * transaction's snapshot does not see fails to serialize (40001) instead
+ * of passing it by.
+ */
+uint64
+cscp_owner_exec_latest(const char *relname, SPIPlanPtr *plan, const char *sql, int nargs,
+					   const Oid *argtypes, Datum *args, const char *nulls, int expect,
+					   const char *what)
+{
+	CscpOwnerScope owner;
+	uint64		processed;
+	Snapshot	snapshot = InvalidSnapshot;	/* READ COMMITTED: a new one, SPI's */
+	Snapshot	crosscheck = InvalidSnapshot;
+
+	cscp_owner_enter(relname, &owner);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(plan, sql, nargs, argtypes);
+	if (IsolationUsesXactSnapshot())
+	{
+		CommandCounterIncrement();	/* this transaction's own writes seen */
+		snapshot = GetLatestSnapshot();
+		crosscheck = GetTransactionSnapshot();
+	}
+	if (SPI_execute_snapshot(*plan, args, nulls, snapshot, crosscheck,
+							 false, false, 0) != expect)
 		elog(ERROR, "could not %s", what);
 	processed = SPI_processed;
 	SPI_finish();

@@ -65,6 +65,9 @@ CREATE TABLE cscp.command (
     -- trigger, so that its next transition appends its evidence without a read (src/command/evidence.c).
     evidence_seq        int                NOT NULL DEFAULT 0,
     evidence_hash       text,
+    -- A lower bound of the life of the command's context (NULL: none), kept by the trigger, so
+    -- that a step that needs a live context needs no read of it (src/command/command_fsm.c).
+    context_live_until  timestamptz,
     PRIMARY KEY (tenant_id, command_id),
     UNIQUE (tenant_id, idempotency_key)
 );
@@ -82,6 +85,8 @@ COMMENT ON COLUMN cscp.command.evidence_seq IS
   'seq of the evidence row of the command''s last transition (0: none yet), after which its next transition appends; kept by the command trigger';
 COMMENT ON COLUMN cscp.command.evidence_hash IS
   'hash of the evidence row of the command''s last transition; kept by the command trigger';
+COMMENT ON COLUMN cscp.command.context_live_until IS
+  'Until when the command''s context is live at least (NULL: not known): set by the step that reads the context, lowered or taken away on every command that could still step forward when the context ends or its end comes nearer; an UPDATE may only lower it';
 COMMENT ON COLUMN cscp.command.window_expires_at IS
   'End of the confirmation (confirmation_required) or approval (authz_pending) window';
 

@@ -1,7 +1,7 @@
 -- A step forward that asks nothing (command_transition to authz_pending without an approval
 -- request, authorized, started) for a session naming its tenant is tried by its UPDATE alone,
--- which locks the context and then the command (the order and the waits: isolation spec
--- forward_step_order).  As an application role bound to its tenant: the steps are made; an
+-- which locks the context and then the command when the step may write the context (authorized),
+-- the command alone otherwise (the order and the waits: isolation spec forward_step_order).  As an application role bound to its tenant: the steps are made; an
 -- unknown id is 22023 and changes nothing; a refusal (the command's rule, or its context closed)
 -- returns the reason code, leaves the state, and records one invalid_transition_attempt, as a
 -- direct UPDATE of the same step is refused 55000 naming the same reason; an authorized whose

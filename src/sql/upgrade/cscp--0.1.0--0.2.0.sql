@@ -2297,6 +2297,16 @@ CREATE INDEX store_item_lookup_idx ON cscp.store_item (tenant_id, namespace_hash
 ALTER TABLE cscp.event ALTER COLUMN event_id DROP EXPRESSION;
 ALTER TABLE cscp.event DROP CONSTRAINT event_seq_check;
 
+-- ==== promise: a step believes its context live without reading it
+-- A step that needs a live context (to confirmed, authz_pending, authorized, started) reads the
+-- context once and keeps its expires_at in the command's row; every end of the context (or an
+-- earlier expires_at) takes the promise back from the commands that could still step forward
+-- (src/context/context_fsm.c).  Commands written before carry none: their next such step reads
+-- the context, as every step did.
+ALTER TABLE cscp.command ADD COLUMN context_live_until timestamptz;
+COMMENT ON COLUMN cscp.command.context_live_until IS
+  'Until when the command''s context is live at least (NULL: not known): set by the step that reads the context, lowered or taken away on every command that could still step forward when the context ends or its end comes nearer; an UPDATE may only lower it';
+
 -- ==== no migration logic in the install script
 -- No migration logic in the install script: cscp._grant_app_privileges no longer speaks of
 -- roles granted by earlier versions (it takes back what a role was granted by hand beyond the
