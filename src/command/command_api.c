@@ -506,12 +506,12 @@ step_args(FunctionCallInfo fcinfo, Oid state_type, Step *st)
 /*
  * Lock the command's context first when this step may change it (an
  * approval request, a question, or a step that answers or releases the
- * question the context holds) or must not outlive it (a step forward:
- * the command trigger holds the context FOR SHARE until the step commits,
- * so that the context cannot end under it).  Context before command is
- * the order every caller keeps (cscp.confirm and cscp.approve too): a step
- * forward that locked the command first and then waited for the context
- * could deadlock with a step of the same command that holds the context
+ * question the context holds) or needs it live (a step forward, which
+ * reads it here rather than in the trigger: the context cannot end while
+ * the command's row is held, as an end writes the command).  Context
+ * before command is the order every caller keeps (cscp.confirm and
+ * cscp.approve too): a step that locked the command first and then
+ * waited for the context could deadlock with one that holds the context
  * and waits for the command.  A step tried by its UPDATE alone
  * (step_fast) comes here only when that UPDATE wrote nothing.  The other
  * steps (executed, failed, compensated) write the command alone, and their
