@@ -142,6 +142,13 @@ event_type(CommandState from, CommandState to, const char **decision)
 	}
 }
 
+/*
+ * The command's promise that its context is live (context_live_until): 0
+ * when the table has no such column (before ALTER EXTENSION UPDATE), and
+ * then every step that needs the context reads it.
+ */
+static int	promise_att = 0;
+
 /* What the checks need to know of a command. */
 typedef struct CommandFacts
 {
@@ -167,6 +174,8 @@ typedef struct CommandFacts
 	const char *ended;			/* why it has ended, or NULL (context_ended) */
 	bool		read_live;		/* the context was read, live, */
 	TimestampTz read_until;		/* until its expires_at */
+	bool		birth;			/* a new row: its frame's read also reads its
+								 * context, locked, for its first promise */
 	bool		ctx_given;		/* the caller has read and locked the context: */
 	HeapTuple	ctx;			/* its row (NULL: none), */
 	TupleDesc	ctxdesc;		/* with its descriptor */
@@ -292,14 +301,19 @@ uuid_text(Datum uuid)
  * snapshot_facts of a command that names no recovery target (args as
  * snapshot_facts builds them): its frame read alone, by key, and compared
  * here, where the general statement would join a target that is not there.
- * The same answers as that statement gives.
+ * The same answers as that statement gives.  For a new row (c->birth) the
+ * same statement reads the frame's context while live, FOR SHARE, so that
+ * it cannot end until the row commits (its end then finds the row and
+ * takes the promise back: commands_follow in context_fsm.c): its
+ * expires_at is the row's first promise (c->read_live, c->read_until).
  */
 static SnapshotFacts
-frame_facts(const Datum *args, const char *nulls)
+frame_facts(const Datum *args, const char *nulls, CommandFacts *c)
 {
-	static SPIPlanPtr plan = NULL;
+	static SPIPlanPtr plans[2] = {NULL, NULL};
 	static const Oid types[2] = {TEXTOID, UUIDOID};
 	Datum		fargs[2] = {args[0], args[5]};
+	bool		with_context = c->birth && promise_att > 0 && nulls[4] != 'n';
 	SnapshotFacts f = {0};
 	HeapTuple	row;
 	TupleDesc	desc;
@@ -311,11 +325,18 @@ frame_facts(const Datum *args, const char *nulls)
 		return f;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plan,
+	cscp_spi_plan(&plans[with_context],
+				  with_context ?
+				  "SELECT f.conversation_id, f.context_id, f.context_hash, f.state,"
+				  "       (SELECT x.expires_at FROM cscp.context x"
+				  "         WHERE x.tenant_id OPERATOR(pg_catalog.=) f.tenant_id AND x.context_id OPERATOR(pg_catalog.=) f.context_id"
+				  "           AND x.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}') FOR SHARE)"
+				  "  FROM cscp.frame f"
+				  " WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.frame_id OPERATOR(pg_catalog.=) $2" :
 				  "SELECT f.conversation_id, f.context_id, f.context_hash, f.state FROM cscp.frame f"
 				  " WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.frame_id OPERATOR(pg_catalog.=) $2",
 				  2, types);
-	if (SPI_execute_plan(plan, fargs, NULL, false, 1) != SPI_OK_SELECT)
+	if (SPI_execute_plan(plans[with_context], fargs, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up the frame of a command");
 	if (SPI_processed == 1)
 	{
@@ -344,6 +365,15 @@ frame_facts(const Datum *args, const char *nulls)
 				state_text_is(st, "conversation_id", args[2], nulls[2] == 'n') &&
 				state_text_is(st, "actor_id", args[3], nulls[3] == 'n') &&
 				state_ids_prefix(st, args[7], nulls[7] == 'n');
+		}
+		if (with_context && f.frame_ok)
+		{
+			d = SPI_getbinval(row, desc, 5, &isnull);
+			if (!isnull && DatumGetTimestampTz(d) > cscp_now())
+			{
+				c->read_live = true;
+				c->read_until = DatumGetTimestampTz(d);
+			}
 		}
 	}
 	SPI_finish();
@@ -375,7 +405,7 @@ snapshot_facts(CommandFacts *c)
 	args[10] = BoolGetDatum(c->mutating);
 	nulls[10] = ' ';
 	if (nulls[9] == 'n')
-		return frame_facts(args, nulls);
+		return frame_facts(args, nulls, c);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 
@@ -881,12 +911,6 @@ static int	head_natts = 0;
 static int	head_seq_att = 0;
 static int	head_hash_att = 0;
 
-/*
- * The command's promise that its context is live (context_live_until): 0
- * when the table has no such column (before ALTER EXTENSION UPDATE), and
- * then every step that needs the context reads it.
- */
-static int	promise_att = 0;
 
 /* Look up the columns of rel the guards read, unless they were looked up already. */
 static void
@@ -1005,6 +1029,7 @@ row_facts(CmdRow r, TupleDesc desc)
 	c.ended = NULL;
 	c.read_live = false;
 	c.read_until = 0;
+	c.birth = false;
 	c.ctx_given = false;
 	c.ctx = NULL;
 	c.ctxdesc = NULL;
@@ -1163,10 +1188,13 @@ log_refused_insert(HeapTuple tuple, TupleDesc desc, CommandState state, const ch
  * recovery is mutating (it goes through confirmation), and a command born
  * in canonicalized or confirmation_required is held to snapshot_refusal
  * (a frame of its own context; a command reaches canonicalized only with
- * the snapshot it was formed from).
+ * the snapshot it was formed from).  Returns true, with *promise, when
+ * its frame's read found its context live (frame_facts): its first
+ * promise.
  */
-static void
-insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
+static bool
+insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state,
+					  TimestampTz *promise)
 {
 	CommandFacts c = {0};
 	bool		kindnull,
@@ -1177,6 +1205,7 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 	const char *why;
 
 	c.state = CMD_CANONICALIZED;
+	c.birth = state == CMD_CANONICALIZED || state == CMD_CONFIRMATION_REQUIRED;
 	c.mutating = cscp_column_true(tuple, desc, COL(CM_MUTATING));
 	c.auto_confirm = cscp_column_true(tuple, desc, COL(CM_AUTO_CONFIRM));
 	c.tenant_id = heap_getattr(tuple, COL(CM_TENANT_ID), desc, &kindnull);
@@ -1228,7 +1257,7 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 				 errhint("Submit it with cscp.command_submit, which records the frame.")));
 	}
 	if (state != CMD_CONFIRMATION_REQUIRED && state != CMD_CANONICALIZED)
-		return;
+		return false;
 	why = snapshot_refusal(&c, state == CMD_CONFIRMATION_REQUIRED, &detail);
 	if (why != NULL)
 		log_refused_insert(tuple, desc, state, why);
@@ -1240,6 +1269,8 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state)
 				 errmsg("a new command cannot ask for confirmation (%s)", why),
 				 errdetail("%s", detail),
 				 errhint("Submit it with cscp.command_submit, then move it with cscp.command_transition.")));
+	*promise = c.read_until;
+	return c.read_live;
 }
 
 static bool due_row(HeapTuple row, TupleDesc desc, CommandState s, bool window, Datum *args,
@@ -1514,7 +1545,7 @@ insert_defaults(HeapTuple tuple, TupleDesc desc, CommandState state, TimestampTz
 		cscp_row_edit_set(edit, head_seq_att, Int32GetDatum(0), false);
 		cscp_row_edit_set(edit, head_hash_att, (Datum) 0, true);
 	}
-	/* no promise yet: the first step that needs the context reads it */
+	/* no promise but the one its frame's read finds (insert_snapshot_check) */
 	if (promise_att > 0)
 		cscp_row_edit_set(edit, promise_att, (Datum) 0, true);
 }
@@ -1531,6 +1562,7 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	bool		auto_null = is_null(tuple, desc, COL(CM_AUTO_CONFIRM));
 	const char *reason;
 	const char *decision;
+	TimestampTz promise = 0;
 
 	cscp_row_edit_init(&edit, desc);
 	state = insert_birth(tuple, desc, &edit, &auto_confirm, &decided);
@@ -1542,7 +1574,13 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	insert_registry_check(tuple, desc);
 	insert_defaults(tuple, desc, state, now, &edit);
 	tuple = cscp_row_edit_apply(&edit, tuple);
-	insert_snapshot_check(tuple, desc, state);
+	if (insert_snapshot_check(tuple, desc, state, &promise) && promise_att > 0)
+	{
+		Datum		value = TimestampTzGetDatum(promise);
+		bool		isnull = false;
+
+		tuple = heap_modify_tuple_by_cols(tuple, desc, 1, &promise_att, &value, &isnull);
+	}
 
 	/*
 	 * A command born asking takes its context's question now, superseding
@@ -2177,6 +2215,7 @@ facts_of_record(HeapTupleHeader rec, const char *argname, Oid *typoid)
 	c.live_until = 0;
 	c.read_live = false;
 	c.read_until = 0;
+	c.birth = false;
 	c.ended_read = false;
 	c.ended = NULL;
 	c.ctx_given = false;
@@ -2232,6 +2271,7 @@ facts_of_row(HeapTuple row, TupleDesc desc)
 	c.live_until = 0;
 	c.read_live = false;
 	c.read_until = 0;
+	c.birth = false;
 	c.ended_read = false;
 	c.ended = NULL;
 	c.ctx_given = false;

@@ -52,7 +52,8 @@ SELECT is((SELECT outcome FROM cscp.confirm('co', 'c2', 'alice', 'c2:yes', true)
 RESET ROLE;
 
 -- Answers planted by the owner for c3, c4 and c6; c4's context closed and c6's expired, both
--- around the triggers, so that their commands still wait.
+-- around the triggers, so that their commands still wait, with what the context's trigger would
+-- also have written: their commands' promises that the context is live taken back.
 INSERT INTO cscp.answer (tenant_id, conversation_id, kind, message_id, answered_by, outcome, command_id)
 SELECT 'co', conv, 'confirm', conv || ':yes', 'alice', 'confirmed', cmd
   FROM co_cmd WHERE conv IN ('c3', 'c4', 'c6');
@@ -60,6 +61,7 @@ SET session_replication_role = replica;
 UPDATE cscp.context x SET status = 'closed' WHERE x.tenant_id = 'co' AND x.conversation_id = 'c4';
 UPDATE cscp.context x SET expires_at = pg_catalog.now() - interval '1 minute'
  WHERE x.tenant_id = 'co' AND x.conversation_id = 'c6';
+UPDATE cscp.command x SET context_live_until = NULL WHERE x.tenant_id = 'co' AND x.conversation_id IN ('c4', 'c6');
 RESET session_replication_role;
 
 CREATE TEMP TABLE co_before AS

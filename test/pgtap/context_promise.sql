@@ -1,7 +1,7 @@
 -- A step that needs a live context (to confirmed, authz_pending, authorized, started) believes
 -- the command's promise, context_live_until, while it lies ahead, and reads the context only
--- when there is none (a new command, or one taken back); a step that read the context live keeps
--- its expires_at as the promise.  Every end of the context (closed, expired, deleted) takes the
+-- when there is none (taken back, or passed); a new command's promise is its context's
+-- expires_at, read with its frame, and a step that read the context live keeps its expires_at.  Every end of the context (closed, expired, deleted) takes the
 -- promise back from each of its commands that could still step forward, and an earlier
 -- expires_at lowers it.  An UPDATE may lower the promise or take it away, which is no step (no
 -- evidence, the version kept); raising it is refused 55000, and a step that gives a higher one
@@ -16,7 +16,7 @@ SELECT cscp.command_declare('cp', 'lookup', false) IS NOT NULL AS declared;
 SET ROLE tap_cp_app;
 SET cscp.tenant_id = 'cp';
 
-SELECT context_id AS ctx FROM cscp.context_open('cp', 'conv', 'alice') \gset
+SELECT context_id AS ctx, expires_at AS exp0 FROM cscp.context_open('cp', 'conv', 'alice') \gset
 SELECT command_id AS a FROM cscp.command_submit('cp', 'conv', 'alice', 'k-a', 'lookup', false, '{m1}') \gset
 SELECT command_id AS b FROM cscp.command_submit('cp', 'conv', 'alice', 'k-b', 'lookup', false, '{m2}') \gset
 SELECT command_id AS c FROM cscp.command_submit('cp', 'conv', 'alice', 'k-c', 'lookup', false, '{m3}') \gset
@@ -25,11 +25,11 @@ CREATE FUNCTION pg_temp.promise(id uuid) RETURNS timestamptz LANGUAGE sql AS
 CREATE FUNCTION pg_temp.expiry(id uuid) RETURNS timestamptz LANGUAGE sql AS
     $$ SELECT expires_at FROM cscp.context WHERE tenant_id = 'cp' AND context_id = id $$;
 
--- Born without a promise; the first step that needs the context reads it and keeps its expiry.
-SELECT is(pg_temp.promise(:'a'), NULL, 'a new command holds no promise');
+-- Born with its context's expiry as its promise; a step that needs no read keeps it.
+SELECT is(pg_temp.promise(:'a'), :'exp0'::timestamptz, 'a new command: its context''s expires_at, read with its frame');
 SELECT is((SELECT row(accepted, state::text)::text FROM cscp.command_transition(:'a', 'authz_pending')),
           '(t,authz_pending)', 'authz_pending');
-SELECT is(pg_temp.promise(:'a'), pg_temp.expiry(:'ctx'), 'the step read the context: its expires_at is the promise');
+SELECT is(pg_temp.promise(:'a'), :'exp0'::timestamptz, 'the promise kept');
 
 -- An UPDATE may lower the promise or take it away: no step, no evidence, the version kept.
 CREATE TEMP TABLE cp_before AS
@@ -37,7 +37,7 @@ CREATE TEMP TABLE cp_before AS
            (SELECT version FROM cscp.command WHERE tenant_id = 'cp' AND command_id = :'a') AS version;
 UPDATE cscp.command SET context_live_until = context_live_until - interval '1 second'
  WHERE tenant_id = 'cp' AND command_id = :'a';
-SELECT is(pg_temp.promise(:'a'), pg_temp.expiry(:'ctx') - interval '1 second', 'lowered by a direct UPDATE');
+SELECT is(pg_temp.promise(:'a'), :'exp0'::timestamptz - interval '1 second', 'lowered by a direct UPDATE');
 UPDATE cscp.command SET context_live_until = NULL WHERE tenant_id = 'cp' AND command_id = :'a';
 SELECT is(pg_temp.promise(:'a'), NULL, 'taken away by a direct UPDATE');
 UPDATE cscp.command SET context_live_until = NULL WHERE tenant_id = 'cp' AND command_id = :'a';
