@@ -8,7 +8,7 @@
 -- keeps the guard's.  As an application role bound to its tenant, but where the superuser closes
 -- a context with the triggers off to show what the step believes.
 BEGIN;
-SELECT plan(24);
+SELECT plan(26);
 
 CREATE ROLE tap_cp_app;
 SELECT cscp.grant_app('tap_cp_app', ARRAY['cp']);
@@ -97,6 +97,19 @@ SELECT is((SELECT row(accepted, state::text, reason_code)::text FROM cscp.comman
           '(f,authz_pending,context_closed)', 'a step after the close: refused context_closed');
 SELECT is((SELECT row(accepted, state::text)::text FROM cscp.command_transition(:'a', 'executed')),
           '(t,executed)', 'the started command may still finish');
+
+-- Past the promise (the clock past the context's expires_at): the context is read, and has expired.
+SELECT context_id AS ctx3 FROM cscp.context_open('cp', 'conv', 'carol') \gset
+SELECT command_id AS e FROM cscp.command_submit('cp', 'conv', 'carol', 'k-e', 'lookup', false, '{m5}') \gset
+SELECT is(pg_temp.promise(:'e') <= pg_temp.expiry(:'ctx3'), true, 'a promise is never later than expires_at');
+RESET ROLE;
+SELECT set_config('cscp.clock', (pg_temp.expiry(:'ctx3') + interval '1 minute')::text, true) IS NOT NULL AS clock_set;
+SET ROLE tap_cp_app;
+SELECT is((SELECT row(accepted, state::text, reason_code)::text FROM cscp.command_transition(:'e', 'authz_pending')),
+          '(f,canonicalized,context_expired)', 'the promise passed: the context read, the step refused context_expired');
+RESET ROLE;
+SELECT set_config('cscp.clock', '', true) IS NOT NULL AS clock_reset;
+SET ROLE tap_cp_app;
 
 -- A live context deleted (by its owner): its commands' promises go with it.
 SELECT context_id AS ctx2 FROM cscp.context_open('cp', 'conv', 'bob') \gset
