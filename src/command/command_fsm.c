@@ -911,7 +911,6 @@ static int	head_natts = 0;
 static int	head_seq_att = 0;
 static int	head_hash_att = 0;
 
-
 /* Look up the columns of rel the guards read, unless they were looked up already. */
 static void
 load_columns(Relation rel)
@@ -922,7 +921,6 @@ load_columns(Relation rel)
 	{
 		int			seq = SPI_fnumber(RelationGetDescr(rel), "evidence_seq");
 		int			hash = SPI_fnumber(RelationGetDescr(rel), "evidence_hash");
-
 		int			until = SPI_fnumber(RelationGetDescr(rel), "context_live_until");
 
 		head_seq_att = seq > 0 && hash > 0 ? seq : 0;

@@ -847,8 +847,11 @@ PG_FUNCTION_INFO_V1(cscp_expire_contexts);
  * cscp._expire_contexts(batch int) RETURNS bigint: the sweep's expiry.  Up
  * to batch contexts due in cscp.context_live, each still live and past its
  * own expires_at at cscp.now(), locked (those another transaction holds are
- * skipped) and recorded as expired by TTL; the trigger retires each.
- * Returns the number of contexts expired.
+ * skipped) and recorded as expired by TTL; the trigger retires each.  Its
+ * commands that could still step forward, which the trigger writes
+ * (commands_follow), are locked first, and a context one of whose is held
+ * by another transaction is skipped too: the sweep never waits.  Returns
+ * the number of contexts expired.
  */
 Datum
 cscp_expire_contexts(PG_FUNCTION_ARGS)
@@ -883,6 +886,15 @@ cscp_expire_contexts(PG_FUNCTION_ARGS)
 				  "                   WHERE z.tenant_id OPERATOR(pg_catalog.=) l.tenant_id AND z.context_id OPERATOR(pg_catalog.=) l.context_id"
 				  "                     AND z.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}')"
 				  "                     AND z.expires_at OPERATOR(pg_catalog.<=) $2"
+				  "                     AND NOT EXISTS ("
+				  "                           SELECT FROM cscp.frame f JOIN cscp.command m"
+				  "                               ON m.tenant_id OPERATOR(pg_catalog.=) f.tenant_id AND m.frame_id OPERATOR(pg_catalog.=) f.frame_id"
+				  "                            WHERE f.tenant_id OPERATOR(pg_catalog.=) z.tenant_id AND f.context_id OPERATOR(pg_catalog.=) z.context_id"
+				  "                              AND m.state OPERATOR(pg_catalog.=) ANY ('{canonicalized,confirmation_required,confirmed,authz_pending,authorized}')"
+				  "                              AND NOT EXISTS ("
+				  "                                    SELECT FROM cscp.command k"
+				  "                                     WHERE k.tenant_id OPERATOR(pg_catalog.=) m.tenant_id AND k.command_id OPERATOR(pg_catalog.=) m.command_id"
+				  "                                       FOR NO KEY UPDATE SKIP LOCKED))"
 				  "                     FOR UPDATE SKIP LOCKED) x))"
 				  "   AND c.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}') AND c.expires_at OPERATOR(pg_catalog.<=) $2",
 				  2, types);
