@@ -506,9 +506,9 @@ step_args(FunctionCallInfo fcinfo, Oid state_type, Step *st)
 /*
  * Lock the command's context first when this step may change it (an
  * approval request, a question, or a step that answers or releases the
- * question the context holds) or needs it live (a step forward, which
- * reads it here rather than in the trigger: the context cannot end while
- * the command's row is held, as an end writes the command).  Context
+ * question the context holds) or needs it live (a step forward: an end
+ * of the context also writes the command, so it waits for the step
+ * either way).  Context
  * before command is the order every caller keeps (cscp.confirm and
  * cscp.approve too): a step that locked the command first and then
  * waited for the context could deadlock with one that holds the context
