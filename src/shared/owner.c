@@ -62,21 +62,37 @@ cscp_owner_leave(CscpOwnerScope *scope)
 /*
  * Run one statement (plan, prepared from sql the first time) as the owner
  * of cscp.relname; returns the rows it processed.  what names the
- * statement in the error raised when SPI does not answer expect.
+ * statement in the error raised when SPI does not answer expect.  With
+ * latest, a write that must reach every row committed so far, as
+ * PostgreSQL's foreign keys run their cascades (ri_triggers.c): under
+ * REPEATABLE READ or SERIALIZABLE with the latest snapshot and the
+ * transaction's as the cross-check, so that writing a row this
+ * transaction's snapshot does not see fails to serialize (40001) instead
+ * of passing it by; under READ COMMITTED each statement's snapshot is new
+ * anyway.
  */
-uint64
-cscp_owner_exec(const char *relname, SPIPlanPtr *plan, const char *sql, int nargs,
-				const Oid *argtypes, Datum *args, const char *nulls, int expect,
-				const char *what)
+static uint64
+owner_exec(const char *relname, SPIPlanPtr *plan, const char *sql, int nargs,
+		   const Oid *argtypes, Datum *args, const char *nulls, int expect,
+		   const char *what, bool latest)
 {
 	CscpOwnerScope owner;
 	uint64		processed;
+	Snapshot	snapshot = InvalidSnapshot;
+	Snapshot	crosscheck = InvalidSnapshot;
 
 	cscp_owner_enter(relname, &owner);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(plan, sql, nargs, argtypes);
-	if (SPI_execute_plan(*plan, args, nulls, false, 0) != expect)
+	if (latest && IsolationUsesXactSnapshot())
+	{
+		CommandCounterIncrement();	/* this transaction's own writes seen */
+		snapshot = GetLatestSnapshot();
+		crosscheck = GetTransactionSnapshot();
+	}
+	if (SPI_execute_snapshot(*plan, args, nulls, snapshot, crosscheck,
+							 false, true, 0) != expect)
 		elog(ERROR, "could not %s", what);
 	processed = SPI_processed;
 	SPI_finish();
@@ -84,39 +100,19 @@ cscp_owner_exec(const char *relname, SPIPlanPtr *plan, const char *sql, int narg
 	return processed;
 }
 
-/*
- * cscp_owner_exec for a write that must reach every row committed so far,
- * as PostgreSQL's foreign keys run their cascades (ri_triggers.c): with the
- * latest snapshot, and, under REPEATABLE READ or SERIALIZABLE, the
- * transaction's snapshot as the cross-check, so that writing a row this
- * transaction's snapshot does not see fails to serialize (40001) instead
- * of passing it by.
- */
+uint64
+cscp_owner_exec(const char *relname, SPIPlanPtr *plan, const char *sql, int nargs,
+				const Oid *argtypes, Datum *args, const char *nulls, int expect,
+				const char *what)
+{
+	return owner_exec(relname, plan, sql, nargs, argtypes, args, nulls, expect, what, false);
+}
+
+/* cscp_owner_exec of a write that must reach every row committed so far. */
 uint64
 cscp_owner_exec_latest(const char *relname, SPIPlanPtr *plan, const char *sql, int nargs,
 					   const Oid *argtypes, Datum *args, const char *nulls, int expect,
 					   const char *what)
 {
-	CscpOwnerScope owner;
-	uint64		processed;
-	Snapshot	snapshot = InvalidSnapshot;	/* READ COMMITTED: a new one, SPI's */
-	Snapshot	crosscheck = InvalidSnapshot;
-
-	cscp_owner_enter(relname, &owner);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(plan, sql, nargs, argtypes);
-	if (IsolationUsesXactSnapshot())
-	{
-		CommandCounterIncrement();	/* this transaction's own writes seen */
-		snapshot = GetLatestSnapshot();
-		crosscheck = GetTransactionSnapshot();
-	}
-	if (SPI_execute_snapshot(*plan, args, nulls, snapshot, crosscheck,
-							 false, false, 0) != expect)
-		elog(ERROR, "could not %s", what);
-	processed = SPI_processed;
-	SPI_finish();
-	cscp_owner_leave(&owner);
-	return processed;
+	return owner_exec(relname, plan, sql, nargs, argtypes, args, nulls, expect, what, true);
 }
