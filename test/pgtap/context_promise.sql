@@ -1,12 +1,13 @@
 -- A step that needs a live context (to confirmed, authz_pending, authorized, started) believes
 -- the command's promise, context_live_until, while it lies ahead, and reads the context only
 -- when there is none (taken back, or passed); a new command's promise is its context's
--- expires_at, read with its frame, and a step that read the context live keeps its expires_at.  Every end of the context (closed, expired, deleted) takes the
--- promise back from each of its commands that could still step forward, and an earlier
--- expires_at lowers it.  An UPDATE may lower the promise or take it away, which is no step (no
--- evidence, the version kept); raising it is refused 55000, and a step that gives a higher one
--- keeps the guard's.  As an application role bound to its tenant, but where the superuser closes
--- a context with the triggers off to show what the step believes.
+-- expires_at, read with its frame, and a step that read the context live keeps its expires_at.
+-- Every end of the context (closed, expired, deleted) takes the promise back from each of its
+-- commands that could still step forward, and an earlier expires_at lowers it.  An UPDATE may
+-- lower the promise or take it away, which is no step (no evidence, the version kept); raising
+-- it is refused 55000, and a step that gives a higher one keeps the guard's.  As an application
+-- role bound to its tenant, but where the superuser closes a context with the triggers off to
+-- show what the step believes.
 BEGIN;
 SELECT plan(26);
 
