@@ -1002,7 +1002,7 @@ row_state(CmdRow r, TupleDesc desc)
 static CommandFacts
 row_facts(CmdRow r, TupleDesc desc)
 {
-	CommandFacts c;
+	CommandFacts c = {0};		/* what a line below does not set: false, 0, NULL */
 
 	c.state = row_state(r, desc);
 	c.mutating = !ROW_N(r, COL(CM_MUTATING)) && DatumGetBool(ROW_V(r, COL(CM_MUTATING)));
@@ -1011,7 +1011,6 @@ row_facts(CmdRow r, TupleDesc desc)
 	c.authorized = !ROW_N(r, COL(CM_AUTHORIZED_AT));
 	c.window_closed = !ROW_N(r, COL(CM_WINDOW_EXPIRES_AT)) &&
 		DatumGetTimestampTz(ROW_V(r, COL(CM_WINDOW_EXPIRES_AT))) <= cscp_now();
-	c.answered = false;
 	c.cancel_recovery = is_cancel(ROW_N(r, COL(CM_RECOVERY_KIND)), ROW_V(r, COL(CM_RECOVERY_KIND)));
 	c.recovery_approval = is_approval_recovery(ROW_N(r, COL(CM_RECOVERY_KIND)),
 											   ROW_V(r, COL(CM_RECOVERY_KIND)));
@@ -1023,14 +1022,6 @@ row_facts(CmdRow r, TupleDesc desc)
 	c.context_id = ROW_V(r, COL(CM_CONTEXT_ID));
 	c.promised = promise_att > 0 && !ROW_N(r, promise_att);
 	c.live_until = c.promised ? DatumGetTimestampTz(ROW_V(r, promise_att)) : 0;
-	c.ended_read = false;
-	c.ended = NULL;
-	c.read_live = false;
-	c.read_until = 0;
-	c.birth = false;
-	c.ctx_given = false;
-	c.ctx = NULL;
-	c.ctxdesc = NULL;
 	c.stored = true;			/* the old version of an UPDATE */
 	return c;
 }
@@ -2176,7 +2167,7 @@ static CommandFacts
 facts_of_record(HeapTupleHeader rec, const char *argname, Oid *typoid)
 {
 	static const char *const required[] = {"tenant_id", "command_id", "state", NULL};
-	CommandFacts c;
+	CommandFacts c = {0};		/* what a line below does not set: false, 0, NULL */
 	bool		isnull;
 	Datum		d;
 	TupleDesc	desc;
@@ -2209,16 +2200,6 @@ facts_of_record(HeapTupleHeader rec, const char *argname, Oid *typoid)
 	c.recovery_approval = is_approval_recovery(isnull, d);
 	/* What may come next: the answer, when it comes, is cscp.confirm's to record. */
 	c.answered = true;
-	c.promised = false;			/* the context is read */
-	c.live_until = 0;
-	c.read_live = false;
-	c.read_until = 0;
-	c.birth = false;
-	c.ended_read = false;
-	c.ended = NULL;
-	c.ctx_given = false;
-	c.ctx = NULL;
-	c.ctxdesc = NULL;
 	c.stored = false;			/* any record: its frame is read */
 	return c;
 }
@@ -2232,7 +2213,7 @@ facts_of_record(HeapTupleHeader rec, const char *argname, Oid *typoid)
 static CommandFacts
 facts_of_row(HeapTuple row, TupleDesc desc)
 {
-	CommandFacts c;
+	CommandFacts c = {0};		/* what a line below does not set: false, 0, NULL */
 	int			statecol = cscp_column(desc, "cscp.command", "state");
 	bool		isnull;
 	Datum		d;
@@ -2265,16 +2246,6 @@ facts_of_row(HeapTuple row, TupleDesc desc)
 	c.recovery_approval = is_approval_recovery(isnull, d);
 	/* A step asked for by command_transition carries no answer. */
 	c.answered = false;
-	c.promised = false;			/* the context is read */
-	c.live_until = 0;
-	c.read_live = false;
-	c.read_until = 0;
-	c.birth = false;
-	c.ended_read = false;
-	c.ended = NULL;
-	c.ctx_given = false;
-	c.ctx = NULL;
-	c.ctxdesc = NULL;
 	c.stored = true;			/* a row command_transition read from the table */
 	return c;
 }

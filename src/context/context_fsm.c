@@ -595,6 +595,12 @@ retired_release(HeapTuple row, TupleDesc desc, ContextStatus status)
 }
 
 /*
+ * The states of a command that could still take a step that needs its
+ * context live (command_fsm.c): the ones an end of the context writes.
+ */
+#define STEPPING_STATES "'{canonicalized,confirmation_required,confirmed,authz_pending,authorized}'"
+
+/*
  * Whether cscp.command has context_live_until (not before ALTER EXTENSION
  * UPDATE to 0.2.0: then no command holds a promise).
  */
@@ -640,7 +646,7 @@ commands_follow(Datum *args, bool *isnull)
 								  "  FROM cscp.frame f"
 								  " WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.context_id OPERATOR(pg_catalog.=) $2"
 								  "   AND m.tenant_id OPERATOR(pg_catalog.=) $1 AND m.frame_id OPERATOR(pg_catalog.=) f.frame_id"
-								  "   AND m.state OPERATOR(pg_catalog.=) ANY ('{canonicalized,confirmation_required,confirmed,authz_pending,authorized}')",
+								  "   AND m.state OPERATOR(pg_catalog.=) ANY (" STEPPING_STATES ")",
 								  3, types, args, nulls, SPI_OK_UPDATE,
 								  "take back the promises of a context's commands");
 }
@@ -890,7 +896,7 @@ cscp_expire_contexts(PG_FUNCTION_ARGS)
 				  "                           SELECT FROM cscp.frame f JOIN cscp.command m"
 				  "                               ON m.tenant_id OPERATOR(pg_catalog.=) f.tenant_id AND m.frame_id OPERATOR(pg_catalog.=) f.frame_id"
 				  "                            WHERE f.tenant_id OPERATOR(pg_catalog.=) z.tenant_id AND f.context_id OPERATOR(pg_catalog.=) z.context_id"
-				  "                              AND m.state OPERATOR(pg_catalog.=) ANY ('{canonicalized,confirmation_required,confirmed,authz_pending,authorized}')"
+				  "                              AND m.state OPERATOR(pg_catalog.=) ANY (" STEPPING_STATES ")"
 				  "                              AND NOT EXISTS ("
 				  "                                    SELECT FROM cscp.command k"
 				  "                                     WHERE k.tenant_id OPERATOR(pg_catalog.=) m.tenant_id AND k.command_id OPERATOR(pg_catalog.=) m.command_id"
