@@ -179,5 +179,30 @@ SELECT cscp.forget_conversation('fr-bulk', 'gone') ->> 'contexts' AS contexts_er
 SELECT objsubid, mode, count(*) FROM pg_locks
  WHERE locktype = 'advisory' AND pid = pg_backend_pid() GROUP BY 1, 2 ORDER BY 1, 2;
 ROLLBACK;
+
+---------------------------------------------------------------------------------------------------
+-- 5. The tombstones a backend knows (it looks up only an id whose key is among them), as the
+-- application role: an erasure rolled back above leaves no tombstone, and the same conversation is
+-- written again; one committed in this session is known at the next write, through the API and
+-- through direct SQL; the same id in another tenant, and another id, are not refused.
+CREATE ROLE fg_late;
+SELECT cscp.grant_app('fg_late', '{fg}') IS NOT NULL AS granted;
+SET ROLE fg_late;
+SET cscp.tenant_id = 'fg';
+SELECT (cscp.context_open('fg', 'late-1', 'cy')).status AS before_erasure;
+BEGIN;
+SELECT cscp.forget_conversation('fg', 'late-2') IS NOT NULL AS erased;
+ROLLBACK;
+SELECT (cscp.context_open('fg', 'late-2', 'cy')).status AS after_rollback;
+SELECT cscp.forget_conversation('fg', 'late-1') ->> 'contexts' AS contexts_erased;
+SELECT try($$SELECT cscp.context_open('fg', 'late-1', 'cy')$$) AS api_write;
+SELECT try($$INSERT INTO cscp.document (tenant_id, session_id, namespace, payload, expires_at)
+             VALUES ('fg', 'late-1', 'profile', '{}', cscp.now() + interval '1 hour')$$) AS direct_write;
+SELECT (cscp.context_open('fg', 'late-3', 'cy')).status AS other_conversation;
+RESET ROLE;
+RESET cscp.tenant_id;
+DROP OWNED BY fg_late;
+DROP ROLE fg_late;
+SELECT (cscp.context_open('fr', 'late-1', 'cy')).status AS other_tenant;
 -- Leave no policy for the suites after this one.
 DELETE FROM cscp.policy WHERE tenant_id = 'fr';

@@ -33,7 +33,10 @@
  * deleted with the rest); a write that comes later waits for forget's
  * commit and then sees its tombstone (READ COMMITTED takes a new snapshot
  * per statement).  An erasure therefore makes wait only the writes of the
- * id it erases.
+ * id it erases.  The trigger looks up only an id that may have a
+ * tombstone: each backend keeps the keys of the tombstones it knows
+ * (tombstone_possible), which every change of cscp.tombstone drops, and a
+ * write takes the invalidations that arrived once it holds its lock.
  *
  * A lock per id would let a transaction that writes many ids (the sweep
  * closing timed-out conversations, a bulk load) fill the shared lock
@@ -57,7 +60,6 @@
 #include "pgcompat.h"
 
 #include "access/htup_details.h"
-#include "access/table.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
@@ -66,11 +68,13 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
-#include "storage/bufmgr.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 /*
@@ -152,18 +156,129 @@ forget_lock(const char *tenant_id, const char *kind, const char *id, bool exclus
 	pfree(buf.data);
 }
 
-/* Whether cscp.tombstone is empty on disk (then nothing was ever forgotten). */
-static bool
-tombstones_empty(void)
-{
-	Oid			relid = cscp_relation_oid("tombstone", false);
-	Relation	rel;
-	BlockNumber n;
+/*
+ * The tombstones this backend knows of: the first 8 bytes of each id_hash
+ * (the SHA-256 of kind, tenant and id), sorted, read as the owner with the
+ * latest snapshot and kept until an invalidation of cscp.tombstone (its
+ * statement trigger cscp.policy_changed sends one) drops them.  An id whose
+ * key is not among them has no tombstone, so the row writes of a database
+ * that has forgotten anything (in any tenant) need not look it up; a key
+ * among them is looked up, since it may be another id's or a tombstone
+ * since rolled back.  Past TOMBSTONE_CACHE_MAX tombstones nothing is kept
+ * and every check looks up (tomb_all).
+ */
+#define TOMBSTONE_CACHE_MAX 100000
 
-	rel = table_open(relid, AccessShareLock);
-	n = RelationGetNumberOfBlocks(rel);
-	table_close(rel, AccessShareLock);
-	return n == 0;
+static CscpTableCache tomb_cache;
+static uint64 *tomb_keys = NULL;
+static int	tomb_n = 0;
+static bool tomb_all = false;
+
+static int
+key_cmp(const void *a, const void *b)
+{
+	uint64		x = *(const uint64 *) a;
+	uint64		y = *(const uint64 *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* The key of an id_hash ("sha256:" and 64 hex digits): its first 16 digits. */
+static uint64
+hash_text_key(const char *id_hash)
+{
+	const char *hex = id_hash + strlen("sha256:");
+	uint64		key = 0;
+
+	for (int i = 0; i < 16 && hex[i] != '\0'; i++)
+	{
+		char		c = hex[i];
+
+		key = (key << 4) | (uint64) (c >= 'a' ? c - 'a' + 10 : c >= 'A' ? c - 'A' + 10 : c - '0');
+	}
+	return key;
+}
+
+/* Read the keys of every tombstone into the cache (tomb_keys, tomb_n, tomb_all). */
+static void
+tombstones_load(void)
+{
+	static SPIPlanPtr plan = NULL;
+	CscpOwnerScope owner;
+	uint64		generation;
+	uint64	   *keys = NULL;
+	int			n = 0;
+	bool		all;
+
+	generation = cscp_table_cache_begin(&tomb_cache, cscp_relation_oid("tombstone", false));
+	cscp_owner_enter("tombstone", &owner);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan, "SELECT t.id_hash FROM cscp.tombstone t", 0, NULL);
+
+	/*
+	 * The latest snapshot, as foreign-key checks read: what the cache holds
+	 * serves later transactions too, so it must not miss a tombstone that
+	 * committed before this read whatever the isolation level of this one.
+	 */
+	if (SPI_execute_snapshot(plan, NULL, NULL, GetLatestSnapshot(), InvalidSnapshot, true, false,
+							 TOMBSTONE_CACHE_MAX + 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read cscp.tombstone");
+	all = SPI_processed > TOMBSTONE_CACHE_MAX;
+	if (!all && SPI_processed > 0)
+	{
+		uint64	   *read = palloc(sizeof(uint64) * SPI_processed);
+
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			char	   *h = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+
+			if (h != NULL)
+				read[n++] = hash_text_key(h);
+		}
+		qsort(read, n, sizeof(uint64), key_cmp);
+		/* kept past SPI_finish, which frees what was read */
+		keys = MemoryContextAlloc(TopMemoryContext, sizeof(uint64) * Max(n, 1));
+		memcpy(keys, read, sizeof(uint64) * n);
+	}
+	SPI_finish();
+	cscp_owner_leave(&owner);
+	if (tomb_keys != NULL)
+		pfree(tomb_keys);
+	tomb_keys = keys;
+	tomb_n = n;
+	tomb_all = all;
+	cscp_table_cache_done(&tomb_cache, generation);
+}
+
+/*
+ * Whether id (a conversation or subject, kind) of tenant_id may have a
+ * tombstone: false when the cache of tombstone keys says it has none.  The
+ * invalidations that arrived are taken first: a caller that holds the id's
+ * lock (forget_lock) waited for the erasure of it that was running, whose
+ * commit sent its invalidation before it let the lock go, so the cache then
+ * holds every tombstone of the id that committed.
+ */
+static bool
+tombstone_possible(const char *tenant_id, const char *kind, const char *id)
+{
+	StringInfoData buf;
+	uint8		digest[PG_SHA256_DIGEST_LENGTH];
+	uint64		key = 0;
+
+	AcceptInvalidationMessages();
+	if (!tomb_cache.valid)
+		tombstones_load();
+	if (tomb_all)
+		return true;
+	if (tomb_n == 0)
+		return false;
+	forget_key(&buf, tenant_id, kind, id);
+	cscp_sha256(buf.data, buf.len, digest);
+	pfree(buf.data);
+	for (int i = 0; i < 8; i++)
+		key = (key << 8) | digest[i];
+	return bsearch(&key, tomb_keys, tomb_n, sizeof(uint64), key_cmp) != NULL;
 }
 
 /*
@@ -184,8 +299,7 @@ forgotten_at(const char *tenant_id, const char *kind, const char *id, bool lock,
 
 	if (lock)
 		forget_lock(tenant_id, kind, id, false);
-	/* With the lock held, an empty table means no tombstone for us either. */
-	if (tombstones_empty())
+	if (!tombstone_possible(tenant_id, kind, id))
 		return false;
 
 	cscp_owner_enter("tombstone", &owner);

@@ -18,6 +18,12 @@ CREATE TABLE cscp.tombstone (
 );
 COMMENT ON TABLE cscp.tombstone IS
   'Forgotten conversations and subjects: tenant, sha256 of (kind, tenant, id), when, by whom, rows erased per table; no personal data';
+-- Every backend keeps the keys of the tombstones it knows (src/operations/forget.c), so that a row
+-- write needs no lookup for an id that has none; a change drops those caches (as for cscp.policy),
+-- also during a restore, which runs with session_replication_role = replica.
+CREATE TRIGGER tombstone_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON cscp.tombstone
+    FOR EACH STATEMENT EXECUTE FUNCTION cscp.policy_changed();
+ALTER TABLE cscp.tombstone ENABLE ALWAYS TRIGGER tombstone_changed;
 
 CREATE FUNCTION cscp.forget_hash(tenant_id text, kind text, id text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
