@@ -4,7 +4,8 @@
 # cscp.tenant_id = 'bench'): deterministic where pgbench on a shared machine is not.
 #
 # How: one throwaway cluster is set up once (a conversation of 300 turns, 1,000 documents, 1,000
-# open questions, 10,000 facts and a chain of 101, LangGraph threads and store items) and, for each kind, the rows its
+# open questions, 10,000 facts and a chain of 101, LangGraph threads and store items, two
+# conversations forgotten) and, for each kind, the rows its
 # calls need (a command in the state before the one a transition reaches, for each call; a
 # question for each "yes"), then stopped and copied.  Each kind runs on a fresh copy of it, in one
 # backend under callgrind: W calls (their planning and cache loads), a marker statement, N calls,
@@ -93,6 +94,9 @@ CREATE ROLE bench_app LOGIN;
 SELECT cscp.grant_app('bench_app', ARRAY['bench']);
 CREATE ROLE bench_gw LOGIN;
 SELECT cscp.grant_gateway('bench_gw');
+-- a database in use has forgotten something: a conversation of this tenant and one of another
+SELECT cscp.forget_conversation('bench', 'forgotten');
+SELECT cscp.forget_conversation('other', 'forgotten');
 INSERT INTO cscp.api_key (tenant_id, label, key_hash, scopes)
 VALUES ('bench', 'bench', sha256(convert_to('bench-key', 'UTF8')), '{documents:read}');
 INSERT INTO cscp.document (tenant_id, session_id, namespace, payload, expires_at)
