@@ -85,19 +85,6 @@ extern Jsonb *cscp_frame_state(HeapTuple ctx, TupleDesc desc, ArrayType *message
 extern Datum cscp_frame_record(Datum tenant, text *conversation, int32 routing, Datum context_id,
 							   Jsonb *state, char **hash);
 
-/* What cscp_frame_record_live wrote: the frame, its context, hash and expiry. */
-typedef struct CscpFrameRecord
-{
-	Datum		frame_id;		/* uuid */
-	Datum		context_id;		/* uuid */
-	char	   *hash;			/* SHA-256 of the state, hex */
-	char	   *expires_at;		/* the context's expires_at as the state says it (UTC) */
-} CscpFrameRecord;
-
-extern bool cscp_frame_record_live(text *tenant, text *conversation, text *actor, text *key,
-								   int32 routing, ArrayType *message_ids, bool mutating,
-								   CscpFrameRecord *rec);
-
 /* confirm.c: a confirmation or approval question that lapsed */
 extern void cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc,
 					   const char *why);

@@ -16,6 +16,10 @@
  *	  policy's auto_confirm, and rejected, canonicalized or
  *	  confirmation_required with its window, superseding the question its
  *	  context asks (insert_birth, guard_insert, due_take);
+ *	- a new command formed against its context (its context_id given, no
+ *	  frame, as command_submit inserts it) gets its frame here, from the
+ *	  context it reads: of its conversation and actor, usable now; the frame
+ *	  is recorded as the owner and named in the row (frame_form);
  *	- every UPDATE is a transition of the table below; the columns that say
  *	  what the command is never change; message_ids only grow;
  *	- started needs authorized, and a mutating command needs confirmed too
@@ -1182,7 +1186,7 @@ log_refused_insert(HeapTuple tuple, TupleDesc desc, CommandState state, const ch
  * promise.
  */
 static bool
-insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state,
+insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state, bool formed,
 					  TimestampTz *promise)
 {
 	CommandFacts c = {0};
@@ -1195,6 +1199,7 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state,
 
 	c.state = CMD_CANONICALIZED;
 	c.birth = state == CMD_CANONICALIZED || state == CMD_CONFIRMATION_REQUIRED;
+	c.stored = formed;			/* its frame was formed from its context here */
 	c.mutating = cscp_column_true(tuple, desc, COL(CM_MUTATING));
 	c.auto_confirm = cscp_column_true(tuple, desc, COL(CM_AUTO_CONFIRM));
 	c.tenant_id = heap_getattr(tuple, COL(CM_TENANT_ID), desc, &kindnull);
@@ -1258,13 +1263,150 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state,
 				 errmsg("a new command cannot ask for confirmation (%s)", why),
 				 errdetail("%s", detail),
 				 errhint("Submit it with cscp.command_submit, then move it with cscp.command_transition.")));
+	if (formed)
+		return true;			/* *promise is frame_form's */
 	*promise = c.read_until;
 	return c.read_live;
+}
+
+/*
+ * Whether a new command leaves its frame to this trigger: it names its
+ * context and the ids of the messages it was formed from, but no frame and
+ * no context_ref, and was not refused as it was formed (no reason_code).
+ * command_submit, command_recover and message_turn insert every command
+ * formed against a usable context so; a direct INSERT may too.
+ */
+static bool
+forms_frame(HeapTuple tuple, TupleDesc desc)
+{
+	return is_null(tuple, desc, COL(CM_FRAME_ID)) && is_null(tuple, desc, COL(CM_CONTEXT_REF)) &&
+		!is_null(tuple, desc, COL(CM_CONTEXT_ID)) && !is_null(tuple, desc, COL(CM_MESSAGE_IDS)) &&
+		is_null(tuple, desc, COL(CM_REASON_CODE));
+}
+
+/*
+ * The frame of a new command that leaves it to the trigger (forms_frame),
+ * born in state (canonicalized or confirmation_required): its context read by key with the caller's rights, FOR
+ * SHARE (so that it cannot end before the command commits: its end then
+ * finds the command and takes its promise back), which must be of the
+ * command's tenant, conversation and actor and usable now; the frame of its
+ * state and the command's message ids recorded as the owner, or the one
+ * that records that state already (cscp_frame_record: frames are unique
+ * by context and hash); its frame_id and context_ref written into the row.
+ * The one judge of a formed command's frame: it writes the frame from what
+ * it read, so the frame's guard has nothing left to check and the command's
+ * nothing to read back.  Returns the row; *promise is the context's
+ * expires_at, its first promise.
+ */
+static HeapTuple
+frame_form(HeapTuple tuple, TupleDesc desc, CommandState state, TimestampTz *promise)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid types[2] = {TEXTOID, UUIDOID};
+	MemoryContext rowctx = CurrentMemoryContext;
+	CscpOwnerScope owner;
+	Datum		args[2];
+	HeapTuple	ctx = NULL;
+	TupleDesc	ctxdesc = NULL;
+	Jsonb	   *frame_state;
+	JsonbValue *expires;
+	JsonbParseState *st = NULL;
+	char	   *hash;
+	Datum		frame_id;
+	Datum		ref;
+	const char *problem = NULL;
+	bool		isnull;
+	bool		actor_null;
+	int			cols[2] = {COL(CM_FRAME_ID), COL(CM_CONTEXT_REF)};
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+	pg_uuid_t	command_id;
+
+	args[0] = heap_getattr(tuple, COL(CM_TENANT_ID), desc, &isnull);
+	args[1] = heap_getattr(tuple, COL(CM_CONTEXT_ID), desc, &isnull);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	cscp_spi_plan(&plan,
+				  "SELECT c.tenant_id, c.conversation_id, c.actor_id, c.status, c.expires_at,"
+				  "       c.last_message_id, c.slots"
+				  "  FROM cscp.context c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.context_id OPERATOR(pg_catalog.=) $2"
+				  "   FOR SHARE",
+				  2, types);
+	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up the context of a command");
+	if (SPI_processed == 0)
+		problem = "its context does not exist";
+	else
+	{
+		Datum		conversation = heap_getattr(tuple, COL(CM_CONVERSATION_ID), desc, &isnull);
+		Datum		actor = heap_getattr(tuple, cscp_column(desc, "cscp.command", "actor_id"), desc,
+										 &actor_null);
+		Datum		c;
+		bool		cnull;
+
+		ctx = SPI_tuptable->vals[0];
+		ctxdesc = SPI_tuptable->tupdesc;
+		c = SPI_getbinval(ctx, ctxdesc, 2, &cnull);
+		if (cnull || isnull ||
+			!DatumGetBool(DirectFunctionCall2Coll(texteq, DEFAULT_COLLATION_OID, c, conversation)))
+			problem = "its context is of another conversation";
+		else if ((c = SPI_getbinval(ctx, ctxdesc, 3, &cnull)), cnull || actor_null ||
+				 !DatumGetBool(DirectFunctionCall2Coll(texteq, DEFAULT_COLLATION_OID, c, actor)))
+			problem = "its context is of another actor";
+		else if (!cscp_context_row_usable(ctx, ctxdesc, cscp_now()))
+			problem = "its context is expired or closed";
+	}
+	if (problem != NULL)
+	{
+		log_refused_insert(tuple, desc, state, "snapshot_mismatch");
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a new command must be formed against its own usable context (snapshot_mismatch)"),
+				 errdetail("The command names context %s of tenant \"%s\", but %s.",
+						   SPI_getvalue(tuple, desc, COL(CM_CONTEXT_ID)),
+						   SPI_getvalue(tuple, desc, COL(CM_TENANT_ID)), problem),
+				 errhint("Submit it with cscp.command_submit, which forms it against the live context.")));
+	}
+	*promise = DatumGetTimestampTz(SPI_getbinval(ctx, ctxdesc, 5, &isnull));
+	frame_state = cscp_frame_state(ctx, ctxdesc,
+								   DatumGetArrayTypeP(heap_getattr(tuple, COL(CM_MESSAGE_IDS), desc,
+																   &isnull)));
+
+	/* The frame is the command's record: written as the owner, unchecked. */
+	memcpy(command_id.data, DatumGetUUIDP(heap_getattr(tuple, COL(CM_COMMAND_ID), desc, &isnull))->data,
+		   UUID_LEN);
+	cscp_owner_enter("frame", &owner);
+	frame_id = cscp_frame_record(args[0], DatumGetTextPP(heap_getattr(tuple, COL(CM_CONVERSATION_ID),
+																		  desc, &isnull)),
+								 cscp_routing_hash_uuid(&command_id), args[1], frame_state, &hash);
+	cscp_owner_leave(&owner);
+
+	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+	cscp_jsonb_push_text(&st, "context_id", DatumGetCString(DirectFunctionCall1(uuid_out, args[1])));
+	cscp_jsonb_push_text(&st, "frame_id", DatumGetCString(DirectFunctionCall1(uuid_out, frame_id)));
+	cscp_jsonb_push_text(&st, "context_hash", hash);
+	expires = cscp_jsonb_get(frame_state, "expires_at");
+	cscp_jsonb_push_text(&st, "expires_at", expires != NULL && expires->type == jbvString ?
+						 pnstrdup(expires->val.string.val, expires->val.string.len) : NULL);
+	ref = JsonbPGetDatum(JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL)));
+
+	/* into the row's memory, past SPI_finish */
+	{
+		MemoryContext old = MemoryContextSwitchTo(rowctx);
+
+		values[0] = datumCopy(frame_id, false, UUID_LEN);
+		values[1] = datumCopy(ref, false, -1);
+		tuple = heap_modify_tuple_by_cols(tuple, desc, 2, cols, values, nulls);
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	return tuple;
 }
 
 static bool due_row(HeapTuple row, TupleDesc desc, CommandState s, bool window, Datum *args,
 					bool *ctxnull);
 static void due_take(bool window, Datum *args, bool ctxnull, bool supersede);
+static bool forms_frame(HeapTuple tuple, TupleDesc desc);
 
 /*
  * The birth a new command leaves to cscp, into edit: how command_submit and
@@ -1308,7 +1450,8 @@ insert_birth(HeapTuple tuple, TupleDesc desc, CscpRowEdit *edit, bool *auto_conf
 		return get_state(tuple, desc);
 	if (refused)
 		state = CMD_REJECTED;
-	else if (mutating && !*auto_confirm && !is_null(tuple, desc, COL(CM_FRAME_ID)))
+	else if (mutating && !*auto_confirm &&
+			 (!is_null(tuple, desc, COL(CM_FRAME_ID)) || forms_frame(tuple, desc)))
 		state = CMD_CONFIRMATION_REQUIRED;
 	else
 		state = CMD_CANONICALIZED;
@@ -1552,6 +1695,7 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	const char *reason;
 	const char *decision;
 	TimestampTz promise = 0;
+	bool		formed;
 
 	cscp_row_edit_init(&edit, desc);
 	state = insert_birth(tuple, desc, &edit, &auto_confirm, &decided);
@@ -1563,7 +1707,11 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	insert_registry_check(tuple, desc);
 	insert_defaults(tuple, desc, state, now, &edit);
 	tuple = cscp_row_edit_apply(&edit, tuple);
-	if (insert_snapshot_check(tuple, desc, state, &promise) && promise_att > 0)
+	formed = (state == CMD_CANONICALIZED || state == CMD_CONFIRMATION_REQUIRED) &&
+		forms_frame(tuple, desc);
+	if (formed)
+		tuple = frame_form(tuple, desc, state, &promise);
+	if (insert_snapshot_check(tuple, desc, state, formed, &promise) && promise_att > 0)
 	{
 		Datum		value = TimestampTzGetDatum(promise);
 		bool		isnull = false;

@@ -3,11 +3,11 @@
  * frame.c
  *	  Frames: the snapshot-on-execute record of the context state a command
  *	  was formed from.  The canonical state of a context (cscp_frame_state),
- *	  the frame command_submit records (cscp_frame_record_live, else
- *	  cscp_frame_record), and the guard of cscp.frame.
+ *	  the frame a new command's trigger records (cscp_frame_record, called by
+ *	  frame_form in command_fsm.c), and the guard of cscp.frame.
  *
- * Invariants kept here, whoever writes (the API, an application role by
- * direct SQL, the owner):
+ * Invariants kept here, whoever writes (an application role by direct SQL,
+ * the owner), but cscp's own code as the owner:
  *	- a frame is append-only: an UPDATE is refused (DELETE is for the sweep
  *	  and erasure, which only the owner may run);
  *	- a new frame is its context's state as command_submit records it: the
@@ -18,14 +18,18 @@
  *	  completed to it here; context_hash is generated from the state.
  * So a frame can be written by anyone who may form a command in the
  * conversation, but never one that says something else than the context
- * said at that moment: a forged frame is refused rather than kept from the
- * application role by privileges, which would make command_submit write
- * frames with the owner's rights and leave a DBA's row-level policies on
- * cscp.frame unapplied to it.
+ * said at that moment: a forged frame is refused.
+ *
+ * A command formed by the API (or a direct INSERT that names its context
+ * and message ids alone) gets its frame from the command's trigger, which
+ * reads the context with the writer's rights (its row-level security
+ * applies), computes the state and records it as the owner, as it records
+ * the command's evidence: the guard does not check that write again, which
+ * would read the context a second time (cscp's code runs as the owner with
+ * a local change of user id; a superuser's own SQL is checked).
  *
  * The context is read by a saved statement with the caller's rights (its
- * row-level security applies); command_submit has it locked already (by
- * the frame's own INSERT, usually).
+ * row-level security applies).
  *
  *-------------------------------------------------------------------------
  */
@@ -38,6 +42,7 @@
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/typcache.h"
@@ -299,82 +304,6 @@ cscp_frame_record(Datum tenant, text *conversation, int32 routing, Datum context
 	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 }
 
-/*
- * Record the frame of the live context of (tenant, conversation, actor),
- * whose routing hash is routing, for a new command of idempotency key key
- * formed from message_ids, in one statement that finds the context, locks
- * it (FOR UPDATE, as cscp_context_for would) and inserts a frame of it
- * with its message ids alone, which the guard below completes from the
- * context it reads: only when no command of the tenant has that key yet,
- * and the context is usable at now and, for a mutating command, not
- * blocked.  Returns true and fills in *rec when it wrote a new frame; false
- * when it wrote none (the key is taken, there is no such context, or a
- * frame records the same state already), and the caller then takes the
- * long way (its replay, cscp_context_for, cscp_frame_record), which tells
- * these apart.  By an ordinary INSERT with the caller's rights, so the
- * guard below and any policy on cscp.context and cscp.frame apply.  The
- * caller is connected to SPI.
- */
-bool
-cscp_frame_record_live(text *tenant, text *conversation, text *actor, text *key, int32 routing,
-					   ArrayType *message_ids, bool mutating, CscpFrameRecord *rec)
-{
-	static SPIPlanPtr plan = NULL;
-	static const Oid types[8] = {TEXTOID, TEXTOID, TEXTOID, UUIDOID, JSONBOID,
-	TIMESTAMPTZOID, BOOLOID, TEXTOID};
-	pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
-	JsonbParseState *st = NULL;
-	JsonbValue	k;
-	Datum		args[8];
-	HeapTuple	row;
-	TupleDesc	desc;
-	bool		isnull;
-
-	/* The state as the guard completes it: the message ids alone. */
-	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-	k.type = jbvString;
-	k.val.string.val = "message_ids";
-	k.val.string.len = strlen("message_ids");
-	pushJsonbValue(&st, WJB_KEY, &k);
-	push_message_ids(&st, message_ids);
-	cscp_routing_uuid(routing, uuid);
-	args[0] = PointerGetDatum(tenant);
-	args[1] = PointerGetDatum(conversation);
-	args[2] = PointerGetDatum(actor);
-	args[3] = UUIDPGetDatum(uuid);
-	args[4] = JsonbPGetDatum(JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL)));
-	args[5] = TimestampTzGetDatum(cscp_now());
-	args[6] = BoolGetDatum(mutating);
-	args[7] = PointerGetDatum(key);
-	cscp_spi_plan(&plan,
-				  "INSERT INTO cscp.frame (tenant_id, frame_id, conversation_id, context_id,"
-				  "                        state, created_at)"
-				  " SELECT x.tenant_id, $4, x.conversation_id, x.context_id, $5, $6"
-				  "   FROM cscp.context x"
-				  "  WHERE x.tenant_id OPERATOR(pg_catalog.=) $1"
-				  "    AND x.context_id OPERATOR(pg_catalog.=) " CSCP_LIVE_CONTEXT_ID
-				  "    AND cscp.context_usable(x.status, x.expires_at, $6)"
-				  "    AND NOT ($7 AND x.status OPERATOR(pg_catalog.=) 'blocked'::cscp.context_status)"
-				  "    AND NOT EXISTS (SELECT FROM cscp.command k WHERE k.tenant_id OPERATOR(pg_catalog.=) $1"
-				  "                       AND k.idempotency_key OPERATOR(pg_catalog.=) $8)"
-				  "    FOR UPDATE OF x"
-				  " ON CONFLICT (tenant_id, context_id, context_hash) DO NOTHING"
-				  " RETURNING frame_id, context_id, context_hash,"
-				  "           state OPERATOR(pg_catalog.->>) 'expires_at'",
-				  8, types);
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_INSERT_RETURNING)
-		elog(ERROR, "could not record a frame");
-	if (SPI_processed != 1)
-		return false;
-	row = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	rec->frame_id = SPI_getbinval(row, desc, 1, &isnull);
-	rec->context_id = SPI_getbinval(row, desc, 2, &isnull);
-	rec->hash = SPI_getvalue(row, desc, 3);
-	rec->expires_at = SPI_getvalue(row, desc, 4);
-	return true;
-}
-
 /* The columns of cscp.frame the guard reads. */
 typedef enum
 {
@@ -469,6 +398,13 @@ frame_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	const char *problem = NULL;
 	bool		isnull[4];
 
+	/*
+	 * The owner's write from cscp's own code (cscp_owner_enter: a local
+	 * change of user id) is a command trigger's, which has just computed
+	 * the state from the context it read (frame_form in command_fsm.c).
+	 */
+	if (InLocalUserIdChange() && GetUserId() == rel->rd_rel->relowner)
+		return tuple;
 	args[0] = heap_getattr(tuple, FRAME_COL(FR_TENANT_ID), desc, &isnull[0]);
 	args[1] = heap_getattr(tuple, FRAME_COL(FR_CONTEXT_ID), desc, &isnull[1]);
 	conversation = heap_getattr(tuple, FRAME_COL(FR_CONVERSATION_ID), desc, &isnull[2]);

@@ -2,11 +2,13 @@
 -- or updated by any writer, names a frame of its own context whose hash matches, or is refused.
 -- The API records a command refused as it is formed by inserting it rejected (no row ever stands
 -- at canonicalized without its frame); the application role's own INSERT of a frameless
--- canonicalized row, and its UPDATE of a received row to canonicalized, get 55000 and write
--- nothing.  And one judge per step (issue 41): command_transition's refusal is the trigger's,
+-- canonicalized row without its context, and its UPDATE of a received row to canonicalized, get
+-- 55000 and write nothing; one that names its context and message ids alone gets its frame from
+-- the trigger, which records it from the context it reads (refused, 55000, when that context is
+-- another conversation's or no longer usable).  And one judge per step (issue 41): command_transition's refusal is the trigger's,
 -- whose 55000 names the rule's reason code as its constraint for a direct UPDATE too.
 BEGIN;
-SELECT plan(22);
+SELECT plan(27);
 
 SET cscp.clock = '2026-08-01 10:00:00+00';
 CREATE ROLE tap_sep_app;
@@ -66,14 +68,33 @@ SELECT is(pg_temp.err($$INSERT INTO cscp.command (tenant_id, idempotency_key, co
           '55000', 'a canonicalized row with no context and no frame is refused');
 SELECT is(pg_temp.err(format($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id,
                                                          command_name, mutating, message_ids, context_id, state)
-                               VALUES ('sep', 'ctx-only', 'c1', 'ana', 'lookup', false, '{m1}', %L, 'canonicalized')$$,
+                               VALUES ('sep', 'ctx-only', 'c1', 'ana', 'lookup', false, '{m9}', %L, 'canonicalized')$$,
                              (SELECT context_id FROM cscp.command WHERE idempotency_key = 'k1'))),
-          '55000', 'a canonicalized row with its context but no frame is refused');
+          'ok', 'a canonicalized row with its context and message ids but no frame gets one from its trigger');
+SELECT ok((SELECT f.context_hash = c.context_ref ->> 'context_hash' AND f.context_id = c.context_id
+                  AND f.frame_id::text = c.context_ref ->> 'frame_id' AND f.state -> 'message_ids' = '["m9"]'
+                  AND f.state ->> 'actor_id' = 'ana' AND c.context_live_until IS NOT NULL
+             FROM cscp.command c JOIN cscp.frame f ON f.tenant_id = c.tenant_id AND f.frame_id = c.frame_id
+            WHERE c.idempotency_key = 'ctx-only'),
+          '... the frame of its context''s state and its message ids, named by its context_ref, with its promise');
+SELECT isnt((cscp.context_open('sep', 'c2', 'ana')).context_id, NULL, 'a context of another conversation opens');
+SELECT is(pg_temp.err(format($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id,
+                                                         command_name, mutating, message_ids, context_id, state)
+                               VALUES ('sep', 'ctx-other', 'c1', 'ana', 'lookup', false, '{m1}', %L, 'canonicalized')$$,
+                             (SELECT context_id FROM cscp.context WHERE conversation_id = 'c2'))),
+          '55000', 'a row naming another conversation''s context gets no frame: refused');
+SELECT is((cscp.context_transition((SELECT context_id FROM cscp.context WHERE conversation_id = 'c2'), 'closed')).status,
+          'closed'::cscp.context_status, 'that context closes');
+SELECT is(pg_temp.err(format($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id,
+                                                         command_name, mutating, message_ids, context_id, state)
+                               VALUES ('sep', 'ctx-closed', 'c2', 'ana', 'lookup', false, '{m1}', %L, 'canonicalized')$$,
+                             (SELECT context_id FROM cscp.context WHERE conversation_id = 'c2'))),
+          '55000', 'a row naming its own context, closed, gets no frame: refused');
 SELECT is(pg_temp.err($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id,
                                                   command_name, mutating, message_ids, state)
                         VALUES ('sep', 'mut-bare', 'c1', 'ana', 'transfer', true, '{m1}', 'canonicalized')$$),
           '55000', 'a mutating one too');
-SELECT is((SELECT count(*) FROM cscp.command WHERE idempotency_key IN ('bare', 'ctx-only', 'mut-bare')),
+SELECT is((SELECT count(*) FROM cscp.command WHERE idempotency_key IN ('bare', 'ctx-other', 'ctx-closed', 'mut-bare')),
           0::bigint, '... no row written');
 SELECT is(pg_temp.err($$INSERT INTO cscp.command (tenant_id, idempotency_key, conversation_id, actor_id,
                                                   command_name, mutating, message_ids, state)
