@@ -1286,9 +1286,10 @@ forms_frame(HeapTuple tuple, TupleDesc desc)
 
 /*
  * The frame of a new command that leaves it to the trigger (forms_frame),
- * born in state (canonicalized or confirmation_required): its context read by key with the caller's rights, FOR
- * SHARE (so that it cannot end before the command commits: its end then
- * finds the command and takes its promise back), which must be of the
+ * born in state (canonicalized or confirmation_required): its context read
+ * by key with the caller's rights, FOR SHARE (so that it cannot end before
+ * the command commits: its end then finds the command and takes its
+ * promise back), which must be of the
  * command's tenant, conversation and actor and usable now; the frame of its
  * state and the command's message ids recorded as the owner, or the one
  * that records that state already (cscp_frame_record: frames are unique
