@@ -84,6 +84,9 @@ extern bool cscp_registry_cancel_unapproved(Datum tenant, Datum command_id);
 extern Jsonb *cscp_frame_state(HeapTuple ctx, TupleDesc desc, ArrayType *message_ids);
 extern Datum cscp_frame_record(Datum tenant, text *conversation, int32 routing, Datum context_id,
 							   Jsonb *state, char **hash);
+extern const char *cscp_frame_context(Datum tenant, Datum context_id, Datum conversation,
+									  const Datum *actor, bool lock, HeapTuple *ctx,
+									  TupleDesc *ctxdesc);
 
 /* confirm.c: a confirmation or approval question that lapsed */
 extern void cscp_lapse(HeapTuple ctx, TupleDesc ctxdesc, HeapTuple cmd, TupleDesc cmddesc,

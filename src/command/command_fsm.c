@@ -1302,11 +1302,12 @@ forms_frame(HeapTuple tuple, TupleDesc desc)
 static HeapTuple
 frame_form(HeapTuple tuple, TupleDesc desc, CommandState state, TimestampTz *promise)
 {
-	static SPIPlanPtr plan = NULL;
-	static const Oid types[2] = {TEXTOID, UUIDOID};
 	MemoryContext rowctx = CurrentMemoryContext;
 	CscpOwnerScope owner;
 	Datum		args[2];
+	Datum		conversation;
+	Datum		actor;
+	bool		actor_null;
 	HeapTuple	ctx = NULL;
 	TupleDesc	ctxdesc = NULL;
 	Jsonb	   *frame_state;
@@ -1315,9 +1316,8 @@ frame_form(HeapTuple tuple, TupleDesc desc, CommandState state, TimestampTz *pro
 	char	   *hash;
 	Datum		frame_id;
 	Datum		ref;
-	const char *problem = NULL;
+	const char *problem;
 	bool		isnull;
-	bool		actor_null;
 	int			cols[2] = {COL(CM_FRAME_ID), COL(CM_CONTEXT_REF)};
 	Datum		values[2];
 	bool		nulls[2] = {false, false};
@@ -1325,38 +1325,12 @@ frame_form(HeapTuple tuple, TupleDesc desc, CommandState state, TimestampTz *pro
 
 	args[0] = heap_getattr(tuple, COL(CM_TENANT_ID), desc, &isnull);
 	args[1] = heap_getattr(tuple, COL(CM_CONTEXT_ID), desc, &isnull);
+	conversation = heap_getattr(tuple, COL(CM_CONVERSATION_ID), desc, &isnull);
+	actor = heap_getattr(tuple, cscp_column(desc, "cscp.command", "actor_id"), desc, &actor_null);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plan,
-				  "SELECT c.tenant_id, c.conversation_id, c.actor_id, c.status, c.expires_at,"
-				  "       c.last_message_id, c.slots"
-				  "  FROM cscp.context c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.context_id OPERATOR(pg_catalog.=) $2"
-				  "   FOR SHARE",
-				  2, types);
-	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up the context of a command");
-	if (SPI_processed == 0)
-		problem = "its context does not exist";
-	else
-	{
-		Datum		conversation = heap_getattr(tuple, COL(CM_CONVERSATION_ID), desc, &isnull);
-		Datum		actor = heap_getattr(tuple, cscp_column(desc, "cscp.command", "actor_id"), desc,
-										 &actor_null);
-		Datum		c;
-		bool		cnull;
-
-		ctx = SPI_tuptable->vals[0];
-		ctxdesc = SPI_tuptable->tupdesc;
-		c = SPI_getbinval(ctx, ctxdesc, 2, &cnull);
-		if (cnull || isnull ||
-			!DatumGetBool(DirectFunctionCall2Coll(texteq, DEFAULT_COLLATION_OID, c, conversation)))
-			problem = "its context is of another conversation";
-		else if ((c = SPI_getbinval(ctx, ctxdesc, 3, &cnull)), cnull || actor_null ||
-				 !DatumGetBool(DirectFunctionCall2Coll(texteq, DEFAULT_COLLATION_OID, c, actor)))
-			problem = "its context is of another actor";
-		else if (!cscp_context_row_usable(ctx, ctxdesc, cscp_now()))
-			problem = "its context is expired or closed";
-	}
+	problem = isnull || actor_null ? "the command names no conversation or actor" :
+		cscp_frame_context(args[0], args[1], conversation, &actor, true, &ctx, &ctxdesc);
 	if (problem != NULL)
 	{
 		log_refused_insert(tuple, desc, state, "snapshot_mismatch");
@@ -1377,8 +1351,7 @@ frame_form(HeapTuple tuple, TupleDesc desc, CommandState state, TimestampTz *pro
 	memcpy(command_id.data, DatumGetUUIDP(heap_getattr(tuple, COL(CM_COMMAND_ID), desc, &isnull))->data,
 		   UUID_LEN);
 	cscp_owner_enter("frame", &owner);
-	frame_id = cscp_frame_record(args[0], DatumGetTextPP(heap_getattr(tuple, COL(CM_CONVERSATION_ID),
-																		  desc, &isnull)),
+	frame_id = cscp_frame_record(args[0], DatumGetTextPP(conversation),
 								 cscp_routing_hash_uuid(&command_id), args[1], frame_state, &hash);
 	cscp_owner_leave(&owner);
 

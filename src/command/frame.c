@@ -376,6 +376,54 @@ state_message_ids(Jsonb *state, const char **problem)
 }
 
 /*
+ * Read the context a frame records (context_id of tenant), with the caller's
+ * rights and FOR SHARE when lock, the columns cscp_frame_state reads, into
+ * *ctx and *ctxdesc (SPI's; NULL when there is none); returns what keeps it
+ * from being framed for conversation, and for actor when actor is not NULL,
+ * at now ("its context is ..."), or NULL.  The caller is connected to SPI.
+ */
+const char *
+cscp_frame_context(Datum tenant, Datum context_id, Datum conversation, const Datum *actor,
+				   bool lock, HeapTuple *ctx, TupleDesc *ctxdesc)
+{
+	static SPIPlanPtr plans[2] = {NULL, NULL};
+	static const Oid types[2] = {TEXTOID, UUIDOID};
+	Datum		args[2] = {tenant, context_id};
+	bool		isnull;
+	Datum		c;
+
+	cscp_spi_plan(&plans[lock],
+				  lock ?
+				  "SELECT c.tenant_id, c.conversation_id, c.actor_id, c.status, c.expires_at,"
+				  "       c.last_message_id, c.slots"
+				  "  FROM cscp.context c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.context_id OPERATOR(pg_catalog.=) $2"
+				  "   FOR SHARE" :
+				  "SELECT c.tenant_id, c.conversation_id, c.actor_id, c.status, c.expires_at,"
+				  "       c.last_message_id, c.slots"
+				  "  FROM cscp.context c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.context_id OPERATOR(pg_catalog.=) $2",
+				  2, types);
+	if (SPI_execute_plan(plans[lock], args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up the context of a frame");
+	*ctx = NULL;
+	*ctxdesc = NULL;
+	if (SPI_processed == 0)
+		return "its context does not exist";
+	*ctx = SPI_tuptable->vals[0];
+	*ctxdesc = SPI_tuptable->tupdesc;
+	c = SPI_getbinval(*ctx, *ctxdesc, 2, &isnull);
+	if (isnull || !DatumGetBool(DirectFunctionCall2Coll(texteq, DEFAULT_COLLATION_OID, c,
+														conversation)))
+		return "its context is of another conversation";
+	c = SPI_getbinval(*ctx, *ctxdesc, 3, &isnull);
+	if (actor != NULL &&
+		(isnull || !DatumGetBool(DirectFunctionCall2Coll(texteq, DEFAULT_COLLATION_OID, c, *actor))))
+		return "its context is of another actor";
+	if (!cscp_context_row_usable(*ctx, *ctxdesc, cscp_now()))
+		return "its context is expired or closed";
+	return NULL;
+}
+
+/*
  * A new frame: its context's state as command_submit records it, or 55000.
  * The context is read by key; what the frame must say of it is compared
  * here, the state as frame_state computes it.  A state of the message ids
@@ -386,8 +434,6 @@ state_message_ids(Jsonb *state, const char **problem)
 static HeapTuple
 frame_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 {
-	static SPIPlanPtr plan = NULL;
-	static const Oid types[2] = {TEXTOID, UUIDOID};
 	TupleDesc	desc = RelationGetDescr(rel);
 	MemoryContext rowctx = CurrentMemoryContext;
 	Datum		args[2];
@@ -396,6 +442,8 @@ frame_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	Jsonb	   *given;
 	Jsonb	   *completed = NULL;
 	const char *problem = NULL;
+	HeapTuple	r;
+	TupleDesc	rdesc;
 	bool		isnull[4];
 
 	/*
@@ -415,28 +463,12 @@ frame_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plan,
-				  "SELECT c.tenant_id, c.conversation_id, c.actor_id, c.status, c.expires_at,"
-				  "       c.last_message_id, c.slots"
-				  "  FROM cscp.context c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.context_id OPERATOR(pg_catalog.=) $2",
-				  2, types);
-	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up the context of a frame");
-	if (SPI_processed == 0)
-		problem = "its context does not exist";
-	else
+	problem = cscp_frame_context(args[0], args[1], conversation, NULL, false, &r, &rdesc);
+	if (problem == NULL)
 	{
-		HeapTuple	r = SPI_tuptable->vals[0];
-		TupleDesc	rdesc = SPI_tuptable->tupdesc;
-		bool		cnull;
-		Datum		c = SPI_getbinval(r, rdesc, 2, &cnull);
 		ArrayType  *ids;
 
-		if (!DatumGetBool(DirectFunctionCall2Coll(texteq, DEFAULT_COLLATION_OID, c, conversation)))
-			problem = "its context is of another conversation";
-		else if (!cscp_context_row_usable(r, rdesc, cscp_now()))
-			problem = "its context is expired or closed";
-		else if ((ids = state_message_ids(given, &problem)) != NULL)
+		if ((ids = state_message_ids(given, &problem)) != NULL)
 		{
 			Jsonb	   *computed = cscp_frame_state(r, rdesc, ids);
 
