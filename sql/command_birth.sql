@@ -90,7 +90,7 @@ SELECT pg_temp.pending('conv-b') AS pending;
 
 -- 2. Direct SQL, birth left to the trigger (auto_confirm and state null): decided as
 -- command_submit's.  A mutating command with its frame asks and supersedes the question that
--- waits (the context's slot is command_submit's question step: it still names the superseded one);
+-- waits (the context's slot names it, as the trigger of a command born asking writes it);
 -- a listed one is auto-confirmed and canonicalized; a read-only one is canonicalized; one with a
 -- reason_code is rejected with its outcome.
 SELECT pg_temp.direct('b-pay-3', 'pay', 'b-pay-2', true, NULL, NULL, NULL) AS direct_pay;

@@ -253,6 +253,7 @@ typedef struct CscpOwnerScope
 
 extern void cscp_owner_enter(const char *relname, CscpOwnerScope *scope);
 extern void cscp_owner_leave(CscpOwnerScope *scope);
+extern bool cscp_owner_writing(Relation rel);
 extern uint64 cscp_owner_exec(const char *relname, SPIPlanPtr *plan, const char *sql,
 							  int nargs, const Oid *argtypes, Datum *args, const char *nulls,
 							  int expect, const char *what);

@@ -84,8 +84,16 @@ extern bool cscp_registry_cancel_unapproved(Datum tenant, Datum command_id);
 extern Jsonb *cscp_frame_state(HeapTuple ctx, TupleDesc desc, ArrayType *message_ids);
 extern Datum cscp_frame_record(Datum tenant, text *conversation, int32 routing, Datum context_id,
 							   Jsonb *state, char **hash);
+/* How cscp_frame_context reads the context: no lock, FOR SHARE, FOR NO KEY UPDATE */
+typedef enum CscpFrameLock
+{
+	CSCP_FRAME_READ,
+	CSCP_FRAME_SHARE,
+	CSCP_FRAME_UPDATE
+} CscpFrameLock;
+
 extern const char *cscp_frame_context(Datum tenant, Datum context_id, Datum conversation,
-									  const Datum *actor, bool lock, HeapTuple *ctx,
+									  const Datum *actor, CscpFrameLock lock, HeapTuple *ctx,
 									  TupleDesc *ctxdesc);
 
 /* confirm.c: a confirmation or approval question that lapsed */

@@ -128,63 +128,21 @@ policy_window(Datum tenant, const char *key)
 }
 
 /*
- * What a confirmation request does beside the command's own transition
- * (command_submit's command born asking, or a step to
- * confirmation_required), once the question it replaces was superseded
- * (by the command trigger, or supersede_question): the context becomes pending
- * with its pending_confirmation slot naming command_id (key, fingerprint
- * and the window, the command's own); the command becomes the context's
- * last, and last_message, when given, its last message.  The context is
- * context_id of tenant, locked by the caller.
+ * The context row ctx asks the confirmation a step to confirmation_required
+ * asks (cscp_context_ask, with the caller's rights, judged by the context's
+ * trigger).
  */
 static void
-ask_confirmation_of(Datum tenant, Datum context_id, Datum command_id, text *key,
-					text *fingerprint, Datum window, text *last_message)
-{
-	static SPIPlanPtr pending_plan = NULL;
-	static const Oid pending_types[7] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID,
-	TEXTOID, TEXTOID};
-	Datum		args[7];
-	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
-
-	args[0] = tenant;
-	args[1] = context_id;
-	args[2] = command_id;
-	args[3] = PointerGetDatum(key);
-	args[4] = PointerGetDatum(fingerprint);
-	nulls[4] = fingerprint ? ' ' : 'n';
-	args[5] = CStringGetTextDatum(cscp_utc_iso(DatumGetTimestampTz(window)));
-	args[6] = PointerGetDatum(last_message);
-	nulls[6] = last_message ? ' ' : 'n';
-	cscp_spi_plan(&pending_plan,
-				  "UPDATE cscp.context x"
-				  "   SET status = CASE WHEN x.status OPERATOR(pg_catalog.=) 'active' THEN 'pending'::cscp.context_status"
-				  "                     ELSE x.status END,"
-				  "       slots = x.slots OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object('pending_confirmation',"
-				  "                   pg_catalog.jsonb_build_object('command_id', $3, 'idempotency_key', $4,"
-				  "                                      'target_fingerprint', $5,"
-				  "                                      'expires_at', $6)),"
-				  "       last_command_id = $3,"
-				  "       last_message_id = coalesce($7, x.last_message_id),"
-				  "       expires_at = cscp.context_touch(x)"
-				  " WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2",
-				  7, pending_types);
-	cscp_spi_write_one(pending_plan, args, nulls, SPI_OK_UPDATE,
-					   "record a confirmation request on its context");
-}
-
-/* ask_confirmation_of the context row ctx (its tenant_id and context_id). */
-static void
 ask_confirmation(HeapTuple ctx, TupleDesc ctxdesc, Datum command_id, text *key, text *fingerprint,
-				 Datum window, text *last_message)
+				 Datum window)
 {
 	bool		isnull;
 
-	ask_confirmation_of(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"),
-									 ctxdesc, &isnull),
-						heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "context_id"),
-									 ctxdesc, &isnull),
-						command_id, key, fingerprint, window, last_message);
+	cscp_context_ask(heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "tenant_id"),
+								  ctxdesc, &isnull),
+					 heap_getattr(ctx, cscp_column(ctxdesc, "cscp.context", "context_id"),
+								  ctxdesc, &isnull),
+					 command_id, key, fingerprint, DatumGetTimestampTz(window), NULL, false);
 }
 
 /*
@@ -667,7 +625,7 @@ step_write(Step *st, HeapTuple cmd, TupleDesc cmddesc, char **reason, volatile b
 						 DatumGetTextPP(heap_getattr(cmd, cscp_column(cmddesc, "cscp.command",
 																	  "idempotency_key"),
 													 cmddesc, &isnull)),
-						 command_fingerprint(cmd, cmddesc), st->window, NULL);
+						 command_fingerprint(cmd, cmddesc), st->window);
 	else if (st->ctx != NULL && (to == CMD_CONFIRMED || to == CMD_AUTHORIZED ||
 								 to == CMD_REJECTED || to == CMD_CANCELED))
 		cscp_context_release(st->ctx, st->ctxdesc, st->command_id, NULL, NULL);
@@ -1338,9 +1296,9 @@ prepared_use_formed(bool used)
  * Form a command, or replay the one its idempotency key already names, in
  * named steps: replay, context, insert (the three in one statement when
  * the key is new and the context usable: insert_live; the trigger decides
- * its birth and records its frame), then the refusal, or the context's question when it
- * was born asking, or the context's use (unless message_turn's open made
- * it already: q->prepared).  Locks, in order: the advisory lock of (tenant,
+ * its birth, records its frame and, when it is born asking, writes its
+ * context's question), then the refusal, or the context's use (unless it
+ * asked, or message_turn's open made it already: q->prepared).  Locks, in order: the advisory lock of (tenant,
  * key) (taken by message_turn when prepared), the context of (tenant,
  * conversation, actor), then the command rows.  The caller is connected to
  * SPI.
@@ -1351,8 +1309,6 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 	Formation	f = {0};
 	HeapTuple	cmd;
 	TupleDesc	cmddesc;
-	bool		isnull;
-
 	bool		used = q->prepared != NULL && q->prepared->context_used;
 
 	if (q->prepared == NULL)
@@ -1378,12 +1334,8 @@ command_create(const CommandRequest *q, CommandResult *r, MemoryContext callerct
 		prepared_use_formed(used);
 		return;
 	}
-	if (r->state == CMD_CONFIRMATION_REQUIRED)
-		ask_confirmation_of(PointerGetDatum(q->tenant_id), f.context_id, r->command_id,
-							q->idempotency_key, q->target_fingerprint,
-							spi_col(cmd, cmddesc, "cscp.command", "window_expires_at", &isnull),
-							last_message_id(q->message_ids));
-	else if (!used)
+	/* One born asking has asked its context already (its trigger did). */
+	if (r->state != CMD_CONFIRMATION_REQUIRED && !used)
 		use_context(q, &f, r->command_id, last_message_id(q->message_ids));
 }
 

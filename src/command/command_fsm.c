@@ -15,7 +15,8 @@
  *	  null, as command_submit inserts it) has it decided here, once: the
  *	  policy's auto_confirm, and rejected, canonicalized or
  *	  confirmation_required with its window, superseding the question its
- *	  context asks (insert_birth, guard_insert, due_take);
+ *	  context asks and then asking it (insert_birth, guard_insert, due_take,
+ *	  ask_context);
  *	- a new command formed against its context (its context_id given, no
  *	  frame, as command_submit inserts it) gets its frame here, from the
  *	  context it reads: of its conversation and actor, usable now; the frame
@@ -49,6 +50,7 @@
  */
 #include "cscp.h"
 #include "command/command.h"
+#include "context/context.h"
 
 #include "access/htup_details.h"
 #include "catalog/pg_collation.h"
@@ -860,6 +862,8 @@ typedef enum
 	CM_LAST_TRANSITION_AT,
 	CM_VERSION,
 	CM_FRAME_ID,
+	CM_IDEMPOTENCY_KEY,
+	CM_TARGET_FINGERPRINT,
 	CM_NUM_COLUMNS
 } CommandColumn;
 
@@ -886,6 +890,8 @@ static const char *const column_names[CM_NUM_COLUMNS] = {
 	"last_transition_at",
 	"version",
 	"frame_id",
+	"idempotency_key",
+	"target_fingerprint",
 };
 
 static CscpColumns columns = {.table = "cscp.command", .n = CM_NUM_COLUMNS, .names = column_names};
@@ -1289,7 +1295,8 @@ forms_frame(HeapTuple tuple, TupleDesc desc)
  * born in state (canonicalized or confirmation_required): its context read
  * by key with the caller's rights, FOR SHARE (so that it cannot end before
  * the command commits: its end then finds the command and takes its
- * promise back), which must be of the
+ * promise back; FOR NO KEY UPDATE when the command asks its context a
+ * question, asks, which writes it: ask_context), which must be of the
  * command's tenant, conversation and actor and usable now; the frame of its
  * state and the command's message ids recorded as the owner, or the one
  * that records that state already (cscp_frame_record: frames are unique
@@ -1300,7 +1307,7 @@ forms_frame(HeapTuple tuple, TupleDesc desc)
  * expires_at, its first promise.
  */
 static HeapTuple
-frame_form(HeapTuple tuple, TupleDesc desc, CommandState state, TimestampTz *promise)
+frame_form(HeapTuple tuple, TupleDesc desc, CommandState state, bool asks, TimestampTz *promise)
 {
 	MemoryContext rowctx = CurrentMemoryContext;
 	CscpOwnerScope owner;
@@ -1330,7 +1337,8 @@ frame_form(HeapTuple tuple, TupleDesc desc, CommandState state, TimestampTz *pro
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	problem = isnull || actor_null ? "the command names no conversation or actor" :
-		cscp_frame_context(args[0], args[1], conversation, &actor, true, &ctx, &ctxdesc);
+		cscp_frame_context(args[0], args[1], conversation, &actor,
+						   asks ? CSCP_FRAME_UPDATE : CSCP_FRAME_SHARE, &ctx, &ctxdesc);
 	if (problem != NULL)
 	{
 		log_refused_insert(tuple, desc, state, "snapshot_mismatch");
@@ -1656,6 +1664,48 @@ insert_defaults(HeapTuple tuple, TupleDesc desc, CommandState state, TimestampTz
 		cscp_row_edit_set(edit, promise_att, (Datum) 0, true);
 }
 
+/*
+ * A new command born asking (its state decided here, its context usable:
+ * insert_snapshot_check) asks its context: the context becomes pending,
+ * its pending_confirmation slot naming the command with its key,
+ * fingerprint and window, the command its last and the last of its message
+ * ids its last message (cscp_context_ask).  Written as the owner from the
+ * row in hand, which this trigger has just judged, so the context's
+ * trigger does not read the command back to bind the slot to it; the
+ * context was locked by the writer, with its rights, as its frame was
+ * read (frame_form), or as the command_submit that formed it found it.
+ */
+static void
+ask_context(HeapTuple tuple, TupleDesc desc)
+{
+	bool		isnull;
+	Datum		ids = heap_getattr(tuple, COL(CM_MESSAGE_IDS), desc, &isnull);
+	text	   *last_message = NULL;
+	Datum		fp;
+	bool		fpnull;
+
+	if (!isnull)
+	{
+		Datum	   *elems;
+		bool	   *nulls;
+		int			n;
+
+		deconstruct_array(DatumGetArrayTypeP(ids), TEXTOID, -1, false, TYPALIGN_INT,
+						  &elems, &nulls, &n);
+		if (n > 0 && !nulls[n - 1])
+			last_message = DatumGetTextPP(elems[n - 1]);
+	}
+	fp = heap_getattr(tuple, COL(CM_TARGET_FINGERPRINT), desc, &fpnull);
+	cscp_context_ask(heap_getattr(tuple, COL(CM_TENANT_ID), desc, &isnull),
+					 heap_getattr(tuple, COL(CM_CONTEXT_ID), desc, &isnull),
+					 heap_getattr(tuple, COL(CM_COMMAND_ID), desc, &isnull),
+					 DatumGetTextPP(heap_getattr(tuple, COL(CM_IDEMPOTENCY_KEY), desc, &isnull)),
+					 fpnull ? NULL : DatumGetTextPP(fp),
+					 DatumGetTimestampTz(heap_getattr(tuple, COL(CM_WINDOW_EXPIRES_AT), desc,
+													  &isnull)),
+					 last_message, true);
+}
+
 /* The checks and defaults of INSERT, in steps; returns the tuple to store. */
 static HeapTuple
 guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
@@ -1684,7 +1734,8 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	formed = (state == CMD_CANONICALIZED || state == CMD_CONFIRMATION_REQUIRED) &&
 		forms_frame(tuple, desc);
 	if (formed)
-		tuple = frame_form(tuple, desc, state, &promise);
+		tuple = frame_form(tuple, desc, state, decided && state == CMD_CONFIRMATION_REQUIRED,
+						   &promise);
 	if (insert_snapshot_check(tuple, desc, state, formed, &promise) && promise_att > 0)
 	{
 		Datum		value = TimestampTzGetDatum(promise);
@@ -1694,9 +1745,11 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	}
 
 	/*
-	 * A command born asking takes its context's question now, superseding
-	 * the one that waits, so that the evidence shows that one rejected
-	 * before this one asks; cscp_command_guard's lists skip it then.
+	 * A command born asking asks its context (ask_context: its row locked
+	 * before the question's window row, in command_submit's order) and
+	 * takes its context's question now, superseding the one that waits, so
+	 * that the evidence shows that one rejected before this one asks;
+	 * cscp_command_guard's lists skip it then.
 	 */
 	if (decided && state == CMD_CONFIRMATION_REQUIRED)
 	{
@@ -1704,7 +1757,11 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 		bool		ctxnull = true;
 
 		if (due_row(tuple, desc, state, true, args, &ctxnull))
+		{
+			if (!ctxnull)
+				ask_context(tuple, desc);
 			due_take(true, args, ctxnull, true);
+		}
 	}
 
 	/*

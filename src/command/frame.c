@@ -377,31 +377,29 @@ state_message_ids(Jsonb *state, const char **problem)
 
 /*
  * Read the context a frame records (context_id of tenant), with the caller's
- * rights and FOR SHARE when lock, the columns cscp_frame_state reads, into
+ * rights and locked as lock asks, the columns cscp_frame_state reads, into
  * *ctx and *ctxdesc (SPI's; NULL when there is none); returns what keeps it
  * from being framed for conversation, and for actor when actor is not NULL,
  * at now ("its context is ..."), or NULL.  The caller is connected to SPI.
  */
 const char *
 cscp_frame_context(Datum tenant, Datum context_id, Datum conversation, const Datum *actor,
-				   bool lock, HeapTuple *ctx, TupleDesc *ctxdesc)
+				   CscpFrameLock lock, HeapTuple *ctx, TupleDesc *ctxdesc)
 {
-	static SPIPlanPtr plans[2] = {NULL, NULL};
+	static SPIPlanPtr plans[3] = {NULL, NULL, NULL};
+	static const char *const locks[3] = {"", " FOR SHARE", " FOR NO KEY UPDATE"};
 	static const Oid types[2] = {TEXTOID, UUIDOID};
 	Datum		args[2] = {tenant, context_id};
 	bool		isnull;
 	Datum		c;
 
-	cscp_spi_plan(&plans[lock],
-				  lock ?
-				  "SELECT c.tenant_id, c.conversation_id, c.actor_id, c.status, c.expires_at,"
-				  "       c.last_message_id, c.slots"
-				  "  FROM cscp.context c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.context_id OPERATOR(pg_catalog.=) $2"
-				  "   FOR SHARE" :
-				  "SELECT c.tenant_id, c.conversation_id, c.actor_id, c.status, c.expires_at,"
-				  "       c.last_message_id, c.slots"
-				  "  FROM cscp.context c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.context_id OPERATOR(pg_catalog.=) $2",
-				  2, types);
+	if (plans[lock] == NULL)
+		cscp_spi_plan(&plans[lock],
+					  psprintf("SELECT c.tenant_id, c.conversation_id, c.actor_id, c.status, c.expires_at,"
+							   "       c.last_message_id, c.slots"
+							   "  FROM cscp.context c WHERE c.tenant_id OPERATOR(pg_catalog.=) $1 AND c.context_id OPERATOR(pg_catalog.=) $2%s",
+							   locks[lock]),
+					  2, types);
 	if (SPI_execute_plan(plans[lock], args, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up the context of a frame");
 	*ctx = NULL;
@@ -447,11 +445,11 @@ frame_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	bool		isnull[4];
 
 	/*
-	 * The owner's write from cscp's own code (cscp_owner_enter: a local
-	 * change of user id) is a command trigger's, which has just computed
-	 * the state from the context it read (frame_form in command_fsm.c).
+	 * cscp's own write as the owner (cscp_owner_writing) is a command
+	 * trigger's, which has just computed the state from the context it read
+	 * (frame_form in command_fsm.c).
 	 */
-	if (InLocalUserIdChange() && GetUserId() == rel->rd_rel->relowner)
+	if (cscp_owner_writing(rel))
 		return tuple;
 	args[0] = heap_getattr(tuple, FRAME_COL(FR_TENANT_ID), desc, &isnull[0]);
 	args[1] = heap_getattr(tuple, FRAME_COL(FR_CONTEXT_ID), desc, &isnull[1]);
@@ -463,7 +461,8 @@ frame_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	problem = cscp_frame_context(args[0], args[1], conversation, NULL, false, &r, &rdesc);
+	problem = cscp_frame_context(args[0], args[1], conversation, NULL, CSCP_FRAME_READ, &r,
+								 &rdesc);
 	if (problem == NULL)
 	{
 		ArrayType  *ids;

@@ -48,6 +48,9 @@ extern bool cscp_context_for(text *tenant, text *conversation, text *actor,
 							 HeapTuple *ctx, TupleDesc *desc);
 extern void cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id,
 								 text *message_id, const char *why);
+extern void cscp_context_ask(Datum tenant, Datum context_id, Datum command_id, text *key,
+							 text *fingerprint, TimestampTz window, text *last_message,
+							 bool owner);
 
 /*
  * SQL: the id of the live context of ($1 tenant, $2 conversation, $3 actor),

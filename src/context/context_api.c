@@ -25,8 +25,8 @@
  *	  Beside them, the context as commands and answers use it: the
  *	  advisory lock of an idempotency key (cscp_key_lock), the context a
  *	  command or an answer works against, locked (cscp_context_for), and the
- *	  release of the question slots that name a command
- *	  (cscp_context_release).
+ *	  question a command asks of it (cscp_context_ask) and the release of
+ *	  the question slots that name a command (cscp_context_release).
  *
  *-------------------------------------------------------------------------
  */
@@ -880,4 +880,56 @@ cscp_context_release(HeapTuple ctx, TupleDesc desc, Datum command_id, text *mess
 				  7, argtypes);
 	cscp_spi_write_one(plan, args, nulls, SPI_OK_UPDATE,
 					   psprintf("release the context slots of command %s", id));
+}
+
+/*
+ * What a confirmation request does beside the command's own transition, once
+ * the question it replaces was superseded: the context becomes pending with
+ * its pending_confirmation slot naming command_id (key, fingerprint and
+ * window, the command's own); the command becomes the context's last, and
+ * last_message, when given, its last message; its TTL slides.  The context
+ * is context_id of tenant, locked by the caller.  A command born asking has
+ * its trigger write this as the owner (owner), from the row in hand, so the
+ * context's trigger has no binding of the slot to read back
+ * (cscp_owner_writing); a step to confirmation_required is written with the
+ * caller's rights, the caller connected to SPI, and judged.
+ */
+void
+cscp_context_ask(Datum tenant, Datum context_id, Datum command_id, text *key, text *fingerprint,
+				 TimestampTz window, text *last_message, bool owner)
+{
+	static SPIPlanPtr plans[2] = {NULL, NULL};
+	static const Oid types[7] = {TEXTOID, UUIDOID, UUIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	static const char *const sql =
+		"UPDATE cscp.context x"
+		"   SET status = CASE WHEN x.status OPERATOR(pg_catalog.=) 'active' THEN 'pending'::cscp.context_status"
+		"                     ELSE x.status END,"
+		"       slots = x.slots OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object('pending_confirmation',"
+		"                   pg_catalog.jsonb_build_object('command_id', $3, 'idempotency_key', $4,"
+		"                                      'target_fingerprint', $5,"
+		"                                      'expires_at', $6)),"
+		"       last_command_id = $3,"
+		"       last_message_id = coalesce($7, x.last_message_id),"
+		"       expires_at = cscp.context_touch(x)"
+		" WHERE x.tenant_id OPERATOR(pg_catalog.=) $1 AND x.context_id OPERATOR(pg_catalog.=) $2";
+	Datum		args[7];
+	char		nulls[7] = {' ', ' ', ' ', ' ', fingerprint ? ' ' : 'n', ' ', last_message ? ' ' : 'n'};
+
+	args[0] = tenant;
+	args[1] = context_id;
+	args[2] = command_id;
+	args[3] = PointerGetDatum(key);
+	args[4] = PointerGetDatum(fingerprint);
+	args[5] = CStringGetTextDatum(cscp_utc_iso(window));
+	args[6] = PointerGetDatum(last_message);
+	if (owner)
+	{
+		if (cscp_owner_exec("context", &plans[1], sql, 7, types, args, nulls, SPI_OK_UPDATE,
+							"record a confirmation request on its context") != 1)
+			cscp_write_skipped("record a confirmation request on its context");
+		return;
+	}
+	cscp_spi_plan(&plans[0], sql, 7, types);
+	cscp_spi_write_one(plans[0], args, nulls, SPI_OK_UPDATE,
+					   "record a confirmation request on its context");
 }

@@ -390,12 +390,19 @@ guard_update(Relation rel, HeapTuple oldtup, HeapTuple newtup, const Bitmapset *
 			slots = cscp_slots_validate(DatumGetJsonbP(d),
 										oldnull ? NULL : DatumGetJsonbP(od),
 										SPI_getvalue(oldtup, desc, COL(CX_TENANT_ID)));
-			/* The pending slots name only commands bound to this context. */
-			cscp_pending_slots_bound(DatumGetJsonbP(d), oldnull ? NULL : DatumGetJsonbP(od),
-									 heap_getattr(oldtup, COL(CX_TENANT_ID), desc, &isnull),
-									 heap_getattr(oldtup, COL(CX_CONTEXT_ID), desc, &isnull),
-									 heap_getattr(oldtup, COL(CX_CONVERSATION_ID), desc, &isnull),
-									 heap_getattr(oldtup, COL(CX_ACTOR_ID), desc, &isnull));
+			/*
+			 * The pending slots name only commands bound to this context;
+			 * cscp's own write as the owner is a command trigger's, which
+			 * wrote the slot from the command it judged (ask_context in
+			 * command_fsm.c).
+			 */
+			if (!cscp_owner_writing(rel))
+				cscp_pending_slots_bound(DatumGetJsonbP(d), oldnull ? NULL : DatumGetJsonbP(od),
+										 heap_getattr(oldtup, COL(CX_TENANT_ID), desc, &isnull),
+										 heap_getattr(oldtup, COL(CX_CONTEXT_ID), desc, &isnull),
+										 heap_getattr(oldtup, COL(CX_CONVERSATION_ID), desc,
+													  &isnull),
+										 heap_getattr(oldtup, COL(CX_ACTOR_ID), desc, &isnull));
 			cscp_row_edit_set(&edit, COL(CX_SLOTS), JsonbPGetDatum(slots), false);
 		}
 	}

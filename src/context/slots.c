@@ -16,7 +16,10 @@
  * pending_confirmation and pending_approval name only a command of the
  * context's own tenant, conversation, actor and context that waits for
  * that answer, with the window the command has, so that a "yes" given in
- * one conversation can never reach another's command.
+ * one conversation can never reach another's command.  The slot a command
+ * born asking writes through its own trigger, as the owner, from the row
+ * that trigger judged, is not read back (the context trigger's caller
+ * checks cscp_owner_writing).
  *
  * Only values that change are checked, so a slot that an earlier policy
  * allowed stays readable to superusers in the table without blocking

@@ -13,6 +13,14 @@
  * inside a section are re-analysed only when the search_path differs, so
  * they keep resolving names in pg_catalog.
  *
+ * A section is marked as PostgreSQL marks its own foreign-key checks run as
+ * a table's owner (ri_triggers.c): a local change of user id with
+ * SECURITY_NOFORCE_RLS.  cscp's tables do not force row-level security on
+ * their owner, so the mark changes no read; it lets a trigger tell cscp's
+ * own write as the owner, which a command trigger has judged already, from
+ * any other (cscp_owner_writing): a SECURITY DEFINER function changes the
+ * user id without it.
+ *
  * On an error the transaction's abort restores both the user and the
  * settings; cscp_owner_leave is for the normal path only.
  *
@@ -45,10 +53,23 @@ cscp_owner_enter(const char *relname, CscpOwnerScope *scope)
 	ReleaseSysCache(tp);
 
 	GetUserIdAndSecContext(&scope->save_userid, &scope->save_sec_context);
-	SetUserIdAndSecContext(owner, scope->save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	SetUserIdAndSecContext(owner, scope->save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_NOFORCE_RLS);
 	scope->nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+}
+
+/*
+ * Whether the row being written to rel is cscp's own write as its owner,
+ * from a section cscp_owner_enter opened: the owner's, with the section's
+ * mark.  A superuser's typed SQL and a SECURITY DEFINER function's are not.
+ */
+bool
+cscp_owner_writing(Relation rel)
+{
+	return InLocalUserIdChange() && InNoForceRLSOperation() &&
+		GetUserId() == rel->rd_rel->relowner;
 }
 
 /* Back to the caller's user and search_path. */
