@@ -180,6 +180,7 @@ typedef struct CommandFacts
 	const char *ended;			/* why it has ended, or NULL (context_ended) */
 	bool		read_live;		/* the context was read, live, */
 	TimestampTz read_until;		/* until its expires_at */
+	bool		read_blocked;	/* ... and blocked */
 	bool		birth;			/* a new row: its frame's read also reads its
 								 * context, locked, for its first promise */
 	bool		ctx_given;		/* the caller has read and locked the context: */
@@ -311,7 +312,9 @@ uuid_text(Datum uuid)
  * same statement reads the frame's context while live, FOR SHARE, so that
  * it cannot end until the row commits (its end then finds the row and
  * takes the promise back: commands_follow in context_fsm.c): its
- * expires_at is the row's first promise (c->read_live, c->read_until).
+ * expires_at is the row's first promise (c->read_live, c->read_until),
+ * and whether it is blocked (c->read_blocked) is the birth's
+ * (blocked_refusal).
  */
 static SnapshotFacts
 frame_facts(const Datum *args, const char *nulls, CommandFacts *c)
@@ -333,11 +336,12 @@ frame_facts(const Datum *args, const char *nulls, CommandFacts *c)
 		elog(ERROR, "SPI_connect failed");
 	cscp_spi_plan(&plans[with_context],
 				  with_context ?
-				  "SELECT f.conversation_id, f.context_id, f.context_hash, f.state,"
-				  "       (SELECT x.expires_at FROM cscp.context x"
-				  "         WHERE x.tenant_id OPERATOR(pg_catalog.=) f.tenant_id AND x.context_id OPERATOR(pg_catalog.=) f.context_id"
-				  "           AND x.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}') FOR SHARE)"
+				  "SELECT f.conversation_id, f.context_id, f.context_hash, f.state, x.expires_at,"
+				  "       x.status OPERATOR(pg_catalog.=) 'blocked'"
 				  "  FROM cscp.frame f"
+				  "  LEFT JOIN LATERAL (SELECT y.expires_at, y.status FROM cscp.context y"
+				  "         WHERE y.tenant_id OPERATOR(pg_catalog.=) f.tenant_id AND y.context_id OPERATOR(pg_catalog.=) f.context_id"
+				  "           AND y.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}') FOR SHARE) x ON true"
 				  " WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.frame_id OPERATOR(pg_catalog.=) $2" :
 				  "SELECT f.conversation_id, f.context_id, f.context_hash, f.state FROM cscp.frame f"
 				  " WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.frame_id OPERATOR(pg_catalog.=) $2",
@@ -379,6 +383,7 @@ frame_facts(const Datum *args, const char *nulls, CommandFacts *c)
 			{
 				c->read_live = true;
 				c->read_until = DatumGetTimestampTz(d);
+				c->read_blocked = DatumGetBool(SPI_getbinval(row, desc, 6, &isnull));
 			}
 		}
 	}
@@ -1182,6 +1187,26 @@ log_refused_insert(HeapTuple tuple, TupleDesc desc, CommandState state, const ch
 }
 
 /*
+ * A mutating command is not formed while its context is blocked (waiting on
+ * an external completion or an operator): command_submit records it
+ * rejected with context_blocked as it forms it; a direct INSERT of one
+ * born canonicalized or confirmation_required against a blocked context
+ * (the frame_form or insert_snapshot_check read) is refused, 55000.
+ */
+static void
+blocked_refusal(HeapTuple tuple, TupleDesc desc, CommandState state)
+{
+	log_refused_insert(tuple, desc, state, "context_blocked");
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("a mutating command cannot be formed while its context is blocked (context_blocked)"),
+			 errdetail("Context %s of tenant \"%s\" waits on an external completion or an operator.",
+					   SPI_getvalue(tuple, desc, COL(CM_CONTEXT_ID)),
+					   SPI_getvalue(tuple, desc, COL(CM_TENANT_ID))),
+			 errhint("Move the context back to active with cscp.context_transition first.")));
+}
+
+/*
  * The snapshot and recovery rules of a new command (tuple, born in state):
  * a recovery names a command of its conversation and actor, a compensate
  * recovery is mutating (it goes through confirmation), and a command born
@@ -1271,6 +1296,8 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state, bool 
 				 errhint("Submit it with cscp.command_submit, then move it with cscp.command_transition.")));
 	if (formed)
 		return true;			/* *promise is frame_form's */
+	if (c.read_blocked && c.mutating)
+		blocked_refusal(tuple, desc, state);
 	*promise = c.read_until;
 	return c.read_live;
 }
@@ -1297,7 +1324,8 @@ forms_frame(HeapTuple tuple, TupleDesc desc)
  * the command commits: its end then finds the command and takes its
  * promise back; FOR NO KEY UPDATE when the command asks its context a
  * question, asks, which writes it: ask_context), which must be of the
- * command's tenant, conversation and actor and usable now; the frame of its
+ * command's tenant, conversation and actor and usable now, and not blocked
+ * for a mutating command (blocked_refusal); the frame of its
  * state and the command's message ids recorded as the owner, or the one
  * that records that state already (cscp_frame_record: frames are unique
  * by context and hash); its frame_id and context_ref written into the row.
@@ -1350,6 +1378,9 @@ frame_form(HeapTuple tuple, TupleDesc desc, CommandState state, bool asks, Times
 						   SPI_getvalue(tuple, desc, COL(CM_TENANT_ID)), problem),
 				 errhint("Submit it with cscp.command_submit, which forms it against the live context.")));
 	}
+	if (cscp_column_true(tuple, desc, COL(CM_MUTATING)) &&
+		strcmp(SPI_getvalue(ctx, ctxdesc, 4), "blocked") == 0)
+		blocked_refusal(tuple, desc, state);
 	*promise = DatumGetTimestampTz(SPI_getbinval(ctx, ctxdesc, 5, &isnull));
 	frame_state = cscp_frame_state(ctx, ctxdesc,
 								   DatumGetArrayTypeP(heap_getattr(tuple, COL(CM_MESSAGE_IDS), desc,
