@@ -183,6 +183,8 @@ typedef struct CommandFacts
 	bool		read_blocked;	/* ... and blocked */
 	bool		birth;			/* a new row: its frame's read also reads its
 								 * context, locked, for its first promise */
+	bool		asks;			/* ... and it asks its context, which it writes
+								 * then: locked FOR NO KEY UPDATE (ask_context) */
 	bool		ctx_given;		/* the caller has read and locked the context: */
 	HeapTuple	ctx;			/* its row (NULL: none), */
 	TupleDesc	ctxdesc;		/* with its descriptor */
@@ -309,7 +311,8 @@ uuid_text(Datum uuid)
  * snapshot_facts builds them): its frame read alone, by key, and compared
  * here, where the general statement would join a target that is not there.
  * The same answers as that statement gives.  For a new row (c->birth) the
- * same statement reads the frame's context while live, FOR SHARE, so that
+ * same statement reads the frame's context while live, FOR SHARE (FOR NO
+ * KEY UPDATE when the row asks it: c->asks), so that
  * it cannot end until the row commits (its end then finds the row and
  * takes the promise back: commands_follow in context_fsm.c): its
  * expires_at is the row's first promise (c->read_live, c->read_until),
@@ -319,10 +322,11 @@ uuid_text(Datum uuid)
 static SnapshotFacts
 frame_facts(const Datum *args, const char *nulls, CommandFacts *c)
 {
-	static SPIPlanPtr plans[2] = {NULL, NULL};
+	static SPIPlanPtr plans[3] = {NULL, NULL, NULL};
 	static const Oid types[2] = {TEXTOID, UUIDOID};
 	Datum		fargs[2] = {args[0], args[5]};
 	bool		with_context = c->birth && promise_att > 0 && nulls[4] != 'n';
+	int			plan = with_context ? (c->asks ? 2 : 1) : 0;
 	SnapshotFacts f = {0};
 	HeapTuple	row;
 	TupleDesc	desc;
@@ -334,19 +338,22 @@ frame_facts(const Datum *args, const char *nulls, CommandFacts *c)
 		return f;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	cscp_spi_plan(&plans[with_context],
-				  with_context ?
-				  "SELECT f.conversation_id, f.context_id, f.context_hash, f.state, x.expires_at,"
-				  "       x.status OPERATOR(pg_catalog.=) 'blocked'"
-				  "  FROM cscp.frame f"
-				  "  LEFT JOIN LATERAL (SELECT y.expires_at, y.status FROM cscp.context y"
-				  "         WHERE y.tenant_id OPERATOR(pg_catalog.=) f.tenant_id AND y.context_id OPERATOR(pg_catalog.=) f.context_id"
-				  "           AND y.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}') FOR SHARE) x ON true"
-				  " WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.frame_id OPERATOR(pg_catalog.=) $2" :
+#define FRAME_WITH_CONTEXT(lock) \
+	"SELECT f.conversation_id, f.context_id, f.context_hash, f.state, x.expires_at," \
+	"       x.status OPERATOR(pg_catalog.=) 'blocked'" \
+	"  FROM cscp.frame f" \
+	"  LEFT JOIN LATERAL (SELECT y.expires_at, y.status FROM cscp.context y" \
+	"         WHERE y.tenant_id OPERATOR(pg_catalog.=) f.tenant_id AND y.context_id OPERATOR(pg_catalog.=) f.context_id" \
+	"           AND y.status OPERATOR(pg_catalog.=) ANY ('{active,pending,blocked}') " lock ") x ON true" \
+	" WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.frame_id OPERATOR(pg_catalog.=) $2"
+	cscp_spi_plan(&plans[plan],
+				  plan == 2 ? FRAME_WITH_CONTEXT("FOR NO KEY UPDATE") :
+				  plan == 1 ? FRAME_WITH_CONTEXT("FOR SHARE") :
 				  "SELECT f.conversation_id, f.context_id, f.context_hash, f.state FROM cscp.frame f"
 				  " WHERE f.tenant_id OPERATOR(pg_catalog.=) $1 AND f.frame_id OPERATOR(pg_catalog.=) $2",
 				  2, types);
-	if (SPI_execute_plan(plans[with_context], fargs, NULL, false, 1) != SPI_OK_SELECT)
+#undef FRAME_WITH_CONTEXT
+	if (SPI_execute_plan(plans[plan], fargs, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up the frame of a command");
 	if (SPI_processed == 1)
 	{
@@ -1218,7 +1225,7 @@ blocked_refusal(HeapTuple tuple, TupleDesc desc, CommandState state)
  */
 static bool
 insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state, bool formed,
-					  TimestampTz *promise)
+					  bool asks, TimestampTz *promise)
 {
 	CommandFacts c = {0};
 	bool		kindnull,
@@ -1231,6 +1238,7 @@ insert_snapshot_check(HeapTuple tuple, TupleDesc desc, CommandState state, bool 
 	c.state = CMD_CANONICALIZED;
 	c.birth = state == CMD_CANONICALIZED || state == CMD_CONFIRMATION_REQUIRED;
 	c.stored = formed;			/* its frame was formed from its context here */
+	c.asks = asks;
 	c.mutating = cscp_column_true(tuple, desc, COL(CM_MUTATING));
 	c.auto_confirm = cscp_column_true(tuple, desc, COL(CM_AUTO_CONFIRM));
 	c.tenant_id = heap_getattr(tuple, COL(CM_TENANT_ID), desc, &kindnull);
@@ -1703,8 +1711,9 @@ insert_defaults(HeapTuple tuple, TupleDesc desc, CommandState state, TimestampTz
  * ids its last message (cscp_context_ask).  Written as the owner from the
  * row in hand, which this trigger has just judged, so the context's
  * trigger does not read the command back to bind the slot to it; the
- * context was locked by the writer, with its rights, as its frame was
- * read (frame_form), or as the command_submit that formed it found it.
+ * context was locked FOR NO KEY UPDATE by the writer, with its rights, as
+ * its frame was formed or read (frame_form, frame_facts), or as the
+ * command_submit that formed it found it.
  */
 static void
 ask_context(HeapTuple tuple, TupleDesc desc)
@@ -1712,6 +1721,7 @@ ask_context(HeapTuple tuple, TupleDesc desc)
 	bool		isnull;
 	Datum		ids = heap_getattr(tuple, COL(CM_MESSAGE_IDS), desc, &isnull);
 	text	   *last_message = NULL;
+	Datum		key;
 	Datum		fp;
 	bool		fpnull;
 
@@ -1726,11 +1736,14 @@ ask_context(HeapTuple tuple, TupleDesc desc)
 		if (n > 0 && !nulls[n - 1])
 			last_message = DatumGetTextPP(elems[n - 1]);
 	}
+	key = heap_getattr(tuple, COL(CM_IDEMPOTENCY_KEY), desc, &isnull);
+	if (isnull)
+		return;					/* the NOT NULL constraint refuses the row */
 	fp = heap_getattr(tuple, COL(CM_TARGET_FINGERPRINT), desc, &fpnull);
 	cscp_context_ask(heap_getattr(tuple, COL(CM_TENANT_ID), desc, &isnull),
 					 heap_getattr(tuple, COL(CM_CONTEXT_ID), desc, &isnull),
 					 heap_getattr(tuple, COL(CM_COMMAND_ID), desc, &isnull),
-					 DatumGetTextPP(heap_getattr(tuple, COL(CM_IDEMPOTENCY_KEY), desc, &isnull)),
+					 DatumGetTextPP(key),
 					 fpnull ? NULL : DatumGetTextPP(fp),
 					 DatumGetTimestampTz(heap_getattr(tuple, COL(CM_WINDOW_EXPIRES_AT), desc,
 													  &isnull)),
@@ -1751,6 +1764,7 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	const char *decision;
 	TimestampTz promise = 0;
 	bool		formed;
+	bool		asks;
 
 	cscp_row_edit_init(&edit, desc);
 	state = insert_birth(tuple, desc, &edit, &auto_confirm, &decided);
@@ -1764,10 +1778,10 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	tuple = cscp_row_edit_apply(&edit, tuple);
 	formed = (state == CMD_CANONICALIZED || state == CMD_CONFIRMATION_REQUIRED) &&
 		forms_frame(tuple, desc);
+	asks = decided && state == CMD_CONFIRMATION_REQUIRED;
 	if (formed)
-		tuple = frame_form(tuple, desc, state, decided && state == CMD_CONFIRMATION_REQUIRED,
-						   &promise);
-	if (insert_snapshot_check(tuple, desc, state, formed, &promise) && promise_att > 0)
+		tuple = frame_form(tuple, desc, state, asks, &promise);
+	if (insert_snapshot_check(tuple, desc, state, formed, asks, &promise) && promise_att > 0)
 	{
 		Datum		value = TimestampTzGetDatum(promise);
 		bool		isnull = false;
@@ -1782,7 +1796,7 @@ guard_insert(Relation rel, HeapTuple tuple, TimestampTz now)
 	 * that the evidence shows that one rejected before this one asks;
 	 * cscp_command_guard's lists skip it then.
 	 */
-	if (decided && state == CMD_CONFIRMATION_REQUIRED)
+	if (asks)
 	{
 		Datum		args[6];
 		bool		ctxnull = true;
