@@ -1178,7 +1178,7 @@ insert_live(const CommandRequest *q, Formation *f, TupleDesc *desc)
 				  "    AND NOT EXISTS (SELECT FROM cscp.command k WHERE k.tenant_id OPERATOR(pg_catalog.=) $1"
 				  "                       AND k.idempotency_key OPERATOR(pg_catalog.=) $4)"
 				  "    FOR UPDATE OF y"
-				  " RETURNING " COMMAND_RESULT_COLUMNS ", x.window_expires_at, x.context_id",
+				  " RETURNING " COMMAND_RESULT_COLUMNS ", x.context_id",
 				  COMMAND_PARAMS + 1, types);
 	tt = run(plan, args, nulls, false, SPI_OK_INSERT_RETURNING);
 	if (SPI_processed == 0)
@@ -1222,7 +1222,7 @@ form_context_ref(Formation *f)
  * not auto-confirmed and formed against a usable context, or rejected with
  * the reason it was refused for; the trigger records the steps it was born
  * through, so that no row stands at canonicalized without its snapshot.
- * Returns the row (COMMAND_RESULT_COLUMNS and its window), its descriptor
+ * Returns the row (COMMAND_RESULT_COLUMNS), its descriptor
  * in *desc.
  */
 static HeapTuple
@@ -1246,7 +1246,7 @@ insert_command(const CommandRequest *q, const Formation *f, TupleDesc *desc)
 				  "    context_id, context_ref, reason_code, frame_id, auto_confirm, state)"
 				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,"
 				  "         NULL, NULL, NULL)"
-				  " RETURNING " COMMAND_RESULT_COLUMNS ", x.window_expires_at",
+				  " RETURNING " COMMAND_RESULT_COLUMNS,
 				  COMMAND_PARAMS + 3, types);
 	tt = run(plan, args, nulls, false, SPI_OK_INSERT_RETURNING);
 	if (SPI_processed == 0)

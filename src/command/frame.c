@@ -427,7 +427,8 @@ cscp_frame_context(Datum tenant, Datum context_id, Datum conversation, const Dat
  * here, the state as frame_state computes it.  A state of the message ids
  * alone ({"message_ids": [...]}) is completed here instead, from the
  * context read, so that its writer need not read the context to compute it
- * (cscp_frame_record_live).
+ * (a direct INSERT of a frame; cscp's own frames are formed by the command
+ * trigger and pass unchecked: cscp_owner_writing).
  */
 static HeapTuple
 frame_insert(Relation rel, HeapTuple tuple, TimestampTz now)
